@@ -1,0 +1,89 @@
+//! `covel call PLUGINS_DIR POINT --input JSON|@FILE [--slot NAME]`: load every plugin of a
+//! folder and run one extension point, printing the result and the provider-call trace.
+
+use crate::output::{DiagnosticJson, print_json};
+use anyhow::{Context, anyhow, bail};
+use covel_js::{Limits, load_folder};
+use covel_kernel::context::ExecutionContext;
+use covel_kernel::contract::{self, SlotId};
+use covel_kernel::runner::{self, RunOptions};
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The plugins folder.
+    plugins_dir: PathBuf,
+    /// The extension point, e.g. prompt.segment@1.
+    point: String,
+    /// The input as JSON, or @FILE to read it from a file.
+    #[arg(long)]
+    input: Option<String>,
+    /// For ui.slot@1: the slot to project (sets `slot` in the input when missing).
+    #[arg(long)]
+    slot: Option<String>,
+    /// Machine-readable output.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
+    let point = contract::lookup_point(&args.point).map_err(|e| anyhow!("{e}"))?;
+    let slot = match &args.slot {
+        Some(name) => Some(contract::lookup_slot(name).map_err(|e| anyhow!("{e}"))?),
+        None => None,
+    };
+    let mut input = read_input(args.input.as_deref())?;
+    if let (Some(slot), Some(map)) = (slot, input.as_object_mut()) {
+        map.entry("slot").or_insert_with(|| Value::String(slot.as_str().into()));
+        map.entry("previous").or_insert(Value::Null);
+        map.entry("events").or_insert_with(|| json!([]));
+    }
+    let plugins = load_folder(&args.plugins_dir, &Limits::default())
+        .with_context(|| format!("reading plugins folder {}", args.plugins_dir.display()))?;
+    let providers: Vec<_> = plugins.iter().flat_map(|p| p.providers()).collect();
+    let ctx = ExecutionContext::empty();
+    let result = runner::run(point, input, &providers, &ctx, &RunOptions { slot: slot.or(None::<SlotId>), timeout: None });
+    let failed = result.error.is_some();
+    let diagnostics: Vec<DiagnosticJson> = plugins.iter().flat_map(|p| p.diagnostics.iter().map(DiagnosticJson::from)).collect();
+    if args.json {
+        print_json(&json!({
+            "point": result.point,
+            "mode": result.mode,
+            "result": result.result,
+            "providedBy": result.provided_by,
+            "calls": result.calls,
+            "error": result.error.as_ref().map(|e| json!({"code": serde_json::to_value(e).ok().and_then(|v| v.get("code").cloned()), "message": e.to_string()})),
+            "diagnostics": diagnostics,
+        }))?;
+    } else {
+        println!("{} ({:?})", result.point, result.mode);
+        for call in &result.calls {
+            let reason = call.message.as_deref().map(|m| format!(": {m}")).unwrap_or_default();
+            println!("  {}/{} order {} → {:?} in {:.2} ms{reason}", call.plugin_id, call.provider_id, call.order, call.outcome, call.duration_ms);
+        }
+        println!("{}", serde_json::to_string_pretty(&result.result)?);
+        if let Some(error) = &result.error {
+            println!("error: {error}");
+        }
+        for d in &diagnostics {
+            println!("  plugin not loaded: {} {}", d.code, d.message);
+        }
+    }
+    Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+fn read_input(input: Option<&str>) -> anyhow::Result<Value> {
+    let text = match input {
+        None => return Ok(json!({})),
+        Some(path) if path.starts_with('@') => {
+            std::fs::read_to_string(&path[1..]).with_context(|| format!("reading input file {}", &path[1..]))?
+        }
+        Some(text) => text.to_string(),
+    };
+    match serde_json::from_str(&text) {
+        Ok(value) => Ok(value),
+        Err(e) => bail!("--input is not valid JSON: {e}"),
+    }
+}

@@ -1,0 +1,39 @@
+//! `covel`: every Covel Studio capability without a window, for scripts and CI. Human output by
+//! default, `--json` for machines. Exit codes: 0 success, 1 a plugin or call failed, 2 usage.
+
+mod call;
+mod output;
+mod validate;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "covel", version, about = "Covel plugin studio, headless")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Check plugin folders: manifest, entry load, declared versus registered.
+    Validate(validate::Args),
+    /// Load a plugins folder and run one extension point.
+    Call(call::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Validate(args) => validate::run(&args),
+        Command::Call(args) => call::run(&args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::from(2)
+        }
+    }
+}

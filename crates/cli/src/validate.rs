@@ -1,0 +1,79 @@
+//! `covel validate DIR...`: static checks plus loading each entry and checking its
+//! registrations against the manifest.
+
+use crate::output::{DiagnosticJson, print_json};
+use anyhow::bail;
+use covel_js::{Limits, load_plugins};
+use covel_kernel::package;
+use serde::Serialize;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Plugin folders (each with a PLUGIN.md), or plugins folders holding several.
+    #[arg(required = true)]
+    dirs: Vec<PathBuf>,
+    /// Machine-readable output.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Serialize)]
+struct Report<'a> {
+    plugins: Vec<PluginReport<'a>>,
+}
+
+#[derive(Serialize)]
+struct PluginReport<'a> {
+    id: String,
+    path: String,
+    ok: bool,
+    diagnostics: Vec<DiagnosticJson<'a>>,
+}
+
+pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
+    let mut folders = Vec::new();
+    for dir in &args.dirs {
+        if dir.join("PLUGIN.md").is_file() {
+            folders.push(dir.clone());
+        } else if dir.is_dir() {
+            let found = package::discover(dir)?;
+            if found.is_empty() {
+                bail!("{} holds no PLUGIN.md and no plugin folders", dir.display());
+            }
+            folders.extend(found);
+        } else {
+            bail!("{} is not a folder", dir.display());
+        }
+    }
+    let loaded = load_plugins(&folders, &Limits::default());
+    let all_ok = loaded.iter().all(|p| p.ok());
+    if args.json {
+        let plugins = loaded
+            .iter()
+            .map(|p| PluginReport {
+                id: p.package.as_ref().map(|pkg| pkg.id().to_string()).unwrap_or_else(|| p.name.clone()),
+                path: p.folder.display().to_string(),
+                ok: p.ok(),
+                diagnostics: p.diagnostics.iter().map(DiagnosticJson::from).collect(),
+            })
+            .collect();
+        print_json(&Report { plugins })?;
+    } else {
+        for p in &loaded {
+            if p.ok() {
+                let providers = p.package.as_ref().map_or(0, |pkg| pkg.manifest.extensions.len());
+                println!("✓ {} ({} providers, loaded in {:.1} ms)", p.name, providers, p.load_time.as_secs_f64() * 1000.0);
+            } else {
+                println!("✗ {}", p.name);
+                for d in &p.diagnostics {
+                    println!("    {d}");
+                }
+            }
+        }
+        let bad = loaded.iter().filter(|p| !p.ok()).count();
+        println!("{} plugins, {} valid, {} invalid", loaded.len(), loaded.len() - bad, bad);
+    }
+    Ok(if all_ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}

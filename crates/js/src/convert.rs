@@ -1,0 +1,108 @@
+//! Moving values between serde_json and QuickJS directly, without JSON text in between: each
+//! node is built or read through the engine's object API, which avoids a stringify/parse pair
+//! on every call.
+
+use rquickjs::{Array, Ctx, Object, Type, Value};
+use serde_json::{Map, Number, Value as Json};
+
+/// Values nest deeper than this are treated as cyclic and refused.
+const MAX_DEPTH: usize = 128;
+
+/// Builds a JS value from JSON.
+pub fn to_js<'js>(ctx: &Ctx<'js>, value: &Json) -> rquickjs::Result<Value<'js>> {
+    Ok(match value {
+        Json::Null => Value::new_null(ctx.clone()),
+        Json::Bool(b) => Value::new_bool(ctx.clone(), *b),
+        Json::Number(n) => match n.as_i64().and_then(|i| i32::try_from(i).ok()) {
+            Some(i) => Value::new_int(ctx.clone(), i),
+            None => Value::new_float(ctx.clone(), n.as_f64().unwrap_or(0.0)),
+        },
+        Json::String(s) => rquickjs::String::from_str(ctx.clone(), s)?.into_value(),
+        Json::Array(items) => {
+            let array = Array::new(ctx.clone())?;
+            for (i, item) in items.iter().enumerate() {
+                array.set(i, to_js(ctx, item)?)?;
+            }
+            array.into_value()
+        }
+        Json::Object(map) => {
+            let object = Object::new(ctx.clone())?;
+            for (key, item) in map {
+                object.set(key.as_str(), to_js(ctx, item)?)?;
+            }
+            object.into_value()
+        }
+    })
+}
+
+/// Why a JS value cannot become JSON.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FromJsError {
+    #[error("value nests deeper than {MAX_DEPTH} levels (cyclic?) at {0}")]
+    TooDeep(String),
+    #[error("a {kind} at {path} cannot be returned from a handler")]
+    Unsupported { kind: &'static str, path: String },
+    #[error("engine error while reading the value: {0}")]
+    Engine(String),
+}
+
+/// Reads a JS value as JSON, with JSON.stringify's rules: `undefined` and functions in objects
+/// are dropped, non-finite numbers become null.
+pub fn from_js(value: &Value<'_>) -> Result<Json, FromJsError> {
+    read(value, 0, &mut String::new())
+}
+
+fn read(value: &Value<'_>, depth: usize, path: &mut String) -> Result<Json, FromJsError> {
+    if depth > MAX_DEPTH {
+        return Err(FromJsError::TooDeep(shown(path)));
+    }
+    let engine = |e: rquickjs::Error| FromJsError::Engine(e.to_string());
+    Ok(match value.type_of() {
+        Type::Uninitialized | Type::Undefined | Type::Null => Json::Null,
+        Type::Bool => Json::Bool(value.as_bool().unwrap_or_default()),
+        Type::Int => Json::Number(value.as_int().unwrap_or_default().into()),
+        Type::Float => value.as_float().and_then(Number::from_f64).map_or(Json::Null, Json::Number),
+        Type::String => Json::String(value.as_string().map(|s| s.to_string()).transpose().map_err(engine)?.unwrap_or_default()),
+        Type::Array => {
+            let array = value.as_array().ok_or_else(|| FromJsError::Engine("array expected".into()))?;
+            let mut out = Vec::with_capacity(array.len());
+            for (i, item) in array.iter::<Value>().enumerate() {
+                let item = item.map_err(engine)?;
+                let len = path.len();
+                path.push_str(&format!("[{i}]"));
+                out.push(match item.type_of() {
+                    Type::Undefined | Type::Function | Type::Constructor | Type::Symbol => Json::Null,
+                    _ => read(&item, depth + 1, path)?,
+                });
+                path.truncate(len);
+            }
+            Json::Array(out)
+        }
+        Type::Object | Type::Exception | Type::Proxy => {
+            let object = value.as_object().ok_or_else(|| FromJsError::Engine("object expected".into()))?;
+            let mut out = Map::new();
+            for prop in object.props::<String, Value>() {
+                let (key, item) = prop.map_err(engine)?;
+                if matches!(item.type_of(), Type::Undefined | Type::Function | Type::Constructor | Type::Symbol) {
+                    continue;
+                }
+                let len = path.len();
+                path.push('.');
+                path.push_str(&key);
+                let item = read(&item, depth + 1, path)?;
+                path.truncate(len);
+                out.insert(key, item);
+            }
+            Json::Object(out)
+        }
+        Type::Promise => return Err(FromJsError::Unsupported { kind: "promise", path: shown(path) }),
+        Type::BigInt => return Err(FromJsError::Unsupported { kind: "BigInt", path: shown(path) }),
+        Type::Function | Type::Constructor => return Err(FromJsError::Unsupported { kind: "function", path: shown(path) }),
+        Type::Symbol => return Err(FromJsError::Unsupported { kind: "symbol", path: shown(path) }),
+        Type::Module | Type::Unknown => return Err(FromJsError::Unsupported { kind: "engine value", path: shown(path) }),
+    })
+}
+
+fn shown(path: &str) -> String {
+    if path.is_empty() { "(root)".into() } else { format!("(root){path}") }
+}

@@ -1,0 +1,171 @@
+//! Loading plugin folders into running plugins: static checks (covel-kernel), the entry in its
+//! own QuickJS runtime, then the declared-versus-registered check. One bad plugin never stops
+//! the others, and every plugin's load runs in parallel with the rest.
+
+use crate::worker::{Limits, LoadSpec, PendingLoad, Worker};
+use covel_kernel::diagnostic::{Code, Diagnostic};
+use covel_kernel::package::{self, Package};
+use covel_kernel::registration::{self, Registrations};
+use covel_kernel::runner::{Invoker, PendingCall, Provider, ProviderCall};
+use covel_kernel::static_prompt::StaticPrompt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A plugin whose entry runs in a QuickJS worker.
+pub struct JsPlugin {
+    worker: Worker,
+}
+
+impl Invoker for JsPlugin {
+    fn start(&self, call: ProviderCall) -> PendingCall {
+        PendingCall::new(self.worker.call(call))
+    }
+}
+
+/// One plugin folder after loading.
+pub struct LoadedPlugin {
+    /// The folder name (the plugin id when the manifest is valid).
+    pub name: String,
+    pub folder: PathBuf,
+    /// The statically valid package, even when the entry failed.
+    pub package: Option<Package>,
+    /// The running plugin, when everything succeeded.
+    pub instance: Option<Arc<JsPlugin>>,
+    pub registrations: Registrations,
+    /// Files of the entry's module graph.
+    pub modules: Vec<PathBuf>,
+    pub diagnostics: Vec<Diagnostic>,
+    pub load_time: Duration,
+}
+
+impl LoadedPlugin {
+    /// Whether the plugin loaded cleanly and its providers can run.
+    pub fn ok(&self) -> bool {
+        self.diagnostics.is_empty() && self.package.is_some()
+    }
+
+    /// The plugin's providers (declared extensions and the static prompt), when it loaded.
+    pub fn providers(&self) -> Vec<Provider> {
+        let Some(package) = self.package.as_ref().filter(|_| self.ok()) else { return Vec::new() };
+        let runtime_ids: Arc<Vec<String>> = Arc::new(package.manifest.runtimes.iter().map(|r| r.id.clone()).collect());
+        let mut out: Vec<Provider> = match &self.instance {
+            Some(instance) => package
+                .manifest
+                .extensions
+                .iter()
+                .map(|decl| Provider {
+                    plugin_id: package.id().to_string(),
+                    decl: decl.clone(),
+                    runtime_ids: Arc::clone(&runtime_ids),
+                    invoker: Arc::clone(instance) as Arc<dyn Invoker>,
+                })
+                .collect(),
+            None => Vec::new(),
+        };
+        out.extend(StaticPrompt::provider(package));
+        out
+    }
+}
+
+/// Loads every plugin folder of a plugins folder.
+pub fn load_folder(plugins_dir: &Path, limits: &Limits) -> std::io::Result<Vec<LoadedPlugin>> {
+    let folders = package::discover(plugins_dir)?;
+    Ok(load_plugins(&folders, limits))
+}
+
+/// Loads the given plugin folders in parallel.
+pub fn load_plugins(folders: &[PathBuf], limits: &Limits) -> Vec<LoadedPlugin> {
+    let started: Vec<Started> = folders.iter().map(|folder| start(folder, limits)).collect();
+    started.into_iter().map(Started::finish).collect()
+}
+
+/// Loads one plugin folder.
+pub fn load_plugin(folder: &Path, limits: &Limits) -> LoadedPlugin {
+    start(folder, limits).finish()
+}
+
+struct Started {
+    begun: Instant,
+    load: package::PackageLoad,
+    pending: Option<PendingLoad>,
+}
+
+fn start(folder: &Path, limits: &Limits) -> Started {
+    let begun = Instant::now();
+    let load = package::load_package(folder);
+    let pending = load.package.as_ref().and_then(|package| {
+        let entry = package.entry_path()?;
+        Some(Worker::start(LoadSpec {
+            plugin_id: package.id().to_string(),
+            root: package.root.clone(),
+            entry,
+            messages: package.messages.clone(),
+            limits: limits.clone(),
+        }))
+    });
+    Started { begun, load, pending }
+}
+
+impl Started {
+    fn finish(self) -> LoadedPlugin {
+        let Started { begun, load, pending } = self;
+        let mut diagnostics = load.diagnostics;
+        let mut registrations = Registrations::default();
+        let mut modules = Vec::new();
+        let mut instance = None;
+        if let Some(package) = &load.package {
+            let manifest_file = PathBuf::from(&load.name).join("PLUGIN.md");
+            let worker = match pending {
+                Some(pending) => {
+                    let (worker, report) = pending.wait();
+                    modules = report.modules;
+                    registrations = report.registrations;
+                    if let Some(failure) = report.failure {
+                        let file = failure
+                            .file
+                            .as_deref()
+                            .and_then(|f| shown_path(&load.folder, &load.name, f))
+                            .or_else(|| package.manifest.entry.as_ref().map(|e| PathBuf::from(&load.name).join(e)))
+                            .unwrap_or_else(|| manifest_file.clone());
+                        diagnostics.push(Diagnostic::new(failure.code, failure.message).plugin(&load.name).file(file).at_opt(failure.position));
+                    }
+                    worker
+                }
+                None => None,
+            };
+            let entry_failed = !diagnostics.is_empty();
+            if !entry_failed {
+                diagnostics.extend(registration::check(&package.manifest, &registrations, &manifest_file));
+            }
+            if diagnostics.is_empty() {
+                instance = worker.map(|worker| Arc::new(JsPlugin { worker }));
+            }
+        }
+        for d in &mut diagnostics {
+            if d.plugin.is_none() {
+                d.plugin = Some(load.name.clone());
+            }
+        }
+        if diagnostics.iter().any(|d| d.code == Code::Internal) {
+            instance = None;
+        }
+        LoadedPlugin {
+            name: load.name,
+            folder: load.folder,
+            package: load.package,
+            instance,
+            registrations,
+            modules,
+            diagnostics,
+            load_time: begun.elapsed(),
+        }
+    }
+}
+
+/// Shows an engine-reported file relative to the plugins folder (`<plugin>/<path>`).
+fn shown_path(folder: &Path, name: &str, file: &Path) -> Option<PathBuf> {
+    let root = folder.canonicalize().ok()?;
+    let relative = file.strip_prefix(&root).ok()?;
+    Some(PathBuf::from(name).join(relative))
+}

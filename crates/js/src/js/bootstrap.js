@@ -1,0 +1,331 @@
+// Covel Studio host bootstrap: evaluated once per plugin runtime, before the entry module.
+// It builds the `covel` facade the entry's default export receives, stages registrations
+// until the factory settles, dispatches provider calls, and builds each call's `ctx`.
+// Host functions provided by Rust: __host.now() (ms), __host.log(level, text).
+(function () {
+  "use strict";
+  const host = globalThis.__host;
+  delete globalThis.__host;
+
+  const staged = {
+    extensions: [], tools: [], actions: [], services: [], forms: [], wires: [], hooks: [], refusedLate: [],
+  };
+  const handlers = new Map();
+  const disposers = [];
+  let closed = false;
+  let logs = [];
+
+  // ---- console: captured per call so the trace shows what a handler printed ----------------
+  const show = (v) => {
+    if (typeof v === "string") return v;
+    try { return JSON.stringify(v); } catch { return String(v); }
+  };
+  const log = (level) => (...args) => {
+    if (logs.length < 50) logs.push(`[${level}] ${args.map(show).join(" ")}`);
+  };
+  globalThis.console = { log: log("log"), info: log("info"), warn: log("warn"), error: log("error"), debug: log("debug") };
+
+  // ---- timers: driven by the host's event loop, bounded by the call deadline -----------------
+  const timers = new Map();
+  let nextTimer = 1;
+  globalThis.setTimeout = (fn, ms = 0, ...args) => {
+    const id = nextTimer++;
+    timers.set(id, { due: host.now() + Math.max(0, Number(ms) || 0), fn, args });
+    return id;
+  };
+  globalThis.clearTimeout = (id) => { timers.delete(id); };
+  globalThis.setInterval = undefined;
+  globalThis.queueMicrotask = (fn) => { Promise.resolve().then(fn); };
+
+  function deepCopy(value) {
+    if (value === null || typeof value !== "object") return value;
+    if (Array.isArray(value)) return value.map(deepCopy);
+    const out = {};
+    for (const key of Object.keys(value)) out[key] = deepCopy(value[key]);
+    return out;
+  }
+  if (typeof globalThis.structuredClone !== "function") globalThis.structuredClone = deepCopy;
+
+  function deepFreeze(value) {
+    if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
+      Object.freeze(value);
+      for (const key of Object.keys(value)) deepFreeze(value[key]);
+    }
+    return value;
+  }
+
+  // ---- AbortSignal stand-in ------------------------------------------------------------------
+  class Signal {
+    constructor() { this.aborted = false; this.reason = undefined; this._listeners = []; }
+    addEventListener(type, fn) { if (type === "abort") this._listeners.push(fn); }
+    removeEventListener(type, fn) { this._listeners = this._listeners.filter((f) => f !== fn); }
+    throwIfAborted() { if (this.aborted) throw this.reason; }
+    _abort(reason) {
+      if (this.aborted) return;
+      this.aborted = true;
+      this.reason = reason;
+      for (const fn of this._listeners) { try { fn({ type: "abort" }); } catch { /* listener errors are the plugin's */ } }
+    }
+  }
+
+  // ---- HTTP: only origins in permissions.http; answers from recorded mocks ------------------
+  function makeHttp(pluginId, getExecution) {
+    const originOf = (url) => {
+      const m = /^(https?:\/\/[^/?#]+)/i.exec(String(url));
+      if (!m) throw new TypeError(`Invalid URL: ${url}`);
+      return m[1].toLowerCase();
+    };
+    function validateBaseUrl(url) {
+      const exec = getExecution();
+      const origin = originOf(url);
+      if (!exec || !exec.httpOrigins.map((o) => o.toLowerCase()).includes(origin)) {
+        throw new Error(`HTTP origin ${origin} is not listed in permissions.http of plugin ${pluginId}`);
+      }
+      return String(url);
+    }
+    async function fetchWithRetry(url, init = {}) {
+      validateBaseUrl(url);
+      const exec = getExecution();
+      const method = String(init.method || "GET").toUpperCase();
+      const target = String(url);
+      const mock = (exec.httpMocks || []).find(
+        (m) => (m.method || "GET").toUpperCase() === method && (target === m.url || target.startsWith(m.url)),
+      );
+      if (!mock) {
+        throw new Error(`No recorded HTTP answer for ${method} ${target} (the session answers plugin HTTP from its recorded mocks)`);
+      }
+      const text = typeof mock.body === "string" ? mock.body : JSON.stringify(mock.body ?? null);
+      const status = mock.status ?? 200;
+      return {
+        ok: status >= 200 && status < 300, status, url: target,
+        headers: { get: (name) => (mock.headers || {})[String(name).toLowerCase()] ?? null },
+        text: async () => text,
+        json: async () => JSON.parse(text),
+      };
+    }
+    return Object.freeze({ fetchWithRetry, validateBaseUrl });
+  }
+
+  // ---- toolkit.z: a schema builder good enough for tool parameter schemas -------------------
+  function schema(base) {
+    const s = Object.assign(Object.create(schemaProto), base);
+    return s;
+  }
+  const schemaProto = {
+    optional() { return schema({ ...this, _optional: true }); },
+    nullable() { return schema({ ...this, _nullable: true }); },
+    nullish() { return schema({ ...this, _optional: true, _nullable: true }); },
+    describe(text) { return schema({ ...this, description: text }); },
+    default(value) { return schema({ ...this, _default: value, _optional: true }); },
+    min(n) { return schema({ ...this, _min: n }); },
+    max(n) { return schema({ ...this, _max: n }); },
+    int() { return schema({ ...this, type: "integer" }); },
+    positive() { return schema({ ...this, _exclusiveMin: 0 }); },
+    nonnegative() { return schema({ ...this, _min: 0 }); },
+    length(n) { return schema({ ...this, _min: n, _max: n }); },
+    regex(re) { return schema({ ...this, _pattern: String(re.source ?? re) }); },
+    url() { return schema({ ...this, _format: "uri" }); },
+    email() { return schema({ ...this, _format: "email" }); },
+    passthrough() { return schema({ ...this, _loose: true }); },
+    strict() { return schema({ ...this, _loose: false }); },
+    array() { return z.array(this); },
+    or(other) { return z.union([this, other]); },
+    safeParse(value) { return { success: true, data: value }; },
+    parse(value) { return value; },
+    toJSONSchema() {
+      const out = {};
+      switch (this.type) {
+        case "object": {
+          out.type = "object";
+          out.properties = {};
+          const required = [];
+          for (const [key, child] of Object.entries(this.shape)) {
+            out.properties[key] = child.toJSONSchema();
+            if (!child._optional) required.push(key);
+          }
+          if (required.length) out.required = required;
+          if (!this._loose) out.additionalProperties = false;
+          break;
+        }
+        case "array": out.type = "array"; out.items = this.items.toJSONSchema(); break;
+        case "record": out.type = "object"; out.additionalProperties = this.values.toJSONSchema(); break;
+        case "enum": out.enum = this.values.slice(); break;
+        case "literal": out.const = this.value; break;
+        case "union": out.anyOf = this.options.map((o) => o.toJSONSchema()); break;
+        case "any": break;
+        default: out.type = this.type;
+      }
+      const numeric = this.type === "number" || this.type === "integer";
+      if (this._min !== undefined) out[numeric ? "minimum" : this.type === "array" ? "minItems" : "minLength"] = this._min;
+      if (this._max !== undefined) out[numeric ? "maximum" : this.type === "array" ? "maxItems" : "maxLength"] = this._max;
+      if (this._exclusiveMin !== undefined) out.exclusiveMinimum = this._exclusiveMin;
+      if (this._pattern) out.pattern = this._pattern;
+      if (this._format) out.format = this._format;
+      if (this.description) out.description = this.description;
+      if (this._default !== undefined) out.default = this._default;
+      if (this._nullable) return { anyOf: [out, { type: "null" }] };
+      return out;
+    },
+  };
+  const z = Object.freeze({
+    string: () => schema({ type: "string" }),
+    number: () => schema({ type: "number" }),
+    boolean: () => schema({ type: "boolean" }),
+    object: (shape) => schema({ type: "object", shape: shape || {} }),
+    array: (items) => schema({ type: "array", items }),
+    record: (a, b) => schema({ type: "record", values: b || a }),
+    enum: (values) => schema({ type: "enum", values }),
+    literal: (value) => schema({ type: "literal", value }),
+    union: (options) => schema({ type: "union", options }),
+    any: () => schema({ type: "any" }),
+    unknown: () => schema({ type: "any" }),
+  });
+
+  let shortIds = 0;
+  const toolkit = Object.freeze({
+    z,
+    tool: (def) => Object.freeze({ ...def, parameterSchema: def && def.parameters && def.parameters.toJSONSchema ? def.parameters.toJSONSchema() : def && def.parameters }),
+    shortId: () => `id${(++shortIds).toString(36)}`,
+    shortIdBatch: (n) => Array.from({ length: n }, () => `id${(++shortIds).toString(36)}`),
+    withPendingProposals: (result) => result,
+  });
+
+  // ---- the facade ------------------------------------------------------------------------------
+  let currentExecution = null;
+  function makeFacade(pluginId) {
+    const lifetime = new Signal();
+    const guard = (kind, name) => {
+      if (closed) {
+        staged.refusedLate.push(`${kind}:${name}`);
+        throw new Error("plugin entry registration is closed");
+      }
+    };
+    const nameOf = (value, fallback) => (value && typeof value === "object" && typeof value.name === "string" ? value.name : fallback);
+    const covel = {
+      pluginId,
+      signal: lifetime,
+      toolkit,
+      http: makeHttp(pluginId, () => currentExecution),
+      provideExtension(point, id, definition) {
+        guard("extension", `${point}/${id}`);
+        const handler = definition && definition.handler;
+        staged.extensions.push({ point: String(point), id: String(id), handlerIsFunction: typeof handler === "function" });
+        if (typeof handler === "function" && !handlers.has(`${point}/${id}`)) handlers.set(`${point}/${id}`, handler);
+      },
+      registerTool(tool) { const name = nameOf(tool, "<unnamed>"); guard("tool", name); staged.tools.push(name); },
+      registerService(def) { const c = def && def.contract ? String(def.contract) : "<no contract>"; guard("service", c); staged.services.push(c); },
+      on(event, _handler, options) { const key = `${event}:${(options && options.enforce) || "normal"}`; guard("hook", key); staged.hooks.push(key); },
+      registerRpc(action) { guard("action", action); staged.actions.push(String(action)); },
+      registerFormValidator(name) { guard("form", name); staged.forms.push(String(name)); },
+      registerWires(groups) {
+        for (const list of Object.values(groups || {})) {
+          for (const wire of Array.isArray(list) ? list : [list]) {
+            const id = wire && wire.id ? String(wire.id) : "<no id>";
+            guard("wire", id);
+            staged.wires.push(id);
+          }
+        }
+      },
+      onDispose(fn) { if (typeof fn === "function") disposers.push(fn); },
+    };
+    return Object.freeze(covel);
+  }
+
+  // ---- per-execution and per-call contexts ----------------------------------------------------
+  let executionId = -1;
+  let shared = null;
+  function setExecution(data) {
+    executionId = data.executionId;
+    const world = deepFreeze(data.world);
+    const settings = deepFreeze(data.settings || {});
+    const messages = deepFreeze(data.messages || {});
+    const byNamespace = new Map();
+    for (const row of data.rows || []) {
+      if (!byNamespace.has(row.namespace)) byNamespace.set(row.namespace, []);
+      byNamespace.get(row.namespace).push(row);
+    }
+    currentExecution = { httpOrigins: data.httpOrigins || [], httpMocks: data.httpMocks || [] };
+    shared = { data, world, settings, messages, byNamespace };
+  }
+
+  function makeContext(turnId) {
+    const signal = new Signal();
+    const live = () => {
+      if (signal.aborted) return Promise.reject(new Error("ctx.pluginData is only readable while the handler runs"));
+      return null;
+    };
+    const rowsOf = (namespace) =>
+      String(namespace).startsWith("_hidden.") ? [] : shared.byNamespace.get(String(namespace)) || [];
+    const pluginData = Object.freeze({
+      get(namespace, key) {
+        const dead = live();
+        if (dead) return dead;
+        const row = rowsOf(namespace).find((r) => r.key === String(key));
+        return Promise.resolve(row ? deepCopy(row.value) : null);
+      },
+      list(namespace) {
+        const dead = live();
+        if (dead) return dead;
+        return Promise.resolve(rowsOf(namespace).map((r) => ({
+          key: r.key, value: deepCopy(r.value), createdAt: r.createdAt ?? null, updatedAt: r.updatedAt ?? null,
+        })));
+      },
+    });
+    const ctx = Object.freeze({
+      callerPluginId: "__kernel",
+      sessionId: shared.data.sessionId,
+      locale: shared.data.locale,
+      turnId: turnId ?? undefined,
+      messages: shared.messages,
+      world: shared.world,
+      pluginData,
+      getOwnSettings: () => shared.settings,
+      utils: covelHttpForCalls,
+      signal,
+    });
+    return { ctx, signal };
+  }
+  let covelHttpForCalls = null;
+
+  globalThis.__covel = Object.freeze({
+    makeFacade(pluginId) {
+      covelHttpForCalls = makeHttp(pluginId, () => currentExecution);
+      return makeFacade(pluginId);
+    },
+    close() { closed = true; return staged; },
+    needsExecution(id) { return id !== executionId; },
+    setExecution,
+    // Starts one handler call; returns { value } or { promise } plus the call's signal.
+    call(key, input, turnId) {
+      logs = [];
+      const handler = handlers.get(key);
+      if (!handler) throw new Error(`no handler registered for ${key}`);
+      const { ctx, signal } = makeContext(turnId);
+      const result = handler(input, ctx);
+      return { result, signal };
+    },
+    finish(signal) {
+      signal._abort(new Error("Plugin service call completed"));
+      const out = logs;
+      logs = [];
+      return out;
+    },
+    nextTimerDue() {
+      let due = -1;
+      for (const t of timers.values()) if (due < 0 || t.due < due) due = t.due;
+      return due;
+    },
+    fireDueTimers() {
+      const now = host.now();
+      for (const [id, t] of [...timers.entries()].sort((a, b) => a[1].due - b[1].due)) {
+        if (t.due <= now) { timers.delete(id); t.fn(...t.args); }
+      }
+    },
+    clearTimers() { timers.clear(); },
+    dispose() {
+      for (const fn of disposers.reverse()) { try { fn(); } catch { /* disposal errors do not block unloading */ } }
+      disposers.length = 0;
+      handlers.clear();
+    },
+  });
+})();

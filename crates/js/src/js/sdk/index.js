@@ -1,0 +1,198 @@
+// @covel/plugin-handlers-utils — the public plugin SDK, as the studio provides it.
+// The kernel's Rust side implements the same rules (covel_js::sdk tests check both against
+// one table of vectors), so a value computed here matches what the studio computes.
+
+/** CJK ranges counted one token per UTF-16 unit. */
+function isCjkUnit(code) {
+  return (code >= 0x2e80 && code <= 0x9fff) || (code >= 0xac00 && code <= 0xd7af) ||
+    (code >= 0xf900 && code <= 0xfaff) || (code >= 0xff00 && code <= 0xffef);
+}
+
+/** CJK units count one each; everything else one token per four UTF-16 units, rounded up. */
+export function estimateTokens(text) {
+  const s = String(text ?? "");
+  let cjk = 0;
+  for (let i = 0; i < s.length; i++) if (isCjkUnit(s.charCodeAt(i))) cjk++;
+  return cjk + Math.ceil((s.length - cjk) / 4);
+}
+
+export const FRAMEWORK_TOOL_NAMES = Object.freeze([
+  "runtime-done", "emit-event", "list-characters", "get-character", "memory-search",
+  "world-dimension-get", "world-dimension-list", "dimension-rule-get", "update-dimensions",
+  "set-world-schema", "set-world-dimensions", "initialize-world", "delegate",
+]);
+
+/** Known locales and their fallbacks, most specific first. */
+export const LOCALE_REGISTRY = Object.freeze({
+  en: ["en"],
+  zh: ["zh", "zh-CN", "en"],
+  "zh-CN": ["zh-CN", "zh", "en"],
+  "zh-TW": ["zh-TW", "zh", "en"],
+  ja: ["ja", "en"],
+  ko: ["ko", "en"],
+  ru: ["ru", "en"],
+  fr: ["fr", "en"],
+  de: ["de", "en"],
+  es: ["es", "en"],
+});
+export const DEFAULT_LOCALE = "en";
+
+/** The locales to try for `locale`, most specific first, ending with English. */
+export function localeCandidates(locale) {
+  const l = String(locale || DEFAULT_LOCALE);
+  if (LOCALE_REGISTRY[l]) return LOCALE_REGISTRY[l].slice();
+  const base = l.split(/[-_]/)[0];
+  const out = [l];
+  if (base !== l) out.push(base);
+  for (const c of LOCALE_REGISTRY[base] || []) if (!out.includes(c)) out.push(c);
+  if (!out.includes("en")) out.push("en");
+  return out;
+}
+
+/** Text for a locale from a string or a locale map; falls back, then to the first entry. */
+export function resolveI18nText(text, locale) {
+  if (text === null || text === undefined) return "";
+  if (typeof text === "string") return text;
+  if (typeof text !== "object") return String(text);
+  for (const c of localeCandidates(locale)) {
+    if (typeof text[c] === "string" && text[c] !== "") return text[c];
+  }
+  const first = Object.values(text).find((v) => typeof v === "string");
+  return first ?? "";
+}
+
+/** Resolves every `{ "x-i18n": … }` node and every i18n map found under the listed keys. */
+export function resolveI18nDeep(value, locale) {
+  if (Array.isArray(value)) return value.map((v) => resolveI18nDeep(v, locale));
+  if (value && typeof value === "object") {
+    if (Object.prototype.hasOwnProperty.call(value, "x-i18n") && Object.keys(value).length === 1) {
+      return resolveI18nText(value["x-i18n"], locale);
+    }
+    const out = {};
+    for (const [k, v] of Object.entries(value)) out[k] = resolveI18nDeep(v, locale);
+    return out;
+  }
+  return value;
+}
+
+/**
+ * The character the player acts as. An action naming a seat or a character selects that
+ * seat's current character; with no actions, the primary seat's (or else the first seat's);
+ * with no seats, the only `player` character if there is exactly one, else null.
+ */
+export function actingCharacterOf(actions, characters, seats) {
+  const chars = Array.isArray(characters) ? characters : [];
+  const list = Array.isArray(seats) ? seats : [];
+  const byId = (id) => chars.find((c) => c && c.id === id) ?? null;
+  for (const action of Array.isArray(actions) ? actions : []) {
+    if (!action || typeof action !== "object") continue;
+    if (action.seatId) {
+      const seat = list.find((s) => s && s.id === action.seatId);
+      if (seat) return byId(seat.characterId);
+    }
+    if (action.characterId) {
+      const seat = list.find((s) => s && s.characterId === action.characterId);
+      if (seat) return byId(seat.characterId);
+    }
+  }
+  if (list.length > 0) {
+    const seat = list.find((s) => s && s.primary === true) ?? list[0];
+    return byId(seat.characterId);
+  }
+  const players = chars.filter((c) => c && c.type === "player");
+  return players.length === 1 ? players[0] : null;
+}
+
+export const MAX_SUMMARY_ENTRIES = 16;
+
+/** Appends entries to a `session.summary@1` value, keeping at most 16. */
+export function appendSummaryEntries(previous, entries) {
+  const before = previous && Array.isArray(previous.entries) ? previous.entries : [];
+  return { entries: [...before, ...(entries || [])].slice(0, MAX_SUMMARY_ENTRIES) };
+}
+
+/** The provider's translation of an English UI string (`locales/<locale>.yaml` messages). */
+export function translate(ctx, text, vars) {
+  const messages = (ctx && ctx.messages) || {};
+  let out = typeof messages[text] === "string" ? messages[text] : String(text);
+  for (const [k, v] of Object.entries(vars || {})) out = out.split(`{${k}}`).join(String(v));
+  return out;
+}
+
+/** Like translate, for labels. */
+export function labelText(ctx, text) {
+  return translate(ctx, text);
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}/;
+function stripBookkeeping(value) {
+  if (Array.isArray(value)) return value.map(stripBookkeeping);
+  if (!value || typeof value !== "object") return value;
+  const out = {};
+  for (const [k, v] of Object.entries(value)) {
+    if (k === "sessionId") continue;
+    if ((k === "id" || /Ids?$/.test(k)) && (typeof v === "string" ? UUID.test(v) : Array.isArray(v) && v.every((x) => typeof x === "string" && UUID.test(x)))) continue;
+    if ((k === "timestamp" || /At$/.test(k)) && typeof v === "string" && ISO.test(v)) continue;
+    out[k] = stripBookkeeping(v);
+  }
+  return out;
+}
+
+/** JSON for a model: bookkeeping ids, timestamps and sessionId removed. */
+export function modelFacingJson(value, space) {
+  return JSON.stringify(stripBookkeeping(value), null, space);
+}
+
+/** Checks character fields against a character schema; returns a list of problems. */
+export function validateCharacterFields(fields, schema) {
+  const problems = [];
+  const attrs = (schema && schema.attributes) || [];
+  for (const [key, value] of Object.entries(fields || {})) {
+    const attr = attrs.find((a) => a.id === key);
+    if (!attr) { problems.push(`unknown field ${key}`); continue; }
+    const t = attr.type;
+    const ok = t === "string" ? typeof value === "string"
+      : t === "number" ? typeof value === "number" && Number.isFinite(value)
+      : t === "boolean" ? typeof value === "boolean"
+      : t === "enum" ? (attr.options || []).some((o) => (o && o.value !== undefined ? o.value : o) === value)
+      : t === "array" ? Array.isArray(value)
+      : t === "object" || t === "map" ? value !== null && typeof value === "object" && !Array.isArray(value)
+      : true;
+    if (!ok) { problems.push(`field ${key} must be ${t}`); continue; }
+    if (t === "number" && attr.min !== undefined && value < attr.min) problems.push(`field ${key} is below ${attr.min}`);
+    if (t === "number" && attr.max !== undefined && value > attr.max) problems.push(`field ${key} is above ${attr.max}`);
+  }
+  return problems;
+}
+
+function cut(text, max) {
+  const s = String(text ?? "");
+  return s.length > max ? s.slice(0, max) + "..." : s;
+}
+
+/** The `character-sheets` segment: the player's sheet and one line per other character. */
+export function characterSheetSegments(characters, options = {}) {
+  const chars = Array.isArray(characters) ? characters : [];
+  const player = actingCharacterOf([], chars, options.seats);
+  const parts = [];
+  if (player) {
+    const { id, name, aliases, type, description, fields } = player;
+    parts.push(`<player-character>\n${modelFacingJson({ id, name, aliases, type, description, fields })}\n</player-character>`);
+  }
+  if (options.profiles !== false) {
+    const lines = [];
+    let total = 0;
+    for (const c of chars) {
+      if (c === player) continue;
+      const line = total < 8000
+        ? `- ${c.name}${c.aliases && c.aliases.length ? ` (aka ${c.aliases.join(", ")})` : ""} [${c.type}] | ${cut(c.description, 400)} | ${cut(JSON.stringify(c.fields || {}), 400)}`
+        : `- ${c.name}`;
+      total += line.length;
+      lines.push(line);
+    }
+    if (lines.length) parts.push(`<character-profiles>\n${lines.join("\n")}\n</character-profiles>`);
+  }
+  if (!parts.length) return [];
+  return [{ id: "character-sheets", content: parts.join("\n\n"), position: "system", audience: "self", volatility: "turn" }];
+}

@@ -1,0 +1,15 @@
+//! covel-js: runs Covel plugin code in QuickJS.
+//!
+//! Each plugin gets its own runtime on its own thread ([`worker`]), with a memory limit, an
+//! interrupt-based CPU deadline and a promise deadline. Modules resolve only inside the plugin
+//! root plus the SDK (`@covel/plugin-handlers-utils`, [`modules`]); values cross the boundary
+//! through the engine's object API, not JSON text ([`convert`]). [`host`] loads plugin folders
+//! and exposes their providers to the kernel's runner.
+
+pub mod convert;
+pub mod host;
+pub mod modules;
+pub mod worker;
+
+pub use host::{JsPlugin, LoadedPlugin, load_folder, load_plugin, load_plugins};
+pub use worker::Limits;

@@ -1,0 +1,629 @@
+//! One plugin's QuickJS runtime, living on its own thread. The thread loads the entry module,
+//! answers provider calls one at a time, and on shutdown disposes the plugin and drops the
+//! runtime on the thread that created it. Because every plugin has its own thread, providers of
+//! different plugins run in parallel.
+//!
+//! Time limits: an interrupt handler stops CPU loops at the deadline, and the event loop below
+//! stops waiting for a promise at the deadline (QuickJS cannot interrupt a pending `await`).
+
+use crate::convert::{from_js, to_js};
+use crate::modules::{self, LoadedFiles, PluginLoader, PluginResolver};
+use covel_kernel::Code;
+use covel_kernel::context::ExecutionContext;
+use covel_kernel::registration::{ProvidedExtension, Registrations};
+use covel_kernel::runner::{CallReport, FailureKind, ProviderCall, ProviderFailure};
+use rquickjs::promise::PromiseState;
+use rquickjs::{CatchResultExt, Context, Ctx, Function, Module, Object, Runtime, Value};
+use serde_json::{Map, Value as Json, json};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+const BOOTSTRAP: &str = include_str!("js/bootstrap.js");
+
+/// Resource limits of one plugin runtime.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    pub memory_bytes: usize,
+    pub stack_bytes: usize,
+    /// How long the entry module (and its default export) may take to settle.
+    pub load_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { memory_bytes: 64 * 1024 * 1024, stack_bytes: 1024 * 1024, load_timeout: Duration::from_secs(2) }
+    }
+}
+
+/// What the worker needs to load a plugin.
+#[derive(Debug, Clone)]
+pub struct LoadSpec {
+    pub plugin_id: String,
+    pub root: PathBuf,
+    pub entry: PathBuf,
+    /// Translations by locale (`locales/<locale>.yaml` messages).
+    pub messages: BTreeMap<String, Map<String, Json>>,
+    pub limits: Limits,
+}
+
+/// Why an entry failed to load.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadFailure {
+    pub code: Code,
+    pub message: String,
+    /// The file and position the engine blamed, when it named one.
+    pub file: Option<PathBuf>,
+    pub position: Option<(u32, u32)>,
+}
+
+/// The outcome of running an entry.
+#[derive(Debug, Clone)]
+pub struct LoadReport {
+    pub registrations: Registrations,
+    /// Every plugin file the module graph read.
+    pub modules: Vec<PathBuf>,
+    pub failure: Option<LoadFailure>,
+    pub duration: Duration,
+}
+
+enum Request {
+    Call(Box<ProviderCall>, Sender<CallReport>),
+    Shutdown,
+}
+
+/// Handle to a plugin's worker thread. Dropping it shuts the runtime down cleanly.
+pub struct Worker {
+    requests: Sender<Request>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Worker {
+    /// Starts the worker and runs the entry; returns the worker only when the load succeeded.
+    /// The load itself runs on the new thread, so many plugins load in parallel when callers
+    /// start several workers before waiting on them (see [`Worker::start`]).
+    pub fn start(spec: LoadSpec) -> PendingLoad {
+        let (ready_tx, ready_rx) = mpsc::channel();
+        let (requests, inbox) = mpsc::channel();
+        let name = format!("covel-plugin-{}", spec.plugin_id);
+        let load_timeout = spec.limits.load_timeout;
+        let thread = std::thread::Builder::new()
+            .name(name)
+            .stack_size(8 * 1024 * 1024)
+            .spawn(move || worker_main(spec, ready_tx, inbox));
+        match thread {
+            Ok(thread) => PendingLoad { ready: Some(ready_rx), worker: Some(Worker { requests, thread: Some(thread) }), load_timeout },
+            Err(e) => PendingLoad {
+                ready: None,
+                worker: None,
+                load_timeout,
+            }
+            .failed(format!("cannot start a thread for the plugin: {e}")),
+        }
+    }
+
+    /// Sends a call; the returned closure waits for the answer.
+    pub fn call(&self, call: ProviderCall) -> impl FnOnce() -> CallReport + Send + 'static {
+        let (reply, answer) = mpsc::channel();
+        // Grace beyond the point timeout: the worker enforces the timeout itself; this only
+        // protects the caller if the worker thread died.
+        let wait = call.timeout + Duration::from_secs(2);
+        let sent = self.requests.send(Request::Call(Box::new(call), reply)).is_ok();
+        move || {
+            if !sent {
+                return unavailable("the plugin's runtime has shut down");
+            }
+            answer.recv_timeout(wait).unwrap_or_else(|_| unavailable("the plugin's runtime stopped answering"))
+        }
+    }
+}
+
+fn unavailable(message: &str) -> CallReport {
+    CallReport {
+        result: Err(ProviderFailure { kind: FailureKind::Unavailable, message: message.to_string() }),
+        duration: Duration::ZERO,
+        logs: Vec::new(),
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.requests.send(Request::Shutdown);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// A load in progress.
+pub struct PendingLoad {
+    ready: Option<Receiver<LoadReport>>,
+    worker: Option<Worker>,
+    load_timeout: Duration,
+}
+
+impl PendingLoad {
+    fn failed(mut self, message: String) -> PendingLoad {
+        self.ready = None;
+        self.worker = None;
+        let (tx, rx) = mpsc::channel();
+        let _ = tx.send(LoadReport {
+            registrations: Registrations::default(),
+            modules: Vec::new(),
+            failure: Some(LoadFailure { code: Code::Internal, message, file: None, position: None }),
+            duration: Duration::ZERO,
+        });
+        self.ready = Some(rx);
+        self
+    }
+
+    /// Waits for the entry to settle.
+    pub fn wait(self) -> (Option<Worker>, LoadReport) {
+        let timeout_report = || LoadReport {
+            registrations: Registrations::default(),
+            modules: Vec::new(),
+            failure: Some(LoadFailure {
+                code: Code::EntryTimeout,
+                message: "the plugin's runtime did not finish loading".into(),
+                file: None,
+                position: None,
+            }),
+            duration: Duration::ZERO,
+        };
+        let report = match &self.ready {
+            Some(ready) => ready.recv_timeout(self.load_timeout + Duration::from_secs(5)).unwrap_or_else(|_| timeout_report()),
+            None => timeout_report(),
+        };
+        let worker = if report.failure.is_none() { self.worker } else { None };
+        (worker, report)
+    }
+}
+
+fn worker_main(spec: LoadSpec, ready: Sender<LoadReport>, inbox: Receiver<Request>) {
+    modules::set_thread_root(&spec.root);
+    let started = Instant::now();
+    let engine = match Engine::new(&spec) {
+        Ok(engine) => engine,
+        Err(message) => {
+            let _ = ready.send(LoadReport {
+                registrations: Registrations::default(),
+                modules: Vec::new(),
+                failure: Some(LoadFailure { code: Code::Internal, message, file: None, position: None }),
+                duration: started.elapsed(),
+            });
+            return;
+        }
+    };
+    let mut report = engine.load(&spec);
+    report.duration = started.elapsed();
+    let loaded = report.failure.is_none();
+    let _ = ready.send(report);
+    if loaded {
+        let mut engine = engine;
+        while let Ok(request) = inbox.recv() {
+            match request {
+                Request::Call(call, reply) => {
+                    let _ = reply.send(engine.call(&call));
+                }
+                Request::Shutdown => break,
+            }
+        }
+        engine.shutdown();
+    }
+}
+
+/// The runtime and context of one plugin, with its deadline.
+struct Engine {
+    // Field order matters: the context must drop before the runtime.
+    context: Context,
+    runtime: Runtime,
+    deadline: Arc<AtomicU64>,
+    epoch: Instant,
+    loaded_files: LoadedFiles,
+    plugin_id: String,
+    messages: BTreeMap<String, Map<String, Json>>,
+    execution_seen: u64,
+}
+
+enum Settled<'js> {
+    Value(Value<'js>),
+    Threw(Thrown),
+    Timeout(String),
+}
+
+struct Thrown {
+    name: String,
+    message: String,
+    stack: Option<String>,
+}
+
+impl Thrown {
+    fn text(&self) -> String {
+        if self.name.is_empty() { self.message.clone() } else { format!("{}: {}", self.name, self.message) }
+    }
+}
+
+impl Engine {
+    fn new(spec: &LoadSpec) -> Result<Engine, String> {
+        let runtime = Runtime::new().map_err(|e| format!("cannot create a QuickJS runtime: {e}"))?;
+        runtime.set_memory_limit(spec.limits.memory_bytes);
+        runtime.set_max_stack_size(spec.limits.stack_bytes);
+        let deadline = Arc::new(AtomicU64::new(0));
+        let epoch = Instant::now();
+        {
+            let deadline = Arc::clone(&deadline);
+            runtime.set_interrupt_handler(Some(Box::new(move || {
+                let limit = deadline.load(Ordering::Relaxed);
+                limit != 0 && nanos_since(epoch) > limit
+            })));
+        }
+        let loaded_files: LoadedFiles = Default::default();
+        runtime.set_loader(PluginResolver { root: spec.root.clone() }, PluginLoader { loaded: loaded_files.clone() });
+        let context = Context::full(&runtime).map_err(|e| format!("cannot create a QuickJS context: {e}"))?;
+        Ok(Engine {
+            context,
+            runtime,
+            deadline,
+            epoch,
+            loaded_files,
+            plugin_id: spec.plugin_id.clone(),
+            messages: spec.messages.clone(),
+            execution_seen: 0,
+        })
+    }
+
+    fn arm(&self, timeout: Duration) {
+        let at = nanos_since(self.epoch).saturating_add(u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX)).max(1);
+        self.deadline.store(at, Ordering::Relaxed);
+    }
+
+    fn disarm(&self) {
+        self.deadline.store(0, Ordering::Relaxed);
+    }
+
+    fn expired(&self) -> bool {
+        let limit = self.deadline.load(Ordering::Relaxed);
+        limit != 0 && nanos_since(self.epoch) > limit
+    }
+
+    fn remaining(&self) -> Duration {
+        let limit = self.deadline.load(Ordering::Relaxed);
+        Duration::from_nanos(limit.saturating_sub(nanos_since(self.epoch)))
+    }
+
+    fn load(&self, spec: &LoadSpec) -> LoadReport {
+        self.arm(spec.limits.load_timeout);
+        let outcome = self.context.with(|ctx| self.load_in(&ctx, spec));
+        self.disarm();
+        let modules = self.loaded_files.borrow().clone();
+        match outcome {
+            Ok(registrations) => LoadReport { registrations, modules, failure: None, duration: Duration::ZERO },
+            Err(failure) => LoadReport { registrations: Registrations::default(), modules, failure: Some(failure), duration: Duration::ZERO },
+        }
+    }
+
+    fn load_in<'js>(&self, ctx: &Ctx<'js>, spec: &LoadSpec) -> Result<Registrations, LoadFailure> {
+        let internal = |e: rquickjs::Error| LoadFailure { code: Code::Internal, message: e.to_string(), file: None, position: None };
+        self.install_host(ctx).map_err(internal)?;
+        ctx.eval::<(), _>(BOOTSTRAP).catch(ctx).map_err(|e| LoadFailure {
+            code: Code::Internal,
+            message: format!("host bootstrap failed: {e}"),
+            file: None,
+            position: None,
+        })?;
+        let covel: Object = ctx.globals().get("__covel").map_err(internal)?;
+        let make: Function = covel.get("makeFacade").map_err(internal)?;
+        let facade: Value = make.call((spec.plugin_id.as_str(),)).map_err(internal)?;
+
+        let entry = spec.entry.canonicalize().unwrap_or_else(|_| spec.entry.clone());
+        let entry_name = entry.to_string_lossy().into_owned();
+        let import = Module::import(ctx, entry_name.as_bytes().to_vec());
+        let namespace = match import {
+            Ok(promise) => self.drive(ctx, &covel, promise.into_value()),
+            Err(rquickjs::Error::Exception) => Settled::Threw(thrown(ctx)),
+            Err(e) => Settled::Threw(Thrown { name: String::new(), message: e.to_string(), stack: None }),
+        };
+        let namespace = match namespace {
+            Settled::Value(ns) => ns,
+            Settled::Timeout(why) => return Err(self.entry_failure(Code::EntryTimeout, format!("importing the entry did not finish: {why}"), None)),
+            Settled::Threw(t) => return Err(self.classify_import_error(&t)),
+        };
+        let default: Option<Function> = namespace.as_object().and_then(|ns| ns.get::<_, Option<Function>>("default").ok().flatten());
+        let Some(default) = default else {
+            return Err(self.entry_failure(Code::EntryShape, "entry must default-export a function (covel) => { ... }".into(), None));
+        };
+        let result: Result<Value, _> = default.call((facade,));
+        let settled = match result {
+            Ok(value) => self.drive(ctx, &covel, value),
+            Err(_) => Settled::Threw(thrown(ctx)),
+        };
+        match settled {
+            Settled::Value(_) => {}
+            Settled::Timeout(why) => {
+                return Err(self.entry_failure(Code::EntryTimeout, format!("the entry's default export did not settle: {why}"), None));
+            }
+            Settled::Threw(t) => {
+                let code = if self.expired() { Code::EntryTimeout } else { Code::EntryThrew };
+                let message = if code == Code::EntryTimeout {
+                    format!("the entry's default export ran past the {} ms load limit", spec.limits.load_timeout.as_millis())
+                } else {
+                    format!("the entry threw: {}", t.text())
+                };
+                return Err(self.entry_failure(code, message, t.stack.as_deref()));
+            }
+        }
+        let close: Function = covel.get("close").map_err(internal)?;
+        let staged: Value = close.call(()).map_err(internal)?;
+        let staged = from_js(&staged).map_err(|e| LoadFailure { code: Code::Internal, message: e.to_string(), file: None, position: None })?;
+        Ok(registrations_from(&staged))
+    }
+
+    fn classify_import_error(&self, t: &Thrown) -> LoadFailure {
+        let text = t.text();
+        if self.expired() {
+            return self.entry_failure(Code::EntryTimeout, "the entry module ran past the load limit while being evaluated".into(), t.stack.as_deref());
+        }
+        let code = if text.contains("resolving module") || text.contains("Could not find export") || text.contains("could not find export") {
+            Code::ImportUnavailable
+        } else if t.name == "SyntaxError" {
+            Code::EntrySyntax
+        } else if text.contains("Error loading module") {
+            Code::MissingFile
+        } else {
+            Code::EntryThrew
+        };
+        let message = match code {
+            Code::ImportUnavailable => format!("import failed: {text}"),
+            Code::EntrySyntax => format!("syntax error: {}", t.message),
+            _ => format!("the entry threw while loading: {text}"),
+        };
+        // QuickJS reports a syntax error's position in the message ("… at file:L:C") or stack.
+        let position_source = format!("{}\n{}", t.message, t.stack.clone().unwrap_or_default());
+        self.entry_failure(code, message, Some(&position_source))
+    }
+
+    fn entry_failure(&self, code: Code, message: String, stack: Option<&str>) -> LoadFailure {
+        let (file, position) = stack.and_then(first_frame).map_or((None, None), |(f, p)| (Some(f), Some(p)));
+        LoadFailure { code, message, file, position }
+    }
+
+    fn install_host<'js>(&self, ctx: &Ctx<'js>) -> rquickjs::Result<()> {
+        let host = Object::new(ctx.clone())?;
+        let epoch = self.epoch;
+        host.set("now", Function::new(ctx.clone(), move || epoch.elapsed().as_secs_f64() * 1000.0)?)?;
+        ctx.globals().set("__host", host)?;
+        Ok(())
+    }
+
+    /// Runs a value to completion: a promise is driven through the job queue and the timers
+    /// until it settles or the deadline passes.
+    fn drive<'js>(&self, ctx: &Ctx<'js>, covel: &Object<'js>, value: Value<'js>) -> Settled<'js> {
+        let Some(promise) = value.as_promise().cloned() else {
+            return Settled::Value(value);
+        };
+        loop {
+            match promise.state() {
+                PromiseState::Resolved => {
+                    return match promise.result::<Value>() {
+                        Some(Ok(v)) => Settled::Value(v),
+                        _ => Settled::Threw(thrown(ctx)),
+                    };
+                }
+                PromiseState::Rejected => {
+                    let _ = promise.result::<Value>();
+                    return Settled::Threw(thrown(ctx));
+                }
+                PromiseState::Pending => {}
+            }
+            if self.expired() {
+                return Settled::Timeout("the deadline passed while the promise was pending".into());
+            }
+            if ctx.execute_pending_job() {
+                continue;
+            }
+            let due: f64 = covel.get::<_, Function>("nextTimerDue").and_then(|f| f.call(())).unwrap_or(-1.0);
+            if due < 0.0 {
+                return Settled::Timeout("the promise can never settle: no job or timer is pending".into());
+            }
+            let now_ms = self.epoch.elapsed().as_secs_f64() * 1000.0;
+            let wait = Duration::from_secs_f64(((due - now_ms).max(0.0)) / 1000.0);
+            if wait >= self.remaining() {
+                std::thread::sleep(self.remaining());
+                return Settled::Timeout("the deadline passed while waiting for a timer".into());
+            }
+            std::thread::sleep(wait);
+            if let Ok(fire) = covel.get::<_, Function>("fireDueTimers")
+                && fire.call::<_, ()>(()).is_err()
+            {
+                // A throwing timer callback is an uncaught error inside the handler's work; the
+                // exception is cleared so the promise can still settle or time out.
+                let _ = ctx.catch();
+            }
+        }
+    }
+
+    fn call(&mut self, call: &ProviderCall) -> CallReport {
+        let started = Instant::now();
+        let needs_execution = self.execution_seen != call.context.execution_id;
+        let execution = needs_execution.then(|| self.execution_data(&call.context));
+        self.arm(call.timeout);
+        let (result, logs) = self.context.with(|ctx| self.call_in(&ctx, call, execution.as_ref()));
+        self.disarm();
+        if needs_execution && result.is_ok() {
+            self.execution_seen = call.context.execution_id;
+        }
+        if matches!(&result, Err(f) if f.kind == FailureKind::OutOfMemory) {
+            self.runtime.run_gc();
+        }
+        CallReport { result, duration: started.elapsed(), logs }
+    }
+
+    fn call_in<'js>(&self, ctx: &Ctx<'js>, call: &ProviderCall, execution: Option<&Json>) -> (Result<Json, ProviderFailure>, Vec<String>) {
+        let fail = |kind, message: String| Err(ProviderFailure { kind, message });
+        let covel: Object = match ctx.globals().get("__covel") {
+            Ok(c) => c,
+            Err(e) => return (fail(FailureKind::Unavailable, e.to_string()), Vec::new()),
+        };
+        if let Some(data) = execution {
+            let set = covel.get::<_, Function>("setExecution").and_then(|f| to_js(ctx, data).and_then(|d| f.call::<_, ()>((d,))));
+            if set.is_err() {
+                let t = thrown(ctx);
+                return (fail(FailureKind::Error, format!("cannot build the handler context: {}", t.text())), Vec::new());
+            }
+        }
+        let input = match to_js(ctx, &call.input) {
+            Ok(v) => v,
+            Err(e) => return (fail(self.classify_kind(&e.to_string()), format!("cannot pass the input: {e}")), Vec::new()),
+        };
+        let key = format!("{}/{}", call.point, call.provider_id);
+        let started: Result<Object, _> =
+            covel.get::<_, Function>("call").and_then(|f| f.call((key.as_str(), input, call.context.turn_id.as_deref())));
+        let (settled, signal) = match started {
+            Ok(started) => {
+                let signal: Option<Value> = started.get("signal").ok();
+                let result: Value = started.get("result").unwrap_or_else(|_| Value::new_undefined(ctx.clone()));
+                (self.drive(ctx, &covel, result), signal)
+            }
+            Err(_) => (Settled::Threw(thrown(ctx)), None),
+        };
+        let outcome = match settled {
+            Settled::Value(value) => match value.type_of() {
+                rquickjs::Type::Undefined => fail(FailureKind::Error, "the handler returned undefined (return null for \"nothing\")".into()),
+                _ => from_js(&value).map_err(|e| ProviderFailure { kind: FailureKind::Error, message: e.to_string() }),
+            },
+            Settled::Timeout(why) => fail(FailureKind::Timeout, format!("no result within {} ms: {why}", call.timeout.as_millis())),
+            Settled::Threw(t) => {
+                if self.expired() {
+                    fail(FailureKind::Timeout, format!("the handler ran past its {} ms limit and was interrupted", call.timeout.as_millis()))
+                } else {
+                    let kind = self.classify_kind(&t.text());
+                    let at = t.stack.as_deref().and_then(first_frame).map(|(f, (l, c))| format!(" (at {}:{l}:{c})", short(&f))).unwrap_or_default();
+                    fail(kind, format!("{}{at}", t.text()))
+                }
+            }
+        };
+        self.disarm();
+        let logs = match (covel.get::<_, Function>("finish"), signal) {
+            (Ok(finish), Some(signal)) => finish.call::<_, Vec<String>>((signal,)).unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        if let Ok(clear) = covel.get::<_, Function>("clearTimers") {
+            let _ = clear.call::<_, ()>(());
+        }
+        (outcome, logs)
+    }
+
+    fn classify_kind(&self, message: &str) -> FailureKind {
+        if message.contains("out of memory") { FailureKind::OutOfMemory } else { FailureKind::Error }
+    }
+
+    fn execution_data(&self, context: &ExecutionContext) -> Json {
+        let scope = context.plugins.get(&self.plugin_id);
+        let rows: Vec<Json> = context
+            .plugin_data
+            .get(&self.plugin_id)
+            .into_iter()
+            .flatten()
+            .filter(|row| !row.namespace.starts_with(covel_kernel::context::HIDDEN_NAMESPACE_PREFIX))
+            .map(|row| json!({"namespace": row.namespace, "key": row.key, "value": row.value, "createdAt": row.created_at, "updatedAt": row.updated_at}))
+            .collect();
+        json!({
+            "executionId": context.execution_id,
+            "sessionId": context.session_id,
+            "locale": context.locale,
+            "world": context.world,
+            "settings": scope.map(|s| Json::Object(s.settings.clone())).unwrap_or_else(|| json!({})),
+            "messages": self.messages_for(&context.locale),
+            "rows": rows,
+            "httpOrigins": scope.map(|s| s.http_origins.clone()).unwrap_or_default(),
+            "httpMocks": context.http.mocks,
+        })
+    }
+
+    fn messages_for(&self, locale: &str) -> Json {
+        let base = locale.split(['-', '_']).next().unwrap_or(locale);
+        self.messages.get(locale).or_else(|| self.messages.get(base)).map(|m| Json::Object(m.clone())).unwrap_or_else(|| json!({}))
+    }
+
+    fn shutdown(&mut self) {
+        self.disarm();
+        self.context.with(|ctx| {
+            if let Ok(covel) = ctx.globals().get::<_, Object>("__covel")
+                && let Ok(dispose) = covel.get::<_, Function>("dispose")
+            {
+                self.arm(Duration::from_millis(200));
+                let _ = dispose.call::<_, ()>(());
+                self.disarm();
+            }
+            let _ = ctx.globals().remove("__covel");
+        });
+        self.runtime.run_gc();
+    }
+}
+
+fn nanos_since(epoch: Instant) -> u64 {
+    u64::try_from(epoch.elapsed().as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// Takes the pending exception off the context.
+fn thrown(ctx: &Ctx<'_>) -> Thrown {
+    let value = ctx.catch();
+    if let Some(exception) = value.as_exception() {
+        let name = exception.get::<_, Option<String>>("name").ok().flatten().unwrap_or_default();
+        return Thrown { name, message: exception.message().unwrap_or_default(), stack: exception.stack() };
+    }
+    let message = if let Some(s) = value.as_string() {
+        s.to_string().unwrap_or_default()
+    } else {
+        from_js(&value).map(|v| v.to_string()).unwrap_or_else(|_| "a non-error value was thrown".into())
+    };
+    Thrown { name: String::new(), message: format!("threw {message}"), stack: None }
+}
+
+/// The first `path:line:col` in a stack or message, for diagnostics.
+fn first_frame(stack: &str) -> Option<(PathBuf, (u32, u32))> {
+    for token in stack.split(|c: char| c.is_whitespace() || c == '(' || c == ')') {
+        let mut parts = token.rsplitn(3, ':');
+        let (Some(col), Some(line), Some(file)) = (parts.next(), parts.next(), parts.next()) else { continue };
+        let (Ok(line), Ok(col)) = (line.parse::<u32>(), col.trim_end_matches([',', '.']).parse::<u32>()) else { continue };
+        if file.starts_with('/') || file.contains(".js") || file.contains(".mjs") {
+            return Some((PathBuf::from(file), (line, col)));
+        }
+    }
+    None
+}
+
+fn short(path: &std::path::Path) -> String {
+    path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+fn registrations_from(staged: &Json) -> Registrations {
+    let strings = |field: &str| -> Vec<String> {
+        staged.get(field).and_then(Json::as_array).into_iter().flatten().filter_map(|v| v.as_str().map(str::to_string)).collect()
+    };
+    let extensions = staged
+        .get("extensions")
+        .and_then(Json::as_array)
+        .into_iter()
+        .flatten()
+        .map(|e| ProvidedExtension {
+            point: e.get("point").and_then(Json::as_str).unwrap_or_default().to_string(),
+            id: e.get("id").and_then(Json::as_str).unwrap_or_default().to_string(),
+            handler_is_function: e.get("handlerIsFunction").and_then(Json::as_bool).unwrap_or(false),
+        })
+        .collect();
+    Registrations {
+        extensions,
+        tools: strings("tools"),
+        actions: strings("actions"),
+        services: strings("services"),
+        forms: strings("forms"),
+        wires: strings("wires"),
+        hooks: strings("hooks"),
+        refused_late: strings("refusedLate"),
+    }
+}

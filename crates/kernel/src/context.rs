@@ -1,0 +1,136 @@
+//! What a handler can get: the data behind `ctx` for one execution (seed page, "What a handler
+//! can get"). The kernel builds it; an engine (covel-js) turns it into the `ctx` object.
+//!
+//! Everything here is a frozen snapshot: a handler reads copies, never the session itself.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The namespace prefix of hidden world data, never readable by an extension handler.
+pub const HIDDEN_NAMESPACE_PREFIX: &str = "_hidden.";
+
+/// One stored plugin-data record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DataRow {
+    pub plugin_id: String,
+    pub namespace: String,
+    pub key: String,
+    pub value: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<String>,
+}
+
+/// A recorded HTTP answer served to `ctx.utils.fetchWithRetry` / `covel.http`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HttpMock {
+    /// Full URL, or an origin + path prefix.
+    pub url: String,
+    #[serde(default = "default_method")]
+    pub method: String,
+    #[serde(default = "default_status")]
+    pub status: u16,
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// The body: a string is sent as is, anything else as JSON.
+    #[serde(default)]
+    pub body: Value,
+}
+
+fn default_method() -> String {
+    "GET".into()
+}
+
+fn default_status() -> u16 {
+    200
+}
+
+/// How plugin HTTP is answered in this execution.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HttpPolicy {
+    /// Live network is an explicit per-session opt-in; by default only mocks answer.
+    #[serde(default)]
+    pub live: bool,
+    #[serde(default)]
+    pub mocks: Vec<HttpMock>,
+}
+
+/// Per-plugin part of the context: settings and the origins the package may reach.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PluginScope {
+    /// Declared defaults overridden by the session.
+    pub settings: serde_json::Map<String, Value>,
+    pub http_origins: Vec<String>,
+}
+
+/// The data of one execution, shared by every provider call made in it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExecutionContext {
+    /// Unique per execution; engines may cache per-execution objects under it.
+    pub execution_id: u64,
+    pub session_id: String,
+    pub locale: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub turn_id: Option<String>,
+    /// The World Model view: `worldRecord`, `characterSchema`, `characters`, `dimensions`,
+    /// `seats`, …
+    pub world: Value,
+    /// Plugin data by plugin id, in creation order.
+    pub plugin_data: BTreeMap<String, Vec<DataRow>>,
+    pub plugins: BTreeMap<String, PluginScope>,
+    pub http: HttpPolicy,
+}
+
+static NEXT_EXECUTION: AtomicU64 = AtomicU64::new(1);
+
+impl ExecutionContext {
+    /// A fresh execution id.
+    pub fn next_id() -> u64 {
+        NEXT_EXECUTION.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// A context with no session data: what `covel call` uses without `--session`.
+    pub fn empty() -> Arc<ExecutionContext> {
+        Arc::new(ExecutionContext {
+            execution_id: Self::next_id(),
+            session_id: "studio".into(),
+            locale: "en".into(),
+            turn_id: None,
+            world: default_world(),
+            plugin_data: BTreeMap::new(),
+            plugins: BTreeMap::new(),
+            http: HttpPolicy::default(),
+        })
+    }
+
+    /// The rows a provider of `plugin_id` may read from `namespace`: its own, never hidden.
+    pub fn readable_rows<'a>(&'a self, plugin_id: &str, namespace: &str) -> impl Iterator<Item = &'a DataRow> + 'a {
+        let hidden = namespace.starts_with(HIDDEN_NAMESPACE_PREFIX);
+        let namespace = namespace.to_string();
+        self.plugin_data
+            .get(plugin_id)
+            .into_iter()
+            .flatten()
+            .filter(move |row| !hidden && row.namespace == namespace)
+    }
+}
+
+/// The empty World Model view.
+pub fn default_world() -> Value {
+    serde_json::json!({
+        "worldRecord": null,
+        "characterSchema": null,
+        "characters": [],
+        "dimensions": {},
+        "seats": []
+    })
+}

@@ -1,0 +1,19 @@
+//! covel-kernel: the Covel plugin contract, without any JavaScript engine, file watching or UI.
+//!
+//! - [`contract`]: the six extension points and the kernel UI slots, with their schemas.
+//! - [`manifest`] and [`package`]: PLUGIN.md / RUNTIME.md parsing and static checks.
+//! - [`registration`]: declared versus registered, both directions.
+//! - [`runner`]: calling providers by mode, order, timeout and `onError`, with a trace.
+//! - [`context`]: the data behind a handler's `ctx`.
+//! - [`diagnostic`]: how problems are reported, with stable codes.
+
+pub mod context;
+pub mod contract;
+pub mod diagnostic;
+pub mod manifest;
+pub mod package;
+pub mod registration;
+pub mod runner;
+pub mod static_prompt;
+
+pub use diagnostic::{Code, Diagnostic};

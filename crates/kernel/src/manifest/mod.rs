@@ -1,0 +1,515 @@
+//! PLUGIN.md and RUNTIME.md: parsing (strict YAML frontmatter, [`raw`]) and checking into the
+//! resolved [`Manifest`] the kernel runs. Checking never stops at the first problem: it
+//! collects every diagnostic it can, each with the file and the line and column of the value.
+
+pub mod frontmatter;
+pub mod raw;
+
+use crate::contract::{self, ContractId, KernelLookupError, PointId, SlotId};
+use crate::diagnostic::{Code, Diagnostic};
+pub use raw::{I18nText, PluginKind, SettingDecl};
+use raw::{RawManifest, RawRuntime};
+use serde::Serialize;
+use serde_saphyr::{Location, Spanned};
+use std::path::{Path, PathBuf};
+
+/// The id every plugin's `contributes.prompt` is registered under; plugins may not use it.
+pub const STATIC_PROMPT_ID: &str = "static-prompt";
+
+/// The entry module when `entry` is absent (seed page).
+pub const DEFAULT_ENTRY: &str = "server/index.js";
+
+/// One `contributes.extensions[]` item, checked.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExtensionDecl {
+    pub point: PointId,
+    pub id: String,
+    /// Declared order; 0 when absent.
+    pub order: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slot: Option<SlotId>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub watch: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub preview: Vec<String>,
+    /// Where it is declared (PLUGIN.md line), for diagnostics.
+    #[serde(skip)]
+    pub line: Option<u32>,
+}
+
+impl ExtensionDecl {
+    /// `point/id`, the key registrations are matched by.
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.point, self.id)
+    }
+}
+
+/// Where a prompt segment goes (shared by static and provided segments).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(untagged)]
+pub enum Position {
+    Named(NamedPosition),
+    Depth { depth: u32 },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NamedPosition {
+    System,
+    PreHistory,
+    PostHistory,
+}
+
+/// One `contributes.prompt[]` item, checked.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StaticSegment {
+    pub id: String,
+    pub content: String,
+    pub position: Position,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+}
+
+/// A `provides` entry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Provided {
+    pub contract: String,
+    pub default: bool,
+}
+
+/// A runtime of the package (inline or `runtimes/<id>/RUNTIME.md`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RuntimeInfo {
+    /// Full id: `<pluginId>` for an inline runtime, `<pluginId>/<dir>` for a child one.
+    pub id: String,
+    pub kind: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_contract: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub http_origins: Vec<String>,
+}
+
+/// What the manifest declares besides extensions, checked against what the entry registers.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct DeclaredInventory {
+    pub tools: Vec<String>,
+    pub actions: Vec<String>,
+    pub services: Vec<String>,
+    pub forms: Vec<String>,
+    pub wires: Vec<String>,
+    /// `event:enforce` pairs (enforce defaults to `normal`).
+    pub hooks: Vec<String>,
+}
+
+/// A checked root manifest.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Manifest {
+    pub id: String,
+    pub kind: PluginKind,
+    pub version: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<I18nText>,
+    pub description: I18nText,
+    pub provides: Vec<Provided>,
+    pub requires: Vec<String>,
+    pub optional: Vec<String>,
+    pub conflicts: Vec<String>,
+    /// Entry module relative to the plugin root, when there is one to run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub entry: Option<String>,
+    /// Whether `entry` was written in the manifest (a missing explicit entry is an error, a
+    /// missing default one is not).
+    #[serde(skip)]
+    pub entry_explicit: bool,
+    pub extensions: Vec<ExtensionDecl>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub static_prompt: Vec<StaticSegment>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub settings: Vec<SettingDecl>,
+    pub declared: DeclaredInventory,
+    pub runtimes: Vec<RuntimeInfo>,
+    /// The package's Markdown body (the inline runtime's prompt, or documentation).
+    #[serde(skip)]
+    pub body: String,
+}
+
+impl Manifest {
+    /// Every origin the package may reach (`permissions.http` of all its runtimes).
+    pub fn http_origins(&self) -> Vec<String> {
+        let mut origins: Vec<String> = self.runtimes.iter().flat_map(|r| r.http_origins.clone()).collect();
+        origins.sort();
+        origins.dedup();
+        origins
+    }
+}
+
+/// Parses and checks a root PLUGIN.md. `file` is the path shown in diagnostics and `folder_name`
+/// the plugin's directory name (the id must equal it).
+pub fn parse_plugin_md(text: &str, file: &Path, folder_name: &str) -> (Option<Manifest>, Vec<Diagnostic>) {
+    let mut diags = Vec::new();
+    let split = match frontmatter::split(text) {
+        Ok(split) => split,
+        Err(e) => {
+            diags.push(Diagnostic::new(Code::ManifestFrontmatter, e.to_string()).file(file).at(1, 1));
+            return (None, diags);
+        }
+    };
+    let offset = split.yaml_first_line - 1;
+    let raw: RawManifest = match serde_saphyr::from_str(split.yaml) {
+        Ok(raw) => raw,
+        Err(e) => {
+            diags.push(yaml_diagnostic(&e, file, offset));
+            return (None, diags);
+        }
+    };
+    let mut checker = Checker { file, offset, diags };
+    let manifest = checker.check(raw, split.body, folder_name);
+    let diags = checker.diags;
+    (Some(manifest), diags)
+}
+
+/// Parses and checks a `runtimes/<dir>/RUNTIME.md`.
+pub fn parse_runtime_md(text: &str, file: &Path, plugin_id: &str, dir: &str) -> (Option<RuntimeInfo>, Vec<Diagnostic>) {
+    let mut diags = Vec::new();
+    if !is_runtime_dir_name(dir) {
+        diags.push(
+            Diagnostic::new(Code::InvalidField, format!("runtime folder `{dir}` must match ^[a-z][a-z0-9-]*$")).file(file),
+        );
+    }
+    let split = match frontmatter::split(text) {
+        Ok(split) => split,
+        Err(e) => {
+            diags.push(Diagnostic::new(Code::ManifestFrontmatter, e.to_string()).file(file).at(1, 1));
+            return (None, diags);
+        }
+    };
+    match serde_saphyr::from_str::<RawRuntime>(split.yaml) {
+        Ok(raw) => (Some(runtime_info(format!("{plugin_id}/{dir}"), &raw)), diags),
+        Err(e) => {
+            diags.push(yaml_diagnostic(&e, file, split.yaml_first_line - 1));
+            (None, diags)
+        }
+    }
+}
+
+fn runtime_info(id: String, raw: &RawRuntime) -> RuntimeInfo {
+    let output_contract = raw
+        .io
+        .as_ref()
+        .and_then(|io| io.pointer("/output/contract"))
+        .and_then(|c| c.as_str())
+        .map(str::to_string);
+    let http_origins = raw
+        .permissions
+        .as_ref()
+        .map(|p| p.http.iter().map(|h| h.origin.clone()).collect())
+        .unwrap_or_default();
+    RuntimeInfo { id, kind: raw.kind.clone(), output_contract, http_origins }
+}
+
+/// Turns a serde-saphyr error into a diagnostic at the right file line.
+pub fn yaml_diagnostic(error: &serde_saphyr::Error, file: &Path, line_offset: u32) -> Diagnostic {
+    let rendered = error.to_string();
+    let first = rendered.lines().next().unwrap_or(&rendered);
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    // serde-saphyr prefixes "line L column C: "; the position is reported separately.
+    let message = match first.split_once(": ") {
+        Some((prefix, rest)) if prefix.starts_with("line ") => rest.to_string(),
+        _ => first.to_string(),
+    };
+    let position = error.location().map(|l| (to_u32(l.line()) + line_offset, to_u32(l.column())));
+    Diagnostic::new(Code::ManifestSchema, message).file(file).at_opt(position)
+}
+
+fn to_u32(n: u64) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+fn is_plugin_id(id: &str) -> bool {
+    let mut chars = id.chars();
+    chars.next().is_some_and(|c| c.is_ascii_lowercase())
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+}
+
+fn is_runtime_dir_name(name: &str) -> bool {
+    is_plugin_id(name)
+}
+
+/// `^[a-zA-Z0-9][\w.-]*$`: extension, service and tool ids.
+pub fn is_declaration_id(id: &str) -> bool {
+    let mut chars = id.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.' || c == '-')
+}
+
+struct Checker<'a> {
+    file: &'a Path,
+    offset: u32,
+    diags: Vec<Diagnostic>,
+}
+
+impl Checker<'_> {
+    fn at(&self, location: &Location) -> Option<(u32, u32)> {
+        (location.line() > 0).then(|| (to_u32(location.line()) + self.offset, to_u32(location.column())))
+    }
+
+    fn push<T>(&mut self, code: Code, message: String, spanned: &Spanned<T>) {
+        let position = self.at(&spanned.referenced);
+        self.diags.push(Diagnostic::new(code, message).file(self.file).at_opt(position));
+    }
+
+    fn push_plain(&mut self, code: Code, message: String) {
+        self.diags.push(Diagnostic::new(code, message).file(self.file));
+    }
+
+    fn check_contract_list(&mut self, field: &str, items: &[Spanned<String>]) -> Vec<String> {
+        let mut out = Vec::new();
+        for (index, item) in items.iter().enumerate() {
+            match ContractId::parse(&item.value) {
+                Err(e) => self.push(Code::InvalidField, format!("{field}[{index}]: {e}"), item),
+                Ok(_) => {
+                    if let Some(problem) = retired_kernel_reference(&item.value) {
+                        self.push(Code::RetiredContract, format!("{field}[{index}]: {problem}"), item);
+                    }
+                }
+            }
+            out.push(item.value.clone());
+        }
+        out
+    }
+
+    fn check(&mut self, raw: RawManifest, body: &str, folder_name: &str) -> Manifest {
+        let id = raw.id.value.clone();
+        if !is_plugin_id(&id) {
+            self.push(Code::InvalidField, format!("id `{id}` must match ^[a-z][a-z0-9-]*$"), &raw.id);
+        } else if id != folder_name {
+            self.push(
+                Code::IdMismatch,
+                format!("id `{id}` must match plugin directory `{folder_name}` (rename one of them)"),
+                &raw.id,
+            );
+        }
+        for tag in &raw.tags {
+            if tag.value.starts_with("role:") {
+                self.push(Code::RoleTag, format!("tag `{}`: role tags are replaced by contracts (use `provides`)", tag.value), tag);
+            }
+        }
+        let mut provides = Vec::new();
+        for entry in &raw.provides {
+            let contract = entry.contract().to_string();
+            if let Err(e) = ContractId::parse(&contract) {
+                self.push_plain(Code::InvalidField, format!("provides: {e}"));
+            }
+            provides.push(Provided { contract, default: entry.is_default() });
+        }
+        let requires = self.check_contract_list("requires", &raw.requires);
+        let optional = self.check_contract_list("optional", &raw.optional);
+        let mut conflicts = Vec::new();
+        for (index, item) in raw.conflicts.iter().enumerate() {
+            if contract::is_kernel_contract_name(&item.value) {
+                self.push(
+                    Code::InvalidConflict,
+                    format!(
+                        "conflicts[{index}]: `conflicts` cannot target kernel extension contract `{}`; the point's mode controls how providers combine",
+                        item.value
+                    ),
+                    item,
+                );
+            } else if let Err(e) = ContractId::parse(&item.value) {
+                self.push(Code::InvalidField, format!("conflicts[{index}]: {e}"), item);
+            }
+            conflicts.push(item.value.clone());
+        }
+
+        let (entry, entry_explicit) = match &raw.entry {
+            Some(entry) => {
+                self.check_entry_path(entry);
+                (Some(entry.value.trim_start_matches("./").to_string()), true)
+            }
+            None => (Some(DEFAULT_ENTRY.to_string()), false),
+        };
+
+        let contributes = raw.contributes.unwrap_or_default();
+        let extensions = self.check_extensions(&contributes.extensions);
+        let static_prompt = self.check_static_prompt(&contributes.prompt);
+        for command in &contributes.commands {
+            if !contributes.actions.contains(&command.action.value) {
+                self.push(
+                    Code::InvalidField,
+                    format!("command `{}` uses action `{}`, which contributes.actions does not declare", command.name, command.action.value),
+                    &command.action,
+                );
+            }
+        }
+        let declared = DeclaredInventory {
+            tools: contributes.tools.clone(),
+            actions: contributes.actions.clone(),
+            services: contributes.services.clone(),
+            forms: contributes.forms.clone(),
+            wires: contributes.wires.clone(),
+            hooks: contributes
+                .hooks
+                .iter()
+                .map(|h| format!("{}:{}", h.event, h.enforce.as_deref().unwrap_or("normal")))
+                .collect(),
+        };
+        let runtimes = raw.runtime.as_ref().map(|r| vec![runtime_info(id.clone(), r)]).unwrap_or_default();
+
+        Manifest {
+            id,
+            kind: raw.kind,
+            version: raw.version.unwrap_or_else(|| "0.0.0".to_string()),
+            display_name: raw.display_name,
+            description: raw.description,
+            provides,
+            requires,
+            optional,
+            conflicts,
+            entry,
+            entry_explicit,
+            extensions,
+            static_prompt,
+            settings: contributes.settings,
+            declared,
+            runtimes,
+            body: body.to_string(),
+        }
+    }
+
+    fn check_entry_path(&mut self, entry: &Spanned<String>) {
+        let path = entry.value.as_str();
+        if path.starts_with('/') || path.split(['/', '\\']).any(|part| part == "..") {
+            self.push(Code::PathEscapesRoot, format!("entry `{path}` must be a plugin-relative path without `..`"), entry);
+        } else if !(path.ends_with(".js") || path.ends_with(".mjs") || path.ends_with(".cjs")) {
+            self.push(Code::InvalidField, format!("entry `{path}` must be a .js, .mjs or .cjs module"), entry);
+        }
+    }
+
+    fn check_extensions(&mut self, raw: &[raw::RawExtension]) -> Vec<ExtensionDecl> {
+        let mut out: Vec<ExtensionDecl> = Vec::new();
+        for (index, ext) in raw.iter().enumerate() {
+            let where_ = format!("contributes.extensions[{index}]");
+            if let Err(e) = ContractId::parse(&ext.point.value) {
+                self.push(Code::InvalidField, format!("{where_}.point: {e}"), &ext.point);
+                continue;
+            }
+            let point = match contract::lookup_point(&ext.point.value) {
+                Ok(point) => point,
+                Err(e) => {
+                    let code = match e {
+                        KernelLookupError::Unknown { .. } => Code::UnknownContract,
+                        _ => Code::RetiredContract,
+                    };
+                    self.push(code, format!("{where_}.point: {e}"), &ext.point);
+                    continue;
+                }
+            };
+            if !is_declaration_id(&ext.id.value) {
+                self.push(Code::InvalidField, format!("{where_}.id `{}` must match ^[a-zA-Z0-9][\\w.-]*$", ext.id.value), &ext.id);
+                continue;
+            }
+            if point == PointId::PromptSegment && ext.id.value == STATIC_PROMPT_ID {
+                self.push(
+                    Code::ReservedExtensionId,
+                    format!("{where_}.id: `{STATIC_PROMPT_ID}` is reserved for contributes.prompt"),
+                    &ext.id,
+                );
+                continue;
+            }
+            let slot = match (&ext.slot, point) {
+                (Some(slot), PointId::UiSlot) => match contract::lookup_slot(&slot.value) {
+                    Ok(slot) => Some(slot),
+                    Err(e) => {
+                        let code = match e {
+                            KernelLookupError::Unknown { .. } => Code::UnknownContract,
+                            _ => Code::RetiredContract,
+                        };
+                        self.push(code, format!("{where_}.slot: {e}"), slot);
+                        continue;
+                    }
+                },
+                (None, PointId::UiSlot) => {
+                    self.push(
+                        Code::InvalidField,
+                        format!("{where_}: a ui.slot@1 provider must declare the `slot` it fills"),
+                        &ext.id,
+                    );
+                    continue;
+                }
+                (Some(slot), _) => {
+                    self.push(Code::InvalidField, format!("{where_}.slot: only ui.slot@1 providers declare a slot"), slot);
+                    continue;
+                }
+                (None, _) => None,
+            };
+            let decl = ExtensionDecl {
+                point,
+                id: ext.id.value.clone(),
+                order: ext.order.unwrap_or(0),
+                slot,
+                watch: ext.watch.clone(),
+                preview: ext.preview.clone(),
+                line: self.at(&ext.point.referenced).map(|(line, _)| line),
+            };
+            if out.iter().any(|d| d.point == decl.point && d.id == decl.id) {
+                self.push(Code::DuplicateExtension, format!("{where_}: `{}` is declared twice", decl.key()), &ext.id);
+                continue;
+            }
+            out.push(decl);
+        }
+        out
+    }
+
+    fn check_static_prompt(&mut self, raw: &[raw::RawStaticSegment]) -> Vec<StaticSegment> {
+        let mut out = Vec::new();
+        for (index, seg) in raw.iter().enumerate() {
+            let position: Result<Position, _> = serde_json::from_value(seg.position.clone());
+            let Ok(position) = position else {
+                self.push_plain(
+                    Code::InvalidField,
+                    format!("contributes.prompt[{index}].position must be system, pre-history, post-history or {{depth: n}}"),
+                );
+                continue;
+            };
+            if let Some(role) = &seg.role
+                && !["system", "user", "assistant"].contains(&role.as_str())
+            {
+                self.push_plain(Code::InvalidField, format!("contributes.prompt[{index}].role `{role}` must be system, user or assistant"));
+                continue;
+            }
+            if seg.id.is_empty() {
+                self.push_plain(Code::InvalidField, format!("contributes.prompt[{index}].id must not be empty"));
+                continue;
+            }
+            out.push(StaticSegment { id: seg.id.clone(), content: seg.content.clone(), position, role: seg.role.clone() });
+        }
+        out
+    }
+}
+
+/// A reference to a kernel contract under a version that is not current.
+fn retired_kernel_reference(id: &str) -> Option<String> {
+    if contract::kernel_contract(id).is_some() || !contract::is_kernel_contract_name(id) {
+        return None;
+    }
+    let point = contract::lookup_point(id).err();
+    let slot = contract::lookup_slot(id).err();
+    match (point, slot) {
+        (Some(e @ KernelLookupError::Retired { .. }), _) | (_, Some(e @ KernelLookupError::Retired { .. })) => {
+            Some(e.to_string())
+        }
+        (_, Some(e @ KernelLookupError::Removed { .. })) => Some(e.to_string()),
+        _ => None,
+    }
+}
+
+/// Resolves a plugin-relative path, refusing anything that leaves the root (after symlinks).
+pub fn resolve_inside(root: &Path, relative: &str) -> Result<PathBuf, Code> {
+    let joined = root.join(relative.trim_start_matches("./"));
+    let canonical_root = root.canonicalize().map_err(|_| Code::MissingFile)?;
+    let canonical = joined.canonicalize().map_err(|_| Code::MissingFile)?;
+    if canonical.starts_with(&canonical_root) { Ok(canonical) } else { Err(Code::PathEscapesRoot) }
+}

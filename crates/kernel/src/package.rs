@@ -1,0 +1,211 @@
+//! A plugin folder on disk: its checked root manifest, its runtimes, translations and
+//! prompt variants. Loading a package reads files but never runs plugin code.
+
+use crate::diagnostic::{Code, Diagnostic};
+use crate::manifest::{self, Manifest, StaticSegment, frontmatter};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// A statically valid plugin folder.
+#[derive(Debug, Clone)]
+pub struct Package {
+    /// The plugin's folder.
+    pub root: PathBuf,
+    pub manifest: Manifest,
+    /// `locales/<locale>.yaml` → its `messages` map (English text → translation).
+    pub messages: BTreeMap<String, Map<String, Value>>,
+    /// `PLUGIN.zh.md` contents for static segments, by segment id.
+    pub static_prompt_zh: BTreeMap<String, String>,
+}
+
+impl Package {
+    pub fn id(&self) -> &str {
+        &self.manifest.id
+    }
+
+    /// The static prompt for a locale: the `zh` variant content where it exists for a Chinese
+    /// locale, else the canonical segments.
+    pub fn static_prompt_for(&self, locale: &str) -> Vec<StaticSegment> {
+        let chinese = locale == "zh" || locale.starts_with("zh-") || locale.starts_with("zh_");
+        self.manifest
+            .static_prompt
+            .iter()
+            .map(|seg| {
+                let mut seg = seg.clone();
+                if chinese && let Some(content) = self.static_prompt_zh.get(&seg.id) {
+                    seg.content = content.clone();
+                }
+                seg
+            })
+            .collect()
+    }
+
+    /// Whether any locale variant of the static prompt exists (upstream then marks static
+    /// segments `turn`, otherwise `session`).
+    pub fn has_prompt_variants(&self) -> bool {
+        !self.static_prompt_zh.is_empty()
+    }
+
+    /// The entry module's absolute path, when the package has one to run.
+    pub fn entry_path(&self) -> Option<PathBuf> {
+        self.manifest.entry.as_ref().map(|e| self.root.join(e))
+    }
+}
+
+/// The outcome of reading one plugin folder: the package when it is statically valid, and
+/// every diagnostic found either way.
+#[derive(Debug)]
+pub struct PackageLoad {
+    pub folder: PathBuf,
+    /// The folder name, used as the plugin's name when the manifest cannot be read.
+    pub name: String,
+    pub package: Option<Package>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Lists the plugin folders (sub-folders holding a PLUGIN.md) of a plugins folder, sorted.
+pub fn discover(plugins_dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir(plugins_dir)? {
+        let path = entry?.path();
+        if path.is_dir() && path.join("PLUGIN.md").is_file() {
+            out.push(path);
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Reads and statically checks one plugin folder.
+pub fn load_package(folder: &Path) -> PackageLoad {
+    let name = folder.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let shown = |file: &str| PathBuf::from(&name).join(file);
+    let mut diagnostics = Vec::new();
+    let manifest_path = folder.join("PLUGIN.md");
+    let text = match fs::read_to_string(&manifest_path) {
+        Ok(text) => text,
+        Err(e) => {
+            diagnostics.push(
+                Diagnostic::new(Code::ManifestUnreadable, format!("cannot read PLUGIN.md: {e}")).file(shown("PLUGIN.md")),
+            );
+            return finish(folder, name, None, diagnostics);
+        }
+    };
+    let (manifest, diags) = manifest::parse_plugin_md(&text, &shown("PLUGIN.md"), &name);
+    diagnostics.extend(diags);
+    let Some(mut manifest) = manifest else {
+        return finish(folder, name, None, diagnostics);
+    };
+
+    load_runtimes(folder, &name, &mut manifest, &mut diagnostics);
+
+    if let Some(entry) = manifest.entry.clone() {
+        match manifest::resolve_inside(folder, &entry) {
+            Ok(_) => {}
+            Err(Code::PathEscapesRoot) => diagnostics.push(
+                Diagnostic::new(Code::PathEscapesRoot, format!("entry `{entry}` resolves outside the plugin root"))
+                    .file(shown("PLUGIN.md")),
+            ),
+            Err(_) if manifest.entry_explicit => diagnostics.push(
+                Diagnostic::new(Code::MissingFile, format!("entry file not found: {entry}")).file(shown("PLUGIN.md")),
+            ),
+            // No explicit entry and no default file: a package without code (static prompt only).
+            Err(_) => manifest.entry = None,
+        }
+    }
+
+    let messages = load_messages(folder, &name, &mut diagnostics);
+    let static_prompt_zh = load_prompt_variant(folder, &name, &mut diagnostics);
+    let package = Package { root: folder.to_path_buf(), manifest, messages, static_prompt_zh };
+    finish(folder, name, Some(package), diagnostics)
+}
+
+fn finish(folder: &Path, name: String, package: Option<Package>, mut diagnostics: Vec<Diagnostic>) -> PackageLoad {
+    for d in &mut diagnostics {
+        if d.plugin.is_none() {
+            d.plugin = Some(name.clone());
+        }
+    }
+    // A package with errors is not runnable, but its manifest stays useful to callers that
+    // list the folder, so only the hard failures drop it.
+    let package = if diagnostics.is_empty() { package } else { None };
+    PackageLoad { folder: folder.to_path_buf(), name, package, diagnostics }
+}
+
+fn load_runtimes(folder: &Path, name: &str, manifest: &mut Manifest, diagnostics: &mut Vec<Diagnostic>) {
+    let runtimes_dir = folder.join("runtimes");
+    if !runtimes_dir.is_dir() {
+        return;
+    }
+    if !manifest.runtimes.is_empty() {
+        diagnostics.push(
+            Diagnostic::new(Code::RuntimeLayout, "an inline `runtime` and a `runtimes/` folder cannot coexist")
+                .file(PathBuf::from(name).join("PLUGIN.md")),
+        );
+        return;
+    }
+    let Ok(entries) = fs::read_dir(&runtimes_dir) else { return };
+    let mut dirs: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_dir()).collect();
+    dirs.sort();
+    for dir in dirs {
+        let dir_name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let rel = PathBuf::from(name).join("runtimes").join(&dir_name);
+        if dir.join("PLUGIN.md").is_file() {
+            diagnostics.push(
+                Diagnostic::new(Code::RuntimeLayout, "rename child PLUGIN.md to RUNTIME.md").file(rel.join("PLUGIN.md")),
+            );
+            continue;
+        }
+        let file = dir.join("RUNTIME.md");
+        let Ok(text) = fs::read_to_string(&file) else {
+            diagnostics.push(Diagnostic::new(Code::MissingFile, "runtime folder without RUNTIME.md").file(rel.join("RUNTIME.md")));
+            continue;
+        };
+        let (info, diags) = manifest::parse_runtime_md(&text, &rel.join("RUNTIME.md"), &manifest.id, &dir_name);
+        diagnostics.extend(diags);
+        if let Some(info) = info {
+            manifest.runtimes.push(info);
+        }
+    }
+}
+
+fn load_messages(folder: &Path, name: &str, diagnostics: &mut Vec<Diagnostic>) -> BTreeMap<String, Map<String, Value>> {
+    let mut out = BTreeMap::new();
+    let Ok(entries) = fs::read_dir(folder.join("locales")) else { return out };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Some(locale) = path.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix(".yaml")) else {
+            continue;
+        };
+        let rel = PathBuf::from(name).join("locales").join(format!("{locale}.yaml"));
+        let Ok(text) = fs::read_to_string(&path) else { continue };
+        match serde_saphyr::from_str::<Value>(&text) {
+            Ok(value) => {
+                let messages = value.get("messages").and_then(Value::as_object).cloned().unwrap_or_default();
+                out.insert(locale.to_string(), messages);
+            }
+            Err(e) => diagnostics.push(manifest::yaml_diagnostic(&e, &rel, 0)),
+        }
+    }
+    out
+}
+
+fn load_prompt_variant(folder: &Path, name: &str, diagnostics: &mut Vec<Diagnostic>) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let Ok(text) = fs::read_to_string(folder.join("PLUGIN.zh.md")) else { return out };
+    let rel = PathBuf::from(name).join("PLUGIN.zh.md");
+    let Ok(split) = frontmatter::split(&text) else { return out };
+    match serde_saphyr::from_str::<Value>(split.yaml) {
+        Ok(value) => {
+            for seg in value.pointer("/contributes/prompt").and_then(Value::as_array).into_iter().flatten() {
+                if let (Some(id), Some(content)) = (seg.get("id").and_then(Value::as_str), seg.get("content").and_then(Value::as_str)) {
+                    out.insert(id.to_string(), content.to_string());
+                }
+            }
+        }
+        Err(e) => diagnostics.push(manifest::yaml_diagnostic(&e, &rel, split.yaml_first_line - 1)),
+    }
+    out
+}

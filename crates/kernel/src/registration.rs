@@ -1,0 +1,120 @@
+//! Declared versus registered: the loader's two-way check between what PLUGIN.md declares and
+//! what the entry module registers when it runs. Any mismatch fails that plugin's load.
+
+use crate::contract::{self, KernelLookupError};
+use crate::diagnostic::{Code, Diagnostic};
+use crate::manifest::{self, Manifest, STATIC_PROMPT_ID};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// One `covel.provideExtension(point, id, {handler})` call as the entry made it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProvidedExtension {
+    pub point: String,
+    pub id: String,
+    pub handler_is_function: bool,
+}
+
+/// Everything an entry registered, in call order.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Registrations {
+    pub extensions: Vec<ProvidedExtension>,
+    pub tools: Vec<String>,
+    pub actions: Vec<String>,
+    pub services: Vec<String>,
+    pub forms: Vec<String>,
+    pub wires: Vec<String>,
+    /// `event:enforce` pairs.
+    pub hooks: Vec<String>,
+    /// Registrations attempted after the factory settled (refused), as `kind:name`.
+    pub refused_late: Vec<String>,
+}
+
+/// Checks registrations against the manifest; returns one diagnostic per mismatch.
+pub fn check(manifest: &Manifest, registered: &Registrations, file: &std::path::Path) -> Vec<Diagnostic> {
+    let mut diags = Vec::new();
+    let pid = &manifest.id;
+    let mut push = |code: Code, message: String| diags.push(Diagnostic::new(code, message).plugin(pid).file(file));
+
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    for ext in &registered.extensions {
+        let key = format!("{}/{}", ext.point, ext.id);
+        let point = match contract::lookup_point(&ext.point) {
+            Ok(point) => point,
+            Err(e) => {
+                let code = match e {
+                    KernelLookupError::Retired { .. } => Code::RetiredContract,
+                    _ => Code::InvalidExtension,
+                };
+                push(code, format!("Invalid extension implementation: {pid}/{key}: {e}"));
+                continue;
+            }
+        };
+        if point == contract::PointId::PromptSegment && ext.id == STATIC_PROMPT_ID {
+            push(Code::ReservedExtensionId, format!("{pid}/{key}: `{STATIC_PROMPT_ID}` is reserved for contributes.prompt"));
+            continue;
+        }
+        if !manifest::is_declaration_id(&ext.id) {
+            push(Code::InvalidExtension, format!("Invalid extension implementation: {pid}/{key}: bad id"));
+            continue;
+        }
+        if !ext.handler_is_function {
+            push(Code::InvalidExtension, format!("Invalid extension implementation: {pid}/{key}: extension requires a handler function"));
+            continue;
+        }
+        let count = seen.entry(key.clone()).or_default();
+        *count += 1;
+        if *count == 2 {
+            push(Code::DuplicateExtension, format!("Duplicate extension: {pid}/{key}"));
+            continue;
+        }
+        if !manifest.extensions.iter().any(|d| d.point == point && d.id == ext.id) {
+            push(
+                Code::UndeclaredExtension,
+                format!("Undeclared extension: {pid}/{key} (add {{point: {}, id: {}}} to contributes.extensions)", ext.point, ext.id),
+            );
+        }
+    }
+    for decl in &manifest.extensions {
+        if !seen.contains_key(&decl.key()) {
+            push(
+                Code::MissingExtension,
+                format!("Missing extension implementation: {pid}/{} (the entry never called covel.provideExtension for it)", decl.key()),
+            );
+        }
+    }
+
+    let kinds: [(&str, &Vec<String>, &Vec<String>); 6] = [
+        ("tool", &manifest.declared.tools, &registered.tools),
+        ("action", &manifest.declared.actions, &registered.actions),
+        ("service", &manifest.declared.services, &registered.services),
+        ("form", &manifest.declared.forms, &registered.forms),
+        ("wire", &manifest.declared.wires, &registered.wires),
+        ("hook", &manifest.declared.hooks, &registered.hooks),
+    ];
+    for (kind, declared, done) in kinds {
+        let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+        for name in done {
+            *counts.entry(name.as_str()).or_default() += 1;
+        }
+        for (name, count) in &counts {
+            let allowed = declared.iter().filter(|d| d.as_str() == *name).count();
+            // Several handlers for one declared hook pair are allowed.
+            let too_many = if kind == "hook" { allowed == 0 } else { *count > allowed };
+            if too_many {
+                push(Code::UndeclaredRegistration, format!("Undeclared or duplicate registration: {kind}:{name}"));
+            }
+        }
+        for name in declared {
+            if !counts.contains_key(name.as_str()) {
+                push(Code::MissingRegistration, format!("Missing registration: {kind}:{name}"));
+            }
+        }
+    }
+    for late in &registered.refused_late {
+        push(Code::RegistrationClosed, format!("plugin entry registration is closed: {late} was registered after the entry settled"));
+    }
+    diags
+}

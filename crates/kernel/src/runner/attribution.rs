@@ -1,0 +1,50 @@
+//! Provenance the kernel owns: it is stamped by the kernel after validation, and whatever the
+//! plugin wrote in those fields is overwritten.
+
+use super::Provider;
+use crate::contract::PointId;
+use serde_json::Value;
+
+/// Stamps provenance on a validated output, or explains why the output is not acceptable.
+pub(super) fn attribute(point: PointId, provider: &Provider, mut value: Value) -> Result<Value, String> {
+    let pid = &provider.plugin_id;
+    match point {
+        PointId::PromptSegment => {
+            for segment in value.as_array_mut().into_iter().flatten() {
+                if let Some(map) = segment.as_object_mut() {
+                    map.insert("providerPluginId".into(), Value::String(pid.clone()));
+                }
+            }
+        }
+        PointId::MediaImageFlow => {
+            let owned = |id: &str| id == pid || id.starts_with(&format!("{pid}/"));
+            let ids = std::iter::once(value.get("entryRuntimeId"))
+                .chain(value.get("assetRuntimeIds").and_then(Value::as_array).into_iter().flatten().map(Some));
+            for id in ids.flatten().filter_map(Value::as_str) {
+                if !owned(id) {
+                    return Err(format!("Image flow can only declare its provider's runtimes: `{id}` does not belong to `{pid}`"));
+                }
+            }
+            if let Some(map) = value.as_object_mut() {
+                map.insert("pluginId".into(), Value::String(pid.clone()));
+            }
+        }
+        PointId::SessionWorldContext => {
+            if let Some(recovery) = value.get("dimensionRecovery") {
+                for field in ["editorRuntimeId", "trackerRuntimeId"] {
+                    let id = recovery.get(field).and_then(Value::as_str).unwrap_or_default();
+                    if !provider.runtime_ids.iter().any(|r| r == id) {
+                        return Err(format!(
+                            "Dimension recovery runtime is not owned by the active provider: {field} `{id}` is not a runtime of `{pid}`"
+                        ));
+                    }
+                }
+            }
+            if let Some(map) = value.as_object_mut() {
+                map.insert("dimensionProviderPluginId".into(), Value::String(pid.clone()));
+            }
+        }
+        PointId::PromptHistoryTransform | PointId::UiSlot | PointId::HistoryCompact => {}
+    }
+    Ok(value)
+}

@@ -1,0 +1,343 @@
+//! The runner: calls the providers of one extension point by its mode, in the kernel's order,
+//! validating input and every output, stamping provenance, applying `onError`, and leaving a
+//! trace entry for every call (the reason a provider was skipped is never only in a log).
+
+mod attribution;
+mod order;
+mod trace;
+
+pub use order::{SortKey, sort_providers, utf16_cmp};
+pub use trace::{CallRecord, Outcome};
+
+use crate::context::ExecutionContext;
+use crate::contract::{Mode, OnError, PointId, SchemaError, SlotId};
+use crate::manifest::ExtensionDecl;
+use serde::Serialize;
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How a provider call failed inside the engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FailureKind {
+    /// Over the point's timeout: a CPU loop interrupted, or a promise that did not settle.
+    Timeout,
+    /// The handler threw or its promise rejected.
+    Error,
+    /// The handler exhausted the plugin's memory limit.
+    OutOfMemory,
+    /// The plugin's runtime is gone (unloaded, crashed).
+    Unavailable,
+}
+
+/// A failed call, as the engine reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProviderFailure {
+    pub kind: FailureKind,
+    pub message: String,
+}
+
+/// What an engine reports for one call.
+#[derive(Debug, Clone)]
+pub struct CallReport {
+    pub result: Result<Value, ProviderFailure>,
+    /// Time spent in the engine for this call.
+    pub duration: Duration,
+    /// What the handler printed (`console.*`), captured for the trace.
+    pub logs: Vec<String>,
+}
+
+/// A call in flight: waiting on it blocks until the engine answers (the engine enforces the
+/// timeout it was given).
+pub struct PendingCall(Box<dyn FnOnce() -> CallReport + Send>);
+
+impl PendingCall {
+    pub fn new(wait: impl FnOnce() -> CallReport + Send + 'static) -> Self {
+        PendingCall(Box::new(wait))
+    }
+
+    /// A call that already finished (Rust-written providers).
+    pub fn ready(report: CallReport) -> Self {
+        PendingCall(Box::new(move || report))
+    }
+
+    pub fn wait(self) -> CallReport {
+        (self.0)()
+    }
+}
+
+/// One provider call request.
+#[derive(Debug, Clone)]
+pub struct ProviderCall {
+    pub point: PointId,
+    pub provider_id: String,
+    pub input: Value,
+    pub context: Arc<ExecutionContext>,
+    pub timeout: Duration,
+}
+
+/// Something that can run a plugin's handlers: covel-js's QuickJS runtime, or a Rust closure in
+/// tests. Starting a call must not block on the handler, so `collect` runs providers of
+/// different plugins in parallel.
+pub trait Invoker: Send + Sync {
+    fn start(&self, call: ProviderCall) -> PendingCall;
+}
+
+/// A registered provider: the declaration from PLUGIN.md plus who runs it.
+#[derive(Clone)]
+pub struct Provider {
+    pub plugin_id: String,
+    pub decl: ExtensionDecl,
+    /// Full ids of the plugin's runtimes (for ownership checks of world context and image flow).
+    pub runtime_ids: Arc<Vec<String>>,
+    pub invoker: Arc<dyn Invoker>,
+}
+
+impl std::fmt::Debug for Provider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Provider").field("plugin_id", &self.plugin_id).field("decl", &self.decl).finish_non_exhaustive()
+    }
+}
+
+/// Why a run as a whole failed (as opposed to one provider being skipped).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
+#[serde(tag = "code", rename_all = "kebab-case")]
+pub enum RunError {
+    /// The caller's input does not match the point's input schema (never subject to onError).
+    #[error("invalid input: {detail}")]
+    InvalidInput { detail: String },
+    /// A `single` point with more than one provider; raised before any provider runs.
+    #[error("conflicting providers for single extension point {point}: {}", providers.join(", "))]
+    ConflictingProviders { point: String, providers: Vec<String> },
+    /// A provider of a `fail-turn` point failed; the whole turn fails.
+    #[error("provider {provider} of {point} failed and the point fails the turn: {message}")]
+    FailTurn { point: String, provider: String, message: String },
+    /// A pipeline output could not become the next input: the kernel contract itself broke.
+    #[error("pipeline contract broken after {provider}: {detail}")]
+    PipelineContract { provider: String, detail: String },
+}
+
+/// The result of one run.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunResult {
+    pub point: PointId,
+    pub mode: Mode,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slot: Option<SlotId>,
+    /// `collect`: the array of outputs (flattened for prompt segments). `pipeline`: the final
+    /// value. `single`: the output, or `null` when no provider answered (the call site decides).
+    pub result: Value,
+    /// For `single`: which provider answered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provided_by: Option<String>,
+    pub calls: Vec<CallRecord>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<RunError>,
+}
+
+/// Options of one run.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// For `ui.slot@1`: the slot to project (taken from the input when absent).
+    pub slot: Option<SlotId>,
+    /// Overrides the point's timeout (tests and simulators only).
+    pub timeout: Option<Duration>,
+}
+
+/// Runs one extension point over the given providers (the active, authorized ones).
+pub fn run(point_id: PointId, input: Value, providers: &[Provider], ctx: &Arc<ExecutionContext>, options: &RunOptions) -> RunResult {
+    let point = point_id.point();
+    let slot = options.slot.or_else(|| input.get("slot").and_then(Value::as_str).and_then(SlotId::parse));
+    let mut out = RunResult {
+        point: point_id,
+        mode: point.mode,
+        slot,
+        result: Value::Null,
+        provided_by: None,
+        calls: Vec::new(),
+        error: None,
+    };
+    if let Err(e) = point.input.check(&input) {
+        out.error = Some(RunError::InvalidInput { detail: e.to_string() });
+        return out;
+    }
+    let chain = sort_providers(providers.iter().filter(|p| p.decl.point == point_id && (point_id != PointId::UiSlot || p.decl.slot == slot)));
+    if point.mode == Mode::Single && chain.len() > 1 {
+        out.error = Some(RunError::ConflictingProviders {
+            point: point_id.to_string(),
+            providers: chain.iter().map(|p| format!("{}/{}", p.plugin_id, p.decl.id)).collect(),
+        });
+        return out;
+    }
+    let timeout = options.timeout.unwrap_or(point.timeout);
+    let start = |provider: &Provider, input: Value| {
+        provider.invoker.start(ProviderCall {
+            point: point_id,
+            provider_id: provider.decl.id.clone(),
+            input,
+            context: Arc::clone(ctx),
+            timeout,
+        })
+    };
+
+    match point.mode {
+        Mode::Collect => {
+            // Start every call first so engines run them in parallel, then gather in order.
+            let pending: Vec<_> = chain.iter().map(|p| start(p, input.clone())).collect();
+            let mut gathered = Vec::new();
+            for (provider, call) in chain.iter().zip(pending) {
+                let started = Instant::now();
+                let report = call.wait();
+                match settle(point_id, slot, provider, report, started, &mut out.calls) {
+                    Ok(value) => gathered.push(value),
+                    Err(message) => {
+                        if point.on_error == OnError::FailTurn {
+                            out.error = Some(fail_turn(point_id, provider, message));
+                            return out;
+                        }
+                    }
+                }
+            }
+            out.result = if point_id == PointId::PromptSegment {
+                Value::Array(gathered.into_iter().flat_map(|v| v.as_array().cloned().unwrap_or_default()).collect())
+            } else {
+                Value::Array(gathered)
+            };
+        }
+        Mode::Pipeline => {
+            let mut current = input.clone();
+            let mut last: Option<Value> = None;
+            for provider in &chain {
+                let started = Instant::now();
+                let report = start(provider, current.clone()).wait();
+                match settle(point_id, slot, provider, report, started, &mut out.calls) {
+                    Ok(value) => {
+                        match next_input(point_id, &current, &value) {
+                            Ok(next) => current = next,
+                            Err(detail) => {
+                                out.error = Some(RunError::PipelineContract {
+                                    provider: format!("{}/{}", provider.plugin_id, provider.decl.id),
+                                    detail,
+                                });
+                                return out;
+                            }
+                        }
+                        last = Some(value);
+                    }
+                    Err(message) => {
+                        if point.on_error == OnError::FailTurn {
+                            out.error = Some(fail_turn(point_id, provider, message));
+                            return out;
+                        }
+                    }
+                }
+            }
+            out.result = match last {
+                Some(value) => value,
+                None => initial_output(point_id, &input),
+            };
+        }
+        Mode::Single => {
+            if let Some(provider) = chain.first() {
+                let started = Instant::now();
+                let report = start(provider, input.clone()).wait();
+                match settle(point_id, slot, provider, report, started, &mut out.calls) {
+                    Ok(value) => {
+                        out.provided_by = Some(provider.plugin_id.clone());
+                        out.result = value;
+                    }
+                    Err(message) => {
+                        if point.on_error == OnError::FailTurn {
+                            out.error = Some(fail_turn(point_id, provider, message));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+fn fail_turn(point: PointId, provider: &Provider, message: String) -> RunError {
+    RunError::FailTurn { point: point.to_string(), provider: format!("{}/{}", provider.plugin_id, provider.decl.id), message }
+}
+
+/// Validates and attributes one report, records it, and returns the output or the reason.
+fn settle(
+    point: PointId,
+    slot: Option<SlotId>,
+    provider: &Provider,
+    report: CallReport,
+    started: Instant,
+    calls: &mut Vec<CallRecord>,
+) -> Result<Value, String> {
+    let duration = if report.duration.is_zero() { started.elapsed() } else { report.duration };
+    let mut record = CallRecord::new(point, provider, duration);
+    record.logs = report.logs;
+    let outcome = match report.result {
+        Err(failure) => Err((Outcome::from(failure.kind), failure.message)),
+        Ok(value) => match check_output(point, slot, &value).and_then(|()| attribution::attribute(point, provider, value)) {
+            Ok(value) => Ok(value),
+            Err(detail) => Err((Outcome::InvalidOutput, detail)),
+        },
+    };
+    match outcome {
+        Ok(value) => {
+            record.outcome = Outcome::Success;
+            calls.push(record);
+            Ok(value)
+        }
+        Err((outcome, message)) => {
+            record.outcome = outcome;
+            record.error_code = Some(outcome.error_code().to_string());
+            record.message = Some(message.clone());
+            calls.push(record);
+            Err(message)
+        }
+    }
+}
+
+fn check_output(point: PointId, slot: Option<SlotId>, value: &Value) -> Result<(), String> {
+    let result: Result<(), SchemaError> = match (point, slot) {
+        (PointId::UiSlot, _) if value.is_null() => Ok(()),
+        (PointId::UiSlot, Some(slot)) => slot.value_validator().check(value),
+        _ => point.point().output.check(value),
+    };
+    result.map_err(|e| e.to_string())
+}
+
+/// The input of the next pipeline provider.
+fn next_input(point: PointId, current: &Value, output: &Value) -> Result<Value, String> {
+    let next = match point {
+        PointId::UiSlot => {
+            let mut next = current.clone();
+            if let Some(map) = next.as_object_mut() {
+                map.insert("previous".into(), output.clone());
+            }
+            next
+        }
+        _ => match (current.as_object(), output.as_object()) {
+            (Some(prev), Some(out)) => {
+                let mut merged = prev.clone();
+                merged.extend(out.clone());
+                Value::Object(merged)
+            }
+            _ => output.clone(),
+        },
+    };
+    point.point().input.check(&next).map_err(|e| e.to_string())?;
+    Ok(next)
+}
+
+/// What a pipeline returns when no provider produced output.
+fn initial_output(point: PointId, input: &Value) -> Value {
+    match point {
+        PointId::UiSlot => input.get("previous").cloned().unwrap_or(Value::Null),
+        PointId::PromptHistoryTransform => {
+            serde_json::json!({"messages": input.get("messages").cloned().unwrap_or_else(|| Value::Array(vec![]))})
+        }
+        _ => input.clone(),
+    }
+}

@@ -1,0 +1,53 @@
+//! The kernel's provider order: `order` ascending (0 when absent), then plugin id, then provider
+//! id, both by plain UTF-16 code-unit comparison (never locale collation), so the same folder
+//! always yields the same chain on every machine.
+
+use super::Provider;
+use serde::Serialize;
+use std::cmp::Ordering;
+
+/// Compares two strings by UTF-16 code units, as JavaScript's `<` does.
+pub fn utf16_cmp(a: &str, b: &str) -> Ordering {
+    a.encode_utf16().cmp(b.encode_utf16())
+}
+
+/// The key that placed a provider in its chain, shown to authors.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SortKey {
+    pub order: i64,
+    pub plugin_id: String,
+    pub id: String,
+}
+
+impl SortKey {
+    pub fn of(provider: &Provider) -> SortKey {
+        SortKey { order: provider.decl.order, plugin_id: provider.plugin_id.clone(), id: provider.decl.id.clone() }
+    }
+
+    pub fn cmp_key(&self, other: &SortKey) -> Ordering {
+        self.order
+            .cmp(&other.order)
+            .then_with(|| utf16_cmp(&self.plugin_id, &other.plugin_id))
+            .then_with(|| utf16_cmp(&self.id, &other.id))
+    }
+}
+
+/// Sorts providers into the kernel's call order.
+pub fn sort_providers<'a>(providers: impl Iterator<Item = &'a Provider>) -> Vec<&'a Provider> {
+    let mut chain: Vec<&Provider> = providers.collect();
+    chain.sort_by(|a, b| SortKey::of(a).cmp_key(&SortKey::of(b)));
+    chain
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn code_unit_order_puts_upper_case_first() {
+        assert_eq!(utf16_cmp("Zeta", "alpha"), Ordering::Less);
+        // U+FF5E (one unit) sorts after a surrogate pair (U+1F600) in UTF-16 but not in UTF-8.
+        assert_eq!(utf16_cmp("\u{1F600}", "\u{FF5E}"), Ordering::Less);
+    }
+}

@@ -1,0 +1,68 @@
+//! The host's own `prompt.segment@1` provider for a plugin's `contributes.prompt`: registered
+//! under the reserved id `static-prompt`, audience `self`, volatility `session` (or `turn` when
+//! the plugin ships a locale variant, since the text then depends on the session language).
+
+use crate::contract::PointId;
+use crate::manifest::{ExtensionDecl, STATIC_PROMPT_ID};
+use crate::package::Package;
+use crate::runner::{CallReport, Invoker, PendingCall, Provider, ProviderCall};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Serves a package's static segments.
+pub struct StaticPrompt {
+    package: Package,
+}
+
+impl StaticPrompt {
+    /// The provider for a package, when its `contributes.prompt` is non-empty.
+    pub fn provider(package: &Package) -> Option<Provider> {
+        if package.manifest.static_prompt.is_empty() {
+            return None;
+        }
+        Some(Provider {
+            plugin_id: package.id().to_string(),
+            decl: ExtensionDecl {
+                point: PointId::PromptSegment,
+                id: STATIC_PROMPT_ID.to_string(),
+                order: 0,
+                slot: None,
+                watch: Vec::new(),
+                preview: Vec::new(),
+                line: None,
+            },
+            runtime_ids: Arc::new(package.manifest.runtimes.iter().map(|r| r.id.clone()).collect()),
+            invoker: Arc::new(StaticPrompt { package: package.clone() }),
+        })
+    }
+
+    fn segments(&self, locale: &str) -> Value {
+        let volatility = if self.package.has_prompt_variants() { "turn" } else { "session" };
+        Value::Array(
+            self.package
+                .static_prompt_for(locale)
+                .into_iter()
+                .map(|seg| {
+                    let mut out = json!({
+                        "id": seg.id,
+                        "content": seg.content,
+                        "position": seg.position,
+                        "audience": "self",
+                        "volatility": volatility,
+                    });
+                    if let (Some(role), Some(map)) = (seg.role, out.as_object_mut()) {
+                        map.insert("role".into(), Value::String(role));
+                    }
+                    out
+                })
+                .collect(),
+        )
+    }
+}
+
+impl Invoker for StaticPrompt {
+    fn start(&self, call: ProviderCall) -> PendingCall {
+        PendingCall::ready(CallReport { result: Ok(self.segments(&call.context.locale)), duration: Duration::ZERO, logs: Vec::new() })
+    }
+}
