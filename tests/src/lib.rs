@@ -1,1 +1,115 @@
+//! Helpers shared by the conformance suites: where fixtures live, loading a fixture folder,
+//! running a point over it, and turning results into stable snapshot values. These helpers are
+//! the only code that touches the crates' APIs, so a refactor changes them, not every test.
 
+pub mod synthetic;
+
+use covel_js::{Limits, LoadedPlugin, load_folder, load_plugins};
+use covel_kernel::context::ExecutionContext;
+use covel_kernel::contract::PointId;
+use covel_kernel::runner::{self, CallReport, Invoker, PendingCall, Provider, ProviderCall, RunOptions, RunResult};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// `tests/fixtures/<name>`.
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures").join(name)
+}
+
+/// Loads every plugin of a fixture plugins folder.
+pub fn load(name: &str) -> Vec<LoadedPlugin> {
+    load_folder(&fixture(name), &Limits::default()).expect("fixture folder exists")
+}
+
+/// Loads specific plugin folders (`"folder/plugin"` paths under fixtures).
+pub fn load_some(paths: &[&str]) -> Vec<LoadedPlugin> {
+    let folders: Vec<PathBuf> = paths.iter().map(|p| fixture(p)).collect();
+    load_plugins(&folders, &Limits::default())
+}
+
+/// The providers of every cleanly loaded plugin.
+pub fn providers(plugins: &[LoadedPlugin]) -> Vec<Provider> {
+    plugins.iter().flat_map(LoadedPlugin::providers).collect()
+}
+
+/// Runs a point over loaded plugins with an empty session context.
+pub fn call(plugins: &[LoadedPlugin], point: PointId, input: Value) -> RunResult {
+    runner::run(point, input, &providers(plugins), &ExecutionContext::empty(), &RunOptions::default())
+}
+
+/// A run as a snapshot value, with timings redacted.
+pub fn snapshot_of(result: &RunResult) -> Value {
+    let mut value = serde_json::to_value(result).expect("run results serialize");
+    if let Some(calls) = value.get_mut("calls").and_then(Value::as_array_mut) {
+        for call in calls {
+            if let Some(map) = call.as_object_mut() {
+                map.insert("durationMs".into(), json!("[ms]"));
+            }
+        }
+    }
+    value
+}
+
+/// Diagnostics of loaded plugins as a snapshot value: `{plugin: [{code, message, file, line, column}]}`.
+pub fn diagnostics_of(plugins: &[LoadedPlugin]) -> Value {
+    let mut out = serde_json::Map::new();
+    for p in plugins {
+        let diags = p
+            .diagnostics
+            .iter()
+            .map(|d| {
+                json!({
+                    "code": d.code.as_str(),
+                    "message": d.message,
+                    "file": d.file.as_ref().map(|f| f.display().to_string()),
+                    "line": d.line,
+                    "column": d.column,
+                })
+            })
+            .collect();
+        out.insert(p.name.clone(), Value::Array(diags));
+    }
+    Value::Object(out)
+}
+
+/// A provider written in Rust, for kernel-level rules that need no JavaScript.
+pub struct FnInvoker<F>(pub F);
+
+impl<F> Invoker for FnInvoker<F>
+where
+    F: Fn(&ProviderCall) -> Result<Value, String> + Send + Sync,
+{
+    fn start(&self, call: ProviderCall) -> PendingCall {
+        let result = (self.0)(&call).map_err(|message| covel_kernel::runner::ProviderFailure {
+            kind: covel_kernel::runner::FailureKind::Error,
+            message,
+        });
+        PendingCall::ready(CallReport { result, duration: Duration::from_micros(1), logs: Vec::new() })
+    }
+}
+
+/// Builds a Rust provider for a point.
+pub fn rust_provider(
+    plugin_id: &str,
+    point: PointId,
+    id: &str,
+    order: i64,
+    handler: impl Fn(&ProviderCall) -> Result<Value, String> + Send + Sync + 'static,
+) -> Provider {
+    Provider {
+        plugin_id: plugin_id.to_string(),
+        decl: covel_kernel::manifest::ExtensionDecl {
+            point,
+            id: id.to_string(),
+            order,
+            slot: None,
+            watch: Vec::new(),
+            preview: Vec::new(),
+            line: None,
+        },
+        runtime_ids: Arc::new(Vec::new()),
+        invoker: Arc::new(FnInvoker(handler)),
+    }
+}

@@ -142,9 +142,19 @@ impl Started {
                 instance = worker.map(|worker| Arc::new(JsPlugin { worker }));
             }
         }
+        let roots: Vec<String> = [load.folder.canonicalize().ok(), Some(load.folder.clone())]
+            .into_iter()
+            .flatten()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect();
         for d in &mut diagnostics {
             if d.plugin.is_none() {
                 d.plugin = Some(load.name.clone());
+            }
+            // Engine messages name modules by absolute path; authors read them relative to the
+            // plugins folder, and snapshots must not depend on where the checkout lives.
+            for root in &roots {
+                d.message = d.message.replace(root.as_str(), &load.name);
             }
         }
         if diagnostics.iter().any(|d| d.code == Code::Internal) {

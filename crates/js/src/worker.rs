@@ -227,6 +227,7 @@ struct Engine {
     plugin_id: String,
     messages: BTreeMap<String, Map<String, Json>>,
     execution_seen: u64,
+    memory_limit: usize,
 }
 
 enum Settled<'js> {
@@ -273,6 +274,7 @@ impl Engine {
             plugin_id: spec.plugin_id.clone(),
             messages: spec.messages.clone(),
             execution_seen: 0,
+            memory_limit: spec.limits.memory_bytes,
         })
     }
 
@@ -347,13 +349,12 @@ impl Engine {
                 return Err(self.entry_failure(Code::EntryTimeout, format!("the entry's default export did not settle: {why}"), None));
             }
             Settled::Threw(t) => {
-                let code = if self.expired() { Code::EntryTimeout } else { Code::EntryThrew };
-                let message = if code == Code::EntryTimeout {
-                    format!("the entry's default export ran past the {} ms load limit", spec.limits.load_timeout.as_millis())
-                } else {
-                    format!("the entry threw: {}", t.text())
-                };
-                return Err(self.entry_failure(code, message, t.stack.as_deref()));
+                if self.expired() {
+                    // The interrupted frame is not where the loop is; no position beats a wrong one.
+                    let message = format!("the entry's default export ran past the {} ms load limit", spec.limits.load_timeout.as_millis());
+                    return Err(self.entry_failure(Code::EntryTimeout, message, None));
+                }
+                return Err(self.entry_failure(Code::EntryThrew, format!("the entry threw: {}", t.text()), t.stack.as_deref()));
             }
         }
         let close: Function = covel.get("close").map_err(internal)?;
@@ -365,7 +366,7 @@ impl Engine {
     fn classify_import_error(&self, t: &Thrown) -> LoadFailure {
         let text = t.text();
         if self.expired() {
-            return self.entry_failure(Code::EntryTimeout, "the entry module ran past the load limit while being evaluated".into(), t.stack.as_deref());
+            return self.entry_failure(Code::EntryTimeout, "the entry module ran past the load limit while being evaluated".into(), None);
         }
         let code = if text.contains("resolving module") || text.contains("Could not find export") || text.contains("could not find export") {
             Code::ImportUnavailable
@@ -500,9 +501,16 @@ impl Engine {
                 if self.expired() {
                     fail(FailureKind::Timeout, format!("the handler ran past its {} ms limit and was interrupted", call.timeout.as_millis()))
                 } else {
-                    let kind = self.classify_kind(&t.text());
-                    let at = t.stack.as_deref().and_then(first_frame).map(|(f, (l, c))| format!(" (at {}:{l}:{c})", short(&f))).unwrap_or_default();
-                    fail(kind, format!("{}{at}", t.text()))
+                    match self.classify_kind(&t.text()) {
+                        FailureKind::OutOfMemory => fail(
+                            FailureKind::OutOfMemory,
+                            format!("the handler exhausted the plugin's memory limit ({} MiB)", self.memory_limit / (1024 * 1024)),
+                        ),
+                        kind => {
+                            let at = t.stack.as_deref().and_then(first_frame).map(|(f, (l, c))| format!(" (at {}:{l}:{c})", short(&f))).unwrap_or_default();
+                            fail(kind, format!("{}{at}", t.text()))
+                        }
+                    }
                 }
             }
         };

@@ -101,7 +101,8 @@ pub fn load_package(folder: &Path) -> PackageLoad {
 
     load_runtimes(folder, &name, &mut manifest, &mut diagnostics);
 
-    if let Some(entry) = manifest.entry.clone() {
+    let entry_already_refused = diagnostics.iter().any(|d| d.code == Code::PathEscapesRoot);
+    if let Some(entry) = manifest.entry.clone().filter(|_| !entry_already_refused) {
         match manifest::resolve_inside(folder, &entry) {
             Ok(_) => {}
             Err(Code::PathEscapesRoot) => diagnostics.push(

@@ -5,7 +5,7 @@ use crate::contract::{self, KernelLookupError};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::manifest::{self, Manifest, STATIC_PROMPT_ID};
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// One `covel.provideExtension(point, id, {handler})` call as the entry made it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -34,10 +34,19 @@ pub struct Registrations {
 
 /// Checks registrations against the manifest; returns one diagnostic per mismatch.
 pub fn check(manifest: &Manifest, registered: &Registrations, file: &std::path::Path) -> Vec<Diagnostic> {
-    let mut diags = Vec::new();
     let pid = &manifest.id;
-    let mut push = |code: Code, message: String| diags.push(Diagnostic::new(code, message).plugin(pid).file(file));
+    let mut diags = Vec::new();
+    let mut push = |code: Code, message: String, line: Option<u32>| {
+        let mut d = Diagnostic::new(code, message).plugin(pid).file(file);
+        if let Some(line) = line {
+            d = d.at(line, 1);
+        }
+        diags.push(d);
+    };
 
+    // Every key the entry tried to provide, valid or not: a bad provide is reported once, not
+    // again as a missing implementation.
+    let attempted: BTreeSet<String> = registered.extensions.iter().map(|e| format!("{}/{}", e.point, e.id)).collect();
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
     for ext in &registered.extensions {
         let key = format!("{}/{}", ext.point, ext.id);
@@ -48,40 +57,48 @@ pub fn check(manifest: &Manifest, registered: &Registrations, file: &std::path::
                     KernelLookupError::Retired { .. } => Code::RetiredContract,
                     _ => Code::InvalidExtension,
                 };
-                push(code, format!("Invalid extension implementation: {pid}/{key}: {e}"));
+                push(code, format!("Invalid extension implementation: {pid}/{key}: {e}"), None);
                 continue;
             }
         };
         if point == contract::PointId::PromptSegment && ext.id == STATIC_PROMPT_ID {
-            push(Code::ReservedExtensionId, format!("{pid}/{key}: `{STATIC_PROMPT_ID}` is reserved for contributes.prompt"));
+            push(Code::ReservedExtensionId, format!("{pid}/{key}: `{STATIC_PROMPT_ID}` is reserved for contributes.prompt"), None);
             continue;
         }
         if !manifest::is_declaration_id(&ext.id) {
-            push(Code::InvalidExtension, format!("Invalid extension implementation: {pid}/{key}: bad id"));
+            push(Code::InvalidExtension, format!("Invalid extension implementation: {pid}/{key}: bad id"), None);
             continue;
         }
+        let declared = manifest.extensions.iter().find(|d| d.point == point && d.id == ext.id);
+        let line = declared.and_then(|d| d.line);
         if !ext.handler_is_function {
-            push(Code::InvalidExtension, format!("Invalid extension implementation: {pid}/{key}: extension requires a handler function"));
+            push(
+                Code::InvalidExtension,
+                format!("Invalid extension implementation: {pid}/{key}: extension requires a handler function"),
+                line,
+            );
             continue;
         }
         let count = seen.entry(key.clone()).or_default();
         *count += 1;
         if *count == 2 {
-            push(Code::DuplicateExtension, format!("Duplicate extension: {pid}/{key}"));
+            push(Code::DuplicateExtension, format!("Duplicate extension: {pid}/{key}"), line);
             continue;
         }
-        if !manifest.extensions.iter().any(|d| d.point == point && d.id == ext.id) {
+        if declared.is_none() {
             push(
                 Code::UndeclaredExtension,
                 format!("Undeclared extension: {pid}/{key} (add {{point: {}, id: {}}} to contributes.extensions)", ext.point, ext.id),
+                None,
             );
         }
     }
     for decl in &manifest.extensions {
-        if !seen.contains_key(&decl.key()) {
+        if !attempted.contains(&decl.key()) {
             push(
                 Code::MissingExtension,
                 format!("Missing extension implementation: {pid}/{} (the entry never called covel.provideExtension for it)", decl.key()),
+                decl.line,
             );
         }
     }
@@ -104,17 +121,17 @@ pub fn check(manifest: &Manifest, registered: &Registrations, file: &std::path::
             // Several handlers for one declared hook pair are allowed.
             let too_many = if kind == "hook" { allowed == 0 } else { *count > allowed };
             if too_many {
-                push(Code::UndeclaredRegistration, format!("Undeclared or duplicate registration: {kind}:{name}"));
+                push(Code::UndeclaredRegistration, format!("Undeclared or duplicate registration: {kind}:{name}"), None);
             }
         }
         for name in declared {
             if !counts.contains_key(name.as_str()) {
-                push(Code::MissingRegistration, format!("Missing registration: {kind}:{name}"));
+                push(Code::MissingRegistration, format!("Missing registration: {kind}:{name}"), None);
             }
         }
     }
     for late in &registered.refused_late {
-        push(Code::RegistrationClosed, format!("plugin entry registration is closed: {late} was registered after the entry settled"));
+        push(Code::RegistrationClosed, format!("plugin entry registration is closed: {late} was registered after the entry settled"), None);
     }
     diags
 }

@@ -301,7 +301,13 @@
       const handler = handlers.get(key);
       if (!handler) throw new Error(`no handler registered for ${key}`);
       const { ctx, signal } = makeContext(turnId);
-      const result = handler(input, ctx);
+      // A synchronous throw becomes a rejection so the call still returns its signal and logs.
+      let result;
+      try {
+        result = handler(input, ctx);
+      } catch (error) {
+        result = Promise.reject(error);
+      }
       return { result, signal };
     },
     finish(signal) {

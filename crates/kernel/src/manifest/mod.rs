@@ -445,10 +445,18 @@ impl Checker<'_> {
                 }
                 (None, _) => None,
             };
+            let order = match &ext.order {
+                None => 0,
+                Some(order) if order.value.fract() == 0.0 && order.value.abs() < 9.0e15 => order.value as i64,
+                Some(order) => {
+                    self.push(Code::InvalidField, format!("{where_}.order must be an integer (got {})", order.value), order);
+                    continue;
+                }
+            };
             let decl = ExtensionDecl {
                 point,
                 id: ext.id.value.clone(),
-                order: ext.order.unwrap_or(0),
+                order,
                 slot,
                 watch: ext.watch.clone(),
                 preview: ext.preview.clone(),

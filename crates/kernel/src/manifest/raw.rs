@@ -151,7 +151,7 @@ pub struct CommandDecl {
 pub struct RawExtension {
     pub point: Spanned<String>,
     pub id: Spanned<String>,
-    pub order: Option<i64>,
+    pub order: Option<Spanned<f64>>,
     pub slot: Option<Spanned<String>>,
     #[serde(default)]
     pub watch: Vec<String>,

@@ -1,0 +1,102 @@
+//! End-to-end tests of the real `covel` binary: exit codes, human and JSON output.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn covel(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_covel")).args(args).current_dir(repo()).output().expect("covel runs")
+}
+
+fn json_of(output: &Output) -> Value {
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&output.stdout)))
+}
+
+fn sample_plugins() -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_dir(repo().join("plugins-sample"))
+        .expect("plugins-sample exists")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.join("PLUGIN.md").is_file())
+        .map(|p| p.strip_prefix(repo()).expect("inside repo").display().to_string())
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn validate_accepts_every_sample_plugin() {
+    let plugins = sample_plugins();
+    let mut args = vec!["validate"];
+    args.extend(plugins.iter().map(String::as_str));
+    let out = covel(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+}
+
+#[test]
+fn validate_rejects_each_broken_fixture_with_exit_1_and_json_diagnostics() {
+    let broken = repo().join("tests/fixtures/broken");
+    for entry in std::fs::read_dir(&broken).expect("fixtures") {
+        let dir = entry.expect("entry").path();
+        let out = covel(&["validate", "--json", dir.to_str().expect("utf-8 path")]);
+        assert_eq!(out.status.code(), Some(1), "{}", dir.display());
+        let report = json_of(&out);
+        let plugin = &report["plugins"][0];
+        assert_eq!(plugin["ok"], false);
+        let diagnostic = &plugin["diagnostics"][0];
+        for field in ["code", "message", "file", "line", "column"] {
+            assert!(diagnostic.get(field).is_some(), "{field} missing in {diagnostic}");
+        }
+        let expected = std::fs::read_to_string(dir.join("expected-code")).expect("expected-code");
+        assert_eq!(diagnostic["code"], expected.trim());
+    }
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    assert_eq!(covel(&["validate"]).status.code(), Some(2));
+    assert_eq!(covel(&["call", "plugins-sample", "history.compact@1"]).status.code(), Some(2));
+    assert_eq!(covel(&["validate", "no/such/folder"]).status.code(), Some(2));
+}
+
+#[test]
+fn call_prints_point_mode_result_and_trace() {
+    let out = covel(&["call", "plugins-sample", "prompt.segment@1", "--input", r#"{"turnId":"t1","playerMessage":"Hello"}"#, "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let report = json_of(&out);
+    assert_eq!(report["point"], "prompt.segment@1");
+    assert_eq!(report["mode"], "collect");
+    assert!(report["result"].as_array().is_some_and(|a| !a.is_empty()));
+    let call = &report["calls"][0];
+    for field in ["point", "pluginId", "providerId", "order", "outcome", "durationMs"] {
+        assert!(call.get(field).is_some(), "{field} missing in {call}");
+    }
+    assert!(report["error"].is_null());
+}
+
+#[test]
+fn call_selects_a_slot_and_fails_with_exit_1_when_the_run_fails() {
+    let out = covel(&["call", "plugins-sample", "ui.slot@1", "--slot", "stage.cast@1", "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(json_of(&out)["calls"].as_array().map(Vec::len), Some(2));
+
+    let out = covel(&["call", "tests/fixtures/runner-single", "session.world-context@1", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(json_of(&out)["error"]["code"], "conflicting-providers");
+}
+
+#[test]
+fn call_reads_its_input_from_a_file() {
+    let dir = std::env::temp_dir().join(format!("covel-cli-input-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let file = dir.join("input.json");
+    std::fs::write(&file, r#"{"turnId":"t1","playerMessage":"From a file"}"#).expect("write");
+    let arg = format!("@{}", file.display());
+    let out = covel(&["call", "plugins-sample", "prompt.segment@1", "--input", &arg, "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("From a file"));
+}

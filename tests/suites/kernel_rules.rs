@@ -1,0 +1,381 @@
+//! The kernel foundation, rule by rule: the seed page's sections "Declaring and registering",
+//! "Combination modes", "What a handler can get" (the runner's part) and "Contract versions and
+//! compatibility". Each test names the rule it checks; fixtures live in `tests/fixtures`.
+
+use covel_kernel::contract::{Mode, OnError, PointId, SlotId};
+use covel_kernel::runner::{self, Outcome, RunError, RunOptions};
+use covel_kernel::context::ExecutionContext;
+use covel_kernel::Code;
+use covel_tests::*;
+use serde_json::{Value, json};
+use std::fs;
+
+fn segment_input() -> Value {
+    json!({"turnId": "t1", "playerMessage": "I look around."})
+}
+
+fn call_for<'a>(result: &'a runner::RunResult, plugin: &str, id: &str) -> &'a runner::CallRecord {
+    result
+        .calls
+        .iter()
+        .find(|c| c.plugin_id == plugin && c.provider_id == id)
+        .unwrap_or_else(|| panic!("no call for {plugin}/{id} in {:?}", result.calls))
+}
+
+// ---- Declaring and registering ----------------------------------------------------------------
+
+#[test]
+fn every_broken_fixture_yields_its_own_clear_diagnostic() {
+    let plugins = load("broken");
+    for plugin in &plugins {
+        let expected = fs::read_to_string(plugin.folder.join("expected-code")).expect("each broken fixture names its code");
+        let first = plugin.diagnostics.first().unwrap_or_else(|| panic!("{} loaded without a diagnostic", plugin.name));
+        assert_eq!(first.code.as_str(), expected.trim(), "{}: {:?}", plugin.name, plugin.diagnostics);
+        assert!(plugin.instance.is_none(), "{} must not run", plugin.name);
+        assert!(first.file.is_some(), "{}: a diagnostic names its file", plugin.name);
+    }
+    insta::assert_json_snapshot!("broken_fixture_diagnostics", diagnostics_of(&plugins));
+}
+
+#[test]
+fn declared_but_not_registered_fails_the_load() {
+    let plugins = load_some(&["broken/missing-extension"]);
+    assert_eq!(plugins[0].diagnostics[0].code, Code::MissingExtension);
+    assert_eq!(plugins[0].diagnostics[0].line, Some(7), "points at the declaration");
+}
+
+#[test]
+fn registered_but_not_declared_fails_the_load() {
+    let plugins = load_some(&["broken/undeclared-extension"]);
+    assert_eq!(plugins[0].diagnostics[0].code, Code::UndeclaredExtension);
+    assert!(plugins[0].providers().is_empty());
+}
+
+#[test]
+fn registering_the_same_extension_twice_fails_the_load() {
+    assert_eq!(load_some(&["broken/duplicate-extension"])[0].diagnostics[0].code, Code::DuplicateExtension);
+}
+
+#[test]
+fn providing_an_unknown_point_or_a_non_function_handler_fails_the_load() {
+    let plugins = load_some(&["broken/provides-unknown-point", "broken/handler-not-a-function"]);
+    for p in &plugins {
+        assert_eq!(p.diagnostics.len(), 1, "{:?}", p.diagnostics);
+        assert_eq!(p.diagnostics[0].code, Code::InvalidExtension);
+    }
+}
+
+#[test]
+fn static_prompt_id_is_reserved_on_both_sides() {
+    let plugins = load_some(&["broken/declares-static-prompt", "broken/provides-static-prompt"]);
+    for p in &plugins {
+        assert_eq!(p.diagnostics[0].code, Code::ReservedExtensionId, "{}", p.name);
+    }
+}
+
+#[test]
+fn a_non_empty_contributes_prompt_registers_the_static_prompt_provider() {
+    let plugins = load_some(&["upstream-shaped/static-only"]);
+    assert!(plugins[0].ok());
+    let result = call(&plugins, PointId::PromptSegment, segment_input());
+    assert_eq!(result.calls.len(), 1);
+    assert_eq!(result.calls[0].provider_id, "static-prompt");
+    let segments = result.result.as_array().expect("segments");
+    assert_eq!(segments.len(), 2);
+    for seg in segments {
+        assert_eq!(seg["audience"], "self");
+        // The plugin ships a zh variant, so its static text depends on the locale: `turn`.
+        assert_eq!(seg["volatility"], "turn");
+        assert_eq!(seg["providerPluginId"], "static-only");
+    }
+}
+
+#[test]
+fn entry_defaults_to_server_index_js() {
+    let plugins = load_some(&["runner/alpha"]);
+    let package = plugins[0].package.as_ref().expect("valid");
+    assert_eq!(package.manifest.entry.as_deref(), Some("server/index.js"));
+    assert!(!package.manifest.entry_explicit);
+    assert!(plugins[0].ok());
+}
+
+#[test]
+fn one_bad_plugin_never_stops_the_others() {
+    let plugins = load_some(&["broken/entry-throws", "broken/entry-loops", "broken/bad-yaml", "runner/alpha", "runner/beta"]);
+    let result = call(&plugins, PointId::PromptSegment, segment_input());
+    let contents: Vec<&str> = result.result.as_array().into_iter().flatten().filter_map(|s| s["content"].as_str()).collect();
+    assert!(contents.contains(&"alpha") && contents.contains(&"beta"), "{contents:?}");
+    assert_eq!(plugins.iter().filter(|p| !p.ok()).count(), 3);
+}
+
+#[test]
+fn registration_after_the_entry_settles_is_refused() {
+    let plugins = load_some(&["runner/latecomer"]);
+    let result = call(&plugins, PointId::PromptSegment, segment_input());
+    assert_eq!(result.result[0]["content"], "plugin entry registration is closed");
+}
+
+#[test]
+fn upstream_shaped_plugins_load_and_their_providers_run() {
+    let plugins = load("upstream-shaped");
+    for p in &plugins {
+        assert!(p.ok(), "{}: {:?}", p.name, p.diagnostics);
+    }
+    let quest = plugins.iter().find(|p| p.name == "quest-tracker").expect("fixture");
+    let r = &quest.registrations;
+    assert_eq!(r.tools, ["quest-update"]);
+    assert_eq!(r.actions, ["reset-quests"]);
+    assert_eq!(r.services, ["quests.query@1"]);
+    assert_eq!(r.hooks, ["TurnStart:normal", "PostLLMResponse:post"]);
+    assert_eq!(r.forms, ["quest-form"]);
+    assert_eq!(r.wires, ["quest-voice"]);
+    assert!(quest.modules.iter().any(|m| m.ends_with("server/tools/update.js")), "relative imports are tracked");
+    let dice = plugins.iter().find(|p| p.name == "dice-check").expect("fixture");
+    let runtimes: Vec<&str> = dice.package.as_ref().expect("valid").manifest.runtimes.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(runtimes, ["dice-check/recorder", "dice-check/roller"]);
+    let summary = runner::run(
+        PointId::UiSlot,
+        json!({"slot": "session.summary@1", "previous": null, "events": []}),
+        &providers(&plugins),
+        &ExecutionContext::empty(),
+        &RunOptions::default(),
+    );
+    assert_eq!(summary.result["entries"][0]["id"], "quest.active");
+}
+
+// ---- Combination modes ------------------------------------------------------------------------
+
+#[test]
+fn point_table_matches_the_seed_page() {
+    let table: Vec<(PointId, Mode, u64, OnError)> = PointId::ALL
+        .iter()
+        .map(|p| (*p, p.point().mode, p.point().timeout.as_millis() as u64, p.point().on_error))
+        .collect();
+    assert_eq!(
+        table,
+        vec![
+            (PointId::PromptSegment, Mode::Collect, 500, OnError::Skip),
+            (PointId::PromptHistoryTransform, Mode::Pipeline, 500, OnError::Skip),
+            (PointId::UiSlot, Mode::Pipeline, 500, OnError::Skip),
+            (PointId::MediaImageFlow, Mode::Single, 500, OnError::Skip),
+            (PointId::SessionWorldContext, Mode::Single, 500, OnError::FailTurn),
+            (PointId::HistoryCompact, Mode::Single, 60_000, OnError::Skip),
+        ]
+    );
+    let slots: Vec<&str> = SlotId::ALL.iter().map(|s| s.as_str()).collect();
+    assert_eq!(slots, ["stage.backdrop@1", "stage.cast@1", "stage.choices@1", "character.visual@1", "session.summary@1", "stage.music@1"]);
+}
+
+#[test]
+fn collect_gathers_every_valid_output_and_skips_the_rest() {
+    let plugins = load("runner");
+    let result = call(&plugins, PointId::PromptSegment, segment_input());
+    assert!(result.error.is_none());
+    insta::assert_json_snapshot!("collect_over_runner_fixtures", snapshot_of(&result));
+}
+
+#[test]
+fn providers_run_by_order_then_plugin_id_then_id() {
+    let plugins = load_some(&["runner/beta", "runner/alpha", "runner/early"]);
+    let result = call(&plugins, PointId::PromptSegment, segment_input());
+    let chain: Vec<String> = result.calls.iter().map(|c| format!("{}/{}", c.plugin_id, c.provider_id)).collect();
+    assert_eq!(chain, ["early/note", "alpha/forged", "alpha/note", "beta/note"]);
+}
+
+#[test]
+fn plugin_ids_compare_by_utf16_code_units_not_locale() {
+    let providers = vec![
+        rust_provider("alpha", PointId::PromptSegment, "a", 0, |_| Ok(json!([]))),
+        rust_provider("Zeta", PointId::PromptSegment, "a", 0, |_| Ok(json!([]))),
+    ];
+    let result = runner::run(PointId::PromptSegment, segment_input(), &providers, &ExecutionContext::empty(), &RunOptions::default());
+    let order: Vec<&str> = result.calls.iter().map(|c| c.plugin_id.as_str()).collect();
+    assert_eq!(order, ["Zeta", "alpha"]);
+}
+
+#[test]
+fn pipeline_threads_each_valid_output_into_the_next_input() {
+    let plugins = load_some(&["runner/pipes-a", "runner/pipes-b"]);
+    let input = json!({"turnId": "t9", "messages": [
+        {"id": "m1", "sessionId": "s", "turnId": "t1", "sourceType": "player", "role": "user", "content": "hello", "order": 1, "createdAt": "2026-01-01T00:00:00Z", "extra": "kept"}
+    ]});
+    let result = call(&plugins, PointId::PromptHistoryTransform, input);
+    let message = &result.result["messages"][0];
+    assert_eq!(message["content"], "HELLO", "the second provider saw the first one's output");
+    assert_eq!(message["metadata"]["seenInTurn"], "t9", "input-only fields survive the merge");
+    assert_eq!(message["extra"], "kept", "unknown message keys survive");
+    assert_eq!(call_for(&result, "pipes-b", "broken").outcome, Outcome::InvalidOutput);
+}
+
+#[test]
+fn pipeline_with_no_provider_returns_its_input() {
+    let input = json!({"turnId": "t1", "messages": []});
+    let result = call(&[], PointId::PromptHistoryTransform, input);
+    assert_eq!(result.result, json!({"messages": []}));
+    let slot = call(&[], PointId::UiSlot, json!({"slot": "stage.music@1", "previous": {"trackId": "x"}, "events": []}));
+    assert_eq!(slot.result, json!({"trackId": "x"}), "ui.slot@1 returns `previous`");
+}
+
+#[test]
+fn ui_slot_keeps_the_previous_valid_value_when_a_provider_returns_an_invalid_one() {
+    let plugins = load_some(&["runner/choices-a", "runner/choices-b"]);
+    let result = call(&plugins, PointId::UiSlot, json!({"slot": "stage.choices@1", "previous": null, "events": []}));
+    assert_eq!(result.result, json!({"choices": [{"id": "go", "text": "Go north"}]}));
+    let outcomes: Vec<Outcome> = result.calls.iter().map(|c| c.outcome).collect();
+    assert_eq!(outcomes, [Outcome::Success, Outcome::InvalidOutput, Outcome::Success]);
+}
+
+#[test]
+fn single_with_several_providers_fails_before_any_provider_runs() {
+    let plugins = load("runner-single");
+    let result = call(&plugins, PointId::SessionWorldContext, json!({}));
+    assert!(result.calls.is_empty(), "no provider ran");
+    match result.error {
+        Some(RunError::ConflictingProviders { providers, .. }) => assert_eq!(providers, ["wc-one/world", "wc-two/world"]),
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+}
+
+#[test]
+fn single_with_no_provider_leaves_the_default_to_the_call_site() {
+    let result = call(&[], PointId::HistoryCompact, json!({
+        "messages": [], "existingSummaries": [], "contextWindow": 1000, "inputWindow": 1000,
+        "summaryBudget": {"maxTokens": 128, "maxSegmentTokens": 128, "maxSegments": 8},
+        "estimatedTokens": 0, "locale": "en"
+    }));
+    assert_eq!(result.result, Value::Null);
+    assert!(result.provided_by.is_none() && result.error.is_none());
+}
+
+#[test]
+fn fail_turn_point_fails_the_whole_call_when_its_provider_fails() {
+    let plugins = load("runner-failturn");
+    let result = call(&plugins, PointId::SessionWorldContext, json!({}));
+    match &result.error {
+        Some(RunError::FailTurn { provider, message, .. }) => {
+            assert_eq!(provider, "wc-broken/world");
+            assert!(message.contains("store offline"), "{message}");
+        }
+        other => panic!("expected fail-turn, got {other:?}"),
+    }
+    assert_eq!(result.calls[0].outcome, Outcome::Error);
+}
+
+#[test]
+fn skip_point_skips_a_failing_provider_and_continues() {
+    let plugins = load_some(&["runner/thrower", "runner/beta"]);
+    let result = call(&plugins, PointId::PromptSegment, segment_input());
+    assert!(result.error.is_none());
+    assert_eq!(call_for(&result, "thrower", "boom").outcome, Outcome::Error);
+    assert_eq!(call_for(&result, "thrower", "boom").logs, ["[log] about to fail"], "console output reaches the trace");
+    assert_eq!(result.result.as_array().map(Vec::len), Some(1));
+}
+
+#[test]
+fn input_is_validated_before_any_provider_runs() {
+    let plugins = load_some(&["runner/alpha"]);
+    let result = call(&plugins, PointId::PromptSegment, json!({"turnId": "t1"}));
+    assert!(matches!(result.error, Some(RunError::InvalidInput { .. })));
+    assert!(result.calls.is_empty());
+}
+
+#[test]
+fn an_invalid_output_counts_as_the_providers_error() {
+    let plugins = load_some(&["runner/misshapen"]);
+    let result = call(&plugins, PointId::PromptSegment, segment_input());
+    for id in ["wrong", "extra-key"] {
+        let c = call_for(&result, "misshapen", id);
+        assert_eq!(c.outcome, Outcome::InvalidOutput);
+        assert_eq!(c.error_code.as_deref(), Some("output-validation"));
+    }
+}
+
+#[test]
+fn kernel_stamps_provider_plugin_id_over_a_forged_one() {
+    let plugins = load_some(&["runner/alpha"]);
+    let result = call(&plugins, PointId::PromptSegment, segment_input());
+    let forged = result.result.as_array().into_iter().flatten().find(|s| s["id"] == "forged").expect("segment");
+    assert_eq!(forged["providerPluginId"], "alpha");
+}
+
+#[test]
+fn image_flow_is_stamped_by_the_kernel_and_may_only_name_its_own_runtimes() {
+    let plugins = load_some(&["runner/flows"]);
+    let ok = call(&plugins, PointId::MediaImageFlow, json!({}));
+    assert_eq!(ok.result["pluginId"], "flows");
+    let foreign = vec![rust_provider("thief", PointId::MediaImageFlow, "images", 0, |_| {
+        Ok(json!({"entryRuntimeId": "thief/run", "assetRuntimeIds": ["victim/asset"]}))
+    })];
+    let result = runner::run(PointId::MediaImageFlow, json!({}), &foreign, &ExecutionContext::empty(), &RunOptions::default());
+    assert_eq!(result.calls[0].outcome, Outcome::InvalidOutput);
+    assert!(result.calls[0].message.as_deref().unwrap_or_default().contains("victim/asset"));
+}
+
+#[test]
+fn a_cpu_loop_is_interrupted_within_600ms_and_the_plugin_answers_the_next_call() {
+    let plugins = load_some(&["runner/spinner"]);
+    let result = call(&plugins, PointId::PromptSegment, segment_input());
+    let spin = call_for(&result, "spinner", "spin");
+    assert_eq!(spin.outcome, Outcome::Timeout);
+    assert!(spin.duration_ms < 600.0, "interrupted after {} ms", spin.duration_ms);
+    assert_eq!(call_for(&result, "spinner", "after").outcome, Outcome::Success);
+    let again = call(&plugins, PointId::PromptSegment, segment_input());
+    assert_eq!(call_for(&again, "spinner", "after").outcome, Outcome::Success, "the runtime stays usable");
+}
+
+#[test]
+fn a_promise_that_never_settles_times_out_and_the_runtime_stays_usable() {
+    let plugins = load_some(&["runner/sleeper"]);
+    let result = call(&plugins, PointId::PromptSegment, segment_input());
+    assert_eq!(call_for(&result, "sleeper", "wait").outcome, Outcome::Timeout);
+    assert_eq!(call_for(&result, "sleeper", "timer").outcome, Outcome::Success, "timers still fire");
+}
+
+#[test]
+fn a_handler_that_exhausts_memory_is_contained() {
+    let plugins = load_some(&["runner/hog"]);
+    let result = call(&plugins, PointId::PromptSegment, segment_input());
+    assert_eq!(call_for(&result, "hog", "eat").outcome, Outcome::OutOfMemory);
+    assert_eq!(call_for(&result, "hog", "small").outcome, Outcome::Success);
+}
+
+#[test]
+fn every_call_leaves_a_trace_entry_with_outcome_code_and_reason() {
+    let plugins = load("runner");
+    let result = call(&plugins, PointId::PromptSegment, segment_input());
+    let expected_calls = providers(&plugins).iter().filter(|p| p.decl.point == PointId::PromptSegment).count();
+    assert_eq!(result.calls.len(), expected_calls);
+    for c in &result.calls {
+        if c.outcome == Outcome::Success {
+            assert!(c.error_code.is_none() && c.message.is_none());
+        } else {
+            assert!(c.error_code.is_some() && c.message.as_deref().is_some_and(|m| !m.is_empty()), "{c:?}");
+        }
+    }
+}
+
+// ---- Contract versions and compatibility ------------------------------------------------------
+
+#[test]
+fn a_retired_contract_version_fails_with_the_current_one_named() {
+    let plugins = load_some(&["broken/retired-compact"]);
+    let d = &plugins[0].diagnostics[0];
+    assert_eq!(d.code, Code::RetiredContract);
+    assert!(d.message.contains("history.compact@2"), "{}", d.message);
+    assert_eq!((d.line, d.column), (Some(7), Some(14)));
+}
+
+#[test]
+fn stage_dialogue_is_not_a_kernel_slot() {
+    assert!(SlotId::parse("stage.dialogue@1").is_none());
+    let plugins = load_some(&["broken/retired-dialogue-slot"]);
+    assert!(plugins[0].diagnostics[0].message.contains("story segments"));
+}
+
+#[test]
+fn conflicts_cannot_name_a_kernel_point_or_slot() {
+    let plugins = load_some(&["broken/conflicts-kernel-point", "broken/conflicts-kernel-slot"]);
+    for p in &plugins {
+        assert_eq!(p.diagnostics[0].code, Code::InvalidConflict, "{}", p.name);
+    }
+}
