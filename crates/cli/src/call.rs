@@ -3,10 +3,9 @@
 
 use crate::output::{DiagnosticJson, print_json};
 use anyhow::{Context, anyhow, bail};
-use covel_js::{Limits, load_folder};
-use covel_kernel::context::ExecutionContext;
-use covel_kernel::contract::{self, SlotId};
-use covel_kernel::runner::{self, RunOptions};
+use covel_js::Limits;
+use covel_kernel::contract;
+use covel_studio::Workspace;
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -23,6 +22,12 @@ pub struct Args {
     /// For ui.slot@1: the slot to project (sets `slot` in the input when missing).
     #[arg(long)]
     slot: Option<String>,
+    /// The test session whose context the providers run in (plugins, settings, world, data).
+    #[arg(long)]
+    session: Option<PathBuf>,
+    /// The turn id handlers see as `ctx.turnId` (calls outside a turn have none).
+    #[arg(long)]
+    turn: Option<String>,
     /// Machine-readable output.
     #[arg(long)]
     json: bool,
@@ -40,13 +45,13 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         map.entry("previous").or_insert(Value::Null);
         map.entry("events").or_insert_with(|| json!([]));
     }
-    let plugins = load_folder(&args.plugins_dir, &Limits::default())
-        .with_context(|| format!("reading plugins folder {}", args.plugins_dir.display()))?;
-    let providers: Vec<_> = plugins.iter().flat_map(|p| p.providers()).collect();
-    let ctx = ExecutionContext::empty();
-    let result = runner::run(point, input, &providers, &ctx, &RunOptions { slot: slot.or(None::<SlotId>), timeout: None });
+    let workspace = Workspace::open(&args.plugins_dir, args.session.as_deref(), &Limits::default())
+        .with_context(|| format!("opening {}", args.plugins_dir.display()))?;
+    // Without a session every plugin of the folder runs; with one, only the active ones.
+    let providers = if args.session.is_some() { workspace.active_providers() } else { workspace.all_providers() };
+    let result = workspace.call_over(&providers, point, input, slot, args.turn.clone());
     let failed = result.error.is_some();
-    let diagnostics: Vec<DiagnosticJson> = plugins.iter().flat_map(|p| p.diagnostics.iter().map(DiagnosticJson::from)).collect();
+    let diagnostics: Vec<DiagnosticJson> = workspace.diagnostics().map(DiagnosticJson::from).collect();
     if args.json {
         print_json(&json!({
             "point": result.point,

@@ -3,6 +3,7 @@
 
 mod call;
 mod output;
+mod resolve;
 mod validate;
 
 use clap::{Parser, Subcommand};
@@ -21,6 +22,8 @@ enum Command {
     Validate(validate::Args),
     /// Load a plugins folder and run one extension point.
     Call(call::Args),
+    /// Show which plugins a session runs, which are rejected and why, and what is unmet.
+    Resolve(resolve::Args),
 }
 
 fn main() -> ExitCode {
@@ -28,6 +31,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Validate(args) => validate::run(&args),
         Command::Call(args) => call::run(&args),
+        Command::Resolve(args) => resolve::run(&args),
     };
     match result {
         Ok(code) => code,

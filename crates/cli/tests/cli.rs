@@ -100,3 +100,53 @@ fn call_reads_its_input_from_a_file() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("From a file"));
 }
+
+#[test]
+fn resolve_prints_active_rejected_and_unmet() {
+    let out = covel(&[
+        "resolve",
+        "tests/fixtures/resolver/plugins",
+        "--session",
+        "tests/fixtures/resolver/sessions/ambiguous-provider.session.yaml",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let report = json_of(&out);
+    assert_eq!(report["rejected"][0]["code"], "ambiguous-provider");
+    assert_eq!(report["rejected"][0]["candidates"], serde_json::json!(["lore-one", "lore-two"]));
+    assert!(report["active"].is_array() && report["unmet"].is_array());
+
+    let out = covel(&[
+        "resolve",
+        "tests/fixtures/resolver/plugins",
+        "--session",
+        "tests/fixtures/resolver/sessions/world-dimensions-excluded.session.yaml",
+        "--json",
+    ]);
+    assert_eq!(json_of(&out)["unmet"][0]["contract"], "world.dimensions@1");
+}
+
+#[test]
+fn call_runs_with_the_sessions_context() {
+    let out = covel(&[
+        "call",
+        "plugins-sample",
+        "session.world-context@1",
+        "--session",
+        "plugins-sample/demo.session.yaml",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let report = json_of(&out);
+    assert_eq!(report["result"]["dimensions"]["trust"]["value"], 4);
+    assert_eq!(report["result"]["entries"]["era"], "after the flood");
+    assert_eq!(report["result"]["dimensionProviderPluginId"], "world-state");
+}
+
+#[test]
+fn an_invalid_session_file_is_a_usage_error_with_its_position() {
+    let out = covel(&["resolve", "plugins-sample", "--session", "tests/fixtures/sessions-invalid/unknown-key.session.yaml"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("unknown-key.session.yaml:5:"), "{err}");
+}

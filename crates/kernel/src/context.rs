@@ -14,7 +14,7 @@ pub const HIDDEN_NAMESPACE_PREFIX: &str = "_hidden.";
 
 /// One stored plugin-data record.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct DataRow {
     pub plugin_id: String,
     pub namespace: String,
@@ -28,7 +28,7 @@ pub struct DataRow {
 
 /// A recorded HTTP answer served to `ctx.utils.fetchWithRetry` / `covel.http`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct HttpMock {
     /// Full URL, or an origin + path prefix.
     pub url: String,
@@ -53,7 +53,7 @@ fn default_status() -> u16 {
 
 /// How plugin HTTP is answered in this execution.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct HttpPolicy {
     /// Live network is an explicit per-session opt-in; by default only mocks answer.
     #[serde(default)]

@@ -13,7 +13,10 @@ pub mod diagnostic;
 pub mod manifest;
 pub mod package;
 pub mod registration;
+pub mod resolver;
 pub mod runner;
+pub mod sdk;
+pub mod session;
 pub mod static_prompt;
 
 pub use diagnostic::{Code, Diagnostic};

@@ -57,7 +57,7 @@ export function resolveI18nText(text, locale) {
   for (const c of localeCandidates(locale)) {
     if (typeof text[c] === "string" && text[c] !== "") return text[c];
   }
-  const first = Object.values(text).find((v) => typeof v === "string");
+  const first = Object.values(text).find((v) => typeof v === "string" && v !== "");
   return first ?? "";
 }
 

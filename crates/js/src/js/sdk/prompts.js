@@ -11,7 +11,7 @@ export function createPromptLoader(root = ".") {
       for (const file of chinese ? [`${dir}/${name}.zh.md`, `${dir}/${name}.md`] : [`${dir}/${name}.md`]) {
         tried.push(file);
         const text = readPluginFile(file);
-        if (text !== null) return text;
+        if (text != null) return text;
       }
       throw new Error(`prompt template not found; tried ${tried.join(", ")}`);
     },

@@ -1,0 +1,53 @@
+//! `covel resolve PLUGINS_DIR --session FILE`: the session resolver's answer.
+
+use crate::output::print_json;
+use anyhow::Context;
+use covel_js::Limits;
+use covel_studio::Workspace;
+use serde_json::json;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The plugins folder.
+    plugins_dir: PathBuf,
+    /// The test session (without one, every plugin is requested and authorized).
+    #[arg(long)]
+    session: Option<PathBuf>,
+    /// Machine-readable output.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
+    let workspace = Workspace::open(&args.plugins_dir, args.session.as_deref(), &Limits::default())
+        .with_context(|| format!("opening {}", args.plugins_dir.display()))?;
+    let r = &workspace.resolution;
+    if args.json {
+        print_json(&json!({
+            "active": r.active,
+            "autoAdded": r.auto_added,
+            "rejected": r.rejected,
+            "unmet": r.unmet,
+            "failedToLoad": workspace.plugins.iter().filter(|p| !p.ok()).map(|p| &p.name).collect::<Vec<_>>(),
+        }))?;
+    } else {
+        for id in &r.active {
+            let auto = if r.auto_added.contains(id) { " (added automatically)" } else { "" };
+            println!("✓ {id}{auto}");
+        }
+        for rejection in &r.rejected {
+            let code = serde_json::to_value(rejection.code)?;
+            println!("✗ {} [{}] {}", rejection.plugin, code.as_str().unwrap_or_default(), rejection.message);
+        }
+        for unmet in &r.unmet {
+            println!("! world requires {} — unmet ({:?})", unmet.contract, unmet.code);
+        }
+        for p in workspace.plugins.iter().filter(|p| !p.ok()) {
+            println!("✗ {} failed to load ({} diagnostics; run `covel validate`)", p.name, p.diagnostics.len());
+        }
+    }
+    let blocking = r.unmet.iter().any(|u| u.blocking);
+    Ok(if blocking { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}

@@ -1,0 +1,423 @@
+//! The session resolver: which plugins a session runs (seed page, "Depending on an extension
+//! point"). `requires` may name extension points and UI slots, meaning "an active plugin
+//! implements it"; a kernel contract written only in `provides` satisfies nothing; `conflicts`
+//! cannot name kernel contracts; unauthorized or excluded providers are never auto-added; a
+//! second provider of a `single` point is rejected. Every rejection carries a stable code and
+//! the candidates involved.
+
+use crate::contract::{self, Mode, PointId};
+use crate::manifest::{Manifest, PluginKind};
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// What the resolver needs to know of a plugin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Candidate {
+    pub id: String,
+    pub kind: PluginKind,
+    pub authorized: bool,
+    /// Non-kernel `provides` entries: `(contract, default)`.
+    pub provides: Vec<(String, bool)>,
+    pub requires: Vec<String>,
+    pub optional: Vec<String>,
+    pub conflicts: Vec<String>,
+    /// Points it implements, plus the slots of its `ui.slot@1` providers (and
+    /// `prompt.segment@1` for a non-empty `contributes.prompt`).
+    pub implements: BTreeSet<String>,
+    /// Single-mode points it implements.
+    pub single_points: BTreeSet<PointId>,
+}
+
+impl Candidate {
+    /// The resolver's view of a checked manifest.
+    pub fn from_manifest(manifest: &Manifest, authorized: bool) -> Candidate {
+        let mut implements = BTreeSet::new();
+        let mut single_points = BTreeSet::new();
+        for ext in &manifest.extensions {
+            implements.insert(ext.point.as_str().to_string());
+            if let Some(slot) = ext.slot {
+                implements.insert(slot.as_str().to_string());
+            }
+            if ext.point.point().mode == Mode::Single {
+                single_points.insert(ext.point);
+            }
+        }
+        if !manifest.static_prompt.is_empty() {
+            implements.insert(PointId::PromptSegment.as_str().to_string());
+        }
+        Candidate {
+            id: manifest.id.clone(),
+            kind: manifest.kind,
+            authorized,
+            // A kernel contract written only in `provides` satisfies nothing.
+            provides: manifest
+                .provides
+                .iter()
+                .filter(|p| contract::kernel_contract(&p.contract).is_none())
+                .map(|p| (p.contract.clone(), p.default))
+                .collect(),
+            requires: manifest.requires.clone(),
+            optional: manifest.optional.clone(),
+            conflicts: manifest.conflicts.clone(),
+            implements,
+            single_points,
+        }
+    }
+
+    fn contracts(&self) -> impl Iterator<Item = &str> {
+        self.provides.iter().map(|(c, _)| c.as_str()).chain(self.implements.iter().map(String::as_str))
+    }
+
+    fn provides_contract(&self, contract: &str) -> bool {
+        self.contracts().any(|c| c == contract)
+    }
+
+    fn is_default_for(&self, contract: &str) -> bool {
+        self.provides.iter().any(|(c, d)| c == contract && *d) && !self.implements.contains(contract)
+    }
+}
+
+/// Stable rejection codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RejectionCode {
+    InvalidConflict,
+    UnknownPlugin,
+    ApprovalRequired,
+    Excluded,
+    MissingProvider,
+    AmbiguousProvider,
+    Conflict,
+    SingleProviderConflict,
+    DefaultReplaced,
+}
+
+/// A plugin the session will not run, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Rejection {
+    pub plugin: String,
+    pub code: RejectionCode,
+    pub message: String,
+    /// The plugins involved: possible providers, or the plugin it conflicts with.
+    pub candidates: Vec<String>,
+    /// The contract concerned, when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub contract: Option<String>,
+}
+
+/// A world-required contract nothing active provides.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Unmet {
+    pub contract: String,
+    pub code: RejectionCode,
+    pub candidates: Vec<String>,
+    /// `missing-provider` and `ambiguous-provider` block the session.
+    pub blocking: bool,
+}
+
+/// The resolver's answer.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Resolution {
+    /// Active plugins, in activation order.
+    pub active: Vec<String>,
+    /// Active plugins that were added automatically (core, dependencies, world requirements).
+    pub auto_added: Vec<String>,
+    pub rejected: Vec<Rejection>,
+    pub unmet: Vec<Unmet>,
+}
+
+impl Resolution {
+    pub fn is_active(&self, plugin: &str) -> bool {
+        self.active.iter().any(|p| p == plugin)
+    }
+}
+
+/// What to resolve.
+#[derive(Debug, Clone, Default)]
+pub struct Request<'a> {
+    pub requested: &'a [String],
+    pub excluded: &'a [String],
+    pub plugins: &'a [Candidate],
+    /// Contracts the world requires (e.g. `world.dimensions@1` when it declares dimensions).
+    pub required_contracts: &'a [String],
+}
+
+enum Choice {
+    Pick(String),
+    None { code: RejectionCode, candidates: Vec<String> },
+}
+
+struct State<'a> {
+    request: &'a Request<'a>,
+    by_id: BTreeMap<&'a str, &'a Candidate>,
+    active: Vec<String>,
+    auto: BTreeSet<String>,
+    rejected: Vec<Rejection>,
+}
+
+impl<'a> State<'a> {
+    fn is_rejected(&self, id: &str) -> bool {
+        self.rejected.iter().any(|r| r.plugin == id)
+    }
+
+    fn reject(&mut self, plugin: &str, code: RejectionCode, message: String, candidates: Vec<String>, contract: Option<String>) {
+        if self.is_rejected(plugin) {
+            return;
+        }
+        self.active.retain(|p| p != plugin);
+        self.rejected.push(Rejection { plugin: plugin.to_string(), code, message, candidates, contract });
+    }
+
+    fn add(&mut self, id: &str, auto: bool) {
+        if self.active.iter().any(|p| p == id) || self.is_rejected(id) {
+            return;
+        }
+        let Some(candidate) = self.by_id.get(id).copied() else {
+            self.reject(id, RejectionCode::UnknownPlugin, format!("no plugin `{id}` in the folder"), Vec::new(), None);
+            return;
+        };
+        if self.request.excluded.iter().any(|e| e == id) {
+            self.reject(id, RejectionCode::Excluded, format!("`{id}` is excluded by the session"), Vec::new(), None);
+            return;
+        }
+        if !candidate.authorized {
+            self.reject(id, RejectionCode::ApprovalRequired, format!("`{id}` is community code the session has not approved"), Vec::new(), None);
+            return;
+        }
+        if let Some(bad) = candidate.conflicts.iter().find(|c| contract::is_kernel_contract_name(c)) {
+            self.reject(
+                id,
+                RejectionCode::InvalidConflict,
+                format!("`conflicts` cannot target kernel extension contract `{bad}`; the point's mode controls composition"),
+                Vec::new(),
+                Some(bad.clone()),
+            );
+            return;
+        }
+        self.active.push(id.to_string());
+        if auto {
+            self.auto.insert(id.to_string());
+        }
+    }
+
+    fn provided(&self, contract: &str) -> bool {
+        self.active.iter().filter_map(|id| self.by_id.get(id.as_str())).any(|c| c.provides_contract(contract))
+    }
+
+    fn choose(&self, contract: &str) -> Choice {
+        let providers: Vec<&Candidate> = self.request.plugins.iter().filter(|c| c.provides_contract(contract)).collect();
+        let eligible: Vec<&&Candidate> = providers
+            .iter()
+            .filter(|c| c.authorized && !self.request.excluded.contains(&c.id) && !self.is_rejected(&c.id))
+            .collect();
+        let non_default: Vec<&&&Candidate> = eligible.iter().filter(|c| !c.is_default_for(contract)).collect();
+        if non_default.len() == 1 {
+            return Choice::Pick(non_default[0].id.clone());
+        }
+        let defaults: Vec<&&&Candidate> = eligible.iter().filter(|c| c.is_default_for(contract)).collect();
+        if non_default.is_empty() && defaults.len() == 1 {
+            return Choice::Pick(defaults[0].id.clone());
+        }
+        if !eligible.is_empty() {
+            return Choice::None { code: RejectionCode::AmbiguousProvider, candidates: eligible.iter().map(|c| c.id.clone()).collect() };
+        }
+        let unauthorized: Vec<String> = providers.iter().filter(|c| !c.authorized).map(|c| c.id.clone()).collect();
+        if !unauthorized.is_empty() {
+            return Choice::None { code: RejectionCode::ApprovalRequired, candidates: unauthorized };
+        }
+        Choice::None { code: RejectionCode::MissingProvider, candidates: providers.iter().map(|c| c.id.clone()).collect() }
+    }
+}
+
+/// Resolves which plugins a session runs.
+pub fn resolve(request: &Request<'_>) -> Resolution {
+    let mut s = State {
+        request,
+        by_id: request.plugins.iter().map(|c| (c.id.as_str(), c)).collect(),
+        active: Vec::new(),
+        auto: BTreeSet::new(),
+        rejected: Vec::new(),
+    };
+
+    // 1–2. Seed: requested, then core plugins, then providers of world requirements.
+    for id in request.requested {
+        s.add(id, false);
+    }
+    for c in request.plugins.iter().filter(|c| c.kind == PluginKind::Core) {
+        if !request.requested.contains(&c.id) {
+            s.add(&c.id, true);
+        }
+    }
+    for contract in request.required_contracts {
+        if !s.provided(contract)
+            && let Choice::Pick(id) = s.choose(contract)
+        {
+            s.add(&id, true);
+        }
+    }
+
+    // 3–4. Dependency closure over the growing active set.
+    let mut index = 0;
+    while index < s.active.len() {
+        let id = s.active[index].clone();
+        let requires = s.by_id.get(id.as_str()).map(|c| c.requires.clone()).unwrap_or_default();
+        for contract in requires {
+            if s.provided(&contract) {
+                continue;
+            }
+            match s.choose(&contract) {
+                Choice::Pick(provider) => s.add(&provider, true),
+                Choice::None { code, candidates } => {
+                    let message = format!("requires `{contract}`, and {}", explain(code, &candidates));
+                    s.reject(&id, code, message, candidates, Some(contract.clone()));
+                    break;
+                }
+            }
+        }
+        if s.active.get(index) == Some(&id) {
+            index += 1;
+        }
+    }
+
+    // 5. A default provider steps aside when another active plugin provides the contract.
+    for id in s.active.clone() {
+        let Some(candidate) = s.by_id.get(id.as_str()).copied() else { continue };
+        for (contract, default) in &candidate.provides {
+            if !default {
+                continue;
+            }
+            let replacement: Vec<String> = s
+                .active
+                .iter()
+                .filter(|other| **other != id)
+                .filter_map(|other| s.by_id.get(other.as_str()))
+                .filter(|other| other.provides_contract(contract) && !other.is_default_for(contract))
+                .map(|other| other.id.clone())
+                .collect();
+            if !replacement.is_empty() {
+                let message = format!("default provider of `{contract}` replaced by {}", replacement.join(", "));
+                s.reject(&id, RejectionCode::DefaultReplaced, message, replacement, Some(contract.clone()));
+                break;
+            }
+        }
+    }
+
+    // 6. Conflicts and single points, requested plugins first.
+    let mut ordered: Vec<String> = s.active.iter().filter(|id| request.requested.contains(id)).cloned().collect();
+    ordered.extend(s.active.iter().filter(|id| !request.requested.contains(id)).cloned());
+    let mut accepted: Vec<&Candidate> = Vec::new();
+    for id in ordered {
+        let Some(candidate) = s.by_id.get(id.as_str()).copied() else { continue };
+        let clash = accepted.iter().find(|other| {
+            candidate.conflicts.iter().any(|c| other.provides_contract(c)) || other.conflicts.iter().any(|c| candidate.provides_contract(c))
+        });
+        if let Some(other) = clash {
+            let other_id = other.id.clone();
+            s.reject(&id, RejectionCode::Conflict, format!("Conflicts with {other_id}"), vec![other_id], None);
+            continue;
+        }
+        let single = accepted.iter().find_map(|other| {
+            candidate.single_points.intersection(&other.single_points).next().map(|p| (other.id.clone(), *p))
+        });
+        if let Some((other_id, point)) = single {
+            s.reject(
+                &id,
+                RejectionCode::SingleProviderConflict,
+                format!("{point} is a single-mode point and {other_id} already provides it"),
+                vec![other_id],
+                Some(point.as_str().to_string()),
+            );
+            continue;
+        }
+        accepted.push(candidate);
+    }
+
+    // 7. Fixpoint: drop plugins whose requirements are no longer provided.
+    loop {
+        let mut changed = false;
+        for id in s.active.clone() {
+            let requires = s.by_id.get(id.as_str()).map(|c| c.requires.clone()).unwrap_or_default();
+            if let Some(contract) = requires.iter().find(|c| !s.provided(c)) {
+                let providers: Vec<String> =
+                    request.plugins.iter().filter(|c| c.provides_contract(contract)).map(|c| c.id.clone()).collect();
+                let approval = s.rejected.iter().any(|r| r.code == RejectionCode::ApprovalRequired && providers.contains(&r.plugin));
+                let code = if approval { RejectionCode::ApprovalRequired } else { RejectionCode::MissingProvider };
+                let message = format!("requires `{contract}`, and {}", explain(code, &providers));
+                s.reject(&id, code, message, providers, Some(contract.clone()));
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+
+    // 8. Keep only plugins reachable from requested, core or world-required providers.
+    let mut roots: Vec<String> = s
+        .active
+        .iter()
+        .filter(|id| {
+            request.requested.contains(id)
+                || s.by_id.get(id.as_str()).is_some_and(|c| c.kind == PluginKind::Core)
+                || request.required_contracts.iter().any(|rc| s.by_id.get(id.as_str()).is_some_and(|c| c.provides_contract(rc)))
+        })
+        .cloned()
+        .collect();
+    let mut reachable: BTreeSet<String> = roots.iter().cloned().collect();
+    while let Some(id) = roots.pop() {
+        let requires = s.by_id.get(id.as_str()).map(|c| c.requires.clone()).unwrap_or_default();
+        for contract in requires {
+            for other in &s.active {
+                if !reachable.contains(other) && s.by_id.get(other.as_str()).is_some_and(|c| c.provides_contract(&contract)) {
+                    reachable.insert(other.clone());
+                    roots.push(other.clone());
+                }
+            }
+        }
+    }
+    s.active.retain(|id| reachable.contains(id));
+
+    // 9. World requirements still unprovided.
+    let unmet = request
+        .required_contracts
+        .iter()
+        .filter(|c| !s.provided(c))
+        .map(|c| {
+            let excluded_providers: Vec<String> = request
+                .plugins
+                .iter()
+                .filter(|p| p.provides_contract(c) && request.excluded.contains(&p.id))
+                .map(|p| p.id.clone())
+                .collect();
+            let (code, candidates) = match s.choose(c) {
+                Choice::None { code: RejectionCode::MissingProvider, .. } if !excluded_providers.is_empty() => {
+                    (RejectionCode::Excluded, excluded_providers)
+                }
+                Choice::None { code, candidates } => (code, candidates),
+                Choice::Pick(id) => {
+                    let code = if request.excluded.contains(&id) { RejectionCode::Excluded } else { RejectionCode::MissingProvider };
+                    (code, vec![id])
+                }
+            };
+            let blocking = matches!(code, RejectionCode::MissingProvider | RejectionCode::AmbiguousProvider);
+            Unmet { contract: c.clone(), code, candidates, blocking }
+        })
+        .collect();
+
+    let auto_added = s.active.iter().filter(|id| s.auto.contains(*id)).cloned().collect();
+    Resolution { active: s.active, auto_added, rejected: s.rejected, unmet }
+}
+
+fn explain(code: RejectionCode, candidates: &[String]) -> String {
+    match code {
+        RejectionCode::AmbiguousProvider => format!("several plugins could provide it ({}); request one", candidates.join(", ")),
+        RejectionCode::ApprovalRequired if !candidates.is_empty() => {
+            format!("its providers ({}) are not approved for this session", candidates.join(", "))
+        }
+        _ if candidates.is_empty() => "no plugin in the folder provides it".to_string(),
+        _ => format!("its providers ({}) are not available", candidates.join(", ")),
+    }
+}

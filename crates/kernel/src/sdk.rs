@@ -1,0 +1,126 @@
+//! The Rust side of the plugin SDK's helpers, for the kernel's own use (token estimates,
+//! i18n text, the acting character). The JavaScript SDK (`@covel/plugin-handlers-utils`)
+//! implements the same rules; a shared table of vectors keeps the two identical.
+
+use serde_json::Value;
+
+fn is_cjk_unit(unit: u16) -> bool {
+    matches!(unit, 0x2E80..=0x9FFF | 0xAC00..=0xD7AF | 0xF900..=0xFAFF | 0xFF00..=0xFFEF)
+}
+
+/// CJK UTF-16 units count one token each; everything else one per four units, rounded up.
+pub fn estimate_tokens(text: &str) -> u64 {
+    let (mut cjk, mut total) = (0u64, 0u64);
+    for unit in text.encode_utf16() {
+        total += 1;
+        if is_cjk_unit(unit) {
+            cjk += 1;
+        }
+    }
+    cjk + (total - cjk).div_ceil(4)
+}
+
+/// The locales to try for `locale`, most specific first, ending with English.
+pub fn locale_candidates(locale: &str) -> Vec<String> {
+    let known: &[(&str, &[&str])] = &[
+        ("en", &["en"]),
+        ("zh", &["zh", "zh-CN", "en"]),
+        ("zh-CN", &["zh-CN", "zh", "en"]),
+        ("zh-TW", &["zh-TW", "zh", "en"]),
+        ("ja", &["ja", "en"]),
+        ("ko", &["ko", "en"]),
+        ("ru", &["ru", "en"]),
+        ("fr", &["fr", "en"]),
+        ("de", &["de", "en"]),
+        ("es", &["es", "en"]),
+    ];
+    let locale = if locale.is_empty() { "en" } else { locale };
+    let lookup = |l: &str| known.iter().find(|(k, _)| *k == l).map(|(_, c)| c.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+    if let Some(found) = lookup(locale) {
+        return found;
+    }
+    let base = locale.split(['-', '_']).next().unwrap_or(locale);
+    let mut out = vec![locale.to_string()];
+    if base != locale {
+        out.push(base.to_string());
+    }
+    for c in lookup(base).unwrap_or_default() {
+        if !out.contains(&c) {
+            out.push(c);
+        }
+    }
+    if !out.iter().any(|c| c == "en") {
+        out.push("en".into());
+    }
+    out
+}
+
+/// Text for a locale from a string or a locale map (falls back, then to the first entry).
+pub fn resolve_i18n_text(text: &Value, locale: &str) -> String {
+    match text {
+        Value::Null => String::new(),
+        Value::String(s) => s.clone(),
+        Value::Object(map) => {
+            for candidate in locale_candidates(locale) {
+                if let Some(Value::String(s)) = map.get(&candidate)
+                    && !s.is_empty()
+                {
+                    return s.clone();
+                }
+            }
+            map.values().find_map(|v| v.as_str().filter(|s| !s.is_empty()).map(str::to_string)).unwrap_or_default()
+        }
+        other => other.to_string(),
+    }
+}
+
+/// The character the player acts as: an action naming a seat or character selects that seat's
+/// current character; with no actions, the primary seat's (else the first seat's); with no
+/// seats, the only `player` character if there is exactly one, else none. Never "the first
+/// player".
+pub fn acting_character_of<'a>(actions: &[Value], characters: &'a [Value], seats: &[Value]) -> Option<&'a Value> {
+    let by_id = |id: Option<&Value>| id.and_then(|id| characters.iter().find(|c| c.get("id") == Some(id)));
+    for action in actions {
+        if let Some(seat_id) = action.get("seatId")
+            && let Some(seat) = seats.iter().find(|s| s.get("id") == Some(seat_id))
+        {
+            return by_id(seat.get("characterId"));
+        }
+        if let Some(character_id) = action.get("characterId")
+            && let Some(seat) = seats.iter().find(|s| s.get("characterId") == Some(character_id))
+        {
+            return by_id(seat.get("characterId"));
+        }
+    }
+    if let Some(first) = seats.first() {
+        let seat = seats.iter().find(|s| s.get("primary") == Some(&Value::Bool(true))).unwrap_or(first);
+        return by_id(seat.get("characterId"));
+    }
+    let mut players = characters.iter().filter(|c| c.get("type").and_then(Value::as_str) == Some("player"));
+    match (players.next(), players.next()) {
+        (Some(only), None) => Some(only),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn tokens_count_cjk_one_each_and_the_rest_by_four() {
+        assert_eq!(estimate_tokens(""), 0);
+        assert_eq!(estimate_tokens("abcd"), 1);
+        assert_eq!(estimate_tokens("abcde"), 2);
+        assert_eq!(estimate_tokens("你好abc"), 3);
+    }
+
+    #[test]
+    fn two_players_with_seats_pick_the_primary_seat() {
+        let characters = vec![json!({"id": "a", "type": "player"}), json!({"id": "b", "type": "player"})];
+        let seats = vec![json!({"id": "s1", "characterId": "a"}), json!({"id": "s2", "characterId": "b", "primary": true})];
+        assert_eq!(acting_character_of(&[], &characters, &seats).and_then(|c| c.get("id")), Some(&json!("b")));
+        assert_eq!(acting_character_of(&[], &characters, &[]), None, "never the first player");
+    }
+}

@@ -1,0 +1,187 @@
+//! Test sessions: the YAML file an author controls to say what session their providers run in
+//! (locale, which plugins are on, settings, the world, plugin data, history, models, recorded
+//! HTTP answers and the next player message). Documented with a commented example in
+//! `docs/session-format.md`; `plugins-sample/demo.session.yaml` is the demo.
+
+use crate::context::{DataRow, HttpPolicy};
+use crate::diagnostic::{Code, Diagnostic};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// A parsed test session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Session {
+    pub id: String,
+    #[serde(default = "default_locale")]
+    pub locale: String,
+    #[serde(default)]
+    pub plugins: PluginSelection,
+    /// Per-plugin settings, overriding each plugin's declared defaults.
+    #[serde(default)]
+    pub settings: BTreeMap<String, Map<String, Value>>,
+    #[serde(default)]
+    pub world: World,
+    #[serde(default)]
+    pub plugin_data: Vec<DataRow>,
+    #[serde(default)]
+    pub history: History,
+    #[serde(default)]
+    pub models: Models,
+    #[serde(default)]
+    pub http: HttpPolicy,
+    /// The story runtime's prompt body used when previewing "as the story runtime".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub story_prompt: Option<String>,
+    /// The next player message (what a preview assembles for).
+    #[serde(default)]
+    pub next_message: String,
+    /// The player message of the turn after (for cache-stability checks); defaults to a
+    /// generic continuation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub following_message: Option<String>,
+}
+
+fn default_locale() -> String {
+    "en".into()
+}
+
+/// Which plugins the session runs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PluginSelection {
+    /// Requested plugins; absent means every plugin of the folder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested: Option<Vec<String>>,
+    #[serde(default)]
+    pub excluded: Vec<String>,
+    /// Plugins treated as community code the player has not approved. The author's own
+    /// folder is authorized by default.
+    #[serde(default)]
+    pub unauthorized: Vec<String>,
+}
+
+/// The World Model the session starts from.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct World {
+    #[serde(default)]
+    pub world_record: Option<Value>,
+    #[serde(default)]
+    pub character_schema: Option<Value>,
+    #[serde(default)]
+    pub characters: Vec<Value>,
+    #[serde(default)]
+    pub seats: Vec<Value>,
+    /// Author dimension declarations `{id: {name, description?, schema, initialValue, updateRule?}}`.
+    #[serde(default)]
+    pub dimensions: Map<String, Value>,
+}
+
+/// History messages and existing summaries, oldest first.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct History {
+    #[serde(default)]
+    pub messages: Vec<Value>,
+    #[serde(default)]
+    pub summaries: Vec<Value>,
+}
+
+/// The story and fast models.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Models {
+    #[serde(default = "Model::story_default")]
+    pub story: Model,
+    #[serde(default = "Model::fast_default")]
+    pub fast: Model,
+}
+
+impl Default for Models {
+    fn default() -> Self {
+        Models { story: Model::story_default(), fast: Model::fast_default() }
+    }
+}
+
+/// One model slot: its window and how the studio reaches it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Model {
+    /// `scripted` (embedded, deterministic, default), `openai` (OpenAI-compatible) or `anthropic`.
+    #[serde(default = "Model::scripted")]
+    pub backend: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// Environment variable holding the API key (keys never live in the session file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_env: Option<String>,
+    pub context_window: u32,
+    #[serde(default = "Model::default_reserve")]
+    pub reserved_for_response: u32,
+    /// Minimum cacheable prefix in tokens for this model (prompt-cache lint).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_cacheable_tokens: Option<u32>,
+    /// Replies of the scripted backend, used in turn order (cycled).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub script: Vec<String>,
+}
+
+impl Model {
+    fn scripted() -> String {
+        "scripted".into()
+    }
+
+    fn default_reserve() -> u32 {
+        4000
+    }
+
+    fn story_default() -> Model {
+        Model {
+            backend: Self::scripted(),
+            model: None,
+            base_url: None,
+            api_key_env: None,
+            context_window: 32_768,
+            reserved_for_response: 4000,
+            min_cacheable_tokens: None,
+            script: Vec::new(),
+        }
+    }
+
+    fn fast_default() -> Model {
+        Model { context_window: 16_384, reserved_for_response: 2000, ..Self::story_default() }
+    }
+}
+
+/// Parses a session file; every error carries the file, line and column.
+pub fn parse_session(text: &str, file: &Path) -> Result<Session, Diagnostic> {
+    let mut session: Session = serde_saphyr::from_str(text).map_err(|e| {
+        let mut d = crate::manifest::yaml_diagnostic(&e, file, 0);
+        d.code = Code::SessionSchema;
+        d
+    })?;
+    if session.id.trim().is_empty() {
+        return Err(Diagnostic::new(Code::SessionSchema, "`id` must not be empty").file(file));
+    }
+    for (index, row) in session.plugin_data.iter().enumerate() {
+        if row.plugin_id.is_empty() || row.namespace.is_empty() {
+            return Err(Diagnostic::new(Code::SessionSchema, format!("pluginData[{index}] needs pluginId and namespace")).file(file));
+        }
+    }
+    // Rows keep their file order as creation order; missing timestamps are filled in that
+    // order so `list()` and `createdAt` agree.
+    for (index, row) in session.plugin_data.iter_mut().enumerate() {
+        if row.created_at.is_none() {
+            row.created_at = Some(format!("2026-01-01T00:00:{:02}.{:03}Z", (index / 1000) % 60, index % 1000));
+        }
+        if row.updated_at.is_none() {
+            row.updated_at = row.created_at.clone();
+        }
+    }
+    Ok(session)
+}

@@ -1,0 +1,7 @@
+//! covel-studio: the authoring workflow shared by the `covel` CLI and the desktop app. It opens
+//! a plugin folder with a test session, resolves which plugins the session runs, builds the
+//! handler context from the session, and runs extension points for previews.
+
+pub mod workspace;
+
+pub use workspace::{Workspace, WorkspaceError};

@@ -1,0 +1,302 @@
+//! Test sessions, the session resolver, the handler context and the SDK: the seed page's
+//! sections "Depending on an extension point", "What a handler can get" and "Helper functions
+//! in the public SDK", rule by rule, from fixture folders and session files.
+
+use covel_js::Limits;
+use covel_kernel::Code;
+use covel_kernel::contract::PointId;
+use covel_kernel::manifest::PluginKind;
+use covel_kernel::resolver::{self, Candidate, RejectionCode};
+use covel_kernel::{sdk, session};
+use covel_studio::Workspace;
+use covel_tests::*;
+use serde_json::{Value, json};
+use std::collections::BTreeSet;
+use std::path::Path;
+
+fn resolver_workspace(session: &str) -> Workspace {
+    let session = fixture("resolver/sessions").join(format!("{session}.session.yaml"));
+    Workspace::open(&fixture("resolver/plugins"), Some(&session), &Limits::default()).expect("fixture workspace opens")
+}
+
+fn rejection(ws: &Workspace, plugin: &str) -> (RejectionCode, Vec<String>) {
+    let r = ws.resolution.rejected.iter().find(|r| r.plugin == plugin).unwrap_or_else(|| panic!("{plugin} not rejected: {:?}", ws.resolution));
+    (r.code, r.candidates.clone())
+}
+
+// ---- Depending on an extension point ----------------------------------------------------------
+
+#[test]
+fn every_resolver_session_matches_its_snapshot() {
+    let mut sessions: Vec<_> = std::fs::read_dir(fixture("resolver/sessions")).expect("sessions").filter_map(|e| e.ok()).collect();
+    sessions.sort_by_key(|e| e.file_name());
+    for entry in sessions {
+        let name = entry.file_name().to_string_lossy().trim_end_matches(".session.yaml").to_string();
+        let ws = resolver_workspace(&name);
+        insta::assert_json_snapshot!(format!("resolve_{name}"), ws.resolution);
+    }
+}
+
+#[test]
+fn requires_may_name_a_point_and_a_slot_and_an_implementation_satisfies_it() {
+    let ws = resolver_workspace("requires-point");
+    assert!(ws.resolution.is_active("narrator"), "{:?}", ws.resolution);
+    assert!(ws.resolution.rejected.is_empty());
+}
+
+#[test]
+fn a_non_empty_contributes_prompt_implements_prompt_segment() {
+    let ws = resolver_workspace("static-prompt-implements-segments");
+    assert!(ws.resolution.is_active("narrator"), "{:?}", ws.resolution);
+}
+
+#[test]
+fn a_slot_requirement_needs_a_provider_of_that_slot() {
+    let ws = resolver_workspace("slot-must-match");
+    assert_eq!(rejection(&ws, "narrator").0, RejectionCode::MissingProvider);
+}
+
+#[test]
+fn a_kernel_contract_written_only_in_provides_satisfies_nothing() {
+    let ws = resolver_workspace("provides-only-satisfies-nothing");
+    assert_eq!(rejection(&ws, "needs-visual").0, RejectionCode::MissingProvider);
+}
+
+#[test]
+fn a_second_provider_of_a_single_point_is_rejected() {
+    let ws = resolver_workspace("single-provider-conflict");
+    assert_eq!(rejection(&ws, "world-b"), (RejectionCode::SingleProviderConflict, vec!["world-a".to_string()]));
+}
+
+#[test]
+fn a_requirement_auto_adds_its_provider_and_a_default_steps_aside() {
+    let ws = resolver_workspace("dependency-auto-added");
+    assert!(ws.resolution.auto_added.contains(&"memory-fancy".to_string()));
+    let ws = resolver_workspace("default-replaced");
+    assert_eq!(rejection(&ws, "memory-default").0, RejectionCode::DefaultReplaced);
+}
+
+#[test]
+fn excluded_or_unauthorized_providers_are_never_added_automatically() {
+    let ws = resolver_workspace("excluded-never-auto-added");
+    assert!(!ws.resolution.is_active("memory-fancy"));
+    let ws = resolver_workspace("approval-required");
+    assert!(!ws.resolution.is_active("cloud"));
+    assert_eq!(rejection(&ws, "needs-cloud"), (RejectionCode::ApprovalRequired, vec!["cloud".to_string()]));
+    let ws = resolver_workspace("unauthorized-requested");
+    assert_eq!(rejection(&ws, "cloud").0, RejectionCode::ApprovalRequired);
+}
+
+#[test]
+fn every_rejection_code_is_produced_with_its_candidates() {
+    let expectations = [
+        ("ambiguous-provider", "needs-lore", RejectionCode::AmbiguousProvider, vec!["lore-one", "lore-two"]),
+        ("conflict", "rival", RejectionCode::Conflict, vec!["memory-fancy"]),
+        ("unknown-plugin", "ghost", RejectionCode::UnknownPlugin, vec![]),
+    ];
+    for (session, plugin, code, candidates) in expectations {
+        let ws = resolver_workspace(session);
+        assert_eq!(rejection(&ws, plugin), (code, candidates.into_iter().map(String::from).collect::<Vec<_>>()), "{session}");
+    }
+    let excluded = resolver::resolve(&resolver::Request {
+        requested: &["a".to_string()],
+        excluded: &["a".to_string()],
+        plugins: &[candidate("a", &[])],
+        required_contracts: &[],
+    });
+    assert_eq!(excluded.rejected[0].code, RejectionCode::Excluded);
+}
+
+fn candidate(id: &str, conflicts: &[&str]) -> Candidate {
+    Candidate {
+        id: id.into(),
+        kind: PluginKind::Plugin,
+        authorized: true,
+        provides: vec![],
+        requires: vec![],
+        optional: vec![],
+        conflicts: conflicts.iter().map(|c| c.to_string()).collect(),
+        implements: BTreeSet::new(),
+        single_points: BTreeSet::new(),
+    }
+}
+
+#[test]
+fn conflicts_naming_a_kernel_contract_is_invalid_from_a_direct_resolver_call_too() {
+    for bad in ["ui.slot@1", "stage.cast@1", "history.compact@1"] {
+        let result = resolver::resolve(&resolver::Request {
+            requested: &["a".to_string()],
+            excluded: &[],
+            plugins: &[candidate("a", &[bad])],
+            required_contracts: &[],
+        });
+        assert_eq!(result.rejected[0].code, RejectionCode::InvalidConflict, "{bad}");
+    }
+}
+
+#[test]
+fn a_world_with_dimensions_requires_one_dimension_provider() {
+    let ws = resolver_workspace("world-requires-dimensions");
+    assert!(ws.resolution.auto_added.contains(&"dims-provider".to_string()));
+    let ws = resolver_workspace("world-dimensions-excluded");
+    assert_eq!(ws.resolution.unmet[0].code, RejectionCode::Excluded);
+}
+
+#[test]
+fn a_provider_is_only_called_when_its_plugin_is_active() {
+    let ws = resolver_workspace("single-provider-conflict");
+    let result = ws.call(PointId::SessionWorldContext, json!({}), None, None);
+    let callers: Vec<&str> = result.calls.iter().map(|c| c.plugin_id.as_str()).collect();
+    assert_eq!(callers, ["world-a"], "world-b is rejected and never called");
+}
+
+// ---- Test session files -----------------------------------------------------------------------
+
+#[test]
+fn invalid_session_files_are_reported_with_line_and_column() {
+    for (file, line) in [("unknown-key", 5), ("bad-row", 3), ("bad-yaml", 3)] {
+        let path = fixture("sessions-invalid").join(format!("{file}.session.yaml"));
+        let text = std::fs::read_to_string(&path).expect("fixture");
+        let error = session::parse_session(&text, Path::new(file)).expect_err(file);
+        assert_eq!(error.code, Code::SessionSchema, "{file}");
+        assert_eq!(error.line, Some(line), "{file}: {error}");
+        assert!(error.column.is_some());
+    }
+}
+
+#[test]
+fn the_demo_session_parses_and_resolves_every_sample_plugin() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins-sample");
+    let ws = Workspace::open(&root, Some(&root.join("demo.session.yaml")), &Limits::default()).expect("demo opens");
+    assert!(ws.resolution.rejected.is_empty(), "{:?}", ws.resolution.rejected);
+    for p in &ws.plugins {
+        assert!(p.ok(), "{}: {:?}", p.name, p.diagnostics);
+        assert!(ws.resolution.is_active(&p.name), "{} is active in the demo", p.name);
+    }
+}
+
+// ---- What a handler can get -------------------------------------------------------------------
+
+fn probe() -> (Value, Value) {
+    let session = fixture("context/probe.session.yaml");
+    let ws = Workspace::open(&fixture("context/plugins"), Some(&session), &Limits::default()).expect("opens");
+    let result = ws.call(PointId::PromptSegment, json!({"turnId": "t7", "playerMessage": "x"}), None, Some("t7".into()));
+    assert!(result.error.is_none(), "{:?}", result.error);
+    let read = |id: &str| -> Value {
+        let seg = result.result.as_array().and_then(|a| a.iter().find(|s| s["id"] == id)).expect("probe segment");
+        serde_json::from_str(seg["content"].as_str().expect("content")).expect("probe reports JSON")
+    };
+    (read("probe"), read("after"))
+}
+
+#[test]
+fn handler_context_matches_its_snapshot() {
+    let (report, after) = probe();
+    insta::assert_json_snapshot!("handler_context_probe", json!({"probe": report, "after": after}));
+}
+
+#[test]
+fn plugin_data_get_returns_the_value_or_null_and_list_returns_rows_in_creation_order() {
+    let (report, _) = probe();
+    assert_eq!(report["ownGet"], json!({"text": "original"}));
+    assert_eq!(report["missingGet"], Value::Null);
+    let keys: Vec<&str> = report["list"].as_array().expect("list").iter().filter_map(|r| r["key"].as_str()).collect();
+    assert_eq!(keys, ["first", "second"]);
+    let fields: BTreeSet<&str> = report["list"][0].as_object().expect("row").keys().map(String::as_str).collect();
+    assert_eq!(fields, BTreeSet::from(["key", "value", "createdAt", "updatedAt"]), "no storage identifiers");
+}
+
+#[test]
+fn hidden_and_foreign_data_are_unreadable() {
+    let (report, _) = probe();
+    assert_eq!(report["hiddenGet"], Value::Null);
+    assert_eq!(report["hiddenList"], json!([]));
+    assert_eq!(report["foreignList"], json!([]), "another plugin's namespace reads empty");
+    assert_eq!(report["ownGet"]["text"], "original", "same namespace and key of another plugin is not mixed in");
+}
+
+#[test]
+fn a_handler_cannot_write_or_change_what_it_read() {
+    let (report, after) = probe();
+    assert_eq!(report["writers"], json!([]), "no set, update or delete");
+    assert_eq!(report["afterMutatingARead"], "original");
+    assert_eq!(report["worldMutation"], "TypeError");
+    assert_eq!(report["settingsMutation"], "TypeError");
+    assert_eq!(after["lateRead"], "ctx.pluginData is only readable while the handler runs");
+}
+
+#[test]
+fn settings_are_declared_defaults_overridden_by_the_session_and_frozen() {
+    let (report, _) = probe();
+    assert_eq!(report["settings"], json!({"mood": "calm", "verbosity": 3}));
+    assert_eq!(report["settingsFrozen"], true);
+}
+
+#[test]
+fn context_carries_session_locale_turn_and_the_providers_own_messages() {
+    let (report, _) = probe();
+    assert_eq!(report["sessionId"], "ctx-session");
+    assert_eq!(report["locale"], "fr");
+    assert_eq!(report["turnId"], "t7");
+    assert_eq!(report["translated"], "Quête");
+}
+
+#[test]
+fn acting_character_is_the_primary_seats_character_not_the_first_player() {
+    let (report, _) = probe();
+    assert_eq!(report["acting"], "bram");
+    assert_eq!(report["actingBySeat"], "ayla");
+}
+
+#[test]
+fn http_reaches_only_origins_in_permissions_http_and_answers_from_recorded_mocks() {
+    let (report, _) = probe();
+    assert_eq!(report["http"], json!({"status": 200, "body": {"sky": "clear"}}));
+    assert!(report["refused"].as_str().is_some_and(|m| m.contains("https://evil.example.org") && m.contains("permissions.http")));
+    assert!(report["covelHttpRefused"].as_str().is_some_and(|m| m.contains("not listed")));
+}
+
+// ---- Helper functions in the public SDK -------------------------------------------------------
+
+#[test]
+fn sdk_rust_and_javascript_agree_on_the_shared_vectors() {
+    let vectors: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("sdk/sdk-vectors/vectors.json")).expect("vectors")).expect("json");
+    let plugins = load("sdk");
+    let result = call(&plugins, PointId::PromptSegment, json!({"turnId": "t", "playerMessage": ""}));
+    let js: Value = serde_json::from_str(result.result[0]["content"].as_str().expect("content")).expect("json");
+
+    for (i, v) in vectors["tokens"].as_array().expect("tokens").iter().enumerate() {
+        let text = v["text"].as_str().expect("text");
+        assert_eq!(sdk::estimate_tokens(text), v["tokens"].as_u64().expect("n"), "rust tokens of {text:?}");
+        assert_eq!(js["tokens"][i], v["tokens"], "js tokens of {text:?}");
+    }
+    for (i, v) in vectors["i18n"].as_array().expect("i18n").iter().enumerate() {
+        let locale = v["locale"].as_str().expect("locale");
+        assert_eq!(sdk::resolve_i18n_text(&v["text"], locale), v["expected"].as_str().expect("expected"), "rust i18n #{i}");
+        assert_eq!(js["i18n"][i], v["expected"], "js i18n #{i}");
+    }
+    for (i, v) in vectors["acting"].as_array().expect("acting").iter().enumerate() {
+        let list = |k: &str| v[k].as_array().cloned().unwrap_or_default();
+        let characters = list("characters");
+        let rust = sdk::acting_character_of(&list("actions"), &characters, &list("seats")).and_then(|c| c.get("id")).cloned();
+        assert_eq!(rust.unwrap_or(Value::Null), v["expected"], "rust acting: {}", v["name"]);
+        assert_eq!(js["acting"][i], v["expected"], "js acting: {}", v["name"]);
+    }
+}
+
+#[test]
+fn sdk_sub_entries_and_helpers_behave_as_documented() {
+    let plugins = load("sdk");
+    let result = call(&plugins, PointId::PromptSegment, json!({"turnId": "t", "playerMessage": ""}));
+    let js: Value = serde_json::from_str(result.result[0]["content"].as_str().expect("content")).expect("json");
+    assert_eq!(js["prompt"]["en"], "Hello, traveller.\n");
+    assert_eq!(js["prompt"]["zh"], "你好，旅人。\n", "a Chinese locale reads <name>.zh.md");
+    assert!(js["prompt"]["missing"].as_str().is_some_and(|m| m.contains("not found")));
+    assert!(js["escape"].as_str().is_some_and(|m| m.starts_with("error")), "the prompt loader stays inside the plugin root");
+    assert_eq!(js["summary"], 16, "appendSummaryEntries keeps at most 16 entries");
+    assert_eq!(js["deep"], json!({"title": "地图", "n": 1}));
+    assert_eq!(js["fields"], json!(["field courage is above 10", "field name must be string"]));
+    assert_eq!(js["dimensionIds"], json!([true, false, false]));
+    assert_eq!(js["dimensionValue"], json!(["/ is below 0"]));
+}
