@@ -113,3 +113,20 @@ pub fn rust_provider(
         invoker: Arc::new(FnInvoker(handler)),
     }
 }
+
+/// Replaces every duration in a preview (or any value) with a placeholder, for snapshots.
+pub fn redact_timings(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            for (key, item) in map.iter_mut() {
+                if key == "durationMs" || key == "timings" || key.ends_with("Ms") {
+                    *item = json!("[ms]");
+                } else {
+                    redact_timings(item);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(redact_timings),
+        _ => {}
+    }
+}

@@ -3,6 +3,7 @@
 
 mod call;
 mod output;
+mod preview;
 mod resolve;
 mod validate;
 
@@ -22,6 +23,8 @@ enum Command {
     Validate(validate::Args),
     /// Load a plugins folder and run one extension point.
     Call(call::Args),
+    /// Assemble the prompt and project every slot for a session, with cache analysis.
+    Preview(preview::Args),
     /// Show which plugins a session runs, which are rejected and why, and what is unmet.
     Resolve(resolve::Args),
 }
@@ -32,6 +35,7 @@ fn main() -> ExitCode {
         Command::Validate(args) => validate::run(&args),
         Command::Call(args) => call::run(&args),
         Command::Resolve(args) => resolve::run(&args),
+        Command::Preview(args) => preview::run(&args),
     };
     match result {
         Ok(code) => code,

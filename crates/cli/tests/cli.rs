@@ -150,3 +150,47 @@ fn an_invalid_session_file_is_a_usage_error_with_its_position() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("unknown-key.session.yaml:5:"), "{err}");
 }
+
+fn redact(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            for (key, item) in map.iter_mut() {
+                if key == "timings" || key.ends_with("Ms") {
+                    *item = Value::String("[ms]".into());
+                } else {
+                    redact(item);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(redact),
+        _ => {}
+    }
+}
+
+#[test]
+fn preview_of_the_demo_session_matches_its_snapshot() {
+    let out = covel(&["preview", "plugins-sample", "--session", "plugins-sample/demo.session.yaml", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut report = json_of(&out);
+    for field in ["prompt", "segments", "cache", "calls", "worldContext", "slots"] {
+        assert!(report.get(field).is_some(), "{field} missing");
+    }
+    assert!(report["prompt"]["system"]["blocks"][0].get("cacheBoundary").is_some());
+    redact(&mut report);
+    insta::assert_json_snapshot!("demo_preview", report);
+}
+
+#[test]
+fn preview_prints_the_prompt_with_boundaries_then_the_segment_table() {
+    let out = covel(&["preview", "plugins-sample", "--session", "plugins-sample/demo.session.yaml"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let boundary = text.find("cache boundary 0").expect("boundaries are drawn");
+    let table = text.find("Segments (sorted").expect("segment table");
+    assert!(boundary < table);
+    assert_eq!(covel(&["preview", "plugins-sample", "--runtime", "nonsense"]).status.code(), Some(2));
+    let own = covel(&["preview", "plugins-sample", "--runtime", "plugin:story-director", "--json"]);
+    let report = json_of(&own);
+    let rules = report["segments"].as_array().expect("segments").iter().find(|s| s["id"] == "reply-rules").expect("static segment");
+    assert_eq!(rules["included"], true, "a plugin's own runtime sees its self segments");
+}

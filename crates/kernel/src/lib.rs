@@ -12,6 +12,7 @@ pub mod contract;
 pub mod diagnostic;
 pub mod manifest;
 pub mod package;
+pub mod prompt;
 pub mod registration;
 pub mod resolver;
 pub mod runner;

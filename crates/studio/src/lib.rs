@@ -2,6 +2,8 @@
 //! a plugin folder with a test session, resolves which plugins the session runs, builds the
 //! handler context from the session, and runs extension points for previews.
 
+pub mod preview;
 pub mod workspace;
 
+pub use preview::{Preview, RuntimeTarget};
 pub use workspace::{Workspace, WorkspaceError};

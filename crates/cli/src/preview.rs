@@ -1,0 +1,112 @@
+//! `covel preview PLUGINS_DIR [--session FILE] [--runtime story|plugin:ID|contract:C]`: the
+//! assembled prompt with its cache boundaries, where each segment landed and why, cache
+//! stability against the next turn, the world context and every slot.
+
+use crate::output::print_json;
+use anyhow::{Context, bail};
+use covel_js::Limits;
+use covel_kernel::prompt::Origin;
+use covel_studio::{RuntimeTarget, Workspace};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The plugins folder.
+    plugins_dir: PathBuf,
+    /// The test session.
+    #[arg(long)]
+    session: Option<PathBuf>,
+    /// The runtime to assemble for: story, plugin:ID or contract:C.
+    #[arg(long, default_value = "story")]
+    runtime: String,
+    /// Machine-readable output.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
+    let Some(target) = RuntimeTarget::parse(&args.runtime) else {
+        bail!("--runtime must be story, plugin:ID or contract:C (got `{}`)", args.runtime);
+    };
+    let workspace = Workspace::open(&args.plugins_dir, args.session.as_deref(), &Limits::default())
+        .with_context(|| format!("opening {}", args.plugins_dir.display()))?;
+    let preview = workspace.preview(&target);
+    if args.json {
+        let mut value = serde_json::to_value(&preview)?;
+        if let Some(map) = value.as_object_mut() {
+            map.insert("resolution".into(), serde_json::to_value(&workspace.resolution)?);
+            let diagnostics: Vec<_> = workspace.diagnostics().map(crate::output::DiagnosticJson::from).collect();
+            map.insert("diagnostics".into(), serde_json::to_value(diagnostics)?);
+        }
+        print_json(&value)?;
+    } else {
+        print_human(&preview);
+        for d in workspace.diagnostics() {
+            println!("plugin not loaded: {d}");
+        }
+    }
+    Ok(if preview.world_context.error.is_some() { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+fn print_human(p: &covel_studio::Preview) {
+    println!("System prompt ({} tokens)", p.prompt.system.tokens);
+    let mut boundary = 0;
+    for block in &p.prompt.system.blocks {
+        println!("── {:?} · {} tokens {}", block.kind, block.tokens, if block.segments.is_empty() { String::new() } else { format!("· {}", block.segments.join(", ")) });
+        println!("{}", block.text);
+        if block.cache_boundary {
+            let stability = p.cache.boundaries.get(boundary).map_or("", |b| if b.stable { "stable next turn" } else { "CHANGES next turn" });
+            println!("════════ cache boundary {boundary} ({stability}) ════════");
+            boundary += 1;
+        }
+    }
+    println!("\nMessages");
+    for m in &p.prompt.messages {
+        let origin = match &m.origin {
+            Origin::History { id } => format!("history {id}"),
+            Origin::Summary { id } => format!("summary {id}"),
+            Origin::Segment { plugin, segment } => format!("segment {plugin}/{segment}"),
+            Origin::TurnContext { segments } => format!("turn context: {}", segments.join(", ")),
+            Origin::PlayerInput => "player input".into(),
+        };
+        println!("  [{}] ({origin}, {} tokens) {}", m.role, m.tokens, m.content.replace('\n', " ⏎ "));
+    }
+    println!("\nSegments (sorted: volatility, order, plugin id, id)");
+    for s in &p.segments {
+        let tie = if s.tie_broken_by_plugin_id { " ⚠ tie broken by plugin id" } else { "" };
+        let state = match &s.excluded_because {
+            Some(why) => format!("excluded: {why}"),
+            None => format!("{:?}", s.placement),
+        };
+        println!("  {}/{} · {:?} · order {} · {} tokens → {state}{tie}", s.plugin, s.id, s.volatility, s.order, s.tokens);
+    }
+    println!("\nCache");
+    for b in &p.cache.boundaries {
+        let diff = b.first_difference.as_ref().map(|d| format!(" — first change: {:?} {}", d.block, d.segment.clone().unwrap_or_default())).unwrap_or_default();
+        println!("  boundary {} after {:?} ({} tokens): {}{diff}", b.index, b.after, b.prefix_tokens, if b.stable { "stable" } else { "changes" });
+    }
+    for f in &p.cache.lint {
+        println!("  lint: {}", f.message);
+    }
+    for w in &p.cache.warnings {
+        println!("  warning: {}", w.message);
+    }
+    println!("\nWorld context{}", p.world_context.provided_by.as_ref().map(|p| format!(" (from {p})")).unwrap_or_default());
+    if let Some(error) = &p.world_context.error {
+        println!("  error: {error}");
+    }
+    println!("  {}", p.world_context.snapshot);
+    println!("\nSlots");
+    for s in &p.slots {
+        let key = s.key.as_ref().map(|k| format!("[{k}]")).unwrap_or_default();
+        println!("  {}{key} = {} (rev {})", s.slot, s.value, &s.revision[..12]);
+    }
+    let failed: Vec<_> = p.calls.iter().filter(|c| c.message.is_some()).collect();
+    if !failed.is_empty() {
+        println!("\nSkipped providers");
+        for c in failed {
+            println!("  {}/{} ({}): {:?} — {}", c.plugin_id, c.provider_id, c.point, c.outcome, c.message.clone().unwrap_or_default());
+        }
+    }
+}

@@ -1,0 +1,315 @@
+//! The full preview of a session: world context, history transforms, prompt segments and their
+//! assembly for a chosen runtime, the next turn's assembly for cache stability, and every UI
+//! slot — each with the provider calls that produced it. This is what the CLI prints and the
+//! desktop panels show.
+
+use crate::workspace::Workspace;
+use covel_kernel::contract::{PointId, SlotId};
+use covel_kernel::prompt::{self, Assembly, AssemblyInput, CacheReport, RequestOptions, RuntimeView, Segment, SegmentRow};
+use covel_kernel::runner::{CallRecord, RunResult};
+use serde::Serialize;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use std::time::Instant;
+
+/// Which runtime the prompt is assembled for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "kind", content = "id")]
+pub enum RuntimeTarget {
+    /// The session's story runtime (the narrator).
+    Story,
+    /// The runtime of a plugin.
+    Plugin(String),
+    /// A runtime with this output contract.
+    Contract(String),
+}
+
+impl RuntimeTarget {
+    /// Parses `story`, `plugin:ID` or `contract:C`.
+    pub fn parse(text: &str) -> Option<RuntimeTarget> {
+        match text.split_once(':') {
+            None if text == "story" => Some(RuntimeTarget::Story),
+            Some(("plugin", id)) if !id.is_empty() => Some(RuntimeTarget::Plugin(id.to_string())),
+            Some(("contract", c)) if !c.is_empty() => Some(RuntimeTarget::Contract(c.to_string())),
+            _ => None,
+        }
+    }
+}
+
+/// The system prompt view.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SystemView {
+    pub blocks: Vec<prompt::Block>,
+    pub tokens: u64,
+}
+
+/// The assembled prompt with its request bodies.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptView {
+    pub system: SystemView,
+    pub messages: Vec<prompt::Message>,
+    pub turn_context: String,
+    pub requests: Requests,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Requests {
+    pub anthropic: Value,
+    pub openai: Value,
+}
+
+/// The world-context snapshot and who provided it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorldContextView {
+    pub snapshot: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provided_by: Option<String>,
+    /// Why the turn would fail (a failing provider, or a broken dimension-provider rule).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub calls: Vec<CallRecord>,
+}
+
+/// One projected slot value.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SlotView {
+    pub slot: SlotId,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    pub value: Value,
+    /// Hex SHA-256 of the value's JSON: consumers are told of a change only when it changes.
+    pub revision: String,
+    pub chain: Vec<CallRecord>,
+}
+
+/// Timings of one preview, in milliseconds.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PreviewTimings {
+    pub world_context_ms: f64,
+    pub history_ms: f64,
+    pub segments_ms: f64,
+    pub next_turn_ms: f64,
+    pub slots_ms: f64,
+    pub total_ms: f64,
+}
+
+/// Everything the providers contribute for one session.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Preview {
+    pub session: String,
+    pub runtime: RuntimeTarget,
+    pub turn_id: String,
+    pub prompt: PromptView,
+    pub segments: Vec<SegmentRow>,
+    pub cache: CacheReport,
+    pub world_context: WorldContextView,
+    pub slots: Vec<SlotView>,
+    /// Every provider call of the preview, in the order they ran.
+    pub calls: Vec<CallRecord>,
+    pub timings: PreviewTimings,
+}
+
+/// The revision of a slot value.
+pub fn revision_of(value: &Value) -> String {
+    let text = serde_json::to_string(value).unwrap_or_default();
+    Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn ms(start: Instant) -> f64 {
+    start.elapsed().as_secs_f64() * 1000.0
+}
+
+const DEFAULT_STORY_PROMPT: &str = "You are the narrator of an interactive story. Describe what the player's character perceives and let the player decide what they do.";
+const DEFAULT_REPLY: &str = "(The story continues.)";
+const DEFAULT_FOLLOWING: &str = "I continue.";
+
+impl Workspace {
+    /// The id of the turn after the session's history.
+    pub fn next_turn_id(&self, history: &[Value]) -> String {
+        let mut turns: Vec<&str> = history.iter().filter_map(|m| m.get("turnId").and_then(Value::as_str)).collect();
+        turns.dedup();
+        format!("turn-{}", turns.len() + 1)
+    }
+
+    fn runtime_view(&self, target: &RuntimeTarget) -> (RuntimeView, String) {
+        let packages = || self.plugins.iter().filter(|p| self.resolution.is_active(&p.name)).filter_map(|p| p.package.as_ref());
+        match target {
+            RuntimeTarget::Story => (
+                RuntimeView::story(),
+                self.interpolate(self.session.story_prompt.as_deref().unwrap_or(DEFAULT_STORY_PROMPT)),
+            ),
+            RuntimeTarget::Plugin(id) => {
+                let package = packages().find(|p| p.id() == id);
+                let output_contract = package.and_then(|p| p.manifest.runtimes.iter().find_map(|r| r.output_contract.clone()));
+                let story_output = output_contract.as_deref() == Some("narrative-engine@1");
+                let body = package.map(|p| p.manifest.body.trim().to_string()).unwrap_or_default();
+                (RuntimeView { plugin_id: Some(id.clone()), story_output, output_contract }, body)
+            }
+            RuntimeTarget::Contract(contract) => {
+                let package = packages().find(|p| p.manifest.runtimes.iter().any(|r| r.output_contract.as_deref() == Some(contract.as_str())));
+                let view = RuntimeView {
+                    plugin_id: package.map(|p| p.id().to_string()),
+                    story_output: contract == "narrative-engine@1",
+                    output_contract: Some(contract.clone()),
+                };
+                (view, package.map(|p| p.manifest.body.trim().to_string()).unwrap_or_default())
+            }
+        }
+    }
+
+    /// Fills `{{ world.<field> }}` from the world record, once per assembly (like upstream, the
+    /// body is interpolated before it is cached, so a changing value breaks the prefix).
+    fn interpolate(&self, body: &str) -> String {
+        let mut out = body.to_string();
+        if let Some(Value::Object(record)) = &self.session.world.world_record {
+            for (key, value) in record {
+                let text = value.as_str().map(str::to_string).unwrap_or_else(|| value.to_string());
+                for pattern in [format!("{{{{ world.{key} }}}}"), format!("{{{{world.{key}}}}}")] {
+                    out = out.replace(&pattern, &text);
+                }
+            }
+        }
+        out
+    }
+
+    /// Runs the world context, enforcing the dimension-provider rule.
+    pub fn world_context(&self) -> WorldContextView {
+        let result = self.call(PointId::SessionWorldContext, json!({}), None, None);
+        let mut error = result.error.as_ref().map(ToString::to_string);
+        if !self.session.world.dimensions.is_empty() {
+            let providers = self.dimension_providers();
+            if providers.len() != 1 {
+                let found = if providers.is_empty() { "none is enabled".to_string() } else { format!("{} are enabled ({})", providers.len(), providers.join(", ")) };
+                error.get_or_insert(format!(
+                    "the world declares dimensions, so the session needs exactly one enabled world.dimensions@1 provider, but {found}; the author's initial values are never used instead"
+                ));
+            }
+        }
+        WorldContextView { snapshot: result.result, provided_by: result.provided_by, error, calls: result.calls }
+    }
+
+    /// Runs the history transforms over a copy of the given history.
+    pub fn transformed_history(&self, history: &[Value], turn_id: &str) -> RunResult {
+        self.call(PointId::PromptHistoryTransform, json!({"messages": history, "turnId": turn_id}), None, Some(turn_id.to_string()))
+    }
+
+    /// Projects every kernel slot from the committed state (no turn).
+    pub fn slots(&self) -> Vec<SlotView> {
+        let mut out = Vec::new();
+        for slot in SlotId::ALL {
+            let result = self.call(PointId::UiSlot, json!({"slot": slot.as_str(), "previous": null, "events": []}), Some(slot), None);
+            if slot == SlotId::CharacterVisual {
+                let characters = result.result.get("characters").and_then(Value::as_array).cloned().unwrap_or_default();
+                if characters.is_empty() {
+                    out.push(SlotView { slot, key: None, value: Value::Null, revision: revision_of(&Value::Null), chain: result.calls.clone() });
+                }
+                for character in characters {
+                    let key = character.get("characterId").and_then(Value::as_str).map(str::to_string);
+                    out.push(SlotView { slot, key, revision: revision_of(&character), value: character, chain: result.calls.clone() });
+                }
+            } else {
+                out.push(SlotView { slot, key: None, revision: revision_of(&result.result), value: result.result, chain: result.calls });
+            }
+        }
+        out
+    }
+
+    fn assemble_turn(&self, target: &RuntimeTarget, history: &[Value], turn_id: &str, player_message: &str, calls: &mut Vec<CallRecord>) -> Assembly {
+        let transformed = self.transformed_history(history, turn_id);
+        calls.extend(transformed.calls.iter().cloned());
+        let messages = transformed.result.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
+        let segments = self.call(PointId::PromptSegment, json!({"turnId": turn_id, "playerMessage": player_message}), None, Some(turn_id.to_string()));
+        calls.extend(segments.calls.iter().cloned());
+        let (runtime, body) = self.runtime_view(target);
+        let lore = self.session.world.world_record.as_ref().and_then(|w| w.get("lore")).and_then(Value::as_str);
+        prompt::assemble(&AssemblyInput {
+            segments: &Segment::parse_all(&segments.result),
+            runtime: &runtime,
+            preamble: prompt::FRAMEWORK_PREAMBLE,
+            body: &body,
+            lore,
+            history: &messages,
+            summaries: &self.session.history.summaries,
+            player_message,
+        })
+    }
+
+    /// The minimum cacheable prefix of the story model.
+    pub fn min_cacheable_tokens(&self) -> u32 {
+        let model = &self.session.models.story;
+        model.min_cacheable_tokens.unwrap_or_else(|| {
+            let name = model.model.as_deref().unwrap_or_default();
+            if model.backend == "anthropic" && name.contains("haiku") { 2048 } else { 1024 }
+        })
+    }
+
+    /// The full preview for one runtime.
+    pub fn preview(&self, target: &RuntimeTarget) -> Preview {
+        let started = Instant::now();
+        let mut calls = Vec::new();
+
+        let t = Instant::now();
+        let world_context = self.world_context();
+        calls.extend(world_context.calls.iter().cloned());
+        let world_context_ms = ms(t);
+
+        let history = self.session.history.messages.clone();
+        let turn_id = self.next_turn_id(&history);
+        let t = Instant::now();
+        let this = self.assemble_turn(target, &history, &turn_id, &self.session.next_message, &mut calls);
+        let segments_ms = ms(t);
+
+        // The next turn: one more exchange in the history, the following player message.
+        let t = Instant::now();
+        let mut next_history = history.clone();
+        let reply = self.session.models.story.script.first().cloned().unwrap_or_else(|| DEFAULT_REPLY.to_string());
+        let order = next_history.len();
+        for (i, (role, content)) in [("user", self.session.next_message.clone()), ("assistant", reply)].into_iter().enumerate() {
+            next_history.push(json!({
+                "id": format!("{turn_id}-{role}"), "sessionId": self.session.id, "turnId": turn_id,
+                "sourceType": if role == "user" { "player" } else { "runtime" }, "role": role, "content": content,
+                "order": order + i + 1, "createdAt": "2026-01-01T00:00:00Z",
+            }));
+        }
+        let next_turn = self.next_turn_id(&next_history);
+        let following = self.session.following_message.clone().unwrap_or_else(|| DEFAULT_FOLLOWING.to_string());
+        let mut next_calls = Vec::new();
+        let next = self.assemble_turn(target, &next_history, &next_turn, &following, &mut next_calls);
+        let cache = prompt::analyse(&this, &next, self.min_cacheable_tokens());
+        let next_turn_ms = ms(t);
+
+        let t = Instant::now();
+        let slots = self.slots();
+        calls.extend(slots.iter().filter(|s| s.key.is_none() || s.slot != SlotId::CharacterVisual).flat_map(|s| s.chain.iter().cloned()));
+        let slots_ms = ms(t);
+
+        let options = RequestOptions {
+            model: self.session.models.story.model.clone().unwrap_or_else(|| "story".into()),
+            max_tokens: self.session.models.story.reserved_for_response,
+        };
+        let prompt_view = PromptView {
+            system: SystemView { tokens: this.blocks.iter().map(|b| b.tokens).sum(), blocks: this.blocks.clone() },
+            messages: this.messages.clone(),
+            turn_context: this.turn_context.clone(),
+            requests: Requests { anthropic: prompt::anthropic_request(&this, &options), openai: prompt::openai_request(&this, &options) },
+        };
+        Preview {
+            session: self.session.id.clone(),
+            runtime: target.clone(),
+            turn_id,
+            prompt: prompt_view,
+            segments: this.segments,
+            cache,
+            world_context,
+            slots,
+            calls,
+            timings: PreviewTimings { world_context_ms, history_ms: 0.0, segments_ms, next_turn_ms, slots_ms, total_ms: ms(started) },
+        }
+    }
+}
