@@ -3,6 +3,7 @@
 //! handler context from the session, and runs extension points for previews.
 
 pub mod preview;
+pub mod slots;
 pub mod workspace;
 
 pub use preview::{Preview, RuntimeTarget};

@@ -86,6 +86,18 @@ pub struct SlotView {
     pub chain: Vec<CallRecord>,
 }
 
+/// The image flow and who provides it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImageFlowView {
+    pub flow: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provided_by: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub calls: Vec<CallRecord>,
+}
+
 /// Timings of one preview, in milliseconds.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -110,6 +122,8 @@ pub struct Preview {
     pub cache: CacheReport,
     pub world_context: WorldContextView,
     pub slots: Vec<SlotView>,
+    /// The session's `media.image-flow@1` provider answer (null when none).
+    pub image_flow: ImageFlowView,
     /// Every provider call of the preview, in the order they ran.
     pub calls: Vec<CallRecord>,
     pub timings: PreviewTimings,
@@ -199,25 +213,34 @@ impl Workspace {
         self.call(PointId::PromptHistoryTransform, json!({"messages": history, "turnId": turn_id}), None, Some(turn_id.to_string()))
     }
 
+    /// Projects one slot. Outside a turn it reads the committed state with no events; during a
+    /// turn it sees that turn's previewed events. `character.visual@1` is split into one value
+    /// per character (a single keyless null when there are none).
+    pub fn project_slot(&self, slot: SlotId, events: &[Value], turn_id: Option<String>) -> Vec<SlotView> {
+        let input = json!({"slot": slot.as_str(), "previous": null, "events": events});
+        let result = self.call(PointId::UiSlot, input, Some(slot), turn_id);
+        if slot != SlotId::CharacterVisual {
+            return vec![SlotView { slot, key: None, revision: revision_of(&result.result), value: result.result, chain: result.calls }];
+        }
+        let characters = result.result.get("characters").and_then(Value::as_array).cloned().unwrap_or_default();
+        if characters.is_empty() {
+            return vec![SlotView { slot, key: None, value: Value::Null, revision: revision_of(&Value::Null), chain: result.calls }];
+        }
+        characters
+            .into_iter()
+            .map(|character| SlotView {
+                slot,
+                key: character.get("characterId").and_then(Value::as_str).map(str::to_string),
+                revision: revision_of(&character),
+                value: character,
+                chain: result.calls.clone(),
+            })
+            .collect()
+    }
+
     /// Projects every kernel slot from the committed state (no turn).
     pub fn slots(&self) -> Vec<SlotView> {
-        let mut out = Vec::new();
-        for slot in SlotId::ALL {
-            let result = self.call(PointId::UiSlot, json!({"slot": slot.as_str(), "previous": null, "events": []}), Some(slot), None);
-            if slot == SlotId::CharacterVisual {
-                let characters = result.result.get("characters").and_then(Value::as_array).cloned().unwrap_or_default();
-                if characters.is_empty() {
-                    out.push(SlotView { slot, key: None, value: Value::Null, revision: revision_of(&Value::Null), chain: result.calls.clone() });
-                }
-                for character in characters {
-                    let key = character.get("characterId").and_then(Value::as_str).map(str::to_string);
-                    out.push(SlotView { slot, key, revision: revision_of(&character), value: character, chain: result.calls.clone() });
-                }
-            } else {
-                out.push(SlotView { slot, key: None, revision: revision_of(&result.result), value: result.result, chain: result.calls });
-            }
-        }
-        out
+        SlotId::ALL.into_iter().flat_map(|slot| self.project_slot(slot, &[], None)).collect()
     }
 
     fn assemble_turn(&self, target: &RuntimeTarget, history: &[Value], turn_id: &str, player_message: &str, calls: &mut Vec<CallRecord>) -> Assembly {
@@ -288,6 +311,10 @@ impl Workspace {
         let slots = self.slots();
         calls.extend(slots.iter().filter(|s| s.key.is_none() || s.slot != SlotId::CharacterVisual).flat_map(|s| s.chain.iter().cloned()));
         let slots_ms = ms(t);
+        let flow = self.call(PointId::MediaImageFlow, json!({}), None, None);
+        calls.extend(flow.calls.iter().cloned());
+        let image_flow =
+            ImageFlowView { flow: flow.result, provided_by: flow.provided_by, error: flow.error.map(|e| e.to_string()), calls: flow.calls };
 
         let options = RequestOptions {
             model: self.session.models.story.model.clone().unwrap_or_else(|| "story".into()),
@@ -308,6 +335,7 @@ impl Workspace {
             cache,
             world_context,
             slots,
+            image_flow,
             calls,
             timings: PreviewTimings { world_context_ms, history_ms: 0.0, segments_ms, next_turn_ms, slots_ms, total_ms: ms(started) },
         }

@@ -1,5 +1,5 @@
 import { materializeDimensionSnapshot, DIMENSIONS_NAMESPACE } from "@covel/plugin-handlers-utils/dimensions";
-import { resolveI18nText } from "@covel/plugin-handlers-utils";
+import { appendSummaryEntries, resolveI18nText } from "@covel/plugin-handlers-utils";
 
 async function snapshot(ctx) {
   const records = {};
@@ -36,6 +36,22 @@ export default function (covel) {
           volatility: "turn",
         },
       ];
+    },
+  });
+
+  covel.provideExtension("ui.slot@1", "meters", {
+    handler: async ({ previous }, ctx) => {
+      const meters = Object.entries(await snapshot(ctx))
+        .filter(([, d]) => typeof d.value === "number")
+        .map(([id, d]) => ({
+          id: `dimension.${id}`,
+          label: d.name,
+          kind: "meter",
+          value: d.value,
+          max: d.schema?.maximum ?? Math.max(10, d.value),
+          ...(d.schema?.minimum !== undefined ? { min: d.schema.minimum } : {}),
+        }));
+      return meters.length ? appendSummaryEntries(previous, meters) : previous;
     },
   });
 }

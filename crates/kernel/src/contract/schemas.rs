@@ -30,6 +30,18 @@ pub struct SchemaError {
     pub violations: Vec<(String, String)>,
 }
 
+/// Violation messages quote the offending value; long values are cut so the reason stays
+/// readable in a trace.
+fn shorten(message: &str) -> String {
+    const LIMIT: usize = 240;
+    if message.chars().count() <= LIMIT {
+        return message.to_string();
+    }
+    let head: String = message.chars().take(LIMIT / 2).collect();
+    let tail: String = message.chars().rev().take(LIMIT / 2).collect::<Vec<_>>().into_iter().rev().collect();
+    format!("{head} … {tail}")
+}
+
 fn render(schema: &str, violations: &[(String, String)]) -> String {
     let mut out = format!("does not match {schema}:");
     for (path, message) in violations.iter().take(5) {
@@ -59,7 +71,7 @@ impl Validator {
         let violations = self
             .compiled
             .iter_errors(value)
-            .map(|e| (e.instance_path().to_string(), e.to_string()))
+            .map(|e| (e.instance_path().to_string(), shorten(&e.to_string())))
             .collect();
         Err(SchemaError { schema: self.name.clone(), violations })
     }
