@@ -2,7 +2,9 @@
 //! default, `--json` for machines. Exit codes: 0 success, 1 a plugin or call failed, 2 usage.
 
 mod call;
+mod compact;
 mod output;
+mod play;
 mod preview;
 mod resolve;
 mod validate;
@@ -25,6 +27,10 @@ enum Command {
     Call(call::Args),
     /// Assemble the prompt and project every slot for a session, with cache analysis.
     Preview(preview::Args),
+    /// Run history compaction for a session and show the verdict rule by rule.
+    Compact(compact::Args),
+    /// Play turns of a session with its story model.
+    Play(play::Args),
     /// Show which plugins a session runs, which are rejected and why, and what is unmet.
     Resolve(resolve::Args),
 }
@@ -36,6 +42,8 @@ fn main() -> ExitCode {
         Command::Call(args) => call::run(&args),
         Command::Resolve(args) => resolve::run(&args),
         Command::Preview(args) => preview::run(&args),
+        Command::Compact(args) => compact::run(&args),
+        Command::Play(args) => play::run(&args),
     };
     match result {
         Ok(code) => code,

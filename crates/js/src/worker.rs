@@ -25,6 +25,11 @@ use std::time::{Duration, Instant};
 
 const BOOTSTRAP: &str = include_str!("js/bootstrap.js");
 
+thread_local! {
+    /// The gateway of the call running on this worker thread (calls run one at a time).
+    static GATEWAY: std::cell::RefCell<Option<covel_kernel::context::Gateway>> = const { std::cell::RefCell::new(None) };
+}
+
 /// Resource limits of one plugin runtime.
 #[derive(Debug, Clone)]
 pub struct Limits {
@@ -396,6 +401,24 @@ impl Engine {
         let host = Object::new(ctx.clone())?;
         let epoch = self.epoch;
         host.set("now", Function::new(ctx.clone(), move || epoch.elapsed().as_secs_f64() * 1000.0)?)?;
+        host.set(
+            "hasGateway",
+            Function::new(ctx.clone(), || GATEWAY.with(|g| g.borrow().is_some()))?,
+        )?;
+        host.set(
+            "generateText",
+            Function::new(ctx.clone(), |ctx: Ctx<'js>, request: Value<'js>| -> rquickjs::Result<Value<'js>> {
+                let request = from_js(&request).map_err(|e| rquickjs::Error::new_from_js_message("value", "request", e.to_string()))?;
+                let gateway = GATEWAY.with(|g| g.borrow().clone());
+                let Some(gateway) = gateway else {
+                    return Err(rquickjs::Exception::throw_message(&ctx, "no model gateway is available to this call"));
+                };
+                match gateway.0.generate(&request) {
+                    Ok(answer) => to_js(&ctx, &answer),
+                    Err(message) => Err(rquickjs::Exception::throw_message(&ctx, &message)),
+                }
+            })?,
+        )?;
         ctx.globals().set("__host", host)?;
         Ok(())
     }
@@ -452,7 +475,9 @@ impl Engine {
         let needs_execution = self.execution_seen != call.context.execution_id;
         let execution = needs_execution.then(|| self.execution_data(&call.context));
         self.arm(call.timeout);
+        GATEWAY.with(|g| *g.borrow_mut() = call.context.gateway.clone());
         let (result, logs) = self.context.with(|ctx| self.call_in(&ctx, call, execution.as_ref()));
+        GATEWAY.with(|g| *g.borrow_mut() = None);
         self.disarm();
         if needs_execution && result.is_ok() {
             self.execution_seen = call.context.execution_id;

@@ -71,6 +71,30 @@ pub struct PluginScope {
     pub http_origins: Vec<String>,
 }
 
+/// Text generation lent to providers as `ctx.gateway` (e.g. a compaction provider asking the
+/// session's `fast` model for a summary). The studio implements it over its model backends.
+pub trait TextGateway: Send + Sync {
+    /// `request` is `{preset?, system?, prompt?, messages?, maxOutputTokens?}`; the answer is
+    /// `{text, finishReason, usage?}`.
+    fn generate(&self, request: &Value) -> Result<Value, String>;
+}
+
+/// A shared gateway handle (compared by identity).
+#[derive(Clone)]
+pub struct Gateway(pub Arc<dyn TextGateway>);
+
+impl std::fmt::Debug for Gateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Gateway")
+    }
+}
+
+impl PartialEq for Gateway {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
 /// The data of one execution, shared by every provider call made in it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -88,6 +112,9 @@ pub struct ExecutionContext {
     pub plugin_data: BTreeMap<String, Vec<DataRow>>,
     pub plugins: BTreeMap<String, PluginScope>,
     pub http: HttpPolicy,
+    /// `ctx.gateway`, when the call site lends one (compaction does).
+    #[serde(skip)]
+    pub gateway: Option<Gateway>,
 }
 
 static NEXT_EXECUTION: AtomicU64 = AtomicU64::new(1);
@@ -109,6 +136,7 @@ impl ExecutionContext {
             plugin_data: BTreeMap::new(),
             plugins: BTreeMap::new(),
             http: HttpPolicy::default(),
+            gateway: None,
         })
     }
 

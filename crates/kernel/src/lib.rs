@@ -8,6 +8,7 @@
 //! - [`diagnostic`]: how problems are reported, with stable codes.
 
 pub mod context;
+pub mod compaction;
 pub mod contract;
 pub mod diagnostic;
 pub mod manifest;

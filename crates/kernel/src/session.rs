@@ -129,6 +129,10 @@ pub struct Model {
     /// Replies of the scripted backend, used in turn order (cycled).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub script: Vec<String>,
+    /// Fault injection for the scripted backend: a gateway request whose prompt contains one of
+    /// these texts fails, to see how providers handle a failing model.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scripted_failures: Vec<String>,
 }
 
 impl Model {
@@ -150,6 +154,7 @@ impl Model {
             reserved_for_response: 4000,
             min_cacheable_tokens: None,
             script: Vec::new(),
+            scripted_failures: Vec::new(),
         }
     }
 

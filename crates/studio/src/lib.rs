@@ -2,6 +2,9 @@
 //! a plugin folder with a test session, resolves which plugins the session runs, builds the
 //! handler context from the session, and runs extension points for previews.
 
+pub mod compaction;
+pub mod models;
+pub mod playtest;
 pub mod preview;
 pub mod slots;
 pub mod workspace;

@@ -179,6 +179,7 @@ impl Workspace {
             plugin_data,
             plugins,
             http: self.session.http.clone(),
+            gateway: None,
         })
     }
 

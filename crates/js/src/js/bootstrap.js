@@ -271,7 +271,7 @@
         })));
       },
     });
-    const ctx = Object.freeze({
+    const ctx = {
       callerPluginId: "__kernel",
       sessionId: shared.data.sessionId,
       locale: shared.data.locale,
@@ -282,10 +282,16 @@
       getOwnSettings: () => shared.settings,
       utils: covelHttpForCalls,
       signal,
-    });
+    };
+    if (host.hasGateway()) ctx.gateway = gateway;
+    Object.freeze(ctx);
     return { ctx, signal };
   }
   let covelHttpForCalls = null;
+  // ctx.gateway: text generation on the session's models, lent by call sites that allow it.
+  const gateway = Object.freeze({
+    generateText: async (request) => host.generateText(request ?? {}),
+  });
 
   globalThis.__covel = Object.freeze({
     makeFacade(pluginId) {

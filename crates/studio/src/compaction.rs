@@ -1,0 +1,157 @@
+//! Running `history.compact@2` for a session: the trigger and input, the provider call with the
+//! fast model lent as `ctx.gateway`, the rule-by-rule verdict, the apply, and the failure count.
+
+use crate::models::{Backend, FastGateway};
+use crate::workspace::Workspace;
+use covel_kernel::compaction::{self, Applied, Budget, FailureCounter, TraceEvent, Verdict, Windows};
+use covel_kernel::context::{ExecutionContext, Gateway};
+use covel_kernel::contract::PointId;
+use covel_kernel::runner::{self, CallRecord, Outcome, RunOptions};
+use serde::Serialize;
+use serde_json::Value;
+use std::sync::Arc;
+
+/// One compaction run, for the author to inspect.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CompactionRun {
+    pub windows: Windows,
+    pub budget: Budget,
+    pub estimated_tokens: u64,
+    /// Compaction runs when the estimate is above this.
+    pub threshold_tokens: f64,
+    pub triggered: bool,
+    pub input: Value,
+    /// What the provider returned (or the hand-written output under test).
+    pub output: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provided_by: Option<String>,
+    pub calls: Vec<CallRecord>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<Verdict>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub applied: Option<Applied>,
+    /// `context.compaction.failed`, `job-status.updated` and `context.compacted` events.
+    pub events: Vec<TraceEvent>,
+    pub consecutive_failures: u32,
+}
+
+/// How to run compaction.
+#[derive(Debug, Clone, Default)]
+pub struct CompactionOptions {
+    /// Run even under the threshold.
+    pub force: bool,
+    /// Validate this output instead of calling the provider.
+    pub output: Option<Value>,
+}
+
+impl Workspace {
+    /// The compaction windows from the session's models.
+    pub fn windows(&self) -> Windows {
+        let m = &self.session.models;
+        Windows::new(m.story.context_window, m.story.reserved_for_response, m.fast.context_window, m.fast.reserved_for_response)
+    }
+
+    /// A gateway over the session's fast model.
+    pub fn fast_gateway(&self) -> Gateway {
+        Gateway(Arc::new(FastGateway { fast: Backend::new(&self.session.models.fast) }))
+    }
+
+    /// Runs compaction over the session's history; applies an accepted result to the session.
+    pub fn compact(&mut self, turn_id: &str, system_prompt: &str, options: &CompactionOptions, counter: &mut FailureCounter) -> CompactionRun {
+        let windows = self.windows();
+        let budget = Budget::for_window(windows.context_window);
+        let messages = self.session.history.messages.clone();
+        let summaries = self.session.history.summaries.clone();
+        let estimated = compaction::estimate(system_prompt, &messages, &summaries);
+        let triggered = options.force || options.output.is_some() || compaction::over_threshold(estimated, windows);
+        let input = compaction::input(&messages, &summaries, windows, estimated, &self.session.locale);
+        let mut run = CompactionRun {
+            windows,
+            budget,
+            estimated_tokens: estimated,
+            threshold_tokens: f64::from(windows.context_window) * compaction::THRESHOLD,
+            triggered,
+            input: input.clone(),
+            output: Value::Null,
+            provided_by: None,
+            calls: Vec::new(),
+            verdict: None,
+            applied: None,
+            events: Vec::new(),
+            consecutive_failures: counter.consecutive,
+        };
+        if !triggered {
+            counter.succeed();
+            run.consecutive_failures = 0;
+            return run;
+        }
+        let (output, provider) = match &options.output {
+            Some(output) => (output.clone(), ("(hand-written)".to_string(), String::new())),
+            None => {
+                let mut ctx = (*self.execution(Some(turn_id.to_string()))).clone();
+                ctx.execution_id = ExecutionContext::next_id();
+                ctx.gateway = Some(self.fast_gateway());
+                let result = runner::run(PointId::HistoryCompact, input, &self.active_providers(), &Arc::new(ctx), &RunOptions::default());
+                run.calls = result.calls.clone();
+                run.provided_by = result.provided_by.clone();
+                let provider = result.calls.first().map(|c| (c.plugin_id.clone(), c.provider_id.clone())).unwrap_or_default();
+                if let Some(failed) = result.calls.iter().find(|c| c.outcome != Outcome::Success) {
+                    let reason = failed.message.clone().unwrap_or_else(|| format!("{:?}", failed.outcome));
+                    run.events = counter.fail(&provider.0, &provider.1, &reason, turn_id);
+                    run.consecutive_failures = counter.consecutive;
+                    return run;
+                }
+                if let Some(error) = result.error {
+                    run.events = counter.fail(PointId::HistoryCompact.as_str(), "", &error.to_string(), turn_id);
+                    run.consecutive_failures = counter.consecutive;
+                    return run;
+                }
+                (result.result, provider)
+            }
+        };
+        run.output = output.clone();
+        let verdict = compaction::validate(&output, &self.session.id, &messages, &summaries, budget);
+        if verdict.nothing_to_compact {
+            counter.succeed();
+        } else if !verdict.accepted {
+            let reason = format!("Invalid history compaction result: {}", verdict.reason().unwrap_or_default());
+            run.events = counter.fail(&provider.0, &provider.1, &reason, turn_id);
+        } else {
+            let mut next = self.session.history.summaries.len();
+            let session = self.session.id.clone();
+            let applied = compaction::apply(
+                &output,
+                &session,
+                &messages,
+                &summaries,
+                || {
+                    next += 1;
+                    format!("summary-{turn_id}-{next}")
+                },
+                "2026-01-01T00:00:00Z",
+            );
+            self.session.history.summaries = applied.summaries.clone();
+            self.session.history.messages = applied.messages.clone();
+            run.events.push(TraceEvent {
+                topic: "context.compacted",
+                payload: serde_json::json!({
+                    "summaryIds": applied.written,
+                    "messagesCompacted": applied.messages.iter().filter(|m| compaction::is_compacted(m)).count()
+                        - messages.iter().filter(|m| compaction::is_compacted(m)).count(),
+                    "totalSummaryTokens": verdict.total_tokens,
+                    "summaryTruncated": output["summaries"].as_array().is_some_and(|s| s.iter().any(|x| x["truncated"] == true)),
+                }),
+            });
+            match &verdict.deferred {
+                // Saved as usual, and counted as one failure.
+                Some(reason) => run.events.extend(counter.fail(&provider.0, &provider.1, reason, turn_id)),
+                None => counter.succeed(),
+            }
+            run.applied = Some(applied);
+        }
+        run.verdict = Some(verdict);
+        run.consecutive_failures = counter.consecutive;
+        run
+    }
+}

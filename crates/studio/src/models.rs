@@ -1,0 +1,216 @@
+//! Model backends for playtests and for `ctx.gateway`: the embedded scripted model
+//! (deterministic, offline, the default), any OpenAI-compatible chat endpoint (Ollama,
+//! llama.cpp, LM Studio…) and the Anthropic Messages API. API keys come from the environment
+//! variable the session names, never from the session file.
+
+use covel_kernel::context::TextGateway;
+use covel_kernel::sdk::estimate_tokens;
+use covel_kernel::session::Model;
+use serde::Serialize;
+use serde_json::{Value, json};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+/// What a model answered.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Reply {
+    pub text: String,
+    pub finish_reason: String,
+    /// Usage as the API reported it (Anthropic: input, output, cache read and write tokens).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Value>,
+}
+
+/// Why a model call failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ModelError {
+    #[error("unknown model backend `{0}` (use scripted, openai or anthropic)")]
+    UnknownBackend(String),
+    #[error("environment variable {0} with the API key is not set")]
+    MissingKey(String),
+    #[error("{backend} request failed: {message}")]
+    Request { backend: &'static str, message: String },
+    #[error("{backend} answered without text: {body}")]
+    NoText { backend: &'static str, body: String },
+}
+
+/// One model slot's backend.
+pub struct Backend {
+    config: Model,
+    turns: AtomicUsize,
+    /// The last request body sent over HTTP (shown beside the studio's prediction).
+    pub last_request: Mutex<Option<Value>>,
+}
+
+impl Backend {
+    pub fn new(config: &Model) -> Backend {
+        Backend { config: config.clone(), turns: AtomicUsize::new(0), last_request: Mutex::new(None) }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.config.backend
+    }
+
+    /// Sends an assembled request: `anthropic` and `openai` are the request bodies the prompt
+    /// assembly produced; the backend picks its own.
+    pub fn complete(&self, anthropic: &Value, openai: &Value) -> Result<Reply, ModelError> {
+        match self.config.backend.as_str() {
+            "scripted" => Ok(self.scripted_story(openai)),
+            "openai" => self.openai(openai),
+            "anthropic" => self.anthropic(anthropic),
+            other => Err(ModelError::UnknownBackend(other.to_string())),
+        }
+    }
+
+    fn scripted_story(&self, openai: &Value) -> Reply {
+        let turn = self.turns.fetch_add(1, Ordering::Relaxed);
+        let text = if self.config.script.is_empty() {
+            let last_user = openai["messages"]
+                .as_array()
+                .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
+                .and_then(|m| m["content"].as_str())
+                .unwrap_or_default();
+            format!(
+                "(Scripted narrator, turn {}) You decide: \"{}\". The harbour answers with wind and gulls; the water is cold, the stones are slick, and somewhere below the surface the old bell moves once, as if someone had touched it.",
+                turn + 1,
+                last_user.trim()
+            )
+        } else {
+            self.config.script[turn % self.config.script.len()].clone()
+        };
+        Reply { text, finish_reason: "stop".into(), usage: None }
+    }
+
+    fn key(&self) -> Result<Option<String>, ModelError> {
+        match &self.config.api_key_env {
+            None => Ok(None),
+            Some(var) => std::env::var(var).map(Some).map_err(|_| ModelError::MissingKey(var.clone())),
+        }
+    }
+
+    fn agent(&self) -> ureq::Agent {
+        ureq::Agent::config_builder().timeout_global(Some(Duration::from_secs(120))).http_status_as_error(false).build().into()
+    }
+
+    fn post(&self, backend: &'static str, url: &str, headers: &[(&str, String)], body: &Value) -> Result<Value, ModelError> {
+        *self.last_request.lock().unwrap_or_else(|e| e.into_inner()) = Some(body.clone());
+        let mut request = self.agent().post(url);
+        for (name, value) in headers {
+            request = request.header(*name, value);
+        }
+        let mut response = request.send_json(body).map_err(|e| ModelError::Request { backend, message: e.to_string() })?;
+        let status = response.status();
+        let answer: Value = response.body_mut().read_json().map_err(|e| ModelError::Request { backend, message: e.to_string() })?;
+        if !status.is_success() {
+            return Err(ModelError::Request { backend, message: format!("HTTP {status}: {answer}") });
+        }
+        Ok(answer)
+    }
+
+    fn with_model(&self, body: &Value) -> Value {
+        let mut body = body.clone();
+        if let Some(model) = &self.config.model {
+            body["model"] = json!(model);
+        }
+        body
+    }
+
+    fn openai(&self, body: &Value) -> Result<Reply, ModelError> {
+        let base = self.config.base_url.clone().unwrap_or_else(|| "http://127.0.0.1:11434/v1".into());
+        let mut headers = Vec::new();
+        if let Some(key) = self.key()? {
+            headers.push(("authorization", format!("Bearer {key}")));
+        }
+        let answer = self.post("openai", &format!("{}/chat/completions", base.trim_end_matches('/')), &headers, &self.with_model(body))?;
+        let text = answer.pointer("/choices/0/message/content").and_then(Value::as_str);
+        let Some(text) = text else { return Err(ModelError::NoText { backend: "openai", body: answer.to_string() }) };
+        let finish = answer.pointer("/choices/0/finish_reason").and_then(Value::as_str).unwrap_or("stop");
+        Ok(Reply { text: text.to_string(), finish_reason: finish.to_string(), usage: answer.get("usage").cloned() })
+    }
+
+    fn anthropic(&self, body: &Value) -> Result<Reply, ModelError> {
+        let base = self.config.base_url.clone().unwrap_or_else(|| "https://api.anthropic.com".into());
+        let mut headers = vec![("anthropic-version", "2023-06-01".to_string())];
+        if let Some(key) = self.key()? {
+            headers.push(("x-api-key", key));
+        }
+        let answer = self.post("anthropic", &format!("{}/v1/messages", base.trim_end_matches('/')), &headers, &self.with_model(body))?;
+        let text: String = answer["content"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|b| b["type"] == "text")
+            .filter_map(|b| b["text"].as_str())
+            .collect();
+        if text.is_empty() {
+            return Err(ModelError::NoText { backend: "anthropic", body: answer.to_string() });
+        }
+        let finish = answer["stop_reason"].as_str().unwrap_or("end_turn");
+        Ok(Reply { text, finish_reason: finish.to_string(), usage: answer.get("usage").cloned() })
+    }
+
+    /// A gateway text request (`{system?, prompt?, messages?, maxOutputTokens?}`).
+    pub fn generate_text(&self, request: &Value) -> Result<Reply, ModelError> {
+        let system = request["system"].as_str().unwrap_or_default();
+        let prompt = request["prompt"].as_str().unwrap_or_default();
+        let max_tokens = request["maxOutputTokens"].as_u64().unwrap_or(u64::from(self.config.reserved_for_response));
+        if self.config.backend == "scripted" {
+            if let Some(fault) = self.config.scripted_failures.iter().find(|f| prompt.contains(f.as_str())) {
+                return Err(ModelError::Request { backend: "scripted", message: format!("scripted failure (the prompt contains `{fault}`)") });
+            }
+            return Ok(scripted_summary(prompt, max_tokens));
+        }
+        let mut messages: Vec<Value> = request["messages"].as_array().cloned().unwrap_or_default();
+        if !prompt.is_empty() {
+            messages.push(json!({"role": "user", "content": prompt}));
+        }
+        let model = self.config.model.clone().unwrap_or_else(|| "fast".into());
+        let anthropic = json!({"model": model, "max_tokens": max_tokens, "system": system, "messages": messages});
+        let mut openai_messages = vec![json!({"role": "system", "content": system})];
+        openai_messages.extend(messages.iter().cloned());
+        let openai = json!({"model": model, "max_tokens": max_tokens, "messages": openai_messages});
+        self.complete(&anthropic, &openai)
+    }
+}
+
+/// The scripted model's summary: the first sentence of each rendered message, kept within the
+/// requested size. Deterministic, so played sessions and their snapshots are reproducible.
+fn scripted_summary(prompt: &str, max_tokens: u64) -> Reply {
+    let mut lines = Vec::new();
+    for block in prompt.split("\n\n") {
+        let Some(rest) = block.strip_prefix('[') else { continue };
+        let Some((role, content)) = rest.split_once("]: ") else { continue };
+        let first = content.split(['.', '!', '?']).next().unwrap_or(content).trim();
+        let first: String = first.chars().take(80).collect();
+        lines.push(format!("{role}: {first}."));
+    }
+    if lines.is_empty() {
+        // Merging summaries: keep the opening of each selected summary.
+        lines = prompt.split("\n---\n").map(|s| s.trim().chars().take(120).collect::<String>()).filter(|s| !s.is_empty()).collect();
+    }
+    let budget = (max_tokens.max(8) * 4) as usize;
+    let mut text = String::from("Earlier: ");
+    for line in lines {
+        if estimate_tokens(&format!("{text} {line}")) > max_tokens {
+            break;
+        }
+        text.push(' ');
+        text.push_str(&line);
+    }
+    let text: String = text.chars().take(budget).collect();
+    Reply { text, finish_reason: "stop".into(), usage: None }
+}
+
+/// `ctx.gateway` over the session's fast model.
+pub struct FastGateway {
+    pub fast: Backend,
+}
+
+impl TextGateway for FastGateway {
+    fn generate(&self, request: &Value) -> Result<Value, String> {
+        let reply = self.fast.generate_text(request).map_err(|e| e.to_string())?;
+        serde_json::to_value(reply).map_err(|e| e.to_string())
+    }
+}

@@ -1,0 +1,145 @@
+//! Playtesting: a turn takes the player's message, runs world context, history transforms and
+//! segments, assembles the prompt, asks the story model, appends the exchange, compacts when
+//! over the threshold and re-projects the slots. Turns can be undone back to the session file's
+//! state, and the played session saved as a new session file (atomically).
+
+use crate::compaction::{CompactionOptions, CompactionRun};
+use crate::models::{Backend, Reply};
+use crate::preview::{Preview, RuntimeTarget};
+use crate::slots::{SlotChange, SlotHost, Trigger};
+use crate::workspace::Workspace;
+use covel_kernel::compaction::FailureCounter;
+use covel_kernel::session::Session;
+use serde::Serialize;
+use serde_json::json;
+use std::io::Write;
+use std::path::Path;
+
+/// One played turn.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnReport {
+    pub turn_id: String,
+    pub player_message: String,
+    /// The preview the model was asked with.
+    pub preview: Preview,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reply: Option<Reply>,
+    /// Why the turn failed (world context, model error); nothing was appended then.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub compaction: CompactionRun,
+    pub slot_changes: Vec<SlotChange>,
+}
+
+/// A playtest over a workspace.
+pub struct Playtest {
+    pub workspace: Workspace,
+    story: Backend,
+    /// Session states before each played turn (for undo).
+    history: Vec<Session>,
+    pub failures: FailureCounter,
+    pub slots: SlotHost,
+}
+
+impl Playtest {
+    pub fn new(workspace: Workspace) -> Playtest {
+        let story = Backend::new(&workspace.session.models.story);
+        let mut slots = SlotHost::default();
+        slots.apply(&workspace, &Trigger::All);
+        Playtest { workspace, story, history: Vec::new(), failures: FailureCounter::default(), slots }
+    }
+
+    /// Number of turns played (and not undone).
+    pub fn turns(&self) -> usize {
+        self.history.len()
+    }
+
+    /// Plays one turn.
+    pub fn play(&mut self, message: &str) -> TurnReport {
+        let before = self.workspace.session.clone();
+        self.workspace.session.next_message = message.to_string();
+        let preview = self.workspace.preview(&RuntimeTarget::Story);
+        let turn_id = preview.turn_id.clone();
+        let idle = |preview: Preview, error: String, ws: &Workspace| TurnReport {
+            turn_id: turn_id.clone(),
+            player_message: message.to_string(),
+            compaction: crate::compaction::CompactionRun {
+                windows: ws.windows(),
+                budget: covel_kernel::compaction::Budget::for_window(ws.windows().context_window),
+                estimated_tokens: 0,
+                threshold_tokens: 0.0,
+                triggered: false,
+                input: serde_json::Value::Null,
+                output: serde_json::Value::Null,
+                provided_by: None,
+                calls: Vec::new(),
+                verdict: None,
+                applied: None,
+                events: Vec::new(),
+                consecutive_failures: 0,
+            },
+            preview,
+            reply: None,
+            error: Some(error),
+            slot_changes: Vec::new(),
+        };
+        if let Some(error) = &preview.world_context.error {
+            let error = format!("the turn failed: {error}");
+            return idle(preview, error, &self.workspace);
+        }
+        let reply = match self.story.complete(&preview.prompt.requests.anthropic, &preview.prompt.requests.openai) {
+            Ok(reply) => reply,
+            Err(e) => return idle(preview, format!("the story model failed: {e}"), &self.workspace),
+        };
+        let session = &mut self.workspace.session;
+        let order = session.history.messages.len();
+        for (i, (role, source, content)) in [("user", "player", message.to_string()), ("assistant", "runtime", reply.text.clone())].into_iter().enumerate() {
+            session.history.messages.push(json!({
+                "id": format!("{turn_id}-{role}"), "sessionId": session.id, "turnId": turn_id, "sourceType": source,
+                "role": role, "content": content, "order": order + i + 1,
+                "createdAt": format!("2026-01-02T00:{:02}:{:02}Z", (order / 60) % 60, order % 60),
+            }));
+        }
+        session.next_message = String::new();
+        self.history.push(before);
+        // The system prompt plus the turn context is what the compaction estimate counts.
+        let system = format!("{}\n\n{}", preview.prompt.system.blocks.iter().map(|b| b.text.as_str()).collect::<Vec<_>>().join("\n\n"), preview.prompt.turn_context);
+        let compaction = self.workspace.compact(&turn_id, &system, &CompactionOptions::default(), &mut self.failures);
+        let slot_changes = self.slots.apply(&self.workspace, &Trigger::TurnEnded { turn_id: turn_id.clone() });
+        TurnReport { turn_id, player_message: message.to_string(), preview, reply: Some(reply), error: None, compaction, slot_changes }
+    }
+
+    /// Undoes the last turn; false when back at the session file's state.
+    pub fn undo(&mut self) -> bool {
+        match self.history.pop() {
+            Some(session) => {
+                self.workspace.session = session;
+                self.slots.apply(&self.workspace, &Trigger::All);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Saves the played session as a session file, atomically: written to a temporary file in
+    /// the same folder, synced, then renamed over the target, so a crash leaves the old file.
+    pub fn save(&self, path: &Path) -> std::io::Result<()> {
+        save_session(&self.workspace.session, path)
+    }
+}
+
+/// Writes a session file atomically.
+pub fn save_session(session: &Session, path: &Path) -> std::io::Result<()> {
+    let text = serde_json::to_string_pretty(session).map_err(std::io::Error::other)?;
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "session".into());
+    let temp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    {
+        let mut file = std::fs::File::create(&temp)?;
+        // JSON is valid YAML, so the saved file opens with the same parser.
+        file.write_all(format!("# Saved by Covel Studio after a playtest.\n{text}\n").as_bytes())?;
+        file.sync_all()?;
+    }
+    std::fs::rename(&temp, path)
+}
