@@ -8,6 +8,7 @@ mod play;
 mod preview;
 mod resolve;
 mod validate;
+mod watch;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -31,6 +32,8 @@ enum Command {
     Compact(compact::Args),
     /// Play turns of a session with its story model.
     Play(play::Args),
+    /// Follow a plugins folder and print what every change does.
+    Watch(watch::Args),
     /// Show which plugins a session runs, which are rejected and why, and what is unmet.
     Resolve(resolve::Args),
 }
@@ -44,6 +47,7 @@ fn main() -> ExitCode {
         Command::Preview(args) => preview::run(&args),
         Command::Compact(args) => compact::run(&args),
         Command::Play(args) => play::run(&args),
+        Command::Watch(args) => watch::run(&args),
     };
     match result {
         Ok(code) => code,

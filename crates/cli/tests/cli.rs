@@ -194,3 +194,79 @@ fn preview_prints_the_prompt_with_boundaries_then_the_segment_table() {
     let rules = report["segments"].as_array().expect("segments").iter().find(|s| s["id"] == "reply-rules").expect("static segment");
     assert_eq!(rules["included"], true, "a plugin's own runtime sees its self segments");
 }
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read").flatten() {
+        let target = to.join(entry.file_name());
+        if entry.path().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
+}
+
+#[test]
+fn watch_prints_one_json_entry_per_reload_with_diff_and_timings() {
+    use std::io::BufRead;
+    let dir = std::env::temp_dir().join(format!("covel-watch-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    copy_dir(&repo().join("plugins-sample"), &dir);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_covel"))
+        .args(["watch", dir.to_str().expect("utf-8"), "--session", dir.join("demo.session.yaml").to_str().expect("utf-8"), "--json", "--max-reloads", "1"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("covel watch starts");
+    let mut lines = std::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let ready: Value = serde_json::from_str(&lines.next().expect("ready line").expect("line")).expect("json");
+    assert_eq!(ready["event"], "ready");
+    let module = dir.join("story-director/server/lib/text.js");
+    let text = std::fs::read_to_string(&module).expect("read");
+    std::fs::write(&module, text.replace("grave, unhurried", "grave, patient")).expect("write");
+    let entry: Value = serde_json::from_str(&lines.next().expect("reload line").expect("line")).expect("json");
+    assert_eq!(entry["plugins"]["story-director"], "replaced");
+    assert_eq!(entry["diff"]["segments"][0]["id"], "tone");
+    for field in ["reloadMs", "afterDebounceMs", "loadMs", "resolveMs", "previewMs"] {
+        assert!(entry["timings"][field].is_number(), "{field}");
+    }
+    assert!(child.wait().expect("exits").success());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn play_runs_scripted_turns_and_saves_the_session() {
+    let dir = std::env::temp_dir().join(format!("covel-play-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let saved = dir.join("played.session.yaml");
+    let out = covel(&[
+        "play", "plugins-sample", "--session", "plugins-sample/demo.session.yaml",
+        "--say", "I swim.", "--say", "I climb.", "--save", saved.to_str().expect("utf-8"), "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let report = json_of(&out);
+    assert_eq!(report["turns"].as_array().map(Vec::len), Some(2));
+    assert!(report["turns"][0]["reply"]["text"].as_str().is_some_and(|t| t.contains("Scripted narrator")));
+    let reopened = covel(&["resolve", "plugins-sample", "--session", saved.to_str().expect("utf-8")]);
+    assert_eq!(reopened.status.code(), Some(0), "the saved session opens again");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn compact_validates_a_hand_written_output_rule_by_rule() {
+    let dir = std::env::temp_dir().join(format!("covel-compact-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let bad = dir.join("bad.json");
+    std::fs::write(&bad, r#"{"summaries":[{"messageIds":["m2u"],"replacesSummaryIds":[],"content":"skips the first","focusSections":[]}]}"#).expect("write");
+    let out = covel(&[
+        "compact", "tests/fixtures/compaction/plugins", "--session", "tests/fixtures/compaction/long.session.yaml",
+        "--output", bad.to_str().expect("utf-8"), "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let report = json_of(&out);
+    let broken: Vec<&str> = report["run"]["verdict"]["rules"].as_array().expect("rules").iter().filter(|r| r["ok"] == false).filter_map(|r| r["rule"].as_str()).collect();
+    assert_eq!(broken, ["message-prefix-in-order"]);
+    assert_eq!(report["failureCount"], 1);
+    assert!(report["run"]["input"]["summaryBudget"]["maxTokens"].is_number());
+    let _ = std::fs::remove_dir_all(&dir);
+}

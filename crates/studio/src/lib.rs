@@ -3,6 +3,8 @@
 //! handler context from the session, and runs extension points for previews.
 
 pub mod compaction;
+pub mod diff;
+pub mod live;
 pub mod models;
 pub mod playtest;
 pub mod preview;

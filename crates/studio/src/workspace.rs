@@ -36,6 +36,12 @@ pub struct Workspace {
     pub session: Session,
     pub plugins: Vec<LoadedPlugin>,
     pub resolution: Resolution,
+    /// Plugins whose latest reload failed: they keep running their last good version, marked
+    /// with the diagnostics of the failed one, until a good version arrives.
+    pub reload_failures: BTreeMap<String, Vec<Diagnostic>>,
+    /// The last session-file reload error (the previous session stays in use).
+    pub session_error: Option<Diagnostic>,
+    pub limits: Limits,
 }
 
 impl Workspace {
@@ -56,9 +62,69 @@ impl Workspace {
             session,
             plugins,
             resolution: Resolution::default(),
+            reload_failures: BTreeMap::new(),
+            session_error: None,
+            limits: limits.clone(),
         };
         workspace.resolve();
         Ok(workspace)
+    }
+
+    /// Reloads one plugin folder (by folder name). A good new version replaces the running one
+    /// (whose runtime shuts down); a broken one is recorded and the last good version keeps
+    /// running. A folder that is gone is unloaded; a new folder is loaded. Returns whether the
+    /// set of running providers changed.
+    pub fn reload_plugin(&mut self, name: &str) -> PluginReload {
+        let folder = self.plugins_dir.join(name);
+        let index = self.plugins.iter().position(|p| p.name == name);
+        if !folder.join("PLUGIN.md").is_file() {
+            self.reload_failures.remove(name);
+            return match index {
+                Some(i) => {
+                    self.plugins.remove(i);
+                    PluginReload::Removed
+                }
+                None => PluginReload::Unchanged,
+            };
+        }
+        let fresh = covel_js::load_plugin(&folder, &self.limits);
+        match index {
+            None => {
+                let ok = fresh.ok();
+                self.plugins.push(fresh);
+                self.plugins.sort_by(|a, b| a.name.cmp(&b.name));
+                if ok { PluginReload::Added } else { PluginReload::Failed }
+            }
+            Some(i) if fresh.ok() || !self.plugins[i].ok() => {
+                self.reload_failures.remove(name);
+                let ok = fresh.ok();
+                self.plugins[i] = fresh;
+                if ok { PluginReload::Replaced } else { PluginReload::Failed }
+            }
+            Some(_) => {
+                self.reload_failures.insert(name.to_string(), fresh.diagnostics.clone());
+                PluginReload::KeptLastGood
+            }
+        }
+    }
+
+    /// Re-reads the session file; a broken file keeps the previous session and records why.
+    pub fn reload_session(&mut self) -> bool {
+        let Some(path) = self.session_path.clone() else { return false };
+        let parsed = std::fs::read_to_string(&path)
+            .map_err(|e| Diagnostic::new(covel_kernel::Code::SessionSchema, format!("cannot read the session file: {e}")).file(&path))
+            .and_then(|text| session::parse_session(&text, &path));
+        match parsed {
+            Ok(session) => {
+                self.session = session;
+                self.session_error = None;
+                true
+            }
+            Err(d) => {
+                self.session_error = Some(d);
+                false
+            }
+        }
     }
 
     /// Re-runs the session resolver (after plugins or the session changed).
@@ -200,8 +266,26 @@ impl Workspace {
         runner::run(point, input, providers, &ctx, &RunOptions { slot, timeout: None })
     }
 
-    /// Diagnostics of every plugin that failed to load.
+    /// Diagnostics of every plugin that failed to load, of failed reloads, and of the session.
     pub fn diagnostics(&self) -> impl Iterator<Item = &Diagnostic> {
-        self.plugins.iter().flat_map(|p| p.diagnostics.iter())
+        self.plugins
+            .iter()
+            .flat_map(|p| p.diagnostics.iter())
+            .chain(self.reload_failures.values().flatten())
+            .chain(self.session_error.iter())
     }
+}
+
+/// What reloading one plugin folder did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PluginReload {
+    Added,
+    Replaced,
+    Removed,
+    /// The new version failed; the last good version keeps running.
+    KeptLastGood,
+    /// It failed and there was no good version to keep.
+    Failed,
+    Unchanged,
 }

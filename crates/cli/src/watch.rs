@@ -1,0 +1,82 @@
+//! `covel watch PLUGINS_DIR [--session FILE]`: follows the folder and prints one entry per
+//! reload — what changed, the diff it made, diagnostics and timings.
+
+use anyhow::Context;
+use covel_js::Limits;
+use covel_studio::live::{FolderWatcher, LiveStudio};
+use covel_studio::{RuntimeTarget, Workspace};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The plugins folder.
+    plugins_dir: PathBuf,
+    /// The test session (its file is watched too).
+    #[arg(long)]
+    session: Option<PathBuf>,
+    /// The runtime previews are assembled for: story, plugin:ID or contract:C.
+    #[arg(long, default_value = "story")]
+    runtime: String,
+    /// Debounce window in milliseconds: a burst of saves within it is one reload.
+    #[arg(long, default_value_t = 150)]
+    debounce_ms: u64,
+    /// Stop after this many reloads (for scripts and tests).
+    #[arg(long)]
+    max_reloads: Option<usize>,
+    /// One JSON object per line.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
+    let target = RuntimeTarget::parse(&args.runtime).with_context(|| format!("--runtime `{}` is not story, plugin:ID or contract:C", args.runtime))?;
+    let workspace = Workspace::open(&args.plugins_dir, args.session.as_deref(), &Limits::default())
+        .with_context(|| format!("opening {}", args.plugins_dir.display()))?;
+    let watcher = FolderWatcher::new(&args.plugins_dir, args.session.as_deref(), Duration::from_millis(args.debounce_ms))
+        .context("starting the file watcher")?;
+    let mut studio = LiveStudio::new(workspace, target);
+    let ready = serde_json::json!({"event": "ready", "plugins": studio.workspace.plugins.len(), "active": studio.workspace.resolution.active});
+    if args.json {
+        println!("{ready}");
+    } else {
+        println!("watching {} ({} plugins); save a file to reload", args.plugins_dir.display(), studio.workspace.plugins.len());
+    }
+    std::io::stdout().flush().ok();
+    let mut reloads = 0;
+    loop {
+        if args.max_reloads.is_some_and(|max| reloads >= max) {
+            return Ok(ExitCode::SUCCESS);
+        }
+        let Some(batch) = watcher.next(Duration::from_secs(3600)) else { continue };
+        let changes = studio.classify(&batch.paths);
+        if changes.plugins.is_empty() && !changes.session {
+            continue;
+        }
+        let entry = studio.reload(&changes, batch.first_event);
+        reloads += 1;
+        if args.json {
+            println!("{}", serde_json::to_string(&entry)?);
+        } else {
+            println!("reload in {:.1} ms ({:.1} ms after the debounce): {}", entry.timings.reload_ms, entry.timings.after_debounce_ms, entry.paths.join(", "));
+            for (plugin, what) in &entry.plugins {
+                println!("  {plugin}: {what:?}");
+            }
+            for s in &entry.diff.segments {
+                println!("  segment {:?}: {}/{}", s.kind, s.plugin, s.id);
+            }
+            for s in &entry.diff.slots {
+                println!("  slot {}{} changed (by {})", s.slot, s.key.as_ref().map(|k| format!("[{k}]")).unwrap_or_default(), s.plugins.join(", "));
+            }
+            for b in &entry.diff.boundaries {
+                println!("  cache boundary {} prefix changed{}", b.index, b.plugin.as_ref().map(|p| format!(" (by {p})")).unwrap_or_default());
+            }
+            for d in &entry.diagnostics {
+                println!("  ✗ {d}");
+            }
+        }
+        std::io::stdout().flush().ok();
+    }
+}

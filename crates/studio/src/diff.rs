@@ -1,0 +1,231 @@
+//! Reload diffs: what a change did to the preview, for the author — segments added, removed,
+//! moved (with the sort key that moved them) or changed; slot values; the world context; cache
+//! boundaries whose prefix changed. Each change names the plugin that caused it.
+
+use crate::preview::Preview;
+use covel_kernel::prompt::{Placement, SegmentKey};
+use serde::Serialize;
+use serde_json::Value;
+
+/// How a segment changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SegmentChangeKind {
+    Added,
+    Removed,
+    Moved,
+    Changed,
+}
+
+/// One segment change.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SegmentChange {
+    pub kind: SegmentChangeKind,
+    pub plugin: String,
+    pub id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub before: Option<SegmentState>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub after: Option<SegmentState>,
+}
+
+/// Where a segment was.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SegmentState {
+    pub index: usize,
+    pub placement: Placement,
+    pub sort_key: SegmentKey,
+    pub included: bool,
+}
+
+/// A slot value that changed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SlotDiff {
+    pub slot: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    pub before: Value,
+    pub after: Value,
+    /// Plugins whose providers built the value.
+    pub plugins: Vec<String>,
+}
+
+/// A cache boundary whose prefix changed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BoundaryDiff {
+    pub index: usize,
+    pub before_tokens: u64,
+    pub after_tokens: u64,
+    /// The plugin of the first segment that differs, when a segment did it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plugin: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub segment: Option<String>,
+}
+
+/// The world context before and after.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorldDiff {
+    pub before: Value,
+    pub after: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plugin: Option<String>,
+}
+
+/// Everything a reload changed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PreviewDiff {
+    pub segments: Vec<SegmentChange>,
+    pub slots: Vec<SlotDiff>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub world_context: Option<WorldDiff>,
+    pub boundaries: Vec<BoundaryDiff>,
+}
+
+impl PreviewDiff {
+    pub fn is_empty(&self) -> bool {
+        self.segments.is_empty() && self.slots.is_empty() && self.world_context.is_none() && self.boundaries.is_empty()
+    }
+
+    /// Plugins named by any change.
+    pub fn plugins(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .segments
+            .iter()
+            .map(|s| s.plugin.clone())
+            .chain(self.slots.iter().flat_map(|s| s.plugins.clone()))
+            .chain(self.world_context.iter().filter_map(|w| w.plugin.clone()))
+            .chain(self.boundaries.iter().filter_map(|b| b.plugin.clone()))
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+}
+
+/// Compares two previews.
+pub fn diff(before: &Preview, after: &Preview) -> PreviewDiff {
+    let state = |p: &Preview, plugin: &str, id: &str| {
+        p.segments.iter().enumerate().find(|(_, s)| s.plugin == plugin && s.id == id).map(|(index, s)| {
+            (SegmentState { index, placement: s.placement, sort_key: s.sort_key.clone(), included: s.included }, s.content.clone())
+        })
+    };
+    let mut segments = Vec::new();
+    for row in &after.segments {
+        let now = state(after, &row.plugin, &row.id);
+        let was = state(before, &row.plugin, &row.id);
+        let (kind, before_state) = match (&was, &now) {
+            (None, _) => (Some(SegmentChangeKind::Added), None),
+            (Some((b, content_b)), Some((a, content_a))) => {
+                let moved = b.placement != a.placement || b.sort_key != a.sort_key || b.included != a.included || relative_order_changed(before, after, &row.plugin, &row.id);
+                let kind = if content_b != content_a {
+                    Some(SegmentChangeKind::Changed)
+                } else if moved {
+                    Some(SegmentChangeKind::Moved)
+                } else {
+                    None
+                };
+                (kind, Some(b.clone()))
+            }
+            (Some(_), None) => (None, None),
+        };
+        if let Some(kind) = kind {
+            segments.push(SegmentChange { kind, plugin: row.plugin.clone(), id: row.id.clone(), before: before_state, after: now.map(|n| n.0) });
+        }
+    }
+    for row in &before.segments {
+        if state(after, &row.plugin, &row.id).is_none() {
+            segments.push(SegmentChange {
+                kind: SegmentChangeKind::Removed,
+                plugin: row.plugin.clone(),
+                id: row.id.clone(),
+                before: state(before, &row.plugin, &row.id).map(|s| s.0),
+                after: None,
+            });
+        }
+    }
+
+    let mut slots = Vec::new();
+    for view in &after.slots {
+        let old = before.slots.iter().find(|o| o.slot == view.slot && o.key == view.key);
+        if old.map(|o| &o.revision) != Some(&view.revision) {
+            let mut plugins: Vec<String> = view.chain.iter().map(|c| c.plugin_id.clone()).collect();
+            plugins.dedup();
+            slots.push(SlotDiff {
+                slot: view.slot.as_str().to_string(),
+                key: view.key.clone(),
+                before: old.map(|o| o.value.clone()).unwrap_or(Value::Null),
+                after: view.value.clone(),
+                plugins,
+            });
+        }
+    }
+
+    let world_context = (before.world_context.snapshot != after.world_context.snapshot).then(|| WorldDiff {
+        before: before.world_context.snapshot.clone(),
+        after: after.world_context.snapshot.clone(),
+        plugin: after.world_context.provided_by.clone().or(before.world_context.provided_by.clone()),
+    });
+
+    let mut boundaries = Vec::new();
+    let prefix = |p: &Preview, n: usize| -> Option<(String, u64)> {
+        let mut seen = 0;
+        let mut parts = Vec::new();
+        for b in &p.prompt.system.blocks {
+            parts.push(b.text.as_str());
+            if b.cache_boundary {
+                if seen == n {
+                    let text = parts.join("\n\n");
+                    let tokens = covel_kernel::sdk::estimate_tokens(&text);
+                    return Some((text, tokens));
+                }
+                seen += 1;
+            }
+        }
+        None
+    };
+    let count = before.prompt.system.blocks.iter().filter(|b| b.cache_boundary).count().max(after.prompt.system.blocks.iter().filter(|b| b.cache_boundary).count());
+    for index in 0..count {
+        let (b, a) = (prefix(before, index), prefix(after, index));
+        if b.as_ref().map(|x| &x.0) != a.as_ref().map(|x| &x.0) {
+            let culprit = segments.iter().find(|s| {
+                let key = format!("{}/{}", s.plugin, s.id);
+                before.prompt.system.blocks.iter().chain(after.prompt.system.blocks.iter()).any(|blk| blk.segments.contains(&key))
+            });
+            boundaries.push(BoundaryDiff {
+                index,
+                before_tokens: b.map(|x| x.1).unwrap_or(0),
+                after_tokens: a.map(|x| x.1).unwrap_or(0),
+                plugin: culprit.map(|c| c.plugin.clone()),
+                segment: culprit.map(|c| format!("{}/{}", c.plugin, c.id)),
+            });
+        }
+    }
+    PreviewDiff { segments, slots, world_context, boundaries }
+}
+
+/// Whether the segments ahead of this one in its placement changed (among segments present in
+/// both previews: an added or removed segment is its own change, not a move of its neighbours).
+fn relative_order_changed(before: &Preview, after: &Preview, plugin: &str, id: &str) -> bool {
+    let in_both = |p: &str, i: &str| {
+        before.segments.iter().any(|s| s.plugin == p && s.id == i) && after.segments.iter().any(|s| s.plugin == p && s.id == i)
+    };
+    let ahead = |preview: &Preview| -> Vec<(String, String)> {
+        let Some(me) = preview.segments.iter().find(|s| s.plugin == plugin && s.id == id) else { return Vec::new() };
+        preview
+            .segments
+            .iter()
+            .filter(|s| s.placement == me.placement && s.included)
+            .take_while(|s| !(s.plugin == plugin && s.id == id))
+            .filter(|s| in_both(&s.plugin, &s.id))
+            .map(|s| (s.plugin.clone(), s.id.clone()))
+            .collect()
+    };
+    ahead(before) != ahead(after)
+}

@@ -1,0 +1,304 @@
+//! The authoring loop: hot reload with diffs (and the last good version kept), playtests with
+//! the scripted model and with loopback fakes of OpenAI-compatible and Anthropic servers, undo
+//! and atomic saves.
+
+use covel_js::Limits;
+use covel_studio::diff::SegmentChangeKind;
+use covel_studio::live::{FolderWatcher, LiveStudio};
+use covel_studio::playtest::Playtest;
+use covel_studio::workspace::PluginReload;
+use covel_studio::{RuntimeTarget, Workspace};
+use covel_tests::redact_timings;
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+fn sample_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins-sample")
+}
+
+/// A temporary copy of plugins-sample.
+fn sample_copy() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    copy_dir(&sample_dir(), dir.path());
+    dir
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read").flatten() {
+        let target = to.join(entry.file_name());
+        if entry.path().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
+}
+
+fn live(dir: &Path) -> LiveStudio {
+    let ws = Workspace::open(dir, Some(&dir.join("demo.session.yaml")), &Limits::default()).expect("opens");
+    LiveStudio::new(ws, RuntimeTarget::Story)
+}
+
+fn reload(studio: &mut LiveStudio, paths: &[PathBuf]) -> covel_studio::live::ReloadEntry {
+    let changes = studio.classify(paths);
+    studio.reload(&changes, Instant::now())
+}
+
+fn edit(path: &Path, from: &str, to: &str) {
+    let text = std::fs::read_to_string(path).expect("read");
+    assert!(text.contains(from), "{from} not in {}", path.display());
+    std::fs::write(path, text.replace(from, to)).expect("write");
+}
+
+// ---- Hot reload -------------------------------------------------------------------------------
+
+#[test]
+fn editing_a_relatively_imported_module_reloads_only_its_plugin_and_diffs_the_segment() {
+    let dir = sample_copy();
+    let mut studio = live(dir.path());
+    let module = dir.path().join("story-director/server/lib/text.js");
+    edit(&module, "grave, unhurried", "grave, slow");
+    let entry = reload(&mut studio, &[module]);
+    assert_eq!(entry.plugins.len(), 1);
+    assert_eq!(entry.plugins["story-director"], PluginReload::Replaced);
+    let change = entry.diff.segments.iter().find(|s| s.id == "tone").expect("tone changed");
+    assert_eq!(change.kind, SegmentChangeKind::Changed);
+    assert_eq!(change.plugin, "story-director");
+    let boundary = entry.diff.boundaries.iter().find(|b| b.index == 2).expect("the stable block's boundary moved");
+    assert_eq!(boundary.plugin.as_deref(), Some("story-director"));
+    assert!(entry.diff.slots.is_empty(), "nothing else changed");
+}
+
+#[test]
+fn a_syntax_error_keeps_the_last_good_version_until_a_fix_arrives() {
+    let dir = sample_copy();
+    let mut studio = live(dir.path());
+    let entry_file = dir.path().join("story-director/server/index.js");
+    edit(&entry_file, "export default function (covel) {", "export default function (covel) {{");
+    let broken = reload(&mut studio, std::slice::from_ref(&entry_file));
+    assert_eq!(broken.plugins["story-director"], PluginReload::KeptLastGood);
+    let diagnostic = broken.diagnostics.iter().find(|d| d.plugin.as_deref() == Some("story-director")).expect("diagnostic");
+    assert_eq!(diagnostic.code.as_str(), "entry-syntax");
+    assert!(broken.diff.segments.is_empty(), "the last good version still provides its segments");
+    assert!(studio.preview.segments.iter().any(|s| s.plugin == "story-director" && s.id == "tone"));
+
+    edit(&entry_file, "export default function (covel) {{", "export default function (covel) {");
+    let fixed = reload(&mut studio, &[entry_file]);
+    assert_eq!(fixed.plugins["story-director"], PluginReload::Replaced);
+    assert!(fixed.diagnostics.is_empty(), "{:?}", fixed.diagnostics);
+}
+
+#[test]
+fn a_deleted_plugin_is_unloaded_and_a_new_one_loaded() {
+    let dir = sample_copy();
+    let mut studio = live(dir.path());
+    std::fs::remove_dir_all(dir.path().join("lore-book")).expect("delete");
+    let removed = reload(&mut studio, &[dir.path().join("lore-book/PLUGIN.md")]);
+    assert_eq!(removed.plugins["lore-book"], PluginReload::Removed);
+    let gone: Vec<&str> = removed.diff.segments.iter().filter(|s| s.kind == SegmentChangeKind::Removed).map(|s| s.id.as_str()).collect();
+    assert!(gone.contains(&"glossary"), "{gone:?}");
+
+    copy_dir(&sample_dir().join("lore-book"), &dir.path().join("lore-book"));
+    let added = reload(&mut studio, &[dir.path().join("lore-book/PLUGIN.md")]);
+    assert_eq!(added.plugins["lore-book"], PluginReload::Added);
+    assert!(added.diff.segments.iter().any(|s| s.kind == SegmentChangeKind::Added && s.id == "glossary"));
+}
+
+#[test]
+fn a_session_file_change_reloads_the_session() {
+    let dir = sample_copy();
+    let mut studio = live(dir.path());
+    let session = dir.path().join("demo.session.yaml");
+    edit(&session, "story-director: { tone: grave }", "story-director: { tone: wry }");
+    let entry = reload(&mut studio, &[session]);
+    assert!(entry.session_reloaded);
+    assert!(entry.plugins.is_empty());
+    let tone = entry.diff.segments.iter().find(|s| s.id == "tone").expect("tone changed");
+    assert_eq!(tone.kind, SegmentChangeKind::Changed);
+}
+
+#[test]
+fn a_burst_of_one_hundred_writes_is_one_reload_with_the_final_state() {
+    let dir = sample_copy();
+    let mut studio = live(dir.path());
+    let watcher = FolderWatcher::new(dir.path(), Some(&dir.path().join("demo.session.yaml")), Duration::from_millis(300)).expect("watcher");
+    std::thread::sleep(Duration::from_millis(100));
+    let module = dir.path().join("story-director/server/lib/text.js");
+    let original = std::fs::read_to_string(&module).expect("read");
+    for i in 0..100 {
+        std::fs::write(&module, original.replace("grave, unhurried", &format!("grave ({i})"))).expect("write");
+    }
+    let batch = watcher.next(Duration::from_secs(10)).expect("one batch");
+    let entry = studio.reload(&studio.classify(&batch.paths), batch.first_event);
+    assert_eq!(entry.plugins.keys().collect::<Vec<_>>(), ["story-director"]);
+    let tone = studio.preview.segments.iter().find(|s| s.id == "tone").expect("tone");
+    assert!(tone.content.contains("grave (99)"), "final state: {}", tone.content);
+    assert!(watcher.next(Duration::from_millis(800)).is_none(), "no second reload for the same burst");
+}
+
+#[test]
+fn replaced_runtimes_shut_down_cleanly() {
+    let dir = sample_copy();
+    let mut studio = live(dir.path());
+    let module = dir.path().join("story-director/server/lib/text.js");
+    for i in 0..20 {
+        edit(&module, if i == 0 { "grave, unhurried" } else { "grave-loop" }, "grave-loop");
+        reload(&mut studio, std::slice::from_ref(&module));
+    }
+    // Twenty replaced QuickJS runtimes were dropped on their own threads; the newest answers.
+    assert!(studio.preview.segments.iter().any(|s| s.id == "tone" && s.content.contains("grave-loop")));
+}
+
+// ---- Playtesting -------------------------------------------------------------------------------
+
+fn demo_play() -> Playtest {
+    let ws = Workspace::open(&sample_dir(), Some(&sample_dir().join("demo.session.yaml")), &Limits::default()).expect("opens");
+    Playtest::new(ws)
+}
+
+#[test]
+fn five_scripted_turns_of_the_demo_session_match_their_snapshots() {
+    let mut play = demo_play();
+    let messages = ["I swim to the tower.", "I climb the stairs.", "I ring the bell.", "I listen.", "I swim back."];
+    let mut turns = Vec::new();
+    for message in messages {
+        let report = play.play(message);
+        assert!(report.error.is_none(), "{:?}", report.error);
+        let mut value = json!({
+            "turnId": report.turn_id,
+            "reply": report.reply.as_ref().map(|r| &r.text),
+            "messages": report.preview.prompt.messages,
+            "cache": report.preview.cache,
+            "compactionTriggered": report.compaction.triggered,
+            "slotChanges": report.slot_changes,
+        });
+        redact_timings(&mut value);
+        turns.push(value);
+    }
+    assert_eq!(play.turns(), 5);
+    insta::assert_json_snapshot!("demo_five_turns", turns);
+}
+
+#[test]
+fn turns_can_be_undone_back_to_the_session_files_state_and_saved_atomically() {
+    let mut play = demo_play();
+    let original = play.workspace.session.clone();
+    play.play("I swim to the tower.");
+    play.play("I climb the stairs.");
+    assert_eq!(play.workspace.session.history.messages.len(), original.history.messages.len() + 4);
+    assert!(play.undo());
+    assert!(play.undo());
+    assert!(!play.undo(), "nothing left to undo");
+    assert_eq!(play.workspace.session, original);
+
+    play.play("I dive.");
+    let dir = tempfile::tempdir().expect("temp");
+    let path = dir.path().join("played.session.yaml");
+    std::fs::write(&path, "old contents").expect("seed");
+    play.save(&path).expect("save");
+    let saved = covel_kernel::session::parse_session(&std::fs::read_to_string(&path).expect("read"), &path).expect("the saved file parses");
+    assert_eq!(saved.history.messages.len(), original.history.messages.len() + 2);
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path()).expect("dir").flatten().filter(|e| e.file_name().to_string_lossy().ends_with(".tmp")).collect();
+    assert!(leftovers.is_empty(), "the temporary file was renamed into place");
+}
+
+#[test]
+fn a_failing_world_context_fails_the_turn_and_appends_nothing() {
+    let fixtures = covel_tests::fixture("world/plugins");
+    let session = covel_tests::fixture("world/sessions/throws.session.yaml");
+    let ws = Workspace::open(&fixtures, Some(&session), &Limits::default()).expect("opens");
+    let mut play = Playtest::new(ws);
+    let before = play.workspace.session.history.messages.len();
+    let report = play.play("Hello");
+    assert!(report.error.as_deref().is_some_and(|e| e.contains("dimension store unreachable")));
+    assert!(report.reply.is_none());
+    assert_eq!(play.workspace.session.history.messages.len(), before);
+}
+
+/// Requests a fake server received: `(path, JSON body)`.
+type Recorded = Arc<Mutex<Vec<(String, Value)>>>;
+
+/// A one-request-at-a-time HTTP server on loopback that records bodies and answers `reply`.
+fn fake_server(reply: Value) -> (String, Recorded) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let record = Arc::clone(&seen);
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(8) {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+            let mut line = String::new();
+            reader.read_line(&mut line).expect("request line");
+            let path = line.split_whitespace().nth(1).unwrap_or_default().to_string();
+            let mut length = 0;
+            loop {
+                let mut header = String::new();
+                reader.read_line(&mut header).expect("header");
+                if header.trim().is_empty() {
+                    break;
+                }
+                if let Some(v) = header.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).expect("body");
+            record.lock().expect("lock").push((path, serde_json::from_slice(&body).unwrap_or(Value::Null)));
+            let text = reply.to_string();
+            let response = format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{text}", text.len());
+            stream.write_all(response.as_bytes()).expect("respond");
+        }
+    });
+    (url, seen)
+}
+
+fn play_with(backend: &str, url: &str) -> (Playtest, covel_studio::playtest::TurnReport) {
+    let ws = Workspace::open(&sample_dir(), Some(&sample_dir().join("demo.session.yaml")), &Limits::default()).expect("opens");
+    let mut ws = ws;
+    ws.session.models.story.backend = backend.into();
+    ws.session.models.story.base_url = Some(url.into());
+    ws.session.models.story.model = Some("test-model".into());
+    let mut play = Playtest::new(ws);
+    let report = play.play("I swim to the tower.");
+    (play, report)
+}
+
+#[test]
+fn the_openai_compatible_backend_sends_the_assembled_chat_body() {
+    let (url, seen) = fake_server(json!({"choices": [{"message": {"role": "assistant", "content": "The water is cold."}, "finish_reason": "stop"}]}));
+    let (_, report) = play_with("openai", &url);
+    assert_eq!(report.reply.as_ref().map(|r| r.text.as_str()), Some("The water is cold."), "{:?}", report.error);
+    let requests = seen.lock().expect("lock");
+    let (path, body) = &requests[0];
+    assert_eq!(path, "/chat/completions");
+    let mut expected = report.preview.prompt.requests.openai.clone();
+    expected["model"] = json!("test-model");
+    assert_eq!(body, &expected, "exactly the body the studio shows");
+    assert!(!body.to_string().contains("cache_control"));
+}
+
+#[test]
+fn the_anthropic_backend_sends_cache_control_and_reports_cache_usage() {
+    let usage = json!({"input_tokens": 120, "output_tokens": 30, "cache_creation_input_tokens": 900, "cache_read_input_tokens": 0});
+    let (url, seen) = fake_server(json!({"content": [{"type": "text", "text": "The bell tolls."}], "stop_reason": "end_turn", "usage": usage}));
+    let (_, report) = play_with("anthropic", &url);
+    let reply = report.reply.as_ref().unwrap_or_else(|| panic!("{:?}", report.error));
+    assert_eq!(reply.text, "The bell tolls.");
+    assert_eq!(reply.usage.as_ref(), Some(&usage), "the API's cache usage is shown beside the prediction");
+    let requests = seen.lock().expect("lock");
+    let (path, body) = &requests[0];
+    assert_eq!(path, "/v1/messages");
+    let mut expected = report.preview.prompt.requests.anthropic.clone();
+    expected["model"] = json!("test-model");
+    assert_eq!(body, &expected);
+    let system = body["system"].as_array().expect("system blocks");
+    let cached: Vec<bool> = system.iter().map(|b| b.get("cache_control").is_some()).collect();
+    assert_eq!(cached, [true, true, true, false], "three system boundaries, the turn tail uncached");
+    assert_eq!(body.to_string().matches("cache_control").count(), 4);
+}
