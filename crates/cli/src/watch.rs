@@ -38,11 +38,11 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let watcher = FolderWatcher::new(&args.plugins_dir, args.session.as_deref(), Duration::from_millis(args.debounce_ms))
         .context("starting the file watcher")?;
     let mut studio = LiveStudio::new(workspace, target);
-    let ready = serde_json::json!({"event": "ready", "plugins": studio.workspace.plugins.len(), "active": studio.workspace.resolution.active});
+    let ready = serde_json::json!({"event": "ready", "plugins": studio.workspace().plugins.len(), "active": studio.workspace().resolution.active});
     if args.json {
         println!("{ready}");
     } else {
-        println!("watching {} ({} plugins); save a file to reload", args.plugins_dir.display(), studio.workspace.plugins.len());
+        println!("watching {} ({} plugins); save a file to reload", args.plugins_dir.display(), studio.workspace().plugins.len());
     }
     std::io::stdout().flush().ok();
     let mut reloads = 0;

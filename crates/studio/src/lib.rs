@@ -9,6 +9,7 @@ pub mod models;
 pub mod playtest;
 pub mod preview;
 pub mod slots;
+pub mod view;
 pub mod workspace;
 
 pub use preview::{Preview, RuntimeTarget};

@@ -4,8 +4,9 @@
 //! diagnostics and the timings. The CLI's `covel watch` and the desktop app both use it.
 
 use crate::diff::{PreviewDiff, diff};
+use crate::playtest::{Playtest, TurnReport};
 use crate::preview::{Preview, RuntimeTarget};
-use crate::slots::{SlotChange, SlotHost, Trigger};
+use crate::slots::{SlotChange, Trigger};
 use crate::workspace::{PluginReload, Workspace};
 use covel_kernel::diagnostic::Diagnostic;
 use notify_debouncer_full::notify::RecursiveMode;
@@ -52,26 +53,77 @@ pub struct ReloadEntry {
     pub timings: ReloadTimings,
 }
 
-/// A workspace with its current preview.
+/// A workspace with its current preview, its playtest and its last reload.
 pub struct LiveStudio {
-    pub workspace: Workspace,
+    /// The playtest owns the workspace, the slot host and the undo history.
+    pub play: Playtest,
     pub target: RuntimeTarget,
     pub preview: Preview,
-    pub slots: SlotHost,
+    pub last_reload: Option<ReloadEntry>,
+    pub turns: Vec<TurnReport>,
 }
 
 impl LiveStudio {
     pub fn new(workspace: Workspace, target: RuntimeTarget) -> LiveStudio {
         let preview = workspace.preview(&target);
-        let mut slots = SlotHost::default();
-        slots.apply(&workspace, &Trigger::All);
-        LiveStudio { workspace, target, preview, slots }
+        LiveStudio { play: Playtest::new(workspace), target, preview, last_reload: None, turns: Vec::new() }
+    }
+
+    pub fn workspace(&self) -> &Workspace {
+        &self.play.workspace
+    }
+
+    /// Switches the previewed runtime.
+    pub fn set_target(&mut self, target: RuntimeTarget) {
+        self.target = target;
+        self.refresh();
+    }
+
+    /// Recomputes the preview from the current state.
+    pub fn refresh(&mut self) {
+        self.preview = self.play.workspace.preview(&self.target);
+    }
+
+    /// Plays a turn and refreshes the preview.
+    pub fn play_turn(&mut self, message: &str) -> TurnReport {
+        let report = self.play.play(message);
+        self.turns.push(report.clone());
+        self.refresh();
+        report
+    }
+
+    /// Replaces the session with an edited one (validated like a session file), saves it
+    /// atomically to the session file when there is one, and re-runs the preview.
+    pub fn update_session(&mut self, edited: serde_json::Value) -> Result<(), Diagnostic> {
+        let session: covel_kernel::session::Session = serde_json::from_value(edited).map_err(|e| {
+            Diagnostic::new(covel_kernel::Code::SessionSchema, format!("the edited session is not valid: {e}"))
+        })?;
+        if let Some(path) = self.play.workspace.session_path.clone() {
+            crate::playtest::save_session(&session, &path)
+                .map_err(|e| Diagnostic::new(covel_kernel::Code::SessionSchema, format!("cannot save the session: {e}")).file(&path))?;
+        }
+        self.play.workspace.session = session;
+        self.play.workspace.resolve();
+        self.play.slots.apply(&self.play.workspace, &Trigger::All);
+        self.refresh();
+        Ok(())
+    }
+
+    /// Undoes the last turn.
+    pub fn undo(&mut self) -> bool {
+        let undone = self.play.undo();
+        if undone {
+            self.turns.pop();
+            self.refresh();
+        }
+        undone
     }
 
     /// Classifies changed paths.
     pub fn classify(&self, paths: &[PathBuf]) -> ChangeSet {
-        let root = self.workspace.plugins_dir.canonicalize().unwrap_or_else(|_| self.workspace.plugins_dir.clone());
-        let session = self.workspace.session_path.as_ref().map(|p| p.canonicalize().unwrap_or_else(|_| p.clone()));
+        let workspace = &self.play.workspace;
+        let root = workspace.plugins_dir.canonicalize().unwrap_or_else(|_| workspace.plugins_dir.clone());
+        let session = workspace.session_path.as_ref().map(|p| p.canonicalize().unwrap_or_else(|_| p.clone()));
         let mut set = ChangeSet::default();
         for path in paths {
             let canonical = canonical_or_parent(path);
@@ -84,7 +136,7 @@ impl LiveStudio {
             let Some(first) = relative.components().next() else { continue };
             let name = first.as_os_str().to_string_lossy().into_owned();
             // Files directly in the plugins folder (the demo session, a README) are not plugins.
-            if relative.components().count() == 1 && !canonical.is_dir() && self.workspace.plugins.iter().all(|p| p.name != name) {
+            if relative.components().count() == 1 && !canonical.is_dir() && workspace.plugins.iter().all(|p| p.name != name) {
                 continue;
             }
             if name.starts_with('.') {
@@ -105,28 +157,29 @@ impl LiveStudio {
     pub fn reload(&mut self, changes: &ChangeSet, first_event: Instant) -> ReloadEntry {
         let started = Instant::now();
         let mut plugins = BTreeMap::new();
+        let workspace = &mut self.play.workspace;
         for name in &changes.plugins {
-            plugins.insert(name.clone(), self.workspace.reload_plugin(name));
+            plugins.insert(name.clone(), workspace.reload_plugin(name));
         }
-        let session_reloaded = changes.session && self.workspace.reload_session();
+        let session_reloaded = changes.session && workspace.reload_session();
         let load_ms = ms(started);
         let t = Instant::now();
-        self.workspace.resolve();
+        workspace.resolve();
         let resolve_ms = ms(t);
         let t = Instant::now();
-        let preview = self.workspace.preview(&self.target);
+        let preview = workspace.preview(&self.target);
         let preview_ms = ms(t);
         let diff = diff(&self.preview, &preview);
         self.preview = preview;
         let trigger = if session_reloaded { Trigger::All } else { Trigger::PluginsChanged };
-        let slot_changes = self.slots.apply(&self.workspace, &trigger);
-        ReloadEntry {
+        let slot_changes = self.play.slots.apply(&self.play.workspace, &trigger);
+        let entry = ReloadEntry {
             paths: changes.paths.clone(),
             plugins,
             session_reloaded,
             diff,
             slot_changes,
-            diagnostics: self.workspace.diagnostics().cloned().collect(),
+            diagnostics: self.play.workspace.diagnostics().cloned().collect(),
             timings: ReloadTimings {
                 reload_ms: ms(first_event),
                 after_debounce_ms: ms(started),
@@ -134,7 +187,9 @@ impl LiveStudio {
                 resolve_ms,
                 preview_ms,
             },
-        }
+        };
+        self.last_reload = Some(entry.clone());
+        entry
     }
 }
 

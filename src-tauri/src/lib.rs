@@ -1,0 +1,34 @@
+//! The Tauri shell over covel-studio: commands and events, typed with tauri-specta. It holds
+//! one `LiveStudio`, follows its folder with a watcher thread, and sends the UI a fresh
+//! snapshot after every reload. No studio logic lives here.
+
+mod commands;
+mod state;
+
+pub use commands::builder;
+
+/// Starts the app on a plugins folder and session.
+pub fn run(plugins: Option<String>, session: Option<String>) -> anyhow::Result<()> {
+    let builder = builder();
+    // Regenerating the UI's bindings is explicit (a test checks they are fresh).
+    if std::env::var_os("COVEL_EXPORT_BINDINGS").is_some() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../ui/src/lib/bindings.ts");
+        builder
+            .export(specta_typescript::Typescript::default().header("// @ts-nocheck\n"), &path)
+            .map_err(|e| anyhow::anyhow!("exporting TypeScript bindings: {e}"))?;
+    }
+    let initial = state::initial_folder(plugins, session);
+    tauri::Builder::default()
+        .manage(state::AppState::default())
+        .invoke_handler(builder.invoke_handler())
+        .setup(move |app| {
+            builder.mount_events(app);
+            if let Some((plugins, session)) = initial {
+                let handle = app.handle().clone();
+                std::thread::spawn(move || state::open(&handle, &plugins, session.as_deref()));
+            }
+            Ok(())
+        })
+        .run(tauri::generate_context!())
+        .map_err(|e| anyhow::anyhow!("running the window: {e}"))
+}

@@ -1,0 +1,102 @@
+//! The app's state: the open studio, its watcher thread, and the recent folders.
+
+use crate::commands::{Json, StudioChanged};
+use covel_js::Limits;
+use covel_studio::live::{FolderWatcher, LiveStudio};
+use covel_studio::{RuntimeTarget, Workspace};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tauri::{AppHandle, Manager};
+use tauri_specta::Event;
+
+/// Shared by every command.
+#[derive(Default)]
+pub struct AppState {
+    pub studio: Arc<Mutex<Option<LiveStudio>>>,
+    /// Bumped on every open, so the previous folder's watcher thread stops.
+    pub generation: Arc<AtomicU64>,
+}
+
+/// The folder to open at start: the command line's, else plugins-sample/ with its demo.
+pub fn initial_folder(plugins: Option<String>, session: Option<String>) -> Option<(String, Option<String>)> {
+    if let Some(plugins) = plugins {
+        return Some((plugins, session));
+    }
+    let sample = ["plugins-sample", "../plugins-sample"].into_iter().map(PathBuf::from).find(|p| p.is_dir())?;
+    let demo = sample.join("demo.session.yaml");
+    Some((sample.display().to_string(), demo.is_file().then(|| demo.display().to_string())))
+}
+
+/// Opens a folder, remembers it, starts watching it and tells the UI.
+pub fn open(app: &AppHandle, plugins: &str, session: Option<&str>) -> Result<Json, String> {
+    let state = app.state::<AppState>();
+    emit(app, "opening", None);
+    let workspace = Workspace::open(Path::new(plugins), session.map(Path::new), &Limits::default()).map_err(|e| e.to_string())?;
+    let studio = LiveStudio::new(workspace, RuntimeTarget::Story);
+    let snapshot = Json::of(&studio.snapshot());
+    *state.studio.lock().map_err(|_| "studio state poisoned")? = Some(studio);
+    remember(app, plugins, session);
+    let generation = state.generation.fetch_add(1, Ordering::SeqCst) + 1;
+    watch(app.clone(), PathBuf::from(plugins), session.map(PathBuf::from), generation);
+    emit(app, "opened", Some(snapshot.clone()));
+    Ok(snapshot)
+}
+
+fn emit(app: &AppHandle, reason: &str, snapshot: Option<Json>) {
+    let _ = StudioChanged { reason: reason.to_string(), snapshot }.emit(app);
+}
+
+fn watch(app: AppHandle, plugins: PathBuf, session: Option<PathBuf>, generation: u64) {
+    std::thread::spawn(move || {
+        let Ok(watcher) = FolderWatcher::new(&plugins, session.as_deref(), Duration::from_millis(150)) else {
+            emit(&app, "watch-failed", None);
+            return;
+        };
+        let state = app.state::<AppState>();
+        while state.generation.load(Ordering::SeqCst) == generation {
+            let Some(batch) = watcher.next(Duration::from_millis(500)) else { continue };
+            let snapshot = {
+                let Ok(mut guard) = state.studio.lock() else { return };
+                let Some(studio) = guard.as_mut() else { continue };
+                let changes = studio.classify(&batch.paths);
+                if changes.plugins.is_empty() && !changes.session {
+                    continue;
+                }
+                studio.reload(&changes, batch.first_event);
+                Json::of(&studio.snapshot())
+            };
+            emit(&app, "reload", Some(snapshot));
+        }
+    });
+}
+
+fn recent_file(app: &AppHandle) -> Option<PathBuf> {
+    app.path().app_config_dir().ok().map(|d| d.join("recent.json"))
+}
+
+/// The recently opened folders, newest first.
+pub fn recent(app: &AppHandle) -> Vec<(String, Option<String>)> {
+    recent_file(app)
+        .and_then(|f| std::fs::read_to_string(f).ok())
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default()
+}
+
+fn remember(app: &AppHandle, plugins: &str, session: Option<&str>) {
+    let Some(file) = recent_file(app) else { return };
+    let mut list = recent(app);
+    list.retain(|(p, s)| !(p == plugins && s.as_deref() == session));
+    list.insert(0, (plugins.to_string(), session.map(str::to_string)));
+    list.truncate(10);
+    if let Some(dir) = file.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    if let Ok(text) = serde_json::to_string_pretty(&list) {
+        let temp = file.with_extension("json.tmp");
+        if std::fs::write(&temp, text).is_ok() {
+            let _ = std::fs::rename(temp, file);
+        }
+    }
+}

@@ -1,0 +1,75 @@
+//! The JSON the desktop UI's tests are fed (ui/fixtures/*.json): real studio snapshots of the
+//! demo session — as opened, after a played turn, after a reload — so browser tests exercise the
+//! UI against what the Rust side produces. Fails when the committed fixtures are stale; run with
+//! `UPDATE_UI_FIXTURES=1` to rewrite them.
+
+use covel_js::Limits;
+use covel_studio::live::LiveStudio;
+use covel_studio::{RuntimeTarget, Workspace};
+use serde_json::Value;
+use std::path::Path;
+use std::time::Instant;
+
+fn normalize(value: &mut Value, root: &str) {
+    match value {
+        Value::Object(map) => {
+            for (key, item) in map.iter_mut() {
+                if key.ends_with("Ms") && item.is_number() {
+                    *item = Value::from(0);
+                } else {
+                    normalize(item, root);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|i| normalize(i, root)),
+        Value::String(s) if s.contains(root) => *s = s.replace(root, "plugins-sample"),
+        _ => {}
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read").flatten() {
+        let target = to.join(entry.file_name());
+        if entry.path().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
+}
+
+#[test]
+fn ui_fixtures_are_fresh() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let dir = tempfile::tempdir().expect("temp");
+    copy_dir(&repo.join("plugins-sample"), dir.path());
+    let root = dir.path().canonicalize().expect("canonical").display().to_string();
+    let workspace = Workspace::open(Path::new(&root), Some(&Path::new(&root).join("demo.session.yaml")), &Limits::default()).expect("opens");
+    let mut studio = LiveStudio::new(workspace, RuntimeTarget::Story);
+    let mut outputs = Vec::new();
+    outputs.push(("snapshot.json", serde_json::to_value(studio.snapshot()).expect("json")));
+    studio.play_turn("I swim to the bell tower.");
+    outputs.push(("after-turn.json", serde_json::to_value(studio.snapshot()).expect("json")));
+    studio.undo();
+    let module = Path::new(&root).join("story-director/server/lib/text.js");
+    let text = std::fs::read_to_string(&module).expect("read");
+    std::fs::write(&module, text.replace("grave, unhurried", "grave, patient")).expect("write");
+    let changes = studio.classify(&[module]);
+    studio.reload(&changes, Instant::now());
+    outputs.push(("after-reload.json", serde_json::to_value(studio.snapshot()).expect("json")));
+
+    let update = std::env::var_os("UPDATE_UI_FIXTURES").is_some();
+    let mut stale = Vec::new();
+    for (name, mut value) in outputs {
+        normalize(&mut value, &root);
+        let path = repo.join("ui/fixtures").join(name);
+        let fresh = serde_json::to_string_pretty(&value).expect("json") + "\n";
+        if update {
+            std::fs::write(&path, &fresh).expect("write fixture");
+        } else if std::fs::read_to_string(&path).ok().as_deref() != Some(fresh.as_str()) {
+            stale.push(name);
+        }
+    }
+    assert!(stale.is_empty(), "stale UI fixtures {stale:?}: run `UPDATE_UI_FIXTURES=1 cargo test -p covel-tests --test ui_fixtures`");
+}

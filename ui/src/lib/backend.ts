@@ -1,0 +1,39 @@
+// The only module that talks to the desktop shell. Everything else imports `backend` and stays
+// plain; browser tests build with `--mode fake` and get the fake, fed by fixtures the Rust
+// tests write (ui/fixtures/*.json).
+import type { Snapshot } from "./types";
+
+export interface StudioEvent {
+  reason: string;
+  snapshot: Snapshot | null;
+}
+
+export interface RecentFolder {
+  plugins: string;
+  session: string | null;
+}
+
+export interface Backend {
+  open(plugins: string, session: string | null): Promise<Snapshot>;
+  snapshot(): Promise<Snapshot>;
+  setRuntime(target: string): Promise<Snapshot>;
+  playTurn(message: string): Promise<Snapshot>;
+  undoTurn(): Promise<Snapshot>;
+  savePlayedSession(path: string): Promise<void>;
+  updateSession(session: unknown): Promise<Snapshot>;
+  recentFolders(): Promise<RecentFolder[]>;
+  onChange(listener: (event: StudioEvent) => void): Promise<() => void>;
+}
+
+declare const __FAKE_BACKEND__: boolean;
+
+async function load(): Promise<Backend> {
+  if (__FAKE_BACKEND__) {
+    const { fakeBackend } = await import("./fake-backend");
+    return fakeBackend();
+  }
+  const { tauriBackend } = await import("./tauri-backend");
+  return tauriBackend();
+}
+
+export const backend: Promise<Backend> = load();

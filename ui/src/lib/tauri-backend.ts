@@ -1,0 +1,29 @@
+// The real backend: the generated tauri-specta bindings.
+import { commands, events } from "./bindings";
+import type { Backend } from "./backend";
+import type { Snapshot } from "./types";
+
+type Result<T> = { status: "ok"; data: T } | { status: "error"; error: string };
+
+function unwrap<T>(result: Result<T>): T {
+  if (result.status === "error") throw new Error(result.error);
+  return result.data;
+}
+
+export function tauriBackend(): Backend {
+  const snap = async (r: Promise<Result<unknown>>) => unwrap(await r) as Snapshot;
+  return {
+    open: (plugins, session) => snap(commands.openWorkspace(plugins, session)),
+    snapshot: () => snap(commands.snapshot()),
+    setRuntime: (target) => snap(commands.setRuntime(target)),
+    playTurn: (message) => snap(commands.playTurn(message)),
+    undoTurn: () => snap(commands.undoTurn()),
+    savePlayedSession: async (path) => {
+      unwrap(await commands.savePlayedSession(path));
+    },
+    updateSession: (session) => snap(commands.updateSession(session)),
+    recentFolders: async () => unwrap(await commands.recentFolders()),
+    onChange: async (listener) =>
+      events.studioChanged.listen((e) => listener({ reason: e.payload.reason, snapshot: (e.payload.snapshot ?? null) as Snapshot | null })),
+  };
+}

@@ -1,0 +1,177 @@
+// The shapes of the studio snapshot the UI reads (the Rust side is covel-studio's `view`).
+
+export type I18n = string | Record<string, string>;
+export type Volatility = "stable" | "session" | "turn";
+
+export interface Diagnostic {
+  code: string;
+  message: string;
+  plugin?: string;
+  file?: string;
+  line?: number;
+  column?: number;
+}
+
+export interface CallRecord {
+  point: string;
+  pluginId: string;
+  providerId: string;
+  slot?: string;
+  order: number;
+  outcome: string;
+  errorCode?: string;
+  message?: string;
+  durationMs: number;
+  logs?: string[];
+}
+
+export interface Block {
+  kind: "preamble" | "body" | "stable-segments" | "turn-tail";
+  text: string;
+  tokens: number;
+  cacheBoundary: boolean;
+  segments: string[];
+}
+
+export interface Message {
+  role: string;
+  content: string;
+  tokens: number;
+  origin: { kind: string; id?: string; plugin?: string; segment?: string; segments?: string[] };
+}
+
+export interface SortKey {
+  volatility: Volatility;
+  order: number;
+  providerPluginId: string;
+  id: string;
+}
+
+export interface SegmentRow {
+  plugin: string;
+  id: string;
+  volatility: Volatility;
+  order: number;
+  position: string | { depth: number };
+  role: string;
+  audience: unknown;
+  placement: { kind: string; depth?: number };
+  volatilityApplies: boolean;
+  sortKey: SortKey;
+  tieBrokenByPluginId: boolean;
+  included: boolean;
+  excludedBecause?: string;
+  tokens: number;
+  content: string;
+}
+
+export interface BoundaryStability {
+  index: number;
+  after: string;
+  prefixTokens: number;
+  stable: boolean;
+  firstDifference?: { block: string; segment?: string; plugin?: string };
+}
+
+export interface CacheReport {
+  boundaries: BoundaryStability[];
+  historyPrefixStable: boolean;
+  lint: { code: string; plugin: string; segment: string; volatility: Volatility; breaksBoundary?: number; message: string }[];
+  warnings: { code: string; boundary: number; prefixTokens: number; minimum: number; message: string }[];
+}
+
+export interface SlotView {
+  slot: string;
+  key?: string;
+  value: any;
+  revision: string;
+  chain: CallRecord[];
+}
+
+export interface Preview {
+  session: string;
+  runtime: { kind: string; id?: string };
+  turnId: string;
+  prompt: {
+    system: { blocks: Block[]; tokens: number };
+    messages: Message[];
+    turnContext: string;
+    requests: { anthropic: unknown; openai: unknown };
+  };
+  segments: SegmentRow[];
+  cache: CacheReport;
+  worldContext: { snapshot: any; providedBy?: string; error?: string; calls: CallRecord[] };
+  slots: SlotView[];
+  imageFlow: { flow: any; providedBy?: string; error?: string };
+  calls: CallRecord[];
+}
+
+export interface PluginView {
+  name: string;
+  status: "active" | "rejected" | "inactive" | "failed" | "last-good";
+  displayName?: I18n;
+  description?: I18n;
+  rejection?: { code: string; message: string; candidates: string[] };
+  diagnostics: Diagnostic[];
+  providers: { point: string; id: string; order: number; slot?: string; watch?: string[]; preview?: string[] }[];
+  hasStaticPrompt: boolean;
+  inventory: { tools: string[]; actions: string[]; services: string[]; hooks: string[]; forms: string[]; wires: string[] };
+  runtimes: string[];
+}
+
+export interface SegmentChange {
+  kind: "added" | "removed" | "moved" | "changed";
+  plugin: string;
+  id: string;
+}
+
+export interface ReloadEntry {
+  paths: string[];
+  plugins: Record<string, string>;
+  sessionReloaded: boolean;
+  diff: {
+    segments: SegmentChange[];
+    slots: { slot: string; key?: string; plugins: string[] }[];
+    worldContext?: unknown;
+    boundaries: { index: number; plugin?: string; segment?: string }[];
+  };
+  diagnostics: Diagnostic[];
+  timings: Record<string, number>;
+}
+
+export interface Verdict {
+  nothingToCompact: boolean;
+  accepted: boolean;
+  rules: { rule: string; ok: boolean; detail: string }[];
+  deferred?: string;
+}
+
+export interface CompactionView {
+  windows: { contextWindow: number; inputWindow: number };
+  budget: { maxTokens: number; maxSegmentTokens: number; maxSegments: number };
+  estimatedTokens: number;
+  thresholdTokens: number;
+  summaries: any[];
+  consecutiveFailures: number;
+  lastRun?: { output: unknown; verdict?: Verdict; events: { topic: string; payload: any }[]; providedBy?: string };
+}
+
+export interface TurnReport {
+  turnId: string;
+  playerMessage: string;
+  reply?: { text: string; finishReason: string; usage?: unknown };
+  error?: string;
+}
+
+export interface Snapshot {
+  pluginsDir: string;
+  sessionPath?: string;
+  session: any;
+  plugins: PluginView[];
+  resolution: { active: string[]; autoAdded: string[]; rejected: unknown[]; unmet: unknown[] };
+  preview: Preview;
+  compaction: CompactionView;
+  turns: TurnReport[];
+  lastReload?: ReloadEntry;
+  diagnostics: Diagnostic[];
+}

@@ -1,0 +1,60 @@
+import { describe, expect, it } from "vitest";
+import snapshot from "../../fixtures/snapshot.json";
+import type { CallRecord, Snapshot } from "./types";
+import { activeActor, chains, changedSegments, listView, meter, placementLabel, summaryEntries, text } from "./view";
+
+const demo = snapshot as unknown as Snapshot;
+
+describe("text", () => {
+  it("resolves locale maps with fallbacks", () => {
+    expect(text({ en: "Quest", zh: "任务" }, "zh-CN")).toBe("任务");
+    expect(text({ fr: "Quête" }, "ja")).toBe("Quête");
+    expect(text("plain", "fr")).toBe("plain");
+    expect(text(undefined)).toBe("");
+  });
+});
+
+describe("meters and lists", () => {
+  it("clamps a meter and keeps max above min", () => {
+    expect(meter({ value: 12, max: 10 })).toEqual({ value: 10, min: 0, max: 10, percent: 100 });
+    expect(meter({ value: 5, min: 5, max: 5 }).max).toBe(6);
+  });
+  it("counts the items a list leaves out", () => {
+    expect(listView({ items: ["a", "", "b"], total: 5 }, "en")).toEqual({ items: ["a", "b"], more: 3 });
+  });
+  it("lets a later summary entry with the same id replace an earlier one", () => {
+    const merged = summaryEntries({ entries: [{ id: "x", v: 1 }, { id: "y" }, { id: "x", v: 2 }] });
+    expect(merged).toEqual([{ id: "x", v: 2 }, { id: "y" }]);
+  });
+});
+
+describe("stage", () => {
+  it("highlights the actor flagged active, else the first one not exiting", () => {
+    expect(activeActor({ actors: [{ characterId: "a", active: false }, { characterId: "b", active: true }] })).toBe("b");
+    expect(activeActor({ actors: [{ characterId: "a", exiting: true }, { characterId: "b" }] })).toBe("b");
+  });
+});
+
+describe("provider chains", () => {
+  const call = (pluginId: string, providerId: string, order: number, slot?: string): CallRecord => ({
+    point: "ui.slot@1", pluginId, providerId, order, slot, outcome: "success", durationMs: 0,
+  });
+  it("groups calls per point and slot and flags ties broken by plugin id", () => {
+    const result = chains([call("a", "x", 0, "stage.cast@1"), call("b", "y", 0, "stage.cast@1"), call("c", "z", 5, "stage.cast@1"), call("d", "m", 0, "stage.music@1")]);
+    expect(result.map((c) => c.key)).toEqual(["ui.slot@1 → stage.cast@1", "ui.slot@1 → stage.music@1"]);
+    expect([...result[0].ties]).toEqual(["a/x", "b/y"]);
+  });
+  it("covers every point of the demo preview", () => {
+    const keys = chains(demo.preview.calls).map((c) => c.point);
+    expect(new Set(keys)).toEqual(new Set(["session.world-context@1", "prompt.history-transform@1", "prompt.segment@1", "ui.slot@1", "media.image-flow@1"]));
+  });
+});
+
+describe("the demo snapshot", () => {
+  it("has every panel's data", () => {
+    expect(demo.plugins.length).toBeGreaterThan(5);
+    expect(demo.preview.prompt.system.blocks.some((b) => b.cacheBoundary)).toBe(true);
+    expect(placementLabel({ kind: "depth", depth: 2 })).toBe("message at depth 2");
+    expect(changedSegments(undefined).size).toBe(0);
+  });
+});

@@ -1,0 +1,134 @@
+// View logic: pure functions over the snapshot, unit-tested with Vitest. Components stay thin.
+import type { CallRecord, I18n, ReloadEntry, SegmentRow, Snapshot } from "./types";
+
+/** Text for a locale from a string or a locale map (exact, language, English, first). */
+export function text(value: I18n | undefined | null, locale = "en"): string {
+  if (value == null) return "";
+  if (typeof value === "string") return value;
+  const base = locale.split(/[-_]/)[0];
+  for (const candidate of [locale, base, "en"]) {
+    if (value[candidate]) return value[candidate];
+  }
+  return Object.values(value).find((v) => v) ?? "";
+}
+
+/** CSS class for a volatility level. */
+export function volatilityClass(v: string): string {
+  return v === "stable" ? "vol-stable" : v === "session" ? "vol-session" : "vol-turn";
+}
+
+/** Human label of a placement. */
+export function placementLabel(p: { kind: string; depth?: number }): string {
+  switch (p.kind) {
+    case "system-stable":
+      return "system prompt (cached)";
+    case "system-turn-tail":
+      return "system prompt tail (after the last boundary)";
+    case "turn-context":
+      return "turn context (after history)";
+    case "pre-history-message":
+      return "message before history";
+    case "post-history-message":
+      return "message after everything";
+    case "depth":
+      return `message at depth ${p.depth}`;
+    default:
+      return p.kind;
+  }
+}
+
+/** The sort key as the author reads it. */
+export function sortKeyLabel(s: SegmentRow): string {
+  return `${s.sortKey.volatility} · order ${s.sortKey.order} · ${s.sortKey.providerPluginId} · ${s.sortKey.id}`;
+}
+
+export interface Chain {
+  key: string;
+  point: string;
+  slot?: string;
+  calls: CallRecord[];
+  /** Providers whose place only their plugin id decided (same order as a neighbour's). */
+  ties: Set<string>;
+}
+
+/** Groups a preview's calls into provider chains per point (and slot), in call order. */
+export function chains(calls: CallRecord[]): Chain[] {
+  const byKey = new Map<string, Chain>();
+  for (const call of calls) {
+    const key = call.slot ? `${call.point} → ${call.slot}` : call.point;
+    let chain = byKey.get(key);
+    if (!chain) {
+      chain = { key, point: call.point, slot: call.slot, calls: [], ties: new Set() };
+      byKey.set(key, chain);
+    }
+    if (!chain.calls.some((c) => c.pluginId === call.pluginId && c.providerId === call.providerId)) chain.calls.push(call);
+  }
+  for (const chain of byKey.values()) {
+    for (const a of chain.calls) {
+      if (chain.calls.some((b) => b !== a && b.order === a.order && b.pluginId !== a.pluginId)) {
+        chain.ties.add(`${a.pluginId}/${a.providerId}`);
+      }
+    }
+  }
+  return [...byKey.values()];
+}
+
+/** Segment keys (`plugin/id`) a reload touched, for highlighting. */
+export function changedSegments(entry: ReloadEntry | undefined): Set<string> {
+  return new Set((entry?.diff.segments ?? []).map((s) => `${s.plugin}/${s.id}`));
+}
+
+/** Slot keys a reload touched. */
+export function changedSlots(entry: ReloadEntry | undefined): Set<string> {
+  return new Set((entry?.diff.slots ?? []).map((s) => (s.key ? `${s.slot}[${s.key}]` : s.slot)));
+}
+
+export interface MeterView {
+  value: number;
+  min: number;
+  max: number;
+  percent: number;
+}
+
+/** A status-bar meter: min defaults to 0, max is at least min + 1, value clamped. */
+export function meter(entry: { value: number; min?: number; max: number }): MeterView {
+  const min = entry.min ?? 0;
+  const max = Math.max(entry.max, min + 1);
+  const value = Math.min(Math.max(entry.value, min), max);
+  return { value, min, max, percent: Math.round(((value - min) / (max - min)) * 100) };
+}
+
+/** A status-bar list: the items shown and how many more there are. */
+export function listView(entry: { items: I18n[]; total?: number }, locale: string): { items: string[]; more: number } {
+  const items = entry.items.map((i) => text(i, locale)).filter((i) => i.trim() !== "");
+  const total = entry.total ?? items.length;
+  return { items, more: Math.max(0, total - items.length) };
+}
+
+/** Summary entries merged by id: a later entry with the same id replaces an earlier one. */
+export function summaryEntries(value: { entries?: any[] } | null | undefined): any[] {
+  const out: any[] = [];
+  for (const entry of value?.entries ?? []) {
+    const at = out.findIndex((e) => e.id === entry.id);
+    if (at >= 0) out[at] = entry;
+    else out.push(entry);
+  }
+  return out;
+}
+
+/** The highlighted actor: each actor's own flag if any sets it, else the first not exiting. */
+export function activeActor(cast: { actors: any[] } | null | undefined): string | undefined {
+  const actors = cast?.actors ?? [];
+  if (actors.some((a) => typeof a.active === "boolean")) return actors.find((a) => a.active)?.characterId;
+  return actors.find((a) => !a.exiting)?.characterId;
+}
+
+/** The slot value of a preview, by slot id (and key). */
+export function slotValue(snapshot: Snapshot | undefined, slot: string, key?: string): any {
+  return snapshot?.preview.slots.find((s) => s.slot === slot && (key === undefined || s.key === key))?.value ?? null;
+}
+
+/** A short description of a call's outcome. */
+export function outcomeLabel(call: CallRecord): string {
+  return call.outcome === "success" ? "ok" : `${call.outcome}${call.errorCode ? ` (${call.errorCode})` : ""}`;
+}

@@ -1,0 +1,109 @@
+// End-to-end tests of the real desktop window: tauri-driver + WebKitWebDriver under Xvfb.
+// Needs `cargo build -p covel-studio-app` (with ui/dist built), `tauri-driver` on PATH and a
+// DISPLAY; scripts/test provides all three.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { cp, mkdtemp, mkdir, readFile, writeFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { remote } from "webdriverio";
+
+const repo = resolve(import.meta.dirname, "../../..");
+const app = process.env.COVEL_STUDIO_BIN ?? join(repo, "target/debug/covel-studio");
+const shots = resolve(import.meta.dirname, "../../test-results");
+let driver;
+let browser;
+let folder;
+
+async function waitFor(description, check, timeout = 20000) {
+  const end = Date.now() + timeout;
+  let last;
+  while (Date.now() < end) {
+    try {
+      if (await check()) return;
+    } catch (e) {
+      last = e;
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`timed out waiting for ${description}${last ? `: ${last.message}` : ""}`);
+}
+
+async function tab(name) {
+  await (await browser.$(`[data-tab="${name}"]`)).click();
+}
+
+async function edit(relative, from, to) {
+  const path = join(folder, relative);
+  const text = await readFile(path, "utf8");
+  assert.ok(text.includes(from), `${from} in ${relative}`);
+  await writeFile(path, text.replace(from, to));
+}
+
+before(async () => {
+  folder = await mkdtemp(join(tmpdir(), "covel-e2e-"));
+  await cp(join(repo, "plugins-sample"), folder, { recursive: true });
+  await mkdir(shots, { recursive: true });
+  driver = spawn("tauri-driver", ["--port", "4444"], { stdio: ["ignore", "inherit", "inherit"] });
+  await new Promise((r) => setTimeout(r, 1500));
+  browser = await remote({
+    hostname: "127.0.0.1",
+    port: 4444,
+    logLevel: "error",
+    capabilities: {
+      "tauri:options": { application: app, args: [folder, "--session", join(folder, "demo.session.yaml")] },
+      "wdio:enforceWebDriverClassic": true,
+    },
+  });
+  await waitFor("the prompt panel", async () => (await browser.$$('[data-testid="cache-boundary"]')).length === 3);
+});
+
+after(async () => {
+  await browser?.deleteSession().catch(() => {});
+  driver?.kill();
+  await rm(folder, { recursive: true, force: true });
+});
+
+test("the studio opens on plugins-sample and shows the prompt with its cache boundaries", async () => {
+  const boundaries = await browser.$$('[data-testid="cache-boundary"]');
+  assert.equal(boundaries.length, 3);
+  assert.match(await boundaries[0].getText(), /cache boundary 0/);
+  assert.match(await (await browser.$('[data-segment="story-director/tone"]')).getText(), /grave, unhurried/);
+  await browser.saveScreenshot(join(shots, "e2e-prompt.png"));
+});
+
+test("editing a sample plugin's file on disk updates the prompt panel", async () => {
+  await edit("story-director/server/lib/text.js", "grave, unhurried", "grave, patient");
+  await waitFor("the new tone", async () => /grave, patient/.test(await (await browser.$('[data-segment="story-director/tone"]')).getText()));
+  assert.ok(await (await browser.$('.changed[data-segment="story-director/tone"]')).isExisting(), "the change is highlighted");
+  await browser.saveScreenshot(join(shots, "e2e-reload.png"));
+});
+
+test("a broken edit shows the diagnostic and keeps the last good result", async () => {
+  await edit("story-director/server/index.js", "export default function (covel) {", "export default function (covel) {{");
+  await tab("Plugins");
+  await waitFor("the last-good status", async () => (await (await browser.$('[data-testid="status-story-director"]')).getText()) === "last-good");
+  const diagnostics = await browser.$$('[data-testid="diagnostic"]');
+  assert.ok(diagnostics.length >= 1);
+  assert.match(await diagnostics[0].getText(), /entry-syntax/);
+  await browser.saveScreenshot(join(shots, "e2e-broken.png"));
+  await tab("Prompt");
+  assert.match(await (await browser.$('[data-segment="story-director/tone"]')).getText(), /grave, patient/, "the last good version still runs");
+  await edit("story-director/server/index.js", "export default function (covel) {{", "export default function (covel) {");
+  await tab("Plugins");
+  await waitFor("the fixed status", async () => (await (await browser.$('[data-testid="status-story-director"]')).getText()) === "active");
+});
+
+test("playing a turn updates the stage panel", async () => {
+  await tab("Stage");
+  const before = await (await browser.$('[data-testid="dialog"]')).getText();
+  await tab("Playtest");
+  await (await browser.$('[data-testid="player-message"]')).setValue("I swim to the bell tower.");
+  await (await browser.$('[data-testid="play"]')).click();
+  await tab("Stage");
+  await waitFor("the new narration", async () => /Scripted narrator/.test(await (await browser.$('[data-testid="dialog"]')).getText()));
+  assert.notEqual(await (await browser.$('[data-testid="dialog"]')).getText(), before);
+  assert.match(await (await browser.$('[data-testid="backdrop"]')).getText(), /The Harbour/);
+  await browser.saveScreenshot(join(shots, "e2e-stage.png"));
+});
