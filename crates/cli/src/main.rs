@@ -1,6 +1,7 @@
 //! `covel`: every Covel Studio capability without a window, for scripts and CI. Human output by
 //! default, `--json` for machines. Exit codes: 0 success, 1 a plugin or call failed, 2 usage.
 
+mod bench;
 mod call;
 mod compact;
 mod output;
@@ -32,6 +33,8 @@ enum Command {
     Compact(compact::Args),
     /// Play turns of a session with its story model.
     Play(play::Args),
+    /// Time how fast a folder previews (load, first and median preview, peak memory).
+    Bench(bench::Args),
     /// Follow a plugins folder and print what every change does.
     Watch(watch::Args),
     /// Show which plugins a session runs, which are rejected and why, and what is unmet.
@@ -39,6 +42,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    let started = std::time::Instant::now();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Validate(args) => validate::run(&args),
@@ -48,6 +52,7 @@ fn main() -> ExitCode {
         Command::Compact(args) => compact::run(&args),
         Command::Play(args) => play::run(&args),
         Command::Watch(args) => watch::run(&args),
+        Command::Bench(args) => bench::run(&args, started),
     };
     match result {
         Ok(code) => code,

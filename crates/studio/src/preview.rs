@@ -272,6 +272,25 @@ impl Workspace {
         })
     }
 
+    /// What an upstream-style host computes for a preview, for like-for-like comparisons with
+    /// the Node yardstick: prompt segments, the five stage/status slots, and the world context.
+    /// Returns (segment count, non-null slot count, whether a world snapshot came back).
+    pub fn quick_preview(&self, player_message: &str) -> (usize, usize, bool) {
+        let ctx = self.execution(Some("t1".into()));
+        let providers = self.active_providers();
+        let options = covel_kernel::runner::RunOptions::default();
+        let segments =
+            covel_kernel::runner::run(PointId::PromptSegment, json!({"turnId": "t1", "playerMessage": player_message}), &providers, &ctx, &options);
+        let mut slots = 0;
+        for slot in [SlotId::StageBackdrop, SlotId::StageCast, SlotId::StageChoices, SlotId::SessionSummary, SlotId::StageMusic] {
+            let input = json!({"slot": slot.as_str(), "previous": null, "events": []});
+            let run = covel_kernel::runner::run(PointId::UiSlot, input, &providers, &ctx, &covel_kernel::runner::RunOptions { slot: Some(slot), timeout: None });
+            slots += usize::from(!run.result.is_null());
+        }
+        let world = covel_kernel::runner::run(PointId::SessionWorldContext, json!({}), &providers, &ctx, &options);
+        (segments.result.as_array().map_or(0, Vec::len), slots, !world.result.is_null())
+    }
+
     /// The full preview for one runtime.
     pub fn preview(&self, target: &RuntimeTarget) -> Preview {
         let started = Instant::now();
