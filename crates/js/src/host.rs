@@ -2,24 +2,37 @@
 //! own QuickJS runtime, then the declared-versus-registered check. One bad plugin never stops
 //! the others, and every plugin's load runs in parallel with the rest.
 
-use crate::worker::{Limits, LoadSpec, PendingLoad, Worker};
+use crate::worker::{self, Engine, Limits, LoadSpec, LoadReport};
 use covel_kernel::diagnostic::{Code, Diagnostic};
 use covel_kernel::package::{self, Package};
 use covel_kernel::registration::{self, Registrations};
 use covel_kernel::runner::{Invoker, PendingCall, Provider, ProviderCall};
 use covel_kernel::static_prompt::StaticPrompt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// A plugin whose entry runs in a QuickJS worker.
+/// A plugin whose entry runs in its own QuickJS runtime. Calls run on the caller's thread, one
+/// at a time per plugin; the runner runs different plugins in parallel.
 pub struct JsPlugin {
-    worker: Worker,
+    engine: Mutex<Engine>,
 }
 
 impl Invoker for JsPlugin {
     fn start(&self, call: ProviderCall) -> PendingCall {
-        PendingCall::new(self.worker.call(call))
+        let report = match self.engine.lock() {
+            Ok(mut engine) => engine.call(&call),
+            Err(_) => covel_kernel::runner::CallReport {
+                result: Err(covel_kernel::runner::ProviderFailure {
+                    kind: covel_kernel::runner::FailureKind::Unavailable,
+                    message: "the plugin's runtime failed earlier and was shut down".into(),
+                }),
+                duration: Duration::ZERO,
+                logs: Vec::new(),
+                cached: false,
+            },
+        };
+        PendingCall::ready(report)
     }
 }
 
@@ -74,29 +87,35 @@ pub fn load_folder(plugins_dir: &Path, limits: &Limits) -> std::io::Result<Vec<L
     Ok(load_plugins(&folders, limits))
 }
 
-/// Loads the given plugin folders in parallel.
+/// Loads the given plugin folders, in parallel across the machine's cores.
 pub fn load_plugins(folders: &[PathBuf], limits: &Limits) -> Vec<LoadedPlugin> {
-    let started: Vec<Started> = folders.iter().map(|folder| start(folder, limits)).collect();
-    started.into_iter().map(Started::finish).collect()
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get()).min(folders.len()).max(1);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let slots: Vec<Mutex<Option<LoadedPlugin>>> = folders.iter().map(|_| Mutex::new(None)).collect();
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(folder) = folders.get(i) else { break };
+                    let loaded = load_plugin(folder, limits);
+                    if let Ok(mut slot) = slots[i].lock() {
+                        *slot = Some(loaded);
+                    }
+                }
+            });
+        }
+    });
+    slots.into_iter().filter_map(|slot| slot.into_inner().ok().flatten()).collect()
 }
 
 /// Loads one plugin folder.
 pub fn load_plugin(folder: &Path, limits: &Limits) -> LoadedPlugin {
-    start(folder, limits).finish()
-}
-
-struct Started {
-    begun: Instant,
-    load: package::PackageLoad,
-    pending: Option<PendingLoad>,
-}
-
-fn start(folder: &Path, limits: &Limits) -> Started {
     let begun = Instant::now();
     let load = package::load_package(folder);
-    let pending = load.package.as_ref().and_then(|package| {
+    let ran = load.package.as_ref().and_then(|package| {
         let entry = package.entry_path()?;
-        Some(Worker::start(LoadSpec {
+        Some(worker::load(&LoadSpec {
             plugin_id: package.id().to_string(),
             root: package.root.clone(),
             entry,
@@ -104,72 +123,67 @@ fn start(folder: &Path, limits: &Limits) -> Started {
             limits: limits.clone(),
         }))
     });
-    Started { begun, load, pending }
+    finish(begun, load, ran)
 }
 
-impl Started {
-    fn finish(self) -> LoadedPlugin {
-        let Started { begun, load, pending } = self;
-        let mut diagnostics = load.diagnostics;
-        let mut registrations = Registrations::default();
-        let mut modules = Vec::new();
-        let mut instance = None;
-        if let Some(package) = &load.package {
-            let manifest_file = PathBuf::from(&load.name).join("PLUGIN.md");
-            let worker = match pending {
-                Some(pending) => {
-                    let (worker, report) = pending.wait();
-                    modules = report.modules;
-                    registrations = report.registrations;
-                    if let Some(failure) = report.failure {
-                        let file = failure
-                            .file
-                            .as_deref()
-                            .and_then(|f| shown_path(&load.folder, &load.name, f))
-                            .or_else(|| package.manifest.entry.as_ref().map(|e| PathBuf::from(&load.name).join(e)))
-                            .unwrap_or_else(|| manifest_file.clone());
-                        diagnostics.push(Diagnostic::new(failure.code, failure.message).plugin(&load.name).file(file).at_opt(failure.position));
-                    }
-                    worker
+fn finish(begun: Instant, load: package::PackageLoad, ran: Option<(Option<Engine>, LoadReport)>) -> LoadedPlugin {
+    let mut diagnostics = load.diagnostics;
+    let mut registrations = Registrations::default();
+    let mut modules = Vec::new();
+    let mut instance = None;
+    if let Some(package) = &load.package {
+        let manifest_file = PathBuf::from(&load.name).join("PLUGIN.md");
+        let engine = match ran {
+            Some((engine, report)) => {
+                modules = report.modules;
+                registrations = report.registrations;
+                if let Some(failure) = report.failure {
+                    let file = failure
+                        .file
+                        .as_deref()
+                        .and_then(|f| shown_path(&load.folder, &load.name, f))
+                        .or_else(|| package.manifest.entry.as_ref().map(|e| PathBuf::from(&load.name).join(e)))
+                        .unwrap_or_else(|| manifest_file.clone());
+                    diagnostics.push(Diagnostic::new(failure.code, failure.message).plugin(&load.name).file(file).at_opt(failure.position));
                 }
-                None => None,
-            };
-            let entry_failed = !diagnostics.is_empty();
-            if !entry_failed {
-                diagnostics.extend(registration::check(&package.manifest, &registrations, &manifest_file));
+                engine
             }
-            if diagnostics.is_empty() {
-                instance = worker.map(|worker| Arc::new(JsPlugin { worker }));
-            }
+            None => None,
+        };
+        if diagnostics.is_empty() {
+            diagnostics.extend(registration::check(&package.manifest, &registrations, &manifest_file));
         }
-        let roots: Vec<String> = [load.folder.canonicalize().ok(), Some(load.folder.clone())]
-            .into_iter()
-            .flatten()
-            .map(|p| p.to_string_lossy().into_owned())
-            .collect();
-        for d in &mut diagnostics {
-            if d.plugin.is_none() {
-                d.plugin = Some(load.name.clone());
-            }
-            // Engine messages name modules by absolute path; authors read them relative to the
-            // plugins folder, and snapshots must not depend on where the checkout lives.
-            for root in &roots {
-                d.message = d.message.replace(root.as_str(), &load.name);
-            }
+        if diagnostics.is_empty() {
+            instance = engine.map(|engine| Arc::new(JsPlugin { engine: Mutex::new(engine) }));
         }
-        if diagnostics.iter().any(|d| d.code == Code::Internal) {
-            instance = None;
+    }
+    let roots: Vec<String> = [load.folder.canonicalize().ok(), Some(load.folder.clone())]
+        .into_iter()
+        .flatten()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    for d in &mut diagnostics {
+        if d.plugin.is_none() {
+            d.plugin = Some(load.name.clone());
         }
-        LoadedPlugin {
-            name: load.name,
-            folder: load.folder,
-            package: load.package,
-            instance,
-            registrations,
-            modules,
-            diagnostics,
-            load_time: begun.elapsed(),
+        // Engine messages name modules by absolute path; authors read them relative to the
+        // plugins folder, and snapshots must not depend on where the checkout lives.
+        for root in &roots {
+            d.message = d.message.replace(root.as_str(), &load.name);
         }
+    }
+    if diagnostics.iter().any(|d| d.code == Code::Internal) {
+        instance = None;
+    }
+    LoadedPlugin {
+        name: load.name,
+        folder: load.folder,
+        package: load.package,
+        instance,
+        registrations,
+        modules,
+        diagnostics,
+        load_time: begun.elapsed(),
     }
 }
 

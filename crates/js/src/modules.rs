@@ -7,7 +7,7 @@ use rquickjs::module::{Declarations, Exports, ModuleDef};
 use rquickjs::{Ctx, Error, Function, Module, Result};
 use std::cell::RefCell;
 use std::path::{Component, Path, PathBuf};
-use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 
 pub const SDK: &str = "@covel/plugin-handlers-utils";
 pub const SDK_DIMENSIONS: &str = "@covel/plugin-handlers-utils/dimensions";
@@ -33,7 +33,7 @@ pub fn set_thread_root(root: &Path) {
 }
 
 /// Files the plugin's module graph loaded (for hot reload: any of them changing reloads it).
-pub type LoadedFiles = Rc<RefCell<Vec<PathBuf>>>;
+pub type LoadedFiles = Arc<Mutex<Vec<PathBuf>>>;
 
 /// Resolves specifiers against the plugin root.
 pub struct PluginResolver {
@@ -101,7 +101,9 @@ impl Loader for PluginLoader {
         }
         let path = PathBuf::from(name);
         let source = std::fs::read_to_string(&path).map_err(|e| Error::new_loading_message(name, e.to_string()))?;
-        self.loaded.borrow_mut().push(path.clone());
+        if let Ok(mut loaded) = self.loaded.lock() {
+            loaded.push(path.clone());
+        }
         if path.extension().is_some_and(|e| e == "json") {
             return Module::declare(ctx.clone(), name, format!("export default {source};"));
         }

@@ -1,10 +1,14 @@
-//! One plugin's QuickJS runtime, living on its own thread. The thread loads the entry module,
-//! answers provider calls one at a time, and on shutdown disposes the plugin and drops the
-//! runtime on the thread that created it. Because every plugin has its own thread, providers of
-//! different plugins run in parallel.
+//! One plugin's QuickJS runtime: loading its entry module, and answering provider calls one at a
+//! time on whichever thread asks (the runtime is `Send`; the runner runs different plugins on
+//! different threads). Dropping the engine disposes the plugin and frees the runtime cleanly.
 //!
 //! Time limits: an interrupt handler stops CPU loops at the deadline, and the event loop below
 //! stops waiting for a promise at the deadline (QuickJS cannot interrupt a pending `await`).
+//!
+//! Cost follows change: the handler context is rebuilt in the engine only when the session data
+//! a plugin can see changed, and a call whose input and visible data are identical to an earlier
+//! one is answered from the engine's memo (marked `cached` in the trace) — unless the call can
+//! reach the outside world (live HTTP, a model gateway).
 
 use crate::convert::{from_js, to_js};
 use crate::modules::{self, LoadedFiles, PluginLoader, PluginResolver};
@@ -19,8 +23,6 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, Sender};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 const BOOTSTRAP: &str = include_str!("js/bootstrap.js");
@@ -76,153 +78,36 @@ pub struct LoadReport {
     pub duration: Duration,
 }
 
-enum Request {
-    Call(Box<ProviderCall>, Sender<CallReport>),
-    Shutdown,
-}
-
-/// Handle to a plugin's worker thread. Dropping it shuts the runtime down cleanly.
-pub struct Worker {
-    requests: Sender<Request>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Worker {
-    /// Starts the worker and runs the entry; returns the worker only when the load succeeded.
-    /// The load itself runs on the new thread, so many plugins load in parallel when callers
-    /// start several workers before waiting on them (see [`Worker::start`]).
-    pub fn start(spec: LoadSpec) -> PendingLoad {
-        let (ready_tx, ready_rx) = mpsc::channel();
-        let (requests, inbox) = mpsc::channel();
-        let name = format!("covel-plugin-{}", spec.plugin_id);
-        let load_timeout = spec.limits.load_timeout;
-        let thread = std::thread::Builder::new()
-            .name(name)
-            .stack_size(8 * 1024 * 1024)
-            .spawn(move || worker_main(spec, ready_tx, inbox));
-        match thread {
-            Ok(thread) => PendingLoad { ready: Some(ready_rx), worker: Some(Worker { requests, thread: Some(thread) }), load_timeout },
-            Err(e) => PendingLoad {
-                ready: None,
-                worker: None,
-                load_timeout,
-            }
-            .failed(format!("cannot start a thread for the plugin: {e}")),
-        }
-    }
-
-    /// Sends a call; the returned closure waits for the answer.
-    pub fn call(&self, call: ProviderCall) -> impl FnOnce() -> CallReport + Send + 'static {
-        let (reply, answer) = mpsc::channel();
-        // Grace beyond the point timeout: the worker enforces the timeout itself; this only
-        // protects the caller if the worker thread died.
-        let wait = call.timeout + Duration::from_secs(2);
-        let sent = self.requests.send(Request::Call(Box::new(call), reply)).is_ok();
-        move || {
-            if !sent {
-                return unavailable("the plugin's runtime has shut down");
-            }
-            answer.recv_timeout(wait).unwrap_or_else(|_| unavailable("the plugin's runtime stopped answering"))
-        }
-    }
-}
-
-fn unavailable(message: &str) -> CallReport {
-    CallReport {
-        result: Err(ProviderFailure { kind: FailureKind::Unavailable, message: message.to_string() }),
-        duration: Duration::ZERO,
-        logs: Vec::new(),
-    }
-}
-
-impl Drop for Worker {
-    fn drop(&mut self) {
-        let _ = self.requests.send(Request::Shutdown);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
-/// A load in progress.
-pub struct PendingLoad {
-    ready: Option<Receiver<LoadReport>>,
-    worker: Option<Worker>,
-    load_timeout: Duration,
-}
-
-impl PendingLoad {
-    fn failed(mut self, message: String) -> PendingLoad {
-        self.ready = None;
-        self.worker = None;
-        let (tx, rx) = mpsc::channel();
-        let _ = tx.send(LoadReport {
-            registrations: Registrations::default(),
-            modules: Vec::new(),
-            failure: Some(LoadFailure { code: Code::Internal, message, file: None, position: None }),
-            duration: Duration::ZERO,
-        });
-        self.ready = Some(rx);
-        self
-    }
-
-    /// Waits for the entry to settle.
-    pub fn wait(self) -> (Option<Worker>, LoadReport) {
-        let timeout_report = || LoadReport {
-            registrations: Registrations::default(),
-            modules: Vec::new(),
-            failure: Some(LoadFailure {
-                code: Code::EntryTimeout,
-                message: "the plugin's runtime did not finish loading".into(),
-                file: None,
-                position: None,
-            }),
-            duration: Duration::ZERO,
-        };
-        let report = match &self.ready {
-            Some(ready) => ready.recv_timeout(self.load_timeout + Duration::from_secs(5)).unwrap_or_else(|_| timeout_report()),
-            None => timeout_report(),
-        };
-        let worker = if report.failure.is_none() { self.worker } else { None };
-        (worker, report)
-    }
-}
-
-fn worker_main(spec: LoadSpec, ready: Sender<LoadReport>, inbox: Receiver<Request>) {
+/// Loads a plugin's entry in a new runtime on the calling thread. The engine is returned only
+/// when the load succeeded; either way the report says what happened.
+pub fn load(spec: &LoadSpec) -> (Option<Engine>, LoadReport) {
     modules::set_thread_root(&spec.root);
     let started = Instant::now();
-    let engine = match Engine::new(&spec) {
+    let mut engine = match Engine::new(spec) {
         Ok(engine) => engine,
         Err(message) => {
-            let _ = ready.send(LoadReport {
+            let report = LoadReport {
                 registrations: Registrations::default(),
                 modules: Vec::new(),
                 failure: Some(LoadFailure { code: Code::Internal, message, file: None, position: None }),
                 duration: started.elapsed(),
-            });
-            return;
+            };
+            return (None, report);
         }
     };
-    let mut report = engine.load(&spec);
+    let mut report = engine.load(spec);
     report.duration = started.elapsed();
-    let loaded = report.failure.is_none();
-    let _ = ready.send(report);
-    if loaded {
-        let mut engine = engine;
-        while let Ok(request) = inbox.recv() {
-            match request {
-                Request::Call(call, reply) => {
-                    let _ = reply.send(engine.call(&call));
-                }
-                Request::Shutdown => break,
-            }
-        }
+    if report.failure.is_some() {
         engine.shutdown();
+        return (None, report);
     }
+    (Some(engine), report)
 }
 
-/// The runtime and context of one plugin, with its deadline.
-struct Engine {
+/// The runtime and context of one plugin, with its deadline. Calls run on the caller's thread
+/// (the runtime is `Send`), one at a time; dropping the engine disposes the plugin and frees the
+/// runtime.
+pub struct Engine {
     // Field order matters: the context must drop before the runtime.
     context: Context,
     runtime: Runtime,
@@ -232,7 +117,18 @@ struct Engine {
     plugin_id: String,
     messages: BTreeMap<String, Map<String, Json>>,
     execution_seen: u64,
+    /// Hash of the data the plugin's handlers see (not the turn); the memo is valid for it.
+    fingerprint: u64,
+    memo: std::collections::HashMap<u64, CallReport>,
     memory_limit: usize,
+    root: PathBuf,
+    disposed: bool,
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
 }
 
 enum Settled<'js> {
@@ -279,7 +175,11 @@ impl Engine {
             plugin_id: spec.plugin_id.clone(),
             messages: spec.messages.clone(),
             execution_seen: 0,
+            fingerprint: 0,
+            memo: std::collections::HashMap::new(),
             memory_limit: spec.limits.memory_bytes,
+            root: spec.root.clone(),
+            disposed: false,
         })
     }
 
@@ -302,11 +202,11 @@ impl Engine {
         Duration::from_nanos(limit.saturating_sub(nanos_since(self.epoch)))
     }
 
-    fn load(&self, spec: &LoadSpec) -> LoadReport {
+    fn load(&mut self, spec: &LoadSpec) -> LoadReport {
         self.arm(spec.limits.load_timeout);
         let outcome = self.context.with(|ctx| self.load_in(&ctx, spec));
         self.disarm();
-        let modules = self.loaded_files.borrow().clone();
+        let modules = self.loaded_files.lock().map(|f| f.clone()).unwrap_or_default();
         match outcome {
             Ok(registrations) => LoadReport { registrations, modules, failure: None, duration: Duration::ZERO },
             Err(failure) => LoadReport { registrations: Registrations::default(), modules, failure: Some(failure), duration: Duration::ZERO },
@@ -470,10 +370,33 @@ impl Engine {
         }
     }
 
-    fn call(&mut self, call: &ProviderCall) -> CallReport {
+    /// Runs one provider call to completion (or its deadline).
+    pub fn call(&mut self, call: &ProviderCall) -> CallReport {
         let started = Instant::now();
-        let needs_execution = self.execution_seen != call.context.execution_id;
-        let execution = needs_execution.then(|| self.execution_data(&call.context));
+        modules::set_thread_root(&self.root);
+        let mut execution = None;
+        if self.execution_seen != call.context.execution_id {
+            let fingerprint = call.context.visible_key(&self.plugin_id);
+            if fingerprint == self.fingerprint {
+                // Same visible data under a new execution: the engine's context still holds.
+                self.execution_seen = call.context.execution_id;
+            } else {
+                self.memo.clear();
+                self.fingerprint = fingerprint;
+                execution = Some(self.execution_data(&call.context));
+            }
+        }
+        let needs_execution = execution.is_some();
+        let memoizable = !call.context.http.live && call.context.gateway.is_none();
+        let memo_key = memoizable.then(|| {
+            use std::hash::{Hash, Hasher};
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            (call.point.as_str(), &call.provider_id, &call.context.turn_id, call.input_key, call.timeout).hash(&mut hasher);
+            hasher.finish()
+        });
+        if let Some(report) = memo_key.and_then(|k| self.memo.get(&k)) {
+            return CallReport { duration: started.elapsed(), cached: true, ..report.clone() };
+        }
         self.arm(call.timeout);
         GATEWAY.with(|g| *g.borrow_mut() = call.context.gateway.clone());
         let (result, logs) = self.context.with(|ctx| self.call_in(&ctx, call, execution.as_ref()));
@@ -485,7 +408,14 @@ impl Engine {
         if matches!(&result, Err(f) if f.kind == FailureKind::OutOfMemory) {
             self.runtime.run_gc();
         }
-        CallReport { result, duration: started.elapsed(), logs }
+        let report = CallReport { result, duration: started.elapsed(), logs, cached: false };
+        if let Some(key) = memo_key {
+            if self.memo.len() >= 4096 {
+                self.memo.clear();
+            }
+            self.memo.insert(key, report.clone());
+        }
+        report
     }
 
     fn call_in<'js>(&self, ctx: &Ctx<'js>, call: &ProviderCall, execution: Option<&Json>) -> (Result<Json, ProviderFailure>, Vec<String>) {
@@ -565,7 +495,6 @@ impl Engine {
             .map(|row| json!({"namespace": row.namespace, "key": row.key, "value": row.value, "createdAt": row.created_at, "updatedAt": row.updated_at}))
             .collect();
         json!({
-            "executionId": context.execution_id,
             "sessionId": context.session_id,
             "locale": context.locale,
             "world": context.world,
@@ -583,6 +512,10 @@ impl Engine {
     }
 
     fn shutdown(&mut self) {
+        if self.disposed {
+            return;
+        }
+        self.disposed = true;
         self.disarm();
         self.context.with(|ctx| {
             if let Ok(covel) = ctx.globals().get::<_, Object>("__covel")

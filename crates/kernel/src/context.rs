@@ -115,6 +115,9 @@ pub struct ExecutionContext {
     /// `ctx.gateway`, when the call site lends one (compaction does).
     #[serde(skip)]
     pub gateway: Option<Gateway>,
+    /// Hash of what every plugin sees (session, locale, world, HTTP policy), computed once.
+    #[serde(skip)]
+    pub shared_key: std::sync::OnceLock<u64>,
 }
 
 static NEXT_EXECUTION: AtomicU64 = AtomicU64::new(1);
@@ -137,7 +140,19 @@ impl ExecutionContext {
             plugins: BTreeMap::new(),
             http: HttpPolicy::default(),
             gateway: None,
+            shared_key: std::sync::OnceLock::new(),
         })
+    }
+
+    /// A key that changes whenever anything a provider of `plugin_id` can see changes (its own
+    /// data, its settings, the world, the locale…), but not with the turn: engines reuse their
+    /// handler context and memoized answers while it holds.
+    pub fn visible_key(&self, plugin_id: &str) -> u64 {
+        let shared = *self.shared_key.get_or_init(|| {
+            hash_str(&serde_json::json!([self.session_id, self.locale, self.world, self.http]).to_string())
+        });
+        let own = serde_json::json!([self.plugin_data.get(plugin_id), self.plugins.get(plugin_id)]).to_string();
+        hash_str(&own) ^ shared.rotate_left(17)
     }
 
     /// The rows a provider of `plugin_id` may read from `namespace`: its own, never hidden.
@@ -150,6 +165,14 @@ impl ExecutionContext {
             .flatten()
             .filter(move |row| !hidden && row.namespace == namespace)
     }
+}
+
+/// A stable-within-the-process hash of a string.
+pub fn hash_str(text: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut hasher);
+    hasher.finish()
 }
 
 /// The empty World Model view.

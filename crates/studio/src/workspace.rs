@@ -246,6 +246,7 @@ impl Workspace {
             plugins,
             http: self.session.http.clone(),
             gateway: None,
+            shared_key: std::sync::OnceLock::new(),
         })
     }
 

@@ -23,6 +23,8 @@ export interface CallRecord {
   message?: string;
   durationMs: number;
   logs?: string[];
+  /** Answered from the engine's memo: nothing the provider can see changed. */
+  cached?: boolean;
 }
 
 export interface Block {

@@ -232,10 +232,8 @@
   }
 
   // ---- per-execution and per-call contexts ----------------------------------------------------
-  let executionId = -1;
   let shared = null;
   function setExecution(data) {
-    executionId = data.executionId;
     const world = deepFreeze(data.world);
     const settings = deepFreeze(data.settings || {});
     const messages = deepFreeze(data.messages || {});
@@ -299,7 +297,6 @@
       return makeFacade(pluginId);
     },
     close() { closed = true; return staged; },
-    needsExecution(id) { return id !== executionId; },
     setExecution,
     // Starts one handler call; returns { value } or { promise } plus the call's signal.
     call(key, input, turnId) {

@@ -46,6 +46,8 @@ pub struct CallReport {
     pub duration: Duration,
     /// What the handler printed (`console.*`), captured for the trace.
     pub logs: Vec<String>,
+    /// Answered from the engine's memo: same input, same visible data as an earlier call.
+    pub cached: bool,
 }
 
 /// A call in flight: waiting on it blocks until the engine answers (the engine enforces the
@@ -73,6 +75,8 @@ pub struct ProviderCall {
     pub point: PointId,
     pub provider_id: String,
     pub input: Value,
+    /// Hash of `input`, computed once per run step (engines key their memo on it).
+    pub input_key: u64,
     pub context: Arc<ExecutionContext>,
     pub timeout: Duration,
 }
@@ -82,6 +86,12 @@ pub struct ProviderCall {
 /// different plugins in parallel.
 pub trait Invoker: Send + Sync {
     fn start(&self, call: ProviderCall) -> PendingCall;
+
+    /// Starts several calls to the same plugin at once (one hand-off instead of one per call).
+    /// The returned calls must be waited on in order.
+    fn start_batch(&self, calls: Vec<ProviderCall>) -> Vec<PendingCall> {
+        calls.into_iter().map(|call| self.start(call)).collect()
+    }
 }
 
 /// A registered provider: the declaration from PLUGIN.md plus who runs it.
@@ -176,6 +186,7 @@ pub fn run(point_id: PointId, input: Value, providers: &[Provider], ctx: &Arc<Ex
         provider.invoker.start(ProviderCall {
             point: point_id,
             provider_id: provider.decl.id.clone(),
+            input_key: crate::context::hash_str(&input.to_string()),
             input,
             context: Arc::clone(ctx),
             timeout,
@@ -184,10 +195,36 @@ pub fn run(point_id: PointId, input: Value, providers: &[Provider], ctx: &Arc<Ex
 
     match point.mode {
         Mode::Collect => {
-            // Start every call first so engines run them in parallel, then gather in order.
-            let pending: Vec<_> = chain.iter().map(|p| start(p, input.clone())).collect();
+            // Start every call first so engines run them in parallel — one batch per plugin
+            // engine — then gather in chain order.
+            let mut pending: Vec<Option<PendingCall>> = chain.iter().map(|_| None).collect();
+            let mut groups: Vec<(*const (), Vec<usize>)> = Vec::new();
+            for (index, provider) in chain.iter().enumerate() {
+                let engine = Arc::as_ptr(&provider.invoker) as *const ();
+                match groups.iter_mut().find(|(e, _)| *e == engine) {
+                    Some((_, members)) => members.push(index),
+                    None => groups.push((engine, vec![index])),
+                }
+            }
+            let input_key = crate::context::hash_str(&input.to_string());
+            for (_, members) in &groups {
+                let calls = members
+                    .iter()
+                    .map(|&i| ProviderCall {
+                        point: point_id,
+                        provider_id: chain[i].decl.id.clone(),
+                        input: input.clone(),
+                        input_key,
+                        context: Arc::clone(ctx),
+                        timeout,
+                    })
+                    .collect();
+                for (&i, call) in members.iter().zip(chain[members[0]].invoker.start_batch(calls)) {
+                    pending[i] = Some(call);
+                }
+            }
             let mut gathered = Vec::new();
-            for (provider, call) in chain.iter().zip(pending) {
+            for (provider, call) in chain.iter().zip(pending.into_iter().flatten()) {
                 let started = Instant::now();
                 let report = call.wait();
                 match settle(point_id, slot, provider, report, started, &mut out.calls) {
@@ -276,6 +313,7 @@ fn settle(
     let duration = if report.duration.is_zero() { started.elapsed() } else { report.duration };
     let mut record = CallRecord::new(point, provider, duration);
     record.logs = report.logs;
+    record.cached = report.cached;
     let outcome = match report.result {
         Err(failure) => Err((Outcome::from(failure.kind), failure.message)),
         Ok(value) => match check_output(point, slot, &value).and_then(|()| attribution::attribute(point, provider, value)) {

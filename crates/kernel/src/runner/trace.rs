@@ -62,6 +62,9 @@ pub struct CallRecord {
     /// What the handler printed.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub logs: Vec<String>,
+    /// Reused from an identical earlier call (nothing it can see changed).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub cached: bool,
 }
 
 impl CallRecord {
@@ -77,6 +80,7 @@ impl CallRecord {
             message: None,
             duration_ms: duration.as_secs_f64() * 1000.0,
             logs: Vec::new(),
+            cached: false,
         }
     }
 }
