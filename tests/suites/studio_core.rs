@@ -302,3 +302,43 @@ fn the_anthropic_backend_sends_cache_control_and_reports_cache_usage() {
     assert_eq!(cached, [true, true, true, false], "three system boundaries, the turn tail uncached");
     assert_eq!(body.to_string().matches("cache_control").count(), 4);
 }
+
+#[test]
+fn events_the_story_emits_preview_their_slots_and_end_with_the_turn() {
+    let mut ws = Workspace::open(&sample_dir(), Some(&sample_dir().join("demo.session.yaml")), &Limits::default()).expect("opens");
+    ws.session.models.story.script =
+        vec![r#"You swim out. <event topic="scene.set">{"sceneId": "tower", "name": "The Bell Tower"}</event> The bell is close."#.into()];
+    let mut play = Playtest::new(ws);
+    let report = play.play("I swim to the tower.");
+    assert_eq!(report.reply.as_ref().map(|r| r.text.as_str()), Some("You swim out. The bell is close."));
+    assert_eq!(report.events.len(), 1);
+    let preview = report.slot_changes.iter().find(|c| c.preview_turn.is_some()).expect("a preview");
+    assert_eq!(preview.slot, covel_kernel::contract::SlotId::StageBackdrop);
+    assert_eq!(preview.value["name"], "The Bell Tower");
+    let committed = play.slots.values().into_iter().find(|v| v.slot == covel_kernel::contract::SlotId::StageBackdrop).expect("backdrop");
+    assert_eq!(committed.value["name"], "The Harbour", "the preview ended with the turn");
+}
+
+#[test]
+fn a_session_that_opts_into_live_network_reaches_allowed_origins() {
+    let (url, seen) = fake_server(json!({"sky": "stormy"}));
+    let dir = tempfile::tempdir().expect("temp");
+    let plugin = dir.path().join("live-probe");
+    std::fs::create_dir_all(plugin.join("server")).expect("mkdir");
+    std::fs::write(
+        plugin.join("PLUGIN.md"),
+        format!("---\nid: live-probe\nkind: plugin\ndescription: Fetches live.\ncontributes:\n  extensions:\n    - {{ point: prompt.segment@1, id: weather }}\nruntime:\n  type: function\n  permissions:\n    http:\n      - origin: {url}\n---\n"),
+    )
+    .expect("manifest");
+    std::fs::write(
+        plugin.join("server/index.js"),
+        format!("export default function (covel) {{\n  covel.provideExtension(\"prompt.segment@1\", \"weather\", {{\n    handler: async (_i, ctx) => {{\n      const r = await ctx.utils.fetchWithRetry(\"{url}/weather\");\n      const body = await r.json();\n      return [{{ id: \"weather\", content: body.sky, position: \"system\", audience: \"all\", volatility: \"turn\" }}];\n    }},\n  }});\n}}\n"),
+    )
+    .expect("entry");
+    let session = dir.path().join("live.session.yaml");
+    std::fs::write(&session, "id: live\nhttp:\n  live: true\n").expect("session");
+    let ws = Workspace::open(dir.path(), Some(&session), &Limits::default()).expect("opens");
+    let result = ws.call(covel_kernel::contract::PointId::PromptSegment, json!({"turnId": "t", "playerMessage": ""}), None, None);
+    assert_eq!(result.result[0]["content"], "stormy", "{:?}", result.calls);
+    assert_eq!(seen.lock().expect("lock")[0].0, "/weather");
+}

@@ -301,6 +301,19 @@ impl Engine {
         let host = Object::new(ctx.clone())?;
         let epoch = self.epoch;
         host.set("now", Function::new(ctx.clone(), move || epoch.elapsed().as_secs_f64() * 1000.0)?)?;
+        // Live network, for sessions that opt into it: the origin was already checked against
+        // permissions.http by the bootstrap; the request gets what is left of the call's time.
+        let deadline = Arc::clone(&self.deadline);
+        host.set(
+            "fetchLive",
+            Function::new(ctx.clone(), move |ctx: Ctx<'js>, method: String, url: String, body: Option<String>| -> rquickjs::Result<Value<'js>> {
+                let left = Duration::from_nanos(deadline.load(Ordering::Relaxed).saturating_sub(nanos_since(epoch))).max(Duration::from_millis(50));
+                match live_fetch(&method, &url, body.as_deref(), left) {
+                    Ok(answer) => to_js(&ctx, &answer),
+                    Err(message) => Err(rquickjs::Exception::throw_message(&ctx, &message)),
+                }
+            })?,
+        )?;
         host.set(
             "hasGateway",
             Function::new(ctx.clone(), || GATEWAY.with(|g| g.borrow().is_some()))?,
@@ -503,6 +516,7 @@ impl Engine {
             "rows": rows,
             "httpOrigins": scope.map(|s| s.http_origins.clone()).unwrap_or_default(),
             "httpMocks": context.http.mocks,
+            "httpLive": context.http.live,
         })
     }
 
@@ -533,6 +547,29 @@ impl Engine {
 
 fn nanos_since(epoch: Instant) -> u64 {
     u64::try_from(epoch.elapsed().as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// One real HTTP request: `{status, headers, body}` or why it failed.
+fn live_fetch(method: &str, url: &str, body: Option<&str>, timeout: Duration) -> Result<Json, String> {
+    let agent: ureq::Agent = ureq::Agent::config_builder().timeout_global(Some(timeout)).http_status_as_error(false).build().into();
+    let response = match (method, body) {
+        ("GET", _) => agent.get(url).call(),
+        ("HEAD", _) => agent.head(url).call(),
+        ("DELETE", _) => agent.delete(url).call(),
+        ("POST", b) => agent.post(url).send(b.unwrap_or_default()),
+        ("PUT", b) => agent.put(url).send(b.unwrap_or_default()),
+        ("PATCH", b) => agent.patch(url).send(b.unwrap_or_default()),
+        (other, _) => return Err(format!("HTTP method {other} is not allowed")),
+    };
+    let mut response = response.map_err(|e| format!("{method} {url} failed: {e}"))?;
+    let status = response.status().as_u16();
+    let headers: serde_json::Map<String, Json> = response
+        .headers()
+        .iter()
+        .filter_map(|(k, v)| v.to_str().ok().map(|v| (k.as_str().to_lowercase(), Json::String(v.to_string()))))
+        .collect();
+    let text = response.body_mut().read_to_string().map_err(|e| format!("reading {url}: {e}"))?;
+    Ok(json!({"status": status, "headers": headers, "body": text}))
 }
 
 /// Takes the pending exception off the context.

@@ -224,6 +224,7 @@ fn canonical_or_parent(path: &Path) -> PathBuf {
 pub struct FolderWatcher {
     _debouncer: notify_debouncer_full::Debouncer<notify_debouncer_full::notify::RecommendedWatcher, notify_debouncer_full::RecommendedCache>,
     events: Receiver<DebounceEventResult>,
+    debounce: Duration,
 }
 
 /// A batch of changed paths with the time of its first event.
@@ -243,26 +244,29 @@ impl FolderWatcher {
         {
             debouncer.watch(dir, RecursiveMode::NonRecursive)?;
         }
-        Ok(FolderWatcher { _debouncer: debouncer, events })
+        Ok(FolderWatcher { _debouncer: debouncer, events, debounce })
     }
 
     /// Waits for the next batch that changed something (None on timeout or when the watcher
     /// stopped). Opening or reading a file is not a change; closing it after a write is.
     pub fn next(&self, timeout: Duration) -> Option<Batch> {
         let deadline = Instant::now() + timeout;
-        loop {
+        let mut changes = Vec::new();
+        while changes.is_empty() {
             let left = deadline.saturating_duration_since(Instant::now());
             let events = self.events.recv_timeout(left).ok()?.unwrap_or_default();
-            let changes: Vec<_> = events.into_iter().filter(|e| is_change(&e.kind)).collect();
-            if changes.is_empty() {
-                continue;
-            }
-            let first_event = changes.iter().map(|e| e.time).min().unwrap_or_else(Instant::now);
-            let mut paths: Vec<PathBuf> = changes.into_iter().flat_map(|e| e.event.paths).collect();
-            paths.sort();
-            paths.dedup();
-            return Some(Batch { paths, first_event });
+            changes.extend(events.into_iter().filter(|e| is_change(&e.kind)));
         }
+        // On a busy machine the debouncer can split one burst (its thread saw the queue late);
+        // batches that follow within half a debounce window are the same burst.
+        while let Ok(more) = self.events.recv_timeout(self.debounce / 2) {
+            changes.extend(more.unwrap_or_default().into_iter().filter(|e| is_change(&e.kind)));
+        }
+        let first_event = changes.iter().map(|e| e.time).min().unwrap_or_else(Instant::now);
+        let mut paths: Vec<PathBuf> = changes.into_iter().flat_map(|e| e.event.paths).collect();
+        paths.sort();
+        paths.dedup();
+        Some(Batch { paths, first_event })
     }
 }
 

@@ -29,7 +29,36 @@ pub struct TurnReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     pub compaction: CompactionRun,
+    /// Domain events the story emitted during the turn (`<event topic="…">{…}</event>` in the
+    /// reply), previewed on the slots that list their topic.
+    pub events: Vec<serde_json::Value>,
     pub slot_changes: Vec<SlotChange>,
+}
+
+/// Takes `<event topic="t">{json}</event>` tags out of a reply: the narration without them, and
+/// the events. (The scripted model and prompt-following real models can emit events this way.)
+pub fn extract_events(reply: &str) -> (String, Vec<(String, serde_json::Value)>) {
+    let mut text = String::new();
+    let mut events = Vec::new();
+    let mut rest = reply;
+    while let Some(start) = rest.find("<event topic=\"") {
+        text.push_str(&rest[..start]);
+        let after = &rest[start + 14..];
+        let parsed = after.split_once("\">").and_then(|(topic, tail)| tail.split_once("</event>").map(|(body, tail)| (topic, body, tail)));
+        match parsed {
+            Some((topic, body, tail)) => {
+                let data = serde_json::from_str(body.trim()).unwrap_or_else(|_| json!({"text": body.trim()}));
+                events.push((topic.to_string(), data));
+                rest = tail;
+            }
+            None => {
+                text.push_str(&rest[start..]);
+                rest = "";
+            }
+        }
+    }
+    text.push_str(rest);
+    (text.split_whitespace().collect::<Vec<_>>().join(" "), events)
 }
 
 /// A playtest over a workspace.
@@ -82,16 +111,26 @@ impl Playtest {
             preview,
             reply: None,
             error: Some(error),
+            events: Vec::new(),
             slot_changes: Vec::new(),
         };
         if let Some(error) = &preview.world_context.error {
             let error = format!("the turn failed: {error}");
             return idle(preview, error, &self.workspace);
         }
-        let reply = match self.story.complete(&preview.prompt.requests.anthropic, &preview.prompt.requests.openai) {
+        let mut reply = match self.story.complete(&preview.prompt.requests.anthropic, &preview.prompt.requests.openai) {
             Ok(reply) => reply,
             Err(e) => return idle(preview, format!("the story model failed: {e}"), &self.workspace),
         };
+        let (narration, emitted) = extract_events(&reply.text);
+        reply.text = narration;
+        let mut slot_changes = Vec::new();
+        let mut events = Vec::new();
+        for (topic, data) in emitted {
+            events.push(json!({"topic": topic, "data": data, "turnId": turn_id}));
+            let trigger = Trigger::EventPreviewed { turn_id: turn_id.clone(), topic, data, plugin_id: None };
+            slot_changes.extend(self.slots.apply(&self.workspace, &trigger));
+        }
         let session = &mut self.workspace.session;
         let order = session.history.messages.len();
         for (i, (role, source, content)) in [("user", "player", message.to_string()), ("assistant", "runtime", reply.text.clone())].into_iter().enumerate() {
@@ -106,8 +145,8 @@ impl Playtest {
         // The system prompt plus the turn context is what the compaction estimate counts.
         let system = format!("{}\n\n{}", preview.prompt.system.blocks.iter().map(|b| b.text.as_str()).collect::<Vec<_>>().join("\n\n"), preview.prompt.turn_context);
         let compaction = self.workspace.compact(&turn_id, &system, &CompactionOptions::default(), &mut self.failures);
-        let slot_changes = self.slots.apply(&self.workspace, &Trigger::TurnEnded { turn_id: turn_id.clone() });
-        TurnReport { turn_id, player_message: message.to_string(), preview, reply: Some(reply), error: None, compaction, slot_changes }
+        slot_changes.extend(self.slots.apply(&self.workspace, &Trigger::TurnEnded { turn_id: turn_id.clone() }));
+        TurnReport { turn_id, player_message: message.to_string(), preview, reply: Some(reply), error: None, compaction, events, slot_changes }
     }
 
     /// Undoes the last turn; false when back at the session file's state.

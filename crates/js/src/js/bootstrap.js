@@ -91,8 +91,18 @@
       const mock = (exec.httpMocks || []).find(
         (m) => (m.method || "GET").toUpperCase() === method && (target === m.url || target.startsWith(m.url)),
       );
+      if (!mock && exec.httpLive) {
+        const body = init.body === undefined ? undefined : typeof init.body === "string" ? init.body : JSON.stringify(init.body);
+        const answer = host.fetchLive(method, target, body);
+        return {
+          ok: answer.status >= 200 && answer.status < 300, status: answer.status, url: target,
+          headers: { get: (name) => answer.headers[String(name).toLowerCase()] ?? null },
+          text: async () => answer.body,
+          json: async () => JSON.parse(answer.body),
+        };
+      }
       if (!mock) {
-        throw new Error(`No recorded HTTP answer for ${method} ${target} (the session answers plugin HTTP from its recorded mocks)`);
+        throw new Error(`No recorded HTTP answer for ${method} ${target} (the session answers plugin HTTP from its recorded mocks; set http.live to reach the network)`);
       }
       const text = typeof mock.body === "string" ? mock.body : JSON.stringify(mock.body ?? null);
       const status = mock.status ?? 200;
@@ -242,7 +252,7 @@
       if (!byNamespace.has(row.namespace)) byNamespace.set(row.namespace, []);
       byNamespace.get(row.namespace).push(row);
     }
-    currentExecution = { httpOrigins: data.httpOrigins || [], httpMocks: data.httpMocks || [] };
+    currentExecution = { httpOrigins: data.httpOrigins || [], httpMocks: data.httpMocks || [], httpLive: !!data.httpLive };
     shared = { data, world, settings, messages, byNamespace };
   }
 
