@@ -130,3 +130,16 @@ pub fn redact_timings(value: &mut Value) {
         _ => {}
     }
 }
+
+/// Copies a folder recursively (tests edit copies of plugin folders, never the originals).
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("create the target folder");
+    for entry in std::fs::read_dir(from).expect("read the source folder").flatten() {
+        let target = to.join(entry.file_name());
+        if entry.path().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy a file");
+        }
+    }
+}

@@ -8,7 +8,7 @@ use covel_studio::live::{FolderWatcher, LiveStudio};
 use covel_studio::playtest::Playtest;
 use covel_studio::workspace::PluginReload;
 use covel_studio::{RuntimeTarget, Workspace};
-use covel_tests::redact_timings;
+use covel_tests::{copy_dir, redact_timings};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -27,17 +27,6 @@ fn sample_copy() -> tempfile::TempDir {
     dir
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for entry in std::fs::read_dir(from).expect("read").flatten() {
-        let target = to.join(entry.file_name());
-        if entry.path().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy");
-        }
-    }
-}
 
 fn live(dir: &Path) -> LiveStudio {
     let ws = Workspace::open(dir, Some(&dir.join("demo.session.yaml")), &Limits::default()).expect("opens");

@@ -6,6 +6,7 @@
 use covel_js::Limits;
 use covel_studio::live::LiveStudio;
 use covel_studio::{RuntimeTarget, Workspace};
+use covel_tests::copy_dir;
 use serde_json::Value;
 use std::path::Path;
 use std::time::Instant;
@@ -27,17 +28,6 @@ fn normalize(value: &mut Value, root: &str) {
     }
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for entry in std::fs::read_dir(from).expect("read").flatten() {
-        let target = to.join(entry.file_name());
-        if entry.path().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy");
-        }
-    }
-}
 
 #[test]
 fn ui_fixtures_are_fresh() {

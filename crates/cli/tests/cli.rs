@@ -1,5 +1,6 @@
 //! End-to-end tests of the real `covel` binary: exit codes, human and JSON output.
 
+use covel_tests::copy_dir;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -195,17 +196,6 @@ fn preview_prints_the_prompt_with_boundaries_then_the_segment_table() {
     assert_eq!(rules["included"], true, "a plugin's own runtime sees its self segments");
 }
 
-fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for entry in std::fs::read_dir(from).expect("read").flatten() {
-        let target = to.join(entry.file_name());
-        if entry.path().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy");
-        }
-    }
-}
 
 #[test]
 fn watch_prints_one_json_entry_per_reload_with_diff_and_timings() {
