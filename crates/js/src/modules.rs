@@ -28,6 +28,17 @@ thread_local! {
     static PLUGIN_ROOT: RefCell<Option<PathBuf>> = const { RefCell::new(None) };
 }
 
+thread_local! {
+    /// The last import the resolver refused on this thread: QuickJS cuts long error messages,
+    /// so the loader reports the refusal from here, whole.
+    static LAST_REFUSAL: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// Takes the last refused import's explanation.
+pub fn take_refusal() -> Option<String> {
+    LAST_REFUSAL.with(|r| r.borrow_mut().take())
+}
+
 pub fn set_thread_root(root: &Path) {
     PLUGIN_ROOT.with(|r| *r.borrow_mut() = Some(root.to_path_buf()));
 }
@@ -55,6 +66,7 @@ fn normalize(path: &Path) -> PathBuf {
 }
 
 fn refuse(base: &str, name: &str, why: String) -> Error {
+    LAST_REFUSAL.with(|r| *r.borrow_mut() = Some(why.clone()));
     Error::new_resolving_message(base, name, why)
 }
 
@@ -76,7 +88,7 @@ impl Resolver for PluginResolver {
         let base_dir = if sdk_source(base).is_some() { self.root.clone() } else { Path::new(base).parent().map(Path::to_path_buf).unwrap_or_else(|| self.root.clone()) };
         let joined = normalize(&base_dir.join(name));
         let candidates = [joined.clone(), joined.with_extension("js"), joined.with_extension("mjs"), joined.join("index.js")];
-        let found = candidates.iter().find(|p| p.is_file()).ok_or_else(|| refuse(base, name, format!("module not found: {}", joined.display())))?;
+        let found = candidates.iter().find(|p| p.is_file()).ok_or_else(|| refuse(base, name, format!("`{name}` was not found ({})", joined.display())))?;
         let canonical = found.canonicalize().map_err(|e| refuse(base, name, e.to_string()))?;
         let root = self.root.canonicalize().map_err(|e| refuse(base, name, e.to_string()))?;
         if !canonical.starts_with(&root) {

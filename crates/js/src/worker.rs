@@ -214,6 +214,7 @@ impl Engine {
     }
 
     fn load_in<'js>(&self, ctx: &Ctx<'js>, spec: &LoadSpec) -> Result<Registrations, LoadFailure> {
+        let _ = modules::take_refusal();
         let internal = |e: rquickjs::Error| LoadFailure { code: Code::Internal, message: e.to_string(), file: None, position: None };
         self.install_host(ctx).map_err(internal)?;
         ctx.eval::<(), _>(BOOTSTRAP).catch(ctx).map_err(|e| LoadFailure {
@@ -269,6 +270,10 @@ impl Engine {
     }
 
     fn classify_import_error(&self, t: &Thrown) -> LoadFailure {
+        if let Some(refusal) = modules::take_refusal() {
+            let position_source = t.stack.clone().unwrap_or_default();
+            return self.entry_failure(Code::ImportUnavailable, format!("import failed: {refusal}"), Some(&position_source));
+        }
         let text = t.text();
         if self.expired() {
             return self.entry_failure(Code::EntryTimeout, "the entry module ran past the load limit while being evaluated".into(), None);
