@@ -300,3 +300,23 @@ fn sdk_sub_entries_and_helpers_behave_as_documented() {
     assert_eq!(js["dimensionIds"], json!([true, false, false]));
     assert_eq!(js["dimensionValue"], json!(["/ is below 0"]));
 }
+
+#[test]
+fn reading_plugin_data_in_the_old_row_shape_is_explained_in_the_trace() {
+    let session = fixture("context/probe.session.yaml");
+    let ws = Workspace::open(&fixture("context/plugins"), Some(&session), &Limits::default()).expect("opens");
+    let result = ws.call(PointId::PromptSegment, json!({"turnId": "t", "playerMessage": ""}), None, None);
+    let call = result.calls.iter().find(|c| c.plugin_id == "row-reader").expect("called");
+    assert!(call.logs.iter().any(|l| l.contains("returns the stored value itself")), "{:?}", call.logs);
+    let segment = result.result.as_array().and_then(|a| a.iter().find(|s| s["id"] == "old-shape")).expect("segment");
+    assert_eq!(segment["content"], "empty", "`.value` of the value is undefined, as in Covel");
+}
+
+#[test]
+fn sdk_helpers_real_plugins_import_exist() {
+    let plugins = load("sdk");
+    let result = call(&plugins, PointId::PromptSegment, json!({"turnId": "t", "playerMessage": ""}));
+    let js: Value = serde_json::from_str(result.result[0]["content"].as_str().expect("content")).expect("json");
+    assert_eq!(js["picked"], json!(["中", "en"]));
+    assert_eq!(js["mentioned"], json!(["rin"]), "whole words only: `ring` is not in `spring`");
+}

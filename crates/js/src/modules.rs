@@ -13,6 +13,9 @@ pub const SDK: &str = "@covel/plugin-handlers-utils";
 pub const SDK_DIMENSIONS: &str = "@covel/plugin-handlers-utils/dimensions";
 pub const SDK_PROMPTS: &str = "@covel/plugin-handlers-utils/prompts";
 const HOST: &str = "covel:host";
+/// Tool parameter schemas: upstream plugins import `zod`; the sandbox serves the toolkit's
+/// schema builder under that name.
+const ZOD: &str = "zod";
 
 fn sdk_source(name: &str) -> Option<&'static str> {
     match name {
@@ -72,7 +75,7 @@ fn refuse(base: &str, name: &str, why: String) -> Error {
 
 impl Resolver for PluginResolver {
     fn resolve<'js>(&mut self, _ctx: &Ctx<'js>, base: &str, name: &str, _attributes: Option<ImportAttributes<'js>>) -> Result<String> {
-        if sdk_source(name).is_some() {
+        if sdk_source(name).is_some() || name == ZOD {
             return Ok(name.to_string());
         }
         if name == HOST {
@@ -82,7 +85,7 @@ impl Resolver for PluginResolver {
             return Err(refuse(
                 base,
                 name,
-                format!("`{name}` is not available in the plugin sandbox: only relative imports inside the plugin and `{SDK}` (with /dimensions and /prompts) can be imported"),
+                format!("`{name}` is not available in the plugin sandbox: only relative imports inside the plugin, `{SDK}` (with /dimensions and /prompts) and `zod` can be imported"),
             ));
         }
         let base_dir = if sdk_source(base).is_some() { self.root.clone() } else { Path::new(base).parent().map(Path::to_path_buf).unwrap_or_else(|| self.root.clone()) };
@@ -110,6 +113,9 @@ impl Loader for PluginLoader {
         }
         if name == HOST {
             return Module::declare_def::<HostModule, _>(ctx.clone(), name);
+        }
+        if name == ZOD {
+            return Module::declare(ctx.clone(), name, "export const z = globalThis.__covelZod;\nexport default z;\n");
         }
         let path = PathBuf::from(name);
         let source = std::fs::read_to_string(&path).map_err(|e| Error::new_loading_message(name, e.to_string()))?;

@@ -191,6 +191,9 @@
     unknown: () => schema({ type: "any" }),
   });
 
+  // Plugins import zod for tool parameters; the sandbox's `zod` module is this builder.
+  Object.defineProperty(globalThis, "__covelZod", { value: z, enumerable: false });
+
   let shortIds = 0;
   const toolkit = Object.freeze({
     z,
@@ -256,6 +259,26 @@
     shared = { data, world, settings, messages, byNamespace };
   }
 
+  // Older plugins read `(await ctx.pluginData.get(ns, key))?.value` (the row shape); get()
+  // returns the value itself, so that reads undefined. Say so in the trace, once per key.
+  function rowShapeHint(value, namespace, key) {
+    if (value === null || typeof value !== "object" || Array.isArray(value) || Object.prototype.hasOwnProperty.call(value, "value")) {
+      return value;
+    }
+    let warned = false;
+    return new Proxy(value, {
+      get(target, prop, receiver) {
+        if (prop === "value" && !warned && !(prop in target)) {
+          warned = true;
+          if (logs.length < 50) {
+            logs.push(`[studio] ctx.pluginData.get("${namespace}", "${key}") returns the stored value itself; reading .value on it gives undefined (the row shape of older Covel versions)`);
+          }
+        }
+        return Reflect.get(target, prop, receiver);
+      },
+    });
+  }
+
   function makeContext(turnId) {
     const signal = new Signal();
     const live = () => {
@@ -269,7 +292,7 @@
         const dead = live();
         if (dead) return dead;
         const row = rowsOf(namespace).find((r) => r.key === String(key));
-        return Promise.resolve(row ? deepCopy(row.value) : null);
+        return Promise.resolve(row ? rowShapeHint(deepCopy(row.value), namespace, key) : null);
       },
       list(namespace) {
         const dead = live();

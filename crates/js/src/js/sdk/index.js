@@ -196,3 +196,103 @@ export function characterSheetSegments(characters, options = {}) {
   if (!parts.length) return [];
   return [{ id: "character-sheets", content: parts.join("\n\n"), position: "system", audience: "self", volatility: "turn" }];
 }
+
+/** The instruction language for a locale: Simplified-Chinese sessions read `zh`, all others `en`. */
+export function instructionLocaleFor(locale) {
+  return /^zh(\b|[-_]|$)/i.test(String(locale ?? "")) ? "zh" : "en";
+}
+
+/** Picks the Chinese or the English text for a locale. */
+export function pickLocaleText(locale, zh, en) {
+  return instructionLocaleFor(locale) === "zh" ? zh : en;
+}
+
+let shortIdCounter = 0;
+/** A short id, unique within the runtime. */
+export function shortId(prefix = "id") {
+  shortIdCounter += 1;
+  return `${prefix}${shortIdCounter.toString(36)}`;
+}
+
+/** `n` short ids. */
+export function shortIdBatch(n, prefix = "id") {
+  return Array.from({ length: n }, () => shortId(prefix));
+}
+
+/** A proposal for the runtime's transaction: `makeProposal(type, payload)` or, as runtime
+ * helpers call it, `makeProposal(ctx, createdAt, type, payload)`. */
+export function makeProposal(...args) {
+  if (args.length >= 4) {
+    const [ctx, createdAt, type, payload] = args;
+    return { type, payload, createdAt, ...(ctx && ctx.runtimeId ? { runtimeId: ctx.runtimeId } : {}) };
+  }
+  const [type, payload] = args;
+  return { type, payload };
+}
+
+/** Ids of the characters a text mentions by name or alias, as whole words (not inside words). */
+export function mentionedCharacterIds(text, characters) {
+  const haystack = ` ${String(text ?? "").toLowerCase().replace(/\s+/g, " ")} `;
+  const found = new Set();
+  for (const c of characters ?? []) {
+    for (const name of [c?.name, ...(c?.aliases ?? [])]) {
+      const needle = String(name ?? "").trim().toLowerCase().replace(/\s+/g, " ");
+      if (!needle) continue;
+      let at = haystack.indexOf(needle);
+      while (at >= 0) {
+        const before = haystack[at - 1];
+        const after = haystack[at + needle.length];
+        if (!/[\p{L}\p{N}_]/u.test(before) && !/[\p{L}\p{N}_]/u.test(after ?? " ")) {
+          found.add(c.id);
+          break;
+        }
+        at = haystack.indexOf(needle, at + 1);
+      }
+    }
+  }
+  return found;
+}
+
+const PENDING = "__pendingProposals";
+
+/** Attaches proposals to a tool result; they commit with the execution. */
+export function withPendingProposals(result, proposals = []) {
+  const base = result && typeof result === "object" ? result : { _text: String(result ?? "") };
+  return { ...base, [PENDING]: [...(base[PENDING] ?? []), ...proposals] };
+}
+
+/** The proposals attached to a tool result. */
+export function getPendingProposals(result) {
+  return (result && result[PENDING]) || [];
+}
+
+/** The model-facing text of a tool result. */
+export function getToolContent(result) {
+  if (result == null) return "";
+  if (typeof result === "string") return result;
+  if (typeof result._text === "string") return result._text;
+  return modelFacingJson(result);
+}
+
+/** A character's display label: its name, with its type for non-player characters. */
+export function characterLabel(character) {
+  if (!character) return "";
+  return character.type && character.type !== "player" ? `${character.name} (${character.type})` : String(character.name ?? "");
+}
+
+/** The key character names are compared by: case-folded, inner spaces collapsed. */
+export function characterNameKey(name) {
+  return String(name ?? "").normalize("NFKC").trim().replace(/\s+/g, " ").toLowerCase();
+}
+
+/** Another character already using one of these names or aliases, if any. */
+export function findCharacterAliasConflict(characters, candidate) {
+  const wanted = new Set([candidate?.name, ...(candidate?.aliases ?? [])].filter(Boolean).map(characterNameKey));
+  for (const other of characters ?? []) {
+    if (!other || other.id === candidate?.id) continue;
+    for (const name of [other.name, ...(other.aliases ?? [])]) {
+      if (name && wanted.has(characterNameKey(name))) return { characterId: other.id, name };
+    }
+  }
+  return null;
+}
