@@ -331,3 +331,21 @@ fn a_session_that_opts_into_live_network_reaches_allowed_origins() {
     assert_eq!(result.result[0]["content"], "stormy", "{:?}", result.calls);
     assert_eq!(seen.lock().expect("lock")[0].0, "/weather");
 }
+
+#[test]
+fn editing_the_session_saves_it_atomically_and_keeps_the_authors_file_once() {
+    let dir = sample_copy();
+    let mut studio = live(dir.path());
+    let path = dir.path().join("demo.session.yaml");
+    let authored = std::fs::read_to_string(&path).expect("read");
+    let mut edited = serde_json::to_value(&studio.workspace().session).expect("json");
+    edited["settings"]["story-director"]["tone"] = json!("wry");
+    studio.update_session(edited.clone()).expect("valid edit");
+    assert!(studio.preview.segments.iter().any(|s| s.id == "tone" && s.content.contains("wry")), "the preview re-ran");
+    let saved = covel_kernel::session::parse_session(&std::fs::read_to_string(&path).expect("saved"), &path).expect("parses");
+    assert_eq!(saved.settings["story-director"]["tone"], "wry");
+    assert_eq!(std::fs::read_to_string(dir.path().join("demo.session.yaml.orig")).expect("kept"), authored);
+    edited["locale"] = json!(42);
+    assert!(studio.update_session(edited).is_err(), "invalid edits are refused");
+    assert_eq!(covel_kernel::session::parse_session(&std::fs::read_to_string(&path).expect("saved"), &path).expect("parses").settings["story-director"]["tone"], "wry");
+}
