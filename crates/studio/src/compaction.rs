@@ -36,6 +36,27 @@ pub struct CompactionRun {
     pub consecutive_failures: u32,
 }
 
+impl CompactionRun {
+    /// A run that never started (the turn failed before compaction could be considered).
+    pub fn not_run(windows: Windows) -> CompactionRun {
+        CompactionRun {
+            windows,
+            budget: Budget::for_window(windows.context_window),
+            estimated_tokens: 0,
+            threshold_tokens: f64::from(windows.context_window) * compaction::THRESHOLD,
+            triggered: false,
+            input: Value::Null,
+            output: Value::Null,
+            provided_by: None,
+            calls: Vec::new(),
+            verdict: None,
+            applied: None,
+            events: Vec::new(),
+            consecutive_failures: 0,
+        }
+    }
+}
+
 /// How to run compaction.
 #[derive(Debug, Clone, Default)]
 pub struct CompactionOptions {
