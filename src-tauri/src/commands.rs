@@ -65,10 +65,19 @@ async fn set_runtime(state: State<'_, AppState>, target: String) -> Result<Json,
 #[tauri::command]
 #[specta::specta]
 async fn play_turn(state: State<'_, AppState>, message: String) -> Result<Json, String> {
+    state.cancel.store(false, std::sync::atomic::Ordering::SeqCst);
+    let cancel = std::sync::Arc::clone(&state.cancel);
     with_studio(&state, |s| {
-        s.play_turn(&message);
+        s.play_turn_cancellable(&message, &cancel);
         Ok(Json::of(&s.snapshot()))
     })
+}
+
+#[tauri::command]
+#[specta::specta]
+async fn cancel_work(state: State<'_, AppState>) -> Result<(), String> {
+    state.cancel.store(true, std::sync::atomic::Ordering::SeqCst);
+    Ok(())
 }
 
 #[tauri::command]
@@ -104,7 +113,17 @@ async fn recent_folders(app: AppHandle) -> Result<Vec<RecentFolder>, String> {
 /// The commands and events, for the invoke handler and the TypeScript export.
 pub fn builder() -> Builder<tauri::Wry> {
     Builder::<tauri::Wry>::new()
-        .commands(collect_commands![open_workspace, snapshot, set_runtime, play_turn, undo_turn, save_played_session, update_session, recent_folders])
+        .commands(collect_commands![
+            open_workspace,
+            snapshot,
+            set_runtime,
+            play_turn,
+            cancel_work,
+            undo_turn,
+            save_played_session,
+            update_session,
+            recent_folders
+        ])
         .events(collect_events![StudioChanged])
 }
 

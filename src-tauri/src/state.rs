@@ -17,6 +17,8 @@ pub struct AppState {
     pub studio: Arc<Mutex<Option<LiveStudio>>>,
     /// Bumped on every open, so the previous folder's watcher thread stops.
     pub generation: Arc<AtomicU64>,
+    /// Set by `cancel_work`; a running turn checks it before appending anything.
+    pub cancel: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// The folder to open at start: the command line's, else plugins-sample/ with its demo.

@@ -349,3 +349,13 @@ fn editing_the_session_saves_it_atomically_and_keeps_the_authors_file_once() {
     assert!(studio.update_session(edited).is_err(), "invalid edits are refused");
     assert_eq!(covel_kernel::session::parse_session(&std::fs::read_to_string(&path).expect("saved"), &path).expect("parses").settings["story-director"]["tone"], "wry");
 }
+
+#[test]
+fn a_cancelled_turn_appends_nothing() {
+    let mut play = demo_play();
+    let before = play.workspace.session.clone();
+    let report = play.play_cancellable("I swim.", &std::sync::atomic::AtomicBool::new(true));
+    assert!(report.error.as_deref().is_some_and(|e| e.contains("cancelled")));
+    assert_eq!(play.workspace.session, before);
+    assert_eq!(play.turns(), 0);
+}

@@ -86,7 +86,12 @@ impl LiveStudio {
 
     /// Plays a turn and refreshes the preview.
     pub fn play_turn(&mut self, message: &str) -> TurnReport {
-        let report = self.play.play(message);
+        self.play_turn_cancellable(message, &std::sync::atomic::AtomicBool::new(false))
+    }
+
+    /// Plays a turn that `cancel` can stop before anything is appended.
+    pub fn play_turn_cancellable(&mut self, message: &str, cancel: &std::sync::atomic::AtomicBool) -> TurnReport {
+        let report = self.play.play_cancellable(message, cancel);
         self.turns.push(report.clone());
         self.refresh();
         report

@@ -86,6 +86,12 @@ impl Playtest {
 
     /// Plays one turn.
     pub fn play(&mut self, message: &str) -> TurnReport {
+        self.play_cancellable(message, &std::sync::atomic::AtomicBool::new(false))
+    }
+
+    /// Plays one turn unless `cancel` is set before the reply is appended: a cancelled turn
+    /// leaves the session as it was (the model call itself ends by its own timeout).
+    pub fn play_cancellable(&mut self, message: &str, cancel: &std::sync::atomic::AtomicBool) -> TurnReport {
         let before = self.workspace.session.clone();
         self.workspace.session.next_message = message.to_string();
         let preview = self.workspace.preview(&RuntimeTarget::Story);
@@ -102,12 +108,23 @@ impl Playtest {
         };
         if let Some(error) = &preview.world_context.error {
             let error = format!("the turn failed: {error}");
-            return idle(preview, error, &self.workspace);
+            let report = idle(preview, error, &self.workspace);
+            self.workspace.session = before;
+            return report;
         }
         let mut reply = match self.story.complete(&preview.prompt.requests.anthropic, &preview.prompt.requests.openai) {
             Ok(reply) => reply,
-            Err(e) => return idle(preview, format!("the story model failed: {e}"), &self.workspace),
+            Err(e) => {
+                let report = idle(preview, format!("the story model failed: {e}"), &self.workspace);
+                self.workspace.session = before;
+                return report;
+            }
         };
+        if cancel.load(std::sync::atomic::Ordering::SeqCst) {
+            let report = idle(preview, "the turn was cancelled; nothing was appended".into(), &self.workspace);
+            self.workspace.session = before;
+            return report;
+        }
         let (narration, emitted) = extract_events(&reply.text);
         reply.text = narration;
         let mut slot_changes = Vec::new();

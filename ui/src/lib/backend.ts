@@ -18,6 +18,8 @@ export interface Backend {
   snapshot(): Promise<Snapshot>;
   setRuntime(target: string): Promise<Snapshot>;
   playTurn(message: string): Promise<Snapshot>;
+  /** Asks the running work to stop (a turn then appends nothing). */
+  cancel(): Promise<void>;
   undoTurn(): Promise<Snapshot>;
   savePlayedSession(path: string): Promise<void>;
   updateSession(session: unknown): Promise<Snapshot>;

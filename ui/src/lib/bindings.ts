@@ -11,6 +11,7 @@ export const commands = {
 	snapshot: () => typedError<Json, string>(__TAURI_INVOKE("snapshot")),
 	setRuntime: (target: string) => typedError<Json, string>(__TAURI_INVOKE("set_runtime", { target })),
 	playTurn: (message: string) => typedError<Json, string>(__TAURI_INVOKE("play_turn", { message })),
+	cancelWork: () => typedError<null, string>(__TAURI_INVOKE("cancel_work")),
 	undoTurn: () => typedError<Json, string>(__TAURI_INVOKE("undo_turn")),
 	savePlayedSession: (path: string) => typedError<null, string>(__TAURI_INVOKE("save_played_session", { path })),
 	updateSession: (session: Json) => typedError<Json, string>(__TAURI_INVOKE("update_session", { session })),

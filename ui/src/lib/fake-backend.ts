@@ -18,6 +18,7 @@ export function fakeBackend(): Backend {
     snapshot: async () => current,
     setRuntime: async () => current,
     playTurn: async () => (current = afterTurn as unknown as Snapshot),
+    cancel: async () => {},
     undoTurn: async () => (current = initial as unknown as Snapshot),
     savePlayedSession: async () => {},
     updateSession: async (session) => (current = { ...current, session }),

@@ -43,9 +43,10 @@ class Studio {
     }
   }
 
-  cancel() {
+  async cancel() {
     this.ticket++;
     this.busy = null;
+    await (await backend).cancel();
   }
 }
 

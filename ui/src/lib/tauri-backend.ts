@@ -17,6 +17,9 @@ export function tauriBackend(): Backend {
     snapshot: () => snap(commands.snapshot()),
     setRuntime: (target) => snap(commands.setRuntime(target)),
     playTurn: (message) => snap(commands.playTurn(message)),
+    cancel: async () => {
+      unwrap(await commands.cancelWork());
+    },
     undoTurn: () => snap(commands.undoTurn()),
     savePlayedSession: async (path) => {
       unwrap(await commands.savePlayedSession(path));
