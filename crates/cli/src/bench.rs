@@ -3,9 +3,7 @@
 //! segments + five slots + world context, peak memory), plus the studio's full preview.
 
 use crate::output::print_json;
-use anyhow::Context;
-use covel_js::Limits;
-use covel_studio::{RuntimeTarget, Workspace};
+use covel_studio::RuntimeTarget;
 use serde_json::json;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -37,7 +35,7 @@ fn peak_rss_mb() -> Option<f64> {
 }
 
 pub fn run(args: &Args, process_start: Instant) -> anyhow::Result<ExitCode> {
-    let workspace = Workspace::open(&args.plugins_dir, None, &Limits::default()).with_context(|| format!("opening {}", args.plugins_dir.display()))?;
+    let workspace = crate::open::workspace(&args.plugins_dir, None)?;
     let load_ms = process_start.elapsed().as_secs_f64() * 1000.0;
     let t = Instant::now();
     let (segments, slots, world) = workspace.quick_preview("Look around.");

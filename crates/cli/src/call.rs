@@ -3,9 +3,7 @@
 
 use crate::output::{DiagnosticJson, print_json};
 use anyhow::{Context, anyhow, bail};
-use covel_js::Limits;
 use covel_kernel::contract;
-use covel_studio::Workspace;
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -45,8 +43,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         map.entry("previous").or_insert(Value::Null);
         map.entry("events").or_insert_with(|| json!([]));
     }
-    let workspace = Workspace::open(&args.plugins_dir, args.session.as_deref(), &Limits::default())
-        .with_context(|| format!("opening {}", args.plugins_dir.display()))?;
+    let workspace = crate::open::workspace(&args.plugins_dir, args.session.as_deref())?;
     // Without a session every plugin of the folder runs; with one, only the active ones.
     let providers = if args.session.is_some() { workspace.active_providers() } else { workspace.all_providers() };
     let result = workspace.call_over(&providers, point, input, slot, args.turn.clone());

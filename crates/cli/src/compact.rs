@@ -4,10 +4,9 @@
 
 use crate::output::print_json;
 use anyhow::Context;
-use covel_js::Limits;
 use covel_kernel::compaction::FailureCounter;
 use covel_studio::compaction::CompactionOptions;
-use covel_studio::{RuntimeTarget, Workspace};
+use covel_studio::RuntimeTarget;
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -31,8 +30,7 @@ pub struct Args {
 }
 
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
-    let mut workspace = Workspace::open(&args.plugins_dir, Some(&args.session), &Limits::default())
-        .with_context(|| format!("opening {}", args.plugins_dir.display()))?;
+    let mut workspace = crate::open::workspace(&args.plugins_dir, Some(&args.session))?;
     let output = match &args.output {
         Some(path) => {
             let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;

@@ -4,6 +4,7 @@
 mod bench;
 mod call;
 mod compact;
+mod open;
 mod output;
 mod play;
 mod preview;

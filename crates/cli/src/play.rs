@@ -3,8 +3,6 @@
 
 use crate::output::print_json;
 use anyhow::Context;
-use covel_js::Limits;
-use covel_studio::Workspace;
 use covel_studio::playtest::Playtest;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -28,8 +26,7 @@ pub struct Args {
 }
 
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
-    let workspace = Workspace::open(&args.plugins_dir, Some(&args.session), &Limits::default())
-        .with_context(|| format!("opening {}", args.plugins_dir.display()))?;
+    let workspace = crate::open::workspace(&args.plugins_dir, Some(&args.session))?;
     let mut play = Playtest::new(workspace);
     let mut turns = Vec::new();
     let mut failed = false;

@@ -3,10 +3,7 @@
 //! stability against the next turn, the world context and every slot.
 
 use crate::output::print_json;
-use anyhow::{Context, bail};
-use covel_js::Limits;
 use covel_kernel::prompt::Origin;
-use covel_studio::{RuntimeTarget, Workspace};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -26,11 +23,8 @@ pub struct Args {
 }
 
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
-    let Some(target) = RuntimeTarget::parse(&args.runtime) else {
-        bail!("--runtime must be story, plugin:ID or contract:C (got `{}`)", args.runtime);
-    };
-    let workspace = Workspace::open(&args.plugins_dir, args.session.as_deref(), &Limits::default())
-        .with_context(|| format!("opening {}", args.plugins_dir.display()))?;
+    let target = crate::open::runtime(&args.runtime)?;
+    let workspace = crate::open::workspace(&args.plugins_dir, args.session.as_deref())?;
     let preview = workspace.preview(&target);
     if args.json {
         let mut value = serde_json::to_value(&preview)?;

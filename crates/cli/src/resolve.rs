@@ -1,9 +1,6 @@
 //! `covel resolve PLUGINS_DIR --session FILE`: the session resolver's answer.
 
 use crate::output::print_json;
-use anyhow::Context;
-use covel_js::Limits;
-use covel_studio::Workspace;
 use serde_json::json;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -21,8 +18,7 @@ pub struct Args {
 }
 
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
-    let workspace = Workspace::open(&args.plugins_dir, args.session.as_deref(), &Limits::default())
-        .with_context(|| format!("opening {}", args.plugins_dir.display()))?;
+    let workspace = crate::open::workspace(&args.plugins_dir, args.session.as_deref())?;
     let r = &workspace.resolution;
     if args.json {
         print_json(&json!({

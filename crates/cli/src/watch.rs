@@ -2,9 +2,7 @@
 //! reload — what changed, the diff it made, diagnostics and timings.
 
 use anyhow::Context;
-use covel_js::Limits;
 use covel_studio::live::{FolderWatcher, LiveStudio};
-use covel_studio::{RuntimeTarget, Workspace};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -32,9 +30,8 @@ pub struct Args {
 }
 
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
-    let target = RuntimeTarget::parse(&args.runtime).with_context(|| format!("--runtime `{}` is not story, plugin:ID or contract:C", args.runtime))?;
-    let workspace = Workspace::open(&args.plugins_dir, args.session.as_deref(), &Limits::default())
-        .with_context(|| format!("opening {}", args.plugins_dir.display()))?;
+    let target = crate::open::runtime(&args.runtime)?;
+    let workspace = crate::open::workspace(&args.plugins_dir, args.session.as_deref())?;
     let watcher = FolderWatcher::new(&args.plugins_dir, args.session.as_deref(), Duration::from_millis(args.debounce_ms))
         .context("starting the file watcher")?;
     let mut studio = LiveStudio::new(workspace, target);

@@ -88,19 +88,11 @@ impl Workspace {
         let triggered = options.force || options.output.is_some() || compaction::over_threshold(estimated, windows);
         let input = compaction::input(&messages, &summaries, windows, estimated, &self.session.locale);
         let mut run = CompactionRun {
-            windows,
-            budget,
             estimated_tokens: estimated,
-            threshold_tokens: f64::from(windows.context_window) * compaction::THRESHOLD,
             triggered,
             input: input.clone(),
-            output: Value::Null,
-            provided_by: None,
-            calls: Vec::new(),
-            verdict: None,
-            applied: None,
-            events: Vec::new(),
             consecutive_failures: counter.consecutive,
+            ..CompactionRun::not_run(windows)
         };
         if !triggered {
             counter.succeed();

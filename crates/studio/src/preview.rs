@@ -3,7 +3,7 @@
 //! slot — each with the provider calls that produced it. This is what the CLI prints and the
 //! desktop panels show.
 
-use crate::workspace::Workspace;
+use crate::workspace::{Calls, Workspace};
 use covel_kernel::contract::{PointId, SlotId};
 use covel_kernel::prompt::{self, Assembly, AssemblyInput, CacheReport, RequestOptions, RuntimeView, Segment, SegmentRow};
 use covel_kernel::runner::{CallRecord, RunResult};
@@ -194,7 +194,11 @@ impl Workspace {
 
     /// Runs the world context, enforcing the dimension-provider rule.
     pub fn world_context(&self) -> WorldContextView {
-        let result = self.call(PointId::SessionWorldContext, json!({}), None, None);
+        self.world_context_in(&self.calls())
+    }
+
+    fn world_context_in(&self, calls: &Calls<'_>) -> WorldContextView {
+        let result = calls.run(PointId::SessionWorldContext, json!({}), None, None);
         let mut error = result.error.as_ref().map(ToString::to_string);
         if !self.session.world.dimensions.is_empty() {
             let providers = self.dimension_providers();
@@ -210,44 +214,36 @@ impl Workspace {
 
     /// Runs the history transforms over a copy of the given history.
     pub fn transformed_history(&self, history: &[Value], turn_id: &str) -> RunResult {
-        self.call(PointId::PromptHistoryTransform, json!({"messages": history, "turnId": turn_id}), None, Some(turn_id.to_string()))
+        self.calls().run(PointId::PromptHistoryTransform, json!({"messages": history, "turnId": turn_id}), None, Some(turn_id))
     }
 
     /// Projects one slot. Outside a turn it reads the committed state with no events; during a
     /// turn it sees that turn's previewed events. `character.visual@1` is split into one value
     /// per character (a single keyless null when there are none).
     pub fn project_slot(&self, slot: SlotId, events: &[Value], turn_id: Option<String>) -> Vec<SlotView> {
-        let input = json!({"slot": slot.as_str(), "previous": null, "events": events});
-        let result = self.call(PointId::UiSlot, input, Some(slot), turn_id);
-        if slot != SlotId::CharacterVisual {
-            return vec![SlotView { slot, key: None, revision: revision_of(&result.result), value: result.result, chain: result.calls }];
-        }
-        let characters = result.result.get("characters").and_then(Value::as_array).cloned().unwrap_or_default();
-        if characters.is_empty() {
-            return vec![SlotView { slot, key: None, value: Value::Null, revision: revision_of(&Value::Null), chain: result.calls }];
-        }
-        characters
-            .into_iter()
-            .map(|character| SlotView {
-                slot,
-                key: character.get("characterId").and_then(Value::as_str).map(str::to_string),
-                revision: revision_of(&character),
-                value: character,
-                chain: result.calls.clone(),
-            })
-            .collect()
+        project_slot_in(&self.calls(), slot, events, turn_id.as_deref())
     }
 
     /// Projects every kernel slot from the committed state (no turn).
     pub fn slots(&self) -> Vec<SlotView> {
-        SlotId::ALL.into_iter().flat_map(|slot| self.project_slot(slot, &[], None)).collect()
+        let calls = self.calls();
+        SlotId::ALL.into_iter().flat_map(|slot| project_slot_in(&calls, slot, &[], None)).collect()
     }
 
-    fn assemble_turn(&self, target: &RuntimeTarget, history: &[Value], turn_id: &str, player_message: &str, calls: &mut Vec<CallRecord>) -> Assembly {
-        let transformed = self.transformed_history(history, turn_id);
+
+    fn assemble_turn(
+        &self,
+        scope: &Calls<'_>,
+        target: &RuntimeTarget,
+        history: &[Value],
+        turn_id: &str,
+        player_message: &str,
+        calls: &mut Vec<CallRecord>,
+    ) -> Assembly {
+        let transformed = scope.run(PointId::PromptHistoryTransform, json!({"messages": history, "turnId": turn_id}), None, Some(turn_id));
         calls.extend(transformed.calls.iter().cloned());
         let messages = transformed.result.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
-        let segments = self.call(PointId::PromptSegment, json!({"turnId": turn_id, "playerMessage": player_message}), None, Some(turn_id.to_string()));
+        let segments = scope.run(PointId::PromptSegment, json!({"turnId": turn_id, "playerMessage": player_message}), None, Some(turn_id));
         calls.extend(segments.calls.iter().cloned());
         let (runtime, body) = self.runtime_view(target);
         let lore = self.session.world.world_record.as_ref().and_then(|w| w.get("lore")).and_then(Value::as_str);
@@ -276,35 +272,33 @@ impl Workspace {
     /// the Node yardstick: prompt segments, the five stage/status slots, and the world context.
     /// Returns (segment count, non-null slot count, whether a world snapshot came back).
     pub fn quick_preview(&self, player_message: &str) -> (usize, usize, bool) {
-        let ctx = self.execution(Some("t1".into()));
-        let providers = self.active_providers();
-        let options = covel_kernel::runner::RunOptions::default();
-        let segments =
-            covel_kernel::runner::run(PointId::PromptSegment, json!({"turnId": "t1", "playerMessage": player_message}), &providers, &ctx, &options);
+        let scope = self.calls();
+        let turn = Some("t1");
+        let segments = scope.run(PointId::PromptSegment, json!({"turnId": "t1", "playerMessage": player_message}), None, turn);
         let mut slots = 0;
         for slot in [SlotId::StageBackdrop, SlotId::StageCast, SlotId::StageChoices, SlotId::SessionSummary, SlotId::StageMusic] {
             let input = json!({"slot": slot.as_str(), "previous": null, "events": []});
-            let run = covel_kernel::runner::run(PointId::UiSlot, input, &providers, &ctx, &covel_kernel::runner::RunOptions { slot: Some(slot), timeout: None });
-            slots += usize::from(!run.result.is_null());
+            slots += usize::from(!scope.run(PointId::UiSlot, input, Some(slot), turn).result.is_null());
         }
-        let world = covel_kernel::runner::run(PointId::SessionWorldContext, json!({}), &providers, &ctx, &options);
+        let world = scope.run(PointId::SessionWorldContext, json!({}), None, turn);
         (segments.result.as_array().map_or(0, Vec::len), slots, !world.result.is_null())
     }
 
     /// The full preview for one runtime.
     pub fn preview(&self, target: &RuntimeTarget) -> Preview {
         let started = Instant::now();
+        let scope = self.calls();
         let mut calls = Vec::new();
 
         let t = Instant::now();
-        let world_context = self.world_context();
+        let world_context = self.world_context_in(&scope);
         calls.extend(world_context.calls.iter().cloned());
         let world_context_ms = ms(t);
 
         let history = self.session.history.messages.clone();
         let turn_id = self.next_turn_id(&history);
         let t = Instant::now();
-        let this = self.assemble_turn(target, &history, &turn_id, &self.session.next_message, &mut calls);
+        let this = self.assemble_turn(&scope, target, &history, &turn_id, &self.session.next_message, &mut calls);
         let segments_ms = ms(t);
 
         // The next turn: one more exchange in the history, the following player message.
@@ -322,15 +316,15 @@ impl Workspace {
         let next_turn = self.next_turn_id(&next_history);
         let following = self.session.following_message.clone().unwrap_or_else(|| DEFAULT_FOLLOWING.to_string());
         let mut next_calls = Vec::new();
-        let next = self.assemble_turn(target, &next_history, &next_turn, &following, &mut next_calls);
+        let next = self.assemble_turn(&scope, target, &next_history, &next_turn, &following, &mut next_calls);
         let cache = prompt::analyse(&this, &next, self.min_cacheable_tokens());
         let next_turn_ms = ms(t);
 
         let t = Instant::now();
-        let slots = self.slots();
+        let slots: Vec<SlotView> = SlotId::ALL.into_iter().flat_map(|slot| project_slot_in(&scope, slot, &[], None)).collect();
         calls.extend(slots.iter().filter(|s| s.key.is_none() || s.slot != SlotId::CharacterVisual).flat_map(|s| s.chain.iter().cloned()));
         let slots_ms = ms(t);
-        let flow = self.call(PointId::MediaImageFlow, json!({}), None, None);
+        let flow = scope.run(PointId::MediaImageFlow, json!({}), None, None);
         calls.extend(flow.calls.iter().cloned());
         let image_flow =
             ImageFlowView { flow: flow.result, provided_by: flow.provided_by, error: flow.error.map(|e| e.to_string()), calls: flow.calls };
@@ -359,4 +353,27 @@ impl Workspace {
             timings: PreviewTimings { world_context_ms, history_ms: 0.0, segments_ms, next_turn_ms, slots_ms, total_ms: ms(started) },
         }
     }
+}
+
+/// Projects one slot within a call scope.
+fn project_slot_in(calls: &Calls<'_>, slot: SlotId, events: &[Value], turn_id: Option<&str>) -> Vec<SlotView> {
+    let input = json!({"slot": slot.as_str(), "previous": null, "events": events});
+    let result = calls.run(PointId::UiSlot, input, Some(slot), turn_id);
+    if slot != SlotId::CharacterVisual {
+        return vec![SlotView { slot, key: None, revision: revision_of(&result.result), value: result.result, chain: result.calls }];
+    }
+    let characters = result.result.get("characters").and_then(Value::as_array).cloned().unwrap_or_default();
+    if characters.is_empty() {
+        return vec![SlotView { slot, key: None, value: Value::Null, revision: revision_of(&Value::Null), chain: result.calls }];
+    }
+    characters
+        .into_iter()
+        .map(|character| SlotView {
+            slot,
+            key: character.get("characterId").and_then(Value::as_str).map(str::to_string),
+            revision: revision_of(&character),
+            value: character,
+            chain: result.calls.clone(),
+        })
+        .collect()
 }

@@ -9,6 +9,7 @@ use covel_kernel::resolver::{self, Candidate, Resolution};
 use covel_kernel::runner::{self, Provider, RunOptions, RunResult};
 use covel_kernel::session::{self, Session};
 use serde_json::{Map, Value, json};
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -258,7 +259,13 @@ impl Workspace {
 
     /// Runs one point over the active providers.
     pub fn call(&self, point: PointId, input: Value, slot: Option<SlotId>, turn_id: Option<String>) -> RunResult {
-        self.call_over(&self.active_providers(), point, input, slot, turn_id)
+        self.calls().run(point, input, slot, turn_id.as_deref())
+    }
+
+    /// A scope for several calls over the same state (a preview, a turn): the active providers
+    /// and one execution per turn id are built once, not once per call.
+    pub fn calls(&self) -> Calls<'_> {
+        Calls { workspace: self, providers: self.active_providers(), contexts: RefCell::new(BTreeMap::new()) }
     }
 
     /// Runs one point over the given providers, in this session's context.
@@ -274,6 +281,22 @@ impl Workspace {
             .flat_map(|p| p.diagnostics.iter())
             .chain(self.reload_failures.values().flatten())
             .chain(self.session_error.iter())
+    }
+}
+
+/// Calls that share providers and execution contexts (see [`Workspace::calls`]).
+pub struct Calls<'a> {
+    workspace: &'a Workspace,
+    providers: Vec<Provider>,
+    contexts: RefCell<BTreeMap<Option<String>, Arc<ExecutionContext>>>,
+}
+
+impl Calls<'_> {
+    /// Runs one point; calls with the same turn id share one execution.
+    pub fn run(&self, point: PointId, input: Value, slot: Option<SlotId>, turn_id: Option<&str>) -> RunResult {
+        let key = turn_id.map(str::to_string);
+        let ctx = Arc::clone(self.contexts.borrow_mut().entry(key.clone()).or_insert_with(|| self.workspace.execution(key)));
+        runner::run(point, input, &self.providers, &ctx, &RunOptions { slot, timeout: None })
     }
 }
 
