@@ -49,6 +49,8 @@ pub struct LoadedPlugin {
     /// Files of the entry's module graph.
     pub modules: Vec<PathBuf>,
     pub diagnostics: Vec<Diagnostic>,
+    /// Hints that do not stop the plugin (e.g. row-shaped `pluginData` reads), with positions.
+    pub hints: Vec<Diagnostic>,
     pub load_time: Duration,
 }
 
@@ -175,6 +177,7 @@ fn finish(begun: Instant, load: package::PackageLoad, ran: Option<(Option<Engine
     if diagnostics.iter().any(|d| d.code == Code::Internal) {
         instance = None;
     }
+    let hints = source_hints(&load.folder, &load.name, &modules);
     LoadedPlugin {
         name: load.name,
         folder: load.folder,
@@ -183,8 +186,22 @@ fn finish(begun: Instant, load: package::PackageLoad, ran: Option<(Option<Engine
         registrations,
         modules,
         diagnostics,
+        hints,
         load_time: begun.elapsed(),
     }
+}
+
+/// Hints from reading the plugin's loaded modules (row-shaped `pluginData` reads).
+fn source_hints(folder: &Path, name: &str, modules: &[PathBuf]) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    for module in modules {
+        let Ok(source) = std::fs::read_to_string(module) else { continue };
+        for read in crate::lint::row_shaped_reads(module, &source) {
+            let file = shown_path(folder, name, module).unwrap_or_else(|| module.clone());
+            out.push(Diagnostic::new(Code::RowShapedRead, read.message).plugin(name).file(file).at(read.line, read.column));
+        }
+    }
+    out
 }
 
 /// Shows an engine-reported file relative to the plugins folder (`<plugin>/<path>`).

@@ -6,9 +6,14 @@
 //! through the engine's object API, not JSON text ([`convert`]). [`host`] loads plugin folders
 //! and exposes their providers to the kernel's runner.
 
+pub mod bytecode;
 pub mod convert;
 pub mod host;
+pub mod imports;
+pub mod lint;
+pub mod memory;
 pub mod modules;
+pub mod typescript;
 pub mod worker;
 
 pub use host::{JsPlugin, LoadedPlugin, load_folder, load_plugin, load_plugins};

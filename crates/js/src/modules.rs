@@ -1,45 +1,125 @@
-//! Module resolution and loading for plugin code: relative imports confined to the plugin
-//! root, the SDK's bare specifiers, and nothing else (no `node:` built-ins, no packages, no
-//! file system or network beyond the plugin's own files).
+//! Module resolution and loading for plugin code. What a plugin may import:
+//!
+//! - its own modules, relative to the importing file and confined to the plugin root
+//!   (`.js`, `.mjs`, `.json`, and TypeScript `.ts`/`.mts`, stripped as Node's type stripping
+//!   does, see [`crate::typescript`]);
+//! - the SDK, `@covel/plugin-handlers-utils` and its sub-entries;
+//! - `zod`: the genuine zod 4 package, vendored (`crates/js/vendor/zod`);
+//! - the pure Node built-ins real plugins use: `node:crypto`, `node:url`, `node:path`.
+//!
+//! Everything else is refused with a reason that names the importing file and line: other
+//! Node built-ins (file system, processes, sockets, workers), upstream's host-internal
+//! packages (`@covel/shared`, `@covel/tools`, …), npm packages.
 
+use crate::typescript;
 use rquickjs::loader::{ImportAttributes, Loader, Resolver};
 use rquickjs::module::{Declarations, Exports, ModuleDef};
-use rquickjs::{Ctx, Error, Function, Module, Result};
+use rquickjs::{Ctx, Error, Function, Module, Result, TypedArray, Value};
 use std::cell::RefCell;
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 pub const SDK: &str = "@covel/plugin-handlers-utils";
-pub const SDK_DIMENSIONS: &str = "@covel/plugin-handlers-utils/dimensions";
-pub const SDK_PROMPTS: &str = "@covel/plugin-handlers-utils/prompts";
 const HOST: &str = "covel:host";
-/// Tool parameter schemas: upstream plugins import `zod`; the sandbox serves the toolkit's
-/// schema builder under that name.
-const ZOD: &str = "zod";
+pub const ZOD: &str = "zod";
+
+/// The SDK's entries, served from the binary.
+const SDK_ENTRIES: &[(&str, &str)] = &[
+    (SDK, include_str!("js/sdk/index.js")),
+    ("@covel/plugin-handlers-utils/dimensions", include_str!("js/sdk/dimensions.js")),
+    ("@covel/plugin-handlers-utils/prompts", include_str!("js/sdk/prompts.js")),
+    ("@covel/plugin-handlers-utils/image-generation", include_str!("js/sdk/image-generation.js")),
+];
+
+/// The Node built-ins a plugin may import, under both spellings Node accepts.
+const NODE_BUILTINS: &[(&str, &str)] = &[
+    ("node:crypto", include_str!("js/node/crypto.js")),
+    ("node:url", include_str!("js/node/url.js")),
+    ("node:path", include_str!("js/node/path.js")),
+];
+
+/// The vendored zod bundle (see `crates/js/vendor/zod/VERSION.json`).
+const ZOD_SOURCE: &str = include_str!("../vendor/zod/zod.mjs");
+
+/// Node built-ins that stay out of the sandbox, with what each would have given.
+const REFUSED_BUILTINS: &[(&str, &str)] = &[
+    ("fs", "file system access"),
+    ("fs/promises", "file system access"),
+    ("child_process", "processes"),
+    ("cluster", "processes"),
+    ("process", "the host process"),
+    ("os", "the host machine"),
+    ("net", "sockets"),
+    ("tls", "sockets"),
+    ("dgram", "sockets"),
+    ("dns", "name lookups"),
+    ("http", "network access (use covel.http, limited to permissions.http)"),
+    ("https", "network access (use covel.http, limited to permissions.http)"),
+    ("http2", "network access (use covel.http, limited to permissions.http)"),
+    ("worker_threads", "threads"),
+    ("vm", "new JavaScript contexts"),
+    ("module", "the module system"),
+    ("v8", "the engine's internals"),
+];
 
 fn sdk_source(name: &str) -> Option<&'static str> {
-    match name {
-        SDK => Some(include_str!("js/sdk/index.js")),
-        SDK_DIMENSIONS => Some(include_str!("js/sdk/dimensions.js")),
-        SDK_PROMPTS => Some(include_str!("js/sdk/prompts.js")),
-        _ => None,
-    }
+    SDK_ENTRIES.iter().find(|(n, _)| *n == name).map(|(_, s)| *s)
+}
+
+/// `node:crypto` for `crypto` or `node:crypto`; `node:path` also for `path/posix`.
+fn node_builtin(name: &str) -> Option<&'static str> {
+    let bare = name.strip_prefix("node:").unwrap_or(name);
+    let bare = if bare == "path/posix" { "path" } else { bare };
+    NODE_BUILTINS.iter().find(|(n, _)| n.strip_prefix("node:") == Some(bare)).map(|(n, _)| *n)
+}
+
+fn builtin_source(canonical: &str) -> Option<&'static str> {
+    NODE_BUILTINS.iter().find(|(n, _)| *n == canonical).map(|(_, s)| *s)
+}
+
+/// The source of a module the binary serves (SDK entries, built-ins, zod), by engine name.
+pub fn embedded_source(name: &str) -> Option<&'static str> {
+    sdk_source(name).or_else(|| builtin_source(name)).or_else(|| (name == ZOD).then_some(ZOD_SOURCE))
+}
+
+/// Whether a module may import `covel:host` (the SDK and the built-ins; never plugin code).
+fn is_host_side(name: &str) -> bool {
+    sdk_source(name).is_some() || builtin_source(name).is_some()
+}
+
+/// An import the resolver refused, with the importing file and the import's position there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub message: String,
+    pub file: Option<PathBuf>,
+    pub position: Option<(u32, u32)>,
+}
+
+/// A TypeScript module that type stripping could not run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TypeScriptFailure {
+    pub file: PathBuf,
+    pub error: typescript::StripError,
 }
 
 thread_local! {
-    /// The plugin root of the runtime living on this thread (one plugin per worker thread).
+    /// The plugin root of the runtime running on this thread (calls run one at a time).
     static PLUGIN_ROOT: RefCell<Option<PathBuf>> = const { RefCell::new(None) };
-}
-
-thread_local! {
-    /// The last import the resolver refused on this thread: QuickJS cuts long error messages,
+    /// The first import the resolver refused during a load: QuickJS cuts long error messages,
     /// so the loader reports the refusal from here, whole.
-    static LAST_REFUSAL: RefCell<Option<String>> = const { RefCell::new(None) };
+    static LAST_REFUSAL: RefCell<Option<Refusal>> = const { RefCell::new(None) };
+    /// The first TypeScript module that could not be stripped during a load.
+    static LAST_TS_FAILURE: RefCell<Option<TypeScriptFailure>> = const { RefCell::new(None) };
 }
 
-/// Takes the last refused import's explanation.
-pub fn take_refusal() -> Option<String> {
+/// Takes the refused import's explanation.
+pub fn take_refusal() -> Option<Refusal> {
     LAST_REFUSAL.with(|r| r.borrow_mut().take())
+}
+
+/// Takes the TypeScript failure of the last load.
+pub fn take_typescript_failure() -> Option<TypeScriptFailure> {
+    LAST_TS_FAILURE.with(|r| r.borrow_mut().take())
 }
 
 pub fn set_thread_root(root: &Path) {
@@ -68,9 +148,53 @@ fn normalize(path: &Path) -> PathBuf {
     out
 }
 
+/// Where `specifier` is written in the importing file (1-based line and column of the quote).
+pub fn locate_specifier(file: &Path, specifier: &str) -> Option<(u32, u32)> {
+    let source = std::fs::read_to_string(file).ok()?;
+    for quote in ['"', '\'', '`'] {
+        let needle = format!("{quote}{specifier}{quote}");
+        if let Some(offset) = source.find(&needle) {
+            let before = &source[..offset];
+            let line = before.matches('\n').count() + 1;
+            let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+            return Some((u32::try_from(line).ok()?, u32::try_from(column).ok()?));
+        }
+    }
+    None
+}
+
 fn refuse(base: &str, name: &str, why: String) -> Error {
-    LAST_REFUSAL.with(|r| *r.borrow_mut() = Some(why.clone()));
+    let file = Path::new(base).is_absolute().then(|| PathBuf::from(base));
+    let position = file.as_deref().and_then(|f| locate_specifier(f, name));
+    LAST_REFUSAL.with(|r| {
+        let mut slot = r.borrow_mut();
+        if slot.is_none() {
+            *slot = Some(Refusal { message: why.clone(), file, position });
+        }
+    });
     Error::new_resolving_message(base, name, why)
+}
+
+/// Why a bare specifier is not available, in words an author can act on.
+fn refusal_reason(name: &str) -> String {
+    let bare = name.strip_prefix("node:").unwrap_or(name);
+    if let Some((_, what)) = REFUSED_BUILTINS.iter().find(|(n, _)| *n == bare || bare.starts_with(&format!("{n}/"))) {
+        return format!(
+            "`{name}` ({what}) is not available to plugins: plugin code runs in a sandbox with only `node:crypto`, `node:url` and `node:path` of Node's built-ins. Read your own prompt files with `createPromptLoader` from `{SDK}/prompts`"
+        );
+    }
+    if name.starts_with(SDK) {
+        let entries: Vec<&str> = SDK_ENTRIES.iter().map(|(n, _)| *n).collect();
+        return format!("`{name}` is not an entry of the SDK; its entries are {}", entries.join(", "));
+    }
+    if name.starts_with("@covel/") {
+        return format!(
+            "`{name}` is a host-internal package of Covel, outside the plugin contract: plugin code depends only on the SDK (`{SDK}`), which offers what plugins need from the host"
+        );
+    }
+    format!(
+        "`{name}` is not available in the plugin sandbox: only the plugin's own modules, `{SDK}` (and its /dimensions and /prompts entries), `zod`, `node:crypto`, `node:url` and `node:path` can be imported"
+    )
 }
 
 impl Resolver for PluginResolver {
@@ -78,19 +202,27 @@ impl Resolver for PluginResolver {
         if sdk_source(name).is_some() || name == ZOD {
             return Ok(name.to_string());
         }
+        if let Some(canonical) = node_builtin(name) {
+            return Ok(canonical.to_string());
+        }
         if name == HOST {
-            return if base.starts_with(SDK) { Ok(name.to_string()) } else { Err(refuse(base, name, "covel:host is internal to the SDK".into())) };
+            return if is_host_side(base) { Ok(name.to_string()) } else { Err(refuse(base, name, "covel:host is internal to the SDK".into())) };
         }
-        if !(name.starts_with("./") || name.starts_with("../") || name.starts_with('/')) {
-            return Err(refuse(
-                base,
-                name,
-                format!("`{name}` is not available in the plugin sandbox: only relative imports inside the plugin, `{SDK}` (with /dimensions and /prompts) and `zod` can be imported"),
-            ));
+        if !(name.starts_with("./") || name.starts_with("../") || name.starts_with('/') || name.starts_with("file://")) {
+            return Err(refuse(base, name, refusal_reason(name)));
         }
-        let base_dir = if sdk_source(base).is_some() { self.root.clone() } else { Path::new(base).parent().map(Path::to_path_buf).unwrap_or_else(|| self.root.clone()) };
-        let joined = normalize(&base_dir.join(name));
-        let candidates = [joined.clone(), joined.with_extension("js"), joined.with_extension("mjs"), joined.join("index.js")];
+        let relative = name.strip_prefix("file://").unwrap_or(name);
+        let base_dir = if is_host_side(base) || base == ZOD {
+            self.root.clone()
+        } else {
+            Path::new(base).parent().map(Path::to_path_buf).unwrap_or_else(|| self.root.clone())
+        };
+        let joined = normalize(&base_dir.join(relative));
+        let mut candidates = vec![joined.clone()];
+        for ext in ["js", "mjs", "ts", "mts"] {
+            candidates.push(PathBuf::from(format!("{}.{ext}", joined.display())));
+        }
+        candidates.extend(["index.js", "index.ts"].map(|i| joined.join(i)));
         let found = candidates.iter().find(|p| p.is_file()).ok_or_else(|| refuse(base, name, format!("`{name}` was not found ({})", joined.display())))?;
         let canonical = found.canonicalize().map_err(|e| refuse(base, name, e.to_string()))?;
         let root = self.root.canonicalize().map_err(|e| refuse(base, name, e.to_string()))?;
@@ -101,21 +233,18 @@ impl Resolver for PluginResolver {
     }
 }
 
-/// Loads SDK modules from the binary and plugin modules from disk.
+/// Loads the SDK, zod and the built-ins from the binary and plugin modules from disk.
 pub struct PluginLoader {
     pub loaded: LoadedFiles,
 }
 
 impl Loader for PluginLoader {
     fn load<'js>(&mut self, ctx: &Ctx<'js>, name: &str, _attributes: Option<ImportAttributes<'js>>) -> Result<Module<'js, rquickjs::module::Declared>> {
-        if let Some(source) = sdk_source(name) {
-            return Module::declare(ctx.clone(), name, source);
-        }
         if name == HOST {
             return Module::declare_def::<HostModule, _>(ctx.clone(), name);
         }
-        if name == ZOD {
-            return Module::declare(ctx.clone(), name, "export const z = globalThis.__covelZod;\nexport default z;\n");
+        if let Some(source) = embedded_source(name) {
+            return crate::bytecode::declare_shared(ctx, name, source);
         }
         let path = PathBuf::from(name);
         let source = std::fs::read_to_string(&path).map_err(|e| Error::new_loading_message(name, e.to_string()))?;
@@ -125,29 +254,142 @@ impl Loader for PluginLoader {
         if path.extension().is_some_and(|e| e == "json") {
             return Module::declare(ctx.clone(), name, format!("export default {source};"));
         }
-        Module::declare(ctx.clone(), name, source)
+        let source = if typescript::is_typescript(&path) {
+            typescript::strip(name, &source).map_err(|error| {
+                let message = error.message.clone();
+                LAST_TS_FAILURE.with(|slot| {
+                    let mut slot = slot.borrow_mut();
+                    if slot.is_none() {
+                        *slot = Some(TypeScriptFailure { file: path.clone(), error });
+                    }
+                });
+                Error::new_loading_message(name, message)
+            })?
+        } else {
+            source
+        };
+        let module = Module::declare(ctx.clone(), name, source)?;
+        // `import.meta.url` is the module's `file:` URL, inside the plugin root, as in Node.
+        module.meta()?.set("url", file_url(&path))?;
+        Ok(module)
     }
 }
 
-/// `covel:host`: what the SDK needs from the host (reading the plugin's own prompt files).
+/// A `file:` URL for an absolute path, percent-encoding what a URL path cannot hold.
+fn file_url(path: &Path) -> String {
+    let mut out = String::from("file://");
+    for byte in path.to_string_lossy().bytes() {
+        match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'/' | b'-' | b'_' | b'.' | b'~' | b'!' | b'$' | b'&' | b'\'' | b'(' | b')' | b'*' | b'+' | b',' | b';' | b'=' | b':' | b'@' => {
+                out.push(char::from(byte));
+            }
+            other => out.push_str(&format!("%{other:02X}")),
+        }
+    }
+    out
+}
+
+/// Reads a file the plugin supplies (its own prompt templates), confined to the plugin root;
+/// `None` when it does not exist or lies outside.
+fn read_plugin_file(relative: &str) -> Option<String> {
+    PLUGIN_ROOT.with(|root| {
+        let root = root.borrow().clone()?;
+        let relative = relative.strip_prefix("file://").unwrap_or(relative);
+        let path = normalize(&root.join(relative.trim_start_matches("./")));
+        let canonical = path.canonicalize().ok()?;
+        canonical.starts_with(root.canonicalize().ok()?).then(|| std::fs::read_to_string(canonical).ok())?
+    })
+}
+
+/// The bytes of a chunk `node:crypto` hashes: a string (UTF-8) or an array of byte values.
+fn chunk_bytes<'js>(ctx: &Ctx<'js>, value: &Value<'js>) -> Option<Vec<u8>> {
+    if let Some(text) = value.as_string() {
+        return text.to_string().ok().map(String::into_bytes);
+    }
+    <Vec<u8> as rquickjs::FromJs>::from_js(ctx, value.clone()).ok()
+}
+
+fn digest(algorithm: &str, chunks: &[Vec<u8>]) -> Option<Vec<u8>> {
+    use sha2::Digest;
+    fn run<D: sha2::Digest>(chunks: &[Vec<u8>]) -> Vec<u8> {
+        let mut hasher = D::new();
+        for chunk in chunks {
+            hasher.update(chunk);
+        }
+        hasher.finalize().to_vec()
+    }
+    Some(match algorithm {
+        "sha1" => run::<sha1::Sha1>(chunks),
+        "sha256" => run::<sha2::Sha256>(chunks),
+        "sha512" => run::<sha2::Sha512>(chunks),
+        "md5" => {
+            let mut hasher = md5::Md5::new();
+            for chunk in chunks {
+                hasher.update(chunk);
+            }
+            hasher.finalize().to_vec()
+        }
+        _ => return None,
+    })
+}
+
+/// `covel:host`: what the SDK and the built-ins need from the host.
 struct HostModule;
 
 impl ModuleDef for HostModule {
     fn declare<'js>(decl: &Declarations<'js>) -> Result<()> {
         decl.declare("readPluginFile")?;
+        decl.declare("digest")?;
+        decl.declare("randomBytes")?;
         Ok(())
     }
 
     fn evaluate<'js>(ctx: &Ctx<'js>, exports: &Exports<'js>) -> Result<()> {
-        let read = Function::new(ctx.clone(), |relative: String| -> Option<String> {
-            PLUGIN_ROOT.with(|root| {
-                let root = root.borrow().clone()?;
-                let path = normalize(&root.join(relative.trim_start_matches("./")));
-                let canonical = path.canonicalize().ok()?;
-                canonical.starts_with(root.canonicalize().ok()?).then(|| std::fs::read_to_string(canonical).ok())?
-            })
-        })?;
-        exports.export("readPluginFile", read)?;
+        exports.export("readPluginFile", Function::new(ctx.clone(), |relative: String| read_plugin_file(&relative))?)?;
+        exports.export(
+            "digest",
+            Function::new(ctx.clone(), |ctx: Ctx<'js>, algorithm: String, chunks: Vec<Value<'js>>| -> Result<TypedArray<'js, u8>> {
+                let bytes: Option<Vec<Vec<u8>>> = chunks.iter().map(|c| chunk_bytes(&ctx, c)).collect();
+                let bytes = bytes.ok_or_else(|| rquickjs::Exception::throw_type(&ctx, "hash data must be strings or byte arrays"))?;
+                let out = digest(&algorithm, &bytes).ok_or_else(|| rquickjs::Exception::throw_message(&ctx, &format!("Digest method not supported: {algorithm}")))?;
+                TypedArray::new(ctx.clone(), out)
+            })?,
+        )?;
+        exports.export(
+            "randomBytes",
+            Function::new(ctx.clone(), |ctx: Ctx<'js>, size: usize| -> Result<TypedArray<'js, u8>> {
+                let mut bytes = vec![0u8; size.min(65536)];
+                getrandom::fill(&mut bytes).map_err(|e| rquickjs::Exception::throw_message(&ctx, &format!("no random source: {e}")))?;
+                TypedArray::new(ctx.clone(), bytes)
+            })?,
+        )?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_builtins_are_found_under_both_spellings() {
+        assert_eq!(node_builtin("crypto"), Some("node:crypto"));
+        assert_eq!(node_builtin("node:url"), Some("node:url"));
+        assert_eq!(node_builtin("path/posix"), Some("node:path"));
+        assert_eq!(node_builtin("node:fs"), None);
+    }
+
+    #[test]
+    fn refusals_say_why() {
+        assert!(refusal_reason("node:fs").contains("file system access"));
+        assert!(refusal_reason("fs/promises").contains("file system access"));
+        assert!(refusal_reason("@covel/shared").contains("host-internal package"));
+        assert!(refusal_reason("@covel/plugin-handlers-utils/nope").contains("not an entry of the SDK"));
+        assert!(refusal_reason("lodash").contains("not available in the plugin sandbox"));
+    }
+
+    #[test]
+    fn file_urls_encode_what_a_path_cannot_hold() {
+        assert_eq!(file_url(Path::new("/a b/c#.ts")), "file:///a%20b/c%23.ts");
     }
 }

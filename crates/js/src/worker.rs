@@ -39,11 +39,18 @@ pub struct Limits {
     pub stack_bytes: usize,
     /// How long the entry module (and its default export) may take to settle.
     pub load_timeout: Duration,
+    /// The budget all plugin runtimes share (the process-wide one by default).
+    pub shared_memory: Arc<crate::memory::SharedBudget>,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { memory_bytes: 64 * 1024 * 1024, stack_bytes: 1024 * 1024, load_timeout: Duration::from_secs(2) }
+        Limits {
+            memory_bytes: 64 * 1024 * 1024,
+            stack_bytes: 1024 * 1024,
+            load_timeout: Duration::from_secs(2),
+            shared_memory: crate::memory::process_budget(),
+        }
     }
 }
 
@@ -121,6 +128,7 @@ pub struct Engine {
     fingerprint: u64,
     memo: std::collections::HashMap<u64, CallReport>,
     memory_limit: usize,
+    memory: Arc<crate::memory::RuntimeMemory>,
     root: PathBuf,
     disposed: bool,
 }
@@ -151,8 +159,11 @@ impl Thrown {
 
 impl Engine {
     fn new(spec: &LoadSpec) -> Result<Engine, String> {
-        let runtime = Runtime::new().map_err(|e| format!("cannot create a QuickJS runtime: {e}"))?;
-        runtime.set_memory_limit(spec.limits.memory_bytes);
+        // The allocator enforces the plugin's limit and the shared budget (QuickJS's own limit
+        // stays off, so every refusal is seen and classified).
+        let memory = crate::memory::RuntimeMemory::new(spec.limits.memory_bytes, Arc::clone(&spec.limits.shared_memory));
+        let runtime = Runtime::new_with_alloc(crate::memory::BudgetAllocator::new(Arc::clone(&memory)))
+            .map_err(|e| format!("cannot create a QuickJS runtime: {e}"))?;
         runtime.set_max_stack_size(spec.limits.stack_bytes);
         let deadline = Arc::new(AtomicU64::new(0));
         let epoch = Instant::now();
@@ -178,6 +189,7 @@ impl Engine {
             fingerprint: 0,
             memo: std::collections::HashMap::new(),
             memory_limit: spec.limits.memory_bytes,
+            memory,
             root: spec.root.clone(),
             disposed: false,
         })
@@ -215,6 +227,7 @@ impl Engine {
 
     fn load_in<'js>(&self, ctx: &Ctx<'js>, spec: &LoadSpec) -> Result<Registrations, LoadFailure> {
         let _ = modules::take_refusal();
+        let _ = modules::take_typescript_failure();
         let internal = |e: rquickjs::Error| LoadFailure { code: Code::Internal, message: e.to_string(), file: None, position: None };
         self.install_host(ctx).map_err(internal)?;
         ctx.eval::<(), _>(BOOTSTRAP).catch(ctx).map_err(|e| LoadFailure {
@@ -270,13 +283,21 @@ impl Engine {
     }
 
     fn classify_import_error(&self, t: &Thrown) -> LoadFailure {
+        if let Some(failure) = modules::take_typescript_failure() {
+            let code = if failure.error.unsupported { Code::TypescriptUnsupported } else { Code::EntrySyntax };
+            let message = if failure.error.unsupported { failure.error.message } else { format!("syntax error: {}", failure.error.message) };
+            return LoadFailure { code, message, file: Some(failure.file), position: failure.error.position };
+        }
         if let Some(refusal) = modules::take_refusal() {
-            let position_source = t.stack.clone().unwrap_or_default();
-            return self.entry_failure(Code::ImportUnavailable, format!("import failed: {refusal}"), Some(&position_source));
+            return LoadFailure { code: Code::ImportUnavailable, message: format!("import failed: {}", refusal.message), file: refusal.file, position: refusal.position };
         }
         let text = t.text();
         if self.expired() {
             return self.entry_failure(Code::EntryTimeout, "the entry module ran past the load limit while being evaluated".into(), None);
+        }
+        let loaded = self.loaded_files.lock().map(|f| f.clone()).unwrap_or_default();
+        if let Some(missing) = crate::imports::missing_exports(&text, &loaded) {
+            return LoadFailure { code: Code::ImportUnavailable, message: missing.message, file: Some(missing.file), position: Some(missing.position) };
         }
         let code = if text.contains("resolving module") || text.contains("Could not find export") || text.contains("could not find export") {
             Code::ImportUnavailable
@@ -334,6 +355,23 @@ impl Engine {
                 match gateway.0.generate(&request) {
                     Ok(answer) => to_js(&ctx, &answer),
                     Err(message) => Err(rquickjs::Exception::throw_message(&ctx, &message)),
+                }
+            })?,
+        )?;
+        // The facade's `z` and Node's globals (`URL`, `crypto`) import their module on first
+        // use: the module is linked and evaluated here, synchronously (none of them awaits at
+        // the top level), and shared with any static import of the same name.
+        host.set(
+            "requireModule",
+            Function::new(ctx.clone(), |ctx: Ctx<'js>, name: String| -> rquickjs::Result<Object<'js>> {
+                if !matches!(name.as_str(), modules::ZOD | "node:url" | "node:crypto") {
+                    return Err(rquickjs::Exception::throw_type(&ctx, "not a module the host serves"));
+                }
+                let promise = Module::import(&ctx, name.as_bytes().to_vec())?;
+                while promise.state() == PromiseState::Pending && ctx.execute_pending_job() {}
+                match promise.state() {
+                    PromiseState::Resolved => promise.result::<Object>().unwrap_or_else(|| Err(rquickjs::Exception::throw_message(&ctx, "module did not evaluate"))),
+                    _ => Err(rquickjs::Exception::throw_message(&ctx, &format!("`{name}` could not be loaded"))),
                 }
             })?,
         )?;
@@ -416,6 +454,7 @@ impl Engine {
             return CallReport { duration: started.elapsed(), cached: true, ..report.clone() };
         }
         self.arm(call.timeout);
+        let _ = self.memory.take_refused();
         GATEWAY.with(|g| *g.borrow_mut() = call.context.gateway.clone());
         let (result, logs) = self.context.with(|ctx| self.call_in(&ctx, call, execution.as_ref()));
         GATEWAY.with(|g| *g.borrow_mut() = None);
@@ -499,7 +538,7 @@ impl Engine {
     }
 
     fn classify_kind(&self, message: &str) -> FailureKind {
-        if message.contains("out of memory") { FailureKind::OutOfMemory } else { FailureKind::Error }
+        if self.memory.take_refused() || message.contains("out of memory") { FailureKind::OutOfMemory } else { FailureKind::Error }
     }
 
     fn execution_data(&self, context: &ExecutionContext) -> Json {

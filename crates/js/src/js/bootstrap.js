@@ -1,7 +1,8 @@
 // Covel Studio host bootstrap: evaluated once per plugin runtime, before the entry module.
 // It builds the `covel` facade the entry's default export receives, stages registrations
 // until the factory settles, dispatches provider calls, and builds each call's `ctx`.
-// Host functions provided by Rust: __host.now() (ms), __host.log(level, text).
+// Host functions provided by Rust (see worker.rs `install_host`): now, fetchLive, hasGateway,
+// generateText, requireModule.
 (function () {
   "use strict";
   const host = globalThis.__host;
@@ -116,88 +117,36 @@
     return Object.freeze({ fetchWithRetry, validateBaseUrl });
   }
 
-  // ---- toolkit.z: a schema builder good enough for tool parameter schemas -------------------
-  function schema(base) {
-    const s = Object.assign(Object.create(schemaProto), base);
-    return s;
-  }
-  const schemaProto = {
-    optional() { return schema({ ...this, _optional: true }); },
-    nullable() { return schema({ ...this, _nullable: true }); },
-    nullish() { return schema({ ...this, _optional: true, _nullable: true }); },
-    describe(text) { return schema({ ...this, description: text }); },
-    default(value) { return schema({ ...this, _default: value, _optional: true }); },
-    min(n) { return schema({ ...this, _min: n }); },
-    max(n) { return schema({ ...this, _max: n }); },
-    int() { return schema({ ...this, type: "integer" }); },
-    positive() { return schema({ ...this, _exclusiveMin: 0 }); },
-    nonnegative() { return schema({ ...this, _min: 0 }); },
-    length(n) { return schema({ ...this, _min: n, _max: n }); },
-    regex(re) { return schema({ ...this, _pattern: String(re.source ?? re) }); },
-    url() { return schema({ ...this, _format: "uri" }); },
-    email() { return schema({ ...this, _format: "email" }); },
-    passthrough() { return schema({ ...this, _loose: true }); },
-    strict() { return schema({ ...this, _loose: false }); },
-    array() { return z.array(this); },
-    or(other) { return z.union([this, other]); },
-    safeParse(value) { return { success: true, data: value }; },
-    parse(value) { return value; },
-    toJSONSchema() {
-      const out = {};
-      switch (this.type) {
-        case "object": {
-          out.type = "object";
-          out.properties = {};
-          const required = [];
-          for (const [key, child] of Object.entries(this.shape)) {
-            out.properties[key] = child.toJSONSchema();
-            if (!child._optional) required.push(key);
-          }
-          if (required.length) out.required = required;
-          if (!this._loose) out.additionalProperties = false;
-          break;
-        }
-        case "array": out.type = "array"; out.items = this.items.toJSONSchema(); break;
-        case "record": out.type = "object"; out.additionalProperties = this.values.toJSONSchema(); break;
-        case "enum": out.enum = this.values.slice(); break;
-        case "literal": out.const = this.value; break;
-        case "union": out.anyOf = this.options.map((o) => o.toJSONSchema()); break;
-        case "any": break;
-        default: out.type = this.type;
-      }
-      const numeric = this.type === "number" || this.type === "integer";
-      if (this._min !== undefined) out[numeric ? "minimum" : this.type === "array" ? "minItems" : "minLength"] = this._min;
-      if (this._max !== undefined) out[numeric ? "maximum" : this.type === "array" ? "maxItems" : "maxLength"] = this._max;
-      if (this._exclusiveMin !== undefined) out.exclusiveMinimum = this._exclusiveMin;
-      if (this._pattern) out.pattern = this._pattern;
-      if (this._format) out.format = this._format;
-      if (this.description) out.description = this.description;
-      if (this._default !== undefined) out.default = this._default;
-      if (this._nullable) return { anyOf: [out, { type: "null" }] };
-      return out;
-    },
+  // ---- modules the host serves on demand: zod for the facade, Node's globals ----------------
+  // Loaded on first use only, so a plugin that never touches them pays nothing.
+  const lazyModule = (name) => {
+    let namespace = null;
+    return () => namespace || (namespace = host.requireModule(name));
   };
-  const z = Object.freeze({
-    string: () => schema({ type: "string" }),
-    number: () => schema({ type: "number" }),
-    boolean: () => schema({ type: "boolean" }),
-    object: (shape) => schema({ type: "object", shape: shape || {} }),
-    array: (items) => schema({ type: "array", items }),
-    record: (a, b) => schema({ type: "record", values: b || a }),
-    enum: (values) => schema({ type: "enum", values }),
-    literal: (value) => schema({ type: "literal", value }),
-    union: (options) => schema({ type: "union", options }),
-    any: () => schema({ type: "any" }),
-    unknown: () => schema({ type: "any" }),
-  });
-
-  // Plugins import zod for tool parameters; the sandbox's `zod` module is this builder.
-  Object.defineProperty(globalThis, "__covelZod", { value: z, enumerable: false });
+  const zodModule = lazyModule("zod");
+  const urlModule = lazyModule("node:url");
+  const cryptoModule = lazyModule("node:crypto");
+  const lazyGlobal = (name, get) => {
+    Object.defineProperty(globalThis, name, {
+      configurable: true,
+      enumerable: false,
+      get() { const value = get(); Object.defineProperty(globalThis, name, { value, configurable: true, writable: true }); return value; },
+      set(value) { Object.defineProperty(globalThis, name, { value, configurable: true, writable: true }); },
+    });
+  };
+  lazyGlobal("URL", () => urlModule().URL);
+  lazyGlobal("URLSearchParams", () => urlModule().URLSearchParams);
+  lazyGlobal("crypto", () => cryptoModule().webcrypto);
 
   let shortIds = 0;
   const toolkit = Object.freeze({
-    z,
-    tool: (def) => Object.freeze({ ...def, parameterSchema: def && def.parameters && def.parameters.toJSONSchema ? def.parameters.toJSONSchema() : def && def.parameters }),
+    get z() { return zodModule().z; },
+    tool: (def) => Object.freeze({
+      ...def,
+      parameterSchema: def && def.parameters && typeof def.parameters === "object" && "_zod" in def.parameters
+        ? zodModule().z.toJSONSchema(def.parameters)
+        : def && def.parameters,
+    }),
     shortId: () => `id${(++shortIds).toString(36)}`,
     shortIdBatch: (n) => Array.from({ length: n }, () => `id${(++shortIds).toString(36)}`),
     withPendingProposals: (result) => result,
