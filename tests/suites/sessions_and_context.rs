@@ -118,6 +118,7 @@ fn candidate(id: &str, conflicts: &[&str]) -> Candidate {
         conflicts: conflicts.iter().map(|c| c.to_string()).collect(),
         implements: BTreeSet::new(),
         single_points: BTreeSet::new(),
+        load_failure: None,
     }
 }
 
@@ -298,7 +299,8 @@ fn sdk_sub_entries_and_helpers_behave_as_documented() {
     assert_eq!(js["deep"], json!({"title": "地图", "n": 1}));
     assert_eq!(js["fields"], json!(["field courage is above 10", "field name must be string"]));
     assert_eq!(js["dimensionIds"], json!([true, false, false]));
-    assert_eq!(js["dimensionValue"], json!(["/ is below 0"]));
+    // Upstream's shape: `[{path, message}]`, with zod-like messages.
+    assert_eq!(js["dimensionValue"], json!([{"path": [], "message": "Minimum is 0"}]));
 }
 
 #[test]

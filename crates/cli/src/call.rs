@@ -47,7 +47,9 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     // Without a session every plugin of the folder runs; with one, only the active ones.
     let providers = if args.session.is_some() { workspace.active_providers() } else { workspace.all_providers() };
     let result = workspace.call_over(&providers, point, input, slot, args.turn.clone());
-    let failed = result.error.is_some();
+    // The same rule as `preview`: a world that declares dimensions needs exactly one provider.
+    let rule_error = (point == covel_kernel::contract::PointId::SessionWorldContext).then(|| workspace.dimension_rule_violation()).flatten();
+    let failed = result.error.is_some() || rule_error.is_some();
     let diagnostics: Vec<DiagnosticJson> = workspace.diagnostics().map(DiagnosticJson::from).collect();
     if args.json {
         print_json(&json!({
@@ -56,22 +58,24 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             "result": result.result,
             "providedBy": result.provided_by,
             "calls": result.calls,
-            "error": result.error.as_ref().map(|e| json!({"code": serde_json::to_value(e).ok().and_then(|v| v.get("code").cloned()), "message": e.to_string()})),
+            "error": result
+                .error
+                .as_ref()
+                .map(|e| json!({"code": serde_json::to_value(e).ok().and_then(|v| v.get("code").cloned()), "message": e.to_string()}))
+                .or_else(|| rule_error.as_ref().map(|m| json!({"code": "dimension-provider", "message": m}))),
             "diagnostics": diagnostics,
         }))?;
     } else {
         println!("{} ({:?})", result.point, result.mode);
-        for call in &result.calls {
-            let reason = call.message.as_deref().map(|m| format!(": {m}")).unwrap_or_default();
-            println!("  {}/{} order {} → {:?} in {:.2} ms{reason}", call.plugin_id, call.provider_id, call.order, call.outcome, call.duration_ms);
-        }
+        crate::output::print_calls(&result.calls);
         println!("{}", serde_json::to_string_pretty(&result.result)?);
         if let Some(error) = &result.error {
             println!("error: {error}");
         }
-        for d in &diagnostics {
-            println!("  plugin not loaded: {} {}", d.code, d.message);
+        if let Some(error) = &rule_error {
+            println!("error: {error}");
         }
+        crate::output::print_not_loaded(&mut workspace.diagnostics());
     }
     Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }

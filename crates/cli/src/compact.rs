@@ -46,7 +46,9 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     );
     let mut counter = FailureCounter::default();
     let run = workspace.compact(&preview.turn_id, &system, &CompactionOptions { force: args.force, output }, &mut counter);
-    let rejected = run.verdict.as_ref().is_some_and(|v| !v.accepted && !v.nothing_to_compact) || run.events.iter().any(|e| e.topic == "context.compaction.failed");
+    let rejected = run.verdict.as_ref().is_some_and(|v| !v.accepted && !v.nothing_to_compact)
+        || run.events.iter().any(|e| e.topic == "context.compaction.failed")
+        || run.not_compacted_because.is_some();
     if args.json {
         print_json(&json!({
             "run": run,
@@ -64,6 +66,10 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             if run.triggered { "compacting" } else { "under the threshold, nothing to do" }
         );
         println!("budget: {} tokens total, {} per segment, {} segments", run.budget.max_tokens, run.budget.max_segment_tokens, run.budget.max_segments);
+        if let Some(why) = &run.not_compacted_because {
+            println!("not compacted: {why}");
+        }
+        crate::output::print_calls(&run.calls);
         if let Some(verdict) = &run.verdict {
             for rule in &verdict.rules {
                 println!("  {} {} — {}", if rule.ok { "✓" } else { "✗" }, rule.rule, rule.detail);

@@ -25,6 +25,9 @@ pub struct Args {
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let target = crate::open::runtime(&args.runtime)?;
     let workspace = crate::open::workspace(&args.plugins_dir, args.session.as_deref())?;
+    if let Some(why) = workspace.runtime_unavailable(&target) {
+        anyhow::bail!("--runtime {}: {why}", args.runtime);
+    }
     let preview = workspace.preview(&target);
     if args.json {
         let mut value = serde_json::to_value(&preview)?;
@@ -36,11 +39,12 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         print_json(&value)?;
     } else {
         print_human(&preview);
-        for d in workspace.diagnostics() {
-            println!("plugin not loaded: {d}");
-        }
+        println!();
+        crate::output::print_rejections(&workspace.resolution);
+        crate::output::print_not_loaded(&mut workspace.diagnostics());
     }
-    Ok(if preview.world_context.error.is_some() { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    let failed = preview.world_context.error.is_some() || workspace.plugins.iter().any(|p| !p.ok());
+    Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
 fn print_human(p: &covel_studio::Preview) {
@@ -64,7 +68,19 @@ fn print_human(p: &covel_studio::Preview) {
             Origin::TurnContext { segments } => format!("turn context: {}", segments.join(", ")),
             Origin::PlayerInput => "player input".into(),
         };
-        println!("  [{}] ({origin}, {} tokens) {}", m.role, m.tokens, m.content.replace('\n', " ⏎ "));
+        let rewritten = match &m.origin {
+            Origin::History { id } => p
+                .history_rewrites
+                .iter()
+                .find(|r| r.id.as_str() == Some(id.as_str()))
+                .map(|r| format!(", {} by {}", r.change, r.providers.join(" → ")))
+                .unwrap_or_default(),
+            _ => String::new(),
+        };
+        println!("  [{}] ({origin}{rewritten}, {} tokens) {}", m.role, m.tokens, m.content.replace('\n', " ⏎ "));
+    }
+    for r in p.history_rewrites.iter().filter(|r| r.change == "dropped") {
+        println!("  (history {} dropped by {})", r.id, r.providers.join(" → "));
     }
     println!("\nSegments (sorted: volatility, order, plugin id, id)");
     for s in &p.segments {
@@ -96,11 +112,9 @@ fn print_human(p: &covel_studio::Preview) {
         let key = s.key.as_ref().map(|k| format!("[{k}]")).unwrap_or_default();
         println!("  {}{key} = {} (rev {})", s.slot, s.value, &s.revision[..12]);
     }
-    let failed: Vec<_> = p.calls.iter().filter(|c| c.message.is_some()).collect();
-    if !failed.is_empty() {
-        println!("\nSkipped providers");
-        for c in failed {
-            println!("  {}/{} ({}): {:?} — {}", c.plugin_id, c.provider_id, c.point, c.outcome, c.message.clone().unwrap_or_default());
-        }
+    let noteworthy: Vec<_> = p.calls.iter().filter(|c| c.message.is_some() || !c.logs.is_empty()).cloned().collect();
+    if !noteworthy.is_empty() {
+        println!("\nProvider calls that failed or logged");
+        crate::output::print_calls(&noteworthy);
     }
 }

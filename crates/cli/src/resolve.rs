@@ -33,17 +33,11 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             let auto = if r.auto_added.contains(id) { " (added automatically)" } else { "" };
             println!("✓ {id}{auto}");
         }
-        for rejection in &r.rejected {
-            let code = serde_json::to_value(rejection.code)?;
-            println!("✗ {} [{}] {}", rejection.plugin, code.as_str().unwrap_or_default(), rejection.message);
-        }
-        for unmet in &r.unmet {
-            println!("! world requires {} — unmet ({:?})", unmet.contract, unmet.code);
-        }
-        for p in workspace.plugins.iter().filter(|p| !p.ok()) {
-            println!("✗ {} failed to load ({} diagnostics; run `covel validate`)", p.name, p.diagnostics.len());
-        }
+        crate::output::print_rejections(r);
     }
+    // Exit 1 when the session cannot run as written: a blocking world requirement, or a plugin
+    // of the folder that failed to load (README: "1 a plugin … failed").
     let blocking = r.unmet.iter().any(|u| u.blocking);
-    Ok(if blocking { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    let failed = workspace.plugins.iter().any(|p| !p.ok());
+    Ok(if blocking || failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }

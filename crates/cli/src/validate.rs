@@ -30,6 +30,9 @@ struct PluginReport<'a> {
     path: String,
     ok: bool,
     diagnostics: Vec<DiagnosticJson<'a>>,
+    /// Hints that do not make the plugin invalid (e.g. `row-shaped-read`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    hints: Vec<DiagnosticJson<'a>>,
 }
 
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
@@ -57,6 +60,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
                 path: p.folder.display().to_string(),
                 ok: p.ok(),
                 diagnostics: p.diagnostics.iter().map(DiagnosticJson::from).collect(),
+                hints: p.hints.iter().map(DiagnosticJson::from).collect(),
             })
             .collect();
         print_json(&Report { plugins })?;
@@ -70,6 +74,9 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
                 for d in &p.diagnostics {
                     println!("    {d}");
                 }
+            }
+            for hint in &p.hints {
+                println!("    hint: {hint}");
             }
         }
         let bad = loaded.iter().filter(|p| !p.ok()).count();

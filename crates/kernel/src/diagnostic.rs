@@ -46,6 +46,9 @@ pub enum Code {
     EntryShape,
     /// An import names a module the sandbox does not provide (or an SDK export that is missing).
     ImportUnavailable,
+    /// A TypeScript construct that type stripping refuses (`enum`, value `namespace`,
+    /// parameter properties, `import x =`): it generates code rather than only types.
+    TypescriptUnsupported,
     /// `provideExtension` for a `{point, id}` that `contributes.extensions` does not declare.
     UndeclaredExtension,
     /// A declared extension the entry never provided.
@@ -64,6 +67,9 @@ pub enum Code {
     RegistrationClosed,
     /// The test session file is malformed.
     SessionSchema,
+    /// A hint, not an error: `ctx.pluginData.get(…)` read in the row shape of older Covel
+    /// versions (`?.value`), which gives `undefined` now that `get` returns the value itself.
+    RowShapedRead,
     /// Anything else a loader could not classify; the message says what.
     Internal,
 }
@@ -89,6 +95,7 @@ impl Code {
             Code::EntryTimeout => "entry-timeout",
             Code::EntryShape => "entry-shape",
             Code::ImportUnavailable => "import-unavailable",
+            Code::TypescriptUnsupported => "typescript-unsupported",
             Code::UndeclaredExtension => "undeclared-extension",
             Code::MissingExtension => "missing-extension",
             Code::DuplicateExtension => "duplicate-extension",
@@ -98,6 +105,7 @@ impl Code {
             Code::MissingRegistration => "missing-registration",
             Code::RegistrationClosed => "registration-closed",
             Code::SessionSchema => "session-schema",
+            Code::RowShapedRead => "row-shaped-read",
             Code::Internal => "internal",
         }
     }

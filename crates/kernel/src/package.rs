@@ -17,7 +17,26 @@ pub struct Package {
     /// `locales/<locale>.yaml` → its `messages` map (English text → translation).
     pub messages: BTreeMap<String, Map<String, Value>>,
     /// `PLUGIN.zh.md` contents for static segments, by segment id.
-    pub static_prompt_zh: BTreeMap<String, String>,
+    /// The Simplified-Chinese variant (`PLUGIN.zh.md`), when the plugin ships one.
+    pub zh: Option<PromptVariant>,
+}
+
+/// A `PLUGIN.zh.md`: only the body and the static segments' `content`. Its structure follows
+/// the canonical file (upstream writes no ids there), so segment `i` translates canonical
+/// segment `i`; an `id`, where one is written, must agree.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PromptVariant {
+    pub body: String,
+    /// Translated contents, in canonical order (`None` where the variant has none).
+    pub static_prompt: Vec<Option<String>>,
+}
+
+/// Whether a session locale reads the Simplified-Chinese variant (upstream: Simplified-Chinese
+/// sessions read the variant, every other language the canonical English).
+pub fn reads_zh_variant(locale: &str) -> bool {
+    crate::sdk::locale_candidates(locale).iter().take_while(|c| c.as_str() != "en").any(|c| c == "zh" || c == "zh-CN")
+        && !locale.eq_ignore_ascii_case("zh-TW")
+        && !locale.to_ascii_lowercase().starts_with("zh-hant")
 }
 
 impl Package {
@@ -25,16 +44,17 @@ impl Package {
         &self.manifest.id
     }
 
-    /// The static prompt for a locale: the `zh` variant content where it exists for a Chinese
-    /// locale, else the canonical segments.
+    /// The static prompt for a locale: the variant's content where the session reads the
+    /// variant and it translates that segment, else the canonical segments.
     pub fn static_prompt_for(&self, locale: &str) -> Vec<StaticSegment> {
-        let chinese = locale == "zh" || locale.starts_with("zh-") || locale.starts_with("zh_");
+        let variant = self.zh.as_ref().filter(|_| reads_zh_variant(locale));
         self.manifest
             .static_prompt
             .iter()
-            .map(|seg| {
+            .enumerate()
+            .map(|(i, seg)| {
                 let mut seg = seg.clone();
-                if chinese && let Some(content) = self.static_prompt_zh.get(&seg.id) {
+                if let Some(Some(content)) = variant.and_then(|v| v.static_prompt.get(i)) {
                     seg.content = content.clone();
                 }
                 seg
@@ -42,10 +62,18 @@ impl Package {
             .collect()
     }
 
-    /// Whether any locale variant of the static prompt exists (upstream then marks static
-    /// segments `turn`, otherwise `session`).
+    /// The prompt body (PLUGIN.md below the frontmatter) for a locale.
+    pub fn body_for(&self, locale: &str) -> &str {
+        match self.zh.as_ref().filter(|v| reads_zh_variant(locale) && !v.body.trim().is_empty()) {
+            Some(variant) => &variant.body,
+            None => &self.manifest.body,
+        }
+    }
+
+    /// Whether the plugin ships a locale variant (upstream then marks static segments `turn`,
+    /// otherwise `session`).
     pub fn has_prompt_variants(&self) -> bool {
-        !self.static_prompt_zh.is_empty()
+        self.zh.is_some()
     }
 
     /// The entry module's absolute path, when the package has one to run.
@@ -118,8 +146,8 @@ pub fn load_package(folder: &Path) -> PackageLoad {
     }
 
     let messages = load_messages(folder, &name, &mut diagnostics);
-    let static_prompt_zh = load_prompt_variant(folder, &name, &mut diagnostics);
-    let package = Package { root: folder.to_path_buf(), manifest, messages, static_prompt_zh };
+    let zh = load_prompt_variant(folder, &name, &manifest, &mut diagnostics);
+    let package = Package { root: folder.to_path_buf(), manifest, messages, zh };
     finish(folder, name, Some(package), diagnostics)
 }
 
@@ -193,20 +221,28 @@ fn load_messages(folder: &Path, name: &str, diagnostics: &mut Vec<Diagnostic>) -
     out
 }
 
-fn load_prompt_variant(folder: &Path, name: &str, diagnostics: &mut Vec<Diagnostic>) -> BTreeMap<String, String> {
-    let mut out = BTreeMap::new();
-    let Ok(text) = fs::read_to_string(folder.join("PLUGIN.zh.md")) else { return out };
+fn load_prompt_variant(folder: &Path, name: &str, manifest: &Manifest, diagnostics: &mut Vec<Diagnostic>) -> Option<PromptVariant> {
+    let text = fs::read_to_string(folder.join("PLUGIN.zh.md")).ok()?;
     let rel = PathBuf::from(name).join("PLUGIN.zh.md");
-    let Ok(split) = frontmatter::split(&text) else { return out };
-    match serde_saphyr::from_str::<Value>(split.yaml) {
-        Ok(value) => {
-            for seg in value.pointer("/contributes/prompt").and_then(Value::as_array).into_iter().flatten() {
-                if let (Some(id), Some(content)) = (seg.get("id").and_then(Value::as_str), seg.get("content").and_then(Value::as_str)) {
-                    out.insert(id.to_string(), content.to_string());
-                }
-            }
+    let split = frontmatter::split(&text).ok()?;
+    let value = match serde_saphyr::from_str::<Option<Value>>(split.yaml) {
+        Ok(value) => value.unwrap_or(Value::Null),
+        Err(e) => {
+            diagnostics.push(manifest::yaml_diagnostic(&e, &rel, split.yaml_first_line - 1));
+            return None;
         }
-        Err(e) => diagnostics.push(manifest::yaml_diagnostic(&e, &rel, split.yaml_first_line - 1)),
-    }
-    out
+    };
+    let translated: Vec<&Value> = value.pointer("/contributes/prompt").and_then(Value::as_array).map(|a| a.iter().collect()).unwrap_or_default();
+    let static_prompt = manifest
+        .static_prompt
+        .iter()
+        .enumerate()
+        .map(|(i, canonical)| {
+            // Ids, where the variant writes them, pick the segment; otherwise position does.
+            let by_id = translated.iter().find(|t| t.get("id").and_then(Value::as_str) == Some(canonical.id.as_str()));
+            let by_index = translated.get(i).filter(|t| t.get("id").is_none());
+            by_id.or(by_index).and_then(|t| t.get("content")).and_then(Value::as_str).map(str::to_string)
+        })
+        .collect();
+    Some(PromptVariant { body: split.body.to_string(), static_prompt })
 }

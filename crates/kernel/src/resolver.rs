@@ -26,6 +26,17 @@ pub struct Candidate {
     pub implements: BTreeSet<String>,
     /// Single-mode points it implements.
     pub single_points: BTreeSet<PointId>,
+    /// Why the plugin failed to load (`[code] message`), when it did: it is never activated,
+    /// and a plugin that needs what it provides is told so.
+    pub load_failure: Option<LoadFailure>,
+}
+
+/// A plugin's first load diagnostic, as the resolver reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadFailure {
+    /// The diagnostic code (`entry-syntax`, `invalid-conflict`, …).
+    pub code: String,
+    pub message: String,
 }
 
 impl Candidate {
@@ -61,6 +72,23 @@ impl Candidate {
             conflicts: manifest.conflicts.clone(),
             implements,
             single_points,
+            load_failure: None,
+        }
+    }
+
+    /// A plugin whose manifest could not even be read: known by its folder name only.
+    pub fn unloadable(id: &str, failure: LoadFailure) -> Candidate {
+        Candidate {
+            id: id.to_string(),
+            kind: PluginKind::Plugin,
+            authorized: true,
+            provides: Vec::new(),
+            requires: Vec::new(),
+            optional: Vec::new(),
+            conflicts: Vec::new(),
+            implements: BTreeSet::new(),
+            single_points: BTreeSet::new(),
+            load_failure: Some(failure),
         }
     }
 
@@ -90,6 +118,8 @@ pub enum RejectionCode {
     Conflict,
     SingleProviderConflict,
     DefaultReplaced,
+    /// The plugin failed to load; `loadCode` names its diagnostic.
+    LoadFailed,
 }
 
 /// A plugin the session will not run, and why.
@@ -104,6 +134,9 @@ pub struct Rejection {
     /// The contract concerned, when there is one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub contract: Option<String>,
+    /// For `load-failed`: the code of the plugin's load diagnostic.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub load_code: Option<String>,
 }
 
 /// A world-required contract nothing active provides.
@@ -168,7 +201,7 @@ impl<'a> State<'a> {
             return;
         }
         self.active.retain(|p| p != plugin);
-        self.rejected.push(Rejection { plugin: plugin.to_string(), code, message, candidates, contract });
+        self.rejected.push(Rejection { plugin: plugin.to_string(), code, message, candidates, contract, load_code: None });
     }
 
     fn add(&mut self, id: &str, auto: bool) {
@@ -197,6 +230,17 @@ impl<'a> State<'a> {
             );
             return;
         }
+        if let Some(failure) = &candidate.load_failure {
+            let message = format!("`{id}` failed to load ([{}] {})", failure.code, failure.message);
+            // The seed: a `conflicts` entry naming a kernel contract is `invalid-conflict` for
+            // author validation and the resolver alike.
+            let code = if failure.code == "invalid-conflict" { RejectionCode::InvalidConflict } else { RejectionCode::LoadFailed };
+            self.reject(id, code, message, Vec::new(), None);
+            if let Some(last) = self.rejected.last_mut() {
+                last.load_code = Some(failure.code.clone());
+            }
+            return;
+        }
         self.active.push(id.to_string());
         if auto {
             self.auto.insert(id.to_string());
@@ -211,7 +255,7 @@ impl<'a> State<'a> {
         let providers: Vec<&Candidate> = self.request.plugins.iter().filter(|c| c.provides_contract(contract)).collect();
         let eligible: Vec<&&Candidate> = providers
             .iter()
-            .filter(|c| c.authorized && !self.request.excluded.contains(&c.id) && !self.is_rejected(&c.id))
+            .filter(|c| c.authorized && c.load_failure.is_none() && !self.request.excluded.contains(&c.id) && !self.is_rejected(&c.id))
             .collect();
         let non_default: Vec<&&&Candidate> = eligible.iter().filter(|c| !c.is_default_for(contract)).collect();
         if non_default.len() == 1 {
@@ -271,7 +315,7 @@ pub fn resolve(request: &Request<'_>) -> Resolution {
             match s.choose(&contract) {
                 Choice::Pick(provider) => s.add(&provider, true),
                 Choice::None { code, candidates } => {
-                    let message = format!("requires `{contract}`, and {}", explain(code, &candidates));
+                    let message = format!("requires `{contract}`, and {}", explain(code, &candidates, &s.by_id, &contract));
                     s.reject(&id, code, message, candidates, Some(contract.clone()));
                     break;
                 }
@@ -345,7 +389,7 @@ pub fn resolve(request: &Request<'_>) -> Resolution {
                     request.plugins.iter().filter(|c| c.provides_contract(contract)).map(|c| c.id.clone()).collect();
                 let approval = s.rejected.iter().any(|r| r.code == RejectionCode::ApprovalRequired && providers.contains(&r.plugin));
                 let code = if approval { RejectionCode::ApprovalRequired } else { RejectionCode::MissingProvider };
-                let message = format!("requires `{contract}`, and {}", explain(code, &providers));
+                let message = format!("requires `{contract}`, and {}", explain(code, &providers, &s.by_id, contract));
                 s.reject(&id, code, message, providers, Some(contract.clone()));
                 changed = true;
             }
@@ -411,7 +455,15 @@ pub fn resolve(request: &Request<'_>) -> Resolution {
     Resolution { active: s.active, auto_added, rejected: s.rejected, unmet }
 }
 
-fn explain(code: RejectionCode, candidates: &[String]) -> String {
+fn explain(code: RejectionCode, candidates: &[String], by_id: &BTreeMap<&str, &Candidate>, contract: &str) -> String {
+    let failed: Vec<String> = candidates
+        .iter()
+        .filter_map(|id| by_id.get(id.as_str()))
+        .filter_map(|c| c.load_failure.as_ref().map(|f| format!("`{}` provides `{contract}` but failed to load ([{}] {})", c.id, f.code, f.message)))
+        .collect();
+    if code == RejectionCode::MissingProvider && !failed.is_empty() {
+        return failed.join("; ");
+    }
     match code {
         RejectionCode::AmbiguousProvider => format!("several plugins could provide it ({}); request one", candidates.join(", ")),
         RejectionCode::ApprovalRequired if !candidates.is_empty() => {

@@ -34,6 +34,9 @@ pub struct CompactionRun {
     /// `context.compaction.failed`, `job-status.updated` and `context.compacted` events.
     pub events: Vec<TraceEvent>,
     pub consecutive_failures: u32,
+    /// Why nothing was validated although compaction was due (no active provider).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_compacted_because: Option<String>,
 }
 
 impl CompactionRun {
@@ -53,6 +56,7 @@ impl CompactionRun {
             applied: None,
             events: Vec::new(),
             consecutive_failures: 0,
+            not_compacted_because: None,
         }
     }
 }
@@ -108,6 +112,13 @@ impl Workspace {
                 let result = runner::run(PointId::HistoryCompact, input, &self.active_providers(), &Arc::new(ctx), &RunOptions::default());
                 run.calls = result.calls.clone();
                 run.provided_by = result.provided_by.clone();
+                if result.calls.is_empty() && result.error.is_none() {
+                    run.not_compacted_because = Some(format!(
+                        "no active plugin of this session provides {}: the history stays as it is (add a provider, or check `covel resolve`)",
+                        PointId::HistoryCompact.as_str()
+                    ));
+                    return run;
+                }
                 let provider = result.calls.first().map(|c| (c.plugin_id.clone(), c.provider_id.clone())).unwrap_or_default();
                 if let Some(failed) = result.calls.iter().find(|c| c.outcome != Outcome::Success) {
                     let reason = failed.message.clone().unwrap_or_else(|| format!("{:?}", failed.outcome));

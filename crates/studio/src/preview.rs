@@ -5,6 +5,7 @@
 
 use crate::workspace::{Calls, Workspace};
 use covel_kernel::contract::{PointId, SlotId};
+use covel_kernel::prompt::template::{self, TemplateScope};
 use covel_kernel::prompt::{self, Assembly, AssemblyInput, CacheReport, RequestOptions, RuntimeView, Segment, SegmentRow};
 use covel_kernel::runner::{CallRecord, RunResult};
 use serde::Serialize;
@@ -124,9 +125,48 @@ pub struct Preview {
     pub slots: Vec<SlotView>,
     /// The session's `media.image-flow@1` provider answer (null when none).
     pub image_flow: ImageFlowView,
+    /// History messages that `prompt.history-transform@1` providers rewrote, dropped or added
+    /// for this turn, with the providers that ran.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub history_rewrites: Vec<HistoryRewrite>,
     /// Every provider call of the preview, in the order they ran.
     pub calls: Vec<CallRecord>,
     pub timings: PreviewTimings,
+}
+
+/// How a history transform changed one message.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryRewrite {
+    /// The message id (`null` for a message without one).
+    pub id: Value,
+    /// `rewritten`, `dropped` or `added`.
+    pub change: &'static str,
+    /// The transform providers that ran successfully (`plugin/id`), in pipeline order.
+    pub providers: Vec<String>,
+}
+
+/// Compares the history before and after the transform pipeline, message by message (by id).
+fn history_rewrites(before: &[Value], after: &[Value], calls: &[CallRecord]) -> Vec<HistoryRewrite> {
+    let providers: Vec<String> =
+        calls.iter().filter(|c| c.outcome == covel_kernel::runner::Outcome::Success).map(|c| format!("{}/{}", c.plugin_id, c.provider_id)).collect();
+    if providers.is_empty() {
+        return Vec::new();
+    }
+    let id_of = |m: &Value| m.get("id").cloned().unwrap_or(Value::Null);
+    let mut out = Vec::new();
+    for message in after {
+        let change = match before.iter().find(|b| id_of(b) == id_of(message)) {
+            Some(original) if original == message => continue,
+            Some(_) => "rewritten",
+            None => "added",
+        };
+        out.push(HistoryRewrite { id: id_of(message), change, providers: providers.clone() });
+    }
+    for message in before.iter().filter(|b| !after.iter().any(|a| id_of(a) == id_of(b))) {
+        out.push(HistoryRewrite { id: id_of(message), change: "dropped", providers: providers.clone() });
+    }
+    out
 }
 
 /// The revision of a slot value.
@@ -153,16 +193,22 @@ impl Workspace {
 
     fn runtime_view(&self, target: &RuntimeTarget) -> (RuntimeView, String) {
         let packages = || self.plugins.iter().filter(|p| self.resolution.is_active(&p.name)).filter_map(|p| p.package.as_ref());
+        // A plugin's body in the session's language, with its template variables filled.
+        let body_of = |p: &covel_kernel::package::Package| -> String {
+            let settings = self.plugin_settings(p);
+            let scope = TemplateScope { world: self.session.world.world_record.as_ref(), user_settings: Some(&settings) };
+            template::render(p.body_for(&self.session.locale).trim(), scope)
+        };
         match target {
-            RuntimeTarget::Story => (
-                RuntimeView::story(),
-                self.interpolate(self.session.story_prompt.as_deref().unwrap_or(DEFAULT_STORY_PROMPT)),
-            ),
+            RuntimeTarget::Story => {
+                let scope = TemplateScope { world: self.session.world.world_record.as_ref(), user_settings: None };
+                (RuntimeView::story(), template::render(self.session.story_prompt.as_deref().unwrap_or(DEFAULT_STORY_PROMPT), scope))
+            }
             RuntimeTarget::Plugin(id) => {
                 let package = packages().find(|p| p.id() == id);
                 let output_contract = package.and_then(|p| p.manifest.runtimes.iter().find_map(|r| r.output_contract.clone()));
                 let story_output = output_contract.as_deref() == Some("narrative-engine@1");
-                let body = package.map(|p| p.manifest.body.trim().to_string()).unwrap_or_default();
+                let body = package.map(body_of).unwrap_or_default();
                 (RuntimeView { plugin_id: Some(id.clone()), story_output, output_contract }, body)
             }
             RuntimeTarget::Contract(contract) => {
@@ -172,24 +218,54 @@ impl Workspace {
                     story_output: contract == "narrative-engine@1",
                     output_contract: Some(contract.clone()),
                 };
-                (view, package.map(|p| p.manifest.body.trim().to_string()).unwrap_or_default())
+                (view, package.map(body_of).unwrap_or_default())
             }
         }
     }
 
-    /// Fills `{{ world.<field> }}` from the world record, once per assembly (like upstream, the
-    /// body is interpolated before it is cached, so a changing value breaks the prefix).
-    fn interpolate(&self, body: &str) -> String {
-        let mut out = body.to_string();
-        if let Some(Value::Object(record)) = &self.session.world.world_record {
-            for (key, value) in record {
-                let text = value.as_str().map(str::to_string).unwrap_or_else(|| value.to_string());
-                for pattern in [format!("{{{{ world.{key} }}}}"), format!("{{{{world.{key}}}}}")] {
-                    out = out.replace(&pattern, &text);
+    /// The seed's dimension rule: a world that declares dimensions needs exactly one enabled
+    /// `world.dimensions@1` provider (never the author's initial values instead).
+    pub fn dimension_rule_violation(&self) -> Option<String> {
+        if self.session.world.dimensions.is_empty() {
+            return None;
+        }
+        let providers = self.dimension_providers();
+        if providers.len() == 1 {
+            return None;
+        }
+        let found = if providers.is_empty() { "none is enabled".to_string() } else { format!("{} are enabled ({})", providers.len(), providers.join(", ")) };
+        Some(format!(
+            "the world declares dimensions, so the session needs exactly one enabled world.dimensions@1 provider, but {found}; the author's initial values are never used instead"
+        ))
+    }
+
+    /// Why a runtime cannot be previewed (a plugin that is not active, a contract no active
+    /// runtime produces), or `None` when it can.
+    pub fn runtime_unavailable(&self, target: &RuntimeTarget) -> Option<String> {
+        match target {
+            RuntimeTarget::Story => None,
+            RuntimeTarget::Plugin(id) => {
+                if self.resolution.is_active(id) {
+                    return None;
                 }
+                if let Some(rejection) = self.resolution.rejected.iter().find(|r| r.plugin == *id) {
+                    return Some(format!("plugin `{id}` is not active in this session: {}", rejection.message));
+                }
+                if self.plugins.iter().any(|p| p.name == *id) {
+                    return Some(format!("plugin `{id}` is not active in this session (not requested, and nothing requires it)"));
+                }
+                Some(format!("there is no plugin `{id}` in the folder"))
+            }
+            RuntimeTarget::Contract(contract) => {
+                let produced = self
+                    .plugins
+                    .iter()
+                    .filter(|p| self.resolution.is_active(&p.name))
+                    .filter_map(|p| p.package.as_ref())
+                    .any(|p| p.manifest.runtimes.iter().any(|r| r.output_contract.as_deref() == Some(contract.as_str())));
+                (!produced).then(|| format!("no active plugin has a runtime whose output contract is `{contract}`"))
             }
         }
-        out
     }
 
     /// Runs the world context, enforcing the dimension-provider rule.
@@ -199,16 +275,7 @@ impl Workspace {
 
     fn world_context_in(&self, calls: &Calls<'_>) -> WorldContextView {
         let result = calls.run(PointId::SessionWorldContext, json!({}), None, None);
-        let mut error = result.error.as_ref().map(ToString::to_string);
-        if !self.session.world.dimensions.is_empty() {
-            let providers = self.dimension_providers();
-            if providers.len() != 1 {
-                let found = if providers.is_empty() { "none is enabled".to_string() } else { format!("{} are enabled ({})", providers.len(), providers.join(", ")) };
-                error.get_or_insert(format!(
-                    "the world declares dimensions, so the session needs exactly one enabled world.dimensions@1 provider, but {found}; the author's initial values are never used instead"
-                ));
-            }
-        }
+        let error = result.error.as_ref().map(ToString::to_string).or_else(|| self.dimension_rule_violation());
         WorldContextView { snapshot: result.result, provided_by: result.provided_by, error, calls: result.calls }
     }
 
@@ -239,15 +306,16 @@ impl Workspace {
         turn_id: &str,
         player_message: &str,
         calls: &mut Vec<CallRecord>,
-    ) -> Assembly {
+    ) -> (Assembly, Vec<HistoryRewrite>) {
         let transformed = scope.run(PointId::PromptHistoryTransform, json!({"messages": history, "turnId": turn_id}), None, Some(turn_id));
         calls.extend(transformed.calls.iter().cloned());
         let messages = transformed.result.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
+        let rewrites = history_rewrites(history, &messages, &transformed.calls);
         let segments = scope.run(PointId::PromptSegment, json!({"turnId": turn_id, "playerMessage": player_message}), None, Some(turn_id));
         calls.extend(segments.calls.iter().cloned());
         let (runtime, body) = self.runtime_view(target);
         let lore = self.session.world.world_record.as_ref().and_then(|w| w.get("lore")).and_then(Value::as_str);
-        prompt::assemble(&AssemblyInput {
+        let assembly = prompt::assemble(&AssemblyInput {
             segments: &Segment::parse_all(&segments.result),
             runtime: &runtime,
             preamble: prompt::FRAMEWORK_PREAMBLE,
@@ -256,7 +324,8 @@ impl Workspace {
             history: &messages,
             summaries: &self.session.history.summaries,
             player_message,
-        })
+        });
+        (assembly, rewrites)
     }
 
     /// The minimum cacheable prefix of the story model.
@@ -298,7 +367,7 @@ impl Workspace {
         let history = self.session.history.messages.clone();
         let turn_id = self.next_turn_id(&history);
         let t = Instant::now();
-        let this = self.assemble_turn(&scope, target, &history, &turn_id, &self.session.next_message, &mut calls);
+        let (this, rewrites) = self.assemble_turn(&scope, target, &history, &turn_id, &self.session.next_message, &mut calls);
         let segments_ms = ms(t);
 
         // The next turn: one more exchange in the history, the following player message.
@@ -316,7 +385,7 @@ impl Workspace {
         let next_turn = self.next_turn_id(&next_history);
         let following = self.session.following_message.clone().unwrap_or_else(|| DEFAULT_FOLLOWING.to_string());
         let mut next_calls = Vec::new();
-        let next = self.assemble_turn(&scope, target, &next_history, &next_turn, &following, &mut next_calls);
+        let (next, _) = self.assemble_turn(&scope, target, &next_history, &next_turn, &following, &mut next_calls);
         let cache = prompt::analyse(&this, &next, self.min_cacheable_tokens());
         let next_turn_ms = ms(t);
 
@@ -349,6 +418,7 @@ impl Workspace {
             world_context,
             slots,
             image_flow,
+            history_rewrites: rewrites,
             calls,
             timings: PreviewTimings { world_context_ms, history_ms: 0.0, segments_ms, next_turn_ms, slots_ms, total_ms: ms(started) },
         }

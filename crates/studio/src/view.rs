@@ -41,6 +41,9 @@ pub struct PluginView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rejection: Option<Rejection>,
     pub diagnostics: Vec<Diagnostic>,
+    /// Hints that do not stop the plugin: source checks (row-shaped `pluginData` reads) and
+    /// what the studio noticed while its handlers ran.
+    pub hints: Vec<Diagnostic>,
     pub providers: Vec<ExtensionDecl>,
     pub has_static_prompt: bool,
     pub inventory: Registrations,
@@ -104,6 +107,14 @@ impl LiveStudio {
                 };
                 let mut diagnostics = p.diagnostics.clone();
                 diagnostics.extend(ws.reload_failures.get(&p.name).cloned().unwrap_or_default());
+                let mut hints = p.hints.clone();
+                for call in self.preview.calls.iter().filter(|c| c.plugin_id == p.name) {
+                    for line in call.logs.iter().filter_map(|l| l.strip_prefix("[studio] ")) {
+                        if !hints.iter().any(|h| h.message == line) {
+                            hints.push(Diagnostic::new(covel_kernel::Code::RowShapedRead, line).plugin(&p.name));
+                        }
+                    }
+                }
                 PluginView {
                     name: p.name.clone(),
                     status,
@@ -111,6 +122,7 @@ impl LiveStudio {
                     description: manifest.and_then(|m| serde_json::to_value(&m.description).ok()),
                     rejection,
                     diagnostics,
+                    hints,
                     providers: manifest.map(|m| m.extensions.clone()).unwrap_or_default(),
                     has_static_prompt: manifest.is_some_and(|m| !m.static_prompt.is_empty()),
                     inventory: p.registrations.clone(),

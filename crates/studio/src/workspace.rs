@@ -5,7 +5,7 @@ use covel_js::{Limits, LoadedPlugin, load_folder};
 use covel_kernel::context::{DataRow, ExecutionContext, PluginScope};
 use covel_kernel::contract::{PointId, SlotId};
 use covel_kernel::diagnostic::Diagnostic;
-use covel_kernel::resolver::{self, Candidate, Resolution};
+use covel_kernel::resolver::{LoadFailure, self, Candidate, Resolution};
 use covel_kernel::runner::{self, Provider, RunOptions, RunResult};
 use covel_kernel::session::{self, Session};
 use serde_json::{Map, Value, json};
@@ -128,14 +128,39 @@ impl Workspace {
         }
     }
 
+    /// A plugin's settings for this session: the declared defaults of `contributes.settings`,
+    /// overridden by the session's `settings.<plugin>`.
+    pub fn plugin_settings(&self, pkg: &covel_kernel::package::Package) -> Map<String, Value> {
+        let mut settings = Map::new();
+        for decl in &pkg.manifest.settings {
+            if let Some(default) = &decl.default {
+                settings.insert(decl.key.clone(), default.clone());
+            }
+        }
+        if let Some(overrides) = self.session.settings.get(&pkg.manifest.id) {
+            settings.extend(overrides.clone());
+        }
+        settings
+    }
+
     /// Re-runs the session resolver (after plugins or the session changed).
     pub fn resolve(&mut self) {
+        // Plugins that failed to load stay candidates: the resolver reports them with their own
+        // load code, and tells a plugin that needs what they provide why it is missing.
         let candidates: Vec<Candidate> = self
             .plugins
             .iter()
-            .filter(|p| p.ok())
-            .filter_map(|p| p.package.as_ref())
-            .map(|pkg| Candidate::from_manifest(&pkg.manifest, !self.session.plugins.unauthorized.contains(&pkg.manifest.id)))
+            .map(|p| {
+                let failure = p.diagnostics.first().map(|d| LoadFailure { code: d.code.as_str().to_string(), message: d.message.clone() });
+                match (&p.package, failure) {
+                    (Some(pkg), failure) => Candidate {
+                        load_failure: failure,
+                        ..Candidate::from_manifest(&pkg.manifest, !self.session.plugins.unauthorized.contains(&pkg.manifest.id))
+                    },
+                    (None, Some(failure)) => Candidate::unloadable(&p.name, failure),
+                    (None, None) => Candidate::unloadable(&p.name, LoadFailure { code: "internal".into(), message: "the plugin did not load".into() }),
+                }
+            })
             .collect();
         let requested: Vec<String> =
             self.session.plugins.requested.clone().unwrap_or_else(|| candidates.iter().map(|c| c.id.clone()).collect());
@@ -224,18 +249,7 @@ impl Workspace {
             .plugins
             .iter()
             .filter_map(|p| p.package.as_ref())
-            .map(|pkg| {
-                let mut settings = Map::new();
-                for decl in &pkg.manifest.settings {
-                    if let Some(default) = &decl.default {
-                        settings.insert(decl.key.clone(), default.clone());
-                    }
-                }
-                if let Some(overrides) = self.session.settings.get(&pkg.manifest.id) {
-                    settings.extend(overrides.clone());
-                }
-                (pkg.manifest.id.clone(), PluginScope { settings, http_origins: pkg.manifest.http_origins() })
-            })
+            .map(|pkg| (pkg.manifest.id.clone(), PluginScope { settings: self.plugin_settings(pkg), http_origins: pkg.manifest.http_origins() }))
             .collect();
         Arc::new(ExecutionContext {
             execution_id: ExecutionContext::next_id(),

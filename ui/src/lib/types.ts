@@ -115,6 +115,7 @@ export interface PluginView {
   description?: I18n;
   rejection?: { code: string; message: string; candidates: string[] };
   diagnostics: Diagnostic[];
+  hints: Diagnostic[];
   providers: { point: string; id: string; order: number; slot?: string; watch?: string[]; preview?: string[] }[];
   hasStaticPrompt: boolean;
   inventory: { tools: string[]; actions: string[]; services: string[]; hooks: string[]; forms: string[]; wires: string[] };

@@ -158,6 +158,10 @@ pub fn parse_plugin_md(text: &str, file: &Path, folder_name: &str) -> (Option<Ma
         }
     };
     let offset = split.yaml_first_line - 1;
+    if let Some(flat) = flat_manifest(split.yaml, file, offset) {
+        diags.push(flat);
+        return (None, diags);
+    }
     let raw: RawManifest = match serde_saphyr::from_str(split.yaml) {
         Ok(raw) => raw,
         Err(e) => {
@@ -169,6 +173,48 @@ pub fn parse_plugin_md(text: &str, file: &Path, folder_name: &str) -> (Option<Ma
     let manifest = checker.check(raw, split.body, folder_name);
     let diags = checker.diags;
     (Some(manifest), diags)
+}
+
+/// Top-level keys of the flat manifest format Covel read before 0.0.42, with where each moved.
+const FLAT_FIELDS: &[(&str, &str)] = &[
+    ("name", "`id` (equal to the folder name) and `displayName`"),
+    ("pluginType", "`kind`"),
+    ("outputKind", "the runtime's `io.output.contract`"),
+    ("capabilities", "`contributes.tools` / `contributes.extensions`"),
+    ("runtimeType", "the `runtime:` block (`type: function | agent`)"),
+    ("userSettings", "`contributes.settings`"),
+    ("dataSchemas", "`contributes.data`"),
+];
+
+/// Recognises a pre-0.0.42 flat manifest as a whole, so the author gets the migration in one
+/// message rather than one unknown field at a time.
+fn flat_manifest(yaml: &str, file: &Path, offset: u32) -> Option<Diagnostic> {
+    let top_level_key = |line: &str| -> Option<String> {
+        let key = line.split(':').next()?;
+        (!line.starts_with([' ', '\t', '#', '-']) && line.contains(':') && !key.is_empty()).then(|| key.trim().to_string())
+    };
+    let keys: Vec<(usize, String)> = yaml.lines().enumerate().filter_map(|(i, l)| top_level_key(l).map(|k| (i, k))).collect();
+    let flat: Vec<&(usize, String)> = keys.iter().filter(|(_, k)| FLAT_FIELDS.iter().any(|(f, _)| f == k)).collect();
+    // `name` alone is a plausible typo; the format is recognised from two flat fields on.
+    if flat.len() < 2 || keys.iter().any(|(_, k)| k == "contributes") {
+        return None;
+    }
+    let moves: Vec<String> = flat
+        .iter()
+        .filter_map(|(_, k)| FLAT_FIELDS.iter().find(|(f, _)| f == k).map(|(f, to)| format!("`{f}` → {to}")))
+        .collect();
+    let first_line = flat.first().map_or(0, |(i, _)| *i);
+    Some(
+        Diagnostic::new(
+            Code::ManifestSchema,
+            format!(
+                "this is a flat manifest of Covel before 0.0.42, which current Covel does not read. Migrate it to the package format: {}; a runtime prompt becomes the PLUGIN.md body (one runtime) or runtimes/<id>/RUNTIME.md (several), and a child runtimes/<id>/PLUGIN.md becomes RUNTIME.md",
+                moves.join("; ")
+            ),
+        )
+        .file(file)
+        .at(u32::try_from(first_line + 1).unwrap_or(u32::MAX).saturating_add(offset), 1),
+    )
 }
 
 /// Parses and checks a `runtimes/<dir>/RUNTIME.md`.
@@ -383,8 +429,8 @@ impl Checker<'_> {
         let path = entry.value.as_str();
         if path.starts_with('/') || path.split(['/', '\\']).any(|part| part == "..") {
             self.push(Code::PathEscapesRoot, format!("entry `{path}` must be a plugin-relative path without `..`"), entry);
-        } else if !(path.ends_with(".js") || path.ends_with(".mjs") || path.ends_with(".cjs")) {
-            self.push(Code::InvalidField, format!("entry `{path}` must be a .js, .mjs or .cjs module"), entry);
+        } else if ![".js", ".mjs", ".cjs", ".ts", ".mts"].iter().any(|ext| path.ends_with(ext)) {
+            self.push(Code::InvalidField, format!("entry `{path}` must be a .js, .mjs, .cjs, .ts or .mts module"), entry);
         }
     }
 
@@ -423,11 +469,20 @@ impl Checker<'_> {
                 (Some(slot), PointId::UiSlot) => match contract::lookup_slot(&slot.value) {
                     Ok(slot) => Some(slot),
                     Err(e) => {
-                        let code = match e {
-                            KernelLookupError::Unknown { .. } => Code::UnknownContract,
-                            _ => Code::RetiredContract,
+                        let (code, advice) = match e {
+                            KernelLookupError::Unknown { .. } => (Code::UnknownContract, String::new()),
+                            // No successor: the provider goes away entirely, on both sides, or
+                            // the loader then reports the remaining call as undeclared.
+                            KernelLookupError::Removed { .. } => (
+                                Code::RetiredContract,
+                                format!(
+                                    ". Remove this declaration and the entry's `covel.provideExtension(\"ui.slot@1\", \"{}\", …)` call together",
+                                    ext.id.value
+                                ),
+                            ),
+                            KernelLookupError::Retired { .. } => (Code::RetiredContract, String::new()),
                         };
-                        self.push(code, format!("{where_}.slot: {e}"), slot);
+                        self.push(code, format!("{where_}.slot: {e}{advice}"), slot);
                         continue;
                     }
                 },

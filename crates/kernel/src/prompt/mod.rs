@@ -6,6 +6,7 @@ mod assemble;
 mod cache;
 mod requests;
 mod segment;
+pub mod template;
 
 pub use assemble::{Assembly, AssemblyInput, Block, BlockKind, Message, Origin, SegmentRow, assemble};
 pub use cache::{BoundaryStability, CacheReport, CacheWarning, Difference, LintFinding, analyse};

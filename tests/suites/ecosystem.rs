@@ -1,0 +1,142 @@
+//! Real plugins as the ecosystem writes them: TypeScript module graphs, the genuine zod 4, the
+//! whole SDK, the pure Node built-ins, host-internal imports refused by name, locale variants
+//! without segment ids, template variables, and row-shaped `pluginData` reads flagged.
+
+use covel_js::Limits;
+use covel_kernel::contract::PointId;
+use covel_kernel::resolver::RejectionCode;
+use covel_studio::{RuntimeTarget, Workspace};
+use covel_tests::{call, diagnostics_of, fixture, load_some};
+use serde_json::{Value, json};
+
+fn segments() -> Value {
+    json!({"turnId": "t", "playerMessage": ""})
+}
+
+/// The content of one segment a plugin's providers returned.
+fn content_of(plugin: &str, segment: &str) -> String {
+    let plugins = load_some(&[&format!("ecosystem/{plugin}")]);
+    assert!(plugins[0].ok(), "{plugin} loads: {:?}", plugins[0].diagnostics);
+    let result = call(&plugins, PointId::PromptSegment, segments());
+    assert!(result.calls.iter().all(|c| c.message.is_none()), "{:?}", result.calls);
+    let found = result.result.as_array().into_iter().flatten().find(|s| s["id"] == segment);
+    found.and_then(|s| s["content"].as_str()).unwrap_or_else(|| panic!("{plugin} returns {segment}: {}", result.result)).to_string()
+}
+
+#[test]
+fn typescript_modules_load_as_node_type_stripping_runs_them() {
+    let text = content_of("ts-graph", "strategy");
+    assert_eq!(text, "strategy:calm (0 characters) from index.ts", "types erased, `.ts` imports followed, import.meta.url inside the plugin");
+}
+
+#[test]
+fn typescript_that_strip_only_mode_refuses_names_the_construct_at_its_ts_position() {
+    let plugins = load_some(&["ecosystem/ts-enum"]);
+    insta::assert_json_snapshot!(diagnostics_of(&plugins));
+}
+
+#[test]
+fn zod_is_the_genuine_package_and_its_schemas_accept_and_reject() {
+    let verdicts = content_of("zod-schemas", "verdicts");
+    let failed: Vec<&str> = verdicts.lines().filter(|l| !l.starts_with("ok ")).collect();
+    assert!(failed.is_empty(), "every zod check holds: {failed:?}");
+    assert_eq!(verdicts.lines().count(), 11);
+    let schema: Value = serde_json::from_str(&content_of("zod-schemas", "json-schema")).expect("json");
+    assert_eq!(schema["properties"]["query"], json!({"type": "string", "description": "What to look up"}), "z.toJSONSchema of the facade's z");
+    assert_eq!(schema["additionalProperties"], json!(false));
+}
+
+#[test]
+fn node_builtins_hash_and_resolve_as_node_does() {
+    let text = content_of("node-builtins", "builtins");
+    // Digests as Node computes them: `node -e 'crypto.createHash("sha256").update("covel").digest("hex")'`.
+    let expected = [
+        "sha256 hex 5a15fcf0b91df9fdc19d3d675d397fd4f824f88e069a1aabfc24694648d5a92a",
+        "sha1 base64 PaBtbhsvI+FDeAKf14a3pUDRRUM=",
+        "md5 hex 795ea4579596c730ba96c96097dad111",
+        "uuid v4 true",
+        "randomInt in range true",
+        "getRandomValues 8",
+        "global crypto function",
+        "module dir server",
+        "url round trip true",
+        "relative url true",
+    ];
+    assert_eq!(text.lines().collect::<Vec<_>>(), expected);
+}
+
+#[test]
+fn refused_imports_name_the_importing_module_its_line_and_every_missing_name() {
+    let plugins = load_some(&["ecosystem/host-internal", "ecosystem/missing-sdk-names"]);
+    insta::assert_json_snapshot!(diagnostics_of(&plugins));
+}
+
+#[test]
+fn every_upstream_sdk_export_exists() {
+    let inventory: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("sdk/upstream-exports.json")).expect("inventory")).expect("json");
+    let ours: Value = serde_json::from_str(&content_of("sdk-inventory", "exports")).expect("json");
+    let mut missing = Vec::new();
+    for (entry, names) in inventory["entries"].as_object().expect("entries") {
+        for name in names.as_array().expect("names") {
+            let has = ours[entry].as_array().is_some_and(|exported| exported.contains(name));
+            if !has {
+                missing.push(format!("{entry}: {name}"));
+            }
+        }
+    }
+    assert!(missing.is_empty(), "SDK exports upstream has and the studio lacks: {missing:?}");
+}
+
+#[test]
+fn a_provider_that_failed_to_load_is_named_by_the_plugin_that_needs_it() {
+    let ws = Workspace::open(&fixture("ecosystem-resolver"), None, &Limits::default()).expect("opens");
+    let uses = ws.resolution.rejected.iter().find(|r| r.plugin == "uses-world-ir").expect("uses-world-ir is rejected");
+    assert_eq!(uses.code, RejectionCode::MissingProvider);
+    assert!(uses.message.contains("`world-ir` provides `world-ir-provider@1` but failed to load ([entry-syntax]"), "{}", uses.message);
+    let failed = ws.resolution.rejected.iter().find(|r| r.plugin == "world-ir").expect("world-ir is reported");
+    assert_eq!(failed.code, RejectionCode::LoadFailed);
+    assert_eq!(failed.load_code.as_deref(), Some("entry-syntax"));
+}
+
+#[test]
+fn a_requested_plugin_with_a_kernel_conflict_is_invalid_conflict_for_the_resolver_too() {
+    let ws = Workspace::open(&fixture("broken"), None, &Limits::default()).expect("opens");
+    let rejection = ws.resolution.rejected.iter().find(|r| r.plugin == "conflicts-kernel-point").expect("reported");
+    assert_eq!(rejection.code, RejectionCode::InvalidConflict);
+}
+
+#[test]
+fn a_chinese_session_reads_the_variant_body_and_static_prompt_with_variables_filled() {
+    let session = fixture("ecosystem/zh.session.yaml");
+    let ws = Workspace::open(&fixture("ecosystem"), Some(&session), &Limits::default()).expect("opens");
+    let preview = ws.preview(&RuntimeTarget::Plugin("narrator-zh".into()));
+    let body = preview.prompt.system.blocks.iter().find(|b| format!("{:?}", b.kind) == "Body").expect("a body block");
+    assert_eq!(body.text, "你用第二人称讲述灰烬港。标签：海港, 雾。");
+    let statics: Vec<(&str, &str)> = preview
+        .segments
+        .iter()
+        .filter(|s| s.plugin == "narrator-zh")
+        .map(|s| (s.id.as_str(), format!("{:?}", s.volatility)))
+        .map(|(id, v)| (id, if v == "Turn" { "turn" } else { "other" }))
+        .collect();
+    assert_eq!(statics, [("names", "turn"), ("style", "turn")], "a plugin with a variant ships turn-volatile static segments");
+    let turn_context = &preview.prompt.turn_context;
+    assert!(turn_context.contains("段落要短。") && turn_context.contains("台词前先写说话人。"), "{turn_context}");
+}
+
+#[test]
+fn an_english_session_reads_the_canonical_body_with_its_setting_default() {
+    let ws = Workspace::open(&fixture("ecosystem"), None, &Limits::default()).expect("opens");
+    let preview = ws.preview(&RuntimeTarget::Plugin("narrator-zh".into()));
+    let body = preview.prompt.system.blocks.iter().find(|b| format!("{:?}", b.kind) == "Body").expect("a body block");
+    assert_eq!(body.text, "You narrate  in the second person. Tags: .", "no world record: empty; the declared default fills the setting");
+}
+
+#[test]
+fn row_shaped_plugin_data_reads_are_flagged_with_file_line_and_fix() {
+    let plugins = load_some(&["ecosystem/row-reads"]);
+    assert!(plugins[0].ok(), "a hint does not stop the plugin");
+    let hints: Vec<String> = plugins[0].hints.iter().map(ToString::to_string).collect();
+    insta::assert_json_snapshot!(hints);
+}
