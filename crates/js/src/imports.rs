@@ -169,6 +169,33 @@ fn source_of(importer: &Path, specifier: &str) -> Option<(PathBuf, String)> {
     Some((canonical, text))
 }
 
+/// The names the SDK's root entry exports (computed once from its source).
+pub fn sdk_root_exports() -> &'static BTreeSet<String> {
+    static NAMES: std::sync::OnceLock<BTreeSet<String>> = std::sync::OnceLock::new();
+    NAMES.get_or_init(|| {
+        let source = modules::embedded_source(modules::SDK).unwrap_or_default();
+        exported_names(Path::new(modules::SDK), source, &source_of, 0)
+    })
+}
+
+/// For an import of a host-internal package: which of the imported names the SDK offers (the
+/// one-line fix) and which it does not.
+pub fn host_internal_advice(importer: &Path, specifier: &str) -> String {
+    let Some(parsed) = std::fs::read_to_string(importer).ok().and_then(|text| parse(importer, &text)) else { return String::new() };
+    let names: Vec<String> = named_imports(&parsed).into_iter().filter(|i| i.specifier == specifier).map(|i| i.name).collect();
+    let sdk = sdk_root_exports();
+    let (offered, missing): (Vec<&String>, Vec<&String>) = names.iter().partition(|n| sdk.contains(*n));
+    let quote = |list: &[&String]| list.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
+    let mut out = String::new();
+    if !offered.is_empty() {
+        out.push_str(&format!(". The SDK exports {}: import {} from `{}` instead", quote(&offered), if offered.len() == 1 { "it" } else { "them" }, modules::SDK));
+    }
+    if !missing.is_empty() {
+        out.push_str(&format!(". {} {} no SDK equivalent: keep a copy in the plugin", quote(&missing), if missing.len() == 1 { "has" } else { "have" }));
+    }
+    out
+}
+
 /// A module that imports names its target does not export.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MissingExports {

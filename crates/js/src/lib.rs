@@ -9,6 +9,7 @@
 pub mod bytecode;
 pub mod convert;
 pub mod host;
+pub mod http;
 pub mod imports;
 pub mod lint;
 pub mod memory;

@@ -189,7 +189,7 @@ fn refusal_reason(name: &str) -> String {
     }
     if name.starts_with("@covel/") {
         return format!(
-            "`{name}` is a host-internal package of Covel, outside the plugin contract: plugin code depends only on the SDK (`{SDK}`), which offers what plugins need from the host"
+            "`{name}` is a host-internal package of Covel, outside the plugin contract (the seed page: plugin code depends only on the SDK, `{SDK}`)"
         );
     }
     format!(
@@ -209,7 +209,11 @@ impl Resolver for PluginResolver {
             return if is_host_side(base) { Ok(name.to_string()) } else { Err(refuse(base, name, "covel:host is internal to the SDK".into())) };
         }
         if !(name.starts_with("./") || name.starts_with("../") || name.starts_with('/') || name.starts_with("file://")) {
-            return Err(refuse(base, name, refusal_reason(name)));
+            let mut why = refusal_reason(name);
+            if name.starts_with("@covel/") && !name.starts_with(SDK) && Path::new(base).is_absolute() {
+                why.push_str(&crate::imports::host_internal_advice(Path::new(base), name));
+            }
+            return Err(refuse(base, name, why));
         }
         let relative = name.strip_prefix("file://").unwrap_or(name);
         let base_dir = if is_host_side(base) || base == ZOD {

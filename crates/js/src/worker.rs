@@ -10,7 +10,7 @@
 //! one is answered from the engine's memo (marked `cached` in the trace) — unless the call can
 //! reach the outside world (live HTTP, a model gateway).
 
-use crate::convert::{from_js, to_js};
+use crate::convert::{ConversionBudget, FromJsError, from_js, from_js_within, to_js};
 use crate::modules::{self, LoadedFiles, PluginLoader, PluginResolver};
 use covel_kernel::Code;
 use covel_kernel::context::ExecutionContext;
@@ -111,6 +111,16 @@ pub fn load(spec: &LoadSpec) -> (Option<Engine>, LoadReport) {
     (Some(engine), report)
 }
 
+/// A handle on the bootstrap's internal object.
+struct Internals(rquickjs::Persistent<Object<'static>>);
+
+// SAFETY: the handle belongs to the engine's runtime and is only restored inside that runtime's
+// context (`Engine::internals`), and it is dropped before the runtime (`Engine::shutdown`). The
+// runtime itself is `Send` (rquickjs `parallel`, access serialized by its lock), and the engine
+// moves between threads only as a whole, so the handle never outlives or escapes its runtime.
+#[allow(unsafe_code)]
+unsafe impl Send for Internals {}
+
 /// The runtime and context of one plugin, with its deadline. Calls run on the caller's thread
 /// (the runtime is `Send`), one at a time; dropping the engine disposes the plugin and frees the
 /// runtime.
@@ -129,6 +139,10 @@ pub struct Engine {
     memo: std::collections::HashMap<u64, CallReport>,
     memory_limit: usize,
     memory: Arc<crate::memory::RuntimeMemory>,
+    /// The bootstrap's internal functions: held by the host only, never on a global.
+    internals: std::cell::RefCell<Option<Internals>>,
+    /// What HTTP the running call may do (empty between calls).
+    http: crate::http::HttpSlot,
     root: PathBuf,
     disposed: bool,
 }
@@ -190,6 +204,8 @@ impl Engine {
             memo: std::collections::HashMap::new(),
             memory_limit: spec.limits.memory_bytes,
             memory,
+            internals: std::cell::RefCell::new(None),
+            http: Default::default(),
             root: spec.root.clone(),
             disposed: false,
         })
@@ -230,13 +246,13 @@ impl Engine {
         let _ = modules::take_typescript_failure();
         let internal = |e: rquickjs::Error| LoadFailure { code: Code::Internal, message: e.to_string(), file: None, position: None };
         self.install_host(ctx).map_err(internal)?;
-        ctx.eval::<(), _>(BOOTSTRAP).catch(ctx).map_err(|e| LoadFailure {
+        let covel: Object = ctx.eval::<Object, _>(BOOTSTRAP).catch(ctx).map_err(|e| LoadFailure {
             code: Code::Internal,
             message: format!("host bootstrap failed: {e}"),
             file: None,
             position: None,
         })?;
-        let covel: Object = ctx.globals().get("__covel").map_err(internal)?;
+        *self.internals.borrow_mut() = Some(Internals(rquickjs::Persistent::save(ctx, covel.clone())));
         let make: Function = covel.get("makeFacade").map_err(internal)?;
         let facade: Value = make.call((spec.plugin_id.as_str(),)).map_err(internal)?;
 
@@ -318,6 +334,12 @@ impl Engine {
         self.entry_failure(code, message, Some(&position_source))
     }
 
+    /// The bootstrap's internal functions in this context.
+    fn internals<'js>(&self, ctx: &Ctx<'js>) -> rquickjs::Result<Object<'js>> {
+        let saved = self.internals.borrow().as_ref().map(|i| i.0.clone());
+        saved.ok_or(rquickjs::Error::Unknown)?.restore(ctx)
+    }
+
     fn entry_failure(&self, code: Code, message: String, stack: Option<&str>) -> LoadFailure {
         let (file, position) = stack.and_then(first_frame).map_or((None, None), |(f, p)| (Some(f), Some(p)));
         LoadFailure { code, message, file, position }
@@ -327,19 +349,19 @@ impl Engine {
         let host = Object::new(ctx.clone())?;
         let epoch = self.epoch;
         host.set("now", Function::new(ctx.clone(), move || epoch.elapsed().as_secs_f64() * 1000.0)?)?;
-        // Live network, for sessions that opt into it: the origin was already checked against
-        // permissions.http by the bootstrap; the request gets what is left of the call's time.
-        let deadline = Arc::clone(&self.deadline);
+        // Plugin HTTP: the host decides for the running call (crate::http); plugin code only asks.
+        let slot = Arc::clone(&self.http);
         host.set(
-            "fetchLive",
+            "fetch",
             Function::new(ctx.clone(), move |ctx: Ctx<'js>, method: String, url: String, body: Option<String>| -> rquickjs::Result<Value<'js>> {
-                let left = Duration::from_nanos(deadline.load(Ordering::Relaxed).saturating_sub(nanos_since(epoch))).max(Duration::from_millis(50));
-                match live_fetch(&method, &url, body.as_deref(), left) {
+                match crate::http::fetch(&slot, &method, &url, body.as_deref()) {
                     Ok(answer) => to_js(&ctx, &answer),
                     Err(message) => Err(rquickjs::Exception::throw_message(&ctx, &message)),
                 }
             })?,
         )?;
+        let slot = Arc::clone(&self.http);
+        host.set("httpRefusal", Function::new(ctx.clone(), move |method: String, url: String| crate::http::refusal(&slot, &method, &url))?)?;
         host.set(
             "hasGateway",
             Function::new(ctx.clone(), || GATEWAY.with(|g| g.borrow().is_some()))?,
@@ -455,9 +477,20 @@ impl Engine {
         }
         self.arm(call.timeout);
         let _ = self.memory.take_refused();
+        if let Ok(mut slot) = self.http.lock() {
+            *slot = Some(crate::http::CallHttp {
+                plugin: self.plugin_id.clone(),
+                grants: call.context.plugins.get(&self.plugin_id).map(|s| s.http.clone()).unwrap_or_default(),
+                policy: call.context.http.clone(),
+                deadline: Instant::now() + call.timeout,
+            });
+        }
         GATEWAY.with(|g| *g.borrow_mut() = call.context.gateway.clone());
         let (result, logs) = self.context.with(|ctx| self.call_in(&ctx, call, execution.as_ref()));
         GATEWAY.with(|g| *g.borrow_mut() = None);
+        if let Ok(mut slot) = self.http.lock() {
+            *slot = None;
+        }
         self.disarm();
         if needs_execution && result.is_ok() {
             self.execution_seen = call.context.execution_id;
@@ -477,7 +510,7 @@ impl Engine {
 
     fn call_in<'js>(&self, ctx: &Ctx<'js>, call: &ProviderCall, execution: Option<&Json>) -> (Result<Json, ProviderFailure>, Vec<String>) {
         let fail = |kind, message: String| Err(ProviderFailure { kind, message });
-        let covel: Object = match ctx.globals().get("__covel") {
+        let covel: Object = match self.internals(ctx) {
             Ok(c) => c,
             Err(e) => return (fail(FailureKind::Unavailable, e.to_string()), Vec::new()),
         };
@@ -506,7 +539,22 @@ impl Engine {
         let outcome = match settled {
             Settled::Value(value) => match value.type_of() {
                 rquickjs::Type::Undefined => fail(FailureKind::Error, "the handler returned undefined (return null for \"nothing\")".into()),
-                _ => from_js(&value).map_err(|e| ProviderFailure { kind: FailureKind::Error, message: e.to_string() }),
+                _ => {
+                    let expired = || self.expired();
+                    match from_js_within(&value, ConversionBudget::OUTPUT, &expired) {
+                        Ok(json) => Ok(json),
+                        Err(FromJsError::Deadline) => fail(FailureKind::Timeout, format!("the handler's result was still being read at its {} ms limit", call.timeout.as_millis())),
+                        // An interrupt inside a getter or proxy trap during the read is the deadline too.
+                        Err(FromJsError::Engine(_)) if self.expired() => {
+                            fail(FailureKind::Timeout, format!("reading the handler's result ran past its {} ms limit (a getter or proxy kept running)", call.timeout.as_millis()))
+                        }
+                        Err(e @ (FromJsError::OverBudget(_) | FromJsError::Unsupported { .. } | FromJsError::TooDeep(_))) => {
+                            fail(FailureKind::InvalidOutput, e.to_string())
+                        }
+                        Err(FromJsError::Engine(e)) if self.memory.take_refused() => fail(FailureKind::OutOfMemory, format!("reading the handler's result exhausted the plugin's memory limit: {e}")),
+                        Err(e) => fail(FailureKind::Error, e.to_string()),
+                    }
+                }
             },
             Settled::Timeout(why) => fail(FailureKind::Timeout, format!("no result within {} ms: {why}", call.timeout.as_millis())),
             Settled::Threw(t) => {
@@ -558,9 +606,6 @@ impl Engine {
             "settings": scope.map(|s| Json::Object(s.settings.clone())).unwrap_or_else(|| json!({})),
             "messages": self.messages_for(&context.locale),
             "rows": rows,
-            "httpOrigins": scope.map(|s| s.http_origins.clone()).unwrap_or_default(),
-            "httpMocks": context.http.mocks,
-            "httpLive": context.http.live,
         })
     }
 
@@ -576,14 +621,15 @@ impl Engine {
         self.disposed = true;
         self.disarm();
         self.context.with(|ctx| {
-            if let Ok(covel) = ctx.globals().get::<_, Object>("__covel")
+            if let Ok(covel) = self.internals(&ctx)
                 && let Ok(dispose) = covel.get::<_, Function>("dispose")
             {
                 self.arm(Duration::from_millis(200));
                 let _ = dispose.call::<_, ()>(());
                 self.disarm();
             }
-            let _ = ctx.globals().remove("__covel");
+            // Persistent handles must go before the runtime does.
+            self.internals.borrow_mut().take();
         });
         self.runtime.run_gc();
     }
@@ -591,29 +637,6 @@ impl Engine {
 
 fn nanos_since(epoch: Instant) -> u64 {
     u64::try_from(epoch.elapsed().as_nanos()).unwrap_or(u64::MAX)
-}
-
-/// One real HTTP request: `{status, headers, body}` or why it failed.
-fn live_fetch(method: &str, url: &str, body: Option<&str>, timeout: Duration) -> Result<Json, String> {
-    let agent: ureq::Agent = ureq::Agent::config_builder().timeout_global(Some(timeout)).http_status_as_error(false).build().into();
-    let response = match (method, body) {
-        ("GET", _) => agent.get(url).call(),
-        ("HEAD", _) => agent.head(url).call(),
-        ("DELETE", _) => agent.delete(url).call(),
-        ("POST", b) => agent.post(url).send(b.unwrap_or_default()),
-        ("PUT", b) => agent.put(url).send(b.unwrap_or_default()),
-        ("PATCH", b) => agent.patch(url).send(b.unwrap_or_default()),
-        (other, _) => return Err(format!("HTTP method {other} is not allowed")),
-    };
-    let mut response = response.map_err(|e| format!("{method} {url} failed: {e}"))?;
-    let status = response.status().as_u16();
-    let headers: serde_json::Map<String, Json> = response
-        .headers()
-        .iter()
-        .filter_map(|(k, v)| v.to_str().ok().map(|v| (k.as_str().to_lowercase(), Json::String(v.to_string()))))
-        .collect();
-    let text = response.body_mut().read_to_string().map_err(|e| format!("reading {url}: {e}"))?;
-    Ok(json!({"status": status, "headers": headers, "body": text}))
 }
 
 /// Takes the pending exception off the context.

@@ -68,7 +68,8 @@ pub struct HttpPolicy {
 pub struct PluginScope {
     /// Declared defaults overridden by the session.
     pub settings: serde_json::Map<String, Value>,
-    pub http_origins: Vec<String>,
+    /// `permissions.http` of the package.
+    pub http: Vec<crate::http::HttpGrant>,
 }
 
 /// Text generation lent to providers as `ctx.gateway` (e.g. a compaction provider asking the

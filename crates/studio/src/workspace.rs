@@ -249,7 +249,7 @@ impl Workspace {
             .plugins
             .iter()
             .filter_map(|p| p.package.as_ref())
-            .map(|pkg| (pkg.manifest.id.clone(), PluginScope { settings: self.plugin_settings(pkg), http_origins: pkg.manifest.http_origins() }))
+            .map(|pkg| (pkg.manifest.id.clone(), PluginScope { settings: self.plugin_settings(pkg), http: pkg.manifest.http_grants() }))
             .collect();
         Arc::new(ExecutionContext {
             execution_id: ExecutionContext::next_id(),

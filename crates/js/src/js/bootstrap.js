@@ -69,49 +69,23 @@
     }
   }
 
-  // ---- HTTP: only origins in permissions.http; answers from recorded mocks ------------------
-  function makeHttp(pluginId, getExecution) {
-    const originOf = (url) => {
-      const m = /^(https?:\/\/[^/?#]+)/i.exec(String(url));
-      if (!m) throw new TypeError(`Invalid URL: ${url}`);
-      return m[1].toLowerCase();
-    };
+  // ---- HTTP: plugin code only asks; the host decides (permissions.http, mocks, live) --------
+  function makeHttp() {
     function validateBaseUrl(url) {
-      const exec = getExecution();
-      const origin = originOf(url);
-      if (!exec || !exec.httpOrigins.map((o) => o.toLowerCase()).includes(origin)) {
-        throw new Error(`HTTP origin ${origin} is not listed in permissions.http of plugin ${pluginId}`);
-      }
+      const why = host.httpRefusal("GET", String(url));
+      if (why) throw new Error(why);
       return String(url);
     }
     async function fetchWithRetry(url, init = {}) {
-      validateBaseUrl(url);
-      const exec = getExecution();
-      const method = String(init.method || "GET").toUpperCase();
-      const target = String(url);
-      const mock = (exec.httpMocks || []).find(
-        (m) => (m.method || "GET").toUpperCase() === method && (target === m.url || target.startsWith(m.url)),
-      );
-      if (!mock && exec.httpLive) {
-        const body = init.body === undefined ? undefined : typeof init.body === "string" ? init.body : JSON.stringify(init.body);
-        const answer = host.fetchLive(method, target, body);
-        return {
-          ok: answer.status >= 200 && answer.status < 300, status: answer.status, url: target,
-          headers: { get: (name) => answer.headers[String(name).toLowerCase()] ?? null },
-          text: async () => answer.body,
-          json: async () => JSON.parse(answer.body),
-        };
-      }
-      if (!mock) {
-        throw new Error(`No recorded HTTP answer for ${method} ${target} (the session answers plugin HTTP from its recorded mocks; set http.live to reach the network)`);
-      }
-      const text = typeof mock.body === "string" ? mock.body : JSON.stringify(mock.body ?? null);
-      const status = mock.status ?? 200;
+      const method = String((init && init.method) || "GET").toUpperCase();
+      const body = init && init.body !== undefined ? (typeof init.body === "string" ? init.body : JSON.stringify(init.body)) : undefined;
+      const answer = host.fetch(method, String(url), body);
+      const status = answer.status;
       return {
-        ok: status >= 200 && status < 300, status, url: target,
-        headers: { get: (name) => (mock.headers || {})[String(name).toLowerCase()] ?? null },
-        text: async () => text,
-        json: async () => JSON.parse(text),
+        ok: status >= 200 && status < 300, status, url: answer.url,
+        headers: { get: (name) => answer.headers[String(name).toLowerCase()] ?? null },
+        text: async () => answer.body,
+        json: async () => JSON.parse(answer.body),
       };
     }
     return Object.freeze({ fetchWithRetry, validateBaseUrl });
@@ -153,7 +127,6 @@
   });
 
   // ---- the facade ------------------------------------------------------------------------------
-  let currentExecution = null;
   function makeFacade(pluginId) {
     const lifetime = new Signal();
     const guard = (kind, name) => {
@@ -167,7 +140,7 @@
       pluginId,
       signal: lifetime,
       toolkit,
-      http: makeHttp(pluginId, () => currentExecution),
+      http: makeHttp(),
       provideExtension(point, id, definition) {
         guard("extension", `${point}/${id}`);
         const handler = definition && definition.handler;
@@ -204,7 +177,6 @@
       if (!byNamespace.has(row.namespace)) byNamespace.set(row.namespace, []);
       byNamespace.get(row.namespace).push(row);
     }
-    currentExecution = { httpOrigins: data.httpOrigins || [], httpMocks: data.httpMocks || [], httpLive: !!data.httpLive };
     shared = { data, world, settings, messages, byNamespace };
   }
 
@@ -267,15 +239,16 @@
     Object.freeze(ctx);
     return { ctx, signal };
   }
-  let covelHttpForCalls = null;
+  const covelHttpForCalls = makeHttp();
   // ctx.gateway: text generation on the session's models, lent by call sites that allow it.
   const gateway = Object.freeze({
     generateText: async (request) => host.generateText(request ?? {}),
   });
 
-  globalThis.__covel = Object.freeze({
+  // The host's handle on this runtime: the completion value of this script, kept by the host
+  // and never reachable from plugin code (no global holds it).
+  return Object.freeze({
     makeFacade(pluginId) {
-      covelHttpForCalls = makeHttp(pluginId, () => currentExecution);
       return makeFacade(pluginId);
     },
     close() { closed = true; return staged; },

@@ -88,7 +88,7 @@ pub struct RuntimeInfo {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_contract: Option<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub http_origins: Vec<String>,
+    pub http: Vec<crate::http::HttpGrant>,
 }
 
 /// What the manifest declares besides extensions, checked against what the entry registers.
@@ -137,12 +137,13 @@ pub struct Manifest {
 }
 
 impl Manifest {
-    /// Every origin the package may reach (`permissions.http` of all its runtimes).
-    pub fn http_origins(&self) -> Vec<String> {
-        let mut origins: Vec<String> = self.runtimes.iter().flat_map(|r| r.http_origins.clone()).collect();
-        origins.sort();
-        origins.dedup();
-        origins
+    /// Every origin the package may reach, with its methods (`permissions.http` of all its
+    /// runtimes).
+    pub fn http_grants(&self) -> Vec<crate::http::HttpGrant> {
+        let mut grants: Vec<crate::http::HttpGrant> = self.runtimes.iter().flat_map(|r| r.http.clone()).collect();
+        grants.sort_by(|a, b| a.origin.cmp(&b.origin));
+        grants.dedup();
+        grants
     }
 }
 
@@ -248,12 +249,12 @@ fn runtime_info(id: String, raw: &RawRuntime) -> RuntimeInfo {
         .and_then(|io| io.pointer("/output/contract"))
         .and_then(|c| c.as_str())
         .map(str::to_string);
-    let http_origins = raw
+    let http = raw
         .permissions
         .as_ref()
-        .map(|p| p.http.iter().map(|h| h.origin.clone()).collect())
+        .map(|p| p.http.iter().map(|h| crate::http::HttpGrant { origin: h.origin.clone(), methods: h.methods.clone() }).collect())
         .unwrap_or_default();
-    RuntimeInfo { id, kind: raw.kind.clone(), output_contract, http_origins }
+    RuntimeInfo { id, kind: raw.kind.clone(), output_contract, http }
 }
 
 /// Turns a serde-saphyr error into a diagnostic at the right file line.

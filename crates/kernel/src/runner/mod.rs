@@ -29,6 +29,9 @@ pub enum FailureKind {
     OutOfMemory,
     /// The plugin's runtime is gone (unloaded, crashed).
     Unavailable,
+    /// The handler returned something that cannot be an output at all (over the conversion
+    /// budget, a function, a BigInt): reported like a schema violation.
+    InvalidOutput,
 }
 
 /// A failed call, as the engine reports it.

@@ -39,6 +39,7 @@ impl From<FailureKind> for Outcome {
             FailureKind::Error => Outcome::Error,
             FailureKind::OutOfMemory => Outcome::OutOfMemory,
             FailureKind::Unavailable => Outcome::Unavailable,
+            FailureKind::InvalidOutput => Outcome::InvalidOutput,
         }
     }
 }

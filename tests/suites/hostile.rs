@@ -1,0 +1,168 @@
+//! The hostile corpus: plugin code and session files that try to crash, hang or escape the
+//! studio. Each case asserts the outcome the author sees and that a neighbour plugin still
+//! works. HTTP servers listen on loopback only and stop by themselves.
+
+use covel_js::Limits;
+use covel_kernel::contract::PointId;
+use covel_kernel::runner::{CallRecord, Outcome, RunResult};
+use covel_studio::Workspace;
+use covel_tests::fixture;
+use serde_json::json;
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+fn run_hostile() -> RunResult {
+    let session = fixture("hostile/hostile.session.yaml");
+    let ws = Workspace::open(&fixture("hostile"), Some(&session), &Limits::default()).expect("opens");
+    ws.call(PointId::PromptSegment, json!({"turnId": "t", "playerMessage": ""}), None, Some("t".into()))
+}
+
+fn call_of<'a>(result: &'a RunResult, plugin: &str) -> &'a CallRecord {
+    result.calls.iter().find(|c| c.plugin_id == plugin).unwrap_or_else(|| panic!("{plugin} was called: {:?}", result.calls))
+}
+
+fn neighbour_still_works(result: &RunResult) {
+    let calm = result.result.as_array().into_iter().flatten().any(|s| s["content"] == "The neighbour still works.");
+    assert!(calm, "the neighbour's segment is in the result: {}", result.result);
+}
+
+#[test]
+fn a_value_of_shared_references_is_invalid_output_not_a_crash() {
+    let result = run_hostile();
+    let call = call_of(&result, "shared-refs");
+    assert_eq!(call.outcome, Outcome::InvalidOutput);
+    assert!(call.message.as_deref().is_some_and(|m| m.contains("more than 100000 values")), "{:?}", call.message);
+    neighbour_still_works(&result);
+}
+
+#[test]
+fn a_getter_that_loops_while_the_host_reads_the_result_is_a_timeout() {
+    let result = run_hostile();
+    let call = call_of(&result, "getter-loop");
+    assert_eq!(call.outcome, Outcome::Timeout, "{:?}", call.message);
+    neighbour_still_works(&result);
+}
+
+#[test]
+fn plugin_code_cannot_reach_host_internals_or_leave_its_http_permissions() {
+    let result = run_hostile();
+    let text = result.result.as_array().into_iter().flatten().find(|s| s["id"] == "attempts").and_then(|s| s["content"].as_str()).expect("attempts ran");
+    insta::assert_snapshot!(text);
+    assert!(!text.contains("ESCAPED"), "{text}");
+}
+
+/// A loopback server that answers `responses` in turn, counts requests, and stops after
+/// `responses.len()` requests or two seconds.
+fn serve(responses: Vec<String>) -> (u16, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+    let port = listener.local_addr().expect("addr").port();
+    listener.set_nonblocking(true).expect("nonblocking");
+    let hits = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&hits);
+    std::thread::spawn(move || {
+        let until = Instant::now() + Duration::from_secs(2);
+        let mut answers = responses.into_iter();
+        while Instant::now() < until {
+            match listener.accept() {
+                Ok((mut stream, _)) => {
+                    counted.fetch_add(1, Ordering::SeqCst);
+                    let _ = stream.set_read_timeout(Some(Duration::from_millis(200)));
+                    let mut buf = [0u8; 4096];
+                    let _ = stream.read(&mut buf);
+                    let Some(answer) = answers.next() else { break };
+                    let _ = stream.write_all(answer.as_bytes());
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(5)),
+            }
+        }
+    });
+    (port, hits)
+}
+
+fn live_plugin(dir: &Path, origin: &str, target: &str, method: &str) {
+    let plugin = dir.join("live-fetch");
+    std::fs::create_dir_all(plugin.join("server")).expect("mkdir");
+    std::fs::write(
+        plugin.join("PLUGIN.md"),
+        format!(
+            "---\nid: live-fetch\nkind: plugin\ndescription: Fetches live.\ncontributes:\n  extensions:\n    - {{ point: prompt.segment@1, id: fetch }}\nruntime:\n  type: function\n  function:\n    handler: ./server/index.js\n  permissions:\n    http:\n      - origin: {origin}\n        methods: [GET]\n---\n"
+        ),
+    )
+    .expect("manifest");
+    std::fs::write(
+        plugin.join("server/index.js"),
+        format!(
+            "export default function (covel) {{\n  covel.provideExtension(\"prompt.segment@1\", \"fetch\", {{ handler: async (_i, ctx) => {{\n    let content;\n    try {{ const r = await ctx.utils.fetchWithRetry(\"{target}\", {{ method: \"{method}\" }}); content = `status ${{r.status}}: ${{await r.text()}}`; }}\n    catch (e) {{ content = `refused: ${{e.message}}`; }}\n    return [{{ id: \"fetch\", content, position: \"system\", audience: \"story\", volatility: \"stable\" }}];\n  }} }});\n}}\n"
+        ),
+    )
+    .expect("entry");
+    std::fs::write(dir.join("live.session.yaml"), "id: live\nlocale: en\nhttp:\n  live: true\n").expect("session");
+}
+
+fn live_content(dir: &Path) -> String {
+    let ws = Workspace::open(dir, Some(&dir.join("live.session.yaml")), &Limits::default()).expect("opens");
+    let result = ws.call(PointId::PromptSegment, json!({"turnId": "t", "playerMessage": ""}), None, Some("t".into()));
+    result.result.as_array().into_iter().flatten().find(|s| s["id"] == "fetch").and_then(|s| s["content"].as_str()).map(str::to_string).unwrap_or_else(|| panic!("{:?}", result.calls))
+}
+
+#[test]
+fn a_redirect_to_an_unlisted_origin_is_not_followed() {
+    let (outside, outside_hits) = serve(vec!["HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nstolen".into()]);
+    let redirect = format!("HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:{outside}/secret\r\nContent-Length: 0\r\n\r\n");
+    let (listed, listed_hits) = serve(vec![redirect]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let origin = format!("http://127.0.0.1:{listed}");
+    live_plugin(dir.path(), &origin, &format!("{origin}/start"), "GET");
+    let content = live_content(dir.path());
+    assert!(content.starts_with("refused:") && content.contains("redirected to") && content.contains("not listed"), "{content}");
+    assert_eq!(listed_hits.load(Ordering::SeqCst), 1);
+    assert_eq!(outside_hits.load(Ordering::SeqCst), 0, "the unlisted origin was never contacted");
+}
+
+#[test]
+fn a_method_not_listed_never_leaves_the_machine() {
+    let (listed, hits) = serve(vec!["HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".into()]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let origin = format!("http://127.0.0.1:{listed}");
+    live_plugin(dir.path(), &origin, &format!("{origin}/x"), "DELETE");
+    let content = live_content(dir.path());
+    assert!(content.contains("HTTP method DELETE is not allowed"), "{content}");
+    assert_eq!(hits.load(Ordering::SeqCst), 0);
+}
+
+#[test]
+fn a_listed_origin_and_method_go_through_live() {
+    let (listed, hits) = serve(vec!["HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".into()]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let origin = format!("http://127.0.0.1:{listed}");
+    live_plugin(dir.path(), &origin, &format!("{origin}/x"), "GET");
+    assert_eq!(live_content(dir.path()), "status 200: ok");
+    assert_eq!(hits.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn the_shared_memory_budget_stops_runtimes_that_together_take_too_much() {
+    // Each plugin stays under its own limit; together they pass a small shared budget.
+    let budget = covel_js::memory::SharedBudget::new(24 * 1024 * 1024);
+    let limits = Limits { memory_bytes: 16 * 1024 * 1024, shared_memory: Arc::clone(&budget), ..Limits::default() };
+    let dir = tempfile::tempdir().expect("tempdir");
+    for i in 0..3 {
+        let plugin = dir.path().join(format!("hog-{i}"));
+        std::fs::create_dir_all(plugin.join("server")).expect("mkdir");
+        std::fs::write(plugin.join("PLUGIN.md"), format!("---\nid: hog-{i}\nkind: plugin\ndescription: Holds ten megabytes.\ncontributes:\n  extensions:\n    - {{ point: prompt.segment@1, id: hold }}\n---\n")).expect("manifest");
+        std::fs::write(
+            plugin.join("server/index.js"),
+            "const held = [];\nexport default function (covel) {\n  covel.provideExtension(\"prompt.segment@1\", \"hold\", { handler: () => { for (let i = 0; i < 10; i++) held.push(new Array(131072).fill(i)); return []; } });\n}\n",
+        )
+        .expect("entry");
+    }
+    let plugins = covel_js::load_folder(dir.path(), &limits).expect("loads");
+    let result = covel_tests::call(&plugins, PointId::PromptSegment, json!({"turnId": "t", "playerMessage": ""}));
+    let outcomes: Vec<Outcome> = result.calls.iter().map(|c| c.outcome).collect();
+    assert!(outcomes.contains(&Outcome::OutOfMemory), "the third hog passes the shared budget: {outcomes:?}");
+    assert!(budget.used() <= budget.limit, "the budget holds: {} of {}", budget.used(), budget.limit);
+}
