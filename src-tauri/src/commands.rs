@@ -92,7 +92,14 @@ async fn undo_turn(state: State<'_, AppState>) -> Result<Json, String> {
 #[tauri::command]
 #[specta::specta]
 async fn save_played_session(state: State<'_, AppState>, path: String) -> Result<(), String> {
-    with_studio(&state, |s| s.play.save(std::path::Path::new(&path)).map_err(|e| e.to_string()))
+    with_studio(&state, |s| {
+        let target = std::path::Path::new(&path);
+        // Played turns go to a new file; the authored session is replaced only by its own edits.
+        if s.workspace().session_path.as_deref().is_some_and(|authored| covel_studio::save::same_file(target, authored)) {
+            return Err(format!("{path} is the authored session: save the played session to a new file"));
+        }
+        s.play.save(target).map(|_| ()).map_err(|e| e.to_string())
+    })
 }
 
 #[tauri::command]

@@ -166,3 +166,41 @@ fn the_shared_memory_budget_stops_runtimes_that_together_take_too_much() {
     assert!(outcomes.contains(&Outcome::OutOfMemory), "the third hog passes the shared budget: {outcomes:?}");
     assert!(budget.used() <= budget.limit, "the budget holds: {} of {}", budget.used(), budget.limit);
 }
+
+/// A plugin folder whose files are replaced by hostile ones: the diagnostic each gets.
+fn file_case(dir: &Path, file: &str, make: impl FnOnce(&Path)) -> Vec<(String, String)> {
+    let plugin = dir.join("files");
+    std::fs::create_dir_all(plugin.join("locales")).expect("mkdir");
+    std::fs::create_dir_all(plugin.join("runtimes/x")).expect("mkdir");
+    std::fs::write(plugin.join("PLUGIN.md"), "---\nid: files\nkind: plugin\ndescription: Files.\n---\n").expect("manifest");
+    std::fs::write(plugin.join("runtimes/x/RUNTIME.md"), "---\ntype: function\n---\n").expect("runtime");
+    make(&plugin.join(file));
+    let started = Instant::now();
+    let loaded = covel_js::load_plugin(&plugin, &Limits::default());
+    assert!(started.elapsed() < Duration::from_secs(20), "loading never blocks on a hostile file");
+    loaded.diagnostics.iter().map(|d| (d.code.as_str().to_string(), d.file.as_ref().map(|f| f.display().to_string()).unwrap_or_default())).collect()
+}
+
+#[test]
+fn plugin_files_outside_the_root_fifos_and_endless_files_are_refused_by_name() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("secret.yaml"), "messages: { stolen: yes }\n").expect("secret");
+    let secret = dir.path().join("secret.yaml");
+    let symlinked = file_case(dir.path(), "locales/en.yaml", |p| std::os::unix::fs::symlink(&secret, p).expect("symlink"));
+    assert_eq!(symlinked, [("path-escapes-root".to_string(), "files/locales/en.yaml".to_string())]);
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fifo = file_case(dir.path(), "PLUGIN.zh.md", |p| {
+        let status = std::process::Command::new("mkfifo").arg(p).status().expect("mkfifo runs");
+        assert!(status.success());
+    });
+    assert_eq!(fifo, [("not-regular-file".to_string(), "files/PLUGIN.zh.md".to_string())]);
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let endless = file_case(dir.path(), "runtimes/x/RUNTIME.md", |p| {
+        std::fs::remove_file(p).expect("rm");
+        std::os::unix::fs::symlink("/dev/zero", p).expect("symlink");
+    });
+    assert_eq!(endless.len(), 1);
+    assert!(["path-escapes-root", "not-regular-file"].contains(&endless[0].0.as_str()), "{endless:?}");
+}

@@ -333,7 +333,7 @@ fn a_session_that_opts_into_live_network_reaches_allowed_origins() {
 }
 
 #[test]
-fn editing_the_session_saves_it_atomically_and_keeps_the_authors_file_once() {
+fn editing_the_session_saves_it_safely_and_keeps_the_previous_text_as_a_backup() {
     let dir = sample_copy();
     let mut studio = live(dir.path());
     let path = dir.path().join("demo.session.yaml");
@@ -344,7 +344,7 @@ fn editing_the_session_saves_it_atomically_and_keeps_the_authors_file_once() {
     assert!(studio.preview.segments.iter().any(|s| s.id == "tone" && s.content.contains("wry")), "the preview re-ran");
     let saved = covel_kernel::session::parse_session(&std::fs::read_to_string(&path).expect("saved"), &path).expect("parses");
     assert_eq!(saved.settings["story-director"]["tone"], "wry");
-    assert_eq!(std::fs::read_to_string(dir.path().join("demo.session.yaml.orig")).expect("kept"), authored);
+    assert_eq!(std::fs::read_to_string(dir.path().join("demo.session.yaml.bak")).expect("kept"), authored);
     edited["locale"] = json!(42);
     assert!(studio.update_session(edited).is_err(), "invalid edits are refused");
     assert_eq!(covel_kernel::session::parse_session(&std::fs::read_to_string(&path).expect("saved"), &path).expect("parses").settings["story-director"]["tone"], "wry");

@@ -17,15 +17,30 @@ pub struct Args {
     /// A player message; repeat for several turns.
     #[arg(long = "say", required = true)]
     say: Vec<String>,
-    /// Save the played session to this file (atomically).
+    /// Save the played session as YAML to this new file (default name beside the session:
+    /// `<name>.played.session.yaml`); written safely, the previous text kept as `.bak`.
+    #[arg(long, num_args = 0..=1)]
+    save: Option<Option<PathBuf>>,
+    /// Allow `--save` onto the authored session itself (its text is kept as `.bak`).
     #[arg(long)]
-    save: Option<PathBuf>,
+    overwrite: bool,
     /// Machine-readable output.
     #[arg(long)]
     json: bool,
 }
 
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
+    let save = args.save.as_ref().map(|p| p.clone().unwrap_or_else(|| covel_studio::save::played_file_for(&args.session)));
+    if let Some(path) = &save
+        && !args.overwrite
+        && covel_studio::save::same_file(path, &args.session)
+    {
+        anyhow::bail!(
+            "--save {} is the authored session: played turns go to a new file (e.g. `--save` alone writes {}); add --overwrite to replace the authored session (its text is kept as .bak)",
+            path.display(),
+            covel_studio::save::played_file_for(&args.session).display()
+        );
+    }
     let workspace = crate::open::workspace(&args.plugins_dir, Some(&args.session))?;
     let mut play = Playtest::new(workspace);
     let mut turns = Vec::new();
@@ -57,10 +72,10 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             break;
         }
     }
-    if let Some(path) = &args.save {
-        play.save(path).with_context(|| format!("saving {}", path.display()))?;
+    if let Some(path) = &save {
+        let written = play.save(path).with_context(|| format!("saving {}", path.display()))?;
         if !args.json {
-            println!("saved {}", path.display());
+            println!("saved {}", written.display());
         }
     }
     if args.json {

@@ -251,7 +251,9 @@ impl Loader for PluginLoader {
             return crate::bytecode::declare_shared(ctx, name, source);
         }
         let path = PathBuf::from(name);
-        let source = std::fs::read_to_string(&path).map_err(|e| Error::new_loading_message(name, e.to_string()))?;
+        let root = PLUGIN_ROOT.with(|r| r.borrow().clone()).unwrap_or_else(|| path.parent().map(Path::to_path_buf).unwrap_or_default());
+        let source = covel_kernel::files::read_confined(&root, &path, covel_kernel::files::MAX_PLUGIN_FILE_BYTES)
+            .map_err(|e| Error::new_loading_message(name, e.to_string()))?;
         if let Ok(mut loaded) = self.loaded.lock() {
             loaded.push(path.clone());
         }
@@ -300,8 +302,7 @@ fn read_plugin_file(relative: &str) -> Option<String> {
         let root = root.borrow().clone()?;
         let relative = relative.strip_prefix("file://").unwrap_or(relative);
         let path = normalize(&root.join(relative.trim_start_matches("./")));
-        let canonical = path.canonicalize().ok()?;
-        canonical.starts_with(root.canonicalize().ok()?).then(|| std::fs::read_to_string(canonical).ok())?
+        covel_kernel::files::read_confined(&root, &path, covel_kernel::files::MAX_PLUGIN_FILE_BYTES).ok()
     })
 }
 

@@ -34,6 +34,10 @@ pub enum Code {
     MissingFile,
     /// A path leaves the plugin root.
     PathEscapesRoot,
+    /// A file the plugin supplies is not a regular file (a FIFO, a device, a folder).
+    NotRegularFile,
+    /// A file the plugin supplies is over the size limit.
+    FileTooLarge,
     /// A child `runtimes/<id>/PLUGIN.md`, or an inline runtime beside `runtimes/`.
     RuntimeLayout,
     /// The entry failed to compile (syntax error) or import.
@@ -89,6 +93,8 @@ impl Code {
             Code::RoleTag => "role-tag",
             Code::MissingFile => "missing-file",
             Code::PathEscapesRoot => "path-escapes-root",
+            Code::NotRegularFile => "not-regular-file",
+            Code::FileTooLarge => "file-too-large",
             Code::RuntimeLayout => "runtime-layout",
             Code::EntrySyntax => "entry-syntax",
             Code::EntryThrew => "entry-threw",

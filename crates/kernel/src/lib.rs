@@ -11,6 +11,7 @@ pub mod context;
 pub mod compaction;
 pub mod contract;
 pub mod diagnostic;
+pub mod files;
 pub mod http;
 pub mod manifest;
 pub mod package;

@@ -2,6 +2,7 @@
 //! prompt variants. Loading a package reads files but never runs plugin code.
 
 use crate::diagnostic::{Code, Diagnostic};
+use crate::files;
 use crate::manifest::{self, Manifest, StaticSegment, frontmatter};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -112,12 +113,10 @@ pub fn load_package(folder: &Path) -> PackageLoad {
     let shown = |file: &str| PathBuf::from(&name).join(file);
     let mut diagnostics = Vec::new();
     let manifest_path = folder.join("PLUGIN.md");
-    let text = match fs::read_to_string(&manifest_path) {
+    let text = match files::read_confined(folder, &manifest_path, files::MAX_PLUGIN_FILE_BYTES) {
         Ok(text) => text,
-        Err(e) => {
-            diagnostics.push(
-                Diagnostic::new(Code::ManifestUnreadable, format!("cannot read PLUGIN.md: {e}")).file(shown("PLUGIN.md")),
-            );
+        Err(refusal) => {
+            diagnostics.push(Diagnostic::new(refusal.code(), format!("cannot read PLUGIN.md: {}", shown_refusal(&refusal, folder, &name))).file(shown("PLUGIN.md")));
             return finish(folder, name, None, diagnostics);
         }
     };
@@ -188,9 +187,16 @@ fn load_runtimes(folder: &Path, name: &str, manifest: &mut Manifest, diagnostics
             continue;
         }
         let file = dir.join("RUNTIME.md");
-        let Ok(text) = fs::read_to_string(&file) else {
-            diagnostics.push(Diagnostic::new(Code::MissingFile, "runtime folder without RUNTIME.md").file(rel.join("RUNTIME.md")));
-            continue;
+        let text = match files::read_confined(folder, &file, files::MAX_PLUGIN_FILE_BYTES) {
+            Ok(text) => text,
+            Err(files::FileRefusal::Unreadable(..)) if fs::symlink_metadata(&file).is_err() => {
+                diagnostics.push(Diagnostic::new(Code::MissingFile, "runtime folder without RUNTIME.md").file(rel.join("RUNTIME.md")));
+                continue;
+            }
+            Err(refusal) => {
+                diagnostics.push(Diagnostic::new(refusal.code(), shown_refusal(&refusal, folder, name)).file(rel.join("RUNTIME.md")));
+                continue;
+            }
         };
         let (info, diags) = manifest::parse_runtime_md(&text, &rel.join("RUNTIME.md"), &manifest.id, &dir_name);
         diagnostics.extend(diags);
@@ -198,6 +204,15 @@ fn load_runtimes(folder: &Path, name: &str, manifest: &mut Manifest, diagnostics
             manifest.runtimes.push(info);
         }
     }
+}
+
+/// A refusal with the plugin folder shown as the plugin's name (never the checkout's path).
+fn shown_refusal(refusal: &files::FileRefusal, folder: &Path, name: &str) -> String {
+    let mut text = refusal.to_string();
+    for root in [folder.canonicalize().ok(), Some(folder.to_path_buf())].into_iter().flatten() {
+        text = text.replace(&root.to_string_lossy().into_owned(), name);
+    }
+    text
 }
 
 fn load_messages(folder: &Path, name: &str, diagnostics: &mut Vec<Diagnostic>) -> BTreeMap<String, Map<String, Value>> {
@@ -209,7 +224,13 @@ fn load_messages(folder: &Path, name: &str, diagnostics: &mut Vec<Diagnostic>) -
             continue;
         };
         let rel = PathBuf::from(name).join("locales").join(format!("{locale}.yaml"));
-        let Ok(text) = fs::read_to_string(&path) else { continue };
+        let text = match files::read_confined(folder, &path, files::MAX_PLUGIN_FILE_BYTES) {
+            Ok(text) => text,
+            Err(refusal) => {
+                diagnostics.push(Diagnostic::new(refusal.code(), shown_refusal(&refusal, folder, name)).file(rel));
+                continue;
+            }
+        };
         match serde_saphyr::from_str::<Value>(&text) {
             Ok(value) => {
                 let messages = value.get("messages").and_then(Value::as_object).cloned().unwrap_or_default();
@@ -222,8 +243,16 @@ fn load_messages(folder: &Path, name: &str, diagnostics: &mut Vec<Diagnostic>) -
 }
 
 fn load_prompt_variant(folder: &Path, name: &str, manifest: &Manifest, diagnostics: &mut Vec<Diagnostic>) -> Option<PromptVariant> {
-    let text = fs::read_to_string(folder.join("PLUGIN.zh.md")).ok()?;
+    let path = folder.join("PLUGIN.zh.md");
+    fs::symlink_metadata(&path).ok()?;
     let rel = PathBuf::from(name).join("PLUGIN.zh.md");
+    let text = match files::read_confined(folder, &path, files::MAX_PLUGIN_FILE_BYTES) {
+        Ok(text) => text,
+        Err(refusal) => {
+            diagnostics.push(Diagnostic::new(refusal.code(), shown_refusal(&refusal, folder, name)).file(rel));
+            return None;
+        }
+    };
     let split = frontmatter::split(&text).ok()?;
     let value = match serde_saphyr::from_str::<Option<Value>>(split.yaml) {
         Ok(value) => value.unwrap_or(Value::Null),

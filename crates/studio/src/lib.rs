@@ -8,6 +8,8 @@ pub mod live;
 pub mod models;
 pub mod playtest;
 pub mod preview;
+pub mod save;
+pub mod secrets;
 pub mod slots;
 pub mod view;
 pub mod workspace;

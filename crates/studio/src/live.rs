@@ -104,12 +104,7 @@ impl LiveStudio {
             Diagnostic::new(covel_kernel::Code::SessionSchema, format!("the edited session is not valid: {e}"))
         })?;
         if let Some(path) = self.play.workspace.session_path.clone() {
-            // The studio writes sessions as JSON (valid YAML) and loses comments; the author's
-            // own file is kept once, beside it, before the first overwrite.
-            let original = path.with_extension(format!("{}.orig", path.extension().and_then(|e| e.to_str()).unwrap_or("yaml")));
-            if path.is_file() && !original.exists() {
-                let _ = std::fs::copy(&path, &original);
-            }
+            // Written safely (crate::save): checked, atomic, the previous text kept as `.bak`.
             crate::playtest::save_session(&session, &path)
                 .map_err(|e| Diagnostic::new(covel_kernel::Code::SessionSchema, format!("cannot save the session: {e}")).file(&path))?;
         }

@@ -1,7 +1,7 @@
 //! Model backends for playtests and for `ctx.gateway`: the embedded scripted model
 //! (deterministic, offline, the default), any OpenAI-compatible chat endpoint (Ollama,
 //! llama.cpp, LM Studio…) and the Anthropic Messages API. API keys come from the environment
-//! variable the session names, never from the session file.
+//! variable the session names, and go only to origins the user trusts ([`crate::secrets`]).
 
 use covel_kernel::context::TextGateway;
 use covel_kernel::sdk::estimate_tokens;
@@ -30,6 +30,8 @@ pub enum ModelError {
     UnknownBackend(String),
     #[error("environment variable {0} with the API key is not set")]
     MissingKey(String),
+    #[error("{0}")]
+    UntrustedKey(String),
     #[error("{backend} request failed: {message}")]
     Request { backend: &'static str, message: String },
     #[error("{backend} answered without text: {body}")]
@@ -83,10 +85,12 @@ impl Backend {
         Reply { text, finish_reason: "stop".into(), usage: None }
     }
 
-    fn key(&self) -> Result<Option<String>, ModelError> {
-        match &self.config.api_key_env {
-            None => Ok(None),
-            Some(var) => std::env::var(var).map(Some).map_err(|_| ModelError::MissingKey(var.clone())),
+    /// The key to send to `base`, if the user trusts that pair (see [`crate::secrets`]).
+    fn key(&self, base: &str) -> Result<Option<String>, ModelError> {
+        let trusted = crate::secrets::trusted_keys().map_err(ModelError::UntrustedKey)?;
+        match crate::secrets::key_use(self.config.api_key_env.as_deref(), base, &trusted).map_err(ModelError::UntrustedKey)? {
+            crate::secrets::KeyUse::None => Ok(None),
+            crate::secrets::KeyUse::Send(var) => std::env::var(&var).map(Some).map_err(|_| ModelError::MissingKey(var)),
         }
     }
 
@@ -120,7 +124,7 @@ impl Backend {
     fn openai(&self, body: &Value) -> Result<Reply, ModelError> {
         let base = self.config.base_url.clone().unwrap_or_else(|| "http://127.0.0.1:11434/v1".into());
         let mut headers = Vec::new();
-        if let Some(key) = self.key()? {
+        if let Some(key) = self.key(&base)? {
             headers.push(("authorization", format!("Bearer {key}")));
         }
         let answer = self.post("openai", &format!("{}/chat/completions", base.trim_end_matches('/')), &headers, &self.with_model(body))?;
@@ -133,7 +137,7 @@ impl Backend {
     fn anthropic(&self, body: &Value) -> Result<Reply, ModelError> {
         let base = self.config.base_url.clone().unwrap_or_else(|| "https://api.anthropic.com".into());
         let mut headers = vec![("anthropic-version", "2023-06-01".to_string())];
-        if let Some(key) = self.key()? {
+        if let Some(key) = self.key(&base)? {
             headers.push(("x-api-key", key));
         }
         let answer = self.post("anthropic", &format!("{}/v1/messages", base.trim_end_matches('/')), &headers, &self.with_model(body))?;

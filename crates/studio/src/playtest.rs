@@ -12,8 +12,8 @@ use covel_kernel::compaction::FailureCounter;
 use covel_kernel::session::Session;
 use serde::Serialize;
 use serde_json::json;
-use std::io::Write;
-use std::path::Path;
+
+use std::path::{Path, PathBuf};
 
 /// One played turn.
 #[derive(Debug, Clone, Serialize)]
@@ -164,24 +164,15 @@ impl Playtest {
         }
     }
 
-    /// Saves the played session as a session file, atomically: written to a temporary file in
-    /// the same folder, synced, then renamed over the target, so a crash leaves the old file.
-    pub fn save(&self, path: &Path) -> std::io::Result<()> {
+    /// Saves the played session as a YAML session file (see [`crate::save`]: checked, atomic,
+    /// the previous text kept as `.bak`). Callers choose a new file for played turns.
+    pub fn save(&self, path: &Path) -> Result<PathBuf, crate::save::SaveError> {
         save_session(&self.workspace.session, path)
     }
 }
 
-/// Writes a session file atomically.
-pub fn save_session(session: &Session, path: &Path) -> std::io::Result<()> {
-    let text = serde_json::to_string_pretty(session).map_err(std::io::Error::other)?;
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "session".into());
-    let temp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    {
-        let mut file = std::fs::File::create(&temp)?;
-        // JSON is valid YAML, so the saved file opens with the same parser.
-        file.write_all(format!("# Saved by Covel Studio after a playtest.\n{text}\n").as_bytes())?;
-        file.sync_all()?;
-    }
-    std::fs::rename(&temp, path)
+/// Writes a session as YAML, safely (see [`crate::save`]).
+pub fn save_session(session: &Session, path: &Path) -> Result<PathBuf, crate::save::SaveError> {
+    let text = crate::save::session_yaml(session, "# Saved by Covel Studio after a playtest (docs/session-format.md).\n")?;
+    crate::save::write_session_text(path, &text)
 }

@@ -24,8 +24,8 @@ pub const DIMENSIONS_NAMESPACE: &str = "_dimensions";
 pub enum WorkspaceError {
     #[error("cannot read plugins folder {path}: {source}")]
     PluginsFolder { path: PathBuf, source: std::io::Error },
-    #[error("cannot read session file {path}: {source}")]
-    SessionFile { path: PathBuf, source: std::io::Error },
+    #[error("cannot read the session file: {0}")]
+    SessionFile(covel_kernel::files::FileRefusal),
     #[error("invalid session file {0}")]
     Session(Diagnostic),
 }
@@ -50,7 +50,8 @@ impl Workspace {
     pub fn open(plugins_dir: &Path, session_path: Option<&Path>, limits: &Limits) -> Result<Workspace, WorkspaceError> {
         let session = match session_path {
             Some(path) => {
-                let text = std::fs::read_to_string(path).map_err(|source| WorkspaceError::SessionFile { path: path.to_path_buf(), source })?;
+                let text = read_session_text(path)
+                    .map_err(WorkspaceError::SessionFile)?;
                 session::parse_session(&text, path).map_err(WorkspaceError::Session)?
             }
             None => Session { id: "studio".into(), locale: "en".into(), ..Session::default() },
@@ -112,8 +113,8 @@ impl Workspace {
     /// Re-reads the session file; a broken file keeps the previous session and records why.
     pub fn reload_session(&mut self) -> bool {
         let Some(path) = self.session_path.clone() else { return false };
-        let parsed = std::fs::read_to_string(&path)
-            .map_err(|e| Diagnostic::new(covel_kernel::Code::SessionSchema, format!("cannot read the session file: {e}")).file(&path))
+        let parsed = read_session_text(&path)
+            .map_err(|e| Diagnostic::new(e.code(), format!("cannot read the session file: {e}")).file(&path))
             .and_then(|text| session::parse_session(&text, &path));
         match parsed {
             Ok(session) => {
@@ -326,4 +327,12 @@ pub enum PluginReload {
     /// It failed and there was no good version to keep.
     Failed,
     Unchanged,
+}
+
+/// Session files are at most this large (a played session of thousands of turns fits).
+pub const MAX_SESSION_BYTES: u64 = 32 * 1024 * 1024;
+
+/// Reads a session file: a regular file (never a FIFO that would block) under the size cap.
+pub fn read_session_text(path: &Path) -> Result<String, covel_kernel::files::FileRefusal> {
+    covel_kernel::files::read_regular(path, MAX_SESSION_BYTES)
 }

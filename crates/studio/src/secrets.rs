@@ -1,0 +1,101 @@
+//! Which secret may go where. A session file names a model's `baseUrl` and the environment
+//! variable holding its key (`apiKeyEnv`), but it cannot choose to send a key anywhere new:
+//! the pairs "environment variable → origin it may be sent to" are the user's own settings,
+//! kept outside plugin folders and sessions (`$COVEL_STUDIO_CONFIG`, else
+//! `$XDG_CONFIG_HOME/covel-studio/trusted-keys.yaml`, else `~/.config/covel-studio/…`). Built in
+//! are only the providers' official HTTPS endpoints. A loopback model server gets no key.
+
+use serde::Deserialize;
+use std::path::PathBuf;
+
+/// Keys trusted without any setting: each provider's official endpoint.
+const BUILT_IN: &[(&str, &str)] = &[("ANTHROPIC_API_KEY", "https://api.anthropic.com"), ("OPENAI_API_KEY", "https://api.openai.com")];
+
+/// One trusted pair of the user's settings.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrustedKey {
+    pub env: String,
+    pub origin: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct Settings {
+    #[serde(default)]
+    trusted_keys: Vec<TrustedKey>,
+}
+
+/// Where the user's trusted keys live.
+pub fn settings_path() -> PathBuf {
+    if let Some(path) = std::env::var_os("COVEL_STUDIO_CONFIG") {
+        return PathBuf::from(path);
+    }
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
+        .unwrap_or_else(|| PathBuf::from("."));
+    base.join("covel-studio").join("trusted-keys.yaml")
+}
+
+/// The user's trusted pairs (none when the file is absent; an unreadable file trusts nothing
+/// and says why).
+pub fn trusted_keys() -> Result<Vec<TrustedKey>, String> {
+    let path = settings_path();
+    if !path.exists() {
+        return Ok(Vec::new());
+    }
+    let text = covel_kernel::files::read_regular(&path, 1024 * 1024).map_err(|e| e.to_string())?;
+    let settings: Settings = serde_saphyr::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(settings.trusted_keys)
+}
+
+/// What to do with a session's key for a base URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyUse {
+    /// Send the key held in this variable.
+    Send(String),
+    /// Send no key (none named, or a loopback server).
+    None,
+}
+
+/// Whether an origin is this machine.
+fn is_loopback(origin: &str) -> bool {
+    url::Url::parse(origin).ok().and_then(|u| u.host().map(|h| h.to_owned())).is_some_and(|host| match host {
+        url::Host::Domain(d) => d.eq_ignore_ascii_case("localhost"),
+        url::Host::Ipv4(ip) => ip.is_loopback(),
+        url::Host::Ipv6(ip) => ip.is_loopback(),
+    })
+}
+
+/// Decides whether the key in `env` may be sent to `base_url`.
+pub fn key_use(env: Option<&str>, base_url: &str, trusted: &[TrustedKey]) -> Result<KeyUse, String> {
+    let origin = covel_kernel::http::origin_of(base_url)?;
+    let Some(env) = env else { return Ok(KeyUse::None) };
+    let listed = |e: &str, o: &str| e == env && covel_kernel::http::origin_of(o).is_ok_and(|o| o == origin);
+    if BUILT_IN.iter().any(|(e, o)| listed(e, o)) || trusted.iter().any(|t| listed(&t.env, &t.origin)) {
+        return Ok(KeyUse::Send(env.to_string()));
+    }
+    if is_loopback(&origin) {
+        return Ok(KeyUse::None);
+    }
+    Err(format!(
+        "the session asks to send the environment variable {env} to {origin}, which you have not trusted: keys go only where your own settings allow. To trust it, add\n  trustedKeys:\n    - {{ env: {env}, origin: {origin} }}\nto {}",
+        settings_path().display()
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn official_endpoints_are_trusted_and_nothing_else_without_a_setting() {
+        assert_eq!(key_use(Some("ANTHROPIC_API_KEY"), "https://api.anthropic.com", &[]), Ok(KeyUse::Send("ANTHROPIC_API_KEY".into())));
+        assert!(key_use(Some("ANTHROPIC_API_KEY"), "https://evil.example.org", &[]).is_err(), "a session cannot redirect a key");
+        assert!(key_use(Some("HOME"), "https://api.anthropic.com", &[]).is_err(), "nor send any variable to a trusted host");
+        assert_eq!(key_use(Some("ANY"), "http://127.0.0.1:8080/v1", &[]), Ok(KeyUse::None), "a loopback server needs no key");
+        let trusted = [TrustedKey { env: "ROUTER_KEY".into(), origin: "https://router.example.net".into() }];
+        assert_eq!(key_use(Some("ROUTER_KEY"), "https://router.example.net/v1", &trusted), Ok(KeyUse::Send("ROUTER_KEY".into())));
+    }
+}
