@@ -303,12 +303,25 @@ fn image_flow_is_stamped_by_the_kernel_and_may_only_name_its_own_runtimes() {
     let plugins = load_some(&["runner/flows"]);
     let ok = call(&plugins, PointId::MediaImageFlow, json!({}));
     assert_eq!(ok.result["pluginId"], "flows");
-    let foreign = vec![rust_provider("thief", PointId::MediaImageFlow, "images", 0, |_| {
+    let mut thief = rust_provider("thief", PointId::MediaImageFlow, "images", 0, |_| {
         Ok(json!({"entryRuntimeId": "thief/run", "assetRuntimeIds": ["victim/asset"]}))
-    })];
+    });
+    thief.runtime_ids = std::sync::Arc::new(vec!["thief/run".to_string()]);
+    let foreign = vec![thief];
     let result = runner::run(PointId::MediaImageFlow, json!({}), &foreign, &ExecutionContext::empty(), &RunOptions::default());
     assert_eq!(result.calls[0].outcome, Outcome::InvalidOutput);
     assert!(result.calls[0].message.as_deref().unwrap_or_default().contains("victim/asset"));
+}
+
+#[test]
+fn image_flow_ownership_is_decided_on_path_components_and_registered_runtimes() {
+    for (entry, why) in [("thief/../victim/generate", "does not belong"), ("thief/./run", "does not belong"), ("thief/invented", "does not have")] {
+        let mut provider = rust_provider("thief", PointId::MediaImageFlow, "images", 0, move |_| Ok(json!({"entryRuntimeId": entry, "assetRuntimeIds": [entry]})));
+        provider.runtime_ids = std::sync::Arc::new(vec!["thief/run".to_string()]);
+        let result = runner::run(PointId::MediaImageFlow, json!({}), &[provider], &ExecutionContext::empty(), &RunOptions::default());
+        assert_eq!(result.calls[0].outcome, Outcome::InvalidOutput, "{entry}");
+        assert!(result.calls[0].message.as_deref().unwrap_or_default().contains(why), "{entry}: {:?}", result.calls[0].message);
+    }
 }
 
 #[test]

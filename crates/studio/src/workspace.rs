@@ -42,6 +42,9 @@ pub struct Workspace {
     pub reload_failures: BTreeMap<String, Vec<Diagnostic>>,
     /// The last session-file reload error (the previous session stays in use).
     pub session_error: Option<Diagnostic>,
+    /// What the session says that the plugins do not declare (unknown plugins and setting keys,
+    /// values of the wrong type), found when the session is resolved.
+    pub session_problems: Vec<Diagnostic>,
     pub limits: Limits,
 }
 
@@ -66,6 +69,7 @@ impl Workspace {
             resolution: Resolution::default(),
             reload_failures: BTreeMap::new(),
             session_error: None,
+            session_problems: Vec::new(),
             limits: limits.clone(),
         };
         workspace.resolve();
@@ -129,6 +133,19 @@ impl Workspace {
         }
     }
 
+    /// The session's settings against the plugins' `contributes.settings` (kernel rule in
+    /// `covel_kernel::settings`), with positions from the session file when there is one.
+    fn check_settings(&self) -> Vec<Diagnostic> {
+        let declared: BTreeMap<String, Vec<covel_kernel::manifest::raw::SettingDecl>> = self
+            .plugins
+            .iter()
+            .map(|p| (p.name.clone(), p.package.as_ref().map(|pkg| pkg.manifest.settings.clone()).unwrap_or_default()))
+            .collect();
+        let text = self.session_path.as_deref().and_then(|p| read_session_text(p).ok());
+        let file = self.session_path.clone().unwrap_or_else(|| PathBuf::from("(session)"));
+        covel_kernel::settings::check(&self.session.settings, &declared, text.as_deref(), &file)
+    }
+
     /// A plugin's settings for this session: the declared defaults of `contributes.settings`,
     /// overridden by the session's `settings.<plugin>`.
     pub fn plugin_settings(&self, pkg: &covel_kernel::package::Package) -> Map<String, Value> {
@@ -167,6 +184,7 @@ impl Workspace {
             self.session.plugins.requested.clone().unwrap_or_else(|| candidates.iter().map(|c| c.id.clone()).collect());
         let required: Vec<String> =
             if self.session.world.dimensions.is_empty() { Vec::new() } else { vec![DIMENSIONS_CONTRACT.to_string()] };
+        self.session_problems = self.check_settings();
         self.resolution = resolver::resolve(&resolver::Request {
             requested: &requested,
             excluded: &self.session.plugins.excluded,
@@ -296,6 +314,7 @@ impl Workspace {
             .flat_map(|p| p.diagnostics.iter())
             .chain(self.reload_failures.values().flatten())
             .chain(self.session_error.iter())
+            .chain(self.session_problems.iter())
     }
 }
 

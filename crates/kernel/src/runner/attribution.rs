@@ -17,12 +17,20 @@ pub(super) fn attribute(point: PointId, provider: &Provider, mut value: Value) -
             }
         }
         PointId::MediaImageFlow => {
-            let owned = |id: &str| id == pid || id.starts_with(&format!("{pid}/"));
+            // Ownership is decided on whole path components and on the runtimes the provider
+            // really registered: `attacker/../victim/generate` is neither.
             let ids = std::iter::once(value.get("entryRuntimeId"))
                 .chain(value.get("assetRuntimeIds").and_then(Value::as_array).into_iter().flatten().map(Some));
             for id in ids.flatten().filter_map(Value::as_str) {
-                if !owned(id) {
+                let components_ok = id.split('/').next() == Some(pid.as_str()) && !id.split('/').any(|c| c.is_empty() || c == "." || c == "..");
+                if !components_ok {
                     return Err(format!("Image flow can only declare its provider's runtimes: `{id}` does not belong to `{pid}`"));
+                }
+                if !provider.runtime_ids.iter().any(|r| r == id) {
+                    return Err(format!(
+                        "Image flow names runtime `{id}`, which `{pid}` does not have (its runtimes: {})",
+                        if provider.runtime_ids.is_empty() { "none".to_string() } else { provider.runtime_ids.join(", ") }
+                    ));
                 }
             }
             if let Some(map) = value.as_object_mut() {
