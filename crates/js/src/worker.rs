@@ -564,9 +564,19 @@ impl Engine {
         })
     }
 
+    /// The `messages` of the `locales/<tag>.yaml` a handler in `locale` reads: the first file
+    /// whose name is one of the locale's lookup candidates, then of its fallbacks (`fr-CA` →
+    /// `fr-CA`, `fr`, `en-US`, `en`; `zh-TW` never reads `zh`), names compared as locale keys
+    /// (`zh_cn.yaml` is `zh-CN`). None: `{}`.
     fn messages_for(&self, locale: &str) -> Json {
-        let base = locale.split(['-', '_']).next().unwrap_or(locale);
-        self.messages.get(locale).or_else(|| self.messages.get(base)).map(|m| Json::Object(m.clone())).unwrap_or_else(|| json!({}))
+        use covel_kernel::locale::{locale_resource_candidates, normalize_locale};
+        locale_resource_candidates(locale)
+            .iter()
+            .find_map(|tag| {
+                let wanted = normalize_locale(tag);
+                self.messages.iter().find(|(name, _)| normalize_locale(name) == wanted).map(|(_, m)| Json::Object(m.clone()))
+            })
+            .unwrap_or_else(|| json!({}))
     }
 
     fn shutdown(&mut self) {
