@@ -419,8 +419,8 @@ pub fn is_instruction_variant_locale(locale: &str) -> bool {
     is_simplified_chinese(locale)
 }
 
-/// Whether a session in `locale` reads a plugin's `zh` variant (`PLUGIN.zh.md`,
-/// `RUNTIME.zh.md`): its instruction variant candidates reach the tag `zh`. Upstream:
+/// Whether a session in `locale` reads a plugin's `zh` variant (`PLUGIN.zh.md`): its
+/// instruction variant candidates reach the tag `zh`. Upstream:
 /// Simplified-Chinese sessions read the variant; every other language reads canonical.
 pub fn reads_instruction_variant(locale: &str) -> bool {
     instruction_variant_candidates(locale, None).iter().any(|tag| normalize_locale(tag) == "zh")
