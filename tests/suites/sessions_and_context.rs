@@ -286,6 +286,56 @@ fn sdk_rust_and_javascript_agree_on_the_shared_vectors() {
     }
 }
 
+/// The locale rule is one rule: every vector of `locale-vectors.json` gives the expected answer
+/// in Rust (`covel_kernel::locale`) and in the JavaScript SDK, and the two agree where the file
+/// states no answer (instruction variant candidates). The UI's port checks the same file.
+#[test]
+fn locale_rule_is_the_same_in_rust_and_javascript_on_the_locale_vectors() {
+    let text = std::fs::read_to_string(fixture("sdk/locale-vectors.json")).expect("locale vectors");
+    let vectors: Value = serde_json::from_str(&text).expect("json");
+    let plugins = load("sdk");
+    // The file lies outside the plugin's root, so the plugin gets its text as the message.
+    let result = call(&plugins, PointId::PromptSegment, json!({"turnId": "t", "playerMessage": text}));
+    let js: Value = serde_json::from_str(result.result[0]["content"].as_str().expect("content")).expect("json");
+    let js = &js["locale"];
+    let each = |kind: &str| vectors[kind].as_array().unwrap_or_else(|| panic!("{kind} vectors")).iter().enumerate();
+    let locale = |v: &Value| v["locale"].as_str().expect("locale").to_string();
+
+    assert_eq!(js["defaultLocale"], sdk::DEFAULT_LOCALE);
+    for (i, v) in each("canonical") {
+        let rust = sdk::canonicalize_locale(&locale(v)).map_or(Value::Null, Value::from);
+        assert_eq!(rust, v["expected"], "rust canonical #{i} {v}");
+        assert_eq!(js["canonical"][i], v["expected"], "js canonical #{i} {v}");
+    }
+    for (i, v) in each("lookup") {
+        assert_eq!(json!(sdk::locale_lookup_candidates(&locale(v))), v["expected"], "rust lookup #{i} {v}");
+        assert_eq!(js["lookup"][i], v["expected"], "js lookup #{i} {v}");
+    }
+    for (i, v) in each("i18n") {
+        assert_eq!(sdk::resolve_i18n_text(&v["text"], &locale(v)), v["expected"].as_str().expect("text"), "rust i18n: {}", v["name"]);
+        assert_eq!(js["i18n"][i], v["expected"], "js i18n: {}", v["name"]);
+        assert_eq!(js["deep"][i], v["expected"], "js resolveI18nDeep of an x-i18n wrapper: {}", v["name"]);
+    }
+    for (i, v) in each("defaultLocale") {
+        assert_eq!(json!(sdk::is_default_locale(&locale(v))), v["expected"], "rust default locale #{i} {v}");
+        assert_eq!(js["isDefault"][i], v["expected"], "js default locale #{i} {v}");
+    }
+    for (i, v) in each("instruction") {
+        let l = locale(v);
+        assert_eq!(sdk::instruction_locale_for(&l, None), v["expected"].as_str().expect("expected"), "rust instruction #{i} {v}");
+        assert_eq!(js["instruction"][i], v["expected"], "js instruction #{i} {v}");
+        assert_eq!(json!(sdk::instruction_variant_candidates(&l, None)), js["variantCandidates"][i], "variant candidates of {l}");
+        assert_eq!(json!(sdk::is_instruction_variant_locale(&l)), js["isVariant"][i], "variant locale {l}");
+        let reads = v["expected"] == "zh";
+        assert_eq!(sdk::reads_instruction_variant(&l), reads, "{l} reads PLUGIN.zh.md");
+        assert_eq!(covel_kernel::package::reads_zh_variant(&l), reads, "the package reads the variant by the same rule: {l}");
+    }
+    for (i, v) in each("pick") {
+        assert_eq!(sdk::pick_locale_text(&locale(v), "zh", "en"), v["expected"].as_str().expect("expected"), "rust pick #{i} {v}");
+        assert_eq!(js["pick"][i], v["expected"], "js pick #{i} {v}");
+    }
+}
+
 #[test]
 fn sdk_sub_entries_and_helpers_behave_as_documented() {
     let plugins = load("sdk");

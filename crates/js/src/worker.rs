@@ -610,8 +610,7 @@ impl Engine {
     }
 
     fn messages_for(&self, locale: &str) -> Json {
-        let base = locale.split(['-', '_']).next().unwrap_or(locale);
-        self.messages.get(locale).or_else(|| self.messages.get(base)).map(|m| Json::Object(m.clone())).unwrap_or_else(|| json!({}))
+        messages_for_locale(&self.messages, locale).map(|m| Json::Object(m.clone())).unwrap_or_else(|| json!({}))
     }
 
     fn shutdown(&mut self) {
@@ -633,6 +632,18 @@ impl Engine {
         });
         self.runtime.run_gc();
     }
+}
+
+/// The `messages` of the `locales/<tag>.yaml` a handler in `locale` reads: the first file
+/// whose name is one of the locale's lookup candidates, then of its fallbacks (`fr-CA` →
+/// `fr-CA`, `fr`, `en-US`, `en`; `zh-TW` never reads `zh`), names compared as locale keys
+/// (`zh_cn.yaml` is `zh-CN`). The rule is `covel_kernel::locale`'s.
+fn messages_for_locale<'a>(messages: &'a BTreeMap<String, Map<String, Json>>, locale: &str) -> Option<&'a Map<String, Json>> {
+    use covel_kernel::locale::{locale_resource_candidates, normalize_locale};
+    locale_resource_candidates(locale).iter().find_map(|tag| {
+        let wanted = normalize_locale(tag);
+        messages.iter().find(|(name, _)| normalize_locale(name) == wanted).map(|(_, m)| m)
+    })
 }
 
 fn nanos_since(epoch: Instant) -> u64 {
@@ -695,5 +706,30 @@ fn registrations_from(staged: &Json) -> Registrations {
         wires: strings("wires"),
         hooks: strings("hooks"),
         refused_late: strings("refusedLate"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_follow_the_locale_rule() {
+        let file = |name: &str| {
+            let mut m = Map::new();
+            m.insert("Quest".into(), Json::from(name));
+            (name.to_string(), m)
+        };
+        let messages: BTreeMap<_, _> = ["zh", "fr", "en", "zh_hk"].into_iter().map(file).collect();
+        let read = |locale: &str| messages_for_locale(&messages, locale).and_then(|m| m["Quest"].as_str());
+        assert_eq!(read("zh-CN"), Some("zh"));
+        assert_eq!(read("ZH_cn"), Some("zh"));
+        assert_eq!(read("fr_CA"), Some("fr"));
+        assert_eq!(read("zh-HK"), Some("zh_hk"), "file names compare as locale keys");
+        assert_eq!(read("zh-TW"), Some("en"), "Traditional never reads Simplified");
+        assert_eq!(read("ja"), Some("en"));
+        assert_eq!(read("../zh"), Some("en"));
+        let none: BTreeMap<String, Map<String, Json>> = BTreeMap::new();
+        assert_eq!(messages_for_locale(&none, "fr"), None);
     }
 }

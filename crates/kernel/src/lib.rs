@@ -6,6 +6,7 @@
 //! - [`runner`]: calling providers by mode, order, timeout and `onError`, with a trace.
 //! - [`context`]: the data behind a handler's `ctx`.
 //! - [`diagnostic`]: how problems are reported, with stable codes.
+//! - [`locale`]: the locale fallback rule shared with the SDK and the UI.
 
 pub mod context;
 pub mod compaction;
@@ -13,6 +14,7 @@ pub mod contract;
 pub mod diagnostic;
 pub mod files;
 pub mod http;
+pub mod locale;
 pub mod manifest;
 pub mod package;
 pub mod prompt;

@@ -32,12 +32,11 @@ pub struct PromptVariant {
     pub static_prompt: Vec<Option<String>>,
 }
 
-/// Whether a session locale reads the Simplified-Chinese variant (upstream: Simplified-Chinese
-/// sessions read the variant, every other language the canonical English).
+/// Whether a session locale reads the Simplified-Chinese variant (`PLUGIN.zh.md`): upstream,
+/// Simplified-Chinese sessions read the variant, every other language (`zh-TW`, `zh-Hant`
+/// included) the canonical English. The rule is [`crate::locale::reads_instruction_variant`].
 pub fn reads_zh_variant(locale: &str) -> bool {
-    crate::sdk::locale_candidates(locale).iter().take_while(|c| c.as_str() != "en").any(|c| c == "zh" || c == "zh-CN")
-        && !locale.eq_ignore_ascii_case("zh-TW")
-        && !locale.to_ascii_lowercase().starts_with("zh-hant")
+    crate::locale::reads_instruction_variant(locale)
 }
 
 impl Package {

@@ -1,8 +1,16 @@
 //! The Rust side of the plugin SDK's helpers, for the kernel's own use (token estimates,
 //! i18n text, the acting character). The JavaScript SDK (`@covel/plugin-handlers-utils`)
-//! implements the same rules; a shared table of vectors keeps the two identical.
+//! implements the same rules; a shared table of vectors keeps the two identical. The locale
+//! rule lives in [`crate::locale`]; its functions are re-exported here.
 
 use serde_json::Value;
+
+pub use crate::locale::{
+    DEFAULT_FALLBACK_LOCALE, DEFAULT_LOCALE, canonicalize_locale, fallback_locales_for, instruction_locale_for,
+    instruction_locale_override, instruction_variant_candidates, is_default_locale, is_instruction_variant_locale,
+    locale_lookup_candidates, locale_resource_candidates, locales_share_language_and_script, normalize_locale,
+    pick_locale_text, reads_instruction_variant, resolve_i18n_text,
+};
 
 fn is_cjk_unit(unit: u16) -> bool {
     matches!(unit, 0x2E80..=0x9FFF | 0xAC00..=0xD7AF | 0xF900..=0xFAFF | 0xFF00..=0xFFEF)
@@ -18,60 +26,6 @@ pub fn estimate_tokens(text: &str) -> u64 {
         }
     }
     cjk + (total - cjk).div_ceil(4)
-}
-
-/// The locales to try for `locale`, most specific first, ending with English.
-pub fn locale_candidates(locale: &str) -> Vec<String> {
-    let known: &[(&str, &[&str])] = &[
-        ("en", &["en"]),
-        ("zh", &["zh", "zh-CN", "en"]),
-        ("zh-CN", &["zh-CN", "zh", "en"]),
-        ("zh-TW", &["zh-TW", "zh", "en"]),
-        ("ja", &["ja", "en"]),
-        ("ko", &["ko", "en"]),
-        ("ru", &["ru", "en"]),
-        ("fr", &["fr", "en"]),
-        ("de", &["de", "en"]),
-        ("es", &["es", "en"]),
-    ];
-    let locale = if locale.is_empty() { "en" } else { locale };
-    let lookup = |l: &str| known.iter().find(|(k, _)| *k == l).map(|(_, c)| c.iter().map(|s| s.to_string()).collect::<Vec<_>>());
-    if let Some(found) = lookup(locale) {
-        return found;
-    }
-    let base = locale.split(['-', '_']).next().unwrap_or(locale);
-    let mut out = vec![locale.to_string()];
-    if base != locale {
-        out.push(base.to_string());
-    }
-    for c in lookup(base).unwrap_or_default() {
-        if !out.contains(&c) {
-            out.push(c);
-        }
-    }
-    if !out.iter().any(|c| c == "en") {
-        out.push("en".into());
-    }
-    out
-}
-
-/// Text for a locale from a string or a locale map (falls back, then to the first entry).
-pub fn resolve_i18n_text(text: &Value, locale: &str) -> String {
-    match text {
-        Value::Null => String::new(),
-        Value::String(s) => s.clone(),
-        Value::Object(map) => {
-            for candidate in locale_candidates(locale) {
-                if let Some(Value::String(s)) = map.get(&candidate)
-                    && !s.is_empty()
-                {
-                    return s.clone();
-                }
-            }
-            map.values().find_map(|v| v.as_str().filter(|s| !s.is_empty()).map(str::to_string)).unwrap_or_default()
-        }
-        other => other.to_string(),
-    }
 }
 
 /// The character the player acts as: an action naming a seat or character selects that seat's

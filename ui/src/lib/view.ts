@@ -1,15 +1,13 @@
 // View logic: pure functions over the snapshot, unit-tested with Vitest. Components stay thin.
+import { resolveI18nText } from "./locale";
 import type { CallRecord, I18n, ReloadEntry, SegmentRow, Snapshot } from "./types";
 
-/** Text for a locale from a string or a locale map (exact, language, English, first). */
+/**
+ * Text for a locale from a string or a locale map, by the locale rule the kernel and the SDK
+ * share (./locale.ts: exact key, same language and script, English, first text).
+ */
 export function text(value: I18n | undefined | null, locale = "en"): string {
-  if (value == null) return "";
-  if (typeof value === "string") return value;
-  const base = locale.split(/[-_]/)[0];
-  for (const candidate of [locale, base, "en"]) {
-    if (value[candidate]) return value[candidate];
-  }
-  return Object.values(value).find((v) => v) ?? "";
+  return resolveI18nText(value, locale) ?? "";
 }
 
 /** CSS class for a volatility level. */

@@ -1023,7 +1023,9 @@ export function pickLocaleText(locale, zh, en) {
   return normalized === "zh" || normalized === "zh-cn" || normalized === "zh-hans" ? zh : en;
 }
 
-// ---- studio extras kept for existing plugins (the Rust side mirrors localeCandidates) -------
+// ---- studio extras kept for existing plugins -----------------------------------------------
+// localeCandidates is not the lookup rule: the kernel and the UI follow localeLookupCandidates
+// and resolveI18nText above (crates/kernel/src/locale.rs, ui/src/lib/locale.ts).
 
 /** Studio: known locales and their fallbacks, most specific first. */
 export const LOCALE_REGISTRY = Object.freeze({
