@@ -100,6 +100,13 @@ fn a_provider_that_failed_to_load_is_named_by_the_plugin_that_needs_it() {
 }
 
 #[test]
+fn a_provider_whose_manifest_failed_its_checks_is_named_too() {
+    let ws = Workspace::open(&fixture("ecosystem-resolver"), None, &Limits::default()).expect("opens");
+    let uses = ws.resolution.rejected.iter().find(|r| r.plugin == "uses-old-slot").expect("uses-old-slot is rejected");
+    assert!(uses.message.contains("`old-slot` provides `speaker-names@1` but failed to load ([retired-contract]"), "{}", uses.message);
+}
+
+#[test]
 fn a_requested_plugin_with_a_kernel_conflict_is_invalid_conflict_for_the_resolver_too() {
     let ws = Workspace::open(&fixture("broken"), None, &Limits::default()).expect("opens");
     let rejection = ws.resolution.rejected.iter().find(|r| r.plugin == "conflicts-kernel-point").expect("reported");

@@ -43,6 +43,8 @@ pub struct LoadedPlugin {
     pub folder: PathBuf,
     /// The statically valid package, even when the entry failed.
     pub package: Option<Package>,
+    /// What a statically invalid manifest declares (never run; for the resolver's messages).
+    pub declared: Option<covel_kernel::manifest::Manifest>,
     /// The running plugin, when everything succeeded.
     pub instance: Option<Arc<JsPlugin>>,
     pub registrations: Registrations,
@@ -182,6 +184,7 @@ fn finish(begun: Instant, load: package::PackageLoad, ran: Option<(Option<Engine
         name: load.name,
         folder: load.folder,
         package: load.package,
+        declared: load.declared,
         instance,
         registrations,
         modules,

@@ -226,6 +226,10 @@ impl Resolver for PluginResolver {
         for ext in ["js", "mjs", "ts", "mts"] {
             candidates.push(PathBuf::from(format!("{}.{ext}", joined.display())));
         }
+        // TypeScript sources written for `moduleResolution: nodenext` import `./x.js` for `x.ts`.
+        if joined.extension().is_some_and(|e| e == "js" || e == "mjs") {
+            candidates.push(joined.with_extension(if joined.extension().is_some_and(|e| e == "mjs") { "mts" } else { "ts" }));
+        }
         candidates.extend(["index.js", "index.ts"].map(|i| joined.join(i)));
         let found = candidates.iter().find(|p| p.is_file()).ok_or_else(|| refuse(base, name, format!("`{name}` was not found ({})", joined.display())))?;
         let canonical = found.canonicalize().map_err(|e| refuse(base, name, e.to_string()))?;

@@ -90,6 +90,9 @@ pub struct PackageLoad {
     /// The folder name, used as the plugin's name when the manifest cannot be read.
     pub name: String,
     pub package: Option<Package>,
+    /// The manifest of a package that failed its checks (for the resolver's explanations only:
+    /// it never runs).
+    pub declared: Option<Manifest>,
     pub diagnostics: Vec<Diagnostic>,
 }
 
@@ -155,10 +158,10 @@ fn finish(folder: &Path, name: String, package: Option<Package>, mut diagnostics
             d.plugin = Some(name.clone());
         }
     }
-    // A package with errors is not runnable, but its manifest stays useful to callers that
-    // list the folder, so only the hard failures drop it.
-    let package = if diagnostics.is_empty() { package } else { None };
-    PackageLoad { folder: folder.to_path_buf(), name, package, diagnostics }
+    // A package with errors is not runnable; what its manifest declares stays known, so the
+    // resolver can say "X provides it but failed to load".
+    let (package, declared) = if diagnostics.is_empty() { (package, None) } else { (None, package.map(|p| p.manifest)) };
+    PackageLoad { folder: folder.to_path_buf(), name, package, declared, diagnostics }
 }
 
 fn load_runtimes(folder: &Path, name: &str, manifest: &mut Manifest, diagnostics: &mut Vec<Diagnostic>) {

@@ -170,10 +170,10 @@ impl Workspace {
             .iter()
             .map(|p| {
                 let failure = p.diagnostics.first().map(|d| LoadFailure { code: d.code.as_str().to_string(), message: d.message.clone() });
-                match (&p.package, failure) {
-                    (Some(pkg), failure) => Candidate {
+                match (p.package.as_ref().map(|pkg| &pkg.manifest).or(p.declared.as_ref()), failure) {
+                    (Some(manifest), failure) => Candidate {
                         load_failure: failure,
-                        ..Candidate::from_manifest(&pkg.manifest, !self.session.plugins.unauthorized.contains(&pkg.manifest.id))
+                        ..Candidate::from_manifest(manifest, !self.session.plugins.unauthorized.contains(&manifest.id))
                     },
                     (None, Some(failure)) => Candidate::unloadable(&p.name, failure),
                     (None, None) => Candidate::unloadable(&p.name, LoadFailure { code: "internal".into(), message: "the plugin did not load".into() }),
