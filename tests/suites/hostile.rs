@@ -204,3 +204,26 @@ fn plugin_files_outside_the_root_fifos_and_endless_files_are_refused_by_name() {
     assert_eq!(endless.len(), 1);
     assert!(["path-escapes-root", "not-regular-file"].contains(&endless[0].0.as_str()), "{endless:?}");
 }
+
+#[test]
+fn entries_that_loop_at_load_cannot_keep_the_folder_from_opening() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for i in 0..8 {
+        let plugin = dir.path().join(format!("loop-{i}"));
+        std::fs::create_dir_all(plugin.join("server")).expect("mkdir");
+        std::fs::write(plugin.join("PLUGIN.md"), format!("---\nid: loop-{i}\nkind: plugin\ndescription: Loops at load.\n---\n")).expect("manifest");
+        std::fs::write(plugin.join("server/index.js"), "for (;;) {}\nexport default function () {}\n").expect("entry");
+    }
+    let calm = dir.path().join("zz-calm");
+    std::fs::create_dir_all(&calm).expect("mkdir");
+    std::fs::write(calm.join("PLUGIN.md"), "---\nid: zz-calm\nkind: plugin\ndescription: Calm.\ncontributes:\n  prompt:\n    - { id: calm, content: Calm., position: system }\n---\n").expect("manifest");
+    let limits = Limits { folder_load_budget: Duration::from_millis(800), ..Limits::default() };
+    let started = Instant::now();
+    let plugins = covel_js::load_folder(dir.path(), &limits).expect("loads");
+    // A guard against a hang, not a performance assertion: eight 2 s loops would take 8 s.
+    assert!(started.elapsed() < Duration::from_secs(6), "took {:?}", started.elapsed());
+    for p in plugins.iter().filter(|p| p.name.starts_with("loop-")) {
+        assert_eq!(p.diagnostics[0].code.as_str(), "entry-timeout", "{}", p.name);
+    }
+    assert!(plugins.iter().any(|p| p.name == "zz-calm" && p.ok()), "the calm plugin still loads");
+}

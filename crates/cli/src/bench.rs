@@ -70,7 +70,7 @@ pub fn run(args: &Args, process_start: Instant) -> anyhow::Result<ExitCode> {
     if args.json {
         print_json(&report)?;
     } else {
-        println!("{report:#}");
+        crate::say!("{report:#}");
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -66,14 +66,14 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             "diagnostics": diagnostics,
         }))?;
     } else {
-        println!("{} ({:?})", result.point, result.mode);
+        crate::say!("{} ({:?})", result.point, result.mode);
         crate::output::print_calls(&result.calls);
-        println!("{}", serde_json::to_string_pretty(&result.result)?);
+        crate::say!("{}", serde_json::to_string_pretty(&result.result)?);
         if let Some(error) = &result.error {
-            println!("error: {error}");
+            crate::say!("error: {error}");
         }
         if let Some(error) = &rule_error {
-            println!("error: {error}");
+            crate::say!("error: {error}");
         }
         crate::output::print_not_loaded(&mut workspace.diagnostics());
     }

@@ -57,7 +57,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             "failureCount": counter.consecutive,
         }))?;
     } else {
-        println!(
+        crate::say!(
             "window {} (fast input {}), estimate {} tokens, threshold {:.0}: {}",
             run.windows.context_window,
             run.windows.input_window,
@@ -65,22 +65,22 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             run.threshold_tokens,
             if run.triggered { "compacting" } else { "under the threshold, nothing to do" }
         );
-        println!("budget: {} tokens total, {} per segment, {} segments", run.budget.max_tokens, run.budget.max_segment_tokens, run.budget.max_segments);
+        crate::say!("budget: {} tokens total, {} per segment, {} segments", run.budget.max_tokens, run.budget.max_segment_tokens, run.budget.max_segments);
         if let Some(why) = &run.not_compacted_because {
-            println!("not compacted: {why}");
+            crate::say!("not compacted: {why}");
         }
         crate::output::print_calls(&run.calls);
         if let Some(verdict) = &run.verdict {
             for rule in &verdict.rules {
-                println!("  {} {} — {}", if rule.ok { "✓" } else { "✗" }, rule.rule, rule.detail);
+                crate::say!("  {} {} — {}", if rule.ok { "✓" } else { "✗" }, rule.rule, rule.detail);
             }
-            println!("verdict: {}", if verdict.nothing_to_compact { "nothing to compact" } else if verdict.accepted { "accepted" } else { "rejected" });
+            crate::say!("verdict: {}", if verdict.nothing_to_compact { "nothing to compact" } else if verdict.accepted { "accepted" } else { "rejected" });
         }
         for event in &run.events {
-            println!("event {}: {}", event.topic, event.payload);
+            crate::say!("event {}: {}", event.topic, event.payload);
         }
         for s in &workspace.session.history.summaries {
-            println!("summary {}: {}", s["id"].as_str().unwrap_or_default(), s["content"].as_str().unwrap_or_default());
+            crate::say!("summary {}: {}", s["id"].as_str().unwrap_or_default(), s["content"].as_str().unwrap_or_default());
         }
     }
     Ok(if rejected { ExitCode::from(1) } else { ExitCode::SUCCESS })

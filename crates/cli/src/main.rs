@@ -58,7 +58,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("error: {error:#}");
+            eprintln!("error: {}", crate::output::terminal_safe(&format!("{error:#}")));
             ExitCode::from(2)
         }
     }

@@ -5,9 +5,32 @@ use covel_kernel::resolver::Resolution;
 use covel_kernel::runner::CallRecord;
 use serde::Serialize;
 
+/// Prints a line of human output with [`terminal_safe`] applied: plugin text reaches the
+/// terminal as text, never as escape sequences or reordering controls.
+#[macro_export]
+macro_rules! say {
+    () => { println!() };
+    ($($arg:tt)*) => { println!("{}", $crate::output::terminal_safe(&format!($($arg)*))) };
+}
+
+/// Escapes what a terminal would interpret in text plugins supplied: C0 and C1 control
+/// characters other than line feed and tab (ESC sequences can rewrite the screen or the
+/// title), DEL, and the Unicode bidirectional overrides and isolates (which reorder what the
+/// author reads). Each becomes a visible `\u{…}`.
+pub fn terminal_safe(text: &str) -> String {
+    let risky = |c: char| {
+        (c.is_control() && c != '\n' && c != '\t')
+            || matches!(c, '\u{200E}' | '\u{200F}' | '\u{061C}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+    };
+    if !text.chars().any(risky) {
+        return text.to_string();
+    }
+    text.chars().map(|c| if risky(c) { format!("\\u{{{:x}}}", u32::from(c)) } else { c.to_string() }).collect()
+}
+
 /// Prints a value as pretty JSON on stdout.
 pub fn print_json<T: Serialize>(value: &T) -> anyhow::Result<()> {
-    println!("{}", serde_json::to_string_pretty(value)?);
+    println!("{}", serde_json::to_string_pretty(value)?); // JSON escapes control characters itself
     Ok(())
 }
 
@@ -39,9 +62,9 @@ pub fn print_calls(calls: &[CallRecord]) {
     for call in calls {
         let reason = call.message.as_deref().map(|m| format!(": {m}")).unwrap_or_default();
         let cached = if call.cached { " (cached)" } else { "" };
-        println!("  {}/{} ({}) order {} → {:?} in {:.2} ms{cached}{reason}", call.plugin_id, call.provider_id, call.point, call.order, call.outcome, call.duration_ms);
+        crate::say!("  {}/{} ({}) order {} → {:?} in {:.2} ms{cached}{reason}", call.plugin_id, call.provider_id, call.point, call.order, call.outcome, call.duration_ms);
         for line in &call.logs {
-            println!("      {line}");
+            crate::say!("      {line}");
         }
     }
 }
@@ -50,17 +73,28 @@ pub fn print_calls(calls: &[CallRecord]) {
 pub fn print_rejections(resolution: &Resolution) {
     for rejection in &resolution.rejected {
         let code = serde_json::to_value(rejection.code).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
-        println!("✗ {} [{code}] {}", rejection.plugin, rejection.message);
+        crate::say!("✗ {} [{code}] {}", rejection.plugin, rejection.message);
     }
     for unmet in &resolution.unmet {
         let code = serde_json::to_value(unmet.code).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
-        println!("! world requires {} — unmet [{code}]{}", unmet.contract, if unmet.candidates.is_empty() { String::new() } else { format!(" (candidates: {})", unmet.candidates.join(", ")) });
+        crate::say!("! world requires {} — unmet [{code}]{}", unmet.contract, if unmet.candidates.is_empty() { String::new() } else { format!(" (candidates: {})", unmet.candidates.join(", ")) });
     }
 }
 
 /// A plugin's load diagnostic, naming the plugin.
 pub fn print_not_loaded(diagnostics: &mut dyn Iterator<Item = &Diagnostic>) {
     for d in diagnostics {
-        println!("plugin not loaded: {}: {d}", d.plugin.as_deref().unwrap_or("?"));
+        crate::say!("plugin not loaded: {}: {d}", d.plugin.as_deref().unwrap_or("?"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::terminal_safe;
+
+    #[test]
+    fn escape_sequences_and_bidi_overrides_are_shown_not_interpreted() {
+        assert_eq!(terminal_safe("ok\x1b]0;pwned\x07 \u{202E}txt.exe"), "ok\\u{1b}]0;pwned\\u{7} \\u{202e}txt.exe");
+        assert_eq!(terminal_safe("line\n\tindented"), "line\n\tindented");
     }
 }

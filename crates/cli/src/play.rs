@@ -49,14 +49,14 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         let turn = play.play(message);
         failed |= turn.error.is_some();
         if !args.json {
-            println!("── {} · player: {}", turn.turn_id, turn.player_message);
+            crate::say!("── {} · player: {}", turn.turn_id, turn.player_message);
             match (&turn.reply, &turn.error) {
-                (_, Some(error)) => println!("   ✗ {error}"),
-                (Some(reply), None) => println!("   narrator: {}", reply.text),
+                (_, Some(error)) => crate::say!("   ✗ {error}"),
+                (Some(reply), None) => crate::say!("   narrator: {}", reply.text),
                 _ => {}
             }
             let c = &turn.compaction;
-            println!(
+            crate::say!(
                 "   prompt {} system tokens · estimate {} / threshold {:.0}{}",
                 turn.preview.prompt.system.tokens,
                 c.estimated_tokens,
@@ -64,7 +64,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
                 if c.triggered { format!(" · compaction: {}", c.verdict.as_ref().map_or("failed", |v| if v.accepted { "accepted" } else { "rejected" })) } else { String::new() }
             );
             for change in &turn.slot_changes {
-                println!("   slot {} changed", change.slot);
+                crate::say!("   slot {} changed", change.slot);
             }
         }
         turns.push(turn);
@@ -75,7 +75,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     if let Some(path) = &save {
         let written = play.save(path).with_context(|| format!("saving {}", path.display()))?;
         if !args.json {
-            println!("saved {}", written.display());
+            crate::say!("saved {}", written.display());
         }
     }
     if args.json {

@@ -39,7 +39,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         print_json(&value)?;
     } else {
         print_human(&preview);
-        println!();
+        crate::say!();
         crate::output::print_rejections(&workspace.resolution);
         crate::output::print_not_loaded(&mut workspace.diagnostics());
     }
@@ -48,18 +48,18 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
 }
 
 fn print_human(p: &covel_studio::Preview) {
-    println!("System prompt ({} tokens)", p.prompt.system.tokens);
+    crate::say!("System prompt ({} tokens)", p.prompt.system.tokens);
     let mut boundary = 0;
     for block in &p.prompt.system.blocks {
-        println!("── {:?} · {} tokens {}", block.kind, block.tokens, if block.segments.is_empty() { String::new() } else { format!("· {}", block.segments.join(", ")) });
-        println!("{}", block.text);
+        crate::say!("── {:?} · {} tokens {}", block.kind, block.tokens, if block.segments.is_empty() { String::new() } else { format!("· {}", block.segments.join(", ")) });
+        crate::say!("{}", block.text);
         if block.cache_boundary {
             let stability = p.cache.boundaries.get(boundary).map_or("", |b| if b.stable { "stable next turn" } else { "CHANGES next turn" });
-            println!("════════ cache boundary {boundary} ({stability}) ════════");
+            crate::say!("════════ cache boundary {boundary} ({stability}) ════════");
             boundary += 1;
         }
     }
-    println!("\nMessages");
+    crate::say!("\nMessages");
     for m in &p.prompt.messages {
         let origin = match &m.origin {
             Origin::History { id } => format!("history {id}"),
@@ -77,44 +77,44 @@ fn print_human(p: &covel_studio::Preview) {
                 .unwrap_or_default(),
             _ => String::new(),
         };
-        println!("  [{}] ({origin}{rewritten}, {} tokens) {}", m.role, m.tokens, m.content.replace('\n', " ⏎ "));
+        crate::say!("  [{}] ({origin}{rewritten}, {} tokens) {}", m.role, m.tokens, m.content.replace('\n', " ⏎ "));
     }
     for r in p.history_rewrites.iter().filter(|r| r.change == "dropped") {
-        println!("  (history {} dropped by {})", r.id, r.providers.join(" → "));
+        crate::say!("  (history {} dropped by {})", r.id, r.providers.join(" → "));
     }
-    println!("\nSegments (sorted: volatility, order, plugin id, id)");
+    crate::say!("\nSegments (sorted: volatility, order, plugin id, id)");
     for s in &p.segments {
         let tie = if s.tie_broken_by_plugin_id { " ⚠ tie broken by plugin id" } else { "" };
         let state = match &s.excluded_because {
             Some(why) => format!("excluded: {why}"),
             None => format!("{:?}", s.placement),
         };
-        println!("  {}/{} · {:?} · order {} · {} tokens → {state}{tie}", s.plugin, s.id, s.volatility, s.order, s.tokens);
+        crate::say!("  {}/{} · {:?} · order {} · {} tokens → {state}{tie}", s.plugin, s.id, s.volatility, s.order, s.tokens);
     }
-    println!("\nCache");
+    crate::say!("\nCache");
     for b in &p.cache.boundaries {
         let diff = b.first_difference.as_ref().map(|d| format!(" — first change: {:?} {}", d.block, d.segment.clone().unwrap_or_default())).unwrap_or_default();
-        println!("  boundary {} after {:?} ({} tokens): {}{diff}", b.index, b.after, b.prefix_tokens, if b.stable { "stable" } else { "changes" });
+        crate::say!("  boundary {} after {:?} ({} tokens): {}{diff}", b.index, b.after, b.prefix_tokens, if b.stable { "stable" } else { "changes" });
     }
     for f in &p.cache.lint {
-        println!("  lint: {}", f.message);
+        crate::say!("  lint: {}", f.message);
     }
     for w in &p.cache.warnings {
-        println!("  warning: {}", w.message);
+        crate::say!("  warning: {}", w.message);
     }
-    println!("\nWorld context{}", p.world_context.provided_by.as_ref().map(|p| format!(" (from {p})")).unwrap_or_default());
+    crate::say!("\nWorld context{}", p.world_context.provided_by.as_ref().map(|p| format!(" (from {p})")).unwrap_or_default());
     if let Some(error) = &p.world_context.error {
-        println!("  error: {error}");
+        crate::say!("  error: {error}");
     }
-    println!("  {}", p.world_context.snapshot);
-    println!("\nSlots");
+    crate::say!("  {}", p.world_context.snapshot);
+    crate::say!("\nSlots");
     for s in &p.slots {
         let key = s.key.as_ref().map(|k| format!("[{k}]")).unwrap_or_default();
-        println!("  {}{key} = {} (rev {})", s.slot, s.value, &s.revision[..12]);
+        crate::say!("  {}{key} = {} (rev {})", s.slot, s.value, &s.revision[..12]);
     }
     let noteworthy: Vec<_> = p.calls.iter().filter(|c| c.message.is_some() || !c.logs.is_empty()).cloned().collect();
     if !noteworthy.is_empty() {
-        println!("\nProvider calls that failed or logged");
+        crate::say!("\nProvider calls that failed or logged");
         crate::output::print_calls(&noteworthy);
     }
 }

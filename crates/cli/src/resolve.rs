@@ -31,7 +31,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     } else {
         for id in &r.active {
             let auto = if r.auto_added.contains(id) { " (added automatically)" } else { "" };
-            println!("✓ {id}{auto}");
+            crate::say!("✓ {id}{auto}");
         }
         crate::output::print_rejections(r);
     }

@@ -68,19 +68,19 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         for p in &loaded {
             if p.ok() {
                 let providers = p.package.as_ref().map_or(0, |pkg| pkg.manifest.extensions.len());
-                println!("✓ {} ({} providers, loaded in {:.1} ms)", p.name, providers, p.load_time.as_secs_f64() * 1000.0);
+                crate::say!("✓ {} ({} providers, loaded in {:.1} ms)", p.name, providers, p.load_time.as_secs_f64() * 1000.0);
             } else {
-                println!("✗ {}", p.name);
+                crate::say!("✗ {}", p.name);
                 for d in &p.diagnostics {
-                    println!("    {d}");
+                    crate::say!("    {d}");
                 }
             }
             for hint in &p.hints {
-                println!("    hint: {hint}");
+                crate::say!("    hint: {hint}");
             }
         }
         let bad = loaded.iter().filter(|p| !p.ok()).count();
-        println!("{} plugins, {} valid, {} invalid", loaded.len(), loaded.len() - bad, bad);
+        crate::say!("{} plugins, {} valid, {} invalid", loaded.len(), loaded.len() - bad, bad);
     }
     Ok(if all_ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }

@@ -37,9 +37,9 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let mut studio = LiveStudio::new(workspace, target);
     let ready = serde_json::json!({"event": "ready", "plugins": studio.workspace().plugins.len(), "active": studio.workspace().resolution.active});
     if args.json {
-        println!("{ready}");
+        crate::say!("{ready}");
     } else {
-        println!("watching {} ({} plugins); save a file to reload", args.plugins_dir.display(), studio.workspace().plugins.len());
+        crate::say!("watching {} ({} plugins); save a file to reload", args.plugins_dir.display(), studio.workspace().plugins.len());
     }
     std::io::stdout().flush().ok();
     let mut reloads = 0;
@@ -55,23 +55,23 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         let entry = studio.reload(&changes, batch.first_event);
         reloads += 1;
         if args.json {
-            println!("{}", serde_json::to_string(&entry)?);
+            crate::say!("{}", serde_json::to_string(&entry)?);
         } else {
-            println!("reload in {:.1} ms ({:.1} ms after the debounce): {}", entry.timings.reload_ms, entry.timings.after_debounce_ms, entry.paths.join(", "));
+            crate::say!("reload in {:.1} ms ({:.1} ms after the debounce): {}", entry.timings.reload_ms, entry.timings.after_debounce_ms, entry.paths.join(", "));
             for (plugin, what) in &entry.plugins {
-                println!("  {plugin}: {what:?}");
+                crate::say!("  {plugin}: {what:?}");
             }
             for s in &entry.diff.segments {
-                println!("  segment {:?}: {}/{}", s.kind, s.plugin, s.id);
+                crate::say!("  segment {:?}: {}/{}", s.kind, s.plugin, s.id);
             }
             for s in &entry.diff.slots {
-                println!("  slot {}{} changed (by {})", s.slot, s.key.as_ref().map(|k| format!("[{k}]")).unwrap_or_default(), s.plugins.join(", "));
+                crate::say!("  slot {}{} changed (by {})", s.slot, s.key.as_ref().map(|k| format!("[{k}]")).unwrap_or_default(), s.plugins.join(", "));
             }
             for b in &entry.diff.boundaries {
-                println!("  cache boundary {} prefix changed{}", b.index, b.plugin.as_ref().map(|p| format!(" (by {p})")).unwrap_or_default());
+                crate::say!("  cache boundary {} prefix changed{}", b.index, b.plugin.as_ref().map(|p| format!(" (by {p})")).unwrap_or_default());
             }
             for d in &entry.diagnostics {
-                println!("  ✗ {d}");
+                crate::say!("  ✗ {d}");
             }
         }
         std::io::stdout().flush().ok();

@@ -93,6 +93,12 @@ pub fn load_folder(plugins_dir: &Path, limits: &Limits) -> std::io::Result<Vec<L
 
 /// Loads the given plugin folders, in parallel across the machine's cores.
 pub fn load_plugins(folders: &[PathBuf], limits: &Limits) -> Vec<LoadedPlugin> {
+    let started = Instant::now();
+    // Past the folder's budget, each remaining entry gets only a short load limit.
+    let limits_now = || {
+        let left = limits.folder_load_budget.saturating_sub(started.elapsed());
+        Limits { load_timeout: limits.load_timeout.min(left.max(Duration::from_millis(150))), ..limits.clone() }
+    };
     let workers = std::thread::available_parallelism().map_or(2, |n| n.get()).min(folders.len()).max(1);
     let next = std::sync::atomic::AtomicUsize::new(0);
     let slots: Vec<Mutex<Option<LoadedPlugin>>> = folders.iter().map(|_| Mutex::new(None)).collect();
@@ -102,7 +108,7 @@ pub fn load_plugins(folders: &[PathBuf], limits: &Limits) -> Vec<LoadedPlugin> {
                 loop {
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let Some(folder) = folders.get(i) else { break };
-                    let loaded = load_plugin(folder, limits);
+                    let loaded = load_plugin(folder, &limits_now());
                     if let Ok(mut slot) = slots[i].lock() {
                         *slot = Some(loaded);
                     }

@@ -41,6 +41,9 @@ pub struct Limits {
     pub load_timeout: Duration,
     /// The budget all plugin runtimes share (the process-wide one by default).
     pub shared_memory: Arc<crate::memory::SharedBudget>,
+    /// How long loading a whole folder may take: plugins that start loading after it ran out
+    /// get a short limit, so twenty looping entries cannot keep the studio waiting.
+    pub folder_load_budget: Duration,
 }
 
 impl Default for Limits {
@@ -50,6 +53,7 @@ impl Default for Limits {
             stack_bytes: 1024 * 1024,
             load_timeout: Duration::from_secs(2),
             shared_memory: crate::memory::process_budget(),
+            folder_load_budget: Duration::from_secs(6),
         }
     }
 }
