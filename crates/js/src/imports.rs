@@ -31,8 +31,10 @@ pub fn parse(path: &Path, source: &str) -> Option<Parsed> {
     let cm: Lrc<SourceMap> = Default::default();
     let fm = cm.new_source_file(Lrc::new(FileName::Real(path.to_path_buf())), source.to_string());
     let syntax = if crate::typescript::is_typescript(path) { Syntax::Typescript(TsSyntax::default()) } else { Syntax::Es(EsSyntax::default()) };
-    let mut parser = Parser::new(syntax, StringInput::from(&*fm), None);
-    let module = parser.parse_module().ok()?;
+    // Parser debug assertions can trip on malformed input; that is "no parse", never a crash.
+    let module = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| Parser::new(syntax, StringInput::from(&*fm), None).parse_module().ok()))
+        .ok()
+        .flatten()?;
     Some(Parsed { cm, module })
 }
 

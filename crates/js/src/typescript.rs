@@ -36,9 +36,16 @@ pub fn strip(file_name: &str, source: &str) -> Result<String, StripError> {
     let emitter = Collect { cm: cm.clone(), out: Arc::clone(&collected) };
     let handler = Handler::with_emitter(false, false, Box::new(emitter));
     let options = Options { module: Some(true), filename: Some(file_name.to_string()), mode: Mode::StripOnly, ..Default::default() };
-    let result = GLOBALS.set(&Globals::new(), || {
-        swc_common::errors::HANDLER.set(&handler, || swc_ts_fast_strip::operate(&cm, &handler, source.to_string(), options))
+    // The parser has debug assertions that malformed input can trip (fuzzing found
+    // `enum a {` at the end of a file); a panic must not unwind through the engine's C frames.
+    let run = std::panic::AssertUnwindSafe(|| {
+        GLOBALS.set(&Globals::new(), || {
+            swc_common::errors::HANDLER.set(&handler, || swc_ts_fast_strip::operate(&cm, &handler, source.to_string(), options))
+        })
     });
+    let Ok(result) = std::panic::catch_unwind(run) else {
+        return Err(StripError { unsupported: false, message: "the TypeScript parser gave up on this file (it is not valid TypeScript)".into(), position: None });
+    };
     match result {
         Ok(output) => Ok(output.code),
         Err(error) => {
@@ -114,6 +121,12 @@ mod tests {
         assert!(error.unsupported);
         assert!(error.message.contains("enum") && error.message.contains("union of string literals"), "{}", error.message);
         assert_eq!(error.position, Some((2, 3)));
+    }
+
+    #[test]
+    fn input_that_trips_the_parsers_assertions_is_an_error_not_a_panic() {
+        // Found by the fuzzer (crates/js/tests/fuzz_conversion.rs): an unterminated enum.
+        assert!(strip("f.ts", "enum a {").is_err());
     }
 
     #[test]
