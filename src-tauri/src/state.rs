@@ -52,7 +52,7 @@ fn emit(app: &AppHandle, reason: &str, snapshot: Option<Json>) {
 
 fn watch(app: AppHandle, plugins: PathBuf, session: Option<PathBuf>, generation: u64) {
     std::thread::spawn(move || {
-        let Ok(watcher) = FolderWatcher::new(&plugins, session.as_deref(), Duration::from_millis(150)) else {
+        let Ok(mut watcher) = FolderWatcher::new(&plugins, session.as_deref(), Duration::from_millis(150)) else {
             emit(&app, "watch-failed", None);
             return;
         };
@@ -62,7 +62,7 @@ fn watch(app: AppHandle, plugins: PathBuf, session: Option<PathBuf>, generation:
             let snapshot = {
                 let Ok(mut guard) = state.studio.lock() else { return };
                 let Some(studio) = guard.as_mut() else { continue };
-                let changes = studio.classify(&batch.paths);
+                let changes = if batch.rescan { studio.classify_all() } else { studio.classify(&batch.paths) };
                 if changes.plugins.is_empty() && !changes.session {
                     continue;
                 }

@@ -227,3 +227,20 @@ fn entries_that_loop_at_load_cannot_keep_the_folder_from_opening() {
     }
     assert!(plugins.iter().any(|p| p.name == "zz-calm" && p.ok()), "the calm plugin still loads");
 }
+
+#[test]
+fn the_watcher_survives_its_folder_being_deleted_and_created_again() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plugins = dir.path().join("plugins");
+    covel_tests::copy_dir(&fixture("hostile/neighbour"), &plugins.join("neighbour"));
+    let mut watcher = covel_studio::live::FolderWatcher::new(&plugins, None, Duration::from_millis(50)).expect("watcher");
+    std::fs::rename(&plugins, dir.path().join("away")).expect("delete the folder");
+    let gone = watcher.next(Duration::from_secs(10)).expect("a batch for the deletion");
+    assert!(gone.note.as_deref().is_some_and(|n| n.contains("was deleted")), "{:?}", gone.note);
+    std::fs::rename(dir.path().join("away"), &plugins).expect("create it again");
+    let back = watcher.next(Duration::from_secs(10)).expect("a batch for the return");
+    assert!(back.note.as_deref().is_some_and(|n| n.contains("is back")) && back.rescan, "{:?}", back.note);
+    std::fs::write(plugins.join("neighbour/PLUGIN.md"), "---\nid: neighbour\nkind: plugin\ndescription: Edited.\n---\n").expect("edit");
+    let edited = watcher.next(Duration::from_secs(10)).expect("edits inside the new folder are seen");
+    assert!(edited.paths.iter().any(|p| p.ends_with("neighbour/PLUGIN.md")), "{:?}", edited.paths);
+}

@@ -115,7 +115,7 @@ fn a_session_file_change_reloads_the_session() {
 fn a_burst_of_one_hundred_writes_is_one_reload_with_the_final_state() {
     let dir = sample_copy();
     let mut studio = live(dir.path());
-    let watcher = FolderWatcher::new(dir.path(), Some(&dir.path().join("demo.session.yaml")), Duration::from_millis(300)).expect("watcher");
+    let mut watcher = FolderWatcher::new(dir.path(), Some(&dir.path().join("demo.session.yaml")), Duration::from_millis(300)).expect("watcher");
     std::thread::sleep(Duration::from_millis(100));
     let module = dir.path().join("story-director/server/lib/text.js");
     let original = std::fs::read_to_string(&module).expect("read");

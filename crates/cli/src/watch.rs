@@ -32,7 +32,7 @@ pub struct Args {
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let target = crate::open::runtime(&args.runtime)?;
     let workspace = crate::open::workspace(&args.plugins_dir, args.session.as_deref())?;
-    let watcher = FolderWatcher::new(&args.plugins_dir, args.session.as_deref(), Duration::from_millis(args.debounce_ms))
+    let mut watcher = FolderWatcher::new(&args.plugins_dir, args.session.as_deref(), Duration::from_millis(args.debounce_ms))
         .context("starting the file watcher")?;
     let mut studio = LiveStudio::new(workspace, target);
     let ready = serde_json::json!({"event": "ready", "plugins": studio.workspace().plugins.len(), "active": studio.workspace().resolution.active});
@@ -48,7 +48,14 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::SUCCESS);
         }
         let Some(batch) = watcher.next(Duration::from_secs(3600)) else { continue };
-        let changes = studio.classify(&batch.paths);
+        if let Some(note) = &batch.note {
+            if args.json {
+                crate::say!("{}", serde_json::json!({"event": "watch", "note": note}));
+            } else {
+                crate::say!("{note}");
+            }
+        }
+        let changes = if batch.rescan { studio.classify_all() } else { studio.classify(&batch.paths) };
         if changes.plugins.is_empty() && !changes.session {
             continue;
         }

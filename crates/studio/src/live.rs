@@ -126,6 +126,24 @@ impl LiveStudio {
     }
 
     /// Classifies changed paths.
+    /// Every plugin folder on disk and every loaded plugin, plus the session: for when the
+    /// plugins folder itself was replaced and its events cannot be trusted.
+    pub fn classify_all(&self) -> ChangeSet {
+        let workspace = &self.play.workspace;
+        let mut set = ChangeSet { session: workspace.session_path.is_some(), ..ChangeSet::default() };
+        let on_disk = covel_kernel::package::discover(&workspace.plugins_dir).unwrap_or_default();
+        let names = on_disk.iter().filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned())).chain(workspace.plugins.iter().map(|p| p.name.clone()));
+        for name in names {
+            if !set.plugins.contains(&name) {
+                set.paths.push(name.clone());
+                set.plugins.push(name);
+            }
+        }
+        set.plugins.sort();
+        set.paths.sort();
+        set
+    }
+
     pub fn classify(&self, paths: &[PathBuf]) -> ChangeSet {
         let workspace = &self.play.workspace;
         let root = workspace.plugins_dir.canonicalize().unwrap_or_else(|_| workspace.plugins_dir.clone());
@@ -228,15 +246,25 @@ fn canonical_or_parent(path: &Path) -> PathBuf {
 
 /// Debounced file events of a plugins folder and a session file.
 pub struct FolderWatcher {
-    _debouncer: notify_debouncer_full::Debouncer<notify_debouncer_full::notify::RecommendedWatcher, notify_debouncer_full::RecommendedCache>,
+    debouncer: notify_debouncer_full::Debouncer<notify_debouncer_full::notify::RecommendedWatcher, notify_debouncer_full::RecommendedCache>,
     events: Receiver<DebounceEventResult>,
     debounce: Duration,
+    plugins_dir: PathBuf,
+    /// The session file's folder, when it lies outside the plugins folder.
+    session_dir: Option<PathBuf>,
+    /// Whether the plugins folder existed at the last batch (a deleted folder loses its watch;
+    /// the parent's watch sees it come back, and the folder is watched again).
+    present: bool,
 }
 
 /// A batch of changed paths with the time of its first event.
 pub struct Batch {
     pub paths: Vec<PathBuf>,
     pub first_event: Instant,
+    /// What happened to the watch itself (the plugins folder deleted, or back and watched again).
+    pub note: Option<String>,
+    /// The plugins folder came back: reload everything rather than trust the batch's paths.
+    pub rescan: bool,
 }
 
 impl FolderWatcher {
@@ -244,35 +272,70 @@ impl FolderWatcher {
     pub fn new(plugins_dir: &Path, session: Option<&Path>, debounce: Duration) -> notify_debouncer_full::notify::Result<FolderWatcher> {
         let (tx, events) = mpsc::channel();
         let mut debouncer = new_debouncer(debounce, None, tx)?;
+        // Events name paths the way the watch was given: watch canonical paths, compare canonical.
+        let plugins_dir = &plugins_dir.canonicalize().unwrap_or_else(|_| plugins_dir.to_path_buf());
         debouncer.watch(plugins_dir, RecursiveMode::Recursive)?;
+        // The parent sees the plugins folder itself deleted and created again.
+        if let Some(parent) = plugins_dir.canonicalize().ok().and_then(|p| p.parent().map(Path::to_path_buf)) {
+            let _ = debouncer.watch(&parent, RecursiveMode::NonRecursive);
+        }
+        let mut session_dir = None;
         if let Some(dir) = session.and_then(Path::parent).filter(|d| !d.as_os_str().is_empty())
             && !dir.canonicalize().ok().zip(plugins_dir.canonicalize().ok()).is_some_and(|(d, p)| d.starts_with(p))
         {
-            debouncer.watch(dir, RecursiveMode::NonRecursive)?;
+            let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+            debouncer.watch(&dir, RecursiveMode::NonRecursive)?;
+            session_dir = Some(dir);
         }
-        Ok(FolderWatcher { _debouncer: debouncer, events, debounce })
+        Ok(FolderWatcher { debouncer, events, debounce, plugins_dir: plugins_dir.clone(), session_dir, present: true })
+    }
+
+    /// Notices the plugins folder going away or coming back, re-arming its watch.
+    fn check_folder(&mut self) -> Option<String> {
+        let exists = self.plugins_dir.is_dir();
+        if exists == self.present {
+            return None;
+        }
+        self.present = exists;
+        let shown = self.plugins_dir.display();
+        if exists {
+            match self.debouncer.watch(&self.plugins_dir, RecursiveMode::Recursive) {
+                Ok(()) => Some(format!("{shown} is back; watching it again")),
+                Err(e) => Some(format!("{shown} is back, but it cannot be watched: {e}")),
+            }
+        } else {
+            Some(format!("{shown} was deleted; waiting for it to be created again"))
+        }
     }
 
     /// Waits for the next batch that changed something (None on timeout or when the watcher
     /// stopped). Opening or reading a file is not a change; closing it after a write is.
-    pub fn next(&self, timeout: Duration) -> Option<Batch> {
+    pub fn next(&mut self, timeout: Duration) -> Option<Batch> {
         let deadline = Instant::now() + timeout;
         let mut changes = Vec::new();
+        // The parent folder is watched only for the plugins folder itself: its other entries are
+        // not the studio's business.
+        let relevant = |e: &notify_debouncer_full::DebouncedEvent| {
+            is_change(&e.kind)
+                && e.event.paths.iter().any(|p| p.starts_with(&self.plugins_dir) || self.session_dir.as_ref().is_some_and(|d| p.parent() == Some(d.as_path())))
+        };
         while changes.is_empty() {
             let left = deadline.saturating_duration_since(Instant::now());
             let events = self.events.recv_timeout(left).ok()?.unwrap_or_default();
-            changes.extend(events.into_iter().filter(|e| is_change(&e.kind)));
+            changes.extend(events.into_iter().filter(relevant));
         }
         // On a busy machine the debouncer can split one burst (its thread saw the queue late);
         // batches that follow within half a debounce window are the same burst.
         while let Ok(more) = self.events.recv_timeout(self.debounce / 2) {
-            changes.extend(more.unwrap_or_default().into_iter().filter(|e| is_change(&e.kind)));
+            changes.extend(more.unwrap_or_default().into_iter().filter(relevant));
         }
         let first_event = changes.iter().map(|e| e.time).min().unwrap_or_else(Instant::now);
         let mut paths: Vec<PathBuf> = changes.into_iter().flat_map(|e| e.event.paths).collect();
         paths.sort();
         paths.dedup();
-        Some(Batch { paths, first_event })
+        let note = self.check_folder();
+        let rescan = note.is_some() && self.present;
+        Some(Batch { paths, first_event, note, rescan })
     }
 }
 
