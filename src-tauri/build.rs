@@ -1,1 +1,2 @@
+//! Tauri build script: generates the app context (icons, capabilities) at compile time.
 fn main(){ tauri_build::build() }

@@ -79,6 +79,9 @@ pub enum Code {
 }
 
 impl Code {
+    /// Every code, in declaration order (for documentation checks).
+    pub const ALL: [Code; 31] = [Code::ManifestUnreadable, Code::ManifestFrontmatter, Code::ManifestSchema, Code::IdMismatch, Code::InvalidField, Code::RetiredContract, Code::UnknownContract, Code::InvalidConflict, Code::RoleTag, Code::MissingFile, Code::PathEscapesRoot, Code::NotRegularFile, Code::FileTooLarge, Code::RuntimeLayout, Code::EntrySyntax, Code::EntryThrew, Code::EntryTimeout, Code::EntryShape, Code::ImportUnavailable, Code::TypescriptUnsupported, Code::UndeclaredExtension, Code::MissingExtension, Code::DuplicateExtension, Code::InvalidExtension, Code::ReservedExtensionId, Code::UndeclaredRegistration, Code::MissingRegistration, Code::RegistrationClosed, Code::SessionSchema, Code::RowShapedRead, Code::Internal];
+
     /// The stable string form, as serialized.
     pub fn as_str(self) -> &'static str {
         match self {
