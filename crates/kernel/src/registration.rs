@@ -86,9 +86,19 @@ pub fn check(manifest: &Manifest, registered: &Registrations, file: &std::path::
             continue;
         }
         if declared.is_none() {
+            // A provider of the removed `stage.dialogue@1` has nothing to declare: after its
+            // declaration is removed, the call must go too (never "add it back").
+            let advice = if point == contract::PointId::UiSlot && ext.id.contains("dialogue") {
+                format!(
+                    "; if it filled the removed `stage.dialogue@1` slot, remove this `covel.provideExtension(\"ui.slot@1\", \"{}\", …)` call as well: speaker name tags come from story segments",
+                    ext.id
+                )
+            } else {
+                String::new()
+            };
             push(
                 Code::UndeclaredExtension,
-                format!("Undeclared extension: {pid}/{key} (add {{point: {}, id: {}}} to contributes.extensions)", ext.point, ext.id),
+                format!("Undeclared extension: {pid}/{key} (add {{point: {}, id: {}}} to contributes.extensions){advice}", ext.point, ext.id),
                 None,
             );
         }
