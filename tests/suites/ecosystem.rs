@@ -147,3 +147,21 @@ fn row_shaped_plugin_data_reads_are_flagged_with_file_line_and_fix() {
     let hints: Vec<String> = plugins[0].hints.iter().map(ToString::to_string).collect();
     insta::assert_json_snapshot!(hints);
 }
+
+#[test]
+fn compaction_with_no_active_provider_says_so_instead_of_nothing_to_compact() {
+    let session = fixture("ecosystem/zh.session.yaml");
+    let mut ws = Workspace::open(&fixture("ecosystem"), Some(&session), &Limits::default()).expect("opens");
+    let options = covel_studio::compaction::CompactionOptions { force: true, output: None };
+    let run = ws.compact("turn-1", "system", &options, &mut covel_kernel::compaction::FailureCounter::default());
+    assert!(run.verdict.is_none());
+    assert!(run.not_compacted_because.as_deref().is_some_and(|w| w.contains("no active plugin of this session provides history.compact@2")), "{:?}", run.not_compacted_because);
+}
+
+#[test]
+fn an_inactive_plugin_runtime_cannot_be_previewed_and_says_why() {
+    let ws = Workspace::open(&fixture("ecosystem-resolver"), None, &Limits::default()).expect("opens");
+    let why = ws.runtime_unavailable(&RuntimeTarget::Plugin("world-ir".into())).expect("world-ir is not active");
+    assert!(why.contains("failed to load"), "{why}");
+    assert!(ws.runtime_unavailable(&RuntimeTarget::Plugin("nobody".into())).is_some_and(|w| w.contains("no plugin `nobody`")));
+}
