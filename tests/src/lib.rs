@@ -86,7 +86,7 @@ where
             kind: covel_kernel::runner::FailureKind::Error,
             message,
         });
-        PendingCall::ready(CallReport { result, duration: Duration::from_micros(1), logs: Vec::new(), cached: false })
+        PendingCall::ready(CallReport { result, duration: Duration::from_micros(1), logs: Vec::new(), cached: false, not_cached: None })
     }
 }
 

@@ -20,6 +20,9 @@ use std::process::ExitCode;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Run every provider call, answering none from the engines' memo.
+    #[arg(long, global = true)]
+    no_memo: bool,
 }
 
 #[derive(Subcommand)]
@@ -45,6 +48,9 @@ enum Command {
 fn main() -> ExitCode {
     let started = std::time::Instant::now();
     let cli = Cli::parse();
+    if cli.no_memo {
+        open::disable_memo();
+    }
     let result = match cli.command {
         Command::Validate(args) => validate::run(&args),
         Command::Call(args) => call::run(&args),

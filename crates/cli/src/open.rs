@@ -6,9 +6,21 @@ use covel_js::Limits;
 use covel_studio::{RuntimeTarget, Workspace};
 use std::path::Path;
 
+static NO_MEMO: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// `--no-memo`: every provider call runs, none is answered from an engine's memo.
+pub fn disable_memo() {
+    NO_MEMO.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The engine limits every command uses.
+pub fn limits() -> Limits {
+    Limits { memo: !NO_MEMO.load(std::sync::atomic::Ordering::Relaxed), ..Limits::default() }
+}
+
 /// Opens a plugins folder with an optional test session.
 pub fn workspace(plugins_dir: &Path, session: Option<&Path>) -> anyhow::Result<Workspace> {
-    Workspace::open(plugins_dir, session, &Limits::default()).with_context(|| format!("opening {}", plugins_dir.display()))
+    Workspace::open(plugins_dir, session, &limits()).with_context(|| format!("opening {}", plugins_dir.display()))
 }
 
 /// Parses `story`, `plugin:ID` or `contract:C`.

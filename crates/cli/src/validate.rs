@@ -3,7 +3,7 @@
 
 use crate::output::{DiagnosticJson, print_json};
 use anyhow::bail;
-use covel_js::{Limits, load_plugins};
+use covel_js::load_plugins;
 use covel_kernel::package;
 use serde::Serialize;
 use std::path::PathBuf;
@@ -50,7 +50,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             bail!("{} is not a folder", dir.display());
         }
     }
-    let loaded = load_plugins(&folders, &Limits::default());
+    let loaded = load_plugins(&folders, &crate::open::limits());
     let all_ok = loaded.iter().all(|p| p.ok());
     if args.json {
         let plugins = loaded

@@ -30,6 +30,7 @@ impl Invoker for JsPlugin {
                 duration: Duration::ZERO,
                 logs: Vec::new(),
                 cached: false,
+                not_cached: None,
             },
         };
         PendingCall::ready(report)

@@ -12,6 +12,7 @@ pub mod host;
 pub mod http;
 pub mod imports;
 pub mod lint;
+pub mod memo;
 pub mod memory;
 pub mod modules;
 pub mod typescript;

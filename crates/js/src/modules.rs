@@ -110,6 +110,13 @@ thread_local! {
     static LAST_REFUSAL: RefCell<Option<Refusal>> = const { RefCell::new(None) };
     /// The first TypeScript module that could not be stripped during a load.
     static LAST_TS_FAILURE: RefCell<Option<TypeScriptFailure>> = const { RefCell::new(None) };
+    /// Whether the running call drew random bytes (`node:crypto`, `crypto.randomUUID`).
+    static RANDOM_USED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether random bytes were drawn since the last call of this function on this thread.
+pub fn take_random_used() -> bool {
+    RANDOM_USED.with(|r| r.replace(false))
 }
 
 /// Takes the refused import's explanation.
@@ -367,6 +374,7 @@ impl ModuleDef for HostModule {
         exports.export(
             "randomBytes",
             Function::new(ctx.clone(), |ctx: Ctx<'js>, size: usize| -> Result<TypedArray<'js, u8>> {
+                RANDOM_USED.with(|r| r.set(true));
                 let mut bytes = vec![0u8; size.min(65536)];
                 getrandom::fill(&mut bytes).map_err(|e| rquickjs::Exception::throw_message(&ctx, &format!("no random source: {e}")))?;
                 TypedArray::new(ctx.clone(), bytes)

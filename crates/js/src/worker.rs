@@ -6,9 +6,8 @@
 //! stops waiting for a promise at the deadline (QuickJS cannot interrupt a pending `await`).
 //!
 //! Cost follows change: the handler context is rebuilt in the engine only when the session data
-//! a plugin can see changed, and a call whose input and visible data are identical to an earlier
-//! one is answered from the engine's memo (marked `cached` in the trace) — unless the call can
-//! reach the outside world (live HTTP, a model gateway).
+//! a plugin can see changed, and identical calls may be answered from the engine's memo
+//! ([`crate::memo`]: never when that could change the answer).
 
 use crate::convert::{ConversionBudget, FromJsError, from_js, from_js_within, to_js};
 use crate::modules::{self, LoadedFiles, PluginLoader, PluginResolver};
@@ -41,6 +40,8 @@ pub struct Limits {
     pub load_timeout: Duration,
     /// The budget all plugin runtimes share (the process-wide one by default).
     pub shared_memory: Arc<crate::memory::SharedBudget>,
+    /// Whether identical calls may be answered from the engine's memo (`--no-memo` turns it off).
+    pub memo: bool,
     /// How long loading a whole folder may take: plugins that start loading after it ran out
     /// get a short limit, so twenty looping entries cannot keep the studio waiting.
     pub folder_load_budget: Duration,
@@ -54,6 +55,7 @@ impl Default for Limits {
             load_timeout: Duration::from_secs(2),
             shared_memory: crate::memory::process_budget(),
             folder_load_budget: Duration::from_secs(6),
+            memo: true,
         }
     }
 }
@@ -140,7 +142,7 @@ pub struct Engine {
     execution_seen: u64,
     /// Hash of the data the plugin's handlers see (not the turn); the memo is valid for it.
     fingerprint: u64,
-    memo: std::collections::HashMap<u64, CallReport>,
+    memo: crate::memo::Memo,
     memory_limit: usize,
     memory: Arc<crate::memory::RuntimeMemory>,
     /// The bootstrap's internal functions: held by the host only, never on a global.
@@ -205,7 +207,7 @@ impl Engine {
             messages: spec.messages.clone(),
             execution_seen: 0,
             fingerprint: 0,
-            memo: std::collections::HashMap::new(),
+            memo: crate::memo::Memo::new(spec.limits.memo),
             memory_limit: spec.limits.memory_bytes,
             memory,
             internals: std::cell::RefCell::new(None),
@@ -469,6 +471,7 @@ impl Engine {
             }
         }
         let needs_execution = execution.is_some();
+        // A call that can reach the network or a model is never answered from the memo.
         let memoizable = !call.context.http.live && call.context.gateway.is_none();
         let memo_key = memoizable.then(|| {
             use std::hash::{Hash, Hasher};
@@ -476,9 +479,10 @@ impl Engine {
             (call.point.as_str(), &call.provider_id, &call.context.turn_id, call.input_key, call.timeout).hash(&mut hasher);
             hasher.finish()
         });
-        if let Some(report) = memo_key.and_then(|k| self.memo.get(&k)) {
+        if let Some(report) = memo_key.and_then(|k| self.memo.answer(k)) {
             return CallReport { duration: started.elapsed(), cached: true, ..report.clone() };
         }
+        let _ = modules::take_random_used();
         self.arm(call.timeout);
         let _ = self.memory.take_refused();
         if let Ok(mut slot) = self.http.lock() {
@@ -490,7 +494,8 @@ impl Engine {
             });
         }
         GATEWAY.with(|g| *g.borrow_mut() = call.context.gateway.clone());
-        let (result, logs) = self.context.with(|ctx| self.call_in(&ctx, call, execution.as_ref()));
+        let (result, logs, impure) = self.context.with(|ctx| self.call_in(&ctx, call, execution.as_ref()));
+        let impure = impure.or_else(|| modules::take_random_used().then(|| "uses randomness (crypto)".to_string()));
         GATEWAY.with(|g| *g.borrow_mut() = None);
         if let Ok(mut slot) = self.http.lock() {
             *slot = None;
@@ -502,32 +507,30 @@ impl Engine {
         if matches!(&result, Err(f) if f.kind == FailureKind::OutOfMemory) {
             self.runtime.run_gc();
         }
-        let report = CallReport { result, duration: started.elapsed(), logs, cached: false };
-        if let Some(key) = memo_key {
-            if self.memo.len() >= 4096 {
-                self.memo.clear();
-            }
-            self.memo.insert(key, report.clone());
-        }
+        let mut report = CallReport { result, duration: started.elapsed(), logs, cached: false, not_cached: None };
+        report.not_cached = match memo_key {
+            Some(key) => self.memo.record(key, &report, impure.as_deref()),
+            None => Some("it can reach the network or a model".into()),
+        };
         report
     }
 
-    fn call_in<'js>(&self, ctx: &Ctx<'js>, call: &ProviderCall, execution: Option<&Json>) -> (Result<Json, ProviderFailure>, Vec<String>) {
+    fn call_in<'js>(&self, ctx: &Ctx<'js>, call: &ProviderCall, execution: Option<&Json>) -> (Result<Json, ProviderFailure>, Vec<String>, Option<String>) {
         let fail = |kind, message: String| Err(ProviderFailure { kind, message });
         let covel: Object = match self.internals(ctx) {
             Ok(c) => c,
-            Err(e) => return (fail(FailureKind::Unavailable, e.to_string()), Vec::new()),
+            Err(e) => return (fail(FailureKind::Unavailable, e.to_string()), Vec::new(), None),
         };
         if let Some(data) = execution {
             let set = covel.get::<_, Function>("setExecution").and_then(|f| to_js(ctx, data).and_then(|d| f.call::<_, ()>((d,))));
             if set.is_err() {
                 let t = thrown(ctx);
-                return (fail(FailureKind::Error, format!("cannot build the handler context: {}", t.text())), Vec::new());
+                return (fail(FailureKind::Error, format!("cannot build the handler context: {}", t.text())), Vec::new(), None);
             }
         }
         let input = match to_js(ctx, &call.input) {
             Ok(v) => v,
-            Err(e) => return (fail(self.classify_kind(&e.to_string()), format!("cannot pass the input: {e}")), Vec::new()),
+            Err(e) => return (fail(self.classify_kind(&e.to_string()), format!("cannot pass the input: {e}")), Vec::new(), None),
         };
         let key = format!("{}/{}", call.point, call.provider_id);
         let started: Result<Object, _> =
@@ -586,7 +589,8 @@ impl Engine {
         if let Ok(clear) = covel.get::<_, Function>("clearTimers") {
             let _ = clear.call::<_, ()>(());
         }
-        (outcome, logs)
+        let impure = covel.get::<_, Function>("takeImpure").and_then(|f| f.call::<_, Option<String>>(())).ok().flatten();
+        (outcome, logs, impure)
     }
 
     fn classify_kind(&self, message: &str) -> FailureKind {

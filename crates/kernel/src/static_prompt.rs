@@ -63,6 +63,6 @@ impl StaticPrompt {
 
 impl Invoker for StaticPrompt {
     fn start(&self, call: ProviderCall) -> PendingCall {
-        PendingCall::ready(CallReport { result: Ok(self.segments(&call.context.locale)), duration: Duration::ZERO, logs: Vec::new(), cached: false })
+        PendingCall::ready(CallReport { result: Ok(self.segments(&call.context.locale)), duration: Duration::ZERO, logs: Vec::new(), cached: false, not_cached: None })
     }
 }

@@ -25,6 +25,7 @@ export interface CallRecord {
   logs?: string[];
   /** Answered from the engine's memo: nothing the provider can see changed. */
   cached?: boolean;
+  notCached?: string;
 }
 
 export interface Block {

@@ -26,6 +26,37 @@
   };
   globalThis.console = { log: log("log"), info: log("info"), warn: log("warn"), error: log("error"), debug: log("debug") };
 
+  // ---- clock and randomness: a call that reads them is never answered from the memo --------
+  let impure = null;
+  const noteImpure = (why) => { if (!impure) impure = why; };
+  {
+    const wrap = (owner, name, why) => {
+      const real = owner[name];
+      if (typeof real !== "function") return;
+      const wrapped = function (...args) { noteImpure(why); return Reflect.apply(real, this, args); };
+      try {
+        Object.defineProperty(owner, name, { value: wrapped, writable: true, configurable: true });
+      } catch {
+        /* a non-configurable built-in stays as it is */
+      }
+    };
+    const RealDate = Date;
+    wrap(RealDate, "now", "reads the clock (Date.now)");
+    globalThis.Date = new Proxy(RealDate, {
+      construct(target, args, newTarget) {
+        if (args.length === 0) noteImpure("reads the clock (new Date())");
+        return Reflect.construct(target, args, newTarget);
+      },
+      apply(target, self, args) { noteImpure("reads the clock (Date())"); return Reflect.apply(target, self, args); },
+    });
+    wrap(Math, "random", "uses randomness (Math.random)");
+    if (globalThis.performance && typeof globalThis.performance.now === "function") {
+      const real = globalThis.performance;
+      const now = real.now.bind(real);
+      globalThis.performance = Object.freeze({ now() { noteImpure("reads the clock (performance.now)"); return now(); }, timeOrigin: real.timeOrigin });
+    }
+  }
+
   // ---- timers: driven by the host's event loop, bounded by the call deadline -----------------
   const timers = new Map();
   let nextTimer = 1;
@@ -256,6 +287,7 @@
     // Starts one handler call; returns { value } or { promise } plus the call's signal.
     call(key, input, turnId) {
       logs = [];
+      impure = null;
       const handler = handlers.get(key);
       if (!handler) throw new Error(`no handler registered for ${key}`);
       const { ctx, signal } = makeContext(turnId);
@@ -268,6 +300,7 @@
       }
       return { result, signal };
     },
+    takeImpure() { const why = impure; impure = null; return why; },
     finish(signal) {
       signal._abort(new Error("Plugin service call completed"));
       const out = logs;

@@ -51,6 +51,9 @@ pub struct CallReport {
     pub logs: Vec<String>,
     /// Answered from the engine's memo: same input, same visible data as an earlier call.
     pub cached: bool,
+    /// Why identical calls will not be answered from the memo (clock, randomness, changing
+    /// answers, failure, memo off), when that is known.
+    pub not_cached: Option<String>,
 }
 
 /// A call in flight: waiting on it blocks until the engine answers (the engine enforces the
@@ -317,6 +320,7 @@ fn settle(
     let mut record = CallRecord::new(point, provider, duration);
     record.logs = report.logs;
     record.cached = report.cached;
+    record.not_cached = report.not_cached.clone();
     let outcome = match report.result {
         Err(failure) => Err((Outcome::from(failure.kind), failure.message)),
         Ok(value) => match check_output(point, slot, &value).and_then(|()| attribution::attribute(point, provider, value)) {

@@ -66,6 +66,9 @@ pub struct CallRecord {
     /// Reused from an identical earlier call (nothing it can see changed).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub cached: bool,
+    /// Why identical calls are not answered from the memo.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_cached: Option<String>,
 }
 
 impl CallRecord {
@@ -82,6 +85,7 @@ impl CallRecord {
             duration_ms: duration.as_secs_f64() * 1000.0,
             logs: Vec::new(),
             cached: false,
+            not_cached: None,
         }
     }
 }
