@@ -52,12 +52,13 @@ fn emit(app: &AppHandle, reason: &str, snapshot: Option<Json>) {
 
 fn watch(app: AppHandle, plugins: PathBuf, session: Option<PathBuf>, generation: u64) {
     std::thread::spawn(move || {
-        let Ok(mut watcher) = FolderWatcher::new(&plugins, session.as_deref(), Duration::from_millis(150)) else {
+        let Ok(mut watcher) = FolderWatcher::new(&plugins, session.as_deref(), Duration::from_millis(10)) else {
             emit(&app, "watch-failed", None);
             return;
         };
         let state = app.state::<AppState>();
         while state.generation.load(Ordering::SeqCst) == generation {
+            // Wait outside the state lock; take it only to reload.
             let Some(batch) = watcher.next(Duration::from_millis(500)) else { continue };
             let snapshot = {
                 let Ok(mut guard) = state.studio.lock() else { return };

@@ -18,9 +18,13 @@ pub struct Args {
     /// The runtime previews are assembled for: story, plugin:ID or contract:C.
     #[arg(long, default_value = "story")]
     runtime: String,
-    /// Debounce window in milliseconds: a burst of saves within it is one reload.
-    #[arg(long, default_value_t = 150)]
+    /// Settle time in milliseconds: events this close together are one reload.
+    #[arg(long, default_value_t = 10)]
     debounce_ms: u64,
+    /// How long a reload that finds a freshly broken plugin waits for the rest of an editor's
+    /// save before reporting it, in milliseconds.
+    #[arg(long, default_value_t = 120)]
+    grace_ms: u64,
     /// Stop after this many reloads (for scripts and tests).
     #[arg(long)]
     max_reloads: Option<usize>,
@@ -47,24 +51,20 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         if args.max_reloads.is_some_and(|max| reloads >= max) {
             return Ok(ExitCode::SUCCESS);
         }
-        let Some(batch) = watcher.next(Duration::from_secs(3600)) else { continue };
-        if let Some(note) = &batch.note {
+        let Some(followed) = studio.follow(&mut watcher, Duration::from_secs(3600), Duration::from_millis(args.grace_ms)) else { continue };
+        if let Some(note) = &followed.note {
             if args.json {
                 crate::say!("{}", serde_json::json!({"event": "watch", "note": note}));
             } else {
                 crate::say!("{note}");
             }
         }
-        let changes = if batch.rescan { studio.classify_all() } else { studio.classify(&batch.paths) };
-        if changes.plugins.is_empty() && !changes.session {
-            continue;
-        }
-        let entry = studio.reload(&changes, batch.first_event);
+        let Some(entry) = followed.entry else { continue };
         reloads += 1;
         if args.json {
             crate::say!("{}", serde_json::to_string(&entry)?);
         } else {
-            crate::say!("reload in {:.1} ms ({:.1} ms after the debounce): {}", entry.timings.reload_ms, entry.timings.after_debounce_ms, entry.paths.join(", "));
+            crate::say!("preview ready {:.1} ms after the first event ({:.1} ms of work): {}", entry.timings.reload_ms, entry.timings.after_debounce_ms, entry.paths.join(", "));
             for (plugin, what) in &entry.plugins {
                 crate::say!("  {plugin}: {what:?}");
             }

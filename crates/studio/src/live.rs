@@ -27,6 +27,22 @@ pub struct ChangeSet {
     pub paths: Vec<String>,
 }
 
+impl ChangeSet {
+    /// Adds another batch's changes.
+    pub fn merge(&mut self, other: ChangeSet) {
+        self.session |= other.session;
+        for name in other.plugins {
+            if !self.plugins.contains(&name) {
+                self.plugins.push(name);
+            }
+        }
+        self.paths.extend(other.paths);
+        self.plugins.sort();
+        self.paths.sort();
+        self.paths.dedup();
+    }
+}
+
 /// Timings of one reload, in milliseconds.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -51,6 +67,14 @@ pub struct ReloadEntry {
     pub slot_changes: Vec<SlotChange>,
     pub diagnostics: Vec<Diagnostic>,
     pub timings: ReloadTimings,
+}
+
+/// What one step of following a folder gave.
+pub struct Followed {
+    /// The reload, when the batch changed something the studio runs.
+    pub entry: Option<ReloadEntry>,
+    /// What happened to the watch itself (the folder deleted, or back).
+    pub note: Option<String>,
 }
 
 /// A workspace with its current preview, its playtest and its last reload.
@@ -126,6 +150,34 @@ impl LiveStudio {
     }
 
     /// Classifies changed paths.
+    /// One step of following a folder: waits for the next batch of changes, reloads what
+    /// changed, and answers the reload entry (with what happened to the watch itself).
+    ///
+    /// Editors save in steps (truncate then write, or write a temporary file then rename): a
+    /// reload that finds a freshly broken plugin waits up to `grace` for more events, and when
+    /// they come, reloads again and reports only the settled result — no flash of a bogus
+    /// syntax error for a half-written file.
+    pub fn follow(&mut self, watcher: &mut FolderWatcher, timeout: Duration, grace: Duration) -> Option<Followed> {
+        let batch = watcher.next(timeout)?;
+        let note = batch.note.clone();
+        let mut changes = if batch.rescan { self.classify_all() } else { self.classify(&batch.paths) };
+        if changes.plugins.is_empty() && !changes.session {
+            return Some(Followed { entry: None, note });
+        }
+        let mut entry = self.reload(&changes, batch.first_event);
+        let freshly_broken = |entry: &ReloadEntry| entry.plugins.values().any(|r| matches!(r, PluginReload::KeptLastGood | PluginReload::Failed));
+        while freshly_broken(&entry) && !grace.is_zero() {
+            let Some(more) = watcher.next(grace) else { break };
+            let next = if more.rescan { self.classify_all() } else { self.classify(&more.paths) };
+            if next.plugins.is_empty() && !next.session {
+                break;
+            }
+            changes.merge(next);
+            entry = self.reload(&changes, batch.first_event);
+        }
+        Some(Followed { entry: Some(entry), note })
+    }
+
     /// Every plugin folder on disk and every loaded plugin, plus the session: for when the
     /// plugins folder itself was replaced and its events cannot be trusted.
     pub fn classify_all(&self) -> ChangeSet {
