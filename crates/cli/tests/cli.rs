@@ -189,6 +189,9 @@ fn preview_prints_the_prompt_with_boundaries_then_the_segment_table() {
     let boundary = text.find("cache boundary 0").expect("boundaries are drawn");
     let table = text.find("Segments (sorted").expect("segment table");
     assert!(boundary < table);
+    assert!(text.contains("moving cache breakpoint 3 · CHANGES next turn"), "the history breakpoint is drawn under m4");
+    assert!(text.contains("first difference: segment lore-book/remember (next turn: history message m4)"), "{text}");
+    assert!(text.contains("fix: Keep it behind the moving breakpoint"), "the verdict comes with what to change");
     assert_eq!(covel(&["preview", "plugins-sample", "--runtime", "nonsense"]).status.code(), Some(2));
     let own = covel(&["preview", "plugins-sample", "--runtime", "plugin:story-director", "--json"]);
     let report = json_of(&own);

@@ -55,6 +55,14 @@ test("the prompt panel shows blocks with cache boundaries and the segment table"
   await page.screenshot({ path: join(shots, "browser-prompt.png") });
 });
 
+test("the prompt panel marks the moving history breakpoint and explains why it changes", async () => {
+  const moving = await page.getByTestId("history-breakpoint").textContent();
+  assert.match(moving, /moving cache breakpoint 3 .* changes next turn \(first difference: segment lore-book\/remember; next turn: history message m4\)/);
+  const advice = page.getByTestId("cache-advice");
+  assert.equal(await advice.getAttribute("data-code"), "depth-segment-moves");
+  assert.match(await advice.textContent(), /between `m3` and `m4`.*fix: Keep it behind the moving breakpoint: a depth of at most 1/s);
+});
+
 test("plugin content is rendered as text, never as HTML", async () => {
   const glossary = await page.locator('[data-segment="lore-book/glossary"] pre').textContent();
   assert.match(glossary, /<glossary>/);
