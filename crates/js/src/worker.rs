@@ -8,7 +8,7 @@
 //! Cost follows change: the handler context is rebuilt in the engine only when the session data
 //! a plugin can see changed, and a call whose input and visible data are identical to an earlier
 //! one is answered from the engine's memo (marked `cached` in the trace) — unless the call can
-//! reach the outside world (live HTTP, a model gateway).
+//! reach the outside world (live HTTP, a model gateway). Failed calls are never memoized.
 
 use crate::convert::{from_js, to_js};
 use crate::modules::{self, LoadedFiles, PluginLoader, PluginResolver};
@@ -466,7 +466,8 @@ impl Engine {
             self.runtime.run_gc();
         }
         let report = CallReport { result, duration: started.elapsed(), logs, cached: false };
-        if let Some(key) = memo_key {
+        // Only answers are memoized: a failure (timeout, error, out of memory) may not repeat.
+        if let Some(key) = memo_key.filter(|_| report.result.is_ok()) {
             if self.memo.len() >= 4096 {
                 self.memo.clear();
             }
