@@ -33,6 +33,7 @@ fn every_broken_fixture_yields_its_own_clear_diagnostic() {
         assert_eq!(first.code.as_str(), expected.trim(), "{}: {:?}", plugin.name, plugin.diagnostics);
         assert!(plugin.instance.is_none(), "{} must not run", plugin.name);
         assert!(first.file.is_some(), "{}: a diagnostic names its file", plugin.name);
+        assert!(first.line.is_some_and(|l| l > 0) && first.column.is_some_and(|c| c > 0), "{}: and the position in it: {first:?}", plugin.name);
     }
     insta::assert_json_snapshot!("broken_fixture_diagnostics", diagnostics_of(&plugins));
 }
@@ -41,14 +42,34 @@ fn every_broken_fixture_yields_its_own_clear_diagnostic() {
 fn declared_but_not_registered_fails_the_load() {
     let plugins = load_some(&["broken/missing-extension"]);
     assert_eq!(plugins[0].diagnostics[0].code, Code::MissingExtension);
-    assert_eq!(plugins[0].diagnostics[0].line, Some(7), "points at the declaration");
+    let d = &plugins[0].diagnostics[0];
+    // `    - point: prompt.segment@1` on line 7: the item starts at its `-`, column 5.
+    assert_eq!((d.line, d.column), (Some(7), Some(5)), "points at the declaration's item");
+    assert_eq!(d.file.as_deref(), Some(std::path::Path::new("missing-extension/PLUGIN.md")));
 }
 
 #[test]
 fn registered_but_not_declared_fails_the_load() {
     let plugins = load_some(&["broken/undeclared-extension"]);
-    assert_eq!(plugins[0].diagnostics[0].code, Code::UndeclaredExtension);
+    let d = &plugins[0].diagnostics[0];
+    assert_eq!(d.code, Code::UndeclaredExtension);
     assert!(plugins[0].providers().is_empty());
+    // `  covel.provideExtension(` on line 2 of the entry: the call that has no declaration.
+    assert_eq!(d.file.as_deref(), Some(std::path::Path::new("undeclared-extension/server/index.js")));
+    assert_eq!((d.line, d.column), (Some(2), Some(9)), "points at the registration call");
+}
+
+#[test]
+fn a_missing_registration_points_at_its_declaration_and_an_extra_one_at_its_call() {
+    let plugins = load_some(&["broken/missing-hook", "broken/undeclared-tool", "broken/duplicate-extension"]);
+    let at = |p: &covel_js::LoadedPlugin| {
+        let d = &p.diagnostics[0];
+        (d.file.as_ref().map(|f| f.display().to_string()), d.line, d.column)
+    };
+    assert_eq!(at(&plugins[0]), (Some("missing-hook/PLUGIN.md".into()), Some(7), Some(5)), "`    - event: TurnStart`");
+    // The call's column, not the engine's (it reports a position inside the arguments).
+    assert_eq!(at(&plugins[1]), (Some("undeclared-tool/server/index.js".into()), Some(2), Some(9)));
+    assert_eq!(at(&plugins[2]), (Some("duplicate-extension/server/index.js".into()), Some(3), Some(9)), "the second call");
 }
 
 #[test]

@@ -168,6 +168,10 @@ fn finish(begun: Instant, load: package::PackageLoad, ran: Option<(Option<Engine
         if d.plugin.is_none() {
             d.plugin = Some(load.name.clone());
         }
+        // Registration call sites name modules by absolute path, like engine messages.
+        if let Some(shown) = d.file.as_deref().filter(|f| f.is_absolute()).and_then(|f| shown_path(&load.folder, &load.name, f)) {
+            d.file = Some(shown);
+        }
         // Engine messages name modules by absolute path; authors read them relative to the
         // plugins folder, and snapshots must not depend on where the checkout lives.
         for root in &roots {
