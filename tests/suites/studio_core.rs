@@ -115,8 +115,9 @@ fn a_session_file_change_reloads_the_session() {
 fn a_burst_of_one_hundred_writes_is_one_reload_with_the_final_state() {
     let dir = sample_copy();
     let mut studio = live(dir.path());
-    let watcher = FolderWatcher::new(dir.path(), Some(&dir.path().join("demo.session.yaml")), Duration::from_millis(300)).expect("watcher");
-    std::thread::sleep(Duration::from_millis(100));
+    let debounce = Duration::from_millis(300);
+    // Watches are in place when `new` returns (no sleep before writing).
+    let watcher = FolderWatcher::new(dir.path(), Some(&dir.path().join("demo.session.yaml")), debounce).expect("watcher");
     let module = dir.path().join("story-director/server/lib/text.js");
     let original = std::fs::read_to_string(&module).expect("read");
     for i in 0..100 {
@@ -127,20 +128,44 @@ fn a_burst_of_one_hundred_writes_is_one_reload_with_the_final_state() {
     assert_eq!(entry.plugins.keys().collect::<Vec<_>>(), ["story-director"]);
     let tone = studio.preview.segments.iter().find(|s| s.id == "tone").expect("tone");
     assert!(tone.content.contains("grave (99)"), "final state: {}", tone.content);
-    assert!(watcher.next(Duration::from_millis(800)).is_none(), "no second reload for the same burst");
+    // Nothing else may arrive: wait (with a deadline) for a batch that must not come.
+    assert!(watcher.next(debounce * 3).is_none(), "no second reload for the same burst");
+}
+
+fn runtime_of(studio: &LiveStudio, plugin: &str) -> (covel_js::RuntimeWatch, std::sync::Weak<covel_js::JsPlugin>) {
+    let loaded = studio.workspace().plugins.iter().find(|p| p.name == plugin).expect("plugin");
+    let instance = loaded.instance.as_ref().expect("running");
+    (instance.watch().expect("engine"), Arc::downgrade(instance))
 }
 
 #[test]
-fn replaced_runtimes_shut_down_cleanly() {
+fn replaced_runtimes_are_dropped_on_reload_and_shut_down_cleanly() {
     let dir = sample_copy();
+    // The plugin registers a disposer, so its shutdown is visible.
+    edit(&dir.path().join("story-director/server/index.js"), "export default function (covel) {", "export default function (covel) {\n  covel.onDispose(() => {});");
     let mut studio = live(dir.path());
     let module = dir.path().join("story-director/server/lib/text.js");
     for i in 0..20 {
+        let (watch, instance) = runtime_of(&studio, "story-director");
+        assert!(!watch.is_shut_down());
         edit(&module, if i == 0 { "grave, unhurried" } else { "grave-loop" }, "grave-loop");
-        reload(&mut studio, std::slice::from_ref(&module));
+        let entry = reload(&mut studio, std::slice::from_ref(&module));
+        assert_eq!(entry.plugins["story-director"], PluginReload::Replaced);
+        assert!(instance.upgrade().is_none(), "reload {i}: the replaced runtime is still referenced");
+        assert!(watch.is_shut_down(), "reload {i}: the replaced runtime was not shut down");
+        assert_eq!(watch.disposers_run(), 1, "reload {i}: its onDispose callback ran");
+        assert_eq!(watch.bytes_held(), 0, "reload {i}: the runtime freed all its memory");
     }
-    // Twenty replaced QuickJS runtimes were dropped on their own threads; the newest answers.
-    assert!(studio.preview.segments.iter().any(|s| s.id == "tone" && s.content.contains("grave-loop")));
+    assert!(studio.preview.segments.iter().any(|s| s.id == "tone" && s.content.contains("grave-loop")), "the newest runtime answers");
+    let (watch, _) = runtime_of(&studio, "story-director");
+    assert!(!watch.is_shut_down() && watch.bytes_held() > 0);
+
+    // A deleted plugin's runtime goes the same way.
+    let (watch, instance) = runtime_of(&studio, "lore-book");
+    std::fs::remove_dir_all(dir.path().join("lore-book")).expect("delete");
+    let removed = reload(&mut studio, &[dir.path().join("lore-book/PLUGIN.md")]);
+    assert_eq!(removed.plugins["lore-book"], PluginReload::Removed);
+    assert!(instance.upgrade().is_none() && watch.is_shut_down() && watch.bytes_held() == 0);
 }
 
 // ---- Playtesting -------------------------------------------------------------------------------

@@ -204,30 +204,69 @@ fn preview_prints_the_prompt_with_boundaries_then_the_segment_table() {
 }
 
 
+/// A child process killed when the test ends, however it ends.
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The child's stdout lines, read on a thread, so a test waits for each with a deadline.
+fn lines_of(child: &mut std::process::Child) -> std::sync::mpsc::Receiver<String> {
+    use std::io::BufRead;
+    let stdout = child.stdout.take().expect("piped stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+fn next_json(lines: &std::sync::mpsc::Receiver<String>, what: &str) -> Value {
+    let line = lines.recv_timeout(std::time::Duration::from_secs(30)).unwrap_or_else(|e| panic!("no {what} line within 30 s: {e}"));
+    serde_json::from_str(&line).unwrap_or_else(|e| panic!("{what} line is not JSON ({e}): {line}"))
+}
+
 #[test]
 fn watch_prints_one_json_entry_per_reload_with_diff_and_timings() {
-    use std::io::BufRead;
     let dir = std::env::temp_dir().join(format!("covel-watch-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     copy_dir(&repo().join("plugins-sample"), &dir);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_covel"))
-        .args(["watch", dir.to_str().expect("utf-8"), "--session", dir.join("demo.session.yaml").to_str().expect("utf-8"), "--json", "--max-reloads", "1"])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("covel watch starts");
-    let mut lines = std::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
-    let ready: Value = serde_json::from_str(&lines.next().expect("ready line").expect("line")).expect("json");
+    let mut child = Reaped(
+        Command::new(env!("CARGO_BIN_EXE_covel"))
+            .args(["watch", dir.to_str().expect("utf-8"), "--session", dir.join("demo.session.yaml").to_str().expect("utf-8"), "--json", "--max-reloads", "1"])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("covel watch starts"),
+    );
+    let lines = lines_of(&mut child.0);
+    let ready = next_json(&lines, "ready");
     assert_eq!(ready["event"], "ready");
     let module = dir.join("story-director/server/lib/text.js");
     let text = std::fs::read_to_string(&module).expect("read");
     std::fs::write(&module, text.replace("grave, unhurried", "grave, patient")).expect("write");
-    let entry: Value = serde_json::from_str(&lines.next().expect("reload line").expect("line")).expect("json");
+    let entry = next_json(&lines, "reload");
     assert_eq!(entry["plugins"]["story-director"], "replaced");
     assert_eq!(entry["diff"]["segments"][0]["id"], "tone");
     for field in ["reloadMs", "afterDebounceMs", "loadMs", "resolveMs", "previewMs"] {
         assert!(entry["timings"][field].is_number(), "{field}");
     }
-    assert!(child.wait().expect("exits").success());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.0.try_wait().expect("wait") {
+            break status;
+        }
+        assert!(std::time::Instant::now() < deadline, "covel watch did not exit after --max-reloads 1");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(status.success());
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -36,6 +36,13 @@ impl Invoker for JsPlugin {
     }
 }
 
+impl JsPlugin {
+    /// A handle on this plugin's runtime that reports its shutdown once it is dropped.
+    pub fn watch(&self) -> Option<crate::worker::RuntimeWatch> {
+        self.engine.lock().ok().map(|engine| engine.watch())
+    }
+}
+
 /// One plugin folder after loading.
 pub struct LoadedPlugin {
     /// The folder name (the plugin id when the manifest is valid).

@@ -111,6 +111,37 @@ pub fn load(spec: &LoadSpec) -> (Option<Engine>, LoadReport) {
     (Some(engine), report)
 }
 
+/// What happened to a plugin runtime when it was shut down, observable after the engine is
+/// gone (the studio drops a plugin's runtime when a reload replaces or removes it).
+#[derive(Debug, Clone)]
+pub struct RuntimeWatch {
+    shutdown: Arc<ShutdownState>,
+    memory: Arc<crate::memory::RuntimeMemory>,
+}
+
+#[derive(Debug, Default)]
+struct ShutdownState {
+    done: std::sync::atomic::AtomicBool,
+    disposers: std::sync::atomic::AtomicUsize,
+}
+
+impl RuntimeWatch {
+    /// Whether the engine was shut down (its plugin disposed, its runtime dropped).
+    pub fn is_shut_down(&self) -> bool {
+        self.shutdown.done.load(Ordering::SeqCst)
+    }
+
+    /// How many `covel.onDispose` callbacks the shutdown ran.
+    pub fn disposers_run(&self) -> usize {
+        self.shutdown.disposers.load(Ordering::SeqCst)
+    }
+
+    /// Bytes the runtime still holds: 0 once it was freed without leaks.
+    pub fn bytes_held(&self) -> usize {
+        self.memory.used()
+    }
+}
+
 /// The runtime and context of one plugin, with its deadline. Calls run on the caller's thread
 /// (the runtime is `Send`), one at a time; dropping the engine disposes the plugin and frees the
 /// runtime.
@@ -131,6 +162,7 @@ pub struct Engine {
     memory: Arc<crate::memory::RuntimeMemory>,
     root: PathBuf,
     disposed: bool,
+    shutdown: Arc<ShutdownState>,
 }
 
 impl Drop for Engine {
@@ -192,6 +224,7 @@ impl Engine {
             memory,
             root: spec.root.clone(),
             disposed: false,
+            shutdown: Arc::default(),
         })
     }
 
@@ -586,17 +619,26 @@ impl Engine {
         }
         self.disposed = true;
         self.disarm();
-        self.context.with(|ctx| {
+        let ran = self.context.with(|ctx| {
+            let mut ran = 0;
             if let Ok(covel) = ctx.globals().get::<_, Object>("__covel")
                 && let Ok(dispose) = covel.get::<_, Function>("dispose")
             {
                 self.arm(Duration::from_millis(200));
-                let _ = dispose.call::<_, ()>(());
+                ran = dispose.call::<_, usize>(()).unwrap_or(0);
                 self.disarm();
             }
             let _ = ctx.globals().remove("__covel");
+            ran
         });
         self.runtime.run_gc();
+        self.shutdown.disposers.store(ran, Ordering::SeqCst);
+        self.shutdown.done.store(true, Ordering::SeqCst);
+    }
+
+    /// A handle that reports this engine's shutdown after it happened.
+    pub fn watch(&self) -> RuntimeWatch {
+        RuntimeWatch { shutdown: Arc::clone(&self.shutdown), memory: Arc::clone(&self.memory) }
     }
 }
 

@@ -319,10 +319,13 @@
       }
     },
     clearTimers() { timers.clear(); },
+    /** Runs the plugin's `onDispose` callbacks (newest first); returns how many ran. */
     dispose() {
-      for (const fn of disposers.reverse()) { try { fn(); } catch { /* disposal errors do not block unloading */ } }
+      let ran = 0;
+      for (const fn of disposers.reverse()) { ran += 1; try { fn(); } catch { /* disposal errors do not block unloading */ } }
       disposers.length = 0;
       handlers.clear();
+      return ran;
     },
   });
 })();
