@@ -376,11 +376,96 @@ fn editing_the_session_saves_it_atomically_and_keeps_the_authors_file_once() {
 }
 
 #[test]
-fn a_cancelled_turn_appends_nothing() {
+fn a_turn_cancelled_before_it_starts_appends_nothing() {
     let mut play = demo_play();
     let before = play.workspace.session.clone();
     let report = play.play_cancellable("I swim.", &std::sync::atomic::AtomicBool::new(true));
     assert!(report.error.as_deref().is_some_and(|e| e.contains("cancelled")));
     assert_eq!(play.workspace.session, before);
     assert_eq!(play.turns(), 0);
+}
+
+/// A loopback server for one request that answers only when released (or after 10 s), then
+/// stops by itself. Reports on `arrived` when the whole request was read.
+struct StallingServer {
+    url: String,
+    arrived: std::sync::mpsc::Receiver<()>,
+    release: std::sync::mpsc::Sender<()>,
+    /// Set once the answer was written.
+    answered: Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+fn stalling_server(reply: Value) -> StallingServer {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    listener.set_nonblocking(true).expect("nonblocking");
+    let (arrived_tx, arrived) = std::sync::mpsc::channel();
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let answered = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let answer_written = Arc::clone(&answered);
+    let thread = std::thread::spawn(move || {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut stream = loop {
+            match listener.accept() {
+                Ok((stream, _)) => break stream,
+                Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
+                Err(_) => return,
+            }
+        };
+        let _ = stream.set_nonblocking(false);
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+        let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+        let mut length = 0;
+        loop {
+            let mut header = String::new();
+            if reader.read_line(&mut header).unwrap_or(0) == 0 || header.trim().is_empty() {
+                break;
+            }
+            if let Some(v) = header.to_ascii_lowercase().strip_prefix("content-length:") {
+                length = v.trim().parse().unwrap_or(0);
+            }
+        }
+        let mut body = vec![0; length];
+        let _ = reader.read_exact(&mut body);
+        let _ = arrived_tx.send(());
+        let _ = released.recv_timeout(Duration::from_secs(10));
+        let text = reply.to_string();
+        let response = format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{text}", text.len());
+        let _ = stream.write_all(response.as_bytes());
+        answer_written.store(true, std::sync::atomic::Ordering::SeqCst);
+    });
+    StallingServer { url, arrived, release, answered, thread }
+}
+
+#[test]
+fn cancelling_a_turn_while_the_model_call_is_in_flight_returns_at_once_and_appends_nothing() {
+    let server = stalling_server(json!({"choices": [{"message": {"role": "assistant", "content": "Too late."}, "finish_reason": "stop"}]}));
+    let mut ws = Workspace::open(&sample_dir(), Some(&sample_dir().join("demo.session.yaml")), &Limits::default()).expect("opens");
+    ws.session.models.story.backend = "openai".into();
+    ws.session.models.story.base_url = Some(server.url.clone());
+    let mut play = Playtest::new(ws);
+    let before = play.workspace.session.clone();
+    let cancel = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let arrived = server.arrived;
+    let canceller = {
+        let cancel = Arc::clone(&cancel);
+        // Cancel only once the server holds the request: the turn is waiting for the model.
+        std::thread::spawn(move || {
+            let reached = arrived.recv_timeout(Duration::from_secs(30)).is_ok();
+            cancel.store(true, std::sync::atomic::Ordering::SeqCst);
+            reached
+        })
+    };
+    let report = play.play_cancellable("I swim.", &cancel);
+    // The server answers only when released below (or after 10 s): the turn returned because it
+    // was cancelled during the call, not because the call ended.
+    assert!(!server.answered.load(std::sync::atomic::Ordering::SeqCst), "the turn waited for the model's answer");
+    assert!(canceller.join().expect("canceller"), "the model request reached the server");
+    assert_eq!(report.error.as_deref(), Some("the turn was cancelled; nothing was appended"), "{:?}", report.reply);
+    assert!(report.reply.is_none());
+    assert_eq!(play.workspace.session, before);
+    assert_eq!(play.turns(), 0);
+    let _ = server.release.send(());
+    server.thread.join().expect("the fake server stops");
 }

@@ -9,7 +9,7 @@ use covel_kernel::session::Model;
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 /// What a model answered.
@@ -34,7 +34,12 @@ pub enum ModelError {
     Request { backend: &'static str, message: String },
     #[error("{backend} answered without text: {body}")]
     NoText { backend: &'static str, body: String },
+    #[error("the model request was cancelled")]
+    Cancelled,
 }
+
+/// How often a waiting model call looks at its cancel flag.
+const CANCEL_POLL: Duration = Duration::from_millis(20);
 
 /// One model slot's backend.
 pub struct Backend {
@@ -56,10 +61,20 @@ impl Backend {
     /// Sends an assembled request: `anthropic` and `openai` are the request bodies the prompt
     /// assembly produced; the backend picks its own.
     pub fn complete(&self, anthropic: &Value, openai: &Value) -> Result<Reply, ModelError> {
+        self.complete_cancellable(anthropic, openai, &AtomicBool::new(false))
+    }
+
+    /// [`Backend::complete`] that gives up as soon as `cancel` is set, also while an HTTP
+    /// request is in flight: the call returns [`ModelError::Cancelled`] within a poll interval,
+    /// and the abandoned request's answer is discarded when it arrives (or at its timeout).
+    pub fn complete_cancellable(&self, anthropic: &Value, openai: &Value, cancel: &AtomicBool) -> Result<Reply, ModelError> {
+        if cancel.load(Ordering::SeqCst) {
+            return Err(ModelError::Cancelled);
+        }
         match self.config.backend.as_str() {
             "scripted" => Ok(self.scripted_story(openai)),
-            "openai" => self.openai(openai),
-            "anthropic" => self.anthropic(anthropic),
+            "openai" => self.openai(openai, cancel),
+            "anthropic" => self.anthropic(anthropic, cancel),
             other => Err(ModelError::UnknownBackend(other.to_string())),
         }
     }
@@ -94,19 +109,43 @@ impl Backend {
         ureq::Agent::config_builder().timeout_global(Some(Duration::from_secs(120))).http_status_as_error(false).build().into()
     }
 
-    fn post(&self, backend: &'static str, url: &str, headers: &[(&str, String)], body: &Value) -> Result<Value, ModelError> {
+    /// POSTs a JSON body. The blocking request runs on its own thread while this one watches
+    /// `cancel`, so a cancelled call returns at once instead of at the server's answer.
+    fn post(&self, backend: &'static str, url: &str, headers: &[(&str, String)], body: &Value, cancel: &AtomicBool) -> Result<Value, ModelError> {
         *self.last_request.lock().unwrap_or_else(|e| e.into_inner()) = Some(body.clone());
         let mut request = self.agent().post(url);
         for (name, value) in headers {
             request = request.header(*name, value);
         }
-        let mut response = request.send_json(body).map_err(|e| ModelError::Request { backend, message: e.to_string() })?;
-        let status = response.status();
-        let answer: Value = response.body_mut().read_json().map_err(|e| ModelError::Request { backend, message: e.to_string() })?;
-        if !status.is_success() {
-            return Err(ModelError::Request { backend, message: format!("HTTP {status}: {answer}") });
+        let body = body.clone();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let send = move || {
+            let answer = (|| {
+                let mut response = request.send_json(&body).map_err(|e| ModelError::Request { backend, message: e.to_string() })?;
+                let status = response.status();
+                let answer: Value = response.body_mut().read_json().map_err(|e| ModelError::Request { backend, message: e.to_string() })?;
+                if !status.is_success() {
+                    return Err(ModelError::Request { backend, message: format!("HTTP {status}: {answer}") });
+                }
+                Ok(answer)
+            })();
+            // The receiver is gone when the call was cancelled: the answer is discarded.
+            let _ = tx.send(answer);
+        };
+        std::thread::Builder::new()
+            .name(format!("covel-{backend}-request"))
+            .spawn(send)
+            .map_err(|e| ModelError::Request { backend, message: format!("cannot start the request: {e}") })?;
+        loop {
+            match rx.recv_timeout(CANCEL_POLL) {
+                Ok(answer) => return answer,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) if cancel.load(Ordering::SeqCst) => return Err(ModelError::Cancelled),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(ModelError::Request { backend, message: "the request ended without an answer".into() });
+                }
+            }
         }
-        Ok(answer)
     }
 
     fn with_model(&self, body: &Value) -> Value {
@@ -117,26 +156,26 @@ impl Backend {
         body
     }
 
-    fn openai(&self, body: &Value) -> Result<Reply, ModelError> {
+    fn openai(&self, body: &Value, cancel: &AtomicBool) -> Result<Reply, ModelError> {
         let base = self.config.base_url.clone().unwrap_or_else(|| "http://127.0.0.1:11434/v1".into());
         let mut headers = Vec::new();
         if let Some(key) = self.key()? {
             headers.push(("authorization", format!("Bearer {key}")));
         }
-        let answer = self.post("openai", &format!("{}/chat/completions", base.trim_end_matches('/')), &headers, &self.with_model(body))?;
+        let answer = self.post("openai", &format!("{}/chat/completions", base.trim_end_matches('/')), &headers, &self.with_model(body), cancel)?;
         let text = answer.pointer("/choices/0/message/content").and_then(Value::as_str);
         let Some(text) = text else { return Err(ModelError::NoText { backend: "openai", body: answer.to_string() }) };
         let finish = answer.pointer("/choices/0/finish_reason").and_then(Value::as_str).unwrap_or("stop");
         Ok(Reply { text: text.to_string(), finish_reason: finish.to_string(), usage: answer.get("usage").cloned() })
     }
 
-    fn anthropic(&self, body: &Value) -> Result<Reply, ModelError> {
+    fn anthropic(&self, body: &Value, cancel: &AtomicBool) -> Result<Reply, ModelError> {
         let base = self.config.base_url.clone().unwrap_or_else(|| "https://api.anthropic.com".into());
         let mut headers = vec![("anthropic-version", "2023-06-01".to_string())];
         if let Some(key) = self.key()? {
             headers.push(("x-api-key", key));
         }
-        let answer = self.post("anthropic", &format!("{}/v1/messages", base.trim_end_matches('/')), &headers, &self.with_model(body))?;
+        let answer = self.post("anthropic", &format!("{}/v1/messages", base.trim_end_matches('/')), &headers, &self.with_model(body), cancel)?;
         let text: String = answer["content"]
             .as_array()
             .into_iter()
