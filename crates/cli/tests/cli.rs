@@ -306,3 +306,63 @@ fn compact_validates_a_hand_written_output_rule_by_rule() {
     assert!(report["run"]["input"]["summaryBudget"]["maxTokens"].is_number());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn compact_force_runs_under_the_threshold_and_applies_the_summary() {
+    let args = ["compact", "tests/fixtures/compaction/plugins", "--session", "tests/fixtures/compaction/long.session.yaml", "--json"];
+    let plain = covel(&args);
+    assert_eq!(plain.status.code(), Some(0));
+    let report = json_of(&plain);
+    assert_eq!(report["run"]["triggered"], false, "the session is under the threshold");
+    assert!(report["run"]["estimatedTokens"].as_f64() < report["run"]["thresholdTokens"].as_f64());
+    assert_eq!(report["summariesAfter"], serde_json::json!([]));
+
+    let mut forced_args = args.to_vec();
+    forced_args.push("--force");
+    let forced = covel(&forced_args);
+    assert_eq!(forced.status.code(), Some(0), "{}", String::from_utf8_lossy(&forced.stderr));
+    let report = json_of(&forced);
+    assert_eq!(report["run"]["triggered"], true);
+    assert_eq!(report["run"]["verdict"]["accepted"], true);
+    let summaries = report["summariesAfter"].as_array().expect("summaries");
+    assert_eq!(summaries.len(), 1);
+    let tagged = report["historyAfter"].as_array().expect("history").iter().filter(|m| m["compactedAtTurnId"] == summaries[0]["id"]).count();
+    assert!(tagged > 0, "the covered messages are marked with the new summary");
+}
+
+#[test]
+fn play_exits_1_when_a_turn_fails_and_plays_no_further() {
+    let out = covel(&[
+        "play", "tests/fixtures/world/plugins", "--session", "tests/fixtures/world/sessions/throws.session.yaml",
+        "--say", "Hello.", "--say", "Hello again.", "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let report = json_of(&out);
+    let turns = report["turns"].as_array().expect("turns");
+    assert_eq!(turns.len(), 1, "the second message is not played after a failed turn");
+    assert!(turns[0]["error"].as_str().is_some_and(|e| e.contains("dimension store unreachable")), "{}", turns[0]["error"]);
+    assert!(turns[0].get("reply").is_none());
+}
+
+#[test]
+fn preview_assembles_for_the_runtime_of_an_output_contract() {
+    let out = covel(&[
+        "preview", "tests/fixtures/prompt/plugins", "--session", "tests/fixtures/prompt/session.yaml", "--runtime", "contract:other@1", "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let report = json_of(&out);
+    assert_eq!(report["runtime"], serde_json::json!({"kind": "contract", "id": "other@1"}));
+    let included: Vec<&str> = report["segments"]
+        .as_array()
+        .expect("segments")
+        .iter()
+        .filter(|s| s["plugin"] == "audience" && s["included"] == true)
+        .filter_map(|s| s["id"].as_str())
+        .collect();
+    assert_eq!(included, ["for-all", "for-other", "for-self", "static-rule"], "{{contract: other@1}} and the producing plugin's self segments");
+    assert_eq!(report["prompt"]["system"]["blocks"][1]["text"], "You are the audience plugin's own runtime.", "the body of the runtime that has the contract");
+
+    let nobody = covel(&["preview", "tests/fixtures/prompt/plugins", "--session", "tests/fixtures/prompt/session.yaml", "--runtime", "contract:nobody@1"]);
+    assert_eq!(nobody.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&nobody.stderr).contains("no active plugin has a runtime whose output contract is `nobody@1`"));
+}
