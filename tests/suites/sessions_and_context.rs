@@ -52,8 +52,23 @@ fn a_non_empty_contributes_prompt_implements_prompt_segment() {
 
 #[test]
 fn a_slot_requirement_needs_a_provider_of_that_slot() {
+    // backdrop-only provides stage.backdrop@1, which is not stage.cast@1: the only candidate is
+    // cast-a, and the session excludes it.
     let ws = resolver_workspace("slot-must-match");
-    assert_eq!(rejection(&ws, "narrator").0, RejectionCode::MissingProvider);
+    assert_eq!(rejection(&ws, "narrator"), (RejectionCode::Excluded, vec!["cast-a".to_string()]));
+}
+
+#[test]
+fn an_excluded_only_provider_gives_one_code_for_a_plugin_requirement_and_a_world_requirement() {
+    // The same situation — every provider of a required contract excluded by the session —
+    // whether a plugin or the world requires the contract.
+    let plugin = resolver_workspace("slot-must-match");
+    let world = resolver_workspace("world-dimensions-excluded");
+    let by_plugin = plugin.resolution.rejected.iter().find(|r| r.plugin == "narrator").expect("rejected");
+    let by_world = &world.resolution.unmet[0];
+    assert_eq!((by_plugin.code, by_world.code), (RejectionCode::Excluded, RejectionCode::Excluded));
+    assert_eq!((by_plugin.candidates.as_slice(), by_world.candidates.as_slice()), (&["cast-a".to_string()][..], &["dims-provider".to_string()][..]));
+    assert!(by_plugin.message.contains("excludes its providers (cast-a)"), "{}", by_plugin.message);
 }
 
 #[test]
