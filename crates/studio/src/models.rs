@@ -81,21 +81,12 @@ impl Backend {
 
     fn scripted_story(&self, openai: &Value) -> Reply {
         let turn = self.turns.fetch_add(1, Ordering::Relaxed);
-        let text = if self.config.script.is_empty() {
-            let last_user = openai["messages"]
-                .as_array()
-                .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
-                .and_then(|m| m["content"].as_str())
-                .unwrap_or_default();
-            format!(
-                "(Scripted narrator, turn {}) You decide: \"{}\". The harbour answers with wind and gulls; the water is cold, the stones are slick, and somewhere below the surface the old bell moves once, as if someone had touched it.",
-                turn + 1,
-                last_user.trim()
-            )
-        } else {
-            self.config.script[turn % self.config.script.len()].clone()
-        };
-        Reply { text, finish_reason: "stop".into(), usage: None }
+        let last_user = openai["messages"]
+            .as_array()
+            .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or_default();
+        Reply { text: scripted_reply(&self.config.script, turn, last_user), finish_reason: "stop".into(), usage: None }
     }
 
     fn key(&self) -> Result<Option<String>, ModelError> {
@@ -214,6 +205,20 @@ impl Backend {
     }
 }
 
+/// What the scripted story model answers when the session gives it no script.
+pub const UNSCRIPTED_REPLY: &str = "(The story continues.)";
+
+/// The scripted story model's reply on its `turn`-th call (0-based) to the player's `message`:
+/// the session's `models.story.script`, cycled, with `{turn}` (1-based) and `{player}` filled
+/// in; [`UNSCRIPTED_REPLY`] without a script. The replies belong to the session (the demo's
+/// narration is in `plugins-sample/demo.session.yaml`).
+pub fn scripted_reply(script: &[String], turn: usize, message: &str) -> String {
+    match script.get(turn % script.len().max(1)) {
+        Some(line) => line.replace("{turn}", &(turn + 1).to_string()).replace("{player}", message.trim()),
+        None => UNSCRIPTED_REPLY.to_string(),
+    }
+}
+
 /// The scripted model's summary: the first sentence of each rendered message, kept within the
 /// requested size. Deterministic, so played sessions and their snapshots are reproducible.
 fn scripted_summary(prompt: &str, max_tokens: u64) -> Reply {
@@ -251,5 +256,19 @@ impl TextGateway for FastGateway {
     fn generate(&self, request: &Value) -> Result<Value, String> {
         let reply = self.fast.generate_text(request).map_err(|e| e.to_string())?;
         serde_json::to_value(reply).map_err(|e| e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scripted_replies_come_from_the_session_cycled_with_turn_and_player_filled_in() {
+        let script = vec!["turn {turn}: {player}".to_string(), "second".to_string()];
+        assert_eq!(scripted_reply(&script, 0, " I swim. "), "turn 1: I swim.");
+        assert_eq!(scripted_reply(&script, 1, "x"), "second");
+        assert_eq!(scripted_reply(&script, 2, "I dive."), "turn 3: I dive.");
+        assert_eq!(scripted_reply(&[], 5, "anything"), UNSCRIPTED_REPLY, "no narration of its own without a script");
     }
 }
