@@ -1,6 +1,7 @@
 //! Runner benchmarks: one `collect` call over the 100 `prompt.segment@1` providers of 50
 //! synthetic plugins (engine calls run in parallel across plugin threads), and loading the
-//! same folder cold. Run with `cargo bench -p covel-tests`.
+//! same folder cold, and how long a CPU loop runs before the 500 ms deadline interrupts it. Run
+//! with `cargo bench -p covel-tests`.
 
 use covel_js::{Limits, load_folder};
 use covel_kernel::context::ExecutionContext;
@@ -33,4 +34,19 @@ fn load_50_plugins_cold(bencher: divan::Bencher) {
     let dir = tempfile::tempdir().expect("temp dir");
     synthetic::write_plugins(dir.path(), 50).expect("generate");
     bencher.bench_local(|| load_folder(dir.path(), &Limits::default()).expect("load"));
+}
+
+/// A `while (true) {}` handler under `prompt.segment@1`'s 500 ms limit: the time from the call
+/// to the interrupt (the conformance test checks only that it is interrupted).
+#[divan::bench(sample_count = 5)]
+fn cpu_loop_interrupted(bencher: divan::Bencher) {
+    let plugins = covel_tests::load_some(&["runner/spinner"]);
+    let providers: Vec<_> = plugins.iter().flat_map(|p| p.providers()).filter(|p| p.decl.id == "spin").collect();
+    let ctx = ExecutionContext::empty();
+    let mut turn = 0;
+    bencher.bench_local(|| {
+        turn += 1;
+        let input = json!({"turnId": format!("t{turn}"), "playerMessage": "Spin."});
+        runner::run(PointId::PromptSegment, input, &providers, &ctx, &RunOptions::default())
+    });
 }

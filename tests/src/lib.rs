@@ -107,7 +107,7 @@ pub fn rust_provider(
             slot: None,
             watch: Vec::new(),
             preview: Vec::new(),
-            line: None,
+            position: None,
         },
         runtime_ids: Arc::new(Vec::new()),
         invoker: Arc::new(FnInvoker(handler)),

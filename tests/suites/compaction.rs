@@ -226,6 +226,9 @@ fn a_failed_merge_returns_the_fresh_summary_deferred_and_counts_one_failure() {
     assert!(verdict.deferred.as_deref().is_some_and(|r| r.contains("scripted failure")));
     assert_eq!(ws.session.history.summaries.len(), 9, "saved as usual: eight old ones and the fresh one");
     assert_eq!(counter.consecutive, 1, "counted as one failure");
+    let failed = run.events.iter().find(|e| e.topic == "context.compaction.failed").expect("the deferred merge is recorded as context.compaction.failed");
+    assert!(failed.payload["reason"].as_str().is_some_and(|r| r.contains("scripted failure")), "{:?}", failed.payload);
+    assert_eq!(failed.payload["consecutiveFailures"], 1);
 }
 
 #[test]
@@ -234,6 +237,7 @@ fn a_played_session_compacts_repeatedly_into_valid_stable_summaries() {
     let ws = Workspace::open(&fixture("compaction/plugins"), Some(&session), &Limits::default()).expect("opens");
     let mut play = Playtest::new(ws);
     let mut accepted = 0;
+    let mut merges = 0;
     let mut previous: Vec<Value> = Vec::new();
     for turn in 0..14 {
         let report = play.play(&format!("I search the pier for the {turn}th time and call out to Oren."));
@@ -245,19 +249,33 @@ fn a_played_session_compacts_repeatedly_into_valid_stable_summaries() {
             accepted += 1;
             let now = &play.workspace.session.history.summaries;
             let written: Vec<&str> = run.applied.as_ref().expect("applied").written.iter().map(String::as_str).collect();
-            // Stable: every earlier summary is either kept as it was or was merged by this run.
+            // What this run's output says it replaces (a merge).
+            let replaced: Vec<&str> = run.output["summaries"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .flat_map(|s| s["replacesSummaryIds"].as_array().into_iter().flatten().filter_map(Value::as_str))
+                .collect();
+            // Stable: every earlier summary is kept as it was, unless this run's output listed it
+            // in `replacesSummaryIds` (then it is gone, or rewritten as the merge's record).
             for old in &previous {
                 let id = old["id"].as_str().unwrap_or_default();
                 match now.iter().find(|s| s["id"] == old["id"]) {
-                    Some(kept) if !written.contains(&id) => assert_eq!(kept, old, "turn {turn}: {id} changed without a merge"),
-                    _ => {}
+                    Some(_) if written.contains(&id) => assert!(replaced.contains(&id), "turn {turn}: {id} rewritten but not listed as replaced"),
+                    Some(kept) => assert_eq!(kept, old, "turn {turn}: {id} changed without a merge"),
+                    None => assert!(replaced.contains(&id), "turn {turn}: {id} disappeared although no summary replaced it"),
                 }
             }
+            for id in &replaced {
+                assert!(previous.iter().any(|s| s["id"] == *id), "turn {turn}: replaced {id} did not exist");
+            }
+            merges += usize::from(!replaced.is_empty());
         }
         previous = play.workspace.session.history.summaries.clone();
         assert_eq!(play.failures.consecutive, 0);
     }
     assert!(accepted >= 3, "compaction ran {accepted} times");
+    assert!(merges >= 1, "no run merged summaries, so the merge rule was never exercised");
     let summaries = &play.workspace.session.history.summaries;
     let budget = Budget::for_window(play.workspace.windows().context_window);
     assert!(summaries.len() as u32 <= budget.max_segments);

@@ -3,7 +3,8 @@
 //! the audience filter, cache boundaries and the request bodies, and cache stability.
 
 use covel_js::Limits;
-use covel_kernel::prompt::{BlockKind, Origin, Placement};
+use covel_kernel::prompt::{self, BlockKind, Origin, PartOrigin, Place, Placement};
+use covel_studio::playtest::Playtest;
 use covel_studio::{Preview, RuntimeTarget, Workspace};
 use covel_tests::fixture;
 use serde_json::{Value, json};
@@ -74,7 +75,7 @@ fn system_role_pre_history_stays_in_the_system_prompt_with_turn_after_the_last_b
 }
 
 #[test]
-fn non_system_pre_history_post_history_and_depth_keep_message_positions_and_ignore_volatility() {
+fn non_system_pre_history_post_history_and_depth_keep_message_positions() {
     let p = story();
     for (id, expected) in [
         ("pre-user-turn", Placement::PreHistoryMessage),
@@ -83,12 +84,56 @@ fn non_system_pre_history_post_history_and_depth_keep_message_positions_and_igno
         ("depth-1", Placement::Depth(1)),
     ] {
         assert_eq!(placement(&p, id), expected, "{id}");
-        let row = p.segments.iter().find(|s| s.id == id).expect("row");
-        assert!(!row.volatility_applies, "{id}: volatility is ignored");
     }
     let first_history = p.prompt.messages.iter().position(|m| matches!(m.origin, Origin::Summary { .. } | Origin::History { .. })).expect("history");
     assert!(message_index(&p, "pre-user-turn") < first_history);
     assert_eq!(message_index(&p, "post-stable"), p.prompt.messages.len() - 1, "post-history is last");
+}
+
+/// Assembles one segment (plus the fixture's history) with the given volatility; returns the
+/// request as the provider receives it.
+fn assembled_with(segment: Value, volatility: &str) -> Value {
+    let mut segment = segment;
+    segment["volatility"] = json!(volatility);
+    segment["audience"] = json!("all");
+    segment["providerPluginId"] = json!("probe");
+    let history = vec![
+        json!({"id": "u1", "role": "user", "content": "first"}),
+        json!({"id": "a1", "role": "assistant", "content": "second"}),
+    ];
+    let assembly = prompt::assemble(&prompt::AssemblyInput {
+        segments: &prompt::Segment::parse_all(&json!([segment])),
+        runtime: &prompt::RuntimeView::story(),
+        preamble: prompt::FRAMEWORK_PREAMBLE,
+        body: "Narrate.",
+        lore: None,
+        history: &history,
+        summaries: &[],
+        player_message: "third",
+    });
+    prompt::anthropic_request(&assembly, &prompt::RequestOptions { model: "m".into(), max_tokens: 10 })
+}
+
+#[test]
+fn non_system_pre_history_post_history_and_depth_ignore_volatility() {
+    for segment in [
+        json!({"id": "pre-user", "content": "[pre-user]", "position": "pre-history", "role": "user"}),
+        json!({"id": "pre-assistant", "content": "[pre-assistant]", "position": "pre-history", "role": "assistant"}),
+        json!({"id": "post", "content": "[post]", "position": "post-history"}),
+        json!({"id": "post-user", "content": "[post-user]", "position": "post-history", "role": "user"}),
+        json!({"id": "depth", "content": "[depth]", "position": {"depth": 1}, "role": "user"}),
+        json!({"id": "depth-system", "content": "[depth-system]", "position": {"depth": 2}}),
+    ] {
+        let stable = assembled_with(segment.clone(), "stable");
+        for volatility in ["session", "turn"] {
+            assert_eq!(assembled_with(segment.clone(), volatility), stable, "{} moved when declared {volatility}", segment["id"]);
+        }
+    }
+    // The same probe sees volatility where the seed page says it applies.
+    let system = json!({"id": "sys", "content": "[sys]", "position": "system"});
+    assert_ne!(assembled_with(system.clone(), "stable"), assembled_with(system, "turn"), "position: system follows volatility");
+    let pre_system = json!({"id": "pre-sys", "content": "[pre-sys]", "position": "pre-history", "role": "system"});
+    assert_ne!(assembled_with(pre_system.clone(), "session"), assembled_with(pre_system, "turn"), "system-role pre-history follows volatility");
 }
 
 #[test]
@@ -190,25 +235,164 @@ fn openai_request_has_the_boundaries_removed() {
 }
 
 #[test]
-fn stable_segments_keep_the_system_prompt_identical_next_turn() {
+fn stable_segments_keep_every_breakpoint_of_the_request_identical_next_turn() {
     let p = story();
-    assert!(p.cache.boundaries.iter().all(|b| b.stable), "{:?}", p.cache.boundaries);
-    assert!(p.cache.lint.is_empty());
-    assert!(p.cache.history_prefix_stable);
+    assert_eq!(p.cache.breakpoints.len(), 4, "three system boundaries and the moving breakpoint");
+    assert!(p.cache.breakpoints.iter().all(|b| b.stable), "{:?}", p.cache.breakpoints);
+    assert!(p.cache.lint.is_empty() && p.cache.advice.is_empty());
+    assert_eq!(p.cache.history_prefix_stable, Some(true));
 }
 
 #[test]
-fn a_clock_in_a_stable_segment_is_reported_by_the_lint_with_the_boundary_it_breaks() {
+fn a_clock_in_a_stable_segment_is_reported_by_the_lint_with_the_breakpoint_it_breaks() {
     let p = preview_of("clock.session.yaml", RuntimeTarget::Story);
     let finding = p.cache.lint.iter().find(|f| f.plugin == "clock").expect("lint finding");
     assert_eq!(finding.segment, "clock");
-    assert_eq!(finding.breaks_boundary, Some(2));
-    let boundary = &p.cache.boundaries[2];
-    assert!(!boundary.stable);
-    let diff = boundary.first_difference.as_ref().expect("difference");
+    assert_eq!(finding.breaks_breakpoint, Some(2));
+    let breakpoint = &p.cache.breakpoints[2];
+    assert!(!breakpoint.stable);
+    let diff = breakpoint.first_difference.as_ref().expect("difference");
     assert_eq!(diff.plugin.as_deref(), Some("clock"));
     assert_eq!(diff.segment.as_deref(), Some("clock/clock"));
-    assert!(p.cache.boundaries[0].stable && p.cache.boundaries[1].stable);
+    assert!(p.cache.breakpoints[0].stable && p.cache.breakpoints[1].stable);
+    assert!(!p.cache.breakpoints[3].stable, "everything behind a changed system block changes too");
+    let advice = p.cache.advice.first().expect("advice");
+    assert_eq!((advice.code, advice.breakpoints.as_slice()), ("stable-block-changes", &[2, 3][..]));
+}
+
+// ---- Cache stability on the provider's request ------------------------------------------------
+
+fn sample_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins-sample")
+}
+
+fn sample_copy() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    covel_tests::copy_dir(&sample_dir(), dir.path());
+    dir
+}
+
+fn demo_in(dir: &std::path::Path) -> Workspace {
+    Workspace::open(dir, Some(&dir.join("demo.session.yaml")), &Limits::default()).expect("the demo opens")
+}
+
+fn edit(path: &std::path::Path, from: &str, to: &str) {
+    let text = std::fs::read_to_string(path).expect("read");
+    assert!(text.contains(from), "{from} not in {}", path.display());
+    std::fs::write(path, text.replace(from, to)).expect("write");
+}
+
+/// The content blocks of an Anthropic body in the order the provider reads them, each as
+/// (where, text) — `cache_control` left out, since it is not part of the cached prefix — and
+/// the positions of the blocks that carry `cache_control`.
+fn provider_blocks(body: &Value) -> (Vec<(String, String)>, Vec<usize>) {
+    let mut blocks = Vec::new();
+    let mut breakpoints = Vec::new();
+    let mut push = |place: String, block: &Value| {
+        if block.get("cache_control").is_some() {
+            breakpoints.push(blocks.len());
+        }
+        blocks.push((place, block["text"].as_str().expect("text block").to_string()));
+    };
+    for (i, block) in body["system"].as_array().expect("system").iter().enumerate() {
+        push(format!("system {i}"), block);
+    }
+    for (m, message) in body["messages"].as_array().expect("messages").iter().enumerate() {
+        for (b, block) in message["content"].as_array().expect("content").iter().enumerate() {
+            push(format!("message {m} ({}) block {b}", message["role"]), block);
+        }
+    }
+    (blocks, breakpoints)
+}
+
+/// For each breakpoint of `this`, whether `next` starts with exactly the blocks up to it.
+fn oracle(this: &Value, next: &Value) -> Vec<bool> {
+    let (mine, breakpoints) = provider_blocks(this);
+    let (theirs, _) = provider_blocks(next);
+    breakpoints.iter().map(|&b| theirs.len() > b && mine[..=b] == theirs[..=b]).collect()
+}
+
+/// Plays `turns` scripted turns and checks each turn's verdict against the request the next
+/// turn really sent; returns the verdicts.
+fn verdicts_agree_with_the_bodies_sent(ws: Workspace, turns: usize) -> Vec<Vec<bool>> {
+    let mut play = Playtest::new(ws);
+    let reports: Vec<_> = (0..turns).map(|i| play.play(&format!("I act ({i})."))).collect();
+    let mut verdicts = Vec::new();
+    for pair in reports.windows(2) {
+        let (this, next) = (&pair[0].preview, &pair[1].preview);
+        let expected = oracle(&this.prompt.requests.anthropic, &next.prompt.requests.anthropic);
+        let reported: Vec<bool> = this.cache.breakpoints.iter().map(|b| b.stable).collect();
+        assert_eq!(reported, expected, "turn {}: the verdict disagrees with the bodies sent", this.turn_id);
+        verdicts.push(reported);
+    }
+    verdicts
+}
+
+#[test]
+fn each_breakpoint_verdict_matches_the_next_turns_request_as_sent() {
+    let demo = verdicts_agree_with_the_bodies_sent(demo_in(&sample_dir()), 4);
+    assert!(demo.iter().all(|v| v == &[true, true, true, false]), "the demo's depth segment moves every turn: {demo:?}");
+    let dir = sample_copy();
+    edit(&dir.path().join("lore-book/server/index.js"), "position: { depth: 2 }", "position: { depth: 1 }");
+    let fixed = verdicts_agree_with_the_bodies_sent(demo_in(dir.path()), 4);
+    assert!(fixed.iter().all(|v| v.iter().all(|stable| *stable)), "{fixed:?}");
+}
+
+#[test]
+fn a_depth_segment_ahead_of_the_moving_breakpoint_changes_the_history_prefix_every_turn() {
+    let p = demo_in(&sample_dir()).preview(&RuntimeTarget::Story);
+    assert_eq!(p.cache.history_prefix_stable, Some(false));
+    let moving = p.cache.breakpoints.iter().find(|b| b.moving).expect("a moving breakpoint");
+    assert_eq!(moving.closes, PartOrigin::History { id: "m4".into() });
+    let diff = moving.first_difference.as_ref().expect("a difference");
+    assert_eq!(diff.this_turn, PartOrigin::Segment { plugin: "lore-book".into(), segment: "remember".into() });
+    assert_eq!(diff.next_turn, Some(PartOrigin::History { id: "m4".into() }), "next turn m4 comes where the reminder was");
+    assert_eq!(diff.segment.as_deref(), Some("lore-book/remember"));
+    let body = &p.prompt.requests.anthropic;
+    let (blocks, _) = provider_blocks(body);
+    let at = match diff.place {
+        Place::Message { message, block, .. } => blocks.iter().position(|(place, _)| place.starts_with(&format!("message {message} ")) && place.ends_with(&format!("block {block}"))),
+        Place::System { index } => Some(index),
+    };
+    assert_eq!(at.map(|i| blocks[i].1.as_str()), Some("Remember: the bell still rings at low tide."), "the place names the block in the body");
+
+    let advice = p.cache.advice.first().expect("advice");
+    assert_eq!(advice.code, "depth-segment-moves");
+    assert_eq!(advice.segment.as_deref(), Some("lore-book/remember"));
+    let last_system = p.cache.breakpoints.iter().filter(|b| !b.moving).map(|b| b.prefix_tokens).max().expect("system breakpoints");
+    assert_eq!(advice.still_cached_tokens, last_system, "the next turn reads only up to the last system breakpoint");
+    assert_eq!(advice.lost_tokens, moving.prefix_tokens - last_system);
+    assert!(advice.lost_tokens > 0);
+    assert!(advice.message.contains("{depth: 2}") && advice.message.contains("between `m3` and `m4`"), "{}", advice.message);
+    assert!(advice.message.contains(&format!("{} fewer", advice.lost_tokens)), "{}", advice.message);
+    assert!(advice.fix.contains("depth of at most 1") && advice.fix.contains("post-history"), "{}", advice.fix);
+}
+
+#[test]
+fn the_advised_fixes_for_a_moving_depth_segment_keep_the_history_prefix() {
+    for fixed in ["position: { depth: 1 }", "position: { depth: 0 }", "position: \"post-history\""] {
+        let dir = sample_copy();
+        edit(&dir.path().join("lore-book/server/index.js"), "position: { depth: 2 }", fixed);
+        let p = demo_in(dir.path()).preview(&RuntimeTarget::Story);
+        assert_eq!(p.cache.history_prefix_stable, Some(true), "{fixed}: {:?}", p.cache.breakpoints);
+        assert!(p.cache.advice.is_empty(), "{fixed}: {:?}", p.cache.advice);
+    }
+}
+
+#[test]
+fn a_turn_tail_that_changes_loses_the_history_breakpoint_behind_it() {
+    let dir = sample_copy();
+    // `latest` is a system-role pre-history `turn` segment: the turn tail of the system prompt.
+    edit(&dir.path().join("lore-book/server/index.js"), "content: `Most recent discovery: ${found.term}.`", "content: `Most recent discovery (${_input.turnId}): ${found.term}.`");
+    let p = demo_in(dir.path()).preview(&RuntimeTarget::Story);
+    let stable: Vec<bool> = p.cache.breakpoints.iter().map(|b| b.stable).collect();
+    assert_eq!(stable, [true, true, true, false], "the system breakpoints hold; the history one is lost");
+    let diff = p.cache.breakpoints[3].first_difference.as_ref().expect("difference");
+    assert!(matches!(diff.this_turn, PartOrigin::System { block: BlockKind::TurnTail, .. }), "{diff:?}");
+    assert_eq!(diff.segment.as_deref(), Some("lore-book/latest"));
+    let advice = p.cache.advice.first().expect("advice");
+    assert_eq!(advice.code, "turn-tail-changes");
+    assert!(advice.fix.contains("turn context"), "{}", advice.fix);
 }
 
 #[test]

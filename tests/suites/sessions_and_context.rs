@@ -52,8 +52,23 @@ fn a_non_empty_contributes_prompt_implements_prompt_segment() {
 
 #[test]
 fn a_slot_requirement_needs_a_provider_of_that_slot() {
+    // backdrop-only provides stage.backdrop@1, which is not stage.cast@1: the only candidate is
+    // cast-a, and the session excludes it.
     let ws = resolver_workspace("slot-must-match");
-    assert_eq!(rejection(&ws, "narrator").0, RejectionCode::MissingProvider);
+    assert_eq!(rejection(&ws, "narrator"), (RejectionCode::Excluded, vec!["cast-a".to_string()]));
+}
+
+#[test]
+fn an_excluded_only_provider_gives_one_code_for_a_plugin_requirement_and_a_world_requirement() {
+    // The same situation — every provider of a required contract excluded by the session —
+    // whether a plugin or the world requires the contract.
+    let plugin = resolver_workspace("slot-must-match");
+    let world = resolver_workspace("world-dimensions-excluded");
+    let by_plugin = plugin.resolution.rejected.iter().find(|r| r.plugin == "narrator").expect("rejected");
+    let by_world = &world.resolution.unmet[0];
+    assert_eq!((by_plugin.code, by_world.code), (RejectionCode::Excluded, RejectionCode::Excluded));
+    assert_eq!((by_plugin.candidates.as_slice(), by_world.candidates.as_slice()), (&["cast-a".to_string()][..], &["dims-provider".to_string()][..]));
+    assert!(by_plugin.message.contains("excludes its providers (cast-a)"), "{}", by_plugin.message);
 }
 
 #[test]
@@ -255,6 +270,91 @@ fn http_reaches_only_origins_in_permissions_http_and_answers_from_recorded_mocks
     assert_eq!(report["http"], json!({"status": 200, "body": {"sky": "clear"}}));
     assert!(report["refused"].as_str().is_some_and(|m| m.contains("https://evil.example.org") && m.contains("permissions.http")));
     assert!(report["covelHttpRefused"].as_str().is_some_and(|m| m.contains("not listed")));
+}
+
+#[test]
+fn ctx_world_carries_the_character_schema_the_dimension_snapshot_characters_and_seats() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins-sample"), dir.path());
+    let plugin = dir.path().join("world-probe");
+    std::fs::create_dir_all(plugin.join("server")).expect("mkdir");
+    std::fs::write(
+        plugin.join("PLUGIN.md"),
+        "---\nid: world-probe\nkind: plugin\ndescription: Reports ctx.world.\ncontributes:\n  extensions:\n    - { point: prompt.segment@1, id: world }\n---\n",
+    )
+    .expect("manifest");
+    std::fs::write(
+        plugin.join("server/index.js"),
+        "export default function (covel) {\n  covel.provideExtension(\"prompt.segment@1\", \"world\", {\n    handler: (_input, ctx) => [{ id: \"world\", content: JSON.stringify(ctx.world), position: \"system\", audience: \"all\", volatility: \"turn\" }],\n  });\n}\n",
+    )
+    .expect("entry");
+    let ws = Workspace::open(dir.path(), Some(&dir.path().join("demo.session.yaml")), &Limits::default()).expect("opens");
+    let result = ws.call(PointId::PromptSegment, json!({"turnId": "t3", "playerMessage": "x"}), None, Some("t3".into()));
+    let segment = result.result.as_array().and_then(|a| a.iter().find(|s| s["providerPluginId"] == "world-probe")).expect("the probe answered");
+    let world: Value = serde_json::from_str(segment["content"].as_str().expect("text")).expect("JSON");
+
+    let keys: BTreeSet<&str> = world.as_object().expect("object").keys().map(String::as_str).collect();
+    assert_eq!(keys, BTreeSet::from(["worldRecord", "characterSchema", "characters", "dimensions", "seats", "dimensionProviderPluginId"]));
+    assert_eq!(
+        world["characterSchema"],
+        json!({"version": 1, "types": ["npc", "companion"], "attributes": [{"id": "courage", "name": "Courage", "type": "number", "min": 0, "max": 10, "category": "stats"}]}),
+        "the session's character schema as written"
+    );
+    // The snapshot from the provider's committed `_dimensions` record (value 4, version 2),
+    // never the world's initial value 3, and without initialValue or updateRule.
+    assert_eq!(
+        world["dimensions"],
+        json!({"trust": {"name": "Trust", "schema": {"type": "integer", "minimum": 0, "maximum": 10}, "value": 4, "version": 2}})
+    );
+    assert_eq!(world["dimensionProviderPluginId"], "world-state");
+    let characters: Vec<&str> = world["characters"].as_array().expect("characters").iter().filter_map(|c| c["id"].as_str()).collect();
+    assert_eq!(characters, ["mira", "oren", "tavi"]);
+    assert_eq!(world["characters"][0]["fields"], json!({"courage": 6}));
+    assert_eq!(world["seats"], json!([{"id": "seat-1", "characterId": "mira", "primary": true}]));
+    assert_eq!(world["worldRecord"]["name"], "Vell");
+}
+
+#[test]
+fn plugin_code_has_no_fetch_process_require_or_quickjs_std_and_os() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let plugin = dir.path().join("sandbox-probe");
+    std::fs::create_dir_all(plugin.join("server")).expect("mkdir");
+    std::fs::write(
+        plugin.join("PLUGIN.md"),
+        "---\nid: sandbox-probe\nkind: plugin\ndescription: Looks for ways out.\ncontributes:\n  extensions:\n    - { point: prompt.segment@1, id: probe }\n---\n",
+    )
+    .expect("manifest");
+    std::fs::write(
+        plugin.join("server/index.js"),
+        r#"const tryImport = (name) => import(name).then(() => "imported", (e) => `refused: ${e.message}`);
+export default function (covel) {
+  covel.provideExtension("prompt.segment@1", "probe", {
+    handler: async () => {
+      const report = {};
+      for (const name of ["fetch", "process", "require", "XMLHttpRequest", "WebSocket", "std", "os", "scriptArgs", "Deno", "Bun"]) {
+        report[name] = typeof globalThis[name];
+      }
+      for (const name of ["std", "os", "qjs:std", "qjs:os", "node:fs", "node:child_process", "node:net"]) {
+        report[`import ${name}`] = await tryImport(name);
+      }
+      return [{ id: "probe", content: JSON.stringify(report), position: "system", audience: "all", volatility: "turn" }];
+    },
+  });
+}
+"#,
+    )
+    .expect("entry");
+    let plugins = covel_js::load_folder(dir.path(), &Limits::default()).expect("loads");
+    assert!(plugins[0].ok(), "{:?}", plugins[0].diagnostics);
+    let result = call(&plugins, PointId::PromptSegment, json!({"turnId": "t1", "playerMessage": "x"}));
+    let report: Value = serde_json::from_str(result.result[0]["content"].as_str().unwrap_or_else(|| panic!("{:?}", result.calls))).expect("JSON");
+    for name in ["fetch", "process", "require", "XMLHttpRequest", "WebSocket", "std", "os", "scriptArgs", "Deno", "Bun"] {
+        assert_eq!(report[name], "undefined", "`{name}` is reachable from plugin code");
+    }
+    for name in ["std", "os", "qjs:std", "qjs:os", "node:fs", "node:child_process", "node:net"] {
+        let answer = report[format!("import {name}")].as_str().unwrap_or_default();
+        assert!(answer.starts_with("refused"), "`import(\"{name}\")`: {answer}");
+    }
 }
 
 // ---- Helper functions in the public SDK -------------------------------------------------------

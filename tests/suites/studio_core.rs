@@ -115,8 +115,9 @@ fn a_session_file_change_reloads_the_session() {
 fn a_burst_of_one_hundred_writes_is_one_reload_with_the_final_state() {
     let dir = sample_copy();
     let mut studio = live(dir.path());
-    let mut watcher = FolderWatcher::new(dir.path(), Some(&dir.path().join("demo.session.yaml")), Duration::from_millis(300)).expect("watcher");
-    std::thread::sleep(Duration::from_millis(100));
+    let debounce = Duration::from_millis(300);
+    // Watches are in place when `new` returns (no sleep before writing).
+    let mut watcher = FolderWatcher::new(dir.path(), Some(&dir.path().join("demo.session.yaml")), debounce).expect("watcher");
     let module = dir.path().join("story-director/server/lib/text.js");
     let original = std::fs::read_to_string(&module).expect("read");
     for i in 0..100 {
@@ -127,20 +128,44 @@ fn a_burst_of_one_hundred_writes_is_one_reload_with_the_final_state() {
     assert_eq!(entry.plugins.keys().collect::<Vec<_>>(), ["story-director"]);
     let tone = studio.preview.segments.iter().find(|s| s.id == "tone").expect("tone");
     assert!(tone.content.contains("grave (99)"), "final state: {}", tone.content);
-    assert!(watcher.next(Duration::from_millis(800)).is_none(), "no second reload for the same burst");
+    // Nothing else may arrive: wait (with a deadline) for a batch that must not come.
+    assert!(watcher.next(debounce * 3).is_none(), "no second reload for the same burst");
+}
+
+fn runtime_of(studio: &LiveStudio, plugin: &str) -> (covel_js::RuntimeWatch, std::sync::Weak<covel_js::JsPlugin>) {
+    let loaded = studio.workspace().plugins.iter().find(|p| p.name == plugin).expect("plugin");
+    let instance = loaded.instance.as_ref().expect("running");
+    (instance.watch().expect("engine"), Arc::downgrade(instance))
 }
 
 #[test]
-fn replaced_runtimes_shut_down_cleanly() {
+fn replaced_runtimes_are_dropped_on_reload_and_shut_down_cleanly() {
     let dir = sample_copy();
+    // The plugin registers a disposer, so its shutdown is visible.
+    edit(&dir.path().join("story-director/server/index.js"), "export default function (covel) {", "export default function (covel) {\n  covel.onDispose(() => {});");
     let mut studio = live(dir.path());
     let module = dir.path().join("story-director/server/lib/text.js");
     for i in 0..20 {
+        let (watch, instance) = runtime_of(&studio, "story-director");
+        assert!(!watch.is_shut_down());
         edit(&module, if i == 0 { "grave, unhurried" } else { "grave-loop" }, "grave-loop");
-        reload(&mut studio, std::slice::from_ref(&module));
+        let entry = reload(&mut studio, std::slice::from_ref(&module));
+        assert_eq!(entry.plugins["story-director"], PluginReload::Replaced);
+        assert!(instance.upgrade().is_none(), "reload {i}: the replaced runtime is still referenced");
+        assert!(watch.is_shut_down(), "reload {i}: the replaced runtime was not shut down");
+        assert_eq!(watch.disposers_run(), 1, "reload {i}: its onDispose callback ran");
+        assert_eq!(watch.bytes_held(), 0, "reload {i}: the runtime freed all its memory");
     }
-    // Twenty replaced QuickJS runtimes were dropped on their own threads; the newest answers.
-    assert!(studio.preview.segments.iter().any(|s| s.id == "tone" && s.content.contains("grave-loop")));
+    assert!(studio.preview.segments.iter().any(|s| s.id == "tone" && s.content.contains("grave-loop")), "the newest runtime answers");
+    let (watch, _) = runtime_of(&studio, "story-director");
+    assert!(!watch.is_shut_down() && watch.bytes_held() > 0);
+
+    // A deleted plugin's runtime goes the same way.
+    let (watch, instance) = runtime_of(&studio, "lore-book");
+    std::fs::remove_dir_all(dir.path().join("lore-book")).expect("delete");
+    let removed = reload(&mut studio, &[dir.path().join("lore-book/PLUGIN.md")]);
+    assert_eq!(removed.plugins["lore-book"], PluginReload::Removed);
+    assert!(instance.upgrade().is_none() && watch.is_shut_down() && watch.bytes_held() == 0);
 }
 
 // ---- Playtesting -------------------------------------------------------------------------------
@@ -351,11 +376,96 @@ fn editing_the_session_saves_it_safely_and_keeps_the_previous_text_as_a_backup()
 }
 
 #[test]
-fn a_cancelled_turn_appends_nothing() {
+fn a_turn_cancelled_before_it_starts_appends_nothing() {
     let mut play = demo_play();
     let before = play.workspace.session.clone();
     let report = play.play_cancellable("I swim.", &std::sync::atomic::AtomicBool::new(true));
     assert!(report.error.as_deref().is_some_and(|e| e.contains("cancelled")));
     assert_eq!(play.workspace.session, before);
     assert_eq!(play.turns(), 0);
+}
+
+/// A loopback server for one request that answers only when released (or after 10 s), then
+/// stops by itself. Reports on `arrived` when the whole request was read.
+struct StallingServer {
+    url: String,
+    arrived: std::sync::mpsc::Receiver<()>,
+    release: std::sync::mpsc::Sender<()>,
+    /// Set once the answer was written.
+    answered: Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+fn stalling_server(reply: Value) -> StallingServer {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    listener.set_nonblocking(true).expect("nonblocking");
+    let (arrived_tx, arrived) = std::sync::mpsc::channel();
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let answered = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let answer_written = Arc::clone(&answered);
+    let thread = std::thread::spawn(move || {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut stream = loop {
+            match listener.accept() {
+                Ok((stream, _)) => break stream,
+                Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
+                Err(_) => return,
+            }
+        };
+        let _ = stream.set_nonblocking(false);
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+        let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+        let mut length = 0;
+        loop {
+            let mut header = String::new();
+            if reader.read_line(&mut header).unwrap_or(0) == 0 || header.trim().is_empty() {
+                break;
+            }
+            if let Some(v) = header.to_ascii_lowercase().strip_prefix("content-length:") {
+                length = v.trim().parse().unwrap_or(0);
+            }
+        }
+        let mut body = vec![0; length];
+        let _ = reader.read_exact(&mut body);
+        let _ = arrived_tx.send(());
+        let _ = released.recv_timeout(Duration::from_secs(10));
+        let text = reply.to_string();
+        let response = format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{text}", text.len());
+        let _ = stream.write_all(response.as_bytes());
+        answer_written.store(true, std::sync::atomic::Ordering::SeqCst);
+    });
+    StallingServer { url, arrived, release, answered, thread }
+}
+
+#[test]
+fn cancelling_a_turn_while_the_model_call_is_in_flight_returns_at_once_and_appends_nothing() {
+    let server = stalling_server(json!({"choices": [{"message": {"role": "assistant", "content": "Too late."}, "finish_reason": "stop"}]}));
+    let mut ws = Workspace::open(&sample_dir(), Some(&sample_dir().join("demo.session.yaml")), &Limits::default()).expect("opens");
+    ws.session.models.story.backend = "openai".into();
+    ws.session.models.story.base_url = Some(server.url.clone());
+    let mut play = Playtest::new(ws);
+    let before = play.workspace.session.clone();
+    let cancel = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let arrived = server.arrived;
+    let canceller = {
+        let cancel = Arc::clone(&cancel);
+        // Cancel only once the server holds the request: the turn is waiting for the model.
+        std::thread::spawn(move || {
+            let reached = arrived.recv_timeout(Duration::from_secs(30)).is_ok();
+            cancel.store(true, std::sync::atomic::Ordering::SeqCst);
+            reached
+        })
+    };
+    let report = play.play_cancellable("I swim.", &cancel);
+    // The server answers only when released below (or after 10 s): the turn returned because it
+    // was cancelled during the call, not because the call ended.
+    assert!(!server.answered.load(std::sync::atomic::Ordering::SeqCst), "the turn waited for the model's answer");
+    assert!(canceller.join().expect("canceller"), "the model request reached the server");
+    assert_eq!(report.error.as_deref(), Some("the turn was cancelled; nothing was appended"), "{:?}", report.reply);
+    assert!(report.reply.is_none());
+    assert_eq!(play.workspace.session, before);
+    assert_eq!(play.turns(), 0);
+    let _ = server.release.send(());
+    server.thread.join().expect("the fake server stops");
 }

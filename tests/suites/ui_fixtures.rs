@@ -15,8 +15,10 @@ fn normalize(value: &mut Value, root: &str) {
     match value {
         Value::Object(map) => {
             for (key, item) in map.iter_mut() {
+                // Timings vary from run to run; a fixed non-zero value keeps the fixtures stable
+                // and still lets the UI tests see durations rendered.
                 if key.ends_with("Ms") && item.is_number() {
-                    *item = Value::from(0);
+                    *item = Value::from(1.5);
                 } else {
                     normalize(item, root);
                 }
@@ -39,6 +41,10 @@ fn ui_fixtures_are_fresh() {
     let mut studio = LiveStudio::new(workspace, RuntimeTarget::Story);
     let mut outputs = Vec::new();
     outputs.push(("snapshot.json", serde_json::to_value(studio.snapshot()).expect("json")));
+    // The runtime switch: the Prompt panel assembling for story-director's own runtime.
+    studio.set_target(RuntimeTarget::Plugin("story-director".into()));
+    outputs.push(("runtime-plugin-story-director.json", serde_json::to_value(studio.snapshot()).expect("json")));
+    studio.set_target(RuntimeTarget::Story);
     studio.play_turn("I swim to the bell tower.");
     outputs.push(("after-turn.json", serde_json::to_value(studio.snapshot()).expect("json")));
     studio.undo();
@@ -48,6 +54,12 @@ fn ui_fixtures_are_fresh() {
     let changes = studio.classify(&[module]);
     studio.reload(&changes, Instant::now());
     outputs.push(("after-reload.json", serde_json::to_value(studio.snapshot()).expect("json")));
+    // A session edit from the Session panel: the session excludes soundtrack, which the
+    // resolver then rejects with its code.
+    let mut edited = serde_json::to_value(&studio.workspace().session).expect("json");
+    edited["plugins"]["excluded"] = serde_json::json!(["soundtrack"]);
+    studio.update_session(edited).expect("a valid edit");
+    outputs.push(("session-excludes-soundtrack.json", serde_json::to_value(studio.snapshot()).expect("json")));
 
     let update = std::env::var_os("UPDATE_UI_FIXTURES").is_some();
     let mut stale = Vec::new();

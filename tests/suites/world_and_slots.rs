@@ -111,13 +111,24 @@ fn character_visual_collection_is_split_into_one_value_per_character() {
 }
 
 #[test]
-fn every_demo_slot_has_a_value_and_a_revision() {
+fn every_demo_slot_has_a_value_and_a_revision_that_follows_the_value() {
     let ws = demo();
-    for view in ws.slots() {
+    let views = ws.slots();
+    for view in &views {
         assert_ne!(view.value, Value::Null, "{} has no value in the demo", view.slot);
-        assert_eq!(view.revision.len(), 64);
-        assert_eq!(view.revision, covel_studio::preview::revision_of(&view.value));
+        assert!(view.revision.len() == 64 && view.revision.chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()), "{}", view.revision);
     }
+    // The revision is the SHA-256 of the value's compact JSON. Expected digest computed outside
+    // the studio: printf '%s' '{"sceneId":"harbour","name":"The Harbour","variant":"night"}' | sha256sum
+    let backdrop = views.iter().find(|v| v.slot == SlotId::StageBackdrop).expect("backdrop");
+    assert_eq!(serde_json::to_string(&backdrop.value).expect("json"), r#"{"sceneId":"harbour","name":"The Harbour","variant":"night"}"#);
+    assert_eq!(backdrop.revision, "c2a83eb884b753cf74bd3ac48363a94a5df71534e3916a19d5902331c345c53b");
+    // Different values, different revisions; the same values again, the same revisions.
+    let revisions: Vec<&str> = views.iter().map(|v| v.revision.as_str()).collect();
+    let distinct: std::collections::BTreeSet<&str> = revisions.iter().copied().collect();
+    assert_eq!(distinct.len(), views.len(), "{revisions:?}");
+    let again: Vec<String> = demo().slots().into_iter().map(|v| v.revision).collect();
+    assert_eq!(again, revisions);
 }
 
 // ---- Triggers --------------------------------------------------------------------------------

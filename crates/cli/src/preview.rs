@@ -1,9 +1,10 @@
 //! `covel preview PLUGINS_DIR [--session FILE] [--runtime story|plugin:ID|contract:C]`: the
 //! assembled prompt with its cache boundaries, where each segment landed and why, cache
-//! stability against the next turn, the world context and every slot.
+//! stability of every breakpoint against the next turn's request (with what to change), the
+//! world context and every slot.
 
 use crate::output::print_json;
-use covel_kernel::prompt::Origin;
+use covel_kernel::prompt::{Origin, PartOrigin};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -54,8 +55,9 @@ fn print_human(p: &covel_studio::Preview) {
         crate::say!("── {:?} · {} tokens {}", block.kind, block.tokens, if block.segments.is_empty() { String::new() } else { format!("· {}", block.segments.join(", ")) });
         crate::say!("{}", block.text);
         if block.cache_boundary {
-            let stability = p.cache.boundaries.get(boundary).map_or("", |b| if b.stable { "stable next turn" } else { "CHANGES next turn" });
-            crate::say!("════════ cache boundary {boundary} ({stability}) ════════");
+            let breakpoint = p.cache.breakpoints.iter().find(|b| matches!(b.closes, PartOrigin::System { block: kind, .. } if kind == block.kind));
+            let stability = breakpoint.map_or(String::new(), |b| format!(" · breakpoint {}, {}", b.index, if b.stable { "stable next turn" } else { "CHANGES next turn" }));
+            crate::say!("════════ cache boundary {boundary}{stability} ════════");
             boundary += 1;
         }
     }
@@ -78,6 +80,14 @@ fn print_human(p: &covel_studio::Preview) {
             _ => String::new(),
         };
         crate::say!("  [{}] ({origin}{rewritten}, {} tokens) {}", m.role, m.tokens, m.content.replace('\n', " ⏎ "));
+        let closes = match &m.origin {
+            Origin::History { id } => Some(PartOrigin::History { id: id.clone() }),
+            Origin::Summary { id } => Some(PartOrigin::Summary { id: id.clone() }),
+            _ => None,
+        };
+        if let Some(b) = p.cache.breakpoints.iter().find(|b| b.moving && Some(&b.closes) == closes.as_ref()) {
+            crate::say!("  ════════ moving cache breakpoint {} · {} ════════", b.index, if b.stable { "stable next turn" } else { "CHANGES next turn" });
+        }
     }
     for r in p.history_rewrites.iter().filter(|r| r.change == "dropped") {
         crate::say!("  (history {} dropped by {})", r.id, r.providers.join(" → "));
@@ -92,9 +102,21 @@ fn print_human(p: &covel_studio::Preview) {
         crate::say!("  {}/{} · {:?} · order {} · {} tokens → {state}{tie}", s.plugin, s.id, s.volatility, s.order, s.tokens);
     }
     crate::say!("\nCache");
-    for b in &p.cache.boundaries {
-        let diff = b.first_difference.as_ref().map(|d| format!(" — first change: {:?} {}", d.block, d.segment.clone().unwrap_or_default())).unwrap_or_default();
-        crate::say!("  boundary {} after {:?} ({} tokens): {}{diff}", b.index, b.after, b.prefix_tokens, if b.stable { "stable" } else { "changes" });
+    for b in &p.cache.breakpoints {
+        let diff = b
+            .first_difference
+            .as_ref()
+            .map(|d| {
+                let instead = d.next_turn.as_ref().map_or("the request ends".to_string(), |o| o.describe());
+                format!(" — first difference: {} (next turn: {instead})", d.this_turn.describe())
+            })
+            .unwrap_or_default();
+        let kind = if b.moving { "moving breakpoint" } else { "breakpoint" };
+        crate::say!("  {kind} {} on {} ({} tokens): {}{diff}", b.index, b.closes.describe(), b.prefix_tokens, if b.stable { "stable" } else { "changes" });
+    }
+    for a in &p.cache.advice {
+        crate::say!("  why: {}", a.message);
+        crate::say!("  fix: {}", a.fix);
     }
     for f in &p.cache.lint {
         crate::say!("  lint: {}", f.message);

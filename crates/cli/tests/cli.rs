@@ -48,8 +48,12 @@ fn validate_rejects_each_broken_fixture_with_exit_1_and_json_diagnostics() {
         let plugin = &report["plugins"][0];
         assert_eq!(plugin["ok"], false);
         let diagnostic = &plugin["diagnostics"][0];
-        for field in ["code", "message", "file", "line", "column"] {
-            assert!(diagnostic.get(field).is_some(), "{field} missing in {diagnostic}");
+        for field in ["code", "message", "file"] {
+            assert!(diagnostic[field].as_str().is_some_and(|s| !s.is_empty()), "{}: {field} missing in {diagnostic}", dir.display());
+        }
+        // `null` is not a position: every broken fixture's problem has a known line and column.
+        for field in ["line", "column"] {
+            assert!(diagnostic[field].as_u64().is_some_and(|n| n > 0), "{}: {field} is not a position in {diagnostic}", dir.display());
         }
         let expected = std::fs::read_to_string(dir.join("expected-code")).expect("expected-code");
         assert_eq!(diagnostic["code"], expected.trim());
@@ -189,6 +193,9 @@ fn preview_prints_the_prompt_with_boundaries_then_the_segment_table() {
     let boundary = text.find("cache boundary 0").expect("boundaries are drawn");
     let table = text.find("Segments (sorted").expect("segment table");
     assert!(boundary < table);
+    assert!(text.contains("moving cache breakpoint 3 · CHANGES next turn"), "the history breakpoint is drawn under m4");
+    assert!(text.contains("first difference: segment lore-book/remember (next turn: history message m4)"), "{text}");
+    assert!(text.contains("fix: Keep it behind the moving breakpoint"), "the verdict comes with what to change");
     assert_eq!(covel(&["preview", "plugins-sample", "--runtime", "nonsense"]).status.code(), Some(2));
     let own = covel(&["preview", "plugins-sample", "--runtime", "plugin:story-director", "--json"]);
     let report = json_of(&own);
@@ -197,30 +204,69 @@ fn preview_prints_the_prompt_with_boundaries_then_the_segment_table() {
 }
 
 
+/// A child process killed when the test ends, however it ends.
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The child's stdout lines, read on a thread, so a test waits for each with a deadline.
+fn lines_of(child: &mut std::process::Child) -> std::sync::mpsc::Receiver<String> {
+    use std::io::BufRead;
+    let stdout = child.stdout.take().expect("piped stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+fn next_json(lines: &std::sync::mpsc::Receiver<String>, what: &str) -> Value {
+    let line = lines.recv_timeout(std::time::Duration::from_secs(30)).unwrap_or_else(|e| panic!("no {what} line within 30 s: {e}"));
+    serde_json::from_str(&line).unwrap_or_else(|e| panic!("{what} line is not JSON ({e}): {line}"))
+}
+
 #[test]
 fn watch_prints_one_json_entry_per_reload_with_diff_and_timings() {
-    use std::io::BufRead;
     let dir = std::env::temp_dir().join(format!("covel-watch-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     copy_dir(&repo().join("plugins-sample"), &dir);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_covel"))
-        .args(["watch", dir.to_str().expect("utf-8"), "--session", dir.join("demo.session.yaml").to_str().expect("utf-8"), "--json", "--max-reloads", "1"])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("covel watch starts");
-    let mut lines = std::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
-    let ready: Value = serde_json::from_str(&lines.next().expect("ready line").expect("line")).expect("json");
+    let mut child = Reaped(
+        Command::new(env!("CARGO_BIN_EXE_covel"))
+            .args(["watch", dir.to_str().expect("utf-8"), "--session", dir.join("demo.session.yaml").to_str().expect("utf-8"), "--json", "--max-reloads", "1"])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("covel watch starts"),
+    );
+    let lines = lines_of(&mut child.0);
+    let ready = next_json(&lines, "ready");
     assert_eq!(ready["event"], "ready");
     let module = dir.join("story-director/server/lib/text.js");
     let text = std::fs::read_to_string(&module).expect("read");
     std::fs::write(&module, text.replace("grave, unhurried", "grave, patient")).expect("write");
-    let entry: Value = serde_json::from_str(&lines.next().expect("reload line").expect("line")).expect("json");
+    let entry = next_json(&lines, "reload");
     assert_eq!(entry["plugins"]["story-director"], "replaced");
     assert_eq!(entry["diff"]["segments"][0]["id"], "tone");
     for field in ["reloadMs", "afterDebounceMs", "loadMs", "resolveMs", "previewMs"] {
         assert!(entry["timings"][field].is_number(), "{field}");
     }
-    assert!(child.wait().expect("exits").success());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.0.try_wait().expect("wait") {
+            break status;
+        }
+        assert!(std::time::Instant::now() < deadline, "covel watch did not exit after --max-reloads 1");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(status.success());
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -259,4 +305,64 @@ fn compact_validates_a_hand_written_output_rule_by_rule() {
     assert_eq!(report["failureCount"], 1);
     assert!(report["run"]["input"]["summaryBudget"]["maxTokens"].is_number());
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn compact_force_runs_under_the_threshold_and_applies_the_summary() {
+    let args = ["compact", "tests/fixtures/compaction/plugins", "--session", "tests/fixtures/compaction/long.session.yaml", "--json"];
+    let plain = covel(&args);
+    assert_eq!(plain.status.code(), Some(0));
+    let report = json_of(&plain);
+    assert_eq!(report["run"]["triggered"], false, "the session is under the threshold");
+    assert!(report["run"]["estimatedTokens"].as_f64() < report["run"]["thresholdTokens"].as_f64());
+    assert_eq!(report["summariesAfter"], serde_json::json!([]));
+
+    let mut forced_args = args.to_vec();
+    forced_args.push("--force");
+    let forced = covel(&forced_args);
+    assert_eq!(forced.status.code(), Some(0), "{}", String::from_utf8_lossy(&forced.stderr));
+    let report = json_of(&forced);
+    assert_eq!(report["run"]["triggered"], true);
+    assert_eq!(report["run"]["verdict"]["accepted"], true);
+    let summaries = report["summariesAfter"].as_array().expect("summaries");
+    assert_eq!(summaries.len(), 1);
+    let tagged = report["historyAfter"].as_array().expect("history").iter().filter(|m| m["compactedAtTurnId"] == summaries[0]["id"]).count();
+    assert!(tagged > 0, "the covered messages are marked with the new summary");
+}
+
+#[test]
+fn play_exits_1_when_a_turn_fails_and_plays_no_further() {
+    let out = covel(&[
+        "play", "tests/fixtures/world/plugins", "--session", "tests/fixtures/world/sessions/throws.session.yaml",
+        "--say", "Hello.", "--say", "Hello again.", "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let report = json_of(&out);
+    let turns = report["turns"].as_array().expect("turns");
+    assert_eq!(turns.len(), 1, "the second message is not played after a failed turn");
+    assert!(turns[0]["error"].as_str().is_some_and(|e| e.contains("dimension store unreachable")), "{}", turns[0]["error"]);
+    assert!(turns[0].get("reply").is_none());
+}
+
+#[test]
+fn preview_assembles_for_the_runtime_of_an_output_contract() {
+    let out = covel(&[
+        "preview", "tests/fixtures/prompt/plugins", "--session", "tests/fixtures/prompt/session.yaml", "--runtime", "contract:other@1", "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let report = json_of(&out);
+    assert_eq!(report["runtime"], serde_json::json!({"kind": "contract", "id": "other@1"}));
+    let included: Vec<&str> = report["segments"]
+        .as_array()
+        .expect("segments")
+        .iter()
+        .filter(|s| s["plugin"] == "audience" && s["included"] == true)
+        .filter_map(|s| s["id"].as_str())
+        .collect();
+    assert_eq!(included, ["for-all", "for-other", "for-self", "static-rule"], "{{contract: other@1}} and the producing plugin's self segments");
+    assert_eq!(report["prompt"]["system"]["blocks"][1]["text"], "You are the audience plugin's own runtime.", "the body of the runtime that has the contract");
+
+    let nobody = covel(&["preview", "tests/fixtures/prompt/plugins", "--session", "tests/fixtures/prompt/session.yaml", "--runtime", "contract:nobody@1"]);
+    assert_eq!(nobody.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&nobody.stderr).contains("no active plugin has a runtime whose output contract is `nobody@1`"));
 }

@@ -37,6 +37,13 @@ impl Invoker for JsPlugin {
     }
 }
 
+impl JsPlugin {
+    /// A handle on this plugin's runtime that reports its shutdown once it is dropped.
+    pub fn watch(&self) -> Option<crate::worker::RuntimeWatch> {
+        self.engine.lock().ok().map(|engine| engine.watch())
+    }
+}
+
 /// One plugin folder after loading.
 pub struct LoadedPlugin {
     /// The folder name (the plugin id when the manifest is valid).
@@ -176,6 +183,10 @@ fn finish(begun: Instant, load: package::PackageLoad, ran: Option<(Option<Engine
     for d in &mut diagnostics {
         if d.plugin.is_none() {
             d.plugin = Some(load.name.clone());
+        }
+        // Registration call sites name modules by absolute path, like engine messages.
+        if let Some(shown) = d.file.as_deref().filter(|f| f.is_absolute()).and_then(|f| shown_path(&load.folder, &load.name, f)) {
+            d.file = Some(shown);
         }
         // Engine messages name modules by absolute path; authors read them relative to the
         // plugins folder, and snapshots must not depend on where the checkout lives.

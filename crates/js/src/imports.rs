@@ -38,6 +38,57 @@ pub fn parse(path: &Path, source: &str) -> Option<Parsed> {
     Some(Parsed { cm, module })
 }
 
+/// Where a module's default export is declared (`export default …`, or `export { x as
+/// default }`), 1-based; `None` without one or when the source does not parse.
+pub fn default_export_position(path: &Path) -> Option<(u32, u32)> {
+    let source = std::fs::read_to_string(path).ok()?;
+    let parsed = parse(path, &source)?;
+    parsed.module.body.iter().find_map(|item| {
+        let ModuleItem::ModuleDecl(decl) = item else { return None };
+        match decl {
+            ModuleDecl::ExportDefaultDecl(d) => Some(parsed.position(d.span)),
+            ModuleDecl::ExportDefaultExpr(e) => Some(parsed.position(e.span)),
+            ModuleDecl::ExportNamed(named) => named
+                .specifiers
+                .iter()
+                .any(|s| matches!(s, ExportSpecifier::Named(n) if n.exported.as_ref().is_some_and(|e| export_name(e) == "default")))
+                .then(|| parsed.position(named.span)),
+            _ => None,
+        }
+    })
+}
+
+/// Positions (1-based) of calls `x.name(…)` for the given method names: where each method name
+/// is written. Engine stack frames give a call's line, but the column of whatever the engine
+/// last recorded (often inside an argument); this gives the call itself.
+pub fn method_calls(path: &Path, names: &[&str]) -> Vec<(u32, u32)> {
+    use swc_ecma_ast::{CallExpr, Callee, Expr, MemberProp};
+    use swc_ecma_visit::{Visit, VisitWith};
+    struct Calls<'a> {
+        names: &'a [&'a str],
+        spans: Vec<Span>,
+    }
+    impl Visit for Calls<'_> {
+        fn visit_call_expr(&mut self, call: &CallExpr) {
+            if let Callee::Expr(callee) = &call.callee
+                && let Expr::Member(member) = &**callee
+                && let MemberProp::Ident(prop) = &member.prop
+                && self.names.contains(&prop.sym.as_ref())
+            {
+                self.spans.push(prop.span);
+            }
+            call.visit_children_with(self);
+        }
+    }
+    let Ok(source) = std::fs::read_to_string(path) else { return Vec::new() };
+    let Some(parsed) = parse(path, &source) else { return Vec::new() };
+    let mut calls = Calls { names, spans: Vec::new() };
+    parsed.module.visit_with(&mut calls);
+    let mut out: Vec<(u32, u32)> = calls.spans.into_iter().map(|span| parsed.position(span)).collect();
+    out.sort_unstable();
+    out
+}
+
 fn export_name(name: &ModuleExportName) -> String {
     match name {
         ModuleExportName::Ident(ident) => ident.sym.to_string(),

@@ -19,4 +19,4 @@ pub mod typescript;
 pub mod worker;
 
 pub use host::{JsPlugin, LoadedPlugin, load_folder, load_plugin, load_plugins};
-pub use worker::Limits;
+pub use worker::{Limits, RuntimeWatch};

@@ -13,7 +13,7 @@ use crate::convert::{ConversionBudget, FromJsError, from_js, from_js_within, to_
 use crate::modules::{self, LoadedFiles, PluginLoader, PluginResolver};
 use covel_kernel::Code;
 use covel_kernel::context::ExecutionContext;
-use covel_kernel::registration::{ProvidedExtension, Registrations};
+use covel_kernel::registration::{ProvidedExtension, Registrations, Site};
 use covel_kernel::runner::{CallReport, FailureKind, ProviderCall, ProviderFailure};
 use rquickjs::promise::PromiseState;
 use rquickjs::{CatchResultExt, Context, Ctx, Function, Module, Object, Runtime, Value};
@@ -127,6 +127,37 @@ struct Internals(rquickjs::Persistent<Object<'static>>);
 #[allow(unsafe_code)]
 unsafe impl Send for Internals {}
 
+/// What happened to a plugin runtime when it was shut down, observable after the engine is
+/// gone (the studio drops a plugin's runtime when a reload replaces or removes it).
+#[derive(Debug, Clone)]
+pub struct RuntimeWatch {
+    shutdown: Arc<ShutdownState>,
+    memory: Arc<crate::memory::RuntimeMemory>,
+}
+
+#[derive(Debug, Default)]
+struct ShutdownState {
+    done: std::sync::atomic::AtomicBool,
+    disposers: std::sync::atomic::AtomicUsize,
+}
+
+impl RuntimeWatch {
+    /// Whether the engine was shut down (its plugin disposed, its runtime dropped).
+    pub fn is_shut_down(&self) -> bool {
+        self.shutdown.done.load(Ordering::SeqCst)
+    }
+
+    /// How many `covel.onDispose` callbacks the shutdown ran.
+    pub fn disposers_run(&self) -> usize {
+        self.shutdown.disposers.load(Ordering::SeqCst)
+    }
+
+    /// Bytes the runtime still holds: 0 once it was freed without leaks.
+    pub fn bytes_held(&self) -> usize {
+        self.memory.used()
+    }
+}
+
 /// The runtime and context of one plugin, with its deadline. Calls run on the caller's thread
 /// (the runtime is `Send`), one at a time; dropping the engine disposes the plugin and frees the
 /// runtime.
@@ -151,6 +182,7 @@ pub struct Engine {
     http: crate::http::HttpSlot,
     root: PathBuf,
     disposed: bool,
+    shutdown: Arc<ShutdownState>,
 }
 
 impl Drop for Engine {
@@ -214,6 +246,7 @@ impl Engine {
             http: Default::default(),
             root: spec.root.clone(),
             disposed: false,
+            shutdown: Arc::default(),
         })
     }
 
@@ -276,8 +309,16 @@ impl Engine {
             Settled::Threw(t) => return Err(self.classify_import_error(&t)),
         };
         let default: Option<Function> = namespace.as_object().and_then(|ns| ns.get::<_, Option<Function>>("default").ok().flatten());
+        // Failures of the default export point at its declaration in the entry module.
+        let at_default = || LoadFailure {
+            code: Code::Internal,
+            message: String::new(),
+            file: Some(entry.clone()),
+            position: crate::imports::default_export_position(&entry),
+        };
         let Some(default) = default else {
-            return Err(self.entry_failure(Code::EntryShape, "entry must default-export a function (covel) => { ... }".into(), None));
+            let message = "entry must default-export a function (covel) => { ... }".to_string();
+            return Err(LoadFailure { code: Code::EntryShape, message, ..at_default() });
         };
         let result: Result<Value, _> = default.call((facade,));
         let settled = match result {
@@ -287,13 +328,15 @@ impl Engine {
         match settled {
             Settled::Value(_) => {}
             Settled::Timeout(why) => {
-                return Err(self.entry_failure(Code::EntryTimeout, format!("the entry's default export did not settle: {why}"), None));
+                let message = format!("the entry's default export did not settle: {why}");
+                return Err(LoadFailure { code: Code::EntryTimeout, message, ..at_default() });
             }
             Settled::Threw(t) => {
                 if self.expired() {
-                    // The interrupted frame is not where the loop is; no position beats a wrong one.
+                    // The interrupted frame is not where the loop is; the default export that
+                    // ran too long is.
                     let message = format!("the entry's default export ran past the {} ms load limit", spec.limits.load_timeout.as_millis());
-                    return Err(self.entry_failure(Code::EntryTimeout, message, None));
+                    return Err(LoadFailure { code: Code::EntryTimeout, message, ..at_default() });
                 }
                 return Err(self.entry_failure(Code::EntryThrew, format!("the entry threw: {}", t.text()), t.stack.as_deref()));
             }
@@ -301,7 +344,7 @@ impl Engine {
         let close: Function = covel.get("close").map_err(internal)?;
         let staged: Value = close.call(()).map_err(internal)?;
         let staged = from_js(&staged).map_err(|e| LoadFailure { code: Code::Internal, message: e.to_string(), file: None, position: None })?;
-        Ok(registrations_from(&staged))
+        Ok(registrations_from(&staged, &self.root))
     }
 
     fn classify_import_error(&self, t: &Thrown) -> LoadFailure {
@@ -627,18 +670,27 @@ impl Engine {
         }
         self.disposed = true;
         self.disarm();
-        self.context.with(|ctx| {
+        let ran = self.context.with(|ctx| {
+            let mut ran = 0;
             if let Ok(covel) = self.internals(&ctx)
                 && let Ok(dispose) = covel.get::<_, Function>("dispose")
             {
                 self.arm(Duration::from_millis(200));
-                let _ = dispose.call::<_, ()>(());
+                ran = dispose.call::<_, usize>(()).unwrap_or(0);
                 self.disarm();
             }
             // Persistent handles must go before the runtime does.
             self.internals.borrow_mut().take();
+            ran
         });
         self.runtime.run_gc();
+        self.shutdown.disposers.store(ran, Ordering::SeqCst);
+        self.shutdown.done.store(true, Ordering::SeqCst);
+    }
+
+    /// A handle that reports this engine's shutdown after it happened.
+    pub fn watch(&self) -> RuntimeWatch {
+        RuntimeWatch { shutdown: Arc::clone(&self.shutdown), memory: Arc::clone(&self.memory) }
     }
 }
 
@@ -690,19 +742,53 @@ fn short(path: &std::path::Path) -> String {
     path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
-fn registrations_from(staged: &Json) -> Registrations {
+/// The facade's registration methods.
+const REGISTRATION_METHODS: &[&str] =
+    &["provideExtension", "registerTool", "registerService", "on", "registerRpc", "registerFormValidator", "registerWires"];
+
+/// The first frame of a stack that is inside the plugin's own modules: where the plugin made
+/// the call (the facade's own frames come first). The engine's column is where it last
+/// recorded a position, often inside an argument; the call on that line is found in the source
+/// (the last registration call starting at or before that column).
+fn plugin_frame(stack: &str, root: &std::path::Path, calls: &mut BTreeMap<PathBuf, Vec<(u32, u32)>>) -> Option<Site> {
+    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    let (file, (line, column)) = stack.lines().find_map(|line| first_frame(line).filter(|(file, _)| file.starts_with(&root)))?;
+    let known = calls.entry(file.clone()).or_insert_with(|| crate::imports::method_calls(&file, REGISTRATION_METHODS));
+    let on_line: Vec<u32> = known.iter().filter(|(l, _)| *l == line).map(|(_, c)| *c).collect();
+    let column = on_line.iter().copied().filter(|c| *c <= column).max().or_else(|| on_line.first().copied()).unwrap_or(column);
+    Some(Site { file, line, column })
+}
+
+fn registrations_from(staged: &Json, root: &std::path::Path) -> Registrations {
     let strings = |field: &str| -> Vec<String> {
         staged.get(field).and_then(Json::as_array).into_iter().flatten().filter_map(|v| v.as_str().map(str::to_string)).collect()
     };
+    let mut calls = BTreeMap::new();
+    let sites: Vec<(String, Site)> = staged
+        .get("sites")
+        .and_then(Json::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|s| {
+            let key = s.get("key").and_then(Json::as_str)?;
+            let site = plugin_frame(s.get("stack").and_then(Json::as_str).unwrap_or_default(), root, &mut calls)?;
+            Some((key.to_string(), site))
+        })
+        .collect();
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
     let extensions = staged
         .get("extensions")
         .and_then(Json::as_array)
         .into_iter()
         .flatten()
-        .map(|e| ProvidedExtension {
-            point: e.get("point").and_then(Json::as_str).unwrap_or_default().to_string(),
-            id: e.get("id").and_then(Json::as_str).unwrap_or_default().to_string(),
-            handler_is_function: e.get("handlerIsFunction").and_then(Json::as_bool).unwrap_or(false),
+        .map(|e| {
+            let point = e.get("point").and_then(Json::as_str).unwrap_or_default().to_string();
+            let id = e.get("id").and_then(Json::as_str).unwrap_or_default().to_string();
+            let key = format!("extension:{point}/{id}");
+            let nth = seen.entry(key.clone()).or_default();
+            let site = sites.iter().filter(|(k, _)| *k == key).nth(*nth).map(|(_, s)| s.clone());
+            *nth += 1;
+            ProvidedExtension { point, id, handler_is_function: e.get("handlerIsFunction").and_then(Json::as_bool).unwrap_or(false), site }
         })
         .collect();
     Registrations {
@@ -714,6 +800,7 @@ fn registrations_from(staged: &Json) -> Registrations {
         wires: strings("wires"),
         hooks: strings("hooks"),
         refused_late: strings("refusedLate"),
+        sites,
     }
 }
 

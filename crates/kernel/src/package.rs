@@ -136,10 +136,13 @@ pub fn load_package(folder: &Path) -> PackageLoad {
             Ok(_) => {}
             Err(Code::PathEscapesRoot) => diagnostics.push(
                 Diagnostic::new(Code::PathEscapesRoot, format!("entry `{entry}` resolves outside the plugin root"))
-                    .file(shown("PLUGIN.md")),
+                    .file(shown("PLUGIN.md"))
+                    .at_opt(manifest.entry_position),
             ),
             Err(_) if manifest.entry_explicit => diagnostics.push(
-                Diagnostic::new(Code::MissingFile, format!("entry file not found: {entry}")).file(shown("PLUGIN.md")),
+                Diagnostic::new(Code::MissingFile, format!("entry file not found: {entry}"))
+                    .file(shown("PLUGIN.md"))
+                    .at_opt(manifest.entry_position),
             ),
             // No explicit entry and no default file: a package without code (static prompt only).
             Err(_) => manifest.entry = None,

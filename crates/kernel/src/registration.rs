@@ -6,6 +6,15 @@ use crate::diagnostic::{Code, Diagnostic};
 use crate::manifest::{self, Manifest, STATIC_PROMPT_ID};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+
+/// Where the entry made a registration call: a module of the plugin and the call's position.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Site {
+    pub file: PathBuf,
+    pub line: u32,
+    pub column: u32,
+}
 
 /// One `covel.provideExtension(point, id, {handler})` call as the entry made it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -14,6 +23,9 @@ pub struct ProvidedExtension {
     pub point: String,
     pub id: String,
     pub handler_is_function: bool,
+    /// Where the call was made, when the engine could tell.
+    #[serde(skip)]
+    pub site: Option<Site>,
 }
 
 /// Everything an entry registered, in call order.
@@ -30,17 +42,40 @@ pub struct Registrations {
     pub hooks: Vec<String>,
     /// Registrations attempted after the factory settled (refused), as `kind:name`.
     pub refused_late: Vec<String>,
+    /// Where each non-extension registration was made, in call order: `kind:name` (late ones
+    /// `late:kind:name`) and the call site.
+    #[serde(skip)]
+    pub sites: Vec<(String, Site)>,
 }
 
-/// Checks registrations against the manifest; returns one diagnostic per mismatch.
+impl Registrations {
+    /// The site of the `nth` (0-based) registration with this `kind:name` key.
+    pub fn site_of(&self, key: &str, nth: usize) -> Option<&Site> {
+        self.sites.iter().filter(|(k, _)| k == key).nth(nth).map(|(_, site)| site)
+    }
+}
+
+/// Where a registration diagnostic points: the declaration in PLUGIN.md, or the entry's call.
+enum At<'a> {
+    /// A position in PLUGIN.md (the declared item's start), when known.
+    Manifest(Option<(u32, u32)>),
+    /// The registration call in a module of the plugin, when known (else PLUGIN.md).
+    Call(Option<&'a Site>),
+}
+
+/// Checks registrations against the manifest; returns one diagnostic per mismatch. A problem
+/// with something declared points at the declaration's item in PLUGIN.md; a problem with a
+/// registration call points at the call.
 pub fn check(manifest: &Manifest, registered: &Registrations, file: &std::path::Path) -> Vec<Diagnostic> {
     let pid = &manifest.id;
     let mut diags = Vec::new();
-    let mut push = |code: Code, message: String, line: Option<u32>| {
-        let mut d = Diagnostic::new(code, message).plugin(pid).file(file);
-        if let Some(line) = line {
-            d = d.at(line, 1);
-        }
+    let mut push = |code: Code, message: String, at: At<'_>| {
+        let d = Diagnostic::new(code, message).plugin(pid);
+        let d = match at {
+            At::Manifest(position) => d.file(file).at_opt(position),
+            At::Call(Some(site)) => d.file(&site.file).at(site.line, site.column),
+            At::Call(None) => d.file(file),
+        };
         diags.push(d);
     };
 
@@ -50,6 +85,7 @@ pub fn check(manifest: &Manifest, registered: &Registrations, file: &std::path::
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
     for ext in &registered.extensions {
         let key = format!("{}/{}", ext.point, ext.id);
+        let call = At::Call(ext.site.as_ref());
         let point = match contract::lookup_point(&ext.point) {
             Ok(point) => point,
             Err(e) => {
@@ -57,32 +93,27 @@ pub fn check(manifest: &Manifest, registered: &Registrations, file: &std::path::
                     KernelLookupError::Retired { .. } => Code::RetiredContract,
                     _ => Code::InvalidExtension,
                 };
-                push(code, format!("Invalid extension implementation: {pid}/{key}: {e}"), None);
+                push(code, format!("Invalid extension implementation: {pid}/{key}: {e}"), call);
                 continue;
             }
         };
         if point == contract::PointId::PromptSegment && ext.id == STATIC_PROMPT_ID {
-            push(Code::ReservedExtensionId, format!("{pid}/{key}: `{STATIC_PROMPT_ID}` is reserved for contributes.prompt"), None);
+            push(Code::ReservedExtensionId, format!("{pid}/{key}: `{STATIC_PROMPT_ID}` is reserved for contributes.prompt"), call);
             continue;
         }
         if !manifest::is_declaration_id(&ext.id) {
-            push(Code::InvalidExtension, format!("Invalid extension implementation: {pid}/{key}: bad id"), None);
+            push(Code::InvalidExtension, format!("Invalid extension implementation: {pid}/{key}: bad id"), call);
             continue;
         }
         let declared = manifest.extensions.iter().find(|d| d.point == point && d.id == ext.id);
-        let line = declared.and_then(|d| d.line);
         if !ext.handler_is_function {
-            push(
-                Code::InvalidExtension,
-                format!("Invalid extension implementation: {pid}/{key}: extension requires a handler function"),
-                line,
-            );
+            push(Code::InvalidExtension, format!("Invalid extension implementation: {pid}/{key}: extension requires a handler function"), call);
             continue;
         }
         let count = seen.entry(key.clone()).or_default();
         *count += 1;
         if *count == 2 {
-            push(Code::DuplicateExtension, format!("Duplicate extension: {pid}/{key}"), line);
+            push(Code::DuplicateExtension, format!("Duplicate extension: {pid}/{key} (covel.provideExtension is called twice for it)"), call);
             continue;
         }
         if declared.is_none() {
@@ -99,7 +130,7 @@ pub fn check(manifest: &Manifest, registered: &Registrations, file: &std::path::
             push(
                 Code::UndeclaredExtension,
                 format!("Undeclared extension: {pid}/{key} (add {{point: {}, id: {}}} to contributes.extensions){advice}", ext.point, ext.id),
-                None,
+                call,
             );
         }
     }
@@ -108,7 +139,7 @@ pub fn check(manifest: &Manifest, registered: &Registrations, file: &std::path::
             push(
                 Code::MissingExtension,
                 format!("Missing extension implementation: {pid}/{} (the entry never called covel.provideExtension for it)", decl.key()),
-                decl.line,
+                At::Manifest(decl.position),
             );
         }
     }
@@ -131,17 +162,24 @@ pub fn check(manifest: &Manifest, registered: &Registrations, file: &std::path::
             // Several handlers for one declared hook pair are allowed.
             let too_many = if kind == "hook" { allowed == 0 } else { *count > allowed };
             if too_many {
-                push(Code::UndeclaredRegistration, format!("Undeclared or duplicate registration: {kind}:{name}"), None);
+                // The first call beyond what is declared (the only one for an undeclared name).
+                let site = registered.site_of(&format!("{kind}:{name}"), if kind == "hook" { 0 } else { allowed });
+                push(Code::UndeclaredRegistration, format!("Undeclared or duplicate registration: {kind}:{name}"), At::Call(site));
             }
         }
         for name in declared {
             if !counts.contains_key(name.as_str()) {
-                push(Code::MissingRegistration, format!("Missing registration: {kind}:{name}"), None);
+                let position = manifest.declared.positions.get(&format!("{kind}:{name}")).copied();
+                push(Code::MissingRegistration, format!("Missing registration: {kind}:{name}"), At::Manifest(position));
             }
         }
     }
+    let mut late_seen: BTreeMap<&str, usize> = BTreeMap::new();
     for late in &registered.refused_late {
-        push(Code::RegistrationClosed, format!("plugin entry registration is closed: {late} was registered after the entry settled"), None);
+        let nth = late_seen.entry(late.as_str()).or_default();
+        let site = registered.site_of(&format!("late:{late}"), *nth);
+        *nth += 1;
+        push(Code::RegistrationClosed, format!("plugin entry registration is closed: {late} was registered after the entry settled"), At::Call(site));
     }
     diags
 }

@@ -268,11 +268,26 @@ impl<'a> State<'a> {
         if !eligible.is_empty() {
             return Choice::None { code: RejectionCode::AmbiguousProvider, candidates: eligible.iter().map(|c| c.id.clone()).collect() };
         }
+        let (code, candidates) = self.unavailable(contract);
+        Choice::None { code, candidates }
+    }
+
+    /// Why no provider of `contract` can be used, with the providers concerned — the one rule
+    /// for a requirement (step 3), a requirement lost later (step 7) and a world requirement
+    /// (step 9): providers awaiting approval → `approval-required`; every provider excluded
+    /// by the session → `excluded`; otherwise `missing-provider` (none, failed to load, or
+    /// rejected for another reason).
+    fn unavailable(&self, contract: &str) -> (RejectionCode, Vec<String>) {
+        let providers: Vec<&Candidate> = self.request.plugins.iter().filter(|c| c.provides_contract(contract)).collect();
         let unauthorized: Vec<String> = providers.iter().filter(|c| !c.authorized).map(|c| c.id.clone()).collect();
         if !unauthorized.is_empty() {
-            return Choice::None { code: RejectionCode::ApprovalRequired, candidates: unauthorized };
+            return (RejectionCode::ApprovalRequired, unauthorized);
         }
-        Choice::None { code: RejectionCode::MissingProvider, candidates: providers.iter().map(|c| c.id.clone()).collect() }
+        let ids: Vec<String> = providers.iter().map(|c| c.id.clone()).collect();
+        if !ids.is_empty() && ids.iter().all(|id| self.request.excluded.contains(id)) {
+            return (RejectionCode::Excluded, ids);
+        }
+        (RejectionCode::MissingProvider, ids)
     }
 }
 
@@ -385,10 +400,7 @@ pub fn resolve(request: &Request<'_>) -> Resolution {
         for id in s.active.clone() {
             let requires = s.by_id.get(id.as_str()).map(|c| c.requires.clone()).unwrap_or_default();
             if let Some(contract) = requires.iter().find(|c| !s.provided(c)) {
-                let providers: Vec<String> =
-                    request.plugins.iter().filter(|c| c.provides_contract(contract)).map(|c| c.id.clone()).collect();
-                let approval = s.rejected.iter().any(|r| r.code == RejectionCode::ApprovalRequired && providers.contains(&r.plugin));
-                let code = if approval { RejectionCode::ApprovalRequired } else { RejectionCode::MissingProvider };
+                let (code, providers) = s.unavailable(contract);
                 let message = format!("requires `{contract}`, and {}", explain(code, &providers, &s.by_id, contract));
                 s.reject(&id, code, message, providers, Some(contract.clone()));
                 changed = true;
@@ -430,21 +442,10 @@ pub fn resolve(request: &Request<'_>) -> Resolution {
         .iter()
         .filter(|c| !s.provided(c))
         .map(|c| {
-            let excluded_providers: Vec<String> = request
-                .plugins
-                .iter()
-                .filter(|p| p.provides_contract(c) && request.excluded.contains(&p.id))
-                .map(|p| p.id.clone())
-                .collect();
             let (code, candidates) = match s.choose(c) {
-                Choice::None { code: RejectionCode::MissingProvider, .. } if !excluded_providers.is_empty() => {
-                    (RejectionCode::Excluded, excluded_providers)
-                }
                 Choice::None { code, candidates } => (code, candidates),
-                Choice::Pick(id) => {
-                    let code = if request.excluded.contains(&id) { RejectionCode::Excluded } else { RejectionCode::MissingProvider };
-                    (code, vec![id])
-                }
+                // A provider could be chosen but is not active (dropped as unreachable).
+                Choice::Pick(id) => (RejectionCode::MissingProvider, vec![id]),
             };
             let blocking = matches!(code, RejectionCode::MissingProvider | RejectionCode::AmbiguousProvider);
             Unmet { contract: c.clone(), code, candidates, blocking }
@@ -469,6 +470,7 @@ fn explain(code: RejectionCode, candidates: &[String], by_id: &BTreeMap<&str, &C
         RejectionCode::ApprovalRequired if !candidates.is_empty() => {
             format!("its providers ({}) are not approved for this session", candidates.join(", "))
         }
+        RejectionCode::Excluded => format!("the session excludes its providers ({}) in `plugins.excluded`", candidates.join(", ")),
         _ if candidates.is_empty() => "no plugin in the folder provides it".to_string(),
         _ => format!("its providers ({}) are not available", candidates.join(", ")),
     }

@@ -30,7 +30,7 @@ impl StaticPrompt {
                 slot: None,
                 watch: Vec::new(),
                 preview: Vec::new(),
-                line: None,
+                position: None,
             },
             runtime_ids: Arc::new(package.manifest.runtimes.iter().map(|r| r.id.clone()).collect()),
             invoker: Arc::new(StaticPrompt { package: package.clone() }),

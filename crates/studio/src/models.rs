@@ -9,7 +9,7 @@ use covel_kernel::session::Model;
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 /// What a model answered.
@@ -36,7 +36,12 @@ pub enum ModelError {
     Request { backend: &'static str, message: String },
     #[error("{backend} answered without text: {body}")]
     NoText { backend: &'static str, body: String },
+    #[error("the model request was cancelled")]
+    Cancelled,
 }
+
+/// How often a waiting model call looks at its cancel flag.
+const CANCEL_POLL: Duration = Duration::from_millis(20);
 
 /// One model slot's backend.
 pub struct Backend {
@@ -58,31 +63,32 @@ impl Backend {
     /// Sends an assembled request: `anthropic` and `openai` are the request bodies the prompt
     /// assembly produced; the backend picks its own.
     pub fn complete(&self, anthropic: &Value, openai: &Value) -> Result<Reply, ModelError> {
+        self.complete_cancellable(anthropic, openai, &AtomicBool::new(false))
+    }
+
+    /// [`Backend::complete`] that gives up as soon as `cancel` is set, also while an HTTP
+    /// request is in flight: the call returns [`ModelError::Cancelled`] within a poll interval,
+    /// and the abandoned request's answer is discarded when it arrives (or at its timeout).
+    pub fn complete_cancellable(&self, anthropic: &Value, openai: &Value, cancel: &AtomicBool) -> Result<Reply, ModelError> {
+        if cancel.load(Ordering::SeqCst) {
+            return Err(ModelError::Cancelled);
+        }
         match self.config.backend.as_str() {
             "scripted" => Ok(self.scripted_story(openai)),
-            "openai" => self.openai(openai),
-            "anthropic" => self.anthropic(anthropic),
+            "openai" => self.openai(openai, cancel),
+            "anthropic" => self.anthropic(anthropic, cancel),
             other => Err(ModelError::UnknownBackend(other.to_string())),
         }
     }
 
     fn scripted_story(&self, openai: &Value) -> Reply {
         let turn = self.turns.fetch_add(1, Ordering::Relaxed);
-        let text = if self.config.script.is_empty() {
-            let last_user = openai["messages"]
-                .as_array()
-                .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
-                .and_then(|m| m["content"].as_str())
-                .unwrap_or_default();
-            format!(
-                "(Scripted narrator, turn {}) You decide: \"{}\". The harbour answers with wind and gulls; the water is cold, the stones are slick, and somewhere below the surface the old bell moves once, as if someone had touched it.",
-                turn + 1,
-                last_user.trim()
-            )
-        } else {
-            self.config.script[turn % self.config.script.len()].clone()
-        };
-        Reply { text, finish_reason: "stop".into(), usage: None }
+        let last_user = openai["messages"]
+            .as_array()
+            .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or_default();
+        Reply { text: scripted_reply(&self.config.script, turn, last_user), finish_reason: "stop".into(), usage: None }
     }
 
     /// The key to send to `base`, if the user trusts that pair (see [`crate::secrets`]).
@@ -98,19 +104,43 @@ impl Backend {
         ureq::Agent::config_builder().timeout_global(Some(Duration::from_secs(120))).http_status_as_error(false).build().into()
     }
 
-    fn post(&self, backend: &'static str, url: &str, headers: &[(&str, String)], body: &Value) -> Result<Value, ModelError> {
+    /// POSTs a JSON body. The blocking request runs on its own thread while this one watches
+    /// `cancel`, so a cancelled call returns at once instead of at the server's answer.
+    fn post(&self, backend: &'static str, url: &str, headers: &[(&str, String)], body: &Value, cancel: &AtomicBool) -> Result<Value, ModelError> {
         *self.last_request.lock().unwrap_or_else(|e| e.into_inner()) = Some(body.clone());
         let mut request = self.agent().post(url);
         for (name, value) in headers {
             request = request.header(*name, value);
         }
-        let mut response = request.send_json(body).map_err(|e| ModelError::Request { backend, message: e.to_string() })?;
-        let status = response.status();
-        let answer: Value = response.body_mut().read_json().map_err(|e| ModelError::Request { backend, message: e.to_string() })?;
-        if !status.is_success() {
-            return Err(ModelError::Request { backend, message: format!("HTTP {status}: {answer}") });
+        let body = body.clone();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let send = move || {
+            let answer = (|| {
+                let mut response = request.send_json(&body).map_err(|e| ModelError::Request { backend, message: e.to_string() })?;
+                let status = response.status();
+                let answer: Value = response.body_mut().read_json().map_err(|e| ModelError::Request { backend, message: e.to_string() })?;
+                if !status.is_success() {
+                    return Err(ModelError::Request { backend, message: format!("HTTP {status}: {answer}") });
+                }
+                Ok(answer)
+            })();
+            // The receiver is gone when the call was cancelled: the answer is discarded.
+            let _ = tx.send(answer);
+        };
+        std::thread::Builder::new()
+            .name(format!("covel-{backend}-request"))
+            .spawn(send)
+            .map_err(|e| ModelError::Request { backend, message: format!("cannot start the request: {e}") })?;
+        loop {
+            match rx.recv_timeout(CANCEL_POLL) {
+                Ok(answer) => return answer,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) if cancel.load(Ordering::SeqCst) => return Err(ModelError::Cancelled),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(ModelError::Request { backend, message: "the request ended without an answer".into() });
+                }
+            }
         }
-        Ok(answer)
     }
 
     fn with_model(&self, body: &Value) -> Value {
@@ -121,26 +151,26 @@ impl Backend {
         body
     }
 
-    fn openai(&self, body: &Value) -> Result<Reply, ModelError> {
+    fn openai(&self, body: &Value, cancel: &AtomicBool) -> Result<Reply, ModelError> {
         let base = self.config.base_url.clone().unwrap_or_else(|| "http://127.0.0.1:11434/v1".into());
         let mut headers = Vec::new();
         if let Some(key) = self.key(&base)? {
             headers.push(("authorization", format!("Bearer {key}")));
         }
-        let answer = self.post("openai", &format!("{}/chat/completions", base.trim_end_matches('/')), &headers, &self.with_model(body))?;
+        let answer = self.post("openai", &format!("{}/chat/completions", base.trim_end_matches('/')), &headers, &self.with_model(body), cancel)?;
         let text = answer.pointer("/choices/0/message/content").and_then(Value::as_str);
         let Some(text) = text else { return Err(ModelError::NoText { backend: "openai", body: answer.to_string() }) };
         let finish = answer.pointer("/choices/0/finish_reason").and_then(Value::as_str).unwrap_or("stop");
         Ok(Reply { text: text.to_string(), finish_reason: finish.to_string(), usage: answer.get("usage").cloned() })
     }
 
-    fn anthropic(&self, body: &Value) -> Result<Reply, ModelError> {
+    fn anthropic(&self, body: &Value, cancel: &AtomicBool) -> Result<Reply, ModelError> {
         let base = self.config.base_url.clone().unwrap_or_else(|| "https://api.anthropic.com".into());
         let mut headers = vec![("anthropic-version", "2023-06-01".to_string())];
         if let Some(key) = self.key(&base)? {
             headers.push(("x-api-key", key));
         }
-        let answer = self.post("anthropic", &format!("{}/v1/messages", base.trim_end_matches('/')), &headers, &self.with_model(body))?;
+        let answer = self.post("anthropic", &format!("{}/v1/messages", base.trim_end_matches('/')), &headers, &self.with_model(body), cancel)?;
         let text: String = answer["content"]
             .as_array()
             .into_iter()
@@ -176,6 +206,20 @@ impl Backend {
         openai_messages.extend(messages.iter().cloned());
         let openai = json!({"model": model, "max_tokens": max_tokens, "messages": openai_messages});
         self.complete(&anthropic, &openai)
+    }
+}
+
+/// What the scripted story model answers when the session gives it no script.
+pub const UNSCRIPTED_REPLY: &str = "(The story continues.)";
+
+/// The scripted story model's reply on its `turn`-th call (0-based) to the player's `message`:
+/// the session's `models.story.script`, cycled, with `{turn}` (1-based) and `{player}` filled
+/// in; [`UNSCRIPTED_REPLY`] without a script. The replies belong to the session (the demo's
+/// narration is in `plugins-sample/demo.session.yaml`).
+pub fn scripted_reply(script: &[String], turn: usize, message: &str) -> String {
+    match script.get(turn % script.len().max(1)) {
+        Some(line) => line.replace("{turn}", &(turn + 1).to_string()).replace("{player}", message.trim()),
+        None => UNSCRIPTED_REPLY.to_string(),
     }
 }
 
@@ -216,5 +260,19 @@ impl TextGateway for FastGateway {
     fn generate(&self, request: &Value) -> Result<Value, String> {
         let reply = self.fast.generate_text(request).map_err(|e| e.to_string())?;
         serde_json::to_value(reply).map_err(|e| e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scripted_replies_come_from_the_session_cycled_with_turn_and_player_filled_in() {
+        let script = vec!["turn {turn}: {player}".to_string(), "second".to_string()];
+        assert_eq!(scripted_reply(&script, 0, " I swim. "), "turn 1: I swim.");
+        assert_eq!(scripted_reply(&script, 1, "x"), "second");
+        assert_eq!(scripted_reply(&script, 2, "I dive."), "turn 3: I dive.");
+        assert_eq!(scripted_reply(&[], 5, "anything"), UNSCRIPTED_REPLY, "no narration of its own without a script");
     }
 }

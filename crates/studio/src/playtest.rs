@@ -90,7 +90,9 @@ impl Playtest {
     }
 
     /// Plays one turn unless `cancel` is set before the reply is appended: a cancelled turn
-    /// leaves the session as it was (the model call itself ends by its own timeout).
+    /// leaves the session as it was. The flag is watched during the story model's call too, so
+    /// cancelling a turn that waits for a slow model returns at once (the abandoned request's
+    /// answer is discarded). Compaction after an appended reply is part of the committed turn.
     pub fn play_cancellable(&mut self, message: &str, cancel: &std::sync::atomic::AtomicBool) -> TurnReport {
         let before = self.workspace.session.clone();
         self.workspace.session.next_message = message.to_string();
@@ -112,16 +114,18 @@ impl Playtest {
             self.workspace.session = before;
             return report;
         }
-        let mut reply = match self.story.complete(&preview.prompt.requests.anthropic, &preview.prompt.requests.openai) {
+        const CANCELLED: &str = "the turn was cancelled; nothing was appended";
+        let mut reply = match self.story.complete_cancellable(&preview.prompt.requests.anthropic, &preview.prompt.requests.openai, cancel) {
             Ok(reply) => reply,
             Err(e) => {
-                let report = idle(preview, format!("the story model failed: {e}"), &self.workspace);
+                let error = if e == crate::models::ModelError::Cancelled { CANCELLED.to_string() } else { format!("the story model failed: {e}") };
+                let report = idle(preview, error, &self.workspace);
                 self.workspace.session = before;
                 return report;
             }
         };
         if cancel.load(std::sync::atomic::Ordering::SeqCst) {
-            let report = idle(preview, "the turn was cancelled; nothing was appended".into(), &self.workspace);
+            let report = idle(preview, CANCELLED.into(), &self.workspace);
             self.workspace.session = before;
             return report;
         }

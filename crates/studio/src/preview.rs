@@ -180,7 +180,6 @@ fn ms(start: Instant) -> f64 {
 }
 
 const DEFAULT_STORY_PROMPT: &str = "You are the narrator of an interactive story. Describe what the player's character perceives and let the player decide what they do.";
-const DEFAULT_REPLY: &str = "(The story continues.)";
 const DEFAULT_FOLLOWING: &str = "I continue.";
 
 impl Workspace {
@@ -373,7 +372,7 @@ impl Workspace {
         // The next turn: one more exchange in the history, the following player message.
         let t = Instant::now();
         let mut next_history = history.clone();
-        let reply = self.session.models.story.script.first().cloned().unwrap_or_else(|| DEFAULT_REPLY.to_string());
+        let reply = crate::models::scripted_reply(&self.session.models.story.script, 0, &self.session.next_message);
         let order = next_history.len();
         for (i, (role, content)) in [("user", self.session.next_message.clone()), ("assistant", reply)].into_iter().enumerate() {
             next_history.push(json!({

@@ -15,16 +15,21 @@ export default function (covel) {
   });
 
   covel.provideExtension("prompt.segment@1", "tone", {
-    handler: (_input, ctx) => [
-      {
-        id: "tone",
-        content: toneLine(ctx.getOwnSettings().tone),
-        position: "system",
-        audience: "story",
-        volatility: "session",
-        order: 10,
-      },
-    ],
+    handler: (_input, ctx) => {
+      const { tone } = ctx.getOwnSettings();
+      // What a handler logs is shown with its call in the trace (the Providers panel).
+      console.log(`tone setting: ${tone}`);
+      return [
+        {
+          id: "tone",
+          content: toneLine(tone),
+          position: "system",
+          audience: "story",
+          volatility: "session",
+          order: 10,
+        },
+      ];
+    },
   });
 
   covel.provideExtension("prompt.segment@1", "focus", {

@@ -68,19 +68,47 @@ export interface SegmentRow {
   content: string;
 }
 
-export interface BoundaryStability {
+/** Where a content block of the Anthropic request came from. */
+export interface PartOrigin {
+  kind: "system" | "history" | "summary" | "segment" | "turn-context" | "player-input";
+  block?: Block["kind"];
+  segments?: string[];
+  id?: string;
+  plugin?: string;
+  segment?: string;
+}
+
+export type Place = { in: "system"; index: number } | { in: "message"; message: number; role: string; block: number };
+
+export interface Breakpoint {
   index: number;
-  after: string;
+  place: Place;
+  closes: PartOrigin;
+  /** The moving breakpoint on the newest history message. */
+  moving: boolean;
   prefixTokens: number;
   stable: boolean;
-  firstDifference?: { block: string; segment?: string; plugin?: string };
+  firstDifference?: { place: Place; thisTurn: PartOrigin; nextTurn?: PartOrigin; segment?: string; plugin?: string };
+}
+
+export interface CacheAdvice {
+  code: string;
+  breakpoints: number[];
+  plugin?: string;
+  segment?: string;
+  lostTokens: number;
+  stillCachedTokens: number;
+  message: string;
+  fix: string;
 }
 
 export interface CacheReport {
-  boundaries: BoundaryStability[];
-  historyPrefixStable: boolean;
-  lint: { code: string; plugin: string; segment: string; volatility: Volatility; breaksBoundary?: number; message: string }[];
-  warnings: { code: string; boundary: number; prefixTokens: number; minimum: number; message: string }[];
+  breakpoints: Breakpoint[];
+  /** null when there is no history to cache. */
+  historyPrefixStable: boolean | null;
+  advice: CacheAdvice[];
+  lint: { code: string; plugin: string; segment: string; volatility: Volatility; breaksBreakpoint?: number; message: string }[];
+  warnings: { code: string; breakpoint: number; prefixTokens: number; minimum: number; message: string }[];
 }
 
 export interface SlotView {

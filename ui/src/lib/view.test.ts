@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import snapshot from "../../fixtures/snapshot.json";
 import type { CallRecord, Snapshot } from "./types";
-import { activeActor, chains, changedSegments, listView, meter, placementLabel, summaryEntries, text } from "./view";
+import { activeActor, breakpointLabel, chains, changedSegments, listView, meter, movingBreakpoint, nextTurnCacheRead, placementLabel, summaryEntries, systemBreakpoint, text } from "./view";
 
 const demo = snapshot as unknown as Snapshot;
 
@@ -56,5 +56,22 @@ describe("the demo snapshot", () => {
     expect(demo.preview.prompt.system.blocks.some((b) => b.cacheBoundary)).toBe(true);
     expect(placementLabel({ kind: "depth", depth: 2 })).toBe("message at depth 2");
     expect(changedSegments(undefined).size).toBe(0);
+  });
+});
+
+describe("cache breakpoints", () => {
+  const cache = demo.preview.cache;
+  it("puts the demo's moving breakpoint on m4 and says what moves", () => {
+    const m4 = demo.preview.prompt.messages.find((m) => m.origin.kind === "history" && m.origin.id === "m4")!;
+    const moving = movingBreakpoint(cache, m4)!;
+    expect(moving.stable).toBe(false);
+    expect(breakpointLabel(moving)).toMatch(/changes next turn \(first difference: segment lore-book\/remember; next turn: history message m4\)/);
+    expect(cache.historyPrefixStable).toBe(false);
+    expect(cache.advice.map((a) => a.code)).toEqual(["depth-segment-moves"]);
+  });
+  it("finds system breakpoints by block and what the next turn still reads", () => {
+    expect(breakpointLabel(systemBreakpoint(cache, "stable-segments")!)).toMatch(/stable next turn$/);
+    expect(systemBreakpoint(cache, "turn-tail")).toBeUndefined();
+    expect(nextTurnCacheRead(cache)).toBe(systemBreakpoint(cache, "stable-segments")!.prefixTokens);
   });
 });

@@ -1,6 +1,6 @@
 // View logic: pure functions over the snapshot, unit-tested with Vitest. Components stay thin.
 import { resolveI18nText } from "./locale";
-import type { CallRecord, I18n, ReloadEntry, SegmentRow, Snapshot } from "./types";
+import type { Breakpoint, CacheReport, CallRecord, I18n, Message, PartOrigin, ReloadEntry, SegmentRow, Snapshot } from "./types";
 
 /**
  * Text for a locale from a string or a locale map, by the locale rule the kernel and the SDK
@@ -129,4 +129,47 @@ export function slotValue(snapshot: Snapshot | undefined, slot: string, key?: st
 /** A short description of a call's outcome. */
 export function outcomeLabel(call: CallRecord): string {
   return call.outcome === "success" ? "ok" : `${call.outcome}${call.errorCode ? ` (${call.errorCode})` : ""}`;
+}
+
+/** A short name for where a request block came from. */
+export function originLabel(o: PartOrigin | undefined): string {
+  switch (o?.kind) {
+    case undefined:
+      return "the end of the request";
+    case "system":
+      return `system block ${o.block}`;
+    case "history":
+      return `history message ${o.id}`;
+    case "summary":
+      return `summary ${o.id}`;
+    case "segment":
+      return `segment ${o.plugin}/${o.segment}`;
+    case "turn-context":
+      return "turn context";
+    default:
+      return "player input";
+  }
+}
+
+/** A breakpoint's verdict as one line. */
+export function breakpointLabel(b: Breakpoint): string {
+  const head = `${b.moving ? "moving cache breakpoint" : "cache breakpoint"} ${b.index} · ${b.prefixTokens} tokens · `;
+  if (b.stable) return `${head}stable next turn`;
+  const d = b.firstDifference;
+  return `${head}changes next turn${d ? ` (first difference: ${originLabel(d.thisTurn)}; next turn: ${originLabel(d.nextTurn)})` : ""}`;
+}
+
+/** The system breakpoint that closes a block kind. */
+export function systemBreakpoint(cache: CacheReport, kind: string): Breakpoint | undefined {
+  return cache.breakpoints.find((b) => !b.moving && b.closes.block === kind);
+}
+
+/** The moving breakpoint on a message, if it sits there. */
+export function movingBreakpoint(cache: CacheReport, m: Message): Breakpoint | undefined {
+  return cache.breakpoints.find((b) => b.moving && b.closes.kind === m.origin.kind && b.closes.id === m.origin.id);
+}
+
+/** Tokens the next turn reads from the cache (the longest stable breakpoint's prefix). */
+export function nextTurnCacheRead(cache: CacheReport): number {
+  return Math.max(0, ...cache.breakpoints.filter((b) => b.stable).map((b) => b.prefixTokens));
 }

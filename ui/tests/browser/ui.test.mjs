@@ -8,6 +8,8 @@ import { extname, join, resolve } from "node:path";
 import { chromium } from "playwright-core";
 
 const root = resolve(import.meta.dirname, "../../dist-fake");
+const fixture = async (name) => JSON.parse(await readFile(resolve(import.meta.dirname, "../../fixtures", name), "utf8"));
+const fakeCalls = () => page.evaluate(() => window.__fakeCalls);
 const shots = resolve(import.meta.dirname, "../../test-results");
 const types = { ".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".json": "application/json" };
 let server;
@@ -55,6 +57,14 @@ test("the prompt panel shows blocks with cache boundaries and the segment table"
   await page.screenshot({ path: join(shots, "browser-prompt.png") });
 });
 
+test("the prompt panel marks the moving history breakpoint and explains why it changes", async () => {
+  const moving = await page.getByTestId("history-breakpoint").textContent();
+  assert.match(moving, /moving cache breakpoint 3 .* changes next turn \(first difference: segment lore-book\/remember; next turn: history message m4\)/);
+  const advice = page.getByTestId("cache-advice");
+  assert.equal(await advice.getAttribute("data-code"), "depth-segment-moves");
+  assert.match(await advice.textContent(), /between `m3` and `m4`.*fix: Keep it behind the moving breakpoint: a depth of at most 1/s);
+});
+
 test("plugin content is rendered as text, never as HTML", async () => {
   const glossary = await page.locator('[data-segment="lore-book/glossary"] pre').textContent();
   assert.match(glossary, /<glossary>/);
@@ -91,13 +101,78 @@ test("the world panel shows dimensions with versions and the provider", async ()
   assert.match(await page.getByTestId("dimensions").textContent(), /trust.*Trust.*4.*v2/s);
 });
 
+test("switching the runtime assembles the prompt for that runtime", async () => {
+  await page.locator('[data-tab="Prompt"]').click();
+  const rules = () => page.getByTestId("segments").locator("tr", { hasText: "story-director/reply-rules" }).textContent();
+  assert.match(await rules(), /excluded: audience `self`/, "the story runtime does not see story-director's self segment");
+  await page.getByTestId("runtime").selectOption("plugin:story-director");
+  await page.locator('[data-block="body"] pre', { hasText: "# Story Director" }).waitFor();
+  assert.deepEqual((await fakeCalls()).at(-1), ["setRuntime", "plugin:story-director"]);
+  assert.match(await rules(), /message|system prompt|turn context/, "its own runtime includes it");
+  assert.doesNotMatch(await rules(), /excluded/);
+  await page.getByTestId("contract").fill("narrative-engine@1");
+  await page.getByTestId("assemble-contract").click();
+  await page.getByTestId("error").waitFor();
+  assert.deepEqual((await fakeCalls()).at(-1), ["setRuntime", "contract:narrative-engine@1"], "the contract field sends contract:C");
+  await page.getByTestId("runtime").selectOption("story");
+  await page.locator('[data-block="body"] pre', { hasText: "narrator of an interactive story set in Vell" }).waitFor();
+  assert.match(await rules(), /excluded/);
+});
+
+test("the providers panel shows each chain in call order with durations and what handlers logged", async () => {
+  const demo = await fixture("snapshot.json");
+  await page.locator('[data-tab="Providers"]').click();
+  const keys = await page.locator("table[data-chain]").evaluateAll((tables) => tables.map((t) => t.dataset.chain));
+  const expected = [...new Set(demo.preview.calls.map((c) => (c.slot ? `${c.point} → ${c.slot}` : c.point)))];
+  assert.deepEqual(keys, expected);
+  const segmentRows = await page.locator('table[data-chain="prompt.segment@1"] tbody tr td:nth-child(2)').allTextContents();
+  const expectedRows = [...new Set(demo.preview.calls.filter((c) => c.point === "prompt.segment@1").map((c) => `${c.pluginId}/${c.providerId}`))];
+  assert.deepEqual(segmentRows, expectedRows, "providers in the order they ran");
+  const tone = page.locator('table[data-chain="prompt.segment@1"] tbody tr', { hasText: "story-director/tone" });
+  assert.match(await tone.textContent(), /\[log\] tone setting: grave/, "what the handler logged");
+  assert.equal((await tone.locator("td:nth-child(5)").textContent()).trim(), "1.50", "its duration in ms");
+});
+
 test("playing a turn updates the chat and the compaction panel", async () => {
+  const [before, after] = [await fixture("snapshot.json"), await fixture("after-turn.json")];
+  assert.notEqual(before.compaction.estimatedTokens, after.compaction.estimatedTokens);
+  await page.locator('[data-tab="Compaction"]').click();
+  assert.match(await page.getByTestId("compaction-estimate").textContent(), new RegExp(`^Estimate ${before.compaction.estimatedTokens} tokens`));
   await page.locator('[data-tab="Playtest"]').click();
   await page.getByTestId("player-message").fill("I swim to the bell tower.");
   await page.getByTestId("play").click();
   await page.getByText("Scripted narrator").first().waitFor();
+  assert.deepEqual((await fakeCalls()).at(-1), ["playTurn", "I swim to the bell tower."]);
   await page.locator('[data-tab="Compaction"]').click();
-  assert.match(await page.getByTestId("compaction-estimate").textContent(), /window/);
-  await page.locator('[data-tab="Providers"]').click();
-  assert.ok((await page.locator("table[data-chain]").count()) >= 5);
+  assert.match(await page.getByTestId("compaction-estimate").textContent(), new RegExp(`^Estimate ${after.compaction.estimatedTokens} tokens`), "the estimate after the turn");
+});
+
+test("a played turn can be undone and the played session saved", async () => {
+  await page.locator('[data-tab="Playtest"]').click();
+  assert.match(await page.getByTestId("chat").textContent(), /Scripted narrator/);
+  await page.getByTestId("save-path").fill("/tmp/played.session.yaml");
+  await page.getByTestId("save-played").click();
+  await page.getByTestId("saved").waitFor();
+  assert.deepEqual((await fakeCalls()).at(-1), ["savePlayedSession", "/tmp/played.session.yaml"]);
+  await page.getByTestId("undo").click();
+  await page.getByTestId("chat").filter({ hasNotText: "Scripted narrator" }).waitFor();
+  assert.deepEqual((await fakeCalls()).at(-1), ["undoTurn"]);
+  assert.ok(await page.getByTestId("undo").isDisabled(), "nothing left to undo");
+});
+
+// Last: the edited session stays the fake's state.
+test("the session panel saves an edit and the plugins panel shows the resolver's rejection code", async () => {
+  await page.locator('[data-tab="Plugins"]').click();
+  assert.equal(await page.getByTestId("status-soundtrack").textContent(), "active");
+  await page.locator('[data-tab="Session"]').click();
+  const editor = page.getByTestId("session-editor");
+  const session = JSON.parse(await editor.inputValue());
+  session.plugins = { ...(session.plugins ?? {}), excluded: ["soundtrack"] };
+  await editor.fill(JSON.stringify(session, null, 2));
+  await page.getByTestId("save-session").click();
+  await page.locator('[data-tab="Plugins"]').click();
+  await page.getByTestId("status-soundtrack").filter({ hasText: "rejected" }).waitFor();
+  assert.deepEqual((await fakeCalls()).at(-1), ["updateSession", session], "the edited session was sent");
+  const row = await page.locator('tr[data-plugin="soundtrack"]').textContent();
+  assert.match(row, /excluded: `soundtrack` is excluded by the session/, "the rejection with its resolver code");
 });

@@ -10,7 +10,11 @@
 
   const staged = {
     extensions: [], tools: [], actions: [], services: [], forms: [], wires: [], hooks: [], refusedLate: [],
+    // Where each registration was made: `{key: "kind:name", stack}` in call order (late ones as
+    // `late:kind:name`); the host keeps the first frame inside the plugin's own modules.
+    sites: [],
   };
+  const site = (key) => staged.sites.push({ key, stack: String(new Error().stack || "") });
   const handlers = new Map();
   const disposers = [];
   let closed = false;
@@ -163,8 +167,10 @@
     const guard = (kind, name) => {
       if (closed) {
         staged.refusedLate.push(`${kind}:${name}`);
+        site(`late:${kind}:${name}`);
         throw new Error("plugin entry registration is closed");
       }
+      site(`${kind}:${name}`);
     };
     const nameOf = (value, fallback) => (value && typeof value === "object" && typeof value.name === "string" ? value.name : fallback);
     const covel = {
@@ -319,10 +325,13 @@
       }
     },
     clearTimers() { timers.clear(); },
+    /** Runs the plugin's `onDispose` callbacks (newest first); returns how many ran. */
     dispose() {
-      for (const fn of disposers.reverse()) { try { fn(); } catch { /* disposal errors do not block unloading */ } }
+      let ran = 0;
+      for (const fn of disposers.reverse()) { ran += 1; try { fn(); } catch { /* disposal errors do not block unloading */ } }
       disposers.length = 0;
       handlers.clear();
+      return ran;
     },
   });
 })();

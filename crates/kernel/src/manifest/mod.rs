@@ -11,6 +11,7 @@ pub use raw::{I18nText, PluginKind, SettingDecl};
 use raw::{RawManifest, RawRuntime};
 use serde::Serialize;
 use serde_saphyr::{Location, Spanned};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// The id every plugin's `contributes.prompt` is registered under; plugins may not use it.
@@ -33,9 +34,10 @@ pub struct ExtensionDecl {
     pub watch: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub preview: Vec<String>,
-    /// Where it is declared (PLUGIN.md line), for diagnostics.
+    /// Where its `contributes.extensions` item starts in PLUGIN.md (line, column), for
+    /// diagnostics.
     #[serde(skip)]
-    pub line: Option<u32>,
+    pub position: Option<(u32, u32)>,
 }
 
 impl ExtensionDecl {
@@ -101,6 +103,10 @@ pub struct DeclaredInventory {
     pub wires: Vec<String>,
     /// `event:enforce` pairs (enforce defaults to `normal`).
     pub hooks: Vec<String>,
+    /// Where each declaration's item starts in PLUGIN.md, by `kind:name` (tool, action, service,
+    /// form, wire, hook), for diagnostics.
+    #[serde(skip)]
+    pub positions: BTreeMap<String, (u32, u32)>,
 }
 
 /// A checked root manifest.
@@ -124,6 +130,9 @@ pub struct Manifest {
     /// missing default one is not).
     #[serde(skip)]
     pub entry_explicit: bool,
+    /// Where an explicit `entry:` value is written in PLUGIN.md, for diagnostics.
+    #[serde(skip)]
+    pub entry_position: Option<(u32, u32)>,
     pub extensions: Vec<ExtensionDecl>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub static_prompt: Vec<StaticSegment>,
@@ -170,7 +179,7 @@ pub fn parse_plugin_md(text: &str, file: &Path, folder_name: &str) -> (Option<Ma
             return (None, diags);
         }
     };
-    let mut checker = Checker { file, offset, diags };
+    let mut checker = Checker { file, offset, yaml: split.yaml, diags };
     let manifest = checker.check(raw, split.body, folder_name);
     let diags = checker.diags;
     (Some(manifest), diags)
@@ -295,12 +304,38 @@ pub fn is_declaration_id(id: &str) -> bool {
 struct Checker<'a> {
     file: &'a Path,
     offset: u32,
+    /// The frontmatter text the locations point into.
+    yaml: &'a str,
     diags: Vec<Diagnostic>,
 }
 
 impl Checker<'_> {
     fn at(&self, location: &Location) -> Option<(u32, u32)> {
         (location.line() > 0).then(|| (to_u32(location.line()) + self.offset, to_u32(location.column())))
+    }
+
+    /// Where a sequence item starts: its `-` indicator when only blanks separate it from the
+    /// item's first value (the value's own position otherwise, e.g. in a flow sequence).
+    fn item_at(&self, location: &Location) -> Option<(u32, u32)> {
+        let (line, column) = (location.line(), location.column());
+        if line == 0 {
+            return None;
+        }
+        let lines: Vec<&str> = self.yaml.lines().collect();
+        let (mut l, mut c) = (line as usize - 1, column as usize - 1);
+        loop {
+            let chars: Vec<char> = lines.get(l).map(|t| t.chars().collect()).unwrap_or_default();
+            let before = &chars[..c.min(chars.len())];
+            match before.iter().rposition(|ch| !ch.is_whitespace()) {
+                Some(i) if before[i] == '-' => return Some((to_u32(l as u64 + 1) + self.offset, to_u32(i as u64 + 1))),
+                Some(_) => return self.at(location),
+                None if l == 0 => return self.at(location),
+                None => {
+                    l -= 1;
+                    c = usize::MAX;
+                }
+            }
+        }
     }
 
     fn push<T>(&mut self, code: Code, message: String, spanned: &Spanned<T>) {
@@ -383,7 +418,7 @@ impl Checker<'_> {
         let extensions = self.check_extensions(&contributes.extensions);
         let static_prompt = self.check_static_prompt(&contributes.prompt);
         for command in &contributes.commands {
-            if !contributes.actions.contains(&command.action.value) {
+            if !contributes.actions.iter().any(|a| a.value == command.action.value) {
                 self.push(
                     Code::InvalidField,
                     format!("command `{}` uses action `{}`, which contributes.actions does not declare", command.name, command.action.value),
@@ -391,18 +426,31 @@ impl Checker<'_> {
                 );
             }
         }
-        let declared = DeclaredInventory {
-            tools: contributes.tools.clone(),
-            actions: contributes.actions.clone(),
-            services: contributes.services.clone(),
-            forms: contributes.forms.clone(),
-            wires: contributes.wires.clone(),
-            hooks: contributes
-                .hooks
-                .iter()
-                .map(|h| format!("{}:{}", h.event, h.enforce.as_deref().unwrap_or("normal")))
-                .collect(),
+        let mut positions = BTreeMap::new();
+        let mut names = |kind: &str, items: &[Spanned<String>]| -> Vec<String> {
+            for item in items {
+                if let Some(at) = self.item_at(&item.referenced) {
+                    positions.entry(format!("{kind}:{}", item.value)).or_insert(at);
+                }
+            }
+            items.iter().map(|i| i.value.clone()).collect()
         };
+        let (tools, actions, services, forms, wires) = (
+            names("tool", &contributes.tools),
+            names("action", &contributes.actions),
+            names("service", &contributes.services),
+            names("form", &contributes.forms),
+            names("wire", &contributes.wires),
+        );
+        let mut hooks = Vec::new();
+        for hook in &contributes.hooks {
+            let key = format!("{}:{}", hook.value.event, hook.value.enforce.as_deref().unwrap_or("normal"));
+            if let Some(at) = self.item_at(&hook.referenced) {
+                positions.entry(format!("hook:{key}")).or_insert(at);
+            }
+            hooks.push(key);
+        }
+        let declared = DeclaredInventory { tools, actions, services, forms, wires, hooks, positions };
         let runtimes = raw.runtime.as_ref().map(|r| vec![runtime_info(id.clone(), r)]).unwrap_or_default();
 
         Manifest {
@@ -417,6 +465,7 @@ impl Checker<'_> {
             conflicts,
             entry,
             entry_explicit,
+            entry_position: raw.entry.as_ref().and_then(|e| self.at(&e.referenced)),
             extensions,
             static_prompt,
             settings: contributes.settings,
@@ -435,9 +484,10 @@ impl Checker<'_> {
         }
     }
 
-    fn check_extensions(&mut self, raw: &[raw::RawExtension]) -> Vec<ExtensionDecl> {
+    fn check_extensions(&mut self, raw: &[Spanned<raw::RawExtension>]) -> Vec<ExtensionDecl> {
         let mut out: Vec<ExtensionDecl> = Vec::new();
-        for (index, ext) in raw.iter().enumerate() {
+        for (index, item) in raw.iter().enumerate() {
+            let ext = &item.value;
             let where_ = format!("contributes.extensions[{index}]");
             if let Err(e) = ContractId::parse(&ext.point.value) {
                 self.push(Code::InvalidField, format!("{where_}.point: {e}"), &ext.point);
@@ -516,7 +566,7 @@ impl Checker<'_> {
                 slot,
                 watch: ext.watch.clone(),
                 preview: ext.preview.clone(),
-                line: self.at(&ext.point.referenced).map(|(line, _)| line),
+                position: self.item_at(&item.referenced),
             };
             if out.iter().any(|d| d.point == decl.point && d.id == decl.id) {
                 self.push(Code::DuplicateExtension, format!("{where_}: `{}` is declared twice", decl.key()), &ext.id);
@@ -576,4 +626,32 @@ pub fn resolve_inside(root: &Path, relative: &str) -> Result<PathBuf, Code> {
     let canonical_root = root.canonicalize().map_err(|_| Code::MissingFile)?;
     let canonical = joined.canonicalize().map_err(|_| Code::MissingFile)?;
     if canonical.starts_with(&canonical_root) { Ok(canonical) } else { Err(Code::PathEscapesRoot) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    type ItemAt = Option<(u32, u32)>;
+
+    fn declared_at(yaml_body: &str) -> (Vec<ItemAt>, BTreeMap<String, (u32, u32)>) {
+        let text = format!("---\nid: probe\nkind: plugin\ndescription: Positions.\ncontributes:\n{yaml_body}---\n");
+        let (manifest, diags) = parse_plugin_md(&text, Path::new("probe/PLUGIN.md"), "probe");
+        assert!(diags.is_empty(), "{diags:?}");
+        let manifest = manifest.expect("parses");
+        (manifest.extensions.iter().map(|e| e.position).collect(), manifest.declared.positions)
+    }
+
+    #[test]
+    fn declarations_point_at_the_start_of_their_sequence_item() {
+        // PLUGIN.md lines: 1 `---`, 2-4 id/kind/description, 5 `contributes:`, items from 6.
+        let (extensions, _) = declared_at(
+            "  extensions:\n    - point: prompt.segment@1\n      id: a\n    - { point: prompt.segment@1, id: b }\n    -\n      id: c\n      point: prompt.segment@1\n",
+        );
+        assert_eq!(extensions, [Some((7, 5)), Some((9, 5)), Some((10, 5))], "the `-` of each item, also when it stands alone");
+        let (_, positions) = declared_at("  tools:\n    - roll\n  hooks:\n    - event: TurnStart\n  actions: [reset, undo]\n");
+        assert_eq!(positions["tool:roll"], (7, 5));
+        assert_eq!(positions["hook:TurnStart:normal"], (9, 5));
+        assert_eq!(positions["action:undo"], (10, 20), "a flow sequence item starts at its value");
+    }
 }

@@ -104,21 +104,21 @@ pub struct ContractDecl {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Contributes {
     #[serde(default)]
-    pub tools: Vec<String>,
+    pub tools: Vec<Spanned<String>>,
     #[serde(default)]
-    pub actions: Vec<String>,
+    pub actions: Vec<Spanned<String>>,
     #[serde(default)]
     pub commands: Vec<CommandDecl>,
     #[serde(default)]
-    pub services: Vec<String>,
+    pub services: Vec<Spanned<String>>,
     #[serde(default)]
-    pub extensions: Vec<RawExtension>,
+    pub extensions: Vec<Spanned<RawExtension>>,
     #[serde(default)]
-    pub hooks: Vec<HookDecl>,
+    pub hooks: Vec<Spanned<HookDecl>>,
     #[serde(default)]
-    pub wires: Vec<String>,
+    pub wires: Vec<Spanned<String>>,
     #[serde(default)]
-    pub forms: Vec<String>,
+    pub forms: Vec<Spanned<String>>,
     #[serde(default)]
     pub events: Vec<EventDecl>,
     #[serde(default)]

@@ -1,32 +1,51 @@
-//! Cache stability between two consecutive turns: for every boundary, is the prefix before it
-//! byte-identical, and if not, which segment (and plugin) changed first; volatility lint for
-//! segments declared `stable` or `session` whose content changed; prefixes shorter than the
-//! model's minimum cacheable length.
+//! Cache stability between two consecutive turns, decided on what the provider receives: this
+//! turn's Anthropic request and the next turn's, compared content block by content block up to
+//! each breakpoint — the system boundaries and the moving breakpoint on the newest history
+//! message alike. A breakpoint is stable when the next request starts with exactly the blocks
+//! up to it (the seed page: message positions are decided by "the cache_control layout of the
+//! message history as a whole"). The report names the first block that differs and where it
+//! came from, explains what an author can change, lints segments declared `stable` or `session`
+//! whose content changed, and warns about prefixes shorter than the model caches.
 
-use super::assemble::{Assembly, BlockKind, Origin};
-use super::segment::Volatility;
+use super::assemble::{Assembly, BlockKind};
+use super::requests::{AnthropicRequest, Place, PartOrigin, RequestPart};
+use super::segment::{Placement, Volatility};
+use crate::sdk::estimate_tokens;
 use serde::Serialize;
 
-/// What differs first before a boundary.
+/// The first content block that differs between this turn's request and the next turn's.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Difference {
-    pub block: BlockKind,
-    /// The first segment whose content (or presence) differs, as `plugin/id`.
+    /// Where it sits in this turn's request.
+    pub place: Place,
+    /// What this turn's request has there.
+    pub this_turn: PartOrigin,
+    /// What the next turn's request has there (none: the next request ends before it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_turn: Option<PartOrigin>,
+    /// The segment that made the difference, as `plugin/id`, when a segment did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub segment: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub plugin: Option<String>,
 }
 
-/// One cache boundary of the system prompt across two turns.
+/// One cache breakpoint (`cache_control` block) of this turn's request across two turns.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct BoundaryStability {
+pub struct Breakpoint {
+    /// 0-based, in request order (system breakpoints first).
     pub index: usize,
-    /// The block the boundary closes.
-    pub after: BlockKind,
+    /// The block that carries `cache_control`.
+    pub place: Place,
+    /// What that block is.
+    pub closes: PartOrigin,
+    /// The moving breakpoint on the newest history message (the others close system blocks).
+    pub moving: bool,
+    /// Estimated tokens of the request up to and including the block.
     pub prefix_tokens: u64,
+    /// Whether the next turn's request starts with exactly these blocks, so it reads this cache.
     pub stable: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_difference: Option<Difference>,
@@ -40,9 +59,9 @@ pub struct LintFinding {
     pub plugin: String,
     pub segment: String,
     pub volatility: Volatility,
-    /// The first boundary whose prefix it breaks, if it is in the cached system prompt.
+    /// The first breakpoint whose prefix it breaks, when it is sent ahead of one.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub breaks_boundary: Option<usize>,
+    pub breaks_breakpoint: Option<usize>,
     pub message: String,
 }
 
@@ -51,105 +70,265 @@ pub struct LintFinding {
 #[serde(rename_all = "camelCase")]
 pub struct CacheWarning {
     pub code: &'static str,
-    pub boundary: usize,
+    pub breakpoint: usize,
     pub prefix_tokens: u64,
     pub minimum: u32,
     pub message: String,
+}
+
+/// Why the next turn reads less from the cache than this turn writes, and what to change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CacheAdvice {
+    /// `depth-segment-moves`, `turn-tail-changes`, `pre-history-message-changes`,
+    /// `stable-block-changes`, `history-message-changes`, `summary-changes` or `prefix-changes`.
+    pub code: &'static str,
+    /// The breakpoints whose prefix changes.
+    pub breakpoints: Vec<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plugin: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub segment: Option<String>,
+    /// Tokens cached at the last breakpoint of this turn that the next turn cannot read.
+    pub lost_tokens: u64,
+    /// Tokens the next turn still reads from the cache (the last stable breakpoint's prefix).
+    pub still_cached_tokens: u64,
+    /// What moves or changes, and what it costs.
+    pub message: String,
+    /// What keeps the prefix stable.
+    pub fix: String,
 }
 
 /// The cache report of one preview.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CacheReport {
-    pub boundaries: Vec<BoundaryStability>,
-    /// Whether the history before this turn's moving breakpoint is still the start of the next
-    /// turn's history.
-    pub history_prefix_stable: bool,
+    /// Every breakpoint of this turn's Anthropic request, in request order.
+    pub breakpoints: Vec<Breakpoint>,
+    /// Whether the next turn reads the prefix cached at this turn's moving history breakpoint
+    /// (`null` when there is no history to cache).
+    pub history_prefix_stable: Option<bool>,
+    /// One explanation when a breakpoint's prefix changes.
+    pub advice: Vec<CacheAdvice>,
     pub lint: Vec<LintFinding>,
     pub warnings: Vec<CacheWarning>,
 }
 
+/// Two blocks are the same prefix material when they sit at the same place with the same text
+/// (`cache_control` marks are not part of the prefix).
+fn same(a: &(Place, &RequestPart), b: &(Place, &RequestPart)) -> bool {
+    a.0 == b.0 && a.1.text == b.1.text
+}
+
 /// Compares this turn's assembly with the next turn's.
 pub fn analyse(this: &Assembly, next: &Assembly, min_cacheable_tokens: u32) -> CacheReport {
-    let mut boundaries = Vec::new();
+    let this_request = AnthropicRequest::of(this);
+    let next_request = AnthropicRequest::of(next);
+    let parts = this_request.parts();
+    let next_parts = next_request.parts();
+    // The first block where the two requests part ways (if within this request).
+    let split = parts.iter().zip(next_parts.iter()).position(|(a, b)| !same(a, b)).or_else(|| (next_parts.len() < parts.len()).then_some(next_parts.len()));
+    let difference = split.map(|at| difference_at(this, next, &parts, &next_parts, at));
+
+    let mut breakpoints = Vec::new();
     let mut warnings = Vec::new();
-    let closing: Vec<BlockKind> = this.blocks.iter().filter(|b| b.cache_boundary).map(|b| b.kind).collect();
-    for (index, after) in closing.iter().enumerate() {
-        let prefix = this.prefix_before_boundary(index).unwrap_or_default();
-        let prefix_tokens = crate::sdk::estimate_tokens(&prefix);
-        let stable = next.prefix_before_boundary(index).as_deref() == Some(prefix.as_str());
-        let first_difference = (!stable).then(|| first_difference(this, next));
-        if prefix_tokens < u64::from(min_cacheable_tokens) {
+    let mut tokens = 0;
+    for (position, (place, part)) in parts.iter().enumerate() {
+        tokens += estimate_tokens(&part.text);
+        if !part.cache_control {
+            continue;
+        }
+        let index = breakpoints.len();
+        let stable = split.is_none_or(|at| at > position);
+        if tokens < u64::from(min_cacheable_tokens) {
             warnings.push(CacheWarning {
                 code: "prefix-below-minimum",
-                boundary: index,
-                prefix_tokens,
+                breakpoint: index,
+                prefix_tokens: tokens,
                 minimum: min_cacheable_tokens,
                 message: format!(
-                    "the prefix before boundary {index} is about {prefix_tokens} tokens; the model caches prefixes of {min_cacheable_tokens} tokens or more, so this boundary caches nothing"
+                    "the prefix up to breakpoint {index} ({}) is about {tokens} tokens; the model caches prefixes of {min_cacheable_tokens} tokens or more, so this breakpoint caches nothing",
+                    part.origin.describe()
                 ),
             });
         }
-        boundaries.push(BoundaryStability { index, after: *after, prefix_tokens, stable, first_difference });
+        breakpoints.push(Breakpoint {
+            index,
+            place: *place,
+            closes: part.origin.clone(),
+            moving: matches!(place, Place::Message { .. }),
+            prefix_tokens: tokens,
+            stable,
+            first_difference: if stable { None } else { difference.clone() },
+        });
     }
+    let history_prefix_stable = breakpoints.iter().find(|b| b.moving).map(|b| b.stable);
+    let advice = difference.iter().filter_map(|d| advise(this, &breakpoints, d)).collect();
+    let lint = lint(this, next, &parts, &breakpoints);
+    CacheReport { breakpoints, history_prefix_stable, advice, lint, warnings }
+}
 
-    let history = |a: &Assembly| -> Vec<String> {
-        a.messages.iter().filter(|m| matches!(m.origin, Origin::History { .. } | Origin::Summary { .. })).map(|m| m.content.clone()).collect()
+fn segment_of(origin: &PartOrigin) -> Option<String> {
+    match origin {
+        PartOrigin::Segment { plugin, segment } => Some(format!("{plugin}/{segment}")),
+        _ => None,
+    }
+}
+
+/// The first segment inside a system block or turn context whose content or presence differs.
+fn first_changed_segment(this: &Assembly, next: &Assembly, mine: &[String], theirs: &[String]) -> Option<String> {
+    let content = |asm: &Assembly, key: &str| asm.segments.iter().find(|s| format!("{}/{}", s.plugin, s.id) == key).map(|s| s.content.clone());
+    mine.iter()
+        .enumerate()
+        .find(|(i, key)| theirs.get(*i) != Some(*key) || content(this, key) != content(next, key))
+        .map(|(_, key)| key.clone())
+        .or_else(|| theirs.get(mine.len()).cloned())
+}
+
+fn difference_at(this: &Assembly, next: &Assembly, parts: &[(Place, &RequestPart)], next_parts: &[(Place, &RequestPart)], at: usize) -> Difference {
+    let (place, part) = &parts[at];
+    let theirs = next_parts.get(at).map(|(_, p)| p.origin.clone());
+    let segment = match (&part.origin, &theirs) {
+        (PartOrigin::System { segments, .. }, Some(PartOrigin::System { segments: other, .. }))
+        | (PartOrigin::TurnContext { segments }, Some(PartOrigin::TurnContext { segments: other })) => first_changed_segment(this, next, segments, other),
+        (PartOrigin::System { segments, .. } | PartOrigin::TurnContext { segments }, _) => segments.first().cloned(),
+        (mine, other) => segment_of(mine).or_else(|| other.as_ref().and_then(segment_of)),
     };
-    let (before, after) = (history(this), history(next));
-    let history_prefix_stable = after.len() >= before.len() && after[..before.len()] == before[..];
+    let plugin = segment.as_ref().and_then(|s| s.split('/').next()).map(str::to_string);
+    Difference { place: *place, this_turn: part.origin.clone(), next_turn: theirs, segment, plugin }
+}
 
-    let mut lint = Vec::new();
+/// Base messages (history, summaries, the player's input) after the newest history message:
+/// a depth up to this count lands behind the moving breakpoint.
+fn messages_after_newest_history(this: &Assembly) -> usize {
+    use super::assemble::Origin;
+    let newest = this.messages.iter().rposition(|m| matches!(m.origin, Origin::History { .. } | Origin::Summary { .. }));
+    newest.map_or(0, |n| this.messages[n + 1..].iter().filter(|m| m.origin == Origin::PlayerInput).count())
+}
+
+fn advise(this: &Assembly, breakpoints: &[Breakpoint], d: &Difference) -> Option<CacheAdvice> {
+    let broken: Vec<&Breakpoint> = breakpoints.iter().filter(|b| !b.stable).collect();
+    let last = broken.last()?;
+    let still_cached_tokens = breakpoints.iter().filter(|b| b.stable).map(|b| b.prefix_tokens).max().unwrap_or(0);
+    let lost_tokens = last.prefix_tokens.saturating_sub(still_cached_tokens);
+    let indexes: Vec<usize> = broken.iter().map(|b| b.index).collect();
+    let which = match indexes.as_slice() {
+        [one] => format!("breakpoint {one} ({})", last.closes.describe()),
+        many => format!("breakpoints {} (the last on {})", many.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "), last.closes.describe()),
+    };
+    let cost = format!(
+        "the {} tokens cached up to {which} are never read again: the next turn reads {still_cached_tokens} tokens from the cache, {lost_tokens} fewer",
+        last.prefix_tokens
+    );
+    let there_next = d.next_turn.as_ref().map_or("the request ends there".to_string(), |o| format!("{} is there instead", o.describe()));
+    let row = d.segment.as_ref().and_then(|key| this.segments.iter().find(|s| format!("{}/{}", s.plugin, s.id) == *key));
+    let (code, message, fix) = match (&d.this_turn, row) {
+        (PartOrigin::Segment { .. }, Some(row)) if matches!(row.placement, Placement::Depth(_)) => {
+            let Placement::Depth(depth) = row.placement else { return None };
+            let behind = messages_after_newest_history(this);
+            let neighbours = neighbours_of(this, &row.plugin, &row.id);
+            (
+                "depth-segment-moves",
+                format!(
+                    "`{}/{}` is a {}-role segment at {{depth: {depth}}}: it is inserted {depth} messages back from the newest{neighbours}, ahead of the moving breakpoint. Next turn the history grows and the segment moves with it, so the request differs at it ({there_next}); {cost}.",
+                    row.plugin, row.id, row.role
+                ),
+                format!(
+                    "Keep it behind the moving breakpoint: a depth of at most {behind} (it then follows the newest history message), or `post-history`; an instruction that does not depend on the turn can be a `pre-history` segment with the system role (it stays in the cached system prompt). Its volatility does not matter here: the seed page ignores it for message positions."
+                ),
+            )
+        }
+        (PartOrigin::Segment { .. }, Some(row)) => (
+            "pre-history-message-changes",
+            format!("`{}/{}` ({:?}) is sent differently next turn ({there_next}); {cost}.", row.plugin, row.id, row.placement),
+            "Keep the content of segments sent ahead of the history identical from turn to turn; text that changes every turn belongs in the turn context (`position: system`, volatility `turn`) or after the history (`post-history`).".to_string(),
+        ),
+        (PartOrigin::System { block: BlockKind::TurnTail, .. }, _) => (
+            "turn-tail-changes",
+            format!(
+                "{} changes in the system prompt's turn tail, after the last system breakpoint but ahead of the whole history; {cost}.",
+                d.segment.as_ref().map_or("a segment".to_string(), |s| format!("`{s}`"))
+            ),
+            "A `pre-history` system-role `turn` segment still precedes the history. Use `position: system` with volatility `turn`: it goes into the turn context after the history, which keeps the system prompt unchanged every turn.".to_string(),
+        ),
+        (PartOrigin::System { .. }, _) => (
+            "stable-block-changes",
+            format!(
+                "{} changes inside a cached system block; {cost}.",
+                d.segment.as_ref().map_or("the block's text".to_string(), |s| format!("`{s}`"))
+            ),
+            "Declare a segment whose content changes every turn `turn` (it then leaves the cached blocks), or keep its content constant.".to_string(),
+        ),
+        (PartOrigin::History { id }, _) => (
+            "history-message-changes",
+            format!("history message `{id}` is sent differently next turn ({there_next}); {cost}."),
+            "A `prompt.history-transform@1` provider must give the same message the same text every turn; a segment that moves into the history (see `segment`) must stay behind the moving breakpoint.".to_string(),
+        ),
+        (PartOrigin::Summary { id }, _) => (
+            "summary-changes",
+            format!("summary `{id}` is sent differently next turn ({there_next}); {cost}."),
+            "Expected on a turn that compacts the history; otherwise summaries must stay as stored.".to_string(),
+        ),
+        (origin, _) => (
+            "prefix-changes",
+            format!("{} is sent differently next turn ({there_next}); {cost}.", origin.describe()),
+            "Keep everything ahead of the moving breakpoint identical from turn to turn.".to_string(),
+        ),
+    };
+    Some(CacheAdvice { code, breakpoints: indexes, plugin: d.plugin.clone(), segment: d.segment.clone(), lost_tokens, still_cached_tokens, message, fix })
+}
+
+/// ", between `m3` and `m4`" for a message placed among history messages.
+fn neighbours_of(this: &Assembly, plugin: &str, id: &str) -> String {
+    use super::assemble::Origin;
+    let Some(at) = this.messages.iter().position(|m| matches!(&m.origin, Origin::Segment { plugin: p, segment: s } if p == plugin && s == id)) else {
+        return String::new();
+    };
+    let name = |m: Option<&super::assemble::Message>| match m.map(|m| &m.origin) {
+        Some(Origin::History { id }) | Some(Origin::Summary { id }) => Some(format!("`{id}`")),
+        Some(Origin::PlayerInput) => Some("the player's input".to_string()),
+        _ => None,
+    };
+    match (name(at.checked_sub(1).and_then(|i| this.messages.get(i))), name(this.messages.get(at + 1))) {
+        (Some(before), Some(after)) => format!(", between {before} and {after}"),
+        (None, Some(after)) => format!(", before {after}"),
+        (Some(before), None) => format!(", after {before}"),
+        (None, None) => String::new(),
+    }
+}
+
+fn lint(this: &Assembly, next: &Assembly, parts: &[(Place, &RequestPart)], breakpoints: &[Breakpoint]) -> Vec<LintFinding> {
+    let mut out = Vec::new();
+    let breakpoint_positions: Vec<usize> = parts.iter().enumerate().filter(|(_, (_, p))| p.cache_control).map(|(i, _)| i).collect();
     for row in this.segments.iter().filter(|r| r.volatility != Volatility::Turn) {
         let Some(other) = next.segments.iter().find(|o| o.plugin == row.plugin && o.id == row.id) else { continue };
         if other.content == row.content {
             continue;
         }
         let key = format!("{}/{}", row.plugin, row.id);
-        let breaks_boundary = this
-            .blocks
-            .iter()
-            .filter(|b| b.cache_boundary)
-            .position(|b| b.segments.contains(&key))
-            .filter(|_| row.included && row.volatility_applies);
+        let sent_at = parts.iter().position(|(_, p)| match &p.origin {
+            PartOrigin::System { segments, .. } | PartOrigin::TurnContext { segments } => segments.contains(&key),
+            origin => segment_of(origin).as_deref() == Some(key.as_str()),
+        });
+        let breaks_breakpoint = sent_at.and_then(|at| breakpoint_positions.iter().position(|b| *b >= at)).filter(|i| *i < breakpoints.len());
         let volatility = match row.volatility {
             Volatility::Stable => "stable",
             _ => "session",
         };
-        let consequence = match breaks_boundary {
-            Some(i) => format!("it sits before cache boundary {i}, so every turn rewrites the cached prefix"),
-            None => "its position ignores volatility, but the declaration is still wrong".to_string(),
+        let consequence = match (breaks_breakpoint, row.volatility_applies) {
+            _ if !row.included => "this runtime does not receive it, but the declaration is still wrong".to_string(),
+            (Some(i), true) => format!("it sits before cache breakpoint {i}, so every turn rewrites the cached prefix"),
+            (Some(i), false) => format!("its position ignores volatility, and it sits before cache breakpoint {i}, so every turn rewrites the cached prefix"),
+            (None, _) => "it sits after every cache breakpoint, but the declaration is still wrong".to_string(),
         };
-        lint.push(LintFinding {
+        out.push(LintFinding {
             code: "volatility-lint",
             plugin: row.plugin.clone(),
             segment: row.id.clone(),
             volatility: row.volatility,
-            breaks_boundary,
+            breaks_breakpoint,
             message: format!("segment `{key}` is declared `{volatility}` but its content changed between two turns; {consequence}. Declare it `turn` or keep it constant."),
         });
     }
-    CacheReport { boundaries, history_prefix_stable, lint, warnings }
-}
-
-fn first_difference(this: &Assembly, next: &Assembly) -> Difference {
-    for (a, b) in this.blocks.iter().zip(next.blocks.iter()) {
-        if a.text == b.text && a.kind == b.kind {
-            continue;
-        }
-        let segment = a
-            .segments
-            .iter()
-            .zip(b.segments.iter().map(Some).chain(std::iter::repeat(None)))
-            .find(|(x, y)| {
-                let content = |asm: &Assembly, key: &str| asm.segments.iter().find(|s| format!("{}/{}", s.plugin, s.id) == key).map(|s| s.content.clone());
-                Some(*x) != *y || content(this, x) != y.and_then(|y| content(next, y))
-            })
-            .map(|(x, _)| x.clone())
-            .or_else(|| b.segments.get(a.segments.len()).cloned());
-        let plugin = segment.as_ref().and_then(|s| s.split('/').next()).map(str::to_string);
-        return Difference { block: a.kind, segment, plugin };
-    }
-    let kind = next.blocks.get(this.blocks.len()).or(this.blocks.last()).map(|b| b.kind).unwrap_or(BlockKind::Preamble);
-    Difference { block: kind, segment: None, plugin: None }
+    out
 }

@@ -9,8 +9,8 @@ mod segment;
 pub mod template;
 
 pub use assemble::{Assembly, AssemblyInput, Block, BlockKind, Message, Origin, SegmentRow, assemble};
-pub use cache::{BoundaryStability, CacheReport, CacheWarning, Difference, LintFinding, analyse};
-pub use requests::{RequestOptions, anthropic_request, openai_request};
+pub use cache::{Breakpoint, CacheAdvice, CacheReport, CacheWarning, Difference, LintFinding, analyse};
+pub use requests::{AnthropicRequest, PartOrigin, Place, RequestMessage, RequestOptions, RequestPart, anthropic_request, openai_request};
 pub use segment::{
     Audience, NamedAudience, Placement, RuntimeView, Segment, SegmentKey, Volatility, sort_segments, tie_broken_by_plugin_id,
 };

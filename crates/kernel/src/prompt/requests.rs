@@ -2,8 +2,14 @@
 //! `cache_control` (at most four breakpoints: the system boundaries plus one moving breakpoint
 //! on the newest history message), and OpenAI chat with the boundaries removed (prefix caching
 //! is automatic there).
+//!
+//! The Anthropic request is first built as an [`AnthropicRequest`]: every content block with
+//! its breakpoint mark and where it came from. The body sent over HTTP is serialized from it,
+//! and cache stability compares two of them block by block (see `cache`), so the verdict is
+//! about exactly what the provider receives.
 
-use super::assemble::{Assembly, Origin};
+use super::assemble::{Assembly, BlockKind, Origin};
+use serde::Serialize;
 use serde_json::{Value, json};
 
 /// Model names and the reply reserve for the request bodies.
@@ -16,58 +22,169 @@ pub struct RequestOptions {
 /// Anthropic's limit on cache breakpoints per request.
 const MAX_BREAKPOINTS: usize = 4;
 
-/// The Anthropic Messages body.
-pub fn anthropic_request(assembly: &Assembly, options: &RequestOptions) -> Value {
-    let boundaries = assembly.blocks.iter().filter(|b| b.cache_boundary).count();
-    // One breakpoint is kept for the moving history breakpoint; the earliest system ones give
-    // way if there are too many.
-    let system_budget = MAX_BREAKPOINTS - 1;
-    let skip = boundaries.saturating_sub(system_budget);
-    let mut seen = 0;
-    let system: Vec<Value> = assembly
-        .blocks
-        .iter()
-        .map(|b| {
-            let mut block = json!({"type": "text", "text": b.text.trim_end()});
-            if b.cache_boundary {
-                seen += 1;
-                if seen > skip {
-                    block["cache_control"] = json!({"type": "ephemeral"});
-                }
-            }
-            block
-        })
-        .collect();
+/// Where a content block of a provider request came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum PartOrigin {
+    /// A system-prompt block and the segments inside it (`plugin/id`, in order).
+    System { block: BlockKind, segments: Vec<String> },
+    /// A history message, by id.
+    History { id: String },
+    /// A stored summary, by id.
+    Summary { id: String },
+    /// A `prompt.segment@1` segment sent as its own message.
+    Segment { plugin: String, segment: String },
+    /// The per-turn context message and the segments inside it.
+    TurnContext { segments: Vec<String> },
+    /// The player's input of the turn.
+    PlayerInput,
+}
 
-    // System messages inside the conversation travel as user text in tags, in place.
-    let first_conversation = assembly.messages.iter().position(|m| m.role != "system").unwrap_or(0);
-    let newest_history = assembly.messages.iter().rposition(|m| matches!(m.origin, Origin::History { .. } | Origin::Summary { .. }));
-    let mut messages: Vec<Value> = Vec::new();
-    for (index, m) in assembly.messages.iter().enumerate() {
-        let (role, text) = if m.role == "system" || index < first_conversation {
-            ("user", format!("<system-instruction>\n{}\n</system-instruction>", m.content))
-        } else {
-            (if m.role == "assistant" { "assistant" } else { "user" }, m.content.clone())
-        };
-        let mut block = json!({"type": "text", "text": text});
-        if Some(index) == newest_history {
-            block["cache_control"] = json!({"type": "ephemeral"});
-        }
-        match messages.last_mut() {
-            Some(last) if last["role"] == role => {
-                if let Some(content) = last["content"].as_array_mut() {
-                    content.push(block);
-                }
-            }
-            _ => messages.push(json!({"role": role, "content": [block]})),
+impl PartOrigin {
+    fn of_message(origin: &Origin) -> PartOrigin {
+        match origin {
+            Origin::History { id } => PartOrigin::History { id: id.clone() },
+            Origin::Summary { id } => PartOrigin::Summary { id: id.clone() },
+            Origin::Segment { plugin, segment } => PartOrigin::Segment { plugin: plugin.clone(), segment: segment.clone() },
+            Origin::TurnContext { segments } => PartOrigin::TurnContext { segments: segments.clone() },
+            Origin::PlayerInput => PartOrigin::PlayerInput,
         }
     }
-    json!({
-        "model": options.model,
-        "max_tokens": options.max_tokens,
-        "system": system,
-        "messages": messages,
-    })
+
+    /// A short human name: `system block stable-segments`, `history m4`, `segment lore-book/remember`…
+    pub fn describe(&self) -> String {
+        match self {
+            PartOrigin::System { block, .. } => {
+                let kind = serde_json::to_value(block).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+                format!("system block {kind}")
+            }
+            PartOrigin::History { id } => format!("history message {id}"),
+            PartOrigin::Summary { id } => format!("summary {id}"),
+            PartOrigin::Segment { plugin, segment } => format!("segment {plugin}/{segment}"),
+            PartOrigin::TurnContext { segments } => format!("turn context ({})", segments.join(", ")),
+            PartOrigin::PlayerInput => "player input".into(),
+        }
+    }
+}
+
+/// One text content block as the provider receives it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RequestPart {
+    /// The text sent (system messages inside the conversation already wrapped in tags).
+    pub text: String,
+    /// Whether the block carries `cache_control` (a breakpoint).
+    pub cache_control: bool,
+    pub origin: PartOrigin,
+}
+
+impl RequestPart {
+    /// The block exactly as serialized in the body.
+    pub fn body(&self) -> Value {
+        let mut block = json!({"type": "text", "text": self.text});
+        if self.cache_control {
+            block["cache_control"] = json!({"type": "ephemeral"});
+        }
+        block
+    }
+}
+
+/// One message of an Anthropic request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RequestMessage {
+    pub role: &'static str,
+    pub content: Vec<RequestPart>,
+}
+
+/// Where a content block sits in an Anthropic request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "in")]
+pub enum Place {
+    /// The `index`-th block of `system`.
+    System { index: usize },
+    /// The `block`-th content block of the `message`-th message.
+    Message { message: usize, role: &'static str, block: usize },
+}
+
+/// The Anthropic Messages request, block by block.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AnthropicRequest {
+    pub system: Vec<RequestPart>,
+    pub messages: Vec<RequestMessage>,
+}
+
+impl AnthropicRequest {
+    /// Builds the request for an assembly: every system boundary (the earliest give way when
+    /// there are more than three) and one moving breakpoint on the newest history message.
+    pub fn of(assembly: &Assembly) -> AnthropicRequest {
+        let boundaries = assembly.blocks.iter().filter(|b| b.cache_boundary).count();
+        // One breakpoint is kept for the moving history breakpoint; the earliest system ones give
+        // way if there are too many.
+        let skip = boundaries.saturating_sub(MAX_BREAKPOINTS - 1);
+        let mut seen = 0;
+        let system = assembly
+            .blocks
+            .iter()
+            .map(|b| {
+                let mut cache_control = false;
+                if b.cache_boundary {
+                    seen += 1;
+                    cache_control = seen > skip;
+                }
+                RequestPart {
+                    text: b.text.trim_end().to_string(),
+                    cache_control,
+                    origin: PartOrigin::System { block: b.kind, segments: b.segments.clone() },
+                }
+            })
+            .collect();
+
+        // System messages inside the conversation travel as user text in tags, in place.
+        let newest_history = assembly.messages.iter().rposition(|m| matches!(m.origin, Origin::History { .. } | Origin::Summary { .. }));
+        let mut messages: Vec<RequestMessage> = Vec::new();
+        for (index, m) in assembly.messages.iter().enumerate() {
+            let (role, text) = match m.role.as_str() {
+                "system" => ("user", format!("<system-instruction>\n{}\n</system-instruction>", m.content)),
+                "assistant" => ("assistant", m.content.clone()),
+                _ => ("user", m.content.clone()),
+            };
+            let part = RequestPart { text, cache_control: Some(index) == newest_history, origin: PartOrigin::of_message(&m.origin) };
+            match messages.last_mut() {
+                Some(last) if last.role == role => last.content.push(part),
+                _ => messages.push(RequestMessage { role, content: vec![part] }),
+            }
+        }
+        AnthropicRequest { system, messages }
+    }
+
+    /// Every content block in the order the provider reads them (system, then messages).
+    pub fn parts(&self) -> Vec<(Place, &RequestPart)> {
+        let system = self.system.iter().enumerate().map(|(index, part)| (Place::System { index }, part));
+        let messages = self
+            .messages
+            .iter()
+            .enumerate()
+            .flat_map(|(message, m)| m.content.iter().enumerate().map(move |(block, part)| (Place::Message { message, role: m.role, block }, part)));
+        system.chain(messages).collect()
+    }
+
+    /// The JSON body.
+    pub fn body(&self, options: &RequestOptions) -> Value {
+        let system: Vec<Value> = self.system.iter().map(RequestPart::body).collect();
+        let messages: Vec<Value> =
+            self.messages.iter().map(|m| json!({"role": m.role, "content": m.content.iter().map(RequestPart::body).collect::<Vec<_>>()})).collect();
+        json!({
+            "model": options.model,
+            "max_tokens": options.max_tokens,
+            "system": system,
+            "messages": messages,
+        })
+    }
+}
+
+/// The Anthropic Messages body.
+pub fn anthropic_request(assembly: &Assembly, options: &RequestOptions) -> Value {
+    AnthropicRequest::of(assembly).body(options)
 }
 
 /// The OpenAI chat body.
