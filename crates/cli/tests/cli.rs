@@ -289,6 +289,25 @@ fn play_runs_scripted_turns_and_saves_the_session() {
 }
 
 #[test]
+fn play_never_writes_played_turns_into_the_authored_session_unasked() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let authored = dir.path().join("mine.session.yaml");
+    let text = "# my comments\nid: mine\nlocale: en\n";
+    std::fs::write(&authored, text).expect("write");
+    let path = authored.to_str().expect("utf-8");
+    let refused = covel(&["play", "plugins-sample", "--session", path, "--say", "I swim.", "--save", path]);
+    assert_eq!(refused.status.code(), Some(2), "refused as a usage error");
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("is the authored session"));
+    assert_eq!(std::fs::read_to_string(&authored).expect("read"), text, "the author's file is untouched");
+    let default_save = covel(&["play", "plugins-sample", "--session", path, "--say", "I swim.", "--save"]);
+    assert_eq!(default_save.status.code(), Some(0), "{}", String::from_utf8_lossy(&default_save.stderr));
+    assert!(dir.path().join("mine.played.session.yaml").is_file(), "a new file beside the session");
+    let overwritten = covel(&["play", "plugins-sample", "--session", path, "--say", "I swim.", "--save", path, "--overwrite"]);
+    assert_eq!(overwritten.status.code(), Some(0));
+    assert_eq!(std::fs::read_to_string(dir.path().join("mine.session.yaml.bak")).expect("backup"), text, "the authored text is kept as .bak");
+}
+
+#[test]
 fn compact_validates_a_hand_written_output_rule_by_rule() {
     let dir = std::env::temp_dir().join(format!("covel-compact-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");

@@ -22,11 +22,17 @@
 
   // ---- console: captured per call so the trace shows what a handler printed ----------------
   const show = (v) => {
-    if (typeof v === "string") return v;
-    try { return JSON.stringify(v); } catch { return String(v); }
+    if (typeof v === "string") return v.length > 4000 ? v.slice(0, 4000) : v;
+    try { const text = JSON.stringify(v); return text && text.length > 4000 ? text.slice(0, 4000) : text; } catch { return String(v); }
   };
   const log = (level) => (...args) => {
-    if (logs.length < 50) logs.push(`[${level}] ${args.map(show).join(" ")}`);
+    // At most 50 lines of at most 2 000 characters per call reach the trace.
+    if (logs.length < 50) {
+      const line = `[${level}] ${args.map(show).join(" ")}`;
+      logs.push(line.length > 2000 ? `${line.slice(0, 2000)}… (${line.length - 2000} more characters)` : line);
+    } else if (logs.length === 50) {
+      logs.push("[studio] more log lines were dropped (50 per call are kept)");
+    }
   };
   globalThis.console = { log: log("log"), info: log("info"), warn: log("warn"), error: log("error"), debug: log("debug") };
 
