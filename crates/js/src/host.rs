@@ -12,28 +12,57 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// A plugin whose entry runs in its own QuickJS runtime. Calls run on the caller's thread, one
-/// at a time per plugin; the runner runs different plugins in parallel.
+/// A plugin whose entry runs in its own QuickJS runtime. Its calls run one at a time; a batch
+/// of calls (the runner's collect mode starts one batch per plugin) runs on the shared worker
+/// pool, so different plugins answer in parallel while the runner gathers in chain order.
 pub struct JsPlugin {
-    engine: Mutex<Engine>,
+    engine: Arc<Mutex<Engine>>,
+}
+
+fn unavailable() -> covel_kernel::runner::CallReport {
+    covel_kernel::runner::CallReport {
+        result: Err(covel_kernel::runner::ProviderFailure {
+            kind: covel_kernel::runner::FailureKind::Unavailable,
+            message: "the plugin's runtime failed earlier and was shut down".into(),
+        }),
+        duration: Duration::ZERO,
+        logs: Vec::new(),
+        cached: false,
+        not_cached: None,
+    }
+}
+
+fn call_engine(engine: &Mutex<Engine>, call: &ProviderCall) -> covel_kernel::runner::CallReport {
+    match engine.lock() {
+        Ok(mut engine) => engine.call(call),
+        Err(_) => unavailable(),
+    }
 }
 
 impl Invoker for JsPlugin {
     fn start(&self, call: ProviderCall) -> PendingCall {
-        let report = match self.engine.lock() {
-            Ok(mut engine) => engine.call(&call),
-            Err(_) => covel_kernel::runner::CallReport {
-                result: Err(covel_kernel::runner::ProviderFailure {
-                    kind: covel_kernel::runner::FailureKind::Unavailable,
-                    message: "the plugin's runtime failed earlier and was shut down".into(),
-                }),
-                duration: Duration::ZERO,
-                logs: Vec::new(),
-                cached: false,
-                not_cached: None,
-            },
-        };
-        PendingCall::ready(report)
+        PendingCall::ready(call_engine(&self.engine, &call))
+    }
+
+    fn start_batch(&self, calls: Vec<ProviderCall>) -> Vec<PendingCall> {
+        let count = calls.len();
+        let (sender, receiver) = std::sync::mpsc::channel();
+        let engine = Arc::clone(&self.engine);
+        rayon::spawn(move || {
+            for call in calls {
+                if sender.send(call_engine(&engine, &call)).is_err() {
+                    break;
+                }
+            }
+        });
+        // The runner waits on a batch's calls in their order: each wait takes the next answer.
+        let receiver = Arc::new(Mutex::new(receiver));
+        (0..count)
+            .map(|_| {
+                let receiver = Arc::clone(&receiver);
+                PendingCall::new(move || receiver.lock().ok().and_then(|r| r.recv().ok()).unwrap_or_else(unavailable))
+            })
+            .collect()
     }
 }
 
@@ -172,7 +201,7 @@ fn finish(begun: Instant, load: package::PackageLoad, ran: Option<(Option<Engine
             diagnostics.extend(registration::check(&package.manifest, &registrations, &manifest_file));
         }
         if diagnostics.is_empty() {
-            instance = engine.map(|engine| Arc::new(JsPlugin { engine: Mutex::new(engine) }));
+            instance = engine.map(|engine| Arc::new(JsPlugin { engine: Arc::new(Mutex::new(engine)) }));
         }
     }
     let roots: Vec<String> = [load.folder.canonicalize().ok(), Some(load.folder.clone())]
