@@ -46,23 +46,70 @@ impl Invoker for JsPlugin {
 
     fn start_batch(&self, calls: Vec<ProviderCall>) -> Vec<PendingCall> {
         let count = calls.len();
-        let (sender, receiver) = std::sync::mpsc::channel();
-        let engine = Arc::clone(&self.engine);
-        rayon::spawn(move || {
-            for call in calls {
-                if sender.send(call_engine(&engine, &call)).is_err() {
-                    break;
-                }
-            }
-        });
+        let batch = Arc::new(Batch { state: Mutex::new(BatchState::Queued(calls)), done: std::sync::Condvar::new() });
+        {
+            let batch = Arc::clone(&batch);
+            let engine = Arc::clone(&self.engine);
+            rayon::spawn(move || batch.run(&engine));
+        }
         // The runner waits on a batch's calls in their order: each wait takes the next answer.
-        let receiver = Arc::new(Mutex::new(receiver));
+        // A waiter whose batch no worker has picked up yet runs it itself (no idle caller).
         (0..count)
             .map(|_| {
-                let receiver = Arc::clone(&receiver);
-                PendingCall::new(move || receiver.lock().ok().and_then(|r| r.recv().ok()).unwrap_or_else(unavailable))
+                let batch = Arc::clone(&batch);
+                let engine = Arc::clone(&self.engine);
+                PendingCall::new(move || batch.next(&engine))
             })
             .collect()
+    }
+}
+
+/// One plugin's calls of a collect run: queued, run by a pool worker or by the first waiter,
+/// then handed out in order.
+struct Batch {
+    state: Mutex<BatchState>,
+    done: std::sync::Condvar,
+}
+
+enum BatchState {
+    Queued(Vec<ProviderCall>),
+    Running,
+    Done(std::collections::VecDeque<covel_kernel::runner::CallReport>),
+}
+
+impl Batch {
+    /// Runs the batch if nobody has started it.
+    fn run(&self, engine: &Mutex<Engine>) {
+        let calls = {
+            let Ok(mut state) = self.state.lock() else { return };
+            match std::mem::replace(&mut *state, BatchState::Running) {
+                BatchState::Queued(calls) => calls,
+                other => {
+                    *state = other;
+                    return;
+                }
+            }
+        };
+        let reports = calls.iter().map(|call| call_engine(engine, call)).collect();
+        if let Ok(mut state) = self.state.lock() {
+            *state = BatchState::Done(reports);
+        }
+        self.done.notify_all();
+    }
+
+    /// The next answer, running the batch here when no worker has started it.
+    fn next(&self, engine: &Mutex<Engine>) -> covel_kernel::runner::CallReport {
+        self.run(engine);
+        let Ok(mut state) = self.state.lock() else { return unavailable() };
+        loop {
+            match &mut *state {
+                BatchState::Done(reports) => return reports.pop_front().unwrap_or_else(unavailable),
+                _ => match self.done.wait(state) {
+                    Ok(next) => state = next,
+                    Err(_) => return unavailable(),
+                },
+            }
+        }
     }
 }
 
