@@ -260,3 +260,48 @@ fn compact_validates_a_hand_written_output_rule_by_rule() {
     assert!(report["run"]["input"]["summaryBudget"]["maxTokens"].is_number());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn preview_shows_minimal_history_messages_in_order_with_derived_fields() {
+    let out = covel(&["preview", "plugins-sample", "--session", "tests/fixtures/sessions/minimal-history.session.yaml", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let report = json_of(&out);
+    let history: Vec<(String, String)> = report["prompt"]["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter(|m| m["origin"]["kind"] == "history")
+        .map(|m| (m["origin"]["id"].as_str().unwrap_or_default().to_string(), m["role"].as_str().unwrap_or_default().to_string()))
+        .collect();
+    let expected = [("m1", "user"), ("m2", "assistant"), ("ask", "user"), ("m4", "assistant")];
+    assert_eq!(history, expected.map(|(i, r)| (i.to_string(), r.to_string())));
+    assert_eq!(report["turnId"], "turn-3", "two derived turns precede the previewed one");
+    let text = covel(&["preview", "plugins-sample", "--session", "tests/fixtures/sessions/minimal-history.session.yaml"]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("(history m1, ") && text.find("(history m1, ") < text.find("(history m4, "), "{text}");
+}
+
+#[test]
+fn a_history_message_without_content_is_a_session_schema_error_with_line_and_column() {
+    let out = covel(&["preview", "plugins-sample", "--session", "tests/fixtures/sessions-invalid/history-without-content.session.yaml"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("history-without-content.session.yaml:5:7: [session-schema]"), "{err}");
+}
+
+#[test]
+fn compaction_of_a_minimal_history_accepts_a_valid_prefix() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let output = dir.path().join("prefix.json");
+    std::fs::write(&output, r#"{"summaries":[{"messageIds":["m1","m2"],"replacesSummaryIds":[],"content":"Mira reached the harbour; the tide was out.","focusSections":[]}]}"#).expect("write");
+    let out = covel(&[
+        "compact", "plugins-sample", "--session", "tests/fixtures/sessions/minimal-history.session.yaml",
+        "--output", output.to_str().expect("utf-8"), "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    let report = json_of(&out);
+    assert_eq!(report["run"]["verdict"]["accepted"], true, "{}", report["run"]["verdict"]);
+    let compacted: Vec<&str> =
+        report["historyAfter"].as_array().expect("history").iter().filter(|m| m.get("compactedAtTurnId").is_some()).filter_map(|m| m["id"].as_str()).collect();
+    assert_eq!(compacted, ["m1", "m2"]);
+}

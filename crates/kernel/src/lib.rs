@@ -21,6 +21,7 @@ pub mod resolver;
 pub mod runner;
 pub mod sdk;
 pub mod session;
+mod session_history;
 pub mod static_prompt;
 
 pub use diagnostic::{Code, Diagnostic};

@@ -80,7 +80,8 @@ pub struct World {
     pub dimensions: Map<String, Value>,
 }
 
-/// History messages and existing summaries, oldest first.
+/// History messages and existing summaries, oldest first. Fields the studio can derive may be
+/// left out (see `docs/session-format.md`); [`parse_session`] fills them in.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct History {
@@ -178,6 +179,8 @@ pub fn parse_session(text: &str, file: &Path) -> Result<Session, Diagnostic> {
             return Err(Diagnostic::new(Code::SessionSchema, format!("pluginData[{index}] needs pluginId and namespace")).file(file));
         }
     }
+    let id = session.id.clone();
+    crate::session_history::derive(&mut session.history.messages, &mut session.history.summaries, &id, text, file)?;
     // Rows keep their file order as creation order; missing timestamps are filled in that
     // order so `list()` and `createdAt` agree.
     for (index, row) in session.plugin_data.iter_mut().enumerate() {
