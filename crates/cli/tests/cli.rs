@@ -305,3 +305,18 @@ fn compaction_of_a_minimal_history_accepts_a_valid_prefix() {
         report["historyAfter"].as_array().expect("history").iter().filter(|m| m.get("compactedAtTurnId").is_some()).filter_map(|m| m["id"].as_str()).collect();
     assert_eq!(compacted, ["m1", "m2"]);
 }
+
+#[test]
+fn a_run_that_fails_as_a_whole_is_in_the_preview_json_and_text_and_exits_1() {
+    let args = ["preview", "tests/fixtures/world/plugins", "--session", "tests/fixtures/world/sessions/throws.session.yaml"];
+    let out = covel(&[&args[..], &["--json"]].concat());
+    assert_eq!(out.status.code(), Some(1));
+    let report = json_of(&out);
+    assert_eq!(report["errors"][0]["point"], "session.world-context@1");
+    assert_eq!(report["errors"][0]["error"]["code"], "fail-turn");
+    let out = covel(&args);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("Runs that failed"), "{text}");
+    assert!(text.contains("✗ session.world-context@1 (this-turn): provider"), "{text}");
+}

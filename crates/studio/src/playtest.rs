@@ -9,6 +9,7 @@ use crate::preview::{Preview, RuntimeTarget};
 use crate::slots::{SlotChange, SlotHost, Trigger};
 use crate::workspace::Workspace;
 use covel_kernel::compaction::FailureCounter;
+use covel_kernel::contract::PointId;
 use covel_kernel::session::Session;
 use serde::Serialize;
 use serde_json::json;
@@ -106,7 +107,14 @@ impl Playtest {
             events: Vec::new(),
             slot_changes: Vec::new(),
         };
-        if let Some(error) = &preview.world_context.error {
+        // The prompt must be what the providers said: a history transform or segment run that
+        // failed as a whole fails the turn (never a prompt silently without its history).
+        let prompt_failure = preview
+            .errors
+            .iter()
+            .find(|e| e.turn == "this-turn" && matches!(e.point, PointId::PromptHistoryTransform | PointId::PromptSegment))
+            .map(|e| format!("{}: {}", e.point, e.message));
+        if let Some(error) = preview.world_context.error.clone().or(prompt_failure) {
             let error = format!("the turn failed: {error}");
             let report = idle(preview, error, &self.workspace);
             self.workspace.session = before;
