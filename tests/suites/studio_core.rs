@@ -338,16 +338,14 @@ fn editing_the_session_saves_it_safely_and_keeps_the_previous_text_as_a_backup()
     let mut studio = live(dir.path());
     let path = dir.path().join("demo.session.yaml");
     let authored = std::fs::read_to_string(&path).expect("read");
-    let mut edited = serde_json::to_value(&studio.workspace().session).expect("json");
-    edited["settings"]["story-director"]["tone"] = json!("wry");
-    studio.update_session(edited.clone()).expect("valid edit");
+    let tone = covel_studio::document::SessionEdit::SetSetting { plugin: "story-director".into(), key: "tone".into(), value: Some(json!("wry")) };
+    studio.edit_session(&[tone]).expect("valid edit");
     assert!(studio.preview.segments.iter().any(|s| s.id == "tone" && s.content.contains("wry")), "the preview re-ran");
-    let saved = covel_kernel::session::parse_session(&std::fs::read_to_string(&path).expect("saved"), &path).expect("parses");
-    assert_eq!(saved.settings["story-director"]["tone"], "wry");
+    let saved = std::fs::read_to_string(&path).expect("saved");
+    assert_eq!(saved, authored.replace("story-director: { tone: grave }", "story-director: { tone: wry }"), "only the edited value changed");
     assert_eq!(std::fs::read_to_string(dir.path().join("demo.session.yaml.bak")).expect("kept"), authored);
-    edited["locale"] = json!(42);
-    assert!(studio.update_session(edited).is_err(), "invalid edits are refused");
-    assert_eq!(covel_kernel::session::parse_session(&std::fs::read_to_string(&path).expect("saved"), &path).expect("parses").settings["story-director"]["tone"], "wry");
+    assert!(studio.save_session_text(&saved.replace("locale: en", "locale: [en")).is_err(), "invalid text is refused");
+    assert_eq!(std::fs::read_to_string(&path).expect("saved"), saved);
 }
 
 #[test]

@@ -41,7 +41,7 @@ fn ui_fixtures_are_fresh() {
     outputs.push(("snapshot.json", serde_json::to_value(studio.snapshot()).expect("json")));
     studio.play_turn("I swim to the bell tower.");
     outputs.push(("after-turn.json", serde_json::to_value(studio.snapshot()).expect("json")));
-    studio.undo();
+    studio.undo().expect("a turn to undo");
     let module = Path::new(&root).join("story-director/server/lib/text.js");
     let text = std::fs::read_to_string(&module).expect("read");
     std::fs::write(&module, text.replace("grave, unhurried", "grave, patient")).expect("write");

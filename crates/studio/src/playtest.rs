@@ -160,6 +160,15 @@ impl Playtest {
         TurnReport { turn_id, player_message: message.to_string(), preview, reply: Some(reply), error: None, compaction, events, slot_changes }
     }
 
+    /// Starts the playtest again from the workspace's (new) session: played turns and their undo
+    /// history are dropped and the story model is rebuilt from the session's models (the caller
+    /// projects the slots again). Called when the authored session changed.
+    pub fn restart(&mut self) {
+        self.history.clear();
+        self.failures = FailureCounter::default();
+        self.story = Backend::new(&self.workspace.session.models.story);
+    }
+
     /// Undoes the last turn; false when back at the session file's state.
     pub fn undo(&mut self) -> bool {
         match self.history.pop() {
