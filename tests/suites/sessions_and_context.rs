@@ -211,6 +211,30 @@ fn what_cannot_be_derived_is_a_session_schema_diagnostic_at_the_message() {
 }
 
 #[test]
+fn the_published_session_schema_is_generated_from_the_types_and_accepts_every_valid_session() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let published = repo.join("docs/session.schema.json");
+    let fresh = serde_json::to_string_pretty(&session::json_schema()).expect("json") + "\n";
+    if std::env::var_os("UPDATE_SESSION_SCHEMA").is_some() {
+        std::fs::write(&published, &fresh).expect("write the schema");
+    }
+    assert_eq!(std::fs::read_to_string(&published).unwrap_or_default(), fresh, "docs/session.schema.json is stale: run with UPDATE_SESSION_SCHEMA=1");
+    let schema: Value = serde_json::from_str(&fresh).expect("json");
+    let validator = jsonschema::draft7::new(&schema).expect("the schema compiles");
+    let demo = repo.join("plugins-sample/demo.session.yaml");
+    let text = std::fs::read_to_string(&demo).expect("demo");
+    assert!(text.starts_with("# yaml-language-server: $schema=../docs/session.schema.json\n"), "editors find the schema from the demo");
+    for path in [demo, fixture("sessions/minimal-history.session.yaml"), fixture("sessions/hand-formatted.session.yaml"), fixture("compaction/long.session.yaml")] {
+        let text = std::fs::read_to_string(&path).expect("session");
+        let data: Value = serde_saphyr::from_str(&text).expect("yaml");
+        let errors: Vec<String> = validator.iter_errors(&data).map(|e| format!("{}: {e}", e.instance_path())).collect();
+        assert!(errors.is_empty(), "{}: {errors:?}", path.display());
+    }
+    let invalid: Value = serde_saphyr::from_str("id: x\nunknown: 1\nhistory:\n  messages:\n    - { role: user }\n").expect("yaml");
+    assert!(validator.iter_errors(&invalid).count() >= 2, "unknown keys and a message without content are flagged in the editor too");
+}
+
+#[test]
 fn the_demo_session_parses_and_resolves_every_sample_plugin() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins-sample");
     let ws = Workspace::open(&root, Some(&root.join("demo.session.yaml")), &Limits::default()).expect("demo opens");

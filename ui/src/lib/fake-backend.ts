@@ -1,27 +1,87 @@
 // The fake backend: answers from snapshots the Rust tests produced, for UI tests in a browser.
+// Session text edits use the `yaml` package's document model (comments kept), standing in for
+// the Rust side's lossless editor; `?open-failed` in the page's URL starts as if the session
+// could not be opened.
 import initial from "../../fixtures/snapshot.json";
 import afterTurn from "../../fixtures/after-turn.json";
 import afterReload from "../../fixtures/after-reload.json";
+import { parseDocument } from "yaml";
 import type { Backend, StudioEvent } from "./backend";
-import type { Snapshot } from "./types";
+import type { Diagnostic, OpenStatus, SessionEdit, Snapshot } from "./types";
+
+function check(text: string): Diagnostic[] {
+  const doc = parseDocument(text, { prettyErrors: true });
+  const error = doc.errors[0];
+  if (error) {
+    const at = error.linePos?.[0];
+    return [{ code: "session-schema", message: error.message.split("\n")[0], line: at?.line, column: at?.col }];
+  }
+  const data = doc.toJS();
+  if (!data || typeof data !== "object" || !data.id) return [{ code: "session-schema", message: "missing field `id`", line: 1, column: 1 }];
+  return [];
+}
+
+function edit(text: string, edits: SessionEdit[]): string {
+  const doc = parseDocument(text);
+  for (const e of edits) {
+    if (e.kind === "set-locale") doc.setIn(["locale"], e.locale);
+    else if (e.kind === "set-plugin-enabled") {
+      const excluded: string[] = (doc.getIn(["plugins", "excluded"]) as any)?.toJSON?.() ?? [];
+      const next = e.enabled ? excluded.filter((p) => p !== e.plugin) : [...excluded, e.plugin];
+      doc.setIn(["plugins", "excluded"], doc.createNode(next, { flow: true }));
+    } else if (e.kind === "set-setting") doc.setIn(["settings", e.plugin, e.key], e.value);
+    else if (e.kind === "set-character") doc.setIn(["world", "characters", e.index], doc.createNode(e.character, { flow: true }));
+    else if (e.kind === "add-character") doc.addIn(["world", "characters"], doc.createNode(e.character, { flow: true }));
+    else if (e.kind === "remove-character") doc.deleteIn(["world", "characters", e.index]);
+  }
+  return doc.toString();
+}
 
 export function fakeBackend(): Backend {
   let current = initial as unknown as Snapshot;
+  const failed = typeof location !== "undefined" && location.search.includes("open-failed");
   const listeners: ((e: StudioEvent) => void)[] = [];
-  // Tests trigger a reload from the page: `window.__fakeReload()`.
-  (globalThis as any).__fakeReload = () => {
-    current = afterReload as unknown as Snapshot;
-    for (const l of listeners) l({ reason: "reload", snapshot: current });
+  const emit = (reason: string) => {
+    for (const l of listeners) l({ reason, snapshot: current });
   };
+  // Tests trigger a reload from the page: `window.__fakeReload()`, and a change of the session
+  // file on disk: `window.__fakeSessionChanged(text)`.
+  (globalThis as any).__fakeReload = () => {
+    current = { ...(afterReload as unknown as Snapshot), sessionText: current.sessionText };
+    emit("reload");
+  };
+  (globalThis as any).__fakeSessionChanged = (text: string) => {
+    current = { ...current, sessionText: text };
+    emit("reload");
+  };
+  (globalThis as any).__fakeSaved = () => current.sessionText;
   return {
     open: async () => current,
-    snapshot: async () => current,
+    snapshot: async () => {
+      if (failed) throw new Error("no folder is open");
+      return current;
+    },
     setRuntime: async () => current,
     playTurn: async () => (current = afterTurn as unknown as Snapshot),
     cancel: async () => {},
-    undoTurn: async () => (current = initial as unknown as Snapshot),
-    savePlayedSession: async () => {},
-    updateSession: async (session) => (current = { ...current, session }),
+    undo: async () => (current = initial as unknown as Snapshot),
+    savePlayedSession: async (path) => path ?? current.playedPath,
+    saveSessionText: async (text) => {
+      const problems = check(text);
+      if (problems.length) throw new Error(problems[0].message);
+      return (current = { ...current, sessionText: text, undo: { kind: "session-edit", label: "Undo the session edit (restores the file)" } });
+    },
+    applySessionEdits: async (text, edits) => edit(text, edits),
+    checkSessionText: async (text) => check(text),
+    openStatus: async (): Promise<OpenStatus> =>
+      failed
+        ? {
+            opening: false,
+            plugins: "/work/plugins",
+            session: "/work/plugins/broken.session.yaml",
+            error: { code: "session-schema", message: "unknown field `lokale`", file: "/work/plugins/broken.session.yaml", line: 3, column: 1 },
+          }
+        : { opening: false, plugins: current.pluginsDir, session: current.sessionPath ?? null, error: null },
     recentFolders: async () => [{ plugins: current.pluginsDir, session: current.sessionPath ?? null }],
     onChange: async (listener) => {
       listeners.push(listener);

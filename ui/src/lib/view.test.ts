@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import snapshot from "../../fixtures/snapshot.json";
 import type { CallRecord, Snapshot } from "./types";
-import { activeActor, chains, changedSegments, listView, meter, placementLabel, summaryEntries, text } from "./view";
+import { activeActor, chains, changedSegments, draftAfterSnapshot, listView, meter, placementLabel, summaryEntries, text, where } from "./view";
 
 const demo = snapshot as unknown as Snapshot;
 
@@ -56,5 +56,22 @@ describe("the demo snapshot", () => {
     expect(demo.preview.prompt.system.blocks.some((b) => b.cacheBoundary)).toBe(true);
     expect(placementLabel({ kind: "depth", depth: 2 })).toBe("message at depth 2");
     expect(changedSegments(undefined).size).toBe(0);
+  });
+});
+
+describe("the session editor's draft", () => {
+  const draft = { text: "id: s\nlocale: fr\n", base: "id: s\nlocale: en\n" };
+  it("survives a reload that did not change the session file", () => {
+    expect(draftAfterSnapshot(draft, draft.base)).toEqual({ draft, conflict: null });
+  });
+  it("ends when the file holds the draft (it was saved)", () => {
+    expect(draftAfterSnapshot(draft, draft.text)).toEqual({ draft: null, conflict: null });
+  });
+  it("is kept and reported as a conflict when the file changed on disk", () => {
+    expect(draftAfterSnapshot(draft, "id: s\nlocale: de\n")).toEqual({ draft, conflict: "id: s\nlocale: de\n" });
+  });
+  it("places a diagnostic at file, line and column", () => {
+    expect(where({ file: "a.yaml", line: 3, column: 7 })).toBe("a.yaml:3:7");
+    expect(where({ file: "a.yaml" })).toBe("a.yaml");
   });
 });

@@ -17,7 +17,8 @@ let url;
 
 before(async () => {
   server = createServer(async (req, res) => {
-    const path = join(root, req.url === "/" ? "index.html" : req.url.split("?")[0]);
+    const pathname = req.url.split("?")[0];
+    const path = join(root, pathname === "/" ? "index.html" : pathname);
     let body;
     try {
       body = await readFile(path);
@@ -100,4 +101,41 @@ test("playing a turn updates the chat and the compaction panel", async () => {
   assert.match(await page.getByTestId("compaction-estimate").textContent(), /window/);
   await page.locator('[data-tab="Providers"]').click();
   assert.ok((await page.locator("table[data-chain]").count()) >= 5);
+});
+
+test("the session editor keeps its draft over a reload, marks the loader's diagnostics inline and asks on a change on disk", async () => {
+  await page.locator('[data-tab="Session"]').click();
+  const editor = page.locator('[data-testid="session-editor"] .cm-content');
+  await editor.waitFor();
+  assert.match(await editor.textContent(), /The demo test session/);
+  await page.getByTestId("locale").fill("fr");
+  await page.getByTestId("apply-locale").click();
+  await page.getByText("unsaved changes").waitFor();
+  assert.match(await editor.textContent(), /locale: fr/);
+  assert.match(await editor.textContent(), /# The demo test session/, "the comments stay");
+  await page.evaluate(() => window.__fakeReload());
+  await page.locator('[data-tab="Prompt"]').click();
+  await page.locator('[data-tab="Session"]').click();
+  assert.match(await page.locator('[data-testid="session-editor"] .cm-content').textContent(), /locale: fr/, "the draft survives the reload and a tab switch");
+  await page.locator('[data-testid="session-editor"] .cm-line').first().click();
+  await page.keyboard.press("Home");
+  await page.keyboard.type("oops: [\n");
+  await page.getByTestId("session-diagnostic").first().waitFor();
+  await page.locator(".cm-lintRange-error").first().waitFor();
+  assert.ok(await page.getByTestId("save-session").isDisabled(), "text the loader refuses cannot be saved");
+  await page.screenshot({ path: join(shots, "browser-session-diagnostic.png") });
+  await page.evaluate(() => window.__fakeSessionChanged("id: demo\nlocale: de\n"));
+  await page.getByTestId("session-conflict").waitFor();
+  await page.getByTestId("load-file").click();
+  assert.match(await page.locator('[data-testid="session-editor"] .cm-content').textContent(), /locale: de/);
+  assert.equal(await page.getByTestId("draft-state").textContent(), "saved");
+});
+
+test("an open that failed before the page listened is shown with file, line and column", async () => {
+  const failed = await browser.newPage();
+  await failed.goto(`${url}?open-failed`);
+  await failed.getByTestId("open-error").waitFor();
+  assert.match(await failed.getByTestId("open-error").textContent(), /broken\.session\.yaml:3:1: \[session-schema\] unknown field `lokale`/);
+  assert.ok(await failed.getByPlaceholder("/path/to/plugins").isVisible(), "the author can pick another folder");
+  await failed.close();
 });
