@@ -164,3 +164,18 @@ fn a_change_on_disk_restarts_the_playtest_and_the_studios_own_write_is_no_change
     assert!(studio.turns.is_empty());
     assert_eq!(studio.snapshot().session_text.as_deref(), Some(original().replace("locale: en", "locale: it").as_str()));
 }
+
+#[test]
+fn a_folder_or_session_that_cannot_be_opened_is_a_diagnostic_with_file_line_and_column() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let missing = dir.path().join("no-such-folder");
+    let error = Workspace::open(&missing, None, &Limits::default()).err().expect("a missing folder does not open");
+    let d = error.diagnostic();
+    assert_eq!((d.code.as_str(), d.file.as_deref()), ("missing-file", Some(missing.as_path())));
+    let broken = dir.path().join("broken.session.yaml");
+    std::fs::write(&broken, "id: broken\nlocale: en\nlokale: fr\n").expect("write");
+    let d = Workspace::open(dir.path(), Some(&broken), &Limits::default()).err().expect("a broken session does not open").diagnostic();
+    assert_eq!((d.code.as_str(), d.line, d.column), ("session-schema", Some(3), Some(1)), "{d}");
+    let d = Workspace::open(dir.path(), Some(&dir.path().join("gone.session.yaml")), &Limits::default()).err().expect("unreadable").diagnostic();
+    assert!(d.file.as_ref().is_some_and(|f| f.ends_with("gone.session.yaml")), "{d}");
+}
