@@ -25,6 +25,19 @@ impl Json {
 pub struct StudioChanged {
     pub reason: String,
     pub snapshot: Option<Json>,
+    /// With reason `open-failed`: why (a diagnostic with file, line and column).
+    pub error: Option<Json>,
+}
+
+/// Whether a folder is being opened, and why the last open failed.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, Type)]
+pub struct OpenStatus {
+    pub opening: bool,
+    /// The folder being opened or last tried.
+    pub plugins: Option<String>,
+    pub session: Option<String>,
+    /// A diagnostic with file, line and column.
+    pub error: Option<Json>,
 }
 
 /// A recently opened folder.
@@ -82,33 +95,62 @@ async fn cancel_work(state: State<'_, AppState>) -> Result<(), String> {
 
 #[tauri::command]
 #[specta::specta]
-async fn undo_turn(state: State<'_, AppState>) -> Result<Json, String> {
+async fn undo(state: State<'_, AppState>) -> Result<Json, String> {
     with_studio(&state, |s| {
-        s.undo();
+        s.undo().map_err(|e| e.to_string())?;
         Ok(Json::of(&s.snapshot()))
     })
 }
 
+/// Saves the played session; `path` defaults to `<name>.played.session.yaml` beside the
+/// authored session. Returns the file written.
 #[tauri::command]
 #[specta::specta]
-async fn save_played_session(state: State<'_, AppState>, path: String) -> Result<(), String> {
+async fn save_played_session(state: State<'_, AppState>, path: Option<String>, overwrite_authored: bool) -> Result<String, String> {
     with_studio(&state, |s| {
-        let target = std::path::Path::new(&path);
-        // Played turns go to a new file; the authored session is replaced only by its own edits.
-        if s.workspace().session_path.as_deref().is_some_and(|authored| covel_studio::save::same_file(target, authored)) {
-            return Err(format!("{path} is the authored session: save the played session to a new file"));
-        }
-        s.play.save(target).map(|_| ()).map_err(|e| e.to_string())
+        let target = path.as_deref().filter(|p| !p.trim().is_empty()).map(std::path::Path::new);
+        s.save_played(target, overwrite_authored).map(|p| p.display().to_string()).map_err(|e| e.to_string())
     })
+}
+
+/// Writes new text for the authored session file (checked first, atomic, `.bak` kept).
+#[tauri::command]
+#[specta::specta]
+async fn save_session_text(state: State<'_, AppState>, text: String) -> Result<Json, String> {
+    with_studio(&state, |s| {
+        s.save_session_text(&text).map_err(|e| e.to_string())?;
+        Ok(Json::of(&s.snapshot()))
+    })
+}
+
+/// Applies structured edits (`covel_studio::document::SessionEdit`) to session text and returns
+/// the new text; nothing is saved.
+#[tauri::command]
+#[specta::specta]
+async fn apply_session_edits(text: String, edits: Json) -> Result<String, String> {
+    let edits: Vec<covel_studio::document::SessionEdit> = serde_json::from_value(edits.0).map_err(|e| format!("not session edits: {e}"))?;
+    covel_studio::document::apply_edits(&text, &edits).map_err(|e| e.to_string())
+}
+
+/// What the loader says about session text: its diagnostics with line and column (empty when
+/// the text is a valid session).
+#[tauri::command]
+#[specta::specta]
+async fn check_session_text(state: State<'_, AppState>, text: String) -> Result<Json, String> {
+    let file = state
+        .studio
+        .lock()
+        .ok()
+        .and_then(|g| g.as_ref().and_then(|s| s.workspace().session_path.clone()))
+        .unwrap_or_else(|| std::path::PathBuf::from("session.yaml"));
+    let diagnostics: Vec<_> = covel_kernel::session::parse_session(&text, &file).err().into_iter().collect();
+    Ok(Json::of(&diagnostics))
 }
 
 #[tauri::command]
 #[specta::specta]
-async fn update_session(state: State<'_, AppState>, session: Json) -> Result<Json, String> {
-    with_studio(&state, |s| {
-        s.update_session(session.0).map_err(|d| d.to_string())?;
-        Ok(Json::of(&s.snapshot()))
-    })
+async fn open_status(state: State<'_, AppState>) -> Result<OpenStatus, String> {
+    state.status.lock().map(|s| s.clone()).map_err(|_| "studio state poisoned".to_string())
 }
 
 #[tauri::command]
@@ -126,9 +168,12 @@ pub fn builder() -> Builder<tauri::Wry> {
             set_runtime,
             play_turn,
             cancel_work,
-            undo_turn,
+            undo,
             save_played_session,
-            update_session,
+            save_session_text,
+            apply_session_edits,
+            check_session_text,
+            open_status,
             recent_folders
         ])
         .events(collect_events![StudioChanged])

@@ -1,6 +1,6 @@
 //! The app's state: the open studio, its watcher thread, and the recent folders.
 
-use crate::commands::{Json, StudioChanged};
+use crate::commands::{Json, OpenStatus, StudioChanged};
 use covel_js::Limits;
 use covel_studio::live::{FolderWatcher, LiveStudio};
 use covel_studio::{RuntimeTarget, Workspace};
@@ -19,6 +19,9 @@ pub struct AppState {
     pub generation: Arc<AtomicU64>,
     /// Set by `cancel_work`; a running turn checks it before appending anything.
     pub cancel: Arc<std::sync::atomic::AtomicBool>,
+    /// Whether a folder is being opened and why the last open failed (the UI asks at start, so
+    /// an open that failed before it listened is never missed).
+    pub status: Arc<Mutex<OpenStatus>>,
 }
 
 /// The folder to open at start: the command line's, else plugins-sample/ with its demo.
@@ -31,29 +34,47 @@ pub fn initial_folder(plugins: Option<String>, session: Option<String>) -> Optio
     Some((sample.display().to_string(), demo.is_file().then(|| demo.display().to_string())))
 }
 
-/// Opens a folder, remembers it, starts watching it and tells the UI.
+/// Opens a folder, remembers it, starts watching it and tells the UI. A folder or session that
+/// cannot be opened is an `open-failed` event with the diagnostic (file, line, column), and the
+/// open status keeps it; the previous folder, if any, stays open.
 pub fn open(app: &AppHandle, plugins: &str, session: Option<&str>) -> Result<Json, String> {
     let state = app.state::<AppState>();
-    emit(app, "opening", None);
-    let workspace = Workspace::open(Path::new(plugins), session.map(Path::new), &Limits::default()).map_err(|e| e.to_string())?;
+    set_status(&state, OpenStatus { opening: true, plugins: Some(plugins.to_string()), session: session.map(str::to_string), error: None });
+    emit(app, "opening", None, None);
+    let workspace = match Workspace::open(Path::new(plugins), session.map(Path::new), &Limits::default()) {
+        Ok(workspace) => workspace,
+        Err(e) => {
+            let error = Json::of(&e.diagnostic());
+            set_status(&state, OpenStatus { opening: false, plugins: Some(plugins.to_string()), session: session.map(str::to_string), error: Some(error.clone()) });
+            emit(app, "open-failed", None, Some(error));
+            return Err(e.diagnostic().to_string());
+        }
+    };
     let studio = LiveStudio::new(workspace, RuntimeTarget::Story);
     let snapshot = Json::of(&studio.snapshot());
     *state.studio.lock().map_err(|_| "studio state poisoned")? = Some(studio);
+    set_status(&state, OpenStatus { opening: false, plugins: Some(plugins.to_string()), session: session.map(str::to_string), error: None });
     remember(app, plugins, session);
     let generation = state.generation.fetch_add(1, Ordering::SeqCst) + 1;
     watch(app.clone(), PathBuf::from(plugins), session.map(PathBuf::from), generation);
-    emit(app, "opened", Some(snapshot.clone()));
+    emit(app, "opened", Some(snapshot.clone()), None);
     Ok(snapshot)
 }
 
-fn emit(app: &AppHandle, reason: &str, snapshot: Option<Json>) {
-    let _ = StudioChanged { reason: reason.to_string(), snapshot }.emit(app);
+fn set_status(state: &AppState, status: OpenStatus) {
+    if let Ok(mut current) = state.status.lock() {
+        *current = status;
+    }
+}
+
+fn emit(app: &AppHandle, reason: &str, snapshot: Option<Json>, error: Option<Json>) {
+    let _ = StudioChanged { reason: reason.to_string(), snapshot, error }.emit(app);
 }
 
 fn watch(app: AppHandle, plugins: PathBuf, session: Option<PathBuf>, generation: u64) {
     std::thread::spawn(move || {
         let Ok(mut watcher) = FolderWatcher::new(&plugins, session.as_deref(), Duration::from_millis(10)) else {
-            emit(&app, "watch-failed", None);
+            emit(&app, "watch-failed", None, None);
             return;
         };
         let state = app.state::<AppState>();
@@ -70,7 +91,7 @@ fn watch(app: AppHandle, plugins: PathBuf, session: Option<PathBuf>, generation:
                 studio.reload(&changes, batch.first_event);
                 Json::of(&studio.snapshot())
             };
-            emit(&app, "reload", Some(snapshot));
+            emit(&app, "reload", Some(snapshot), None);
         }
     });
 }

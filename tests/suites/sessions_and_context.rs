@@ -170,7 +170,14 @@ fn a_provider_is_only_called_when_its_plugin_is_active() {
 
 #[test]
 fn invalid_session_files_are_reported_with_line_and_column() {
-    for (file, line) in [("unknown-key", 5), ("bad-row", 3), ("bad-yaml", 3)] {
+    for (file, line) in [
+        ("unknown-key", 5),
+        ("bad-row", 3),
+        ("bad-yaml", 3),
+        ("history-without-content", 5),
+        ("history-content-not-text", 5),
+        ("summary-without-range", 4),
+    ] {
         let path = fixture("sessions-invalid").join(format!("{file}.session.yaml"));
         let text = std::fs::read_to_string(&path).expect("fixture");
         let error = session::parse_session(&text, Path::new(file)).expect_err(file);
@@ -178,6 +185,68 @@ fn invalid_session_files_are_reported_with_line_and_column() {
         assert_eq!(error.line, Some(line), "{file}: {error}");
         assert!(error.column.is_some());
     }
+}
+
+#[test]
+fn history_messages_and_summaries_may_omit_what_the_studio_derives() {
+    let path = fixture("sessions/minimal-history.session.yaml");
+    let text = std::fs::read_to_string(&path).expect("fixture");
+    let session = session::parse_session(&text, &path).expect("a minimal history is a valid session");
+    let fields = |m: &Value| -> Vec<Value> {
+        ["id", "sessionId", "turnId", "sourceType", "role", "order", "createdAt"].iter().map(|k| m[k].clone()).collect()
+    };
+    let got: Vec<Vec<Value>> = session.history.messages.iter().map(fields).collect();
+    assert_eq!(
+        got,
+        [
+            vec![json!("m1"), json!("minimal"), json!("t1"), json!("player"), json!("user"), json!(1), json!("2026-01-01T00:00:00Z")],
+            vec![json!("m2"), json!("minimal"), json!("t1"), json!("runtime"), json!("assistant"), json!(2), json!("2026-01-01T00:00:01Z")],
+            vec![json!("ask"), json!("minimal"), json!("t2"), json!("player"), json!("user"), json!(3), json!("2026-01-01T00:00:02Z")],
+            vec![json!("m4"), json!("minimal"), json!("t2"), json!("runtime"), json!("assistant"), json!(4), json!("2026-01-01T00:00:03Z")],
+        ]
+    );
+    let summary = &session.history.summaries[0];
+    assert_eq!((&summary["id"], &summary["sessionId"], &summary["focusSections"]), (&json!("s1"), &json!("minimal"), &json!([])));
+    // Derived values never shadow what the author wrote, and derived ids skip written ones.
+    let text = "id: x\nhistory:\n  messages:\n    - { role: user, content: a, id: m2, turnId: t1 }\n    - { role: user, content: b }\n";
+    let session = session::parse_session(text, Path::new("x")).expect("valid");
+    assert_eq!(session.history.messages[1]["id"], "m3");
+    assert_eq!(session.history.messages[1]["turnId"], "t2");
+}
+
+#[test]
+fn what_cannot_be_derived_is_a_session_schema_diagnostic_at_the_message() {
+    let text = "id: x\nhistory:\n  messages:\n    - { role: user, content: a }\n    - { role: narrator, content: b }\n";
+    let error = session::parse_session(text, Path::new("x")).expect_err("a narrator role has no source type");
+    assert_eq!((error.code, error.line), (Code::SessionSchema, Some(5)));
+    assert!(error.message.contains("sourceType"), "{error}");
+    let text = "id: x\nhistory:\n  messages:\n    - { role: user, content: a, id: m1 }\n    - { role: user, content: b, id: m1 }\n";
+    let error = session::parse_session(text, Path::new("x")).expect_err("ids are unique");
+    assert_eq!((error.line, error.column), (Some(5), Some(37)), "{error}: the second `m1`");
+}
+
+#[test]
+fn the_published_session_schema_is_generated_from_the_types_and_accepts_every_valid_session() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let published = repo.join("docs/session.schema.json");
+    let fresh = serde_json::to_string_pretty(&session::json_schema()).expect("json") + "\n";
+    if std::env::var_os("UPDATE_SESSION_SCHEMA").is_some() {
+        std::fs::write(&published, &fresh).expect("write the schema");
+    }
+    assert_eq!(std::fs::read_to_string(&published).unwrap_or_default(), fresh, "docs/session.schema.json is stale: run with UPDATE_SESSION_SCHEMA=1");
+    let schema: Value = serde_json::from_str(&fresh).expect("json");
+    let validator = jsonschema::draft7::new(&schema).expect("the schema compiles");
+    let demo = repo.join("plugins-sample/demo.session.yaml");
+    let text = std::fs::read_to_string(&demo).expect("demo");
+    assert!(text.starts_with("# yaml-language-server: $schema=../docs/session.schema.json\n"), "editors find the schema from the demo");
+    for path in [demo, fixture("sessions/minimal-history.session.yaml"), fixture("sessions/hand-formatted.session.yaml"), fixture("compaction/long.session.yaml")] {
+        let text = std::fs::read_to_string(&path).expect("session");
+        let data: Value = serde_saphyr::from_str(&text).expect("yaml");
+        let errors: Vec<String> = validator.iter_errors(&data).map(|e| format!("{}: {e}", e.instance_path())).collect();
+        assert!(errors.is_empty(), "{}: {errors:?}", path.display());
+    }
+    let invalid: Value = serde_saphyr::from_str("id: x\nunknown: 1\nhistory:\n  messages:\n    - { role: user }\n").expect("yaml");
+    assert!(validator.iter_errors(&invalid).count() >= 2, "unknown keys and a message without content are flagged in the editor too");
 }
 
 #[test]

@@ -363,16 +363,14 @@ fn editing_the_session_saves_it_safely_and_keeps_the_previous_text_as_a_backup()
     let mut studio = live(dir.path());
     let path = dir.path().join("demo.session.yaml");
     let authored = std::fs::read_to_string(&path).expect("read");
-    let mut edited = serde_json::to_value(&studio.workspace().session).expect("json");
-    edited["settings"]["story-director"]["tone"] = json!("wry");
-    studio.update_session(edited.clone()).expect("valid edit");
+    let tone = covel_studio::document::SessionEdit::SetSetting { plugin: "story-director".into(), key: "tone".into(), value: Some(json!("wry")) };
+    studio.edit_session(&[tone]).expect("valid edit");
     assert!(studio.preview.segments.iter().any(|s| s.id == "tone" && s.content.contains("wry")), "the preview re-ran");
-    let saved = covel_kernel::session::parse_session(&std::fs::read_to_string(&path).expect("saved"), &path).expect("parses");
-    assert_eq!(saved.settings["story-director"]["tone"], "wry");
+    let saved = std::fs::read_to_string(&path).expect("saved");
+    assert_eq!(saved, authored.replace("story-director: { tone: grave }", "story-director: { tone: wry }"), "only the edited value changed");
     assert_eq!(std::fs::read_to_string(dir.path().join("demo.session.yaml.bak")).expect("kept"), authored);
-    edited["locale"] = json!(42);
-    assert!(studio.update_session(edited).is_err(), "invalid edits are refused");
-    assert_eq!(covel_kernel::session::parse_session(&std::fs::read_to_string(&path).expect("saved"), &path).expect("parses").settings["story-director"]["tone"], "wry");
+    assert!(studio.save_session_text(&saved.replace("locale: en", "locale: [en")).is_err(), "invalid text is refused");
+    assert_eq!(std::fs::read_to_string(&path).expect("saved"), saved);
 }
 
 #[test]
@@ -468,4 +466,65 @@ fn cancelling_a_turn_while_the_model_call_is_in_flight_returns_at_once_and_appen
     assert_eq!(play.turns(), 0);
     let _ = server.release.send(());
     server.thread.join().expect("the fake server stops");
+}
+
+// ---- No silent drops: every run that fails as a whole is in the preview ------------------------
+
+#[test]
+fn a_history_transform_whose_input_fails_its_schema_is_a_preview_error_and_fails_the_turn() {
+    let mut ws = Workspace::open(&sample_dir(), Some(&sample_dir().join("demo.session.yaml")), &Limits::default()).expect("opens");
+    // What the session file can no longer produce (the loader derives or refuses), but an
+    // in-memory edit could: a message without the fields the transform's input requires.
+    ws.session.history.messages.push(json!({"id": "bare", "role": "user", "content": "Hello"}));
+    let preview = ws.preview(&RuntimeTarget::Story);
+    let failed: Vec<(&str, &str, String)> = preview
+        .errors
+        .iter()
+        .map(|e| (e.point.as_str(), e.turn, serde_json::to_value(&e.error).expect("json")["code"].as_str().unwrap_or_default().to_string()))
+        .collect();
+    let point = covel_kernel::contract::PointId::PromptHistoryTransform.as_str();
+    assert_eq!(failed, [(point, "this-turn", "invalid-input".to_string()), (point, "next-turn", "invalid-input".to_string())]);
+    assert!(preview.errors[0].message.contains("sessionId"), "{}", preview.errors[0].message);
+    let mut play = Playtest::new(ws);
+    let before = play.workspace.session.clone();
+    let report = play.play("I swim.");
+    assert!(report.error.as_deref().is_some_and(|e| e.contains("prompt.history-transform@1")), "{:?}", report.error);
+    assert_eq!(play.workspace.session, before, "a turn without its history appends nothing");
+}
+
+#[test]
+fn a_failing_world_context_is_a_preview_error_and_in_the_quick_preview() {
+    let fixtures = covel_tests::fixture("world/plugins");
+    let session = covel_tests::fixture("world/sessions/throws.session.yaml");
+    let ws = Workspace::open(&fixtures, Some(&session), &Limits::default()).expect("opens");
+    let preview = ws.preview(&RuntimeTarget::Story);
+    assert_eq!(preview.errors.len(), 1, "{:?}", preview.errors);
+    assert_eq!(preview.errors[0].point, covel_kernel::contract::PointId::SessionWorldContext);
+    assert!(preview.errors[0].message.contains("dimension store unreachable"));
+    let quick = ws.quick_preview("Look.");
+    assert_eq!(quick.errors.len(), 1, "the bench's preview reports it too");
+}
+
+#[test]
+fn a_slot_run_that_fails_as_a_whole_is_in_the_slot_change() {
+    let mut ws = Workspace::open(&sample_dir(), Some(&sample_dir().join("demo.session.yaml")), &Limits::default()).expect("opens");
+    // An event whose data is not an object fails ui.slot@1's input schema.
+    ws.session.models.story.script = vec![r#"You swim. <event topic="scene.set">42</event>"#.into()];
+    let mut play = Playtest::new(ws);
+    let report = play.play("I swim.");
+    let change = report.slot_changes.iter().find(|c| c.preview_turn.is_some()).expect("the previewed slot is reported");
+    assert_eq!(change.slot, covel_kernel::contract::SlotId::StageBackdrop);
+    let error = serde_json::to_value(change.error.as_ref().expect("with its error")).expect("json");
+    assert_eq!(error["code"], "invalid-input");
+}
+
+#[test]
+fn a_compaction_run_that_fails_as_a_whole_counts_as_a_failure() {
+    let mut ws = Workspace::open(&sample_dir(), Some(&sample_dir().join("demo.session.yaml")), &Limits::default()).expect("opens");
+    ws.session.history.messages.push(json!({"id": "bare", "role": "user", "content": "Hello"}));
+    let mut counter = covel_kernel::compaction::FailureCounter::default();
+    let options = covel_studio::compaction::CompactionOptions { force: true, output: None };
+    let run = ws.compact("t9", "", &options, &mut counter);
+    assert!(run.events.iter().any(|e| e.topic == "context.compaction.failed"), "{:?}", run.events);
+    assert_eq!(counter.consecutive, 1);
 }

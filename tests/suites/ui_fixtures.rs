@@ -47,7 +47,7 @@ fn ui_fixtures_are_fresh() {
     studio.set_target(RuntimeTarget::Story);
     studio.play_turn("I swim to the bell tower.");
     outputs.push(("after-turn.json", serde_json::to_value(studio.snapshot()).expect("json")));
-    studio.undo();
+    studio.undo().expect("a turn to undo");
     let module = Path::new(&root).join("story-director/server/lib/text.js");
     let text = std::fs::read_to_string(&module).expect("read");
     std::fs::write(&module, text.replace("grave, unhurried", "grave, patient")).expect("write");
@@ -56,9 +56,9 @@ fn ui_fixtures_are_fresh() {
     outputs.push(("after-reload.json", serde_json::to_value(studio.snapshot()).expect("json")));
     // A session edit from the Session panel: the session excludes soundtrack, which the
     // resolver then rejects with its code.
-    let mut edited = serde_json::to_value(&studio.workspace().session).expect("json");
-    edited["plugins"]["excluded"] = serde_json::json!(["soundtrack"]);
-    studio.update_session(edited).expect("a valid edit");
+    studio
+        .edit_session(&[covel_studio::document::SessionEdit::SetPluginEnabled { plugin: "soundtrack".into(), enabled: false }])
+        .expect("a valid edit");
     outputs.push(("session-excludes-soundtrack.json", serde_json::to_value(studio.snapshot()).expect("json")));
 
     let update = std::env::var_os("UPDATE_UI_FIXTURES").is_some();

@@ -38,7 +38,8 @@ pub fn run(args: &Args, process_start: Instant) -> anyhow::Result<ExitCode> {
     let workspace = crate::open::workspace(&args.plugins_dir, None)?;
     let load_ms = process_start.elapsed().as_secs_f64() * 1000.0;
     let t = Instant::now();
-    let (segments, slots, world) = workspace.quick_preview("Look around.");
+    let quick = workspace.quick_preview("Look around.");
+    let (segments, slots, world) = (quick.segments, quick.slots, quick.world);
     let first_ms = t.elapsed().as_secs_f64() * 1000.0;
     let warm: Vec<f64> = (0..args.iterations)
         .map(|_| {
@@ -64,7 +65,7 @@ pub fn run(args: &Args, process_start: Instant) -> anyhow::Result<ExitCode> {
         "medianPreviewMs": median(warm),
         "medianFullPreviewMs": median(full),
         "iterations": args.iterations,
-        "preview": {"segments": segments, "slots": slots, "world": world},
+        "preview": {"segments": segments, "slots": slots, "world": world, "errors": quick.errors},
         "rssMB": peak_rss_mb(),
     });
     if args.json {
@@ -72,5 +73,6 @@ pub fn run(args: &Args, process_start: Instant) -> anyhow::Result<ExitCode> {
     } else {
         crate::say!("{report:#}");
     }
-    Ok(ExitCode::SUCCESS)
+    // Figures of a preview whose runs failed are not figures of that preview.
+    Ok(if quick.errors.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }

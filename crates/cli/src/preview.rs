@@ -44,11 +44,19 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         crate::output::print_rejections(&workspace.resolution);
         crate::output::print_not_loaded(&mut workspace.diagnostics());
     }
-    let failed = preview.world_context.error.is_some() || workspace.plugins.iter().any(|p| !p.ok());
+    let failed = preview.world_context.error.is_some() || !preview.errors.is_empty() || workspace.plugins.iter().any(|p| !p.ok());
     Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
 fn print_human(p: &covel_studio::Preview) {
+    if !p.errors.is_empty() {
+        crate::say!("Runs that failed (the preview below is missing what they would have given)");
+        for e in &p.errors {
+            let slot = e.slot.map(|s| format!(" {s}")).unwrap_or_default();
+            crate::say!("  ✗ {}{slot} ({}): {}", e.point, e.turn, e.message);
+        }
+        crate::say!();
+    }
     crate::say!("System prompt ({} tokens)", p.prompt.system.tokens);
     let mut boundary = 0;
     for block in &p.prompt.system.blocks {

@@ -385,3 +385,63 @@ fn preview_assembles_for_the_runtime_of_an_output_contract() {
     assert_eq!(nobody.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&nobody.stderr).contains("no active plugin has a runtime whose output contract is `nobody@1`"));
 }
+
+#[test]
+fn preview_shows_minimal_history_messages_in_order_with_derived_fields() {
+    let out = covel(&["preview", "plugins-sample", "--session", "tests/fixtures/sessions/minimal-history.session.yaml", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let report = json_of(&out);
+    let history: Vec<(String, String)> = report["prompt"]["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter(|m| m["origin"]["kind"] == "history")
+        .map(|m| (m["origin"]["id"].as_str().unwrap_or_default().to_string(), m["role"].as_str().unwrap_or_default().to_string()))
+        .collect();
+    let expected = [("m1", "user"), ("m2", "assistant"), ("ask", "user"), ("m4", "assistant")];
+    assert_eq!(history, expected.map(|(i, r)| (i.to_string(), r.to_string())));
+    assert_eq!(report["turnId"], "turn-3", "two derived turns precede the previewed one");
+    let text = covel(&["preview", "plugins-sample", "--session", "tests/fixtures/sessions/minimal-history.session.yaml"]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("(history m1, ") && text.find("(history m1, ") < text.find("(history m4, "), "{text}");
+}
+
+#[test]
+fn a_history_message_without_content_is_a_session_schema_error_with_line_and_column() {
+    let out = covel(&["preview", "plugins-sample", "--session", "tests/fixtures/sessions-invalid/history-without-content.session.yaml"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("history-without-content.session.yaml:5:7: [session-schema]"), "{err}");
+}
+
+#[test]
+fn compaction_of_a_minimal_history_accepts_a_valid_prefix() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let output = dir.path().join("prefix.json");
+    std::fs::write(&output, r#"{"summaries":[{"messageIds":["m1","m2"],"replacesSummaryIds":[],"content":"Mira reached the harbour; the tide was out.","focusSections":[]}]}"#).expect("write");
+    let out = covel(&[
+        "compact", "plugins-sample", "--session", "tests/fixtures/sessions/minimal-history.session.yaml",
+        "--output", output.to_str().expect("utf-8"), "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    let report = json_of(&out);
+    assert_eq!(report["run"]["verdict"]["accepted"], true, "{}", report["run"]["verdict"]);
+    let compacted: Vec<&str> =
+        report["historyAfter"].as_array().expect("history").iter().filter(|m| m.get("compactedAtTurnId").is_some()).filter_map(|m| m["id"].as_str()).collect();
+    assert_eq!(compacted, ["m1", "m2"]);
+}
+
+#[test]
+fn a_run_that_fails_as_a_whole_is_in_the_preview_json_and_text_and_exits_1() {
+    let args = ["preview", "tests/fixtures/world/plugins", "--session", "tests/fixtures/world/sessions/throws.session.yaml"];
+    let out = covel(&[&args[..], &["--json"]].concat());
+    assert_eq!(out.status.code(), Some(1));
+    let report = json_of(&out);
+    assert_eq!(report["errors"][0]["point"], "session.world-context@1");
+    assert_eq!(report["errors"][0]["error"]["code"], "fail-turn");
+    let out = covel(&args);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("Runs that failed"), "{text}");
+    assert!(text.contains("✗ session.world-context@1 (this-turn): provider"), "{text}");
+}

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub const HIDDEN_NAMESPACE_PREFIX: &str = "_hidden.";
 
 /// One stored plugin-data record.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct DataRow {
     pub plugin_id: String,
@@ -27,7 +27,7 @@ pub struct DataRow {
 }
 
 /// A recorded HTTP answer served to `ctx.utils.fetchWithRetry` / `covel.http`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct HttpMock {
     /// Full URL, or an origin + path prefix.
@@ -52,7 +52,7 @@ fn default_status() -> u16 {
 }
 
 /// How plugin HTTP is answered in this execution.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct HttpPolicy {
     /// Live network is an explicit per-session opt-in; by default only mocks answer.

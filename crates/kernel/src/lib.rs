@@ -23,6 +23,7 @@ pub mod resolver;
 pub mod runner;
 pub mod sdk;
 pub mod session;
+mod session_history;
 pub mod settings;
 pub mod static_prompt;
 

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// A parsed test session.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Session {
     pub id: String,
@@ -49,7 +49,7 @@ fn default_locale() -> String {
 }
 
 /// Which plugins the session runs.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct PluginSelection {
     /// Requested plugins; absent means every plugin of the folder.
@@ -64,7 +64,7 @@ pub struct PluginSelection {
 }
 
 /// The World Model the session starts from.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct World {
     #[serde(default)]
@@ -80,18 +80,81 @@ pub struct World {
     pub dimensions: Map<String, Value>,
 }
 
-/// History messages and existing summaries, oldest first.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// History messages and existing summaries, oldest first. Fields the studio can derive may be
+/// left out (see `docs/session-format.md`); [`parse_session`] fills them in.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct History {
     #[serde(default)]
+    #[schemars(schema_with = "message_list_schema")]
     pub messages: Vec<Value>,
     #[serde(default)]
+    #[schemars(schema_with = "summary_list_schema")]
     pub summaries: Vec<Value>,
 }
 
+/// History messages as authors may write them: `role` and `content`, the rest derived.
+fn message_list_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "array",
+        "description": "prompt.history-transform@1 input, oldest first. id, sessionId, turnId, sourceType, order and createdAt are derived when left out (docs/session-format.md).",
+        "items": {
+            "type": "object",
+            "required": ["role", "content"],
+            "properties": {
+                "id": {"type": "string", "description": "Default: m1, m2, … by position."},
+                "sessionId": {"type": "string", "description": "Default: the session's id."},
+                "turnId": {"type": "string", "description": "Default: a user message starts the next turn (t1, t2, …); others join the turn before."},
+                "sourceType": {"type": "string", "description": "Default: from role (user → player, assistant → runtime, system → system)."},
+                "sourcePluginId": {"type": "string"},
+                "sourceRuntimeId": {"type": "string"},
+                "role": {"type": "string", "enum": ["user", "assistant", "system"]},
+                "content": {"type": "string"},
+                "name": {"type": "string"},
+                "order": {"type": "number", "description": "Default: the position in the file, from 1."},
+                "createdAt": {"type": "string", "description": "Default: 2026-01-01T00:00:00Z plus one second per position."},
+                "compactedAtTurnId": {"type": "string"}
+            }
+        }
+    })
+}
+
+/// Existing history.compact@2 summaries: content and turn range, the rest derived.
+fn summary_list_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "array",
+        "description": "Existing history.compact@2 summaries; id, sessionId, focusSections and createdAt are derived when left out.",
+        "items": {
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["content", "turnRangeStart", "turnRangeEnd"],
+            "properties": {
+                "id": {"type": "string", "description": "Default: s1, s2, … by position."},
+                "sessionId": {"type": "string", "description": "Default: the session's id."},
+                "turnRangeStart": {"type": "string"},
+                "turnRangeEnd": {"type": "string"},
+                "content": {"type": "string"},
+                "focusSections": {"type": "array", "items": {"type": "string"}, "description": "Default: []."},
+                "createdAt": {"type": "string"}
+            }
+        }
+    })
+}
+
+/// The session format as a JSON Schema (draft-07, what editors' YAML language servers read),
+/// generated from these types: `docs/session.schema.json`.
+pub fn json_schema() -> Value {
+    let generator = schemars::generate::SchemaSettings::draft07().into_generator();
+    let mut schema = serde_json::to_value(generator.into_root_schema_for::<Session>()).unwrap_or(Value::Null);
+    if let Some(map) = schema.as_object_mut() {
+        map.insert("title".into(), Value::String("Covel Studio test session".into()));
+        map.insert("description".into(), Value::String("A test session for Covel plugin authors (docs/session-format.md).".into()));
+    }
+    schema
+}
+
 /// The story and fast models.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Models {
     #[serde(default = "Model::story_default")]
@@ -107,7 +170,7 @@ impl Default for Models {
 }
 
 /// One model slot: its window and how the studio reaches it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Model {
     /// `scripted` (embedded, deterministic, default), `openai` (OpenAI-compatible) or `anthropic`.
@@ -178,6 +241,8 @@ pub fn parse_session(text: &str, file: &Path) -> Result<Session, Diagnostic> {
             return Err(Diagnostic::new(Code::SessionSchema, format!("pluginData[{index}] needs pluginId and namespace")).file(file));
         }
     }
+    let id = session.id.clone();
+    crate::session_history::derive(&mut session.history.messages, &mut session.history.summaries, &id, text, file)?;
     // Rows keep their file order as creation order; missing timestamps are filled in that
     // order so `list()` and `createdAt` agree.
     for (index, row) in session.plugin_data.iter_mut().enumerate() {

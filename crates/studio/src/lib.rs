@@ -4,6 +4,7 @@
 
 pub mod compaction;
 pub mod diff;
+pub mod document;
 pub mod live;
 pub mod models;
 pub mod playtest;

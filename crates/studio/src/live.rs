@@ -4,6 +4,7 @@
 //! diagnostics and the timings. The CLI's `covel watch` and the desktop app both use it.
 
 use crate::diff::{PreviewDiff, diff};
+use crate::document::SessionEdit;
 use crate::playtest::{Playtest, TurnReport};
 use crate::preview::{Preview, RuntimeTarget};
 use crate::slots::{SlotChange, Trigger};
@@ -85,12 +86,47 @@ pub struct LiveStudio {
     pub preview: Preview,
     pub last_reload: Option<ReloadEntry>,
     pub turns: Vec<TurnReport>,
+    /// Played turns and session edits, newest last.
+    undo: Vec<UndoEntry>,
+}
+
+/// One step the author can undo.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UndoEntry {
+    /// A played turn (memory only).
+    Turn,
+    /// A saved edit of the session file: undoing writes `before` back if the file still holds
+    /// `after`.
+    SessionEdit { before: String, after: String },
+}
+
+/// What an undo undid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum UndoKind {
+    Turn,
+    SessionEdit,
+}
+
+/// Why a session edit, a played-session save or an undo did not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionSaveError {
+    #[error("{0}")]
+    Invalid(Diagnostic),
+    #[error("{0}")]
+    Edit(crate::document::EditError),
+    #[error("{0}")]
+    Save(crate::save::SaveError),
+    #[error("{} is the authored session: played turns go to a new file unless you choose to overwrite it", .0.display())]
+    WouldOverwriteAuthored(PathBuf),
+    #[error("{} changed on disk since this edit; undoing it would overwrite that change (reopen or edit the file instead)", .0.display())]
+    ChangedOnDisk(PathBuf),
 }
 
 impl LiveStudio {
     pub fn new(workspace: Workspace, target: RuntimeTarget) -> LiveStudio {
         let preview = workspace.preview(&target);
-        LiveStudio { play: Playtest::new(workspace), target, preview, last_reload: None, turns: Vec::new() }
+        LiveStudio { play: Playtest::new(workspace), target, preview, last_reload: None, turns: Vec::new(), undo: Vec::new() }
     }
 
     pub fn workspace(&self) -> &Workspace {
@@ -115,38 +151,113 @@ impl LiveStudio {
 
     /// Plays a turn that `cancel` can stop before anything is appended.
     pub fn play_turn_cancellable(&mut self, message: &str, cancel: &std::sync::atomic::AtomicBool) -> TurnReport {
+        let played = self.play.turns();
         let report = self.play.play_cancellable(message, cancel);
+        if self.play.turns() > played {
+            self.undo.push(UndoEntry::Turn);
+        }
         self.turns.push(report.clone());
         self.refresh();
         report
     }
 
-    /// Replaces the session with an edited one (validated like a session file), saves it
-    /// atomically to the session file when there is one, and re-runs the preview.
-    pub fn update_session(&mut self, edited: serde_json::Value) -> Result<(), Diagnostic> {
-        let session: covel_kernel::session::Session = serde_json::from_value(edited).map_err(|e| {
-            Diagnostic::new(covel_kernel::Code::SessionSchema, format!("the edited session is not valid: {e}"))
-        })?;
-        if let Some(path) = self.play.workspace.session_path.clone() {
-            // Written safely (crate::save): checked, atomic, the previous text kept as `.bak`.
-            crate::playtest::save_session(&session, &path)
-                .map_err(|e| Diagnostic::new(covel_kernel::Code::SessionSchema, format!("cannot save the session: {e}")).file(&path))?;
+    /// Saves new text for the authored session file (checked, atomic, the previous text kept as
+    /// `.bak`, see [`crate::save`]), adopts it, and restarts the playtest from it. The edit joins
+    /// the undo history: undoing it writes the previous text back. Without a session file the
+    /// text is adopted in memory only.
+    pub fn save_session_text(&mut self, text: &str) -> Result<(), SessionSaveError> {
+        let path = self.play.workspace.session_path.clone();
+        let file = path.clone().unwrap_or_else(|| PathBuf::from("session.yaml"));
+        let session = covel_kernel::session::parse_session(text, &file).map_err(SessionSaveError::Invalid)?;
+        if let Some(path) = &path {
+            let before = crate::workspace::read_session_text(path).ok();
+            crate::save::write_session_text(path, text).map_err(SessionSaveError::Save)?;
+            if let Some(before) = before.filter(|b| b != text) {
+                self.undo.push(UndoEntry::SessionEdit { before, after: text.to_string() });
+            }
         }
-        self.play.workspace.session = session;
-        self.play.workspace.resolve();
-        self.play.slots.apply(&self.play.workspace, &Trigger::All);
-        self.refresh();
+        self.adopt_session(session, text);
         Ok(())
     }
 
-    /// Undoes the last turn.
-    pub fn undo(&mut self) -> bool {
-        let undone = self.play.undo();
-        if undone {
-            self.turns.pop();
-            self.refresh();
+    /// Applies structured edits to the authored session text in place (see [`crate::document`])
+    /// and saves it like [`LiveStudio::save_session_text`].
+    pub fn edit_session(&mut self, edits: &[SessionEdit]) -> Result<(), SessionSaveError> {
+        let current = self.play.workspace.session_text.clone().unwrap_or_else(|| format!("id: {}\n", self.play.workspace.session.id));
+        let text = crate::document::apply_edits(&current, edits).map_err(SessionSaveError::Edit)?;
+        self.save_session_text(&text)
+    }
+
+    /// Makes `session` (read from `text`) the authored session and restarts the playtest.
+    fn adopt_session(&mut self, session: covel_kernel::session::Session, text: &str) {
+        let workspace = &mut self.play.workspace;
+        workspace.session = session;
+        workspace.session_text = Some(text.to_string());
+        workspace.session_error = None;
+        workspace.resolve();
+        self.restart_playtest();
+        self.play.slots.apply(&self.play.workspace, &Trigger::All);
+        self.refresh();
+    }
+
+    /// Played turns belong to one version of the authored session: when it changes they are
+    /// dropped (with their undo entries) and the playtest starts again from the new version.
+    fn restart_playtest(&mut self) {
+        self.play.restart();
+        self.turns.clear();
+        self.undo.retain(|u| matches!(u, UndoEntry::SessionEdit { .. }));
+    }
+
+    /// Played sessions are new files: saves the played session as YAML to `path`, or to
+    /// `<name>.played.session.yaml` beside the authored session. Writing it over the authored
+    /// session needs `overwrite_authored` (and keeps the previous text as `.bak`).
+    pub fn save_played(&self, path: Option<&Path>, overwrite_authored: bool) -> Result<PathBuf, SessionSaveError> {
+        let target = path.map(Path::to_path_buf).unwrap_or_else(|| self.played_default_path());
+        let authored = self.play.workspace.session_path.as_deref();
+        if authored.is_some_and(|a| a == target || crate::save::same_file(&target, a)) && !overwrite_authored {
+            return Err(SessionSaveError::WouldOverwriteAuthored(target));
         }
-        undone
+        self.play.save(&target).map_err(SessionSaveError::Save)
+    }
+
+    /// Where a played session goes unless the author says otherwise.
+    pub fn played_default_path(&self) -> PathBuf {
+        let ws = &self.play.workspace;
+        match &ws.session_path {
+            Some(authored) => crate::save::played_file_for(authored),
+            None => ws.plugins_dir.join("studio.played.session.yaml"),
+        }
+    }
+
+    /// What [`LiveStudio::undo`] would undo.
+    pub fn next_undo(&self) -> Option<&UndoEntry> {
+        self.undo.last()
+    }
+
+    /// Undoes the last turn or session edit. Undoing a session edit writes the previous text
+    /// back to the file, unless the file changed on disk since the edit.
+    pub fn undo(&mut self) -> Result<Option<UndoKind>, SessionSaveError> {
+        match self.undo.pop() {
+            None => Ok(None),
+            Some(UndoEntry::Turn) => {
+                self.play.undo();
+                self.turns.pop();
+                self.refresh();
+                Ok(Some(UndoKind::Turn))
+            }
+            Some(UndoEntry::SessionEdit { before, after }) => {
+                let Some(path) = self.play.workspace.session_path.clone() else { return Ok(None) };
+                let disk = crate::workspace::read_session_text(&path).ok();
+                if disk.as_deref() != Some(after.as_str()) {
+                    self.undo.push(UndoEntry::SessionEdit { before, after });
+                    return Err(SessionSaveError::ChangedOnDisk(path));
+                }
+                let session = covel_kernel::session::parse_session(&before, &path).map_err(SessionSaveError::Invalid)?;
+                crate::save::write_session_text(&path, &before).map_err(SessionSaveError::Save)?;
+                self.adopt_session(session, &before);
+                Ok(Some(UndoKind::SessionEdit))
+            }
+        }
     }
 
     /// Classifies changed paths.
@@ -247,8 +358,13 @@ impl LiveStudio {
         let preview_ms = ms(t);
         let diff = diff(&self.preview, &preview);
         self.preview = preview;
-        let trigger = if session_reloaded { Trigger::All } else { Trigger::PluginsChanged };
-        let slot_changes = self.play.slots.apply(&self.play.workspace, &trigger);
+        let slot_changes = if session_reloaded {
+            // The authored session changed on disk: the playtest starts again from it.
+            self.restart_playtest();
+            self.play.slots.apply(&self.play.workspace, &Trigger::All)
+        } else {
+            self.play.slots.apply(&self.play.workspace, &Trigger::PluginsChanged)
+        };
         let entry = ReloadEntry {
             paths: changes.paths.clone(),
             plugins,

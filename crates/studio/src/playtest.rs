@@ -9,6 +9,7 @@ use crate::preview::{Preview, RuntimeTarget};
 use crate::slots::{SlotChange, SlotHost, Trigger};
 use crate::workspace::Workspace;
 use covel_kernel::compaction::FailureCounter;
+use covel_kernel::contract::PointId;
 use covel_kernel::session::Session;
 use serde::Serialize;
 use serde_json::json;
@@ -108,7 +109,14 @@ impl Playtest {
             events: Vec::new(),
             slot_changes: Vec::new(),
         };
-        if let Some(error) = &preview.world_context.error {
+        // The prompt must be what the providers said: a history transform or segment run that
+        // failed as a whole fails the turn (never a prompt silently without its history).
+        let prompt_failure = preview
+            .errors
+            .iter()
+            .find(|e| e.turn == "this-turn" && matches!(e.point, PointId::PromptHistoryTransform | PointId::PromptSegment))
+            .map(|e| format!("{}: {}", e.point, e.message));
+        if let Some(error) = preview.world_context.error.clone().or(prompt_failure) {
             let error = format!("the turn failed: {error}");
             let report = idle(preview, error, &self.workspace);
             self.workspace.session = before;
@@ -154,6 +162,15 @@ impl Playtest {
         let compaction = self.workspace.compact(&turn_id, &system, &CompactionOptions::default(), &mut self.failures);
         slot_changes.extend(self.slots.apply(&self.workspace, &Trigger::TurnEnded { turn_id: turn_id.clone() }));
         TurnReport { turn_id, player_message: message.to_string(), preview, reply: Some(reply), error: None, compaction, events, slot_changes }
+    }
+
+    /// Starts the playtest again from the workspace's (new) session: played turns and their undo
+    /// history are dropped and the story model is rebuilt from the session's models (the caller
+    /// projects the slots again). Called when the authored session changed.
+    pub fn restart(&mut self) {
+        self.history.clear();
+        self.failures = FailureCounter::default();
+        self.story = Backend::new(&self.workspace.session.models.story);
     }
 
     /// Undoes the last turn; false when back at the session file's state.

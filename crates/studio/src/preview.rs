@@ -7,7 +7,7 @@ use crate::workspace::{Calls, Workspace};
 use covel_kernel::contract::{PointId, SlotId};
 use covel_kernel::prompt::template::{self, TemplateScope};
 use covel_kernel::prompt::{self, Assembly, AssemblyInput, CacheReport, RequestOptions, RuntimeView, Segment, SegmentRow};
-use covel_kernel::runner::{CallRecord, RunResult};
+use covel_kernel::runner::{CallRecord, RunError, RunResult};
 use serde::Serialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -85,6 +85,50 @@ pub struct SlotView {
     /// Hex SHA-256 of the value's JSON: consumers are told of a change only when it changes.
     pub revision: String,
     pub chain: Vec<CallRecord>,
+    /// Why the slot's run failed as a whole (its value is then `null`, never a silent one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<RunError>,
+}
+
+/// A run of the preview that failed as a whole: an extension point whose input failed its
+/// schema, conflicting single providers, a failed `fail-turn` point, a broken pipeline. Every
+/// one is shown (JSON, text, the app) and makes `covel preview` exit 1.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PreviewError {
+    pub point: PointId,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slot: Option<SlotId>,
+    /// `this-turn` (what the prompt shows) or `next-turn` (the assembly for cache stability).
+    pub turn: &'static str,
+    pub error: RunError,
+    /// The error as one sentence.
+    pub message: String,
+}
+
+impl PreviewError {
+    fn of(result: &RunResult, turn: &'static str) -> Option<PreviewError> {
+        result.error.as_ref().map(|error| PreviewError { point: result.point, slot: result.slot, turn, error: error.clone(), message: error.to_string() })
+    }
+}
+
+/// Where one assembled turn records its calls and failed runs.
+struct TurnLog<'a> {
+    calls: &'a mut Vec<CallRecord>,
+    errors: &'a mut Vec<PreviewError>,
+    /// `this-turn` or `next-turn`.
+    turn: &'static str,
+}
+
+/// What the bench's quick preview computed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QuickPreview {
+    pub segments: usize,
+    /// Non-null slot values.
+    pub slots: usize,
+    pub world: bool,
+    /// Runs that failed as a whole.
+    pub errors: Vec<PreviewError>,
 }
 
 /// The image flow and who provides it.
@@ -131,6 +175,8 @@ pub struct Preview {
     pub history_rewrites: Vec<HistoryRewrite>,
     /// Every provider call of the preview, in the order they ran.
     pub calls: Vec<CallRecord>,
+    /// Runs that failed as a whole, in the order they ran (empty when every run completed).
+    pub errors: Vec<PreviewError>,
     pub timings: PreviewTimings,
 }
 
@@ -273,9 +319,14 @@ impl Workspace {
     }
 
     fn world_context_in(&self, calls: &Calls<'_>) -> WorldContextView {
+        self.world_context_run(calls).0
+    }
+
+    fn world_context_run(&self, calls: &Calls<'_>) -> (WorldContextView, Option<PreviewError>) {
         let result = calls.run(PointId::SessionWorldContext, json!({}), None, None);
+        let failed = PreviewError::of(&result, "this-turn");
         let error = result.error.as_ref().map(ToString::to_string).or_else(|| self.dimension_rule_violation());
-        WorldContextView { snapshot: result.result, provided_by: result.provided_by, error, calls: result.calls }
+        (WorldContextView { snapshot: result.result, provided_by: result.provided_by, error, calls: result.calls }, failed)
     }
 
     /// Runs the history transforms over a copy of the given history.
@@ -304,14 +355,17 @@ impl Workspace {
         history: &[Value],
         turn_id: &str,
         player_message: &str,
-        calls: &mut Vec<CallRecord>,
+        log: TurnLog<'_>,
     ) -> (Assembly, Vec<HistoryRewrite>) {
+        let TurnLog { calls, errors, turn } = log;
         let transformed = scope.run(PointId::PromptHistoryTransform, json!({"messages": history, "turnId": turn_id}), None, Some(turn_id));
         calls.extend(transformed.calls.iter().cloned());
+        errors.extend(PreviewError::of(&transformed, turn));
         let messages = transformed.result.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
         let rewrites = history_rewrites(history, &messages, &transformed.calls);
         let segments = scope.run(PointId::PromptSegment, json!({"turnId": turn_id, "playerMessage": player_message}), None, Some(turn_id));
         calls.extend(segments.calls.iter().cloned());
+        errors.extend(PreviewError::of(&segments, turn));
         let (runtime, body) = self.runtime_view(target);
         let lore = self.session.world.world_record.as_ref().and_then(|w| w.get("lore")).and_then(Value::as_str);
         let assembly = prompt::assemble(&AssemblyInput {
@@ -338,18 +392,22 @@ impl Workspace {
 
     /// What an upstream-style host computes for a preview, for like-for-like comparisons with
     /// the Node yardstick: prompt segments, the five stage/status slots, and the world context.
-    /// Returns (segment count, non-null slot count, whether a world snapshot came back).
-    pub fn quick_preview(&self, player_message: &str) -> (usize, usize, bool) {
+    pub fn quick_preview(&self, player_message: &str) -> QuickPreview {
         let scope = self.calls();
         let turn = Some("t1");
+        let mut errors = Vec::new();
         let segments = scope.run(PointId::PromptSegment, json!({"turnId": "t1", "playerMessage": player_message}), None, turn);
+        errors.extend(PreviewError::of(&segments, "this-turn"));
         let mut slots = 0;
         for slot in [SlotId::StageBackdrop, SlotId::StageCast, SlotId::StageChoices, SlotId::SessionSummary, SlotId::StageMusic] {
             let input = json!({"slot": slot.as_str(), "previous": null, "events": []});
-            slots += usize::from(!scope.run(PointId::UiSlot, input, Some(slot), turn).result.is_null());
+            let result = scope.run(PointId::UiSlot, input, Some(slot), turn);
+            errors.extend(PreviewError::of(&result, "this-turn"));
+            slots += usize::from(!result.result.is_null());
         }
         let world = scope.run(PointId::SessionWorldContext, json!({}), None, turn);
-        (segments.result.as_array().map_or(0, Vec::len), slots, !world.result.is_null())
+        errors.extend(PreviewError::of(&world, "this-turn"));
+        QuickPreview { segments: segments.result.as_array().map_or(0, Vec::len), slots, world: !world.result.is_null(), errors }
     }
 
     /// The full preview for one runtime.
@@ -357,16 +415,18 @@ impl Workspace {
         let started = Instant::now();
         let scope = self.calls();
         let mut calls = Vec::new();
+        let mut errors = Vec::new();
 
         let t = Instant::now();
-        let world_context = self.world_context_in(&scope);
+        let (world_context, world_error) = self.world_context_run(&scope);
+        errors.extend(world_error);
         calls.extend(world_context.calls.iter().cloned());
         let world_context_ms = ms(t);
 
         let history = self.session.history.messages.clone();
         let turn_id = self.next_turn_id(&history);
         let t = Instant::now();
-        let (this, rewrites) = self.assemble_turn(&scope, target, &history, &turn_id, &self.session.next_message, &mut calls);
+        let (this, rewrites) = self.assemble_turn(&scope, target, &history, &turn_id, &self.session.next_message, TurnLog { calls: &mut calls, errors: &mut errors, turn: "this-turn" });
         let segments_ms = ms(t);
 
         // The next turn: one more exchange in the history, the following player message.
@@ -384,16 +444,19 @@ impl Workspace {
         let next_turn = self.next_turn_id(&next_history);
         let following = self.session.following_message.clone().unwrap_or_else(|| DEFAULT_FOLLOWING.to_string());
         let mut next_calls = Vec::new();
-        let (next, _) = self.assemble_turn(&scope, target, &next_history, &next_turn, &following, &mut next_calls);
+        let (next, _) = self.assemble_turn(&scope, target, &next_history, &next_turn, &following, TurnLog { calls: &mut next_calls, errors: &mut errors, turn: "next-turn" });
         let cache = prompt::analyse(&this, &next, self.min_cacheable_tokens());
         let next_turn_ms = ms(t);
 
         let t = Instant::now();
         let slots: Vec<SlotView> = SlotId::ALL.into_iter().flat_map(|slot| project_slot_in(&scope, slot, &[], None)).collect();
-        calls.extend(slots.iter().filter(|s| s.key.is_none() || s.slot != SlotId::CharacterVisual).flat_map(|s| s.chain.iter().cloned()));
+        let once = slots.iter().filter(|s| s.key.is_none() || s.slot != SlotId::CharacterVisual);
+        calls.extend(once.clone().flat_map(|s| s.chain.iter().cloned()));
+        errors.extend(once.filter_map(|s| s.error.clone().map(|error| PreviewError { point: PointId::UiSlot, slot: Some(s.slot), turn: "this-turn", message: error.to_string(), error })));
         let slots_ms = ms(t);
         let flow = scope.run(PointId::MediaImageFlow, json!({}), None, None);
         calls.extend(flow.calls.iter().cloned());
+        errors.extend(PreviewError::of(&flow, "this-turn"));
         let image_flow =
             ImageFlowView { flow: flow.result, provided_by: flow.provided_by, error: flow.error.map(|e| e.to_string()), calls: flow.calls };
 
@@ -419,6 +482,7 @@ impl Workspace {
             image_flow,
             history_rewrites: rewrites,
             calls,
+            errors,
             timings: PreviewTimings { world_context_ms, history_ms: 0.0, segments_ms, next_turn_ms, slots_ms, total_ms: ms(started) },
         }
     }
@@ -429,11 +493,11 @@ fn project_slot_in(calls: &Calls<'_>, slot: SlotId, events: &[Value], turn_id: O
     let input = json!({"slot": slot.as_str(), "previous": null, "events": events});
     let result = calls.run(PointId::UiSlot, input, Some(slot), turn_id);
     if slot != SlotId::CharacterVisual {
-        return vec![SlotView { slot, key: None, revision: revision_of(&result.result), value: result.result, chain: result.calls }];
+        return vec![SlotView { slot, key: None, revision: revision_of(&result.result), value: result.result, chain: result.calls, error: result.error }];
     }
     let characters = result.result.get("characters").and_then(Value::as_array).cloned().unwrap_or_default();
     if characters.is_empty() {
-        return vec![SlotView { slot, key: None, value: Value::Null, revision: revision_of(&Value::Null), chain: result.calls }];
+        return vec![SlotView { slot, key: None, value: Value::Null, revision: revision_of(&Value::Null), chain: result.calls, error: result.error }];
     }
     characters
         .into_iter()
@@ -443,6 +507,7 @@ fn project_slot_in(calls: &Calls<'_>, slot: SlotId, events: &[Value], turn_id: O
             revision: revision_of(&character),
             value: character,
             chain: result.calls.clone(),
+            error: result.error.clone(),
         })
         .collect()
 }

@@ -47,6 +47,9 @@ pub struct SlotChange {
     /// A preview during a turn (never stored as the committed value).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub preview_turn: Option<String>,
+    /// Why the slot's run failed as a whole (the value is then `null`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<covel_kernel::runner::RunError>,
 }
 
 /// Committed slot values with the previews of the running turn.
@@ -100,7 +103,7 @@ impl SlotHost {
                 slots
                     .into_iter()
                     .flat_map(|slot| workspace.project_slot(slot, &events, Some(turn_id.clone())))
-                    .map(|view| SlotChange { slot: view.slot, key: view.key, value: view.value, revision: view.revision, preview_turn: Some(turn_id.clone()) })
+                    .map(|view| SlotChange { slot: view.slot, key: view.key, value: view.value, revision: view.revision, preview_turn: Some(turn_id.clone()), error: view.error })
                     .collect()
             }
             _ => {
@@ -116,13 +119,14 @@ impl SlotHost {
                         self.committed.keys().filter(|(s, k)| *s == slot && !fresh.contains(k)).cloned().collect();
                     for key in gone {
                         self.committed.remove(&key);
-                        changes.push(SlotChange { slot, key: key.1, value: Value::Null, revision: revision_of(&Value::Null), preview_turn: None });
+                        changes.push(SlotChange { slot, key: key.1, value: Value::Null, revision: revision_of(&Value::Null), preview_turn: None, error: None });
                     }
                     for view in views {
                         let id = (view.slot, view.key.clone());
-                        let changed = self.committed.get(&id).is_none_or(|old| old.revision != view.revision);
+                        let changed = self.committed.get(&id).is_none_or(|old| old.revision != view.revision || old.error != view.error);
                         if changed {
-                            changes.push(SlotChange { slot, key: view.key.clone(), value: view.value.clone(), revision: view.revision.clone(), preview_turn: None });
+                            let (key, value, revision, error) = (view.key.clone(), view.value.clone(), view.revision.clone(), view.error.clone());
+                            changes.push(SlotChange { slot, key, value, revision, preview_turn: None, error });
                         }
                         self.committed.insert(id, view);
                     }

@@ -2,7 +2,7 @@
 //! (plugins with their status and providers, the preview, compaction, playtest turns, the
 //! session). Only this crate and the app shell shape what the UI receives.
 
-use crate::live::{LiveStudio, ReloadEntry};
+use crate::live::{LiveStudio, ReloadEntry, UndoEntry, UndoKind};
 use crate::playtest::TurnReport;
 use crate::preview::Preview;
 use covel_kernel::compaction::{self, Budget, Windows};
@@ -66,6 +66,14 @@ pub struct CompactionView {
     pub last_run: Option<crate::compaction::CompactionRun>,
 }
 
+/// The next undo step.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UndoView {
+    pub kind: UndoKind,
+    pub label: String,
+}
+
 /// Everything the desktop UI shows.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -74,6 +82,17 @@ pub struct Snapshot {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_path: Option<String>,
     pub session: Value,
+    /// The session file's text as on disk (what the Session panel edits), when there is a file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_text: Option<String>,
+    /// Why the session file as on disk cannot be used (the previous good session stays in use).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_error: Option<Diagnostic>,
+    /// What Undo would undo, for the button's label.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub undo: Option<UndoView>,
+    /// Where "Save played session" writes unless the author picks another file.
+    pub played_path: String,
     pub plugins: Vec<PluginView>,
     pub resolution: Resolution,
     pub preview: Preview,
@@ -138,6 +157,13 @@ impl LiveStudio {
             plugins_dir: ws.plugins_dir.display().to_string(),
             session_path: ws.session_path.as_ref().map(|p| p.display().to_string()),
             session: serde_json::to_value(&ws.session).unwrap_or(Value::Null),
+            session_text: ws.session_text.clone(),
+            session_error: ws.session_error.clone(),
+            undo: self.next_undo().map(|u| match u {
+                UndoEntry::Turn => UndoView { kind: UndoKind::Turn, label: format!("Undo {}", self.turns.last().map_or("the last turn", |t| t.turn_id.as_str())) },
+                UndoEntry::SessionEdit { .. } => UndoView { kind: UndoKind::SessionEdit, label: "Undo the session edit (restores the file)".into() },
+            }),
+            played_path: self.played_default_path().display().to_string(),
             plugins,
             resolution: ws.resolution.clone(),
             preview: self.preview.clone(),

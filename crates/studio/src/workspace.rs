@@ -30,11 +30,34 @@ pub enum WorkspaceError {
     Session(Diagnostic),
 }
 
+impl WorkspaceError {
+    /// The error as a diagnostic with the file and, for a session that does not parse, the line
+    /// and column: what the app shows when a folder or session cannot be opened.
+    pub fn diagnostic(&self) -> Diagnostic {
+        match self {
+            WorkspaceError::PluginsFolder { path, .. } => Diagnostic::new(covel_kernel::Code::MissingFile, self.to_string()).file(path),
+            WorkspaceError::SessionFile(refusal) => {
+                let file = match refusal {
+                    covel_kernel::files::FileRefusal::Unreadable(p, _)
+                    | covel_kernel::files::FileRefusal::OutsideRoot(p)
+                    | covel_kernel::files::FileRefusal::NotRegular(p)
+                    | covel_kernel::files::FileRefusal::TooLarge(p, _) => p.clone(),
+                };
+                Diagnostic::new(refusal.code(), self.to_string()).file(file)
+            }
+            WorkspaceError::Session(diagnostic) => diagnostic.clone(),
+        }
+    }
+}
+
 /// A plugins folder with a test session.
 pub struct Workspace {
     pub plugins_dir: PathBuf,
     pub session_path: Option<PathBuf>,
     pub session: Session,
+    /// The session file's text as the author wrote it (as last read or written by the studio),
+    /// also when it does not parse: the Session panel edits this text, never a re-serialization.
+    pub session_text: Option<String>,
     pub plugins: Vec<LoadedPlugin>,
     pub resolution: Resolution,
     /// Plugins whose latest reload failed: they keep running their last good version, marked
@@ -51,13 +74,13 @@ pub struct Workspace {
 impl Workspace {
     /// Loads every plugin of the folder and the session (an empty one when none is given).
     pub fn open(plugins_dir: &Path, session_path: Option<&Path>, limits: &Limits) -> Result<Workspace, WorkspaceError> {
-        let session = match session_path {
+        let (session, session_text) = match session_path {
             Some(path) => {
                 let text = read_session_text(path)
                     .map_err(WorkspaceError::SessionFile)?;
-                session::parse_session(&text, path).map_err(WorkspaceError::Session)?
+                (session::parse_session(&text, path).map_err(WorkspaceError::Session)?, Some(text))
             }
-            None => Session { id: "studio".into(), locale: "en".into(), ..Session::default() },
+            None => (Session { id: "studio".into(), locale: "en".into(), ..Session::default() }, None),
         };
         let plugins =
             load_folder(plugins_dir, limits).map_err(|source| WorkspaceError::PluginsFolder { path: plugins_dir.to_path_buf(), source })?;
@@ -65,6 +88,7 @@ impl Workspace {
             plugins_dir: plugins_dir.to_path_buf(),
             session_path: session_path.map(Path::to_path_buf),
             session,
+            session_text,
             plugins,
             resolution: Resolution::default(),
             reload_failures: BTreeMap::new(),
@@ -115,11 +139,21 @@ impl Workspace {
     }
 
     /// Re-reads the session file; a broken file keeps the previous session and records why.
+    /// Returns whether the session changed (text the studio itself wrote last is no change).
     pub fn reload_session(&mut self) -> bool {
         let Some(path) = self.session_path.clone() else { return false };
-        let parsed = read_session_text(&path)
-            .map_err(|e| Diagnostic::new(e.code(), format!("cannot read the session file: {e}")).file(&path))
-            .and_then(|text| session::parse_session(&text, &path));
+        let text = match read_session_text(&path) {
+            Ok(text) => text,
+            Err(e) => {
+                self.session_error = Some(Diagnostic::new(e.code(), format!("cannot read the session file: {e}")).file(&path));
+                return false;
+            }
+        };
+        if self.session_text.as_deref() == Some(text.as_str()) && self.session_error.is_none() {
+            return false;
+        }
+        let parsed = session::parse_session(&text, &path);
+        self.session_text = Some(text);
         match parsed {
             Ok(session) => {
                 self.session = session;

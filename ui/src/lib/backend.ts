@@ -1,11 +1,13 @@
 // The only module that talks to the desktop shell. Everything else imports `backend` and stays
 // plain; browser tests build with `--mode fake` and get the fake, fed by fixtures the Rust
 // tests write (ui/fixtures/*.json).
-import type { Snapshot } from "./types";
+import type { Diagnostic, OpenStatus, SessionEdit, Snapshot } from "./types";
 
 export interface StudioEvent {
   reason: string;
   snapshot: Snapshot | null;
+  /** With reason `open-failed`. */
+  error?: Diagnostic | null;
 }
 
 export interface RecentFolder {
@@ -20,9 +22,17 @@ export interface Backend {
   playTurn(message: string): Promise<Snapshot>;
   /** Asks the running work to stop (a turn then appends nothing). */
   cancel(): Promise<void>;
-  undoTurn(): Promise<Snapshot>;
-  savePlayedSession(path: string): Promise<void>;
-  updateSession(session: unknown): Promise<Snapshot>;
+  /** Undoes the last turn or session edit (a session edit's undo writes the file back). */
+  undo(): Promise<Snapshot>;
+  /** Saves the played session to `path` (default beside the session); returns the file. */
+  savePlayedSession(path: string | null, overwriteAuthored: boolean): Promise<string>;
+  /** Writes the session file's text (checked first, atomic, `.bak` kept). */
+  saveSessionText(text: string): Promise<Snapshot>;
+  /** Applies structured edits to session text in place; nothing is saved. */
+  applySessionEdits(text: string, edits: SessionEdit[]): Promise<string>;
+  /** The loader's diagnostics for session text (empty when valid). */
+  checkSessionText(text: string): Promise<Diagnostic[]>;
+  openStatus(): Promise<OpenStatus>;
   recentFolders(): Promise<RecentFolder[]>;
   onChange(listener: (event: StudioEvent) => void): Promise<() => void>;
 }

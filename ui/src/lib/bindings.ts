@@ -12,9 +12,25 @@ export const commands = {
 	setRuntime: (target: string) => typedError<Json, string>(__TAURI_INVOKE("set_runtime", { target })),
 	playTurn: (message: string) => typedError<Json, string>(__TAURI_INVOKE("play_turn", { message })),
 	cancelWork: () => typedError<null, string>(__TAURI_INVOKE("cancel_work")),
-	undoTurn: () => typedError<Json, string>(__TAURI_INVOKE("undo_turn")),
-	savePlayedSession: (path: string) => typedError<null, string>(__TAURI_INVOKE("save_played_session", { path })),
-	updateSession: (session: Json) => typedError<Json, string>(__TAURI_INVOKE("update_session", { session })),
+	undo: () => typedError<Json, string>(__TAURI_INVOKE("undo")),
+	/**
+	 *  Saves the played session; `path` defaults to `<name>.played.session.yaml` beside the
+	 *  authored session. Returns the file written.
+	 */
+	savePlayedSession: (path: string | null, overwriteAuthored: boolean) => typedError<string, string>(__TAURI_INVOKE("save_played_session", { path, overwriteAuthored })),
+	/**  Writes new text for the authored session file (checked first, atomic, `.bak` kept). */
+	saveSessionText: (text: string) => typedError<Json, string>(__TAURI_INVOKE("save_session_text", { text })),
+	/**
+	 *  Applies structured edits (`covel_studio::document::SessionEdit`) to session text and returns
+	 *  the new text; nothing is saved.
+	 */
+	applySessionEdits: (text: string, edits: Json) => typedError<string, string>(__TAURI_INVOKE("apply_session_edits", { text, edits })),
+	/**
+	 *  What the loader says about session text: its diagnostics with line and column (empty when
+	 *  the text is a valid session).
+	 */
+	checkSessionText: (text: string) => typedError<Json, string>(__TAURI_INVOKE("check_session_text", { text })),
+	openStatus: () => typedError<OpenStatus_Serialize, string>(__TAURI_INVOKE("open_status")),
 	recentFolders: () => typedError<RecentFolder_Serialize[], string>(__TAURI_INVOKE("recent_folders")),
 };
 
@@ -26,6 +42,29 @@ export const events = {
 /* Types */
 /**  A JSON value; TypeScript sees `unknown`. */
 export type Json = unknown;
+
+/**  Whether a folder is being opened, and why the last open failed. */
+export type OpenStatus = OpenStatus_Serialize | OpenStatus_Deserialize;
+
+/**  Whether a folder is being opened, and why the last open failed. */
+export type OpenStatus_Deserialize = {
+	opening: boolean,
+	/**  The folder being opened or last tried. */
+	plugins?: string | null,
+	session?: string | null,
+	/**  A diagnostic with file, line and column. */
+	error?: Json | null,
+};
+
+/**  Whether a folder is being opened, and why the last open failed. */
+export type OpenStatus_Serialize = {
+	opening: boolean,
+	/**  The folder being opened or last tried. */
+	plugins: string | null,
+	session: string | null,
+	/**  A diagnostic with file, line and column. */
+	error: Json | null,
+};
 
 /**  A recently opened folder. */
 export type RecentFolder = RecentFolder_Serialize | RecentFolder_Deserialize;
@@ -49,12 +88,16 @@ export type StudioChanged = StudioChanged_Serialize | StudioChanged_Deserialize;
 export type StudioChanged_Deserialize = {
 	reason: string,
 	snapshot?: Json | null,
+	/**  With reason `open-failed`: why (a diagnostic with file, line and column). */
+	error?: Json | null,
 };
 
 /**  Sent after the studio changed on its own (a reload) or while it opens a folder. */
 export type StudioChanged_Serialize = {
 	reason: string,
 	snapshot: Json | null,
+	/**  With reason `open-failed`: why (a diagnostic with file, line and column). */
+	error: Json | null,
 };
 
 /* Tauri Specta runtime */

@@ -1,64 +1,118 @@
 // The fake backend: answers from snapshots the Rust tests produced, for UI tests in a browser.
-// It answers only what a fixture covers — a runtime or a session edit without one is an error —
-// and records every call in `window.__fakeCalls`, so tests see what the UI asked for.
+// It answers only what a fixture covers — a runtime without one is an error — and records every
+// call in `window.__fakeCalls`, so tests see what the UI asked for. Session text edits use the
+// `yaml` package's document model (comments kept), standing in for the Rust side's lossless
+// editor; `?open-failed` in the page's URL starts as if the session could not be opened.
 import initial from "../../fixtures/snapshot.json";
 import afterTurn from "../../fixtures/after-turn.json";
 import afterReload from "../../fixtures/after-reload.json";
 import storyDirectorRuntime from "../../fixtures/runtime-plugin-story-director.json";
 import excludesSoundtrack from "../../fixtures/session-excludes-soundtrack.json";
+import { parseDocument } from "yaml";
 import type { Backend, StudioEvent } from "./backend";
-import type { Snapshot } from "./types";
+import type { Diagnostic, OpenStatus, SessionEdit, Snapshot } from "./types";
+
+function check(text: string): Diagnostic[] {
+  const doc = parseDocument(text, { prettyErrors: true });
+  const error = doc.errors[0];
+  if (error) {
+    const at = error.linePos?.[0];
+    return [{ code: "session-schema", message: error.message.split("\n")[0], line: at?.line, column: at?.col }];
+  }
+  const data = doc.toJS();
+  if (!data || typeof data !== "object" || !data.id) return [{ code: "session-schema", message: "missing field `id`", line: 1, column: 1 }];
+  return [];
+}
+
+function edit(text: string, edits: SessionEdit[]): string {
+  const doc = parseDocument(text);
+  for (const e of edits) {
+    if (e.kind === "set-locale") doc.setIn(["locale"], e.locale);
+    else if (e.kind === "set-plugin-enabled") {
+      const excluded: string[] = (doc.getIn(["plugins", "excluded"]) as any)?.toJSON?.() ?? [];
+      const next = e.enabled ? excluded.filter((p) => p !== e.plugin) : [...excluded, e.plugin];
+      doc.setIn(["plugins", "excluded"], doc.createNode(next, { flow: true }));
+    } else if (e.kind === "set-setting") doc.setIn(["settings", e.plugin, e.key], e.value);
+    else if (e.kind === "set-character") doc.setIn(["world", "characters", e.index], doc.createNode(e.character, { flow: true }));
+    else if (e.kind === "add-character") doc.addIn(["world", "characters"], doc.createNode(e.character, { flow: true }));
+    else if (e.kind === "remove-character") doc.deleteIn(["world", "characters", e.index]);
+  }
+  return doc.toString();
+}
 
 const snapshot = (value: unknown) => value as Snapshot;
 
-/** JSON with object keys sorted, to compare sessions whatever order their keys came in. */
-function canonical(value: unknown): string {
-  const sort = (v: any): any =>
-    Array.isArray(v) ? v.map(sort) : v && typeof v === "object" ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, sort(v[k])])) : v;
-  return JSON.stringify(sort(value));
-}
-
 export function fakeBackend(): Backend {
   let current = snapshot(initial);
+  const failed = typeof location !== "undefined" && location.search.includes("open-failed");
   const listeners: ((e: StudioEvent) => void)[] = [];
   const calls: [string, ...unknown[]][] = [];
   (globalThis as any).__fakeCalls = calls;
   const runtimes: Record<string, Snapshot> = { story: snapshot(initial), "plugin:story-director": snapshot(storyDirectorRuntime) };
-  const sessionEdits = [snapshot(excludesSoundtrack)];
-  // Tests trigger a reload from the page: `window.__fakeReload()`.
-  (globalThis as any).__fakeReload = () => {
-    current = snapshot(afterReload);
-    for (const l of listeners) l({ reason: "reload", snapshot: current });
+  const emit = (reason: string) => {
+    for (const l of listeners) l({ reason, snapshot: current });
   };
+  // Tests trigger a reload from the page: `window.__fakeReload()`, and a change of the session
+  // file on disk: `window.__fakeSessionChanged(text)`.
+  (globalThis as any).__fakeReload = () => {
+    current = { ...(afterReload as unknown as Snapshot), sessionText: current.sessionText };
+    emit("reload");
+  };
+  (globalThis as any).__fakeSessionChanged = (text: string) => {
+    current = { ...current, sessionText: text };
+    emit("reload");
+  };
+  (globalThis as any).__fakeSaved = () => current.sessionText;
   return {
     open: async () => current,
-    snapshot: async () => current,
+    snapshot: async () => {
+      if (failed) throw new Error("no folder is open");
+      return current;
+    },
     setRuntime: async (target) => {
       calls.push(["setRuntime", target]);
       const answer = runtimes[target];
       if (!answer) throw new Error(`the fake backend has no fixture for runtime ${target}`);
-      return (current = answer);
+      return (current = { ...answer, sessionText: current.sessionText });
     },
     playTurn: async (message) => {
       calls.push(["playTurn", message]);
-      return (current = snapshot(afterTurn));
+      return (current = { ...snapshot(afterTurn), sessionText: current.sessionText });
     },
     cancel: async () => {
       calls.push(["cancel"]);
     },
-    undoTurn: async () => {
-      calls.push(["undoTurn"]);
-      return (current = snapshot(initial));
+    undo: async () => {
+      calls.push(["undo"]);
+      return (current = { ...snapshot(initial), sessionText: current.sessionText });
     },
     savePlayedSession: async (path) => {
       calls.push(["savePlayedSession", path]);
+      return path ?? current.playedPath;
     },
-    updateSession: async (session) => {
-      calls.push(["updateSession", session]);
-      const answer = sessionEdits.find((s) => canonical(s.session) === canonical(session));
-      if (!answer) throw new Error("the fake backend has no fixture for this session edit");
-      return (current = answer);
+    saveSessionText: async (text) => {
+      calls.push(["saveSessionText", text]);
+      const problems = check(text);
+      if (problems.length) throw new Error(problems[0].message);
+      // The one session edit a fixture covers: soundtrack excluded, which the resolver rejects.
+      const excluded: unknown = (parseDocument(text).toJS() as any)?.plugins?.excluded;
+      const base = Array.isArray(excluded) && excluded.includes("soundtrack") ? snapshot(excludesSoundtrack) : current;
+      return (current = { ...base, sessionText: text, undo: { kind: "session-edit", label: "Undo the session edit (restores the file)" } });
     },
+    applySessionEdits: async (text, edits) => {
+      calls.push(["applySessionEdits", edits]);
+      return edit(text, edits);
+    },
+    checkSessionText: async (text) => check(text),
+    openStatus: async (): Promise<OpenStatus> =>
+      failed
+        ? {
+            opening: false,
+            plugins: "/work/plugins",
+            session: "/work/plugins/broken.session.yaml",
+            error: { code: "session-schema", message: "unknown field `lokale`", file: "/work/plugins/broken.session.yaml", line: 3, column: 1 },
+          }
+        : { opening: false, plugins: current.pluginsDir, session: current.sessionPath ?? null, error: null },
     recentFolders: async () => [{ plugins: current.pluginsDir, session: current.sessionPath ?? null }],
     onChange: async (listener) => {
       listeners.push(listener);

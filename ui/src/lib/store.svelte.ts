@@ -1,43 +1,93 @@
 // The studio state, fed by the backend's answers and events, so an edit under hot reload never
-// drops the loaded session.
+// drops the loaded session. The session editor's draft lives here too: it survives hot reloads
+// and tab switches, and when the file changes on disk while a draft is open, the author chooses
+// which to keep.
 import { backend } from "./backend";
-import type { Snapshot } from "./types";
+import { draftAfterSnapshot, type Draft } from "./view";
+import type { Diagnostic, Snapshot } from "./types";
 
 class Studio {
   snapshot = $state<Snapshot | undefined>(undefined);
   busy = $state<string | null>(null);
   error = $state<string | null>(null);
+  /** Why the folder or session could not be opened (file, line, column). */
+  openError = $state<Diagnostic | null>(null);
   lastEvent = $state<string>("");
+  /** The session editor's unsaved text and the file text it started from. */
+  draft = $state<Draft | null>(null);
+  /** The file changed on disk while a draft was open: the author picks one. */
+  conflict = $state<string | null>(null);
   private ticket = 0;
 
   async start() {
     const b = await backend;
     await b.onChange((event) => {
       this.lastEvent = event.reason;
-      if (event.reason === "opening") this.busy = "Opening the plugin folder…";
+      if (event.reason === "opening") {
+        this.busy = "Opening the plugin folder…";
+        this.openError = null;
+      }
+      if (event.reason === "open-failed") {
+        this.busy = null;
+        this.openError = event.error ?? { code: "internal", message: "the folder could not be opened" };
+      }
       if (event.snapshot) {
-        this.snapshot = event.snapshot;
+        this.adopt(event.snapshot);
         this.busy = null;
       }
     });
     try {
-      this.snapshot = await b.snapshot();
+      this.adopt(await b.snapshot());
     } catch {
-      // No folder open yet: the shell opens one at start and sends it as an event.
+      // No folder open yet: the shell may be opening one (an event follows), or it failed
+      // before this page listened: the open status says which, so nothing waits forever.
+      const status = await b.openStatus();
+      if (status.error) this.openError = status.error;
+      else if (status.opening) this.busy = "Opening the plugin folder…";
     }
   }
 
+  /** Takes a new snapshot, keeping the editor's draft (see `draftAfterSnapshot`). */
+  adopt(snapshot: Snapshot) {
+    const next = draftAfterSnapshot(this.draft, snapshot.sessionText ?? null);
+    this.draft = next.draft;
+    if (next.conflict !== null) this.conflict = next.conflict;
+    else if (this.draft === null) this.conflict = null;
+    this.snapshot = snapshot;
+    this.openError = null;
+  }
+
+  /** The editor's text changed. */
+  setDraft(text: string) {
+    const base = this.draft?.base ?? this.snapshot?.sessionText ?? "";
+    this.draft = text === base ? null : { text, base };
+  }
+
+  /** Keep the draft: it will replace the file's new text when saved. */
+  keepDraft() {
+    if (this.draft && this.conflict !== null) this.draft = { text: this.draft.text, base: this.conflict };
+    this.conflict = null;
+  }
+
+  /** Drop the draft for the file's text. */
+  loadFile() {
+    this.draft = null;
+    this.conflict = null;
+  }
+
   /** Runs a backend action with progress; `cancel()` stops waiting for it. */
-  async run(label: string, action: (b: Awaited<typeof backend>) => Promise<Snapshot | void>) {
+  async run(label: string, action: (b: Awaited<typeof backend>) => Promise<Snapshot | void>): Promise<boolean> {
     const ticket = ++this.ticket;
     this.busy = label;
     this.error = null;
     try {
       const result = await action(await backend);
-      if (ticket !== this.ticket) return;
-      if (result) this.snapshot = result;
+      if (ticket !== this.ticket) return false;
+      if (result) this.adopt(result);
+      return true;
     } catch (e) {
       if (ticket === this.ticket) this.error = e instanceof Error ? e.message : String(e);
+      return false;
     } finally {
       if (ticket === this.ticket) this.busy = null;
     }

@@ -1,7 +1,7 @@
 // The real backend: the generated tauri-specta bindings.
 import { commands, events } from "./bindings";
 import type { Backend } from "./backend";
-import type { Snapshot } from "./types";
+import type { Diagnostic, OpenStatus, Snapshot } from "./types";
 
 type Result<T> = { status: "ok"; data: T } | { status: "error"; error: string };
 
@@ -20,13 +20,20 @@ export function tauriBackend(): Backend {
     cancel: async () => {
       unwrap(await commands.cancelWork());
     },
-    undoTurn: () => snap(commands.undoTurn()),
-    savePlayedSession: async (path) => {
-      unwrap(await commands.savePlayedSession(path));
-    },
-    updateSession: (session) => snap(commands.updateSession(session)),
+    undo: () => snap(commands.undo()),
+    savePlayedSession: async (path, overwriteAuthored) => unwrap(await commands.savePlayedSession(path, overwriteAuthored)),
+    saveSessionText: (text) => snap(commands.saveSessionText(text)),
+    applySessionEdits: async (text, edits) => unwrap(await commands.applySessionEdits(text, edits)),
+    checkSessionText: async (text) => unwrap(await commands.checkSessionText(text)) as Diagnostic[],
+    openStatus: async () => unwrap(await commands.openStatus()) as unknown as OpenStatus,
     recentFolders: async () => unwrap(await commands.recentFolders()),
     onChange: async (listener) =>
-      events.studioChanged.listen((e) => listener({ reason: e.payload.reason, snapshot: (e.payload.snapshot ?? null) as Snapshot | null })),
+      events.studioChanged.listen((e) =>
+        listener({
+          reason: e.payload.reason,
+          snapshot: (e.payload.snapshot ?? null) as Snapshot | null,
+          error: (e.payload.error ?? null) as Diagnostic | null,
+        }),
+      ),
   };
 }

@@ -135,6 +135,16 @@ export interface Preview {
   slots: SlotView[];
   imageFlow: { flow: any; providedBy?: string; error?: string };
   calls: CallRecord[];
+  /** Runs that failed as a whole (never silently dropped). */
+  errors?: PreviewError[];
+}
+
+export interface PreviewError {
+  point: string;
+  slot?: string;
+  turn: "this-turn" | "next-turn";
+  error: { code: string };
+  message: string;
 }
 
 export interface PluginView {
@@ -206,4 +216,28 @@ export interface Snapshot {
   turns: TurnReport[];
   lastReload?: ReloadEntry;
   diagnostics: Diagnostic[];
+  /** The session file's text as on disk: what the Session panel edits. */
+  sessionText?: string;
+  /** Why the session file on disk cannot be used (the previous good session stays in use). */
+  sessionError?: Diagnostic;
+  /** What Undo would undo. */
+  undo?: { kind: "turn" | "session-edit"; label: string };
+  /** Where "Save played session" writes by default. */
+  playedPath: string;
+}
+
+/** A structured edit of the session document (covel_studio::document::SessionEdit). */
+export type SessionEdit =
+  | { kind: "set-locale"; locale: string }
+  | { kind: "set-plugin-enabled"; plugin: string; enabled: boolean }
+  | { kind: "set-setting"; plugin: string; key: string; value: unknown }
+  | { kind: "set-character"; index: number; character: unknown }
+  | { kind: "add-character"; character: unknown }
+  | { kind: "remove-character"; index: number };
+
+export interface OpenStatus {
+  opening: boolean;
+  plugins: string | null;
+  session: string | null;
+  error: Diagnostic | null;
 }

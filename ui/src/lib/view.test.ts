@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import snapshot from "../../fixtures/snapshot.json";
 import type { CallRecord, Snapshot } from "./types";
-import { activeActor, breakpointLabel, chains, changedSegments, listView, meter, movingBreakpoint, nextTurnCacheRead, placementLabel, summaryEntries, systemBreakpoint, text } from "./view";
+import { activeActor, breakpointLabel, chains, changedSegments, draftAfterSnapshot, listView, meter, movingBreakpoint, nextTurnCacheRead, placementLabel, summaryEntries, systemBreakpoint, text, where } from "./view";
 
 const demo = snapshot as unknown as Snapshot;
 
@@ -73,5 +73,22 @@ describe("cache breakpoints", () => {
     expect(breakpointLabel(systemBreakpoint(cache, "stable-segments")!)).toMatch(/stable next turn$/);
     expect(systemBreakpoint(cache, "turn-tail")).toBeUndefined();
     expect(nextTurnCacheRead(cache)).toBe(systemBreakpoint(cache, "stable-segments")!.prefixTokens);
+  });
+});
+
+describe("the session editor's draft", () => {
+  const draft = { text: "id: s\nlocale: fr\n", base: "id: s\nlocale: en\n" };
+  it("survives a reload that did not change the session file", () => {
+    expect(draftAfterSnapshot(draft, draft.base)).toEqual({ draft, conflict: null });
+  });
+  it("ends when the file holds the draft (it was saved)", () => {
+    expect(draftAfterSnapshot(draft, draft.text)).toEqual({ draft: null, conflict: null });
+  });
+  it("is kept and reported as a conflict when the file changed on disk", () => {
+    expect(draftAfterSnapshot(draft, "id: s\nlocale: de\n")).toEqual({ draft, conflict: "id: s\nlocale: de\n" });
+  });
+  it("places a diagnostic at file, line and column", () => {
+    expect(where({ file: "a.yaml", line: 3, column: 7 })).toBe("a.yaml:3:7");
+    expect(where({ file: "a.yaml" })).toBe("a.yaml");
   });
 });

@@ -173,3 +173,27 @@ export function movingBreakpoint(cache: CacheReport, m: Message): Breakpoint | u
 export function nextTurnCacheRead(cache: CacheReport): number {
   return Math.max(0, ...cache.breakpoints.filter((b) => b.stable).map((b) => b.prefixTokens));
 }
+
+/** The session editor's unsaved text and the file text it started from. */
+export interface Draft {
+  text: string;
+  base: string;
+}
+
+/**
+ * What becomes of the editor's draft when a new snapshot arrives with the session file's text:
+ * a draft is never dropped by a reload; it ends when the file holds exactly its text (it was
+ * saved); when the file changed on disk under it, the new file text is returned as a conflict
+ * for the author to decide.
+ */
+export function draftAfterSnapshot(draft: Draft | null, fileText: string | null): { draft: Draft | null; conflict: string | null } {
+  if (draft === null || fileText === null) return { draft, conflict: null };
+  if (fileText === draft.text) return { draft: null, conflict: null };
+  if (fileText === draft.base) return { draft, conflict: null };
+  return { draft, conflict: fileText };
+}
+
+/** `file:line:column` of a diagnostic, as far as it is known. */
+export function where(d: { file?: string; line?: number; column?: number }): string {
+  return [d.file, d.line, d.line !== undefined ? d.column : undefined].filter((p) => p !== undefined && p !== null).join(":");
+}

@@ -19,7 +19,8 @@ let url;
 
 before(async () => {
   server = createServer(async (req, res) => {
-    const path = join(root, req.url === "/" ? "index.html" : req.url.split("?")[0]);
+    const pathname = req.url.split("?")[0];
+    const path = join(root, pathname === "/" ? "index.html" : pathname);
     let body;
     try {
       body = await readFile(path);
@@ -150,14 +151,13 @@ test("playing a turn updates the chat and the compaction panel", async () => {
 test("a played turn can be undone and the played session saved", async () => {
   await page.locator('[data-tab="Playtest"]').click();
   assert.match(await page.getByTestId("chat").textContent(), /Scripted narrator/);
-  await page.getByTestId("save-path").fill("/tmp/played.session.yaml");
+  await page.getByTestId("played-path").fill("/tmp/played.session.yaml");
   await page.getByTestId("save-played").click();
-  await page.getByTestId("saved").waitFor();
+  await page.getByTestId("played-saved").waitFor();
   assert.deepEqual((await fakeCalls()).at(-1), ["savePlayedSession", "/tmp/played.session.yaml"]);
-  await page.getByTestId("undo").click();
+  await page.getByTestId("undo-turn").click();
   await page.getByTestId("chat").filter({ hasNotText: "Scripted narrator" }).waitFor();
-  assert.deepEqual((await fakeCalls()).at(-1), ["undoTurn"]);
-  assert.ok(await page.getByTestId("undo").isDisabled(), "nothing left to undo");
+  assert.deepEqual((await fakeCalls()).at(-1), ["undo"]);
 });
 
 // Last: the edited session stays the fake's state.
@@ -165,14 +165,52 @@ test("the session panel saves an edit and the plugins panel shows the resolver's
   await page.locator('[data-tab="Plugins"]').click();
   assert.equal(await page.getByTestId("status-soundtrack").textContent(), "active");
   await page.locator('[data-tab="Session"]').click();
-  const editor = page.getByTestId("session-editor");
-  const session = JSON.parse(await editor.inputValue());
-  session.plugins = { ...(session.plugins ?? {}), excluded: ["soundtrack"] };
-  await editor.fill(JSON.stringify(session, null, 2));
+  await page.locator('[data-plugin-toggle="soundtrack"]').uncheck();
+  await page.getByText("unsaved changes").waitFor();
+  assert.deepEqual((await fakeCalls()).at(-1), ["applySessionEdits", [{ kind: "set-plugin-enabled", plugin: "soundtrack", enabled: false }]]);
   await page.getByTestId("save-session").click();
   await page.locator('[data-tab="Plugins"]').click();
   await page.getByTestId("status-soundtrack").filter({ hasText: "rejected" }).waitFor();
-  assert.deepEqual((await fakeCalls()).at(-1), ["updateSession", session], "the edited session was sent");
+  const saved = (await fakeCalls()).filter((c) => c[0] === "saveSessionText").at(-1);
+  assert.match(saved[1], /excluded:[\s\S]*soundtrack/, "the edited text was saved");
+  assert.match(saved[1], /# The demo test session/, "with the author's comments");
   const row = await page.locator('tr[data-plugin="soundtrack"]').textContent();
   assert.match(row, /excluded: `soundtrack` is excluded by the session/, "the rejection with its resolver code");
+});
+
+test("the session editor keeps its draft over a reload, marks the loader's diagnostics inline and asks on a change on disk", async () => {
+  await page.locator('[data-tab="Session"]').click();
+  const editor = page.locator('[data-testid="session-editor"] .cm-content');
+  await editor.waitFor();
+  assert.match(await editor.textContent(), /The demo test session/);
+  await page.getByTestId("locale").fill("fr");
+  await page.getByTestId("apply-locale").click();
+  await page.getByText("unsaved changes").waitFor();
+  assert.match(await editor.textContent(), /locale: fr/);
+  assert.match(await editor.textContent(), /# The demo test session/, "the comments stay");
+  await page.evaluate(() => window.__fakeReload());
+  await page.locator('[data-tab="Prompt"]').click();
+  await page.locator('[data-tab="Session"]').click();
+  assert.match(await page.locator('[data-testid="session-editor"] .cm-content').textContent(), /locale: fr/, "the draft survives the reload and a tab switch");
+  await page.locator('[data-testid="session-editor"] .cm-line').first().click();
+  await page.keyboard.press("Home");
+  await page.keyboard.type("oops: [\n");
+  await page.getByTestId("session-diagnostic").first().waitFor();
+  await page.locator(".cm-lintRange-error").first().waitFor();
+  assert.ok(await page.getByTestId("save-session").isDisabled(), "text the loader refuses cannot be saved");
+  await page.screenshot({ path: join(shots, "browser-session-diagnostic.png") });
+  await page.evaluate(() => window.__fakeSessionChanged("id: demo\nlocale: de\n"));
+  await page.getByTestId("session-conflict").waitFor();
+  await page.getByTestId("load-file").click();
+  assert.match(await page.locator('[data-testid="session-editor"] .cm-content').textContent(), /locale: de/);
+  assert.equal(await page.getByTestId("draft-state").textContent(), "saved");
+});
+
+test("an open that failed before the page listened is shown with file, line and column", async () => {
+  const failed = await browser.newPage();
+  await failed.goto(`${url}?open-failed`);
+  await failed.getByTestId("open-error").waitFor();
+  assert.match(await failed.getByTestId("open-error").textContent(), /broken\.session\.yaml:3:1: \[session-schema\] unknown field `lokale`/);
+  assert.ok(await failed.getByPlaceholder("/path/to/plugins").isVisible(), "the author can pick another folder");
+  await failed.close();
 });

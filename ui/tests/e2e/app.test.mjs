@@ -34,6 +34,19 @@ async function tab(name) {
   await (await browser.$(`[data-tab="${name}"]`)).click();
 }
 
+async function open(args) {
+  return remote({
+    hostname: "127.0.0.1",
+    port: 4444,
+    logLevel: "error",
+    capabilities: { "tauri:options": { application: app, args }, "wdio:enforceWebDriverClassic": true },
+  });
+}
+
+async function text(selector) {
+  return (await browser.$(selector)).getText();
+}
+
 async function edit(relative, from, to) {
   const path = join(folder, relative);
   const text = await readFile(path, "utf8");
@@ -47,15 +60,7 @@ before(async () => {
   await mkdir(shots, { recursive: true });
   driver = spawn("tauri-driver", ["--port", "4444"], { stdio: ["ignore", "inherit", "inherit"] });
   await new Promise((r) => setTimeout(r, 1500));
-  browser = await remote({
-    hostname: "127.0.0.1",
-    port: 4444,
-    logLevel: "error",
-    capabilities: {
-      "tauri:options": { application: app, args: [folder, "--session", join(folder, "demo.session.yaml")] },
-      "wdio:enforceWebDriverClassic": true,
-    },
-  });
+  browser = await open([folder, "--session", join(folder, "demo.session.yaml")]);
   await waitFor("the prompt panel", async () => (await browser.$$('[data-testid="cache-boundary"]')).length === 3);
 });
 
@@ -106,4 +111,56 @@ test("playing a turn updates the stage panel", async () => {
   assert.notEqual(await (await browser.$('[data-testid="dialog"]')).getText(), before);
   assert.match(await (await browser.$('[data-testid="backdrop"]')).getText(), /The Harbour/);
   await browser.saveScreenshot(join(shots, "e2e-stage.png"));
+});
+
+test("a Session panel edit is saved into the author's file in place, and undo restores the file", async () => {
+  const path = join(folder, "demo.session.yaml");
+  const original = await readFile(path, "utf8");
+  await tab("Session");
+  await waitFor("the editor", async () => /# The demo test session/.test(await text('[data-testid="session-editor"]')));
+  await (await browser.$('[data-testid="locale"]')).setValue("fr");
+  await (await browser.$('[data-testid="apply-locale"]')).click();
+  await waitFor("the draft", async () => (await text('[data-testid="draft-state"]')) === "unsaved changes");
+  assert.equal(await readFile(path, "utf8"), original, "nothing is written before Save");
+  await waitFor("the save button", async () => (await browser.$('[data-testid="save-session"]')).isEnabled());
+  await (await browser.$('[data-testid="save-session"]')).click();
+  await waitFor("the saved file", async () => (await readFile(path, "utf8")) === original.replace("\nlocale: en\n", "\nlocale: fr\n"));
+  await waitFor("the saved state", async () => (await text('[data-testid="draft-state"]')) === "saved");
+  await browser.saveScreenshot(join(shots, "e2e-session-saved.png"));
+  await waitFor("the undo button", async () => /session edit/.test(await text('[data-testid="undo"]')));
+  await (await browser.$('[data-testid="undo"]')).click();
+  await waitFor("the restored file", async () => (await readFile(path, "utf8")) === original);
+  await waitFor("the editor follows", async () => !/locale: fr/.test(await text('[data-testid="session-editor"]')));
+});
+
+test("a draft in the session editor survives a hot reload; a change on disk asks which to keep", async () => {
+  const path = join(folder, "demo.session.yaml");
+  await tab("Session");
+  await (await browser.$('[data-testid="session-editor"] .cm-line')).click();
+  await browser.keys(["Home"]);
+  await browser.keys("# my draft note");
+  await browser.keys(["Enter"]);
+  await waitFor("the draft", async () => (await text('[data-testid="draft-state"]')) === "unsaved changes");
+  await edit("story-director/server/lib/text.js", "grave, patient", "grave, steady");
+  await waitFor("the reload", async () => /text\.js/.test(await text("header")));
+  assert.match(await text('[data-testid="session-editor"]'), /# my draft note/, "the reload kept the draft");
+  assert.equal(await text('[data-testid="draft-state"]'), "unsaved changes");
+  await writeFile(path, (await readFile(path, "utf8")) + "# changed on disk\n");
+  await waitFor("the conflict", async () => (await browser.$('[data-testid="session-conflict"]')).isExisting());
+  await browser.saveScreenshot(join(shots, "e2e-session-conflict.png"));
+  await (await browser.$('[data-testid="keep-draft"]')).click();
+  assert.match(await text('[data-testid="session-editor"]'), /# my draft note/);
+  assert.equal(await (await browser.$('[data-testid="session-conflict"]')).isExisting(), false);
+});
+
+test("start-up with a broken session shows the error with file, line and column and lets the author pick another", async () => {
+  const broken = join(folder, "broken.session.yaml");
+  await writeFile(broken, "id: broken\nlocale: en\nlokale: fr\n");
+  await browser.deleteSession();
+  browser = await open([folder, "--session", broken]);
+  await waitFor("the open error", async () => (await browser.$('[data-testid="open-error"]')).isExisting());
+  const error = await text('[data-testid="open-error"]');
+  assert.match(error, /broken\.session\.yaml:3:1: \[session-schema\]/, error);
+  assert.ok(await (await browser.$('input[placeholder="/path/to/plugins"]')).isExisting(), "the Open panel is there to pick another");
+  await browser.saveScreenshot(join(shots, "e2e-startup-error.png"));
 });

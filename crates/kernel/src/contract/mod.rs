@@ -204,6 +204,19 @@ pub fn character_visual_validator() -> &'static Validator {
     ONE.get_or_init(|| Validator::compile("character.visual@1 value", schemas::character_visual_one()))
 }
 
+/// The validator of one history message (`prompt.history-transform@1` input items): what a test
+/// session's `history.messages` must be once the studio filled in what it derives.
+pub fn history_message_validator() -> &'static Validator {
+    static ONE: OnceLock<Validator> = OnceLock::new();
+    ONE.get_or_init(|| Validator::compile("history message", schemas::history_message()))
+}
+
+/// The validator of one stored `history.compact@2` summary record.
+pub fn summary_record_validator() -> &'static Validator {
+    static ONE: OnceLock<Validator> = OnceLock::new();
+    ONE.get_or_init(|| Validator::compile("history summary", schemas::summary_record()))
+}
+
 /// What a contract id names, as far as the kernel is concerned.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum KernelContract {

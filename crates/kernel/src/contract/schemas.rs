@@ -151,7 +151,7 @@ fn prompt_segment() -> Value {
     })
 }
 
-fn summary_record() -> Value {
+pub(crate) fn summary_record() -> Value {
     json!({
         "type": "object",
         "additionalProperties": false,
