@@ -8,9 +8,11 @@ pub mod live;
 pub mod models;
 pub mod playtest;
 pub mod preview;
+pub mod replay;
 pub mod save;
 pub mod secrets;
 pub mod slots;
+pub mod textdiff;
 pub mod view;
 pub mod workspace;
 

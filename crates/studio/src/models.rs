@@ -1,14 +1,17 @@
 //! Model backends for playtests and for `ctx.gateway`: the embedded scripted model
 //! (deterministic, offline, the default), any OpenAI-compatible chat endpoint (Ollama,
-//! llama.cpp, LM Studio…) and the Anthropic Messages API. API keys come from the environment
-//! variable the session names, and go only to origins the user trusts ([`crate::secrets`]).
+//! llama.cpp, LM Studio…), the Anthropic Messages API, and `replay`, which answers from a
+//! recording of one of those ([`crate::replay`]). API keys come from the environment variable
+//! the session names, and go only to origins the user trusts ([`crate::secrets`]).
 
 use covel_kernel::context::TextGateway;
 use covel_kernel::sdk::estimate_tokens;
 use covel_kernel::session::Model;
 use serde::Serialize;
 use serde_json::{Value, json};
-use std::sync::Mutex;
+use crate::replay::{Exchange, Recording, ReplayError};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -36,6 +39,8 @@ pub enum ModelError {
     Request { backend: &'static str, message: String },
     #[error("{backend} answered without text: {body}")]
     NoText { backend: &'static str, body: String },
+    #[error("{0}")]
+    Replay(String),
 }
 
 /// One model slot's backend.
@@ -44,11 +49,35 @@ pub struct Backend {
     turns: AtomicUsize,
     /// The last request body sent over HTTP (shown beside the studio's prediction).
     pub last_request: Mutex<Option<Value>>,
+    /// Every HTTP request and its answer, in order (what `covel play --record` writes).
+    pub exchanges: Mutex<Vec<Exchange>>,
+    /// Where a relative `recording` path is resolved (the session file's folder).
+    base_dir: Option<PathBuf>,
+    replay: OnceLock<Result<Recording, String>>,
+    replay_used: Mutex<Vec<bool>>,
 }
 
 impl Backend {
     pub fn new(config: &Model) -> Backend {
-        Backend { config: config.clone(), turns: AtomicUsize::new(0), last_request: Mutex::new(None) }
+        Backend {
+            config: config.clone(),
+            turns: AtomicUsize::new(0),
+            last_request: Mutex::new(None),
+            exchanges: Mutex::new(Vec::new()),
+            base_dir: None,
+            replay: OnceLock::new(),
+            replay_used: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// A backend for a session file: its `recording` path is relative to the file's folder.
+    pub fn for_session(config: &Model, session_path: Option<&Path>) -> Backend {
+        Backend { base_dir: session_path.and_then(Path::parent).map(Path::to_path_buf), ..Backend::new(config) }
+    }
+
+    /// What this backend sent and got over HTTP, as a recording for the `replay` backend.
+    pub fn recording(&self) -> Recording {
+        Recording::new(&self.config.backend, self.exchanges.lock().unwrap_or_else(|e| e.into_inner()).clone())
     }
 
     pub fn name(&self) -> &str {
@@ -62,8 +91,30 @@ impl Backend {
             "scripted" => Ok(self.scripted_story(openai)),
             "openai" => self.openai(openai),
             "anthropic" => self.anthropic(anthropic),
+            "replay" => self.replay(anthropic, openai),
             other => Err(ModelError::UnknownBackend(other.to_string())),
         }
+    }
+
+    /// Answers from the recording with the reply the recorded backend got for this very request.
+    fn replay(&self, anthropic: &Value, openai: &Value) -> Result<Reply, ModelError> {
+        let recording = self
+            .replay
+            .get_or_init(|| {
+                let path = self.config.recording.as_deref().ok_or_else(|| ReplayError::NoRecording.to_string())?;
+                let path = self.base_dir.as_deref().map_or_else(|| PathBuf::from(path), |dir| dir.join(path));
+                Recording::load(&path).map_err(|e| e.to_string())
+            })
+            .as_ref()
+            .map_err(|e| ModelError::Replay(e.clone()))?;
+        let (body, backend) = match recording.backend.as_str() {
+            "anthropic" => (self.with_model(anthropic), "anthropic"),
+            _ => (self.with_model(openai), "openai"),
+        };
+        *self.last_request.lock().unwrap_or_else(|e| e.into_inner()) = Some(body.clone());
+        let mut used = self.replay_used.lock().unwrap_or_else(|e| e.into_inner());
+        let answer = recording.answer(&body, &mut used).map_err(|e| ModelError::Replay(e.to_string()))?;
+        if backend == "anthropic" { anthropic_reply(&answer) } else { openai_reply(&answer) }
     }
 
     fn scripted_story(&self, openai: &Value) -> Reply {
@@ -110,6 +161,7 @@ impl Backend {
         if !status.is_success() {
             return Err(ModelError::Request { backend, message: format!("HTTP {status}: {answer}") });
         }
+        self.exchanges.lock().unwrap_or_else(|e| e.into_inner()).push(Exchange { request: body.clone(), response: answer.clone() });
         Ok(answer)
     }
 
@@ -128,10 +180,7 @@ impl Backend {
             headers.push(("authorization", format!("Bearer {key}")));
         }
         let answer = self.post("openai", &format!("{}/chat/completions", base.trim_end_matches('/')), &headers, &self.with_model(body))?;
-        let text = answer.pointer("/choices/0/message/content").and_then(Value::as_str);
-        let Some(text) = text else { return Err(ModelError::NoText { backend: "openai", body: answer.to_string() }) };
-        let finish = answer.pointer("/choices/0/finish_reason").and_then(Value::as_str).unwrap_or("stop");
-        Ok(Reply { text: text.to_string(), finish_reason: finish.to_string(), usage: answer.get("usage").cloned() })
+        openai_reply(&answer)
     }
 
     fn anthropic(&self, body: &Value) -> Result<Reply, ModelError> {
@@ -141,18 +190,7 @@ impl Backend {
             headers.push(("x-api-key", key));
         }
         let answer = self.post("anthropic", &format!("{}/v1/messages", base.trim_end_matches('/')), &headers, &self.with_model(body))?;
-        let text: String = answer["content"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|b| b["type"] == "text")
-            .filter_map(|b| b["text"].as_str())
-            .collect();
-        if text.is_empty() {
-            return Err(ModelError::NoText { backend: "anthropic", body: answer.to_string() });
-        }
-        let finish = answer["stop_reason"].as_str().unwrap_or("end_turn");
-        Ok(Reply { text, finish_reason: finish.to_string(), usage: answer.get("usage").cloned() })
+        anthropic_reply(&answer)
     }
 
     /// A gateway text request (`{system?, prompt?, messages?, maxOutputTokens?}`).
@@ -177,6 +215,25 @@ impl Backend {
         let openai = json!({"model": model, "max_tokens": max_tokens, "messages": openai_messages});
         self.complete(&anthropic, &openai)
     }
+}
+
+/// The reply in an OpenAI chat answer.
+fn openai_reply(answer: &Value) -> Result<Reply, ModelError> {
+    let text = answer.pointer("/choices/0/message/content").and_then(Value::as_str);
+    let Some(text) = text else { return Err(ModelError::NoText { backend: "openai", body: answer.to_string() }) };
+    let finish = answer.pointer("/choices/0/finish_reason").and_then(Value::as_str).unwrap_or("stop");
+    Ok(Reply { text: text.to_string(), finish_reason: finish.to_string(), usage: answer.get("usage").cloned() })
+}
+
+/// The reply in an Anthropic Messages answer.
+fn anthropic_reply(answer: &Value) -> Result<Reply, ModelError> {
+    let text: String =
+        answer["content"].as_array().into_iter().flatten().filter(|b| b["type"] == "text").filter_map(|b| b["text"].as_str()).collect();
+    if text.is_empty() {
+        return Err(ModelError::NoText { backend: "anthropic", body: answer.to_string() });
+    }
+    let finish = answer["stop_reason"].as_str().unwrap_or("end_turn");
+    Ok(Reply { text, finish_reason: finish.to_string(), usage: answer.get("usage").cloned() })
 }
 
 /// The scripted model's summary: the first sentence of each rendered message, kept within the

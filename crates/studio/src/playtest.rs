@@ -73,7 +73,7 @@ pub struct Playtest {
 
 impl Playtest {
     pub fn new(workspace: Workspace) -> Playtest {
-        let story = Backend::new(&workspace.session.models.story);
+        let story = Backend::for_session(&workspace.session.models.story, workspace.session_path.as_deref());
         let mut slots = SlotHost::default();
         slots.apply(&workspace, &Trigger::All);
         Playtest { workspace, story, history: Vec::new(), failures: FailureCounter::default(), slots }
@@ -92,6 +92,21 @@ impl Playtest {
     /// Plays one turn unless `cancel` is set before the reply is appended: a cancelled turn
     /// leaves the session as it was (the model call itself ends by its own timeout).
     pub fn play_cancellable(&mut self, message: &str, cancel: &std::sync::atomic::AtomicBool) -> TurnReport {
+        self.play_turn(message, cancel, None)
+    }
+
+    /// Plays one turn whose story reply is given (a test session's scripted turn): the story
+    /// model is not asked.
+    pub fn play_scripted(&mut self, message: &str, reply: Option<&str>) -> TurnReport {
+        self.play_turn(message, &std::sync::atomic::AtomicBool::new(false), reply)
+    }
+
+    /// The story model's backend (its HTTP exchanges are what `covel play --record` keeps).
+    pub fn story_backend(&self) -> &Backend {
+        &self.story
+    }
+
+    fn play_turn(&mut self, message: &str, cancel: &std::sync::atomic::AtomicBool, scripted: Option<&str>) -> TurnReport {
         let before = self.workspace.session.clone();
         self.workspace.session.next_message = message.to_string();
         let preview = self.workspace.preview(&RuntimeTarget::Story);
@@ -112,7 +127,11 @@ impl Playtest {
             self.workspace.session = before;
             return report;
         }
-        let mut reply = match self.story.complete(&preview.prompt.requests.anthropic, &preview.prompt.requests.openai) {
+        let answer = match scripted {
+            Some(text) => Ok(Reply { text: text.to_string(), finish_reason: "stop".into(), usage: None }),
+            None => self.story.complete(&preview.prompt.requests.anthropic, &preview.prompt.requests.openai),
+        };
+        let mut reply = match answer {
             Ok(reply) => reply,
             Err(e) => {
                 let report = idle(preview, format!("the story model failed: {e}"), &self.workspace);
