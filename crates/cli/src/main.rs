@@ -9,6 +9,7 @@ mod output;
 mod play;
 mod preview;
 mod resolve;
+mod test;
 mod validate;
 mod watch;
 
@@ -40,6 +41,8 @@ enum Command {
     Watch(watch::Args),
     /// Show which plugins a session runs, which are rejected and why, and what is unmet.
     Resolve(resolve::Args),
+    /// Run test sessions: expectations per turn and golden snapshots (exit 1 on any failure).
+    Test(test::Args),
 }
 
 fn main() -> ExitCode {
@@ -54,6 +57,7 @@ fn main() -> ExitCode {
         Command::Play(args) => play::run(&args),
         Command::Watch(args) => watch::run(&args),
         Command::Bench(args) => bench::run(&args, started),
+        Command::Test(args) => test::run(&args),
     };
     match result {
         Ok(code) => code,

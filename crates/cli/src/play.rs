@@ -1,5 +1,6 @@
 //! `covel play PLUGINS_DIR --session FILE --say TEXT…`: plays turns with the session's story
-//! model (the offline scripted model by default) and prints each turn.
+//! model (the offline scripted model by default) and prints each turn; `--record FILE` keeps
+//! what a real backend was sent and answered, for the `replay` backend.
 
 use crate::output::print_json;
 use anyhow::Context;
@@ -24,6 +25,10 @@ pub struct Args {
     /// Allow `--save` onto the authored session itself (its text is kept as `.bak`).
     #[arg(long)]
     overwrite: bool,
+    /// Keep the story model's requests and replies in this file, for the `replay` backend
+    /// (`backend: replay`, `recording: FILE` in the session's story model).
+    #[arg(long)]
+    record: Option<PathBuf>,
     /// Machine-readable output.
     #[arg(long)]
     json: bool,
@@ -70,6 +75,13 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         turns.push(turn);
         if failed {
             break;
+        }
+    }
+    if let Some(path) = &args.record {
+        let recording = play.story_backend().recording();
+        recording.save(path)?;
+        if !args.json {
+            crate::say!("recorded {} {} exchange(s) in {}", recording.exchanges.len(), recording.backend, path.display());
         }
     }
     if let Some(path) = &save {
