@@ -113,8 +113,8 @@ pub fn evaluate(expectation: &Expectation, capture: &TurnCapture) -> CheckResult
             let which = match (check.index, &check.role) {
                 (Some(i), Some(r)) => format!("{r} message {i}"),
                 (Some(i), None) => format!("message {i}"),
-                (None, Some(r)) => format!("a {r} message"),
-                (None, None) => "a message".into(),
+                (None, Some(r)) => format!("any {r} message"),
+                (None, None) => "any message".into(),
             };
             if chosen.is_empty() {
                 return result("message-text", which.clone(), Some(format!("there is no {which} ({} messages)", prompt.messages.len())));
