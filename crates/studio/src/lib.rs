@@ -4,6 +4,8 @@
 
 pub mod compaction;
 pub mod diff;
+pub mod facts;
+pub mod forecast;
 pub mod live;
 pub mod models;
 pub mod parts;
@@ -15,6 +17,7 @@ pub mod secrets;
 pub mod slots;
 pub mod testing;
 pub mod textdiff;
+pub mod tokens;
 pub mod view;
 pub mod workspace;
 
