@@ -726,10 +726,10 @@ impl Sim<'_> {
                 let (part, text) = changed(&format!("only {common} tokens are shared with earlier requests, under the {}-token minimum", self.min));
                 row(Outcome::Miss, "prefix-changed", text, &part.flatten())
             };
-            if let Some((p, _)) = best.filter(|_| read > 0) {
-                if let Some(entry) = seen.iter_mut().find(|(q, _)| *q == p) {
-                    entry.1 = now;
-                }
+            if let Some((p, _)) = best.filter(|_| read > 0)
+                && let Some(entry) = seen.iter_mut().find(|(q, _)| *q == p)
+            {
+                entry.1 = now;
             }
             seen.push((t, now));
             // Attribute the read tokens to the leading items.
