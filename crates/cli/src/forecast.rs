@@ -163,6 +163,13 @@ fn print_human(f: &Forecast) {
             row.share * 100.0
         );
     }
+    if let Some(last) = f.turns.last() {
+        crate::say!("\nSegments of {} (estimateTokens, as budgets count · the model's count)", last.turn_id);
+        for t in &f.segment_tokens {
+            let range = t.range.map(|(l, h)| format!(" ({l}–{h})")).unwrap_or_default();
+            crate::say!("  {:<36} {:>6} · {:>6}{range}{}", t.segment, t.estimate_tokens, t.tokens, if t.exact { " exact" } else { " estimated" });
+        }
+    }
     crate::say!("\nAdvice");
     if let Some(current) = &f.advice.current_layout {
         crate::say!("  breakpoints now: {} → {}", current.breakpoints.join(", "), usd(current.cost));

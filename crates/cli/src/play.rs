@@ -68,6 +68,15 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
                 c.threshold_tokens,
                 if c.triggered { format!(" · compaction: {}", c.verdict.as_ref().map_or("failed", |v| if v.accepted { "accepted" } else { "rejected" })) } else { String::new() }
             );
+            if let Some(usage) = turn.reply.as_ref().and_then(|r| r.usage.as_ref()).and_then(covel_studio::forecast::reported_usage) {
+                crate::say!(
+                    "   reported usage: input {} · cache write {} · cache read {} · output {} (compare with `covel forecast`)",
+                    usage.input_tokens,
+                    usage.cache_write_tokens,
+                    usage.cache_read_tokens,
+                    usage.output_tokens
+                );
+            }
             for change in &turn.slot_changes {
                 crate::say!("   slot {} changed", change.slot);
             }

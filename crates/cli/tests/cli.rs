@@ -422,3 +422,30 @@ fn play_records_a_real_backend_and_the_replay_backend_answers_from_the_recording
     let turns = &json_of(&out)["sessions"][0]["turns"];
     assert_eq!(turns.as_array().map(Vec::len), Some(2));
 }
+
+// ---- covel forecast ----------------------------------------------------------------------------
+
+#[test]
+fn forecast_predicts_per_turn_and_per_breakpoint_and_names_the_segment_that_breaks_the_cache() {
+    let out = covel(&["forecast", "tests/fixtures/forecast/plugins", "--session", "tests/fixtures/forecast/storm.session.yaml", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let report = json_of(&out);
+    assert_eq!(report["model"]["id"], "claude-sonnet-4-5", "the session's story model by default");
+    let storm = report["turns"][2]["breakpoints"].as_array().expect("breakpoints").iter().find(|b| b["at"] == "system block stable-segments").cloned().expect("stable");
+    assert_eq!(storm["outcome"], "write");
+    assert_eq!(storm["segment"], "weather/sky");
+    for field in ["totals", "ledger", "advice", "segmentTokens"] {
+        assert!(report.get(field).is_some(), "{field}");
+    }
+
+    let human = covel(&["forecast", "tests/fixtures/forecast/plugins", "--session", "tests/fixtures/forecast/storm.session.yaml", "--model", "gpt-4o", "--turns", "2"]);
+    assert_eq!(human.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&human.stdout);
+    assert!(text.contains("Forecast for gpt-4o (openai, automatic prefix caching)"), "{text}");
+    assert!(text.contains("turn 2 ·") && !text.contains("turn 3 ·"), "--turns 2 plays two turns");
+    assert!(text.contains("Ledger") && text.contains("codex"));
+
+    let unknown = covel(&["forecast", "tests/fixtures/forecast/plugins", "--session", "tests/fixtures/forecast/storm.session.yaml", "--model", "nonsense"]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("no model named `nonsense`"));
+}

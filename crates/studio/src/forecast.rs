@@ -447,6 +447,46 @@ pub struct ModelSummary {
     pub sources: Vec<String>,
 }
 
+/// One segment's size: the SDK's `estimateTokens` (what budgets use) beside the model's count.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SegmentTokens {
+    /// `plugin/id`.
+    pub segment: String,
+    pub plugin: String,
+    /// `estimateTokens`, as the contract defines it.
+    pub estimate_tokens: u64,
+    /// The model's count: exact for OpenAI encodings, the stated estimate for Claude.
+    pub tokens: u64,
+    /// Claude: the estimate's error bar.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub range: Option<(u64, u64)>,
+    pub exact: bool,
+}
+
+/// The included segments of a preview with both counts; unchanged segments are not recounted
+/// (the counter remembers every text).
+pub fn segment_tokens(preview: &Preview, profile: &ModelProfile, counter: &TokenCounter) -> Vec<SegmentTokens> {
+    let encoding = profile.encoding();
+    let estimate = profile.estimate();
+    preview
+        .segments
+        .iter()
+        .filter(|r| r.included)
+        .map(|r| {
+            let base = counter.count(encoding, &r.content);
+            let (tokens, range) = match estimate {
+                Some(rule) => {
+                    let e = rule.apply(base);
+                    (e.tokens, Some((e.low, e.high)))
+                }
+                None => (base, None),
+            };
+            SegmentTokens { segment: format!("{}/{}", r.plugin, r.id), plugin: r.plugin.clone(), estimate_tokens: r.tokens, tokens, range, exact: estimate.is_none() }
+        })
+        .collect()
+}
+
 /// The whole forecast.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -456,6 +496,8 @@ pub struct Forecast {
     pub totals: Totals,
     pub ledger: Vec<LedgerRow>,
     pub advice: Advice,
+    /// The last turn's segments: `estimateTokens` beside the model's count.
+    pub segment_tokens: Vec<SegmentTokens>,
     /// How many token counts were computed and how many reused.
     pub counting: CountStats,
 }
@@ -1162,7 +1204,8 @@ pub fn forecast(played: &[PlayedTurn], profile: &ModelProfile, options: &Forecas
         verified: profile.model.verified && profile.provider.verified,
         sources: profile.sources.values().map(|s| s.url.clone()).collect(),
     };
-    Forecast { model, turns: rows, totals, ledger, advice, counting: counter.stats() }
+    let segment_tokens = played.last().map(|t| segment_tokens(&t.preview, profile, counter)).unwrap_or_default();
+    Forecast { model, turns: rows, totals, ledger, advice, segment_tokens, counting: counter.stats() }
 }
 
 #[cfg(test)]
