@@ -61,12 +61,14 @@ pub struct LiveStudio {
     pub preview: Preview,
     pub last_reload: Option<ReloadEntry>,
     pub turns: Vec<TurnReport>,
+    /// Exact token counts remembered across refreshes (the Cache panel recounts only changes).
+    pub counter: crate::tokens::TokenCounter,
 }
 
 impl LiveStudio {
     pub fn new(workspace: Workspace, target: RuntimeTarget) -> LiveStudio {
         let preview = workspace.preview(&target);
-        LiveStudio { play: Playtest::new(workspace), target, preview, last_reload: None, turns: Vec::new() }
+        LiveStudio { play: Playtest::new(workspace), target, preview, last_reload: None, turns: Vec::new(), counter: Default::default() }
     }
 
     pub fn workspace(&self) -> &Workspace {

@@ -1,7 +1,7 @@
 // The only module that talks to the desktop shell. Everything else imports `backend` and stays
 // plain; browser tests build with `--mode fake` and get the fake, fed by fixtures the Rust
 // tests write (ui/fixtures/*.json).
-import type { Snapshot } from "./types";
+import type { Forecast, Snapshot, TestRun } from "./types";
 
 export interface StudioEvent {
   reason: string;
@@ -24,6 +24,10 @@ export interface Backend {
   savePlayedSession(path: string): Promise<void>;
   updateSession(session: unknown): Promise<Snapshot>;
   recentFolders(): Promise<RecentFolder[]>;
+  /** The Cache panel: the played turns and the next one, forecast for a model. */
+  forecast(model: string | null, paceSeconds: number, ttl: string): Promise<Forecast>;
+  /** The Tests panel: every test session of the open folder (`update` rewrites golden snapshots). */
+  runTests(update: boolean): Promise<TestRun>;
   onChange(listener: (event: StudioEvent) => void): Promise<() => void>;
 }
 

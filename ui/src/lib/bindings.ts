@@ -16,6 +16,10 @@ export const commands = {
 	savePlayedSession: (path: string) => typedError<null, string>(__TAURI_INVOKE("save_played_session", { path })),
 	updateSession: (session: Json) => typedError<Json, string>(__TAURI_INVOKE("update_session", { session })),
 	recentFolders: () => typedError<RecentFolder_Serialize[], string>(__TAURI_INVOKE("recent_folders")),
+	/**  The Cache panel: the played turns and the next one, forecast for a model. */
+	forecast: (model: string | null, pace: number | null, ttl: string) => typedError<Json, string>(__TAURI_INVOKE("forecast", { model, pace, ttl })),
+	/**  The Tests panel: every test session of the open folder (`update` rewrites golden snapshots). */
+	runTests: (update: boolean) => typedError<Json, string>(__TAURI_INVOKE("run_tests", { update })),
 };
 
 /** Events */

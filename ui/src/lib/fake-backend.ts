@@ -2,8 +2,10 @@
 import initial from "../../fixtures/snapshot.json";
 import afterTurn from "../../fixtures/after-turn.json";
 import afterReload from "../../fixtures/after-reload.json";
+import forecast from "../../fixtures/forecast.json";
+import tests from "../../fixtures/tests.json";
 import type { Backend, StudioEvent } from "./backend";
-import type { Snapshot } from "./types";
+import type { Forecast, Snapshot, TestRun } from "./types";
 
 export function fakeBackend(): Backend {
   let current = initial as unknown as Snapshot;
@@ -23,6 +25,8 @@ export function fakeBackend(): Backend {
     savePlayedSession: async () => {},
     updateSession: async (session) => (current = { ...current, session }),
     recentFolders: async () => [{ plugins: current.pluginsDir, session: current.sessionPath ?? null }],
+    forecast: async () => forecast as unknown as Forecast,
+    runTests: async () => tests as unknown as TestRun,
     onChange: async (listener) => {
       listeners.push(listener);
       return () => listeners.splice(listeners.indexOf(listener), 1);

@@ -1,7 +1,7 @@
 // The real backend: the generated tauri-specta bindings.
 import { commands, events } from "./bindings";
 import type { Backend } from "./backend";
-import type { Snapshot } from "./types";
+import type { Forecast, Snapshot, TestRun } from "./types";
 
 type Result<T> = { status: "ok"; data: T } | { status: "error"; error: string };
 
@@ -26,6 +26,8 @@ export function tauriBackend(): Backend {
     },
     updateSession: (session) => snap(commands.updateSession(session)),
     recentFolders: async () => unwrap(await commands.recentFolders()),
+    forecast: async (model, pace, ttl) => unwrap(await commands.forecast(model, pace, ttl)) as Forecast,
+    runTests: async (update) => unwrap(await commands.runTests(update)) as TestRun,
     onChange: async (listener) =>
       events.studioChanged.listen((e) => listener({ reason: e.payload.reason, snapshot: (e.payload.snapshot ?? null) as Snapshot | null })),
   };

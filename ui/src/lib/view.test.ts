@@ -1,7 +1,9 @@
 import { describe, expect, it } from "vitest";
 import snapshot from "../../fixtures/snapshot.json";
-import type { CallRecord, Snapshot } from "./types";
-import { activeActor, chains, changedSegments, listView, meter, placementLabel, summaryEntries, text } from "./view";
+import forecast from "../../fixtures/forecast.json";
+import tests from "../../fixtures/tests.json";
+import type { CallRecord, Forecast, Snapshot, TestRun } from "./types";
+import { activeActor, chains, changedSegments, forecastSummary, listView, meter, placementLabel, summaryEntries, testCounts, text, usd } from "./view";
 
 const demo = snapshot as unknown as Snapshot;
 
@@ -56,5 +58,20 @@ describe("the demo snapshot", () => {
     expect(demo.preview.prompt.system.blocks.some((b) => b.cacheBoundary)).toBe(true);
     expect(placementLabel({ kind: "depth", depth: 2 })).toBe("message at depth 2");
     expect(changedSegments(undefined).size).toBe(0);
+  });
+});
+
+describe("the cache and tests panels", () => {
+  it("prices small amounts with five digits and sums the forecast in one line", () => {
+    expect(usd(0.001234)).toBe("$0.00123");
+    expect(usd(12)).toBe("$12.00");
+    const line = forecastSummary(forecast as unknown as Forecast);
+    expect(line).toMatch(/input tokens: .* uncached, .* written, .* read · \$/);
+  });
+  it("counts sessions and checks of a test run", () => {
+    const counts = testCounts(tests as unknown as TestRun);
+    expect(counts.failed).toBe(0);
+    expect(counts.sessions).toBe(4);
+    expect(counts.checks).toBeGreaterThan(20);
   });
 });

@@ -1,6 +1,6 @@
 // View logic: pure functions over the snapshot, unit-tested with Vitest. Components stay thin.
 import { resolveI18nText } from "./locale";
-import type { CallRecord, I18n, ReloadEntry, SegmentRow, Snapshot } from "./types";
+import type { CallRecord, Forecast, I18n, ReloadEntry, SegmentRow, Snapshot, TestRun } from "./types";
 
 /**
  * Text for a locale from a string or a locale map, by the locale rule the kernel and the SDK
@@ -129,4 +129,23 @@ export function slotValue(snapshot: Snapshot | undefined, slot: string, key?: st
 /** A short description of a call's outcome. */
 export function outcomeLabel(call: CallRecord): string {
   return call.outcome === "success" ? "ok" : `${call.outcome}${call.errorCode ? ` (${call.errorCode})` : ""}`;
+}
+
+/** US dollars with enough digits for a turn's cost. */
+export function usd(value: number): string {
+  return `$${value.toFixed(value !== 0 && Math.abs(value) < 0.01 ? 5 : 2)}`;
+}
+
+/** The forecast's totals as one line, with the saving against no caching in percent. */
+export function forecastSummary(f: Forecast): string {
+  const t = f.totals;
+  const percent = t.costWithoutCache > 0 ? Math.round((t.saving / t.costWithoutCache) * 100) : 0;
+  return `${t.inputTokens} input tokens: ${t.uncachedTokens} uncached, ${t.cacheWriteTokens} written, ${t.cacheReadTokens} read · ${usd(t.cost.total)} against ${usd(t.costWithoutCache)} without caching (saves ${percent}%)`;
+}
+
+/** Counts of a test run: sessions, failed sessions, checks and failed checks. */
+export function testCounts(run: TestRun): { sessions: number; failed: number; checks: number; failedChecks: number } {
+  const turns = run.sessions.flatMap((s) => s.turns);
+  const checks = turns.flatMap((t) => t.checks);
+  return { sessions: run.sessions.length, failed: run.sessions.filter((s) => !s.passed).length, checks: checks.length, failedChecks: checks.filter((c) => !c.passed).length };
 }

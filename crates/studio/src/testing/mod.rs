@@ -299,3 +299,8 @@ fn providers_of(capture: &TurnCapture, slot: &str) -> Option<String> {
     plugins.dedup();
     (!plugins.is_empty()).then(|| plugins.join(", "))
 }
+
+/// Runs every test session of a plugins folder (the Tests panel).
+pub fn run_folder(plugins_dir: &Path, update: bool, limits: &Limits) -> Result<Vec<SessionResult>, TestError> {
+    Ok(discover(&[plugins_dir.to_path_buf()])?.iter().map(|t| run_session(t, update, limits)).collect())
+}
