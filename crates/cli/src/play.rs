@@ -47,6 +47,10 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         );
     }
     let workspace = crate::open::workspace(&args.plugins_dir, Some(&args.session))?;
+    let backend = workspace.session.models.story.backend.clone();
+    if args.record.is_some() && !matches!(backend.as_str(), "anthropic" | "openai") {
+        anyhow::bail!("--record keeps what a real backend (anthropic or openai) was sent and answered; this session's story model is `{backend}`");
+    }
     let mut play = Playtest::new(workspace);
     let mut turns = Vec::new();
     let mut failed = false;

@@ -449,3 +449,13 @@ fn forecast_predicts_per_turn_and_per_breakpoint_and_names_the_segment_that_brea
     assert_eq!(unknown.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("no model named `nonsense`"));
 }
+
+#[test]
+fn play_record_needs_a_real_backend() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("r.json");
+    let out = covel(&["play", "plugins-sample", "--session", "plugins-sample/demo.session.yaml", "--say", "Hi.", "--record", file.to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("story model is `scripted`"));
+    assert!(!file.exists());
+}

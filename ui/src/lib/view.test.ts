@@ -3,7 +3,7 @@ import snapshot from "../../fixtures/snapshot.json";
 import forecast from "../../fixtures/forecast.json";
 import tests from "../../fixtures/tests.json";
 import type { CallRecord, Forecast, Snapshot, TestRun } from "./types";
-import { activeActor, chains, changedSegments, forecastSummary, listView, meter, placementLabel, summaryEntries, testCounts, text, usd } from "./view";
+import { activeActor, chains, changedSegments, differenceLabel, forecastSummary, listView, meter, placementLabel, summaryEntries, testCounts, text, usd } from "./view";
 
 const demo = snapshot as unknown as Snapshot;
 
@@ -67,6 +67,10 @@ describe("the cache and tests panels", () => {
     expect(usd(12)).toBe("$12.00");
     const line = forecastSummary(forecast as unknown as Forecast);
     expect(line).toMatch(/input tokens: .* uncached, .* written, .* read · \$/);
+  });
+  it("names the segment and plugin of a golden difference", () => {
+    const label = differenceLabel({ place: "system block stable-segments", from: "segment story-director/tone", plugin: "story-director", change: "changed", diff: "" });
+    expect(label).toBe("system block stable-segments · segment story-director/tone (plugin story-director) changed");
   });
   it("counts sessions and checks of a test run", () => {
     const counts = testCounts(tests as unknown as TestRun);

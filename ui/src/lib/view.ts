@@ -1,6 +1,6 @@
 // View logic: pure functions over the snapshot, unit-tested with Vitest. Components stay thin.
 import { resolveI18nText } from "./locale";
-import type { CallRecord, Forecast, I18n, ReloadEntry, SegmentRow, Snapshot, TestRun } from "./types";
+import type { CallRecord, Forecast, GoldenDifference, I18n, ReloadEntry, SegmentRow, Snapshot, TestRun } from "./types";
 
 /**
  * Text for a locale from a string or a locale map, by the locale rule the kernel and the SDK
@@ -148,4 +148,9 @@ export function testCounts(run: TestRun): { sessions: number; failed: number; ch
   const turns = run.sessions.flatMap((s) => s.turns);
   const checks = turns.flatMap((t) => t.checks);
   return { sessions: run.sessions.length, failed: run.sessions.filter((s) => !s.passed).length, checks: checks.length, failedChecks: checks.filter((c) => !c.passed).length };
+}
+
+/** A golden difference as the author reads it: where, who wrote it, what happened. */
+export function differenceLabel(d: GoldenDifference): string {
+  return `${d.place}${d.from ? ` · ${d.from}` : ""}${d.plugin ? ` (plugin ${d.plugin})` : ""} ${d.change}`;
 }
