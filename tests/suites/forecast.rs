@@ -137,7 +137,7 @@ fn fake(count: usize, answer: impl Fn(&Value) -> Value + Send + 'static) -> (Str
     let url = format!("http://{}", listener.local_addr().expect("addr"));
     let handle = std::thread::spawn(move || {
         for _ in 0..count {
-            let Ok((mut stream, _)) = listener.accept() else { return };
+            let Some(mut stream) = accept_within(&listener, std::time::Duration::from_secs(30)) else { return };
             let mut reader = BufReader::new(stream.try_clone().expect("clone"));
             let (mut line, mut length) = (String::new(), 0);
             reader.read_line(&mut line).expect("request line");
@@ -307,4 +307,21 @@ fn an_openai_fake_that_caches_less_names_the_segment_where_its_cache_stopped() {
     assert_eq!(mismatch.segment.as_deref(), Some("codex/rules"), "{}", mismatch.message);
     assert_eq!(mismatch.plugin.as_deref(), Some("codex"));
     assert!(mismatch.message.contains("segment codex/rules (plugin codex)"), "{}", mismatch.message);
+}
+
+/// The next connection, or `None` once `limit` has passed: a fake never outlives its test.
+fn accept_within(listener: &std::net::TcpListener, limit: std::time::Duration) -> Option<std::net::TcpStream> {
+    listener.set_nonblocking(true).ok()?;
+    let end = std::time::Instant::now() + limit;
+    while std::time::Instant::now() < end {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                stream.set_nonblocking(false).ok()?;
+                return Some(stream);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(std::time::Duration::from_millis(10)),
+            Err(_) => return None,
+        }
+    }
+    None
 }

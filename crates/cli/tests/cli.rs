@@ -370,7 +370,7 @@ fn anthropic_fake(replies: Vec<&'static str>) -> (String, std::thread::JoinHandl
     let url = format!("http://{}", listener.local_addr().expect("addr"));
     let handle = std::thread::spawn(move || {
         for reply in replies {
-            let Ok((mut stream, _)) = listener.accept() else { return };
+            let Some(mut stream) = accept_within(&listener, std::time::Duration::from_secs(30)) else { return };
             let mut reader = BufReader::new(stream.try_clone().expect("clone"));
             let (mut line, mut length) = (String::new(), 0);
             reader.read_line(&mut line).expect("request line");
@@ -458,4 +458,21 @@ fn play_record_needs_a_real_backend() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("story model is `scripted`"));
     assert!(!file.exists());
+}
+
+/// The next connection, or `None` once `limit` has passed: a fake never outlives its test.
+fn accept_within(listener: &std::net::TcpListener, limit: std::time::Duration) -> Option<std::net::TcpStream> {
+    listener.set_nonblocking(true).ok()?;
+    let end = std::time::Instant::now() + limit;
+    while std::time::Instant::now() < end {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                stream.set_nonblocking(false).ok()?;
+                return Some(stream);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(std::time::Duration::from_millis(10)),
+            Err(_) => return None,
+        }
+    }
+    None
 }
