@@ -153,6 +153,25 @@ async fn open_status(state: State<'_, AppState>) -> Result<OpenStatus, String> {
     state.status.lock().map(|s| s.clone()).map_err(|_| "studio state poisoned".to_string())
 }
 
+/// The Cache panel: the played turns and the next one, forecast for a model.
+#[tauri::command]
+#[specta::specta]
+async fn forecast(state: State<'_, AppState>, model: Option<String>, pace: f64, ttl: String) -> Result<Json, String> {
+    let options = covel_studio::forecast::ForecastOptions { pace_seconds: pace, ttl };
+    with_studio(&state, |s| s.forecast(model.as_deref(), &options).map(|f| Json::of(&f)))
+}
+
+/// The Tests panel: every test session of the open folder (`update` rewrites golden snapshots).
+#[tauri::command]
+#[specta::specta]
+async fn run_tests(state: State<'_, AppState>, update: bool) -> Result<Json, String> {
+    with_studio(&state, |s| {
+        let dir = s.workspace().plugins_dir.clone();
+        let results = covel_studio::testing::run_folder(&dir, update, &s.workspace().limits).map_err(|e| e.to_string())?;
+        Ok(Json(serde_json::json!({"passed": results.iter().all(|r| r.passed), "sessions": Json::of(&results).0})))
+    })
+}
+
 #[tauri::command]
 #[specta::specta]
 async fn recent_folders(app: AppHandle) -> Result<Vec<RecentFolder>, String> {
@@ -174,7 +193,9 @@ pub fn builder() -> Builder<tauri::Wry> {
             apply_session_edits,
             check_session_text,
             open_status,
-            recent_folders
+            recent_folders,
+            forecast,
+            run_tests
         ])
         .events(collect_events![StudioChanged])
 }

@@ -1,6 +1,7 @@
 //! The JSON the desktop UI's tests are fed (ui/fixtures/*.json): real studio snapshots of the
-//! demo session — as opened, after a played turn, after a reload — so browser tests exercise the
-//! UI against what the Rust side produces. Fails when the committed fixtures are stale; run with
+//! demo session — as opened, after a played turn, after a reload — and the Cache panel's forecast
+//! and the Tests panel's results, so browser tests exercise the UI against what the Rust side
+//! produces. Fails when the committed fixtures are stale; run with
 //! `UPDATE_UI_FIXTURES=1` to rewrite them.
 
 use covel_js::Limits;
@@ -47,6 +48,12 @@ fn ui_fixtures_are_fresh() {
     studio.set_target(RuntimeTarget::Story);
     studio.play_turn("I swim to the bell tower.");
     outputs.push(("after-turn.json", serde_json::to_value(studio.snapshot()).expect("json")));
+    let forecast = studio.forecast(Some("claude-sonnet-4-5"), &covel_studio::forecast::ForecastOptions::default()).expect("forecast");
+    let mut forecast = serde_json::to_value(forecast).expect("json");
+    forecast["counting"] = serde_json::json!({"computed": 0, "reused": 0});
+    outputs.push(("forecast.json", forecast));
+    let tests = covel_studio::testing::run_folder(Path::new(&root), false, &Limits::default()).expect("tests");
+    outputs.push(("tests.json", serde_json::json!({"passed": tests.iter().all(|t| t.passed), "sessions": tests})));
     studio.undo().expect("a turn to undo");
     let module = Path::new(&root).join("story-director/server/lib/text.js");
     let text = std::fs::read_to_string(&module).expect("read");

@@ -4,11 +4,13 @@
 mod bench;
 mod call;
 mod compact;
+mod forecast;
 mod open;
 mod output;
 mod play;
 mod preview;
 mod resolve;
+mod test;
 mod validate;
 mod watch;
 
@@ -43,6 +45,10 @@ enum Command {
     Watch(watch::Args),
     /// Show which plugins a session runs, which are rejected and why, and what is unmet.
     Resolve(resolve::Args),
+    /// Forecast prompt-cache hits, writes and misses and their cost for a session and a model.
+    Forecast(forecast::Args),
+    /// Run test sessions: expectations per turn and golden snapshots (exit 1 on any failure).
+    Test(test::Args),
 }
 
 fn main() -> ExitCode {
@@ -60,6 +66,8 @@ fn main() -> ExitCode {
         Command::Play(args) => play::run(&args),
         Command::Watch(args) => watch::run(&args),
         Command::Bench(args) => bench::run(&args, started),
+        Command::Test(args) => test::run(&args),
+        Command::Forecast(args) => forecast::run(&args),
     };
     match result {
         Ok(code) => code,

@@ -1,5 +1,6 @@
 //! `covel play PLUGINS_DIR --session FILE --say TEXT…`: plays turns with the session's story
-//! model (the offline scripted model by default) and prints each turn.
+//! model (the offline scripted model by default) and prints each turn; `--record FILE` keeps
+//! what a real backend was sent and answered, for the `replay` backend.
 
 use crate::output::print_json;
 use anyhow::Context;
@@ -24,6 +25,10 @@ pub struct Args {
     /// Allow `--save` onto the authored session itself (its text is kept as `.bak`).
     #[arg(long)]
     overwrite: bool,
+    /// Keep the story model's requests and replies in this file, for the `replay` backend
+    /// (`backend: replay`, `recording: FILE` in the session's story model).
+    #[arg(long)]
+    record: Option<PathBuf>,
     /// Machine-readable output.
     #[arg(long)]
     json: bool,
@@ -42,6 +47,10 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         );
     }
     let workspace = crate::open::workspace(&args.plugins_dir, Some(&args.session))?;
+    let backend = workspace.session.models.story.backend.clone();
+    if args.record.is_some() && !matches!(backend.as_str(), "anthropic" | "openai") {
+        anyhow::bail!("--record keeps what a real backend (anthropic or openai) was sent and answered; this session's story model is `{backend}`");
+    }
     let mut play = Playtest::new(workspace);
     let mut turns = Vec::new();
     let mut failed = false;
@@ -63,6 +72,15 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
                 c.threshold_tokens,
                 if c.triggered { format!(" · compaction: {}", c.verdict.as_ref().map_or("failed", |v| if v.accepted { "accepted" } else { "rejected" })) } else { String::new() }
             );
+            if let Some(usage) = turn.reply.as_ref().and_then(|r| r.usage.as_ref()).and_then(covel_studio::forecast::reported_usage) {
+                crate::say!(
+                    "   reported usage: input {} · cache write {} · cache read {} · output {} (compare with `covel forecast`)",
+                    usage.input_tokens,
+                    usage.cache_write_tokens,
+                    usage.cache_read_tokens,
+                    usage.output_tokens
+                );
+            }
             for change in &turn.slot_changes {
                 crate::say!("   slot {} changed", change.slot);
             }
@@ -70,6 +88,13 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         turns.push(turn);
         if failed {
             break;
+        }
+    }
+    if let Some(path) = &args.record {
+        let recording = play.story_backend().recording();
+        recording.save(path)?;
+        if !args.json {
+            crate::say!("recorded {} {} exchange(s) in {}", recording.exchanges.len(), recording.backend, path.display());
         }
     }
     if let Some(path) = &save {

@@ -445,3 +445,219 @@ fn a_run_that_fails_as_a_whole_is_in_the_preview_json_and_text_and_exits_1() {
     assert!(text.starts_with("Runs that failed"), "{text}");
     assert!(text.contains("✗ session.world-context@1 (this-turn): provider"), "{text}");
 }
+
+// ---- covel test ------------------------------------------------------------------------------
+
+/// A temporary copy of plugins-sample (removed on drop).
+fn sample_copy() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    copy_dir(&repo().join("plugins-sample"), dir.path());
+    dir
+}
+
+fn edit(path: &Path, from: &str, to: &str) {
+    let text = std::fs::read_to_string(path).expect("read");
+    assert!(text.contains(from), "{from} not in {}", path.display());
+    std::fs::write(path, text.replace(from, to)).expect("write");
+}
+
+#[test]
+fn test_finds_and_passes_the_sample_test_sessions() {
+    let out = covel(&["test", "plugins-sample", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    let report = json_of(&out);
+    let sessions = report["sessions"].as_array().expect("sessions");
+    let names: Vec<String> = sessions.iter().filter_map(|s| s["session"].as_str()).map(|s| s.rsplit('/').next().unwrap_or_default().to_string()).collect();
+    assert_eq!(names, ["demo.session.yaml", "bell-tower.session.yaml", "replayed.session.yaml", "without-lore.session.yaml"]);
+    assert!(sessions.iter().all(|s| s["golden"] == "matches"), "{sessions:?}");
+    let checks: usize = sessions.iter().flat_map(|s| s["turns"].as_array().into_iter().flatten()).map(|t| t["checks"].as_array().map_or(0, Vec::len)).sum();
+    assert!(checks >= 20, "the sample sessions check placements, slots, world, cache, tokens and providers");
+}
+
+#[test]
+fn test_fails_on_a_changed_segment_with_a_word_diff_naming_the_plugin_and_update_makes_it_pass() {
+    let dir = sample_copy();
+    edit(&dir.path().join("story-director/server/lib/text.js"), "grave, unhurried", "grave, patient");
+    let demo = dir.path().join("demo.session.yaml");
+    let out = covel(&["test", demo.to_str().expect("utf-8"), "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let report = json_of(&out);
+    let session = &report["sessions"][0];
+    assert_eq!(session["golden"], "differs");
+    let difference = &session["turns"][0]["goldenDifferences"][0];
+    assert_eq!(difference["place"], "system block stable-segments");
+    assert_eq!(difference["from"], "segment story-director/tone");
+    assert_eq!(difference["plugin"], "story-director");
+    assert_eq!(difference["diff"], "Keep a grave, [-unhurried-]{+patient+} narrative voice.");
+
+    let human = covel(&["test", demo.to_str().expect("utf-8")]);
+    let text = String::from_utf8_lossy(&human.stdout);
+    assert!(text.contains("segment story-director/tone (plugin story-director) changed: Keep a grave, [-unhurried-]{+patient+}"), "{text}");
+
+    let update = covel(&["test", demo.to_str().expect("utf-8"), "--update", "--json"]);
+    assert_eq!(update.status.code(), Some(0));
+    assert_eq!(json_of(&update)["sessions"][0]["golden"], "written");
+    let again = covel(&["test", demo.to_str().expect("utf-8"), "--json"]);
+    assert_eq!(again.status.code(), Some(0), "{}", String::from_utf8_lossy(&again.stdout));
+    assert_eq!(json_of(&again)["sessions"][0]["golden"], "matches");
+}
+
+#[test]
+fn test_reports_each_failed_expectation_with_its_rule_and_what_was_found() {
+    let dir = sample_copy();
+    let session = dir.path().join("tests/bell-tower.session.yaml");
+    edit(&session, "block: turn-tail, position: 0", "block: stable-segments, position: 0");
+    edit(&session, "pointer: /dimensions/trust/value, equals: 4", "pointer: /dimensions/trust/value, equals: 5");
+    edit(&session, "{ plugin: story-director, max: 120 }", "{ plugin: story-director, max: 5 }");
+    let out = covel(&["test", session.to_str().expect("utf-8"), "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let report = json_of(&out);
+    let failed: Vec<(String, String)> = report["sessions"][0]["turns"][0]["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .filter(|c| c["passed"] == false)
+        .map(|c| (c["rule"].as_str().unwrap_or_default().to_string(), c["detail"].as_str().unwrap_or_default().to_string()))
+        .collect();
+    assert_eq!(failed.len(), 3, "{failed:?}");
+    assert_eq!(failed[0], ("segment-placement".to_string(), "it is in turn-tail".to_string()));
+    assert_eq!(failed[1], ("world-value".to_string(), "found 4".to_string()));
+    assert_eq!(failed[2].0, "token-budget");
+    assert!(failed[2].1.ends_with("tokens (estimateTokens)"));
+}
+
+#[test]
+fn test_fails_loudly_on_a_replay_miss_with_the_nearest_recorded_request() {
+    let dir = sample_copy();
+    let session = dir.path().join("tests/replayed.session.yaml");
+    edit(&session, "- say: I dive for the bell.", "- say: I dive for the bronze bell.");
+    let out = covel(&["test", session.to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("replay miss: none of the 2 recorded anthropic requests equals this request; nearest is exchange #1"), "{text}");
+    assert!(text.contains("I dive for the {+bronze +}bell."), "{text}");
+}
+
+#[test]
+fn test_refuses_live_backends() {
+    let dir = sample_copy();
+    let session = dir.path().join("tests/replayed.session.yaml");
+    edit(&session, "backend: replay, recording: replayed.recording.json", "backend: anthropic, baseUrl: \"http://127.0.0.1:9\"");
+    let out = covel(&["test", session.to_str().expect("utf-8"), "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(json_of(&out)["sessions"][0]["error"].as_str().is_some_and(|e| e.contains("tests never call live models")));
+}
+
+/// A loopback Anthropic fake: answers `replies.len()` requests in order, then stops by itself.
+fn anthropic_fake(replies: Vec<&'static str>) -> (String, std::thread::JoinHandle<()>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let handle = std::thread::spawn(move || {
+        for reply in replies {
+            let Some(mut stream) = accept_within(&listener, std::time::Duration::from_secs(30)) else { return };
+            let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+            let (mut line, mut length) = (String::new(), 0);
+            reader.read_line(&mut line).expect("request line");
+            loop {
+                let mut header = String::new();
+                reader.read_line(&mut header).expect("header");
+                if header.trim().is_empty() {
+                    break;
+                }
+                if let Some(v) = header.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).expect("body");
+            let answer = serde_json::json!({"content": [{"type": "text", "text": reply}], "stop_reason": "end_turn",
+                "usage": {"input_tokens": 50, "output_tokens": 9, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}).to_string();
+            let response = format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}", answer.len());
+            stream.write_all(response.as_bytes()).expect("respond");
+        }
+    });
+    (url, handle)
+}
+
+#[test]
+fn play_records_a_real_backend_and_the_replay_backend_answers_from_the_recording() {
+    let dir = sample_copy();
+    let session = dir.path().join("tests/replayed.session.yaml");
+    let recording = dir.path().join("tests/replayed.recording.json");
+    std::fs::remove_file(&recording).expect("start without the shipped recording");
+    let (url, fake) = anthropic_fake(vec!["Cold water.", "Wet stairs."]);
+    edit(&session, "backend: replay, recording: replayed.recording.json", &format!("backend: anthropic, baseUrl: \"{url}\""));
+    let out = covel(&[
+        "play", dir.path().to_str().expect("utf-8"), "--session", session.to_str().expect("utf-8"),
+        "--say", "I dive for the bell.", "--say", "I surface by the stairs.", "--record", recording.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    fake.join().expect("the fake stops by itself");
+    let recorded: Value = serde_json::from_str(&std::fs::read_to_string(&recording).expect("recorded")).expect("json");
+    assert_eq!(recorded["format"], "covel-recording@1");
+    assert_eq!(recorded["exchanges"].as_array().map(Vec::len), Some(2));
+    assert!(recorded["exchanges"][0]["request"]["system"][0].get("cache_control").is_some(), "the request exactly as sent");
+    assert_eq!(recorded["exchanges"][1]["response"]["content"][0]["text"], "Wet stairs.");
+
+    edit(&session, &format!("backend: anthropic, baseUrl: \"{url}\""), "backend: replay, recording: replayed.recording.json");
+    edit(&session, "contains: bell tower's shadow", "contains: Cold water.");
+    let out = covel(&["test", session.to_str().expect("utf-8"), "--update", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    let turns = &json_of(&out)["sessions"][0]["turns"];
+    assert_eq!(turns.as_array().map(Vec::len), Some(2));
+}
+
+// ---- covel forecast ----------------------------------------------------------------------------
+
+#[test]
+fn forecast_predicts_per_turn_and_per_breakpoint_and_names_the_segment_that_breaks_the_cache() {
+    let out = covel(&["forecast", "tests/fixtures/forecast/plugins", "--session", "tests/fixtures/forecast/storm.session.yaml", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let report = json_of(&out);
+    assert_eq!(report["model"]["id"], "claude-sonnet-4-5", "the session's story model by default");
+    let storm = report["turns"][2]["breakpoints"].as_array().expect("breakpoints").iter().find(|b| b["at"] == "system block stable-segments").cloned().expect("stable");
+    assert_eq!(storm["outcome"], "write");
+    assert_eq!(storm["segment"], "weather/sky");
+    for field in ["totals", "ledger", "advice", "segmentTokens"] {
+        assert!(report.get(field).is_some(), "{field}");
+    }
+
+    let human = covel(&["forecast", "tests/fixtures/forecast/plugins", "--session", "tests/fixtures/forecast/storm.session.yaml", "--model", "gpt-4o", "--turns", "2"]);
+    assert_eq!(human.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&human.stdout);
+    assert!(text.contains("Forecast for gpt-4o (openai, automatic prefix caching)"), "{text}");
+    assert!(text.contains("turn 2 ·") && !text.contains("turn 3 ·"), "--turns 2 plays two turns");
+    assert!(text.contains("Ledger") && text.contains("codex"));
+
+    let unknown = covel(&["forecast", "tests/fixtures/forecast/plugins", "--session", "tests/fixtures/forecast/storm.session.yaml", "--model", "nonsense"]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("no model named `nonsense`"));
+}
+
+#[test]
+fn play_record_needs_a_real_backend() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("r.json");
+    let out = covel(&["play", "plugins-sample", "--session", "plugins-sample/demo.session.yaml", "--say", "Hi.", "--record", file.to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("story model is `scripted`"));
+    assert!(!file.exists());
+}
+
+/// The next connection, or `None` once `limit` has passed: a fake never outlives its test.
+fn accept_within(listener: &std::net::TcpListener, limit: std::time::Duration) -> Option<std::net::TcpStream> {
+    listener.set_nonblocking(true).ok()?;
+    let end = std::time::Instant::now() + limit;
+    while std::time::Instant::now() < end {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                stream.set_nonblocking(false).ok()?;
+                return Some(stream);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(std::time::Duration::from_millis(10)),
+            Err(_) => return None,
+        }
+    }
+    None
+}

@@ -7,6 +7,7 @@
 //! - [`context`]: the data behind a handler's `ctx`.
 //! - [`diagnostic`]: how problems are reported, with stable codes.
 //! - [`locale`]: the locale fallback rule shared with the SDK and the UI.
+//! - [`test_session`]: the `test:` section of a session file (scripted turns, expectations).
 
 pub mod context;
 pub mod compaction;
@@ -26,5 +27,6 @@ pub mod session;
 mod session_history;
 pub mod settings;
 pub mod static_prompt;
+pub mod test_session;
 
 pub use diagnostic::{Code, Diagnostic};

@@ -42,6 +42,10 @@ pub struct Session {
     /// generic continuation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub following_message: Option<String>,
+    /// Scripted turns and expectations for `covel test` (`docs/testing.md`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<serde_json::Value>", description = "Scripted turns and expectations for `covel test` (docs/testing.md).")]
+    pub test: Option<crate::test_session::TestSpec>,
 }
 
 fn default_locale() -> String {
@@ -173,7 +177,8 @@ impl Default for Models {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Model {
-    /// `scripted` (embedded, deterministic, default), `openai` (OpenAI-compatible) or `anthropic`.
+    /// `scripted` (embedded, deterministic, default), `openai` (OpenAI-compatible), `anthropic`,
+    /// or `replay` (answers from `recording`).
     #[serde(default = "Model::scripted")]
     pub backend: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -196,6 +201,10 @@ pub struct Model {
     /// these texts fails, to see how providers handle a failing model.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scripted_failures: Vec<String>,
+    /// The recording the `replay` backend answers from (`covel play --record`), relative to
+    /// the session file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recording: Option<String>,
 }
 
 impl Model {
@@ -218,6 +227,7 @@ impl Model {
             min_cacheable_tokens: None,
             script: Vec::new(),
             scripted_failures: Vec::new(),
+            recording: None,
         }
     }
 

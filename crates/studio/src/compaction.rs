@@ -79,7 +79,7 @@ impl Workspace {
 
     /// A gateway over the session's fast model.
     pub fn fast_gateway(&self) -> Gateway {
-        Gateway(Arc::new(FastGateway { fast: Backend::new(&self.session.models.fast) }))
+        Gateway(Arc::new(FastGateway { fast: Backend::for_session(&self.session.models.fast, self.session_path.as_deref()) }))
     }
 
     /// Runs compaction over the session's history; applies an accepted result to the session.

@@ -5,13 +5,20 @@
 pub mod compaction;
 pub mod diff;
 pub mod document;
+pub mod facts;
+pub mod forecast;
 pub mod live;
 pub mod models;
+pub mod parts;
 pub mod playtest;
 pub mod preview;
+pub mod replay;
 pub mod save;
 pub mod secrets;
 pub mod slots;
+pub mod testing;
+pub mod textdiff;
+pub mod tokens;
 pub mod view;
 pub mod workspace;
 

@@ -88,6 +88,8 @@ pub struct LiveStudio {
     pub turns: Vec<TurnReport>,
     /// Played turns and session edits, newest last.
     undo: Vec<UndoEntry>,
+    /// Exact token counts remembered across refreshes (the Cache panel recounts only changes).
+    pub counter: crate::tokens::TokenCounter,
 }
 
 /// One step the author can undo.
@@ -126,7 +128,7 @@ pub enum SessionSaveError {
 impl LiveStudio {
     pub fn new(workspace: Workspace, target: RuntimeTarget) -> LiveStudio {
         let preview = workspace.preview(&target);
-        LiveStudio { play: Playtest::new(workspace), target, preview, last_reload: None, turns: Vec::new(), undo: Vec::new() }
+        LiveStudio { play: Playtest::new(workspace), target, preview, last_reload: None, turns: Vec::new(), undo: Vec::new(), counter: Default::default() }
     }
 
     pub fn workspace(&self) -> &Workspace {

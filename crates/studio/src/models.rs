@@ -1,15 +1,18 @@
 //! Model backends for playtests and for `ctx.gateway`: the embedded scripted model
 //! (deterministic, offline, the default), any OpenAI-compatible chat endpoint (Ollama,
-//! llama.cpp, LM Studio…) and the Anthropic Messages API. API keys come from the environment
-//! variable the session names, and go only to origins the user trusts ([`crate::secrets`]).
+//! llama.cpp, LM Studio…), the Anthropic Messages API, and `replay`, which answers from a
+//! recording of one of those ([`crate::replay`]). API keys come from the environment variable
+//! the session names, and go only to origins the user trusts ([`crate::secrets`]).
 
 use covel_kernel::context::TextGateway;
 use covel_kernel::sdk::estimate_tokens;
 use covel_kernel::session::Model;
 use serde::Serialize;
 use serde_json::{Value, json};
-use std::sync::Mutex;
+use crate::replay::{Exchange, Recording, ReplayError};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 /// What a model answered.
@@ -38,6 +41,8 @@ pub enum ModelError {
     NoText { backend: &'static str, body: String },
     #[error("the model request was cancelled")]
     Cancelled,
+    #[error("{0}")]
+    Replay(String),
 }
 
 /// How often a waiting model call looks at its cancel flag.
@@ -49,11 +54,35 @@ pub struct Backend {
     turns: AtomicUsize,
     /// The last request body sent over HTTP (shown beside the studio's prediction).
     pub last_request: Mutex<Option<Value>>,
+    /// Every HTTP request and its answer, in order (what `covel play --record` writes).
+    pub exchanges: Mutex<Vec<Exchange>>,
+    /// Where a relative `recording` path is resolved (the session file's folder).
+    base_dir: Option<PathBuf>,
+    replay: OnceLock<Result<Recording, String>>,
+    replay_used: Mutex<Vec<bool>>,
 }
 
 impl Backend {
     pub fn new(config: &Model) -> Backend {
-        Backend { config: config.clone(), turns: AtomicUsize::new(0), last_request: Mutex::new(None) }
+        Backend {
+            config: config.clone(),
+            turns: AtomicUsize::new(0),
+            last_request: Mutex::new(None),
+            exchanges: Mutex::new(Vec::new()),
+            base_dir: None,
+            replay: OnceLock::new(),
+            replay_used: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// A backend for a session file: its `recording` path is relative to the file's folder.
+    pub fn for_session(config: &Model, session_path: Option<&Path>) -> Backend {
+        Backend { base_dir: session_path.and_then(Path::parent).map(Path::to_path_buf), ..Backend::new(config) }
+    }
+
+    /// What this backend sent and got over HTTP, as a recording for the `replay` backend.
+    pub fn recording(&self) -> Recording {
+        Recording::new(&self.config.backend, self.exchanges.lock().unwrap_or_else(|e| e.into_inner()).clone())
     }
 
     pub fn name(&self) -> &str {
@@ -77,8 +106,30 @@ impl Backend {
             "scripted" => Ok(self.scripted_story(openai)),
             "openai" => self.openai(openai, cancel),
             "anthropic" => self.anthropic(anthropic, cancel),
+            "replay" => self.replay(anthropic, openai),
             other => Err(ModelError::UnknownBackend(other.to_string())),
         }
+    }
+
+    /// Answers from the recording with the reply the recorded backend got for this very request.
+    fn replay(&self, anthropic: &Value, openai: &Value) -> Result<Reply, ModelError> {
+        let recording = self
+            .replay
+            .get_or_init(|| {
+                let path = self.config.recording.as_deref().ok_or_else(|| ReplayError::NoRecording.to_string())?;
+                let path = self.base_dir.as_deref().map_or_else(|| PathBuf::from(path), |dir| dir.join(path));
+                Recording::load(&path).map_err(|e| e.to_string())
+            })
+            .as_ref()
+            .map_err(|e| ModelError::Replay(e.clone()))?;
+        let (body, backend) = match recording.backend.as_str() {
+            "anthropic" => (self.with_model(anthropic), "anthropic"),
+            _ => (self.with_model(openai), "openai"),
+        };
+        *self.last_request.lock().unwrap_or_else(|e| e.into_inner()) = Some(body.clone());
+        let mut used = self.replay_used.lock().unwrap_or_else(|e| e.into_inner());
+        let answer = recording.answer(&body, &mut used).map_err(|e| ModelError::Replay(e.to_string()))?;
+        if backend == "anthropic" { anthropic_reply(&answer) } else { openai_reply(&answer) }
     }
 
     fn scripted_story(&self, openai: &Value) -> Reply {
@@ -112,6 +163,7 @@ impl Backend {
         for (name, value) in headers {
             request = request.header(*name, value);
         }
+        let request_body = body.clone();
         let body = body.clone();
         let (tx, rx) = std::sync::mpsc::channel();
         let send = move || {
@@ -133,7 +185,13 @@ impl Backend {
             .map_err(|e| ModelError::Request { backend, message: format!("cannot start the request: {e}") })?;
         loop {
             match rx.recv_timeout(CANCEL_POLL) {
-                Ok(answer) => return answer,
+                Ok(answer) => {
+                    // A recording (`covel play --record`) keeps every answered exchange.
+                    if let Ok(answer) = &answer {
+                        self.exchanges.lock().unwrap_or_else(|e| e.into_inner()).push(Exchange { request: request_body, response: answer.clone() });
+                    }
+                    return answer;
+                }
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) if cancel.load(Ordering::SeqCst) => return Err(ModelError::Cancelled),
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
                 Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
@@ -158,10 +216,7 @@ impl Backend {
             headers.push(("authorization", format!("Bearer {key}")));
         }
         let answer = self.post("openai", &format!("{}/chat/completions", base.trim_end_matches('/')), &headers, &self.with_model(body), cancel)?;
-        let text = answer.pointer("/choices/0/message/content").and_then(Value::as_str);
-        let Some(text) = text else { return Err(ModelError::NoText { backend: "openai", body: answer.to_string() }) };
-        let finish = answer.pointer("/choices/0/finish_reason").and_then(Value::as_str).unwrap_or("stop");
-        Ok(Reply { text: text.to_string(), finish_reason: finish.to_string(), usage: answer.get("usage").cloned() })
+        openai_reply(&answer)
     }
 
     fn anthropic(&self, body: &Value, cancel: &AtomicBool) -> Result<Reply, ModelError> {
@@ -171,18 +226,7 @@ impl Backend {
             headers.push(("x-api-key", key));
         }
         let answer = self.post("anthropic", &format!("{}/v1/messages", base.trim_end_matches('/')), &headers, &self.with_model(body), cancel)?;
-        let text: String = answer["content"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|b| b["type"] == "text")
-            .filter_map(|b| b["text"].as_str())
-            .collect();
-        if text.is_empty() {
-            return Err(ModelError::NoText { backend: "anthropic", body: answer.to_string() });
-        }
-        let finish = answer["stop_reason"].as_str().unwrap_or("end_turn");
-        Ok(Reply { text, finish_reason: finish.to_string(), usage: answer.get("usage").cloned() })
+        anthropic_reply(&answer)
     }
 
     /// A gateway text request (`{system?, prompt?, messages?, maxOutputTokens?}`).
@@ -221,6 +265,25 @@ pub fn scripted_reply(script: &[String], turn: usize, message: &str) -> String {
         Some(line) => line.replace("{turn}", &(turn + 1).to_string()).replace("{player}", message.trim()),
         None => UNSCRIPTED_REPLY.to_string(),
     }
+}
+
+/// The reply in an OpenAI chat answer.
+fn openai_reply(answer: &Value) -> Result<Reply, ModelError> {
+    let text = answer.pointer("/choices/0/message/content").and_then(Value::as_str);
+    let Some(text) = text else { return Err(ModelError::NoText { backend: "openai", body: answer.to_string() }) };
+    let finish = answer.pointer("/choices/0/finish_reason").and_then(Value::as_str).unwrap_or("stop");
+    Ok(Reply { text: text.to_string(), finish_reason: finish.to_string(), usage: answer.get("usage").cloned() })
+}
+
+/// The reply in an Anthropic Messages answer.
+fn anthropic_reply(answer: &Value) -> Result<Reply, ModelError> {
+    let text: String =
+        answer["content"].as_array().into_iter().flatten().filter(|b| b["type"] == "text").filter_map(|b| b["text"].as_str()).collect();
+    if text.is_empty() {
+        return Err(ModelError::NoText { backend: "anthropic", body: answer.to_string() });
+    }
+    let finish = answer["stop_reason"].as_str().unwrap_or("end_turn");
+    Ok(Reply { text, finish_reason: finish.to_string(), usage: answer.get("usage").cloned() })
 }
 
 /// The scripted model's summary: the first sentence of each rendered message, kept within the

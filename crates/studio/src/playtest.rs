@@ -74,7 +74,7 @@ pub struct Playtest {
 
 impl Playtest {
     pub fn new(workspace: Workspace) -> Playtest {
-        let story = Backend::new(&workspace.session.models.story);
+        let story = Backend::for_session(&workspace.session.models.story, workspace.session_path.as_deref());
         let mut slots = SlotHost::default();
         slots.apply(&workspace, &Trigger::All);
         Playtest { workspace, story, history: Vec::new(), failures: FailureCounter::default(), slots }
@@ -95,6 +95,21 @@ impl Playtest {
     /// cancelling a turn that waits for a slow model returns at once (the abandoned request's
     /// answer is discarded). Compaction after an appended reply is part of the committed turn.
     pub fn play_cancellable(&mut self, message: &str, cancel: &std::sync::atomic::AtomicBool) -> TurnReport {
+        self.play_turn(message, cancel, None)
+    }
+
+    /// Plays one turn whose story reply is given (a test session's scripted turn): the story
+    /// model is not asked.
+    pub fn play_scripted(&mut self, message: &str, reply: Option<&str>) -> TurnReport {
+        self.play_turn(message, &std::sync::atomic::AtomicBool::new(false), reply)
+    }
+
+    /// The story model's backend (its HTTP exchanges are what `covel play --record` keeps).
+    pub fn story_backend(&self) -> &Backend {
+        &self.story
+    }
+
+    fn play_turn(&mut self, message: &str, cancel: &std::sync::atomic::AtomicBool, scripted: Option<&str>) -> TurnReport {
         let before = self.workspace.session.clone();
         self.workspace.session.next_message = message.to_string();
         let preview = self.workspace.preview(&RuntimeTarget::Story);
@@ -123,7 +138,11 @@ impl Playtest {
             return report;
         }
         const CANCELLED: &str = "the turn was cancelled; nothing was appended";
-        let mut reply = match self.story.complete_cancellable(&preview.prompt.requests.anthropic, &preview.prompt.requests.openai, cancel) {
+        let answer = match scripted {
+            Some(text) => Ok(Reply { text: text.to_string(), finish_reason: "stop".into(), usage: None }),
+            None => self.story.complete_cancellable(&preview.prompt.requests.anthropic, &preview.prompt.requests.openai, cancel),
+        };
+        let mut reply = match answer {
             Ok(reply) => reply,
             Err(e) => {
                 let error = if e == crate::models::ModelError::Cancelled { CANCELLED.to_string() } else { format!("the story model failed: {e}") };

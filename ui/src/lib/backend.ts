@@ -1,7 +1,7 @@
 // The only module that talks to the desktop shell. Everything else imports `backend` and stays
 // plain; browser tests build with `--mode fake` and get the fake, fed by fixtures the Rust
 // tests write (ui/fixtures/*.json).
-import type { Diagnostic, OpenStatus, SessionEdit, Snapshot } from "./types";
+import type { Diagnostic, Forecast, OpenStatus, SessionEdit, Snapshot, TestRun } from "./types";
 
 export interface StudioEvent {
   reason: string;
@@ -34,6 +34,10 @@ export interface Backend {
   checkSessionText(text: string): Promise<Diagnostic[]>;
   openStatus(): Promise<OpenStatus>;
   recentFolders(): Promise<RecentFolder[]>;
+  /** The Cache panel: the played turns and the next one, forecast for a model. */
+  forecast(model: string | null, paceSeconds: number, ttl: string): Promise<Forecast>;
+  /** The Tests panel: every test session of the open folder (`update` rewrites golden snapshots). */
+  runTests(update: boolean): Promise<TestRun>;
   onChange(listener: (event: StudioEvent) => void): Promise<() => void>;
 }
 

@@ -32,6 +32,10 @@ export const commands = {
 	checkSessionText: (text: string) => typedError<Json, string>(__TAURI_INVOKE("check_session_text", { text })),
 	openStatus: () => typedError<OpenStatus_Serialize, string>(__TAURI_INVOKE("open_status")),
 	recentFolders: () => typedError<RecentFolder_Serialize[], string>(__TAURI_INVOKE("recent_folders")),
+	/**  The Cache panel: the played turns and the next one, forecast for a model. */
+	forecast: (model: string | null, pace: number | null, ttl: string) => typedError<Json, string>(__TAURI_INVOKE("forecast", { model, pace, ttl })),
+	/**  The Tests panel: every test session of the open folder (`update` rewrites golden snapshots). */
+	runTests: (update: boolean) => typedError<Json, string>(__TAURI_INVOKE("run_tests", { update })),
 };
 
 /** Events */

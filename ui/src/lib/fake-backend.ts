@@ -6,11 +6,13 @@
 import initial from "../../fixtures/snapshot.json";
 import afterTurn from "../../fixtures/after-turn.json";
 import afterReload from "../../fixtures/after-reload.json";
+import forecast from "../../fixtures/forecast.json";
+import tests from "../../fixtures/tests.json";
 import storyDirectorRuntime from "../../fixtures/runtime-plugin-story-director.json";
 import excludesSoundtrack from "../../fixtures/session-excludes-soundtrack.json";
 import { parseDocument } from "yaml";
 import type { Backend, StudioEvent } from "./backend";
-import type { Diagnostic, OpenStatus, SessionEdit, Snapshot } from "./types";
+import type { Diagnostic, Forecast, OpenStatus, SessionEdit, Snapshot, TestRun } from "./types";
 
 function check(text: string): Diagnostic[] {
   const doc = parseDocument(text, { prettyErrors: true });
@@ -114,6 +116,8 @@ export function fakeBackend(): Backend {
           }
         : { opening: false, plugins: current.pluginsDir, session: current.sessionPath ?? null, error: null },
     recentFolders: async () => [{ plugins: current.pluginsDir, session: current.sessionPath ?? null }],
+    forecast: async () => forecast as unknown as Forecast,
+    runTests: async () => tests as unknown as TestRun,
     onChange: async (listener) => {
       listeners.push(listener);
       return () => listeners.splice(listeners.indexOf(listener), 1);

@@ -1,7 +1,7 @@
 // The real backend: the generated tauri-specta bindings.
 import { commands, events } from "./bindings";
 import type { Backend } from "./backend";
-import type { Diagnostic, OpenStatus, Snapshot } from "./types";
+import type { Diagnostic, Forecast, OpenStatus, Snapshot, TestRun } from "./types";
 
 type Result<T> = { status: "ok"; data: T } | { status: "error"; error: string };
 
@@ -27,6 +27,8 @@ export function tauriBackend(): Backend {
     checkSessionText: async (text) => unwrap(await commands.checkSessionText(text)) as Diagnostic[],
     openStatus: async () => unwrap(await commands.openStatus()) as unknown as OpenStatus,
     recentFolders: async () => unwrap(await commands.recentFolders()),
+    forecast: async (model, pace, ttl) => unwrap(await commands.forecast(model, pace, ttl)) as Forecast,
+    runTests: async (update) => unwrap(await commands.runTests(update)) as TestRun,
     onChange: async (listener) =>
       events.studioChanged.listen((e) =>
         listener({

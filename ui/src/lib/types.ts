@@ -241,3 +241,138 @@ export interface OpenStatus {
   session: string | null;
   error: Diagnostic | null;
 }
+
+// ---- the Cache panel (covel-studio's `forecast`) ----------------------------------------------
+
+export type CacheOutcome = "hit" | "write" | "miss";
+
+export interface BreakpointForecast {
+  index: number;
+  at: string;
+  prefixTokens: number;
+  outcome: CacheOutcome;
+  reasonCode: string;
+  reason: string;
+  segment?: string;
+  plugin?: string;
+}
+
+export interface Cost {
+  input: number;
+  cacheWrite: number;
+  cacheRead: number;
+  total: number;
+}
+
+export interface Reported {
+  inputTokens: number;
+  cacheWriteTokens: number;
+  cacheReadTokens: number;
+  outputTokens: number;
+}
+
+export interface Mismatch {
+  field: string;
+  predicted: number;
+  reported: number;
+  segment?: string;
+  plugin?: string;
+  at: string;
+  message: string;
+}
+
+export interface TurnForecast {
+  turn: number;
+  turnId: string;
+  say: string;
+  atSeconds: number;
+  inputTokens: number;
+  inputTokensRange?: [number, number];
+  breakpoints: BreakpointForecast[];
+  uncachedTokens: number;
+  cacheWriteTokens: number;
+  cacheReadTokens: number;
+  cost: Cost;
+  costWithoutCache: number;
+  reported?: Reported;
+  mismatches?: Mismatch[];
+}
+
+export interface LedgerRow {
+  owner: string;
+  isPlugin: boolean;
+  cachedPartTokens: number;
+  uncachedPartTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  uncachedTokens: number;
+  cost: number;
+  share: number;
+}
+
+export interface Forecast {
+  model: {
+    id: string;
+    provider: string;
+    caching: "explicit-breakpoints" | "automatic-prefix";
+    minCacheableTokens: number;
+    ttlSeconds: number;
+    paceSeconds: number;
+    prices: { input: number; cacheWrite5m?: number; cacheWrite1h?: number; cacheRead: number; output: number };
+    counts: string;
+    factsDate: string;
+    verified: boolean;
+    sources: string[];
+  };
+  turns: TurnForecast[];
+  totals: { inputTokens: number; uncachedTokens: number; cacheWriteTokens: number; cacheReadTokens: number; cost: Cost; costWithoutCache: number; saving: number };
+  ledger: LedgerRow[];
+  advice: {
+    currentLayout?: { breakpoints: string[]; cost: number; saving: number };
+    bestLayouts: { breakpoints: string[]; cost: number; saving: number }[];
+    volatility: { segment: string; plugin: string; change: string; why: string; costAfter: number; saving: number }[];
+    notes: string[];
+  };
+  segmentTokens: { segment: string; plugin: string; estimateTokens: number; tokens: number; range?: [number, number]; exact: boolean }[];
+}
+
+// ---- the Tests panel (covel-studio's `testing`) ------------------------------------------------
+
+export interface CheckResult {
+  rule: string;
+  description: string;
+  passed: boolean;
+  detail?: string;
+}
+
+export interface GoldenDifference {
+  place: string;
+  from?: string;
+  plugin?: string;
+  change: string;
+  diff: string;
+}
+
+export interface TestTurn {
+  turnId: string;
+  say: string;
+  passed: boolean;
+  checks: CheckResult[];
+  goldenDifferences: GoldenDifference[];
+  error?: string;
+}
+
+export interface TestSession {
+  session: string;
+  pluginsDir: string;
+  goldenFile: string;
+  golden: "matches" | "differs" | "missing" | "written" | "unchanged" | "skipped";
+  passed: boolean;
+  turns: TestTurn[];
+  error?: string;
+}
+
+export interface TestRun {
+  passed: boolean;
+  sessions: TestSession[];
+}

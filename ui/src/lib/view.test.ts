@@ -1,7 +1,9 @@
 import { describe, expect, it } from "vitest";
 import snapshot from "../../fixtures/snapshot.json";
-import type { CallRecord, Snapshot } from "./types";
-import { activeActor, breakpointLabel, chains, changedSegments, draftAfterSnapshot, listView, meter, movingBreakpoint, nextTurnCacheRead, placementLabel, summaryEntries, systemBreakpoint, text, where } from "./view";
+import forecast from "../../fixtures/forecast.json";
+import tests from "../../fixtures/tests.json";
+import type { CallRecord, Forecast, Snapshot, TestRun } from "./types";
+import { activeActor, breakpointLabel, chains, changedSegments, differenceLabel, draftAfterSnapshot, forecastSummary, listView, meter, movingBreakpoint, nextTurnCacheRead, placementLabel, summaryEntries, systemBreakpoint, testCounts, text, usd, where } from "./view";
 
 const demo = snapshot as unknown as Snapshot;
 
@@ -90,5 +92,24 @@ describe("the session editor's draft", () => {
   it("places a diagnostic at file, line and column", () => {
     expect(where({ file: "a.yaml", line: 3, column: 7 })).toBe("a.yaml:3:7");
     expect(where({ file: "a.yaml" })).toBe("a.yaml");
+  });
+});
+
+describe("the cache and tests panels", () => {
+  it("prices small amounts with five digits and sums the forecast in one line", () => {
+    expect(usd(0.001234)).toBe("$0.00123");
+    expect(usd(12)).toBe("$12.00");
+    const line = forecastSummary(forecast as unknown as Forecast);
+    expect(line).toMatch(/input tokens: .* uncached, .* written, .* read · \$/);
+  });
+  it("names the segment and plugin of a golden difference", () => {
+    const label = differenceLabel({ place: "system block stable-segments", from: "segment story-director/tone", plugin: "story-director", change: "changed", diff: "" });
+    expect(label).toBe("system block stable-segments · segment story-director/tone (plugin story-director) changed");
+  });
+  it("counts sessions and checks of a test run", () => {
+    const counts = testCounts(tests as unknown as TestRun);
+    expect(counts.failed).toBe(0);
+    expect(counts.sessions).toBe(4);
+    expect(counts.checks).toBeGreaterThan(20);
   });
 });

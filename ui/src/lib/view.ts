@@ -1,6 +1,6 @@
 // View logic: pure functions over the snapshot, unit-tested with Vitest. Components stay thin.
 import { resolveI18nText } from "./locale";
-import type { Breakpoint, CacheReport, CallRecord, I18n, Message, PartOrigin, ReloadEntry, SegmentRow, Snapshot } from "./types";
+import type { Breakpoint, CacheReport, CallRecord, Forecast, GoldenDifference, I18n, Message, PartOrigin, ReloadEntry, SegmentRow, Snapshot, TestRun } from "./types";
 
 /**
  * Text for a locale from a string or a locale map, by the locale rule the kernel and the SDK
@@ -196,4 +196,28 @@ export function draftAfterSnapshot(draft: Draft | null, fileText: string | null)
 /** `file:line:column` of a diagnostic, as far as it is known. */
 export function where(d: { file?: string; line?: number; column?: number }): string {
   return [d.file, d.line, d.line !== undefined ? d.column : undefined].filter((p) => p !== undefined && p !== null).join(":");
+}
+
+/** US dollars with enough digits for a turn's cost. */
+export function usd(value: number): string {
+  return `$${value.toFixed(value !== 0 && Math.abs(value) < 0.01 ? 5 : 2)}`;
+}
+
+/** The forecast's totals as one line, with the saving against no caching in percent. */
+export function forecastSummary(f: Forecast): string {
+  const t = f.totals;
+  const percent = t.costWithoutCache > 0 ? Math.round((t.saving / t.costWithoutCache) * 100) : 0;
+  return `${t.inputTokens} input tokens: ${t.uncachedTokens} uncached, ${t.cacheWriteTokens} written, ${t.cacheReadTokens} read · ${usd(t.cost.total)} against ${usd(t.costWithoutCache)} without caching (saves ${percent}%)`;
+}
+
+/** Counts of a test run: sessions, failed sessions, checks and failed checks. */
+export function testCounts(run: TestRun): { sessions: number; failed: number; checks: number; failedChecks: number } {
+  const turns = run.sessions.flatMap((s) => s.turns);
+  const checks = turns.flatMap((t) => t.checks);
+  return { sessions: run.sessions.length, failed: run.sessions.filter((s) => !s.passed).length, checks: checks.length, failedChecks: checks.filter((c) => !c.passed).length };
+}
+
+/** A golden difference as the author reads it: where, who wrote it, what happened. */
+export function differenceLabel(d: GoldenDifference): string {
+  return `${d.place}${d.from ? ` · ${d.from}` : ""}${d.plugin ? ` (plugin ${d.plugin})` : ""} ${d.change}`;
 }

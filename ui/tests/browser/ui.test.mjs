@@ -214,3 +214,25 @@ test("an open that failed before the page listened is shown with file, line and 
   assert.ok(await failed.getByPlaceholder("/path/to/plugins").isVisible(), "the author can pick another folder");
   await failed.close();
 });
+
+test("the cache panel forecasts each turn's breakpoints with costs, the ledger and advice", async () => {
+  await page.locator('[data-tab="Cache"]').click();
+  await page.getByTestId("cache-totals").waitFor();
+  assert.match(await page.getByTestId("cache-model").textContent(), /claude-sonnet-4-5 \(anthropic, explicit breakpoints\)/);
+  assert.equal(await page.getByTestId("cache-turn").count(), 2, "the played turn and the next one");
+  assert.match(await page.getByTestId("cache-turns").textContent(), /under claude-sonnet-4-5's minimum cacheable 1024 tokens/);
+  assert.match(await page.getByTestId("cache-totals").textContent(), /against \$.* without caching/);
+  assert.match(await page.getByTestId("ledger").textContent(), /story-director/);
+  assert.match(await page.getByTestId("advice").textContent(), /never reaches/);
+  await page.screenshot({ path: join(shots, "browser-cache.png") });
+});
+
+test("the tests panel runs the folder's test sessions and lists every check", async () => {
+  await page.locator('[data-tab="Tests"]').click();
+  await page.getByTestId("tests-run").click();
+  await page.getByTestId("tests-summary").waitFor();
+  assert.match(await page.getByTestId("tests-summary").textContent(), /4 sessions, \d+ checks: all passed/);
+  assert.equal(await page.getByTestId("test-session").count(), 4);
+  assert.match(await page.getByTestId("test-session").nth(1).textContent(), /\[segment-placement\] segment story-director\/tone in stable-segments/);
+  await page.screenshot({ path: join(shots, "browser-tests.png") });
+});

@@ -153,6 +153,21 @@ test("a draft in the session editor survives a hot reload; a change on disk asks
   assert.equal(await (await browser.$('[data-testid="session-conflict"]')).isExisting(), false);
 });
 
+test("the cache and tests panels answer through the real backend", async () => {
+  await tab("Cache");
+  await waitFor("the forecast", async () => (await browser.$$('[data-testid="cache-turn"]')).length >= 2);
+  assert.match(await (await browser.$('[data-testid="cache-totals"]')).getText(), /without caching/);
+  await browser.saveScreenshot(join(shots, "e2e-cache.png"));
+  await tab("Tests");
+  await (await browser.$('[data-testid="tests-run"]')).click();
+  await waitFor("the test run", async () => (await browser.$('[data-testid="tests-summary"]')).isExisting(), 60000);
+  // The tone was edited on disk above: the golden snapshots name the plugin and segment.
+  const diffs = await browser.$$('[data-testid="golden-diff"]');
+  assert.ok(diffs.length >= 1);
+  assert.match(await diffs[0].getText(), /segment story-director\/tone \(plugin story-director\) changed/);
+  await browser.saveScreenshot(join(shots, "e2e-tests.png"));
+});
+
 test("start-up with a broken session shows the error with file, line and column and lets the author pick another", async () => {
   const broken = join(folder, "broken.session.yaml");
   await writeFile(broken, "id: broken\nlocale: en\nlokale: fr\n");

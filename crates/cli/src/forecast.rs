@@ -1,0 +1,186 @@
+//! `covel forecast PLUGINS_DIR --session FILE [--turns N] [--model NAME] [--json]`: plays the
+//! session for N turns (its scripted turns, then its next messages) and forecasts, per turn and
+//! per cache breakpoint, what the named model's prompt cache will read, write or miss and why,
+//! what it costs against no caching, which plugin pays for what, and where breakpoints and
+//! volatility changes would save most. Reported usage (real or replayed backends) is shown
+//! beside the prediction, mismatches flagged.
+
+use crate::output::print_json;
+use anyhow::Context;
+use covel_studio::facts::ModelFacts;
+use covel_studio::forecast::{self, Forecast, ForecastOptions, Outcome};
+use covel_studio::tokens::TokenCounter;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The plugins folder.
+    plugins_dir: PathBuf,
+    /// The session to play.
+    #[arg(long)]
+    session: PathBuf,
+    /// Turns to play (default: the session's scripted turns, else 3).
+    #[arg(long)]
+    turns: Option<usize>,
+    /// The model to price against (default: the session's story model name).
+    #[arg(long)]
+    model: Option<String>,
+    /// Seconds between turns, the assumed pace of play (decides TTL expiry).
+    #[arg(long, default_value_t = 60.0)]
+    pace: f64,
+    /// Anthropic cache TTL: 5m or 1h.
+    #[arg(long, default_value = "5m", value_parser = ["5m", "1h"])]
+    ttl: String,
+    /// A model-facts file to use instead of the embedded one.
+    #[arg(long)]
+    facts: Option<PathBuf>,
+    /// Machine-readable output.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
+    let facts = match &args.facts {
+        Some(path) => ModelFacts::load(path)?,
+        None => ModelFacts::embedded()?,
+    };
+    let workspace = crate::open::workspace(&args.plugins_dir, Some(&args.session))?;
+    let name = args
+        .model
+        .clone()
+        .or_else(|| workspace.session.models.story.model.clone())
+        .context("name the model to price against with --model (the session's story model has no `model`)")?;
+    let profile = facts.profile(&name)?;
+    let (played, error) = forecast::play(workspace, args.turns);
+    if played.is_empty()
+        && let Some(error) = &error
+    {
+        anyhow::bail!("the session could not be played: {error}");
+    }
+    let counter = TokenCounter::new();
+    let options = ForecastOptions { pace_seconds: args.pace, ttl: args.ttl.clone() };
+    let result = forecast::forecast(&played, &profile, &options, &counter);
+    if args.json {
+        let mut value = serde_json::to_value(&result)?;
+        if let (Some(map), Some(error)) = (value.as_object_mut(), &error) {
+            map.insert("error".into(), serde_json::Value::String(error.clone()));
+        }
+        print_json(&value)?;
+    } else {
+        print_human(&result);
+        if let Some(error) = &error {
+            crate::say!("\n✗ the session stopped early: {error}");
+        }
+    }
+    let mismatch = result.turns.iter().any(|t| !t.mismatches.is_empty());
+    Ok(if error.is_some() || mismatch { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+fn usd(value: f64) -> String {
+    format!("${value:.5}")
+}
+
+fn print_human(f: &Forecast) {
+    let m = &f.model;
+    crate::say!(
+        "Forecast for {} ({}, {}) · minimum cacheable {} tokens · TTL {} s at {} s per turn",
+        m.id,
+        m.provider,
+        match m.caching {
+            covel_studio::facts::Caching::ExplicitBreakpoints => "explicit cache breakpoints",
+            covel_studio::facts::Caching::AutomaticPrefix => "automatic prefix caching",
+        },
+        m.min_cacheable_tokens,
+        m.ttl_seconds,
+        m.pace_seconds
+    );
+    crate::say!(
+        "Prices per MTok: input {} · cache write {} · cache read {} (facts of {}{}); tokens {}",
+        m.prices.input,
+        m.prices.cache_write5m.map_or("free".into(), |p| p.to_string()),
+        m.prices.cache_read,
+        m.facts_date,
+        if m.verified { "" } else { ", some values unverified" },
+        m.counts
+    );
+    for turn in &f.turns {
+        let range = turn.input_tokens_range.map(|(l, h)| format!(" ({l}–{h})")).unwrap_or_default();
+        crate::say!("\nturn {} · {} · player: {} · {} input tokens{range}", turn.turn, turn.turn_id, turn.say, turn.input_tokens);
+        for b in &turn.breakpoints {
+            let mark = match b.outcome {
+                Outcome::Hit => "hit  ",
+                Outcome::Write => "write",
+                Outcome::Miss => "miss ",
+            };
+            crate::say!("  {mark} breakpoint {} at {} · {} tokens in the prefix — {}", b.index, b.at, b.prefix_tokens, b.reason);
+        }
+        crate::say!(
+            "  uncached {} · cache write {} · cache read {} · cost {} (no cache {})",
+            turn.uncached_tokens,
+            turn.cache_write_tokens,
+            turn.cache_read_tokens,
+            usd(turn.cost.total),
+            usd(turn.cost_without_cache)
+        );
+        if let Some(r) = &turn.reported {
+            crate::say!(
+                "  reported: input {} · cache write {} · cache read {} · output {}",
+                r.input_tokens,
+                r.cache_write_tokens,
+                r.cache_read_tokens,
+                r.output_tokens
+            );
+        }
+        for mismatch in &turn.mismatches {
+            crate::say!("  ⚠ mismatch: {}", mismatch.message);
+        }
+    }
+    let t = &f.totals;
+    let percent = if t.cost_without_cache > 0.0 { t.saving / t.cost_without_cache * 100.0 } else { 0.0 };
+    crate::say!(
+        "\nTotals: {} input tokens = uncached {} + cache write {} + cache read {} · cost {} against {} without caching · saving {} ({percent:.0}%)",
+        t.input_tokens,
+        t.uncached_tokens,
+        t.cache_write_tokens,
+        t.cache_read_tokens,
+        usd(t.cost.total),
+        usd(t.cost_without_cache),
+        usd(t.saving)
+    );
+    crate::say!("\nLedger (tokens over all turns)");
+    crate::say!("  {:<22} {:>12} {:>14} {:>8} {:>8} {:>9} {:>10} {:>6}", "owner", "cached part", "uncached part", "read", "write", "uncached", "cost", "share");
+    for row in &f.ledger {
+        crate::say!(
+            "  {:<22} {:>12} {:>14} {:>8} {:>8} {:>9} {:>10} {:>5.1}%",
+            row.owner,
+            row.cached_part_tokens,
+            row.uncached_part_tokens,
+            row.cache_read_tokens,
+            row.cache_write_tokens,
+            row.uncached_tokens,
+            usd(row.cost),
+            row.share * 100.0
+        );
+    }
+    if let Some(last) = f.turns.last() {
+        crate::say!("\nSegments of {} (estimateTokens, as budgets count · the model's count)", last.turn_id);
+        for t in &f.segment_tokens {
+            let range = t.range.map(|(l, h)| format!(" ({l}–{h})")).unwrap_or_default();
+            crate::say!("  {:<36} {:>6} · {:>6}{range}{}", t.segment, t.estimate_tokens, t.tokens, if t.exact { " exact" } else { " estimated" });
+        }
+    }
+    crate::say!("\nAdvice");
+    if let Some(current) = &f.advice.current_layout {
+        crate::say!("  breakpoints now: {} → {}", current.breakpoints.join(", "), usd(current.cost));
+        for layout in &f.advice.best_layouts {
+            crate::say!("  breakpoints at {} → {} (saves {})", layout.breakpoints.join(", "), usd(layout.cost), usd(layout.saving));
+        }
+    }
+    for v in &f.advice.volatility {
+        crate::say!("  segment {}: {} — {}; saves {} over these turns", v.segment, v.change, v.why, usd(v.saving));
+    }
+    for note in &f.advice.notes {
+        crate::say!("  {note}");
+    }
+}

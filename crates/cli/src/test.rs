@@ -1,0 +1,84 @@
+//! `covel test [PATH…] [--update] [--json]`: runs test sessions (a plugins folder's
+//! `*.session.yaml` files, or the session files given) and reports pass/fail per turn and per
+//! check, with word-level golden diffs naming the plugin and segment. Exit 1 on any failure.
+
+use crate::output::print_json;
+use covel_js::Limits;
+use covel_studio::testing::{self, GoldenStatus, SessionResult};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Plugins folders (their test sessions are found) or session files (default: `.`).
+    paths: Vec<PathBuf>,
+    /// Write each session's golden snapshot (`x.golden.yaml`) from this run.
+    #[arg(long)]
+    update: bool,
+    /// Machine-readable output.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
+    let paths = if args.paths.is_empty() { vec![PathBuf::from(".")] } else { args.paths.clone() };
+    let targets = testing::discover(&paths)?;
+    let limits = Limits::default();
+    let results: Vec<SessionResult> = targets.iter().map(|t| testing::run_session(t, args.update, &limits)).collect();
+    let failed = results.iter().filter(|r| !r.passed).count();
+    if args.json {
+        print_json(&serde_json::json!({"passed": failed == 0, "failed": failed, "sessions": results}))?;
+    } else {
+        for result in &results {
+            print_human(result);
+        }
+        let turns: usize = results.iter().map(|r| r.turns.len()).sum();
+        let checks: usize = results.iter().flat_map(|r| &r.turns).map(|t| t.checks.len()).sum();
+        crate::say!(
+            "\n{} sessions, {turns} turns, {checks} checks: {}",
+            results.len(),
+            if failed == 0 { "all passed".to_string() } else { format!("{failed} session(s) failed") }
+        );
+    }
+    Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+fn print_human(result: &SessionResult) {
+    let mark = if result.passed { "✓" } else { "✗" };
+    crate::say!("{mark} {} (plugins: {})", result.session.display(), result.plugins_dir.display());
+    if let Some(error) = &result.error {
+        crate::say!("    ✗ {error}");
+    }
+    for turn in &result.turns {
+        crate::say!("  {} {} · player: {}", if turn.passed { "✓" } else { "✗" }, turn.turn_id, turn.say);
+        if let Some(error) = &turn.error {
+            for (i, line) in error.lines().enumerate() {
+                crate::say!("    {}{line}", if i == 0 { "✗ " } else { "  " });
+            }
+        }
+        for check in &turn.checks {
+            match &check.detail {
+                None => crate::say!("    ✓ [{}] {}", check.rule, check.description),
+                Some(detail) => crate::say!("    ✗ [{}] {} — {detail}", check.rule, check.description),
+            }
+        }
+        for d in &turn.golden_differences {
+            let who = match (&d.from, &d.plugin) {
+                (Some(from), Some(plugin)) => format!(" · {from} (plugin {plugin})"),
+                (Some(from), None) => format!(" · {from}"),
+                (None, Some(plugin)) => format!(" (plugin {plugin})"),
+                (None, None) => String::new(),
+            };
+            crate::say!("    ✗ golden: {}{who} {}: {}", d.place, d.change, d.diff);
+        }
+    }
+    let golden = match result.golden {
+        GoldenStatus::Matches => "matches".to_string(),
+        GoldenStatus::Differs => "DIFFERS (review, then `covel test --update`)".to_string(),
+        GoldenStatus::Missing => "missing (`covel test --update` writes it)".to_string(),
+        GoldenStatus::Written => "written".to_string(),
+        GoldenStatus::Unchanged => "unchanged".to_string(),
+        GoldenStatus::Skipped => "not compared".to_string(),
+    };
+    crate::say!("    golden snapshot {}: {golden}", result.golden_file.display());
+}

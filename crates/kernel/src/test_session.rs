@@ -1,0 +1,206 @@
+//! The `test:` section of a session file: scripted turns (what the player says and, optionally,
+//! the story's reply) and expectations per turn, checked by `covel test` against the assembled
+//! prompt, the slots, the world snapshot, the cache boundaries, token budgets and provider
+//! outcomes. The format is documented in `docs/testing.md`; this module only says what a test
+//! session may contain (unknown keys are errors with line and column, like the rest of the file).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// What a session file says about testing it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TestSpec {
+    /// The plugins folder, relative to the session file (default: the folder it sits in).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plugins: Option<String>,
+    /// Scripted turns, played in order. None: the session is tested on its next turn
+    /// (`nextMessage`) without calling a model.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub turns: Vec<ScriptedTurn>,
+    /// Expectations for the next turn when there are no scripted turns.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expect: Vec<Expectation>,
+}
+
+/// One scripted turn.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ScriptedTurn {
+    /// What the player says.
+    pub say: String,
+    /// The story's reply. Absent: the session's story model answers (scripted, or `replay`
+    /// from a recording).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expect: Vec<Expectation>,
+}
+
+/// One check on a turn. Written as a one-key map: `- system: { contains: … }`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Expectation {
+    /// Text present in / absent from the system prompt (all blocks).
+    System(TextCheck),
+    /// Text present in / absent from the turn-context message.
+    TurnContext(TextCheck),
+    /// Text present in / absent from a message (any, or the one at `index`; negative counts
+    /// from the end).
+    Message(MessageCheck),
+    /// Where a segment landed.
+    Segment(SegmentCheck),
+    /// A slot value at a JSON pointer.
+    Slot(SlotCheck),
+    /// A world-snapshot value at a JSON pointer.
+    World(WorldCheck),
+    /// Cache boundaries: how many, and whether they stay stable next turn.
+    Cache(CacheCheck),
+    /// A token budget (the SDK's `estimateTokens`, as budgets count).
+    Tokens(TokenCheck),
+    /// A provider's outcome in this turn's calls.
+    Provider(ProviderCheck),
+}
+
+/// Text present or absent.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TextCheck {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contains: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_contains: Option<String>,
+}
+
+/// Text in a message.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct MessageCheck {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index: Option<i64>,
+    /// Only messages with this role (`system`, `user`, `assistant`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contains: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_contains: Option<String>,
+}
+
+/// A segment's placement.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SegmentCheck {
+    /// `plugin/segment`.
+    pub id: String,
+    /// Where it must land: `stable-segments`, `turn-tail`, `turn-context`, `pre-history`,
+    /// `post-history`, `depth` or `excluded`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block: Option<String>,
+    /// Its 0-based position among the segments of that block (or message group).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub position: Option<usize>,
+    /// Another segment (`plugin/segment`) it must come before, in prompt order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<String>,
+    /// Another segment it must come after, in prompt order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
+    /// The segment must not be in the prompt at all.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub absent: bool,
+}
+
+/// A slot value.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SlotCheck {
+    /// The slot id, e.g. `stage.backdrop@1`.
+    pub slot: String,
+    /// The value's key (`character.visual@1` has one value per character id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// JSON pointer into the value ("" is the whole value).
+    #[serde(default)]
+    pub pointer: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub equals: Option<Value>,
+    /// Nothing (or null) at the pointer.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub absent: bool,
+}
+
+/// A world-snapshot value.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct WorldCheck {
+    #[serde(default)]
+    pub pointer: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub equals: Option<Value>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub absent: bool,
+}
+
+/// Cache boundaries.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CacheCheck {
+    /// Number of system-prompt cache boundaries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boundaries: Option<usize>,
+    /// Every boundary's prefix is byte-identical next turn (true), or at least one changes
+    /// (false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stable_next_turn: Option<bool>,
+    /// These boundaries (0-based) stay stable next turn.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stable: Vec<usize>,
+}
+
+/// A token budget, counted with the SDK's `estimateTokens`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TokenCheck {
+    /// The tokens of this plugin's included segments.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plugin: Option<String>,
+    /// A part of the prompt: `system`, `turn-context`, `messages`, `total`, or a system block
+    /// kind (`preamble`, `body`, `stable-segments`, `turn-tail`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub part: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min: Option<u64>,
+}
+
+/// A provider's outcome.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ProviderCheck {
+    pub plugin: String,
+    /// The provider id (default: any provider of the plugin).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// The point, e.g. `prompt.segment@1` (default: any).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub point: Option<String>,
+    /// `success`, `timeout`, `error`, `invalid-output`, `out-of-memory`, `unavailable`.
+    pub outcome: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expectations_are_one_key_maps_and_unknown_keys_are_errors() {
+        let yaml = "turns:\n  - say: Hello\n    reply: Hi.\n    expect:\n      - system: { contains: Vell }\n      - segment: { id: a/b, block: stable-segments, before: c/d }\n      - slot: { slot: stage.backdrop@1, pointer: /name, equals: Harbour }\n      - cache: { boundaries: 3, stableNextTurn: true }\n";
+        let spec: TestSpec = serde_saphyr::from_str(yaml).expect("parses");
+        assert_eq!(spec.turns[0].expect.len(), 4);
+        assert!(matches!(&spec.turns[0].expect[1], Expectation::Segment(s) if s.before.as_deref() == Some("c/d")));
+        assert!(serde_saphyr::from_str::<TestSpec>("turns:\n  - say: x\n    expect:\n      - system: { contain: x }\n").is_err());
+        assert!(serde_saphyr::from_str::<TestSpec>("expect:\n  - nonsense: {}\n").is_err());
+    }
+}

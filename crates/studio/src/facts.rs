@@ -1,0 +1,233 @@
+//! Model facts for the cache-and-cost forecast: per provider and model, the minimum cacheable
+//! prefix, the cache TTLs, the prices of input, cache writes and cache reads, and how tokens
+//! are counted. They live in a dated data file with its sources (`data/model-facts.json`,
+//! embedded), never as constants in code; a different file can be given instead.
+
+use crate::tokens::{Encoding, EstimateRule};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The embedded facts file.
+const EMBEDDED: &str = include_str!("../data/model-facts.json");
+
+/// Why the facts could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum FactsError {
+    #[error("cannot read the model facts {path}: {reason}")]
+    Read { path: String, reason: String },
+    #[error("the model facts {path} are not valid: {reason}")]
+    Invalid { path: String, reason: String },
+    #[error("no model named `{name}` in the model facts ({date}); known: {known}")]
+    UnknownModel { name: String, date: String, known: String },
+}
+
+/// A source a fact was taken from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Source {
+    pub url: String,
+    /// How it was read (primary page or restated elsewhere) and what it says.
+    pub read: String,
+}
+
+/// How a provider caches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Caching {
+    /// Anthropic: `cache_control` breakpoints, a look-back window before each.
+    ExplicitBreakpoints,
+    /// OpenAI: the longest common prefix with a recent request, in fixed steps.
+    AutomaticPrefix,
+}
+
+/// How a provider's tokens are counted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Tokenizer {
+    /// `exact` (the model's own encoding) or `estimate` (from `base` with `factor`).
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub factor: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub low: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub high: Option<f64>,
+    pub note: String,
+}
+
+/// What is true of every model of a provider.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Provider {
+    pub caching: Caching,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_breakpoints: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lookback_blocks: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_cacheable_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_tokens: Option<u64>,
+    /// Named TTLs in seconds (`5m`, `1h`, `default`).
+    pub ttl_seconds: BTreeMap<String, u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_overhead_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply_priming_tokens: Option<u64>,
+    pub tokenizer: Tokenizer,
+    pub sources: Vec<String>,
+    pub verified: bool,
+}
+
+/// Prices in USD per million tokens.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Prices {
+    pub input: f64,
+    /// Anthropic: writing the cache with the 5-minute TTL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write5m: Option<f64>,
+    /// Anthropic: writing the cache with the 1-hour TTL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write1h: Option<f64>,
+    pub cache_read: f64,
+    pub output: f64,
+}
+
+/// One model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Model {
+    pub id: String,
+    pub provider: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aliases: Vec<String>,
+    /// OpenAI models: their encoding.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encoding: Option<String>,
+    pub min_cacheable_tokens: u64,
+    pub prices: Prices,
+    pub sources: Vec<String>,
+    pub verified: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// The facts file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ModelFacts {
+    pub format: String,
+    /// When the facts were gathered.
+    pub date: String,
+    pub note: String,
+    pub sources: BTreeMap<String, Source>,
+    pub providers: BTreeMap<String, Provider>,
+    pub models: Vec<Model>,
+}
+
+/// A model with its provider's facts, ready for a forecast.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelProfile {
+    pub model: Model,
+    pub provider: Provider,
+    /// When the facts were gathered.
+    pub facts_date: String,
+    /// The sources of this model's facts (id → source).
+    pub sources: BTreeMap<String, Source>,
+}
+
+impl ModelProfile {
+    /// The encoding counts are computed with (exactly for OpenAI, as the estimate's base for
+    /// Claude).
+    pub fn encoding(&self) -> Encoding {
+        self.model
+            .encoding
+            .as_deref()
+            .or(self.provider.tokenizer.base.as_deref())
+            .and_then(Encoding::parse)
+            .unwrap_or(Encoding::O200kBase)
+    }
+
+    /// The estimate rule when counts are estimated (Claude), `None` when they are exact.
+    pub fn estimate(&self) -> Option<EstimateRule> {
+        let t = &self.provider.tokenizer;
+        (t.kind == "estimate").then(|| EstimateRule { factor: t.factor.unwrap_or(1.0), low: t.low.unwrap_or(1.0), high: t.high.unwrap_or(1.0) })
+    }
+
+    /// A TTL in seconds by name, else the provider's first.
+    pub fn ttl_seconds(&self, name: &str) -> u64 {
+        self.provider.ttl_seconds.get(name).or_else(|| self.provider.ttl_seconds.values().next()).copied().unwrap_or(300)
+    }
+}
+
+impl ModelFacts {
+    /// The facts embedded in the studio.
+    pub fn embedded() -> Result<ModelFacts, FactsError> {
+        Self::parse(EMBEDDED, "(embedded data/model-facts.json)")
+    }
+
+    /// Facts from a file.
+    pub fn load(path: &Path) -> Result<ModelFacts, FactsError> {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| FactsError::Read { path: shown.clone(), reason: e.to_string() })?;
+        Self::parse(&text, &shown)
+    }
+
+    fn parse(text: &str, shown: &str) -> Result<ModelFacts, FactsError> {
+        let facts: ModelFacts = serde_json::from_str(text).map_err(|e| FactsError::Invalid { path: shown.into(), reason: e.to_string() })?;
+        for model in &facts.models {
+            if !facts.providers.contains_key(&model.provider) {
+                return Err(FactsError::Invalid { path: shown.into(), reason: format!("model {} names unknown provider {}", model.id, model.provider) });
+            }
+            if let Some(missing) = model.sources.iter().find(|s| !facts.sources.contains_key(*s)) {
+                return Err(FactsError::Invalid { path: shown.into(), reason: format!("model {} cites unknown source {missing}", model.id) });
+            }
+        }
+        Ok(facts)
+    }
+
+    /// The model named `name`: its id or an alias, else the longest id that starts `name`
+    /// (`claude-sonnet-4-5-20250929` finds `claude-sonnet-4-5`).
+    pub fn profile(&self, name: &str) -> Result<ModelProfile, FactsError> {
+        let exact = self.models.iter().find(|m| m.id == name || m.aliases.iter().any(|a| a == name));
+        let prefix = || self.models.iter().filter(|m| name.starts_with(m.id.as_str())).max_by_key(|m| m.id.len());
+        let Some(model) = exact.or_else(prefix) else {
+            return Err(FactsError::UnknownModel {
+                name: name.into(),
+                date: self.date.clone(),
+                known: self.models.iter().map(|m| m.id.as_str()).collect::<Vec<_>>().join(", "),
+            });
+        };
+        let provider = self.providers.get(&model.provider).cloned().ok_or_else(|| FactsError::Invalid { path: "facts".into(), reason: format!("no provider {}", model.provider) })?;
+        let cited: Vec<&String> = model.sources.iter().chain(provider.sources.iter()).collect();
+        let sources = self.sources.iter().filter(|(k, _)| cited.contains(k)).map(|(k, v)| (k.clone(), v.clone())).collect();
+        Ok(ModelProfile { model: model.clone(), provider, facts_date: self.date.clone(), sources })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_embedded_facts_are_dated_sourced_and_cover_both_caching_kinds() {
+        let facts = ModelFacts::embedded().expect("valid facts");
+        assert_eq!(facts.date.len(), 10, "an ISO date");
+        assert!(facts.models.iter().all(|m| !m.sources.is_empty()));
+        let claude = facts.profile("claude-sonnet-4-5-20250929").expect("prefix match");
+        assert_eq!(claude.provider.caching, Caching::ExplicitBreakpoints);
+        assert_eq!(claude.provider.lookback_blocks, Some(20));
+        assert!(claude.estimate().is_some(), "Claude counts are estimates");
+        let gpt = facts.profile("gpt-4o").expect("exact");
+        assert_eq!(gpt.provider.caching, Caching::AutomaticPrefix);
+        assert_eq!((gpt.provider.min_cacheable_tokens, gpt.provider.step_tokens), (Some(1024), Some(128)));
+        assert_eq!(gpt.encoding(), Encoding::O200kBase);
+        assert!(gpt.estimate().is_none());
+        assert!(matches!(facts.profile("nonsense"), Err(FactsError::UnknownModel { .. })));
+    }
+}

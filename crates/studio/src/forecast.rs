@@ -1,0 +1,1291 @@
+//! The cache-and-cost forecast (`covel forecast`): a session played for N turns against a named
+//! model, and for every turn and cache breakpoint the tokens in the cached prefix, whether the
+//! provider will read, write or miss the cache and why, the input, cache-write and cache-read
+//! tokens and their cost, the totals against no caching, a per-plugin ledger, and advice on
+//! where the (at most four) breakpoints save most and what changing a segment's volatility
+//! would save.
+//!
+//! The forecast compares consecutive assembled requests itself — the Anthropic body with its
+//! `cache_control` blocks, or the OpenAI body's messages — block by block, so a change anywhere
+//! before a breakpoint (system blocks, depth segments inside the history) is seen where the
+//! provider would see it. Anthropic's explicit breakpoints are modelled with the 20-block
+//! look-back, the model's minimum cacheable prefix and the TTL at an assumed pace of play;
+//! OpenAI's automatic prefix caching with its 1 024-token minimum and 128-token steps. Model
+//! facts come from the dated facts file ([`crate::facts`]). When turns carry the usage a real
+//! (or replayed) backend reported, it is shown beside the prediction and a mismatch names the
+//! first segment the provider's cache did not cover as predicted.
+
+use crate::facts::{Caching, ModelProfile};
+use crate::parts::{self, Part};
+use crate::playtest::Playtest;
+use crate::preview::Preview;
+use crate::tokens::{CountStats, Encoding, EstimateRule, TokenCounter};
+use crate::workspace::Workspace;
+use serde::Serialize;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, HashMap};
+
+/// How the session is played and priced.
+#[derive(Debug, Clone)]
+pub struct ForecastOptions {
+    /// Seconds between turns (the assumed pace of play, for TTLs).
+    pub pace_seconds: f64,
+    /// Anthropic cache TTL: `5m` or `1h`.
+    pub ttl: String,
+}
+
+impl Default for ForecastOptions {
+    fn default() -> Self {
+        ForecastOptions { pace_seconds: 60.0, ttl: "5m".into() }
+    }
+}
+
+/// One played turn as the forecast sees it.
+#[derive(Debug, Clone)]
+pub struct PlayedTurn {
+    pub turn_id: String,
+    pub say: String,
+    pub preview: Preview,
+    /// The usage the backend reported (`usage` of the API answer), if it was a real or
+    /// replayed backend.
+    pub usage: Option<Value>,
+}
+
+/// Plays `turns` turns of a session: its scripted turns (`test.turns`, with their replies)
+/// first, then `nextMessage`, `followingMessage` and a generic continuation, answered by the
+/// session's story model (scripted, replay, or a real backend). Stops at a failed turn and
+/// returns its error.
+pub fn play(workspace: Workspace, turns: Option<usize>) -> (Vec<PlayedTurn>, Option<String>) {
+    let scripted = workspace.session.test.as_ref().map(|t| t.turns.clone()).unwrap_or_default();
+    let count = turns.unwrap_or(if scripted.is_empty() { 3 } else { scripted.len() });
+    let mut extra = vec![workspace.session.next_message.clone(), workspace.session.following_message.clone().unwrap_or_default()];
+    extra.retain(|m| !m.trim().is_empty());
+    let mut play = Playtest::new(workspace);
+    let mut out = Vec::new();
+    for index in 0..count {
+        let (say, reply) = match scripted.get(index) {
+            Some(turn) => (turn.say.clone(), turn.reply.clone()),
+            None => (extra.get(index - scripted.len()).cloned().unwrap_or_else(|| "I continue.".into()), None),
+        };
+        let report = play.play_scripted(&say, reply.as_deref());
+        if let Some(error) = report.error {
+            return (out, Some(format!("{}: {error}", report.turn_id)));
+        }
+        out.push(PlayedTurn { turn_id: report.turn_id, say, usage: report.reply.and_then(|r| r.usage), preview: report.preview });
+    }
+    (out, None)
+}
+
+// ---- the request as a list of blocks --------------------------------------------------------
+
+/// A piece of a block, with its tokens.
+#[derive(Debug, Clone)]
+struct ItemPart {
+    part: Part,
+    tokens: u64,
+}
+
+/// Where a block sits, for breakpoint layouts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Slot {
+    System(String),
+    HistoryNewest,
+    Other,
+}
+
+/// One content block of a request (Anthropic) or one message (OpenAI).
+#[derive(Debug, Clone)]
+struct Item {
+    label: String,
+    /// Identity: role, message boundary and content, without cache markers.
+    key: Vec<u8>,
+    /// Content for re-keying in simulations (role and message boundary prefix).
+    tag: String,
+    tokens: u64,
+    /// The exact base count (Claude estimates scale it).
+    base: u64,
+    breakpoint: bool,
+    slot: Slot,
+    parts: Vec<ItemPart>,
+    /// Token ids for OpenAI prefix matching within a message (lazily filled).
+    content: String,
+}
+
+struct Counting<'a> {
+    counter: &'a TokenCounter,
+    encoding: Encoding,
+    estimate: Option<EstimateRule>,
+}
+
+impl Counting<'_> {
+    fn base(&self, text: &str) -> u64 {
+        self.counter.count(self.encoding, text)
+    }
+
+    fn tokens(&self, text: &str) -> u64 {
+        let base = self.base(text);
+        self.estimate.map_or(base, |rule| rule.apply(base).tokens)
+    }
+}
+
+fn attributed(parts: Vec<Part>, total: u64, counting: &Counting<'_>) -> Vec<ItemPart> {
+    let mut out: Vec<ItemPart> = parts.into_iter().map(|p| ItemPart { tokens: counting.tokens(&p.text), part: p }).collect();
+    let sum: u64 = out.iter().map(|p| p.tokens).sum();
+    if total > sum {
+        out.push(ItemPart { part: Part { from: "framing".into(), text: String::new() }, tokens: total - sum });
+    } else if sum > total {
+        // Tokens merge across joins: take the excess from the largest part.
+        let mut excess = sum - total;
+        out.sort_by_key(|p| std::cmp::Reverse(p.tokens));
+        for p in out.iter_mut() {
+            let cut = excess.min(p.tokens);
+            p.tokens -= cut;
+            excess -= cut;
+        }
+    }
+    out
+}
+
+fn key_of(value: &Value) -> Vec<u8> {
+    serde_json::to_vec(value).unwrap_or_default()
+}
+
+fn without_cache_control(block: &Value) -> Value {
+    let mut block = block.clone();
+    if let Some(map) = block.as_object_mut() {
+        map.remove("cache_control");
+    }
+    block
+}
+
+fn block_kind(kind: covel_kernel::prompt::BlockKind) -> String {
+    serde_json::to_value(kind).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+}
+
+fn message_label(index: usize, message: &covel_kernel::prompt::Message) -> String {
+    use covel_kernel::prompt::Origin;
+    let what = match &message.origin {
+        Origin::History { id } => format!("history {id}"),
+        Origin::Summary { id } => format!("summary {id}"),
+        Origin::Segment { plugin, segment } => format!("segment {plugin}/{segment}"),
+        Origin::TurnContext { .. } => "turn context".into(),
+        Origin::PlayerInput => "player input".into(),
+    };
+    format!("message {} ({what})", index + 1)
+}
+
+/// The Anthropic request's content blocks in order: system blocks, then every message's blocks.
+fn anthropic_items(preview: &Preview, counting: &Counting<'_>) -> Vec<Item> {
+    let body = &preview.prompt.requests.anthropic;
+    let rows = &preview.segments;
+    let mut items = Vec::new();
+    for (block, json) in preview.prompt.system.blocks.iter().zip(body["system"].as_array().into_iter().flatten()) {
+        let text = json["text"].as_str().unwrap_or_default().to_string();
+        let base = counting.base(&text);
+        let tokens = counting.tokens(&text);
+        let tag = "system".to_string();
+        items.push(Item {
+            label: format!("system block {}", block_kind(block.kind)),
+            key: key_of(&json!({"role": "system", "block": without_cache_control(json)})),
+            tag,
+            tokens,
+            base,
+            breakpoint: json.get("cache_control").is_some(),
+            slot: Slot::System(block_kind(block.kind)),
+            parts: attributed(parts::block_parts(block, rows), tokens, counting),
+            content: text,
+        });
+    }
+    let newest = parts::history_breakpoint(&preview.prompt.messages);
+    let mut source = preview.prompt.messages.iter().enumerate();
+    for message in body["messages"].as_array().into_iter().flatten() {
+        let role = message["role"].as_str().unwrap_or_default();
+        for (position, json) in message["content"].as_array().into_iter().flatten().enumerate() {
+            let Some((index, origin)) = source.next() else { break };
+            let text = json["text"].as_str().unwrap_or_default().to_string();
+            let tokens = counting.tokens(&text);
+            let tag = format!("{role}|{}", position == 0);
+            items.push(Item {
+                label: message_label(index, origin),
+                key: key_of(&json!({"role": role, "first": position == 0, "block": without_cache_control(json)})),
+                tag,
+                tokens,
+                base: counting.base(&text),
+                breakpoint: json.get("cache_control").is_some(),
+                slot: if Some(index) == newest { Slot::HistoryNewest } else { Slot::Other },
+                parts: attributed(parts::message_parts(origin, rows), tokens, counting),
+                content: text,
+            });
+        }
+    }
+    items
+}
+
+/// The OpenAI request's messages: the system message (every block), then each message.
+fn openai_items(preview: &Preview, counting: &Counting<'_>, overhead: u64, priming: u64) -> Vec<Item> {
+    let body = &preview.prompt.requests.openai;
+    let rows = &preview.segments;
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    let mut items = Vec::new();
+    for (index, json) in messages.iter().enumerate() {
+        let role = json["role"].as_str().unwrap_or_default();
+        let text = json["content"].as_str().unwrap_or_default().to_string();
+        let tokens = counting.tokens(&text) + overhead;
+        let (label, parts) = if index == 0 {
+            ("system message".to_string(), preview.prompt.system.blocks.iter().flat_map(|b| parts::block_parts(b, rows)).collect())
+        } else {
+            match preview.prompt.messages.get(index - 1) {
+                Some(m) => (message_label(index - 1, m), parts::message_parts(m, rows)),
+                None => (format!("message {index}"), Vec::new()),
+            }
+        };
+        items.push(Item {
+            label,
+            key: key_of(json),
+            tag: role.to_string(),
+            tokens,
+            base: counting.base(&text),
+            breakpoint: false,
+            slot: Slot::Other,
+            parts: attributed(parts, tokens, counting),
+            content: text,
+        });
+    }
+    if let Some(last) = items.last_mut() {
+        last.tokens += priming;
+        last.parts.push(ItemPart { part: Part { from: "framing".into(), text: String::new() }, tokens: priming });
+    }
+    items
+}
+
+// ---- the simulation -------------------------------------------------------------------------
+
+/// How a breakpoint fares this turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    /// Its prefix is read from the cache.
+    Hit,
+    /// Its prefix is written to the cache (after reading whatever earlier prefix was found).
+    Write,
+    /// Nothing is cached at it.
+    Miss,
+}
+
+/// One breakpoint (Anthropic) or the automatic prefix (OpenAI) in one turn.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BreakpointForecast {
+    pub index: usize,
+    /// The block it closes (`system block stable-segments`, `message 7 (history m4)`,
+    /// `automatic prefix`).
+    pub at: String,
+    /// Tokens in the prefix up to and including that block.
+    pub prefix_tokens: u64,
+    pub outcome: Outcome,
+    /// `read`, `cold`, `extends`, `prefix-changed`, `new-prefix`, `below-minimum`,
+    /// `beyond-lookback`, `ttl-expired`.
+    pub reason_code: &'static str,
+    pub reason: String,
+    /// The segment whose change broke the prefix, when one did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub segment: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plugin: Option<String>,
+}
+
+/// Costs in USD.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Cost {
+    pub input: f64,
+    pub cache_write: f64,
+    pub cache_read: f64,
+    pub total: f64,
+}
+
+/// What the backend reported for a turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Reported {
+    /// Input tokens neither read from nor written to the cache.
+    pub input_tokens: u64,
+    pub cache_write_tokens: u64,
+    pub cache_read_tokens: u64,
+    pub output_tokens: u64,
+}
+
+/// A prediction the reported usage contradicts.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Mismatch {
+    /// `cacheRead` or `cacheWrite`.
+    pub field: &'static str,
+    pub predicted: u64,
+    pub reported: u64,
+    /// The first segment (or block) the provider's cache did not cover as predicted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub segment: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plugin: Option<String>,
+    pub at: String,
+    pub message: String,
+}
+
+/// One turn of the forecast.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnForecast {
+    /// 1-based.
+    pub turn: usize,
+    pub turn_id: String,
+    pub say: String,
+    /// Seconds since the first turn at the assumed pace.
+    pub at_seconds: f64,
+    pub input_tokens: u64,
+    /// Claude: the estimate's error bar on `inputTokens`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input_tokens_range: Option<(u64, u64)>,
+    pub breakpoints: Vec<BreakpointForecast>,
+    pub uncached_tokens: u64,
+    pub cache_write_tokens: u64,
+    pub cache_read_tokens: u64,
+    pub cost: Cost,
+    pub cost_without_cache: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reported: Option<Reported>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub mismatches: Vec<Mismatch>,
+}
+
+/// Sums over every turn.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Totals {
+    pub input_tokens: u64,
+    pub uncached_tokens: u64,
+    pub cache_write_tokens: u64,
+    pub cache_read_tokens: u64,
+    pub cost: Cost,
+    pub cost_without_cache: f64,
+    /// `costWithoutCache − cost.total`.
+    pub saving: f64,
+}
+
+/// What one plugin (or the framework, history, player input) put in the prompt over the turns.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LedgerRow {
+    /// A plugin id, or `(framework)`, `(runtime body)`, `(world lore)`, `(history)`,
+    /// `(player input)`.
+    pub owner: String,
+    pub is_plugin: bool,
+    /// Tokens in cacheable positions (before the request's last cache breakpoint; for OpenAI,
+    /// the cached prefix).
+    pub cached_part_tokens: u64,
+    /// Tokens after it.
+    pub uncached_part_tokens: u64,
+    pub cache_read_tokens: u64,
+    pub cache_write_tokens: u64,
+    pub uncached_tokens: u64,
+    pub cost: f64,
+    /// Share of the total cost.
+    pub share: f64,
+}
+
+/// A breakpoint layout and what it costs over the session.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Layout {
+    /// Where the breakpoints go: system block kinds, `history` (the newest history message).
+    pub breakpoints: Vec<String>,
+    pub cost: f64,
+    /// Against the current layout (positive: cheaper).
+    pub saving: f64,
+}
+
+/// What changing one segment's volatility would save.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VolatilityAdvice {
+    pub segment: String,
+    pub plugin: String,
+    /// What to do (`declare it turn`, `declare it session`…).
+    pub change: String,
+    pub why: String,
+    pub cost_after: f64,
+    pub saving: f64,
+}
+
+/// Advice for this session.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Advice {
+    /// Anthropic: the current layout and the best ones (at most the provider's breakpoints).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub current_layout: Option<Layout>,
+    pub best_layouts: Vec<Layout>,
+    pub volatility: Vec<VolatilityAdvice>,
+    pub notes: Vec<String>,
+}
+
+/// The model the forecast priced.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelSummary {
+    pub id: String,
+    pub provider: String,
+    pub caching: Caching,
+    pub min_cacheable_tokens: u64,
+    pub ttl_seconds: u64,
+    pub pace_seconds: f64,
+    pub prices: crate::facts::Prices,
+    pub counts: String,
+    pub facts_date: String,
+    pub verified: bool,
+    pub sources: Vec<String>,
+}
+
+/// One segment's size: the SDK's `estimateTokens` (what budgets use) beside the model's count.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SegmentTokens {
+    /// `plugin/id`.
+    pub segment: String,
+    pub plugin: String,
+    /// `estimateTokens`, as the contract defines it.
+    pub estimate_tokens: u64,
+    /// The model's count: exact for OpenAI encodings, the stated estimate for Claude.
+    pub tokens: u64,
+    /// Claude: the estimate's error bar.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub range: Option<(u64, u64)>,
+    pub exact: bool,
+}
+
+/// The included segments of a preview with both counts; unchanged segments are not recounted
+/// (the counter remembers every text).
+pub fn segment_tokens(preview: &Preview, profile: &ModelProfile, counter: &TokenCounter) -> Vec<SegmentTokens> {
+    let encoding = profile.encoding();
+    let estimate = profile.estimate();
+    preview
+        .segments
+        .iter()
+        .filter(|r| r.included)
+        .map(|r| {
+            let base = counter.count(encoding, &r.content);
+            let (tokens, range) = match estimate {
+                Some(rule) => {
+                    let e = rule.apply(base);
+                    (e.tokens, Some((e.low, e.high)))
+                }
+                None => (base, None),
+            };
+            SegmentTokens { segment: format!("{}/{}", r.plugin, r.id), plugin: r.plugin.clone(), estimate_tokens: r.tokens, tokens, range, exact: estimate.is_none() }
+        })
+        .collect()
+}
+
+/// The whole forecast.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Forecast {
+    pub model: ModelSummary,
+    pub turns: Vec<TurnForecast>,
+    pub totals: Totals,
+    pub ledger: Vec<LedgerRow>,
+    pub advice: Advice,
+    /// The last turn's segments: `estimateTokens` beside the model's count.
+    pub segment_tokens: Vec<SegmentTokens>,
+    /// How many token counts were computed and how many reused.
+    pub counting: CountStats,
+}
+
+struct Entry {
+    written_turn: usize,
+    last_used: f64,
+}
+
+struct Sim<'a> {
+    profile: &'a ModelProfile,
+    options: &'a ForecastOptions,
+    ttl: f64,
+    min: u64,
+    counter: &'a TokenCounter,
+}
+
+/// The outcome of one turn in a simulation (before pricing).
+struct TurnSim {
+    breakpoints: Vec<BreakpointForecast>,
+    read: u64,
+    write: u64,
+    /// Per item: tokens read, written; and whether it is in a cacheable position.
+    per_item: Vec<(u64, u64, bool)>,
+}
+
+fn chain(items: &[Item], model: &str) -> Vec<[u8; 32]> {
+    let mut hash: [u8; 32] = Sha256::digest(model.as_bytes()).into();
+    items
+        .iter()
+        .map(|item| {
+            let mut h = Sha256::new();
+            h.update(hash);
+            h.update(&item.key);
+            hash = h.finalize().into();
+            hash
+        })
+        .collect()
+}
+
+fn cumulative(items: &[Item]) -> Vec<u64> {
+    let mut sum = 0;
+    items
+        .iter()
+        .map(|i| {
+            sum += i.tokens;
+            sum
+        })
+        .collect()
+}
+
+/// The first block that differs between two requests, and the part of it that changed.
+fn first_difference(before: &[Item], now: &[Item]) -> Option<(usize, Option<Part>)> {
+    let index = before.iter().zip(now.iter()).position(|(a, b)| a.key != b.key).or_else(|| (before.len() != now.len()).then(|| before.len().min(now.len())))?;
+    let (Some(a), Some(b)) = (before.get(index), now.get(index)) else { return Some((index, None)) };
+    let part = b
+        .parts
+        .iter()
+        .filter(|p| p.part.from != "framing")
+        .find(|p| !a.parts.iter().any(|q| q.part.from == p.part.from && q.part.text == p.part.text))
+        .or_else(|| a.parts.iter().filter(|p| p.part.from != "framing").find(|p| !b.parts.iter().any(|q| q.part.from == p.part.from)))
+        .map(|p| p.part.clone());
+    Some((index, part))
+}
+
+fn who(part: &Option<Part>) -> (String, Option<String>, Option<String>) {
+    match part {
+        Some(p) => {
+            let plugin = p.plugin().map(str::to_string);
+            let text = match &plugin {
+                Some(plugin) => format!("{} (plugin {plugin})", p.from),
+                None => p.from.clone(),
+            };
+            (text, p.segment().map(str::to_string), plugin)
+        }
+        None => ("the block list".into(), None, None),
+    }
+}
+
+impl Sim<'_> {
+    fn anthropic(&self, turns: &[Vec<Item>]) -> Vec<TurnSim> {
+        let lookback = self.profile.provider.lookback_blocks.unwrap_or(20);
+        let mut cache: HashMap<[u8; 32], Entry> = HashMap::new();
+        let mut out = Vec::new();
+        for (t, items) in turns.iter().enumerate() {
+            let now = t as f64 * self.options.pace_seconds;
+            let hashes = chain(items, &self.profile.model.id);
+            let cum = cumulative(items);
+            let valid = |h: &[u8; 32], cache: &HashMap<[u8; 32], Entry>| cache.get(h).is_some_and(|e| now - e.last_used <= self.ttl);
+            let breakpoints: Vec<usize> = items.iter().enumerate().filter(|(_, i)| i.breakpoint).map(|(j, _)| j).collect();
+            let read_at = breakpoints.iter().filter_map(|&k| (k.saturating_sub(lookback)..=k).rev().find(|&j| valid(&hashes[j], &cache))).max();
+            let read = read_at.map_or(0, |r| cum[r]);
+            let last_cacheable = breakpoints.iter().copied().filter(|&k| cum[k] >= self.min).max();
+            let written_to = last_cacheable.filter(|&k| read_at.is_none_or(|r| k > r));
+            let write = written_to.map_or(0, |k| cum[k] - read);
+            let previous = t.checked_sub(1).map(|p| &turns[p]);
+            let difference = previous.and_then(|p| first_difference(p, items));
+
+            let mut rows = Vec::new();
+            for (index, &k) in breakpoints.iter().enumerate() {
+                let prefix_tokens = cum[k];
+                let row = |outcome, reason_code, reason: String, part: &Option<Part>| {
+                    let (_, segment, plugin) = who(part);
+                    BreakpointForecast { index, at: items[k].label.clone(), prefix_tokens, outcome, reason_code, reason, segment, plugin }
+                };
+                if let Some(r) = read_at.filter(|&r| k <= r) {
+                    let reason = match cache.get(&hashes[k]).filter(|_| valid(&hashes[k], &cache)) {
+                        Some(e) => format!("the prefix is read from the cache (written at turn {})", e.written_turn + 1),
+                        None => format!("read as part of the longer cached prefix up to {}", items[r].label),
+                    };
+                    rows.push(row(Outcome::Hit, "read", reason, &None));
+                    continue;
+                }
+                if prefix_tokens < self.min {
+                    rows.push(row(
+                        Outcome::Miss,
+                        "below-minimum",
+                        format!("the prefix is {prefix_tokens} tokens, under {}'s minimum cacheable {} tokens: nothing is cached here", self.profile.model.id, self.min),
+                        &None,
+                    ));
+                    continue;
+                }
+                let reads = read_at.map(|r| format!(" (after reading {} tokens cached up to {})", cum[r], items[r].label)).unwrap_or_default();
+                if let Some(entry) = cache.get(&hashes[k]) {
+                    rows.push(row(
+                        Outcome::Write,
+                        "ttl-expired",
+                        format!(
+                            "the same prefix was cached at turn {} but expired: {:.0} s since its last use at the assumed pace of {:.0} s per turn, over the {:.0} s TTL{reads}",
+                            entry.written_turn + 1,
+                            now - entry.last_used,
+                            self.options.pace_seconds,
+                            self.ttl
+                        ),
+                        &None,
+                    ));
+                    continue;
+                }
+                let far = (0..k.saturating_sub(lookback)).rev().find(|&j| valid(&hashes[j], &cache));
+                if let Some(j) = far {
+                    rows.push(row(
+                        Outcome::Write,
+                        "beyond-lookback",
+                        format!(
+                            "a cached prefix ends at {} ({} blocks before this breakpoint), beyond the {lookback}-block look-back, so it is not found and the whole prefix is written",
+                            items[j].label,
+                            k - j
+                        ),
+                        &None,
+                    ));
+                    continue;
+                }
+                match difference.as_ref() {
+                    None if t == 0 => rows.push(row(Outcome::Write, "cold", format!("first request: nothing is cached yet; the prefix is written{reads}"), &None)),
+                    Some((d, part)) if *d <= k && read_at.is_none_or(|r| *d <= r) => {
+                        let (text, _, _) = who(part);
+                        let reason = format!("the prefix changed at {}: {text} differs from turn {}{reads}", items[(*d).min(items.len() - 1)].label, t);
+                        rows.push(row(Outcome::Write, "prefix-changed", reason, part));
+                    }
+                    Some((d, _)) if *d <= k => rows.push(row(
+                        Outcome::Write,
+                        "extends",
+                        format!("the cached prefix grows: blocks after {} are new this turn and written{reads}", items[read_at.unwrap_or(0)].label),
+                        &None,
+                    )),
+                    _ => rows.push(row(Outcome::Write, "new-prefix", format!("the previous turn did not cache a prefix ending here; it is written now{reads}"), &None)),
+                }
+            }
+
+            // Update the cache: read entries are refreshed, written ones created.
+            if let Some(r) = read_at {
+                for &k in breakpoints.iter().filter(|&&k| k <= r) {
+                    if let Some(e) = cache.get_mut(&hashes[k]) {
+                        e.last_used = now;
+                    }
+                }
+                if let Some(e) = cache.get_mut(&hashes[r]) {
+                    e.last_used = now;
+                }
+            }
+            for &k in breakpoints.iter().filter(|&&k| read_at.is_none_or(|r| k > r) && cum[k] >= self.min) {
+                cache.insert(hashes[k], Entry { written_turn: t, last_used: now });
+            }
+            let last_breakpoint = breakpoints.last().copied();
+            let per_item = items
+                .iter()
+                .enumerate()
+                .map(|(j, item)| {
+                    let cacheable = last_breakpoint.is_some_and(|b| j <= b);
+                    if read_at.is_some_and(|r| j <= r) {
+                        (item.tokens, 0, cacheable)
+                    } else if written_to.is_some_and(|w| j <= w) {
+                        (0, item.tokens, cacheable)
+                    } else {
+                        (0, 0, cacheable)
+                    }
+                })
+                .collect();
+            out.push(TurnSim { breakpoints: rows, read, write, per_item });
+        }
+        out
+    }
+
+    /// Tokens two OpenAI requests share at the start.
+    fn common_prefix(&self, before: &[Item], now: &[Item]) -> (u64, Option<usize>) {
+        let mut tokens = 0;
+        for (index, (a, b)) in before.iter().zip(now.iter()).enumerate() {
+            if a.key == b.key {
+                tokens += a.tokens;
+                continue;
+            }
+            if a.tag == b.tag {
+                let encoding = self.profile.encoding();
+                let (x, y) = (self.counter.encode(encoding, &a.content), self.counter.encode(encoding, &b.content));
+                let same = x.iter().zip(y.iter()).take_while(|(p, q)| p == q).count() as u64;
+                tokens += self.profile.provider.message_overhead_tokens.unwrap_or(0) + same;
+            }
+            return (tokens, Some(index));
+        }
+        (tokens, None)
+    }
+
+    fn openai(&self, turns: &[Vec<Item>]) -> Vec<TurnSim> {
+        let step = self.profile.provider.step_tokens.unwrap_or(128).max(1);
+        let mut seen: Vec<(usize, f64)> = Vec::new();
+        let mut out = Vec::new();
+        for (t, items) in turns.iter().enumerate() {
+            let now = t as f64 * self.options.pace_seconds;
+            let total: u64 = items.iter().map(|i| i.tokens).sum();
+            let best = seen
+                .iter()
+                .filter(|(_, used)| now - used <= self.ttl)
+                .map(|(p, _)| (*p, self.common_prefix(&turns[*p], items)))
+                .max_by_key(|(_, (tokens, _))| *tokens);
+            let expired = seen.iter().filter(|(_, used)| now - used > self.ttl).map(|(p, used)| (*p, *used, self.common_prefix(&turns[*p], items).0)).max_by_key(|x| x.2);
+            let common = best.map_or(0, |(_, (tokens, _))| tokens.min(total));
+            let read = if total >= self.min && common >= self.min { common / step * step } else { 0 };
+            let difference = t.checked_sub(1).and_then(|p| first_difference(&turns[p], items));
+            let at = "automatic prefix".to_string();
+            let row = |outcome, reason_code, reason: String, part: &Option<Part>| {
+                let (_, segment, plugin) = who(part);
+                BreakpointForecast { index: 0, at: at.clone(), prefix_tokens: common, outcome, reason_code, reason, segment, plugin }
+            };
+            let previous_len = t.checked_sub(1).map_or(0, |p| turns[p].len());
+            let changed = |what: &str| match difference.as_ref() {
+                Some((d, None)) if *d >= previous_len => (None, format!("{what}; this request extends turn {t}'s with new messages")),
+                Some((d, part)) if *d < items.len() => {
+                    let (text, _, _) = who(part);
+                    (Some(part.clone()), format!("{what}; the prefix changed at {}: {text} differs from turn {t}", items[*d].label))
+                }
+                _ => (None, what.to_string()),
+            };
+            let row = if total < self.min {
+                row(Outcome::Miss, "below-minimum", format!("the prompt is {total} tokens, under the {}-token minimum: nothing is cached", self.min), &None)
+            } else if read > 0 {
+                let (part, text) = changed(&format!("{read} of the {common} tokens shared with an earlier request are read ({step}-token steps)"));
+                row(Outcome::Hit, "read", text, &part.flatten())
+            } else if t == 0 {
+                row(Outcome::Miss, "cold", "first request: nothing is cached yet (the prefix is cached for the next request at no extra cost)".into(), &None)
+            } else if let Some((p, used, tokens)) = expired.filter(|e| e.2 >= self.min) {
+                row(
+                    Outcome::Miss,
+                    "ttl-expired",
+                    format!("turn {} shared {tokens} tokens but its cache expired: {:.0} s since its last use at {:.0} s per turn, over the {:.0} s TTL", p + 1, now - used, self.options.pace_seconds, self.ttl),
+                    &None,
+                )
+            } else {
+                let (part, text) = changed(&format!("only {common} tokens are shared with earlier requests, under the {}-token minimum", self.min));
+                row(Outcome::Miss, "prefix-changed", text, &part.flatten())
+            };
+            if let Some((p, _)) = best.filter(|_| read > 0)
+                && let Some(entry) = seen.iter_mut().find(|(q, _)| *q == p)
+            {
+                entry.1 = now;
+            }
+            seen.push((t, now));
+            // Attribute the read tokens to the leading items.
+            let mut left = read;
+            let per_item = items
+                .iter()
+                .map(|item| {
+                    let r = left.min(item.tokens);
+                    left -= r;
+                    (r, 0, r > 0)
+                })
+                .collect();
+            out.push(TurnSim { breakpoints: vec![row], read, write: 0, per_item });
+        }
+        out
+    }
+
+    fn run(&self, turns: &[Vec<Item>]) -> Vec<TurnSim> {
+        match self.profile.provider.caching {
+            Caching::ExplicitBreakpoints => self.anthropic(turns),
+            Caching::AutomaticPrefix => self.openai(turns),
+        }
+    }
+
+    fn write_price(&self) -> f64 {
+        let prices = &self.profile.model.prices;
+        match self.options.ttl.as_str() {
+            "1h" => prices.cache_write1h.unwrap_or(prices.input * 2.0),
+            _ => prices.cache_write5m.unwrap_or(prices.input * 1.25),
+        }
+    }
+
+    fn price(&self, uncached: u64, write: u64, read: u64) -> Cost {
+        let prices = &self.profile.model.prices;
+        let (input, cache_write, cache_read) =
+            (uncached as f64 * prices.input / 1e6, write as f64 * self.write_price() / 1e6, read as f64 * prices.cache_read / 1e6);
+        Cost { input, cache_write, cache_read, total: input + cache_write + cache_read }
+    }
+
+    fn total_cost(&self, turns: &[Vec<Item>]) -> f64 {
+        self.run(turns)
+            .iter()
+            .zip(turns)
+            .map(|(sim, items)| {
+                let total: u64 = items.iter().map(|i| i.tokens).sum();
+                self.price(total - sim.read - sim.write, sim.write, sim.read).total
+            })
+            .sum()
+    }
+}
+
+// ---- predicted versus reported ---------------------------------------------------------------
+
+/// Reads the usage an API reported (Anthropic or OpenAI shape).
+pub fn reported_usage(usage: &Value) -> Option<Reported> {
+    let n = |v: Option<&Value>| v.and_then(Value::as_u64);
+    if usage.get("cache_creation_input_tokens").is_some() || usage.get("cache_read_input_tokens").is_some() || usage.get("input_tokens").is_some() {
+        return Some(Reported {
+            input_tokens: n(usage.get("input_tokens")).unwrap_or(0),
+            cache_write_tokens: n(usage.get("cache_creation_input_tokens")).unwrap_or(0),
+            cache_read_tokens: n(usage.get("cache_read_input_tokens")).unwrap_or(0),
+            output_tokens: n(usage.get("output_tokens")).unwrap_or(0),
+        });
+    }
+    let prompt = n(usage.get("prompt_tokens"))?;
+    let cached = n(usage.pointer("/prompt_tokens_details/cached_tokens")).unwrap_or(0);
+    Some(Reported { input_tokens: prompt.saturating_sub(cached), cache_write_tokens: 0, cache_read_tokens: cached, output_tokens: n(usage.get("completion_tokens")).unwrap_or(0) })
+}
+
+/// The part at a token offset of a request (the first one the offset does not cover).
+fn part_at(items: &[Item], offset: u64) -> (String, Option<Part>) {
+    let mut sum = 0;
+    for item in items {
+        for part in &item.parts {
+            sum += part.tokens;
+            if sum > offset && part.part.from != "framing" {
+                return (item.label.clone(), Some(part.part.clone()));
+            }
+        }
+    }
+    (items.last().map(|i| i.label.clone()).unwrap_or_default(), None)
+}
+
+fn mismatches(profile: &ModelProfile, items: &[Item], predicted: (u64, u64), reported: &Reported) -> Vec<Mismatch> {
+    let (read, write) = predicted;
+    // Claude counts are estimates: a reported figure inside the error bar agrees.
+    let (low, high, slack) = match profile.estimate() {
+        Some(rule) => (rule.low / rule.factor, rule.high / rule.factor, 16.0),
+        None => (1.0, 1.0, profile.provider.step_tokens.unwrap_or(0) as f64 + 8.0),
+    };
+    let agrees = |p: u64, r: u64| {
+        if (p == 0) != (r == 0) {
+            return false;
+        }
+        let (p, r) = (p as f64, r as f64);
+        r >= p * low - slack && r <= p * high + slack
+    };
+    let mut out = Vec::new();
+    for (field, p, r) in [("cacheRead", read, reported.cache_read_tokens), ("cacheWrite", write, reported.cache_write_tokens)] {
+        if agrees(p, r) {
+            continue;
+        }
+        // Where the provider's cached prefix ended, in our token positions.
+        let scale = if p > 0 && r > 0 { 1.0 } else { profile.estimate().map_or(1.0, |rule| rule.factor) };
+        let offset = if field == "cacheRead" { (r as f64 * scale) as u64 } else { ((reported.cache_read_tokens + r) as f64 * scale) as u64 };
+        let (at, part) = part_at(items, offset.min(if field == "cacheRead" { read } else { read + write }));
+        let (text, segment, plugin) = who(&part);
+        let message = if r < p {
+            format!("the provider reported {r} {field} tokens where {p} were predicted: its cache stopped before {text} ({at}), the first segment that differed from what it had cached")
+        } else {
+            format!("the provider reported {r} {field} tokens where {p} were predicted: it cached beyond the predicted point; check {text} ({at})")
+        };
+        out.push(Mismatch { field, predicted: p, reported: r, segment, plugin, at, message });
+    }
+    out
+}
+
+// ---- advice ---------------------------------------------------------------------------------
+
+fn with_layout(turns: &[Vec<Item>], layout: &[String]) -> Vec<Vec<Item>> {
+    turns
+        .iter()
+        .map(|items| {
+            items
+                .iter()
+                .cloned()
+                .map(|mut item| {
+                    item.breakpoint = match &item.slot {
+                        Slot::System(kind) => layout.contains(kind),
+                        Slot::HistoryNewest => layout.iter().any(|l| l == "history"),
+                        Slot::Other => false,
+                    };
+                    item
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn rekey(item: &mut Item) {
+    let mut key = item.tag.clone().into_bytes();
+    for part in &item.parts {
+        key.extend_from_slice(part.part.from.as_bytes());
+        key.push(0);
+        key.extend_from_slice(part.part.text.as_bytes());
+        key.push(0);
+    }
+    item.key = key;
+}
+
+/// Moves a segment's tokens out of the cached prefix (as if it were declared `turn`).
+fn without_segment(turns: &[Vec<Item>], segment: &str) -> Vec<Vec<Item>> {
+    turns
+        .iter()
+        .map(|items| {
+            let mut items = items.clone();
+            let mut moved = 0;
+            for item in items.iter_mut() {
+                if let Some(at) = item.parts.iter().position(|p| p.part.segment() == Some(segment)) {
+                    let part = item.parts.remove(at);
+                    item.tokens = item.tokens.saturating_sub(part.tokens);
+                    moved += part.tokens;
+                    rekey(item);
+                }
+            }
+            if let Some(last) = items.last_mut() {
+                last.tokens += moved;
+            }
+            items
+        })
+        .collect()
+}
+
+/// Moves a constant segment into the cached system block (as if it were declared `session`).
+fn into_stable(turns: &[Vec<Item>], segment: &str) -> Vec<Vec<Item>> {
+    turns
+        .iter()
+        .map(|items| {
+            let mut items = items.clone();
+            let mut moved: Option<ItemPart> = None;
+            for item in items.iter_mut() {
+                if let Some(at) = item.parts.iter().position(|p| p.part.segment() == Some(segment)) {
+                    let part = item.parts.remove(at);
+                    item.tokens = item.tokens.saturating_sub(part.tokens);
+                    rekey(item);
+                    moved = Some(part);
+                }
+            }
+            if let Some(part) = moved {
+                let target = items.iter().position(|i| i.slot == Slot::System("stable-segments".into())).or_else(|| items.iter().position(|i| matches!(i.slot, Slot::System(_))));
+                if let Some(target) = target {
+                    items[target].tokens += part.tokens;
+                    items[target].parts.push(part);
+                    rekey(&mut items[target]);
+                }
+            }
+            items
+        })
+        .collect()
+}
+
+fn advice(sim: &Sim<'_>, turns: &[Vec<Item>], current_cost: f64) -> Advice {
+    let mut notes = Vec::new();
+    let (current_layout, best_layouts) = if sim.profile.provider.caching == Caching::ExplicitBreakpoints {
+        let mut candidates: Vec<String> = Vec::new();
+        for item in turns.iter().flatten() {
+            if let Slot::System(kind) = &item.slot
+                && !candidates.contains(kind)
+            {
+                candidates.push(kind.clone());
+            }
+        }
+        if turns.iter().flatten().any(|i| i.slot == Slot::HistoryNewest) {
+            candidates.push("history".into());
+        }
+        let mut current: Vec<String> = Vec::new();
+        for item in turns.iter().flatten().filter(|i| i.breakpoint) {
+            let name = match &item.slot {
+                Slot::System(kind) => kind.clone(),
+                Slot::HistoryNewest => "history".into(),
+                Slot::Other => continue,
+            };
+            if !current.contains(&name) {
+                current.push(name);
+            }
+        }
+        let max = sim.profile.provider.max_breakpoints.unwrap_or(4);
+        let mut layouts = Vec::new();
+        for mask in 1u32..(1 << candidates.len().min(16)) {
+            if mask.count_ones() as usize > max {
+                continue;
+            }
+            let layout: Vec<String> = candidates.iter().enumerate().filter(|(i, _)| mask & (1 << i) != 0).map(|(_, c)| c.clone()).collect();
+            let cost = sim.total_cost(&with_layout(turns, &layout));
+            layouts.push(Layout { breakpoints: layout, cost, saving: current_cost - cost });
+        }
+        layouts.sort_by(|a, b| a.cost.total_cmp(&b.cost).then(a.breakpoints.len().cmp(&b.breakpoints.len())));
+        // One layout per cost (the one with the fewest breakpoints), and only cheaper ones.
+        layouts.dedup_by(|a, b| (a.cost - b.cost).abs() < 1e-12);
+        layouts.retain(|l| l.saving > 1e-12);
+        layouts.truncate(3);
+        if layouts.is_empty() {
+            notes.push("No breakpoint layout is cheaper than the current one for this session.".into());
+        }
+        (Some(Layout { breakpoints: current, cost: current_cost, saving: 0.0 }), layouts)
+    } else {
+        notes.push("OpenAI caches the longest common prefix automatically: there are no breakpoints to place; keep what changes at the end.".into());
+        (None, Vec::new())
+    };
+
+    // Segments whose text changes inside the cached prefix, and constant ones outside it.
+    let mut texts: BTreeMap<String, (Vec<Option<String>>, bool, bool)> = BTreeMap::new();
+    for (t, items) in turns.iter().enumerate() {
+        let last_breakpoint = items.iter().rposition(|i| i.breakpoint);
+        for (j, item) in items.iter().enumerate() {
+            let cacheable = match sim.profile.provider.caching {
+                Caching::ExplicitBreakpoints => last_breakpoint.is_some_and(|b| j <= b),
+                Caching::AutomaticPrefix => true,
+            };
+            for part in &item.parts {
+                if let Some(segment) = part.part.segment() {
+                    let entry = texts.entry(segment.to_string()).or_insert_with(|| (vec![None; turns.len()], false, false));
+                    entry.0[t] = Some(part.part.text.clone());
+                    if cacheable {
+                        entry.1 = true;
+                    } else {
+                        entry.2 = true;
+                    }
+                }
+            }
+        }
+    }
+    let mut volatility = Vec::new();
+    for (segment, (seen, in_cached, in_uncached)) in &texts {
+        let plugin = segment.split('/').next().unwrap_or_default().to_string();
+        let present: Vec<&String> = seen.iter().flatten().collect();
+        let changes = present.windows(2).filter(|w| w[0] != w[1]).count();
+        let (change, why, simulated) = if *in_cached && changes > 0 {
+            (
+                "declare it `turn` (or move it after the last breakpoint)".to_string(),
+                format!("its text changes {changes} time(s) in {} turns inside the cached prefix, rewriting everything after it", turns.len()),
+                without_segment(turns, segment),
+            )
+        } else if *in_uncached && !*in_cached && changes == 0 && present.len() == turns.len() && turns.len() > 1 {
+            (
+                "declare it `session` (it never changed)".to_string(),
+                format!("its text is the same in all {} turns but sits after the last breakpoint, so it is paid at full price every turn", turns.len()),
+                into_stable(turns, segment),
+            )
+        } else {
+            continue;
+        };
+        let cost_after = sim.total_cost(&simulated);
+        volatility.push(VolatilityAdvice { segment: segment.clone(), plugin, change, why, cost_after, saving: current_cost - cost_after });
+    }
+    volatility.retain(|v| v.saving > 1e-12);
+    volatility.sort_by(|a, b| b.saving.total_cmp(&a.saving));
+    let largest = turns.iter().map(|items| items.iter().map(|i| i.tokens).sum::<u64>()).max().unwrap_or(0);
+    if largest < sim.min {
+        notes.push(format!(
+            "The prompt never reaches {}'s minimum cacheable {} tokens (largest: {largest}): caching saves nothing for this session until the cacheable prefix grows.",
+            sim.profile.model.id, sim.min
+        ));
+    }
+    Advice { current_layout, best_layouts, volatility, notes }
+}
+
+// ---- the Cache panel ------------------------------------------------------------------------
+
+/// The model a studio forecast prices against when none is named.
+pub const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
+
+impl crate::live::LiveStudio {
+    /// The Cache panel: the turns played in the studio (with the usage a real backend reported)
+    /// and the next turn, forecast for `model` (default: the story model's name, else
+    /// [`DEFAULT_MODEL`]). Token counts are remembered across calls.
+    pub fn forecast(&self, model: Option<&str>, options: &ForecastOptions) -> Result<Forecast, String> {
+        let facts = crate::facts::ModelFacts::embedded().map_err(|e| e.to_string())?;
+        let story = &self.workspace().session.models.story;
+        let name = model.filter(|m| !m.trim().is_empty()).map(str::to_string).or_else(|| story.model.clone()).unwrap_or_else(|| DEFAULT_MODEL.into());
+        let profile = facts.profile(&name).or_else(|_| facts.profile(DEFAULT_MODEL)).map_err(|e| e.to_string())?;
+        let mut played: Vec<PlayedTurn> = self
+            .turns
+            .iter()
+            .filter(|t| t.error.is_none())
+            .map(|t| PlayedTurn { turn_id: t.turn_id.clone(), say: t.player_message.clone(), preview: t.preview.clone(), usage: t.reply.as_ref().and_then(|r| r.usage.clone()) })
+            .collect();
+        let next = if self.target == crate::RuntimeTarget::Story { self.preview.clone() } else { self.workspace().preview(&crate::RuntimeTarget::Story) };
+        let say = Some(self.workspace().session.next_message.clone()).filter(|m| !m.trim().is_empty()).unwrap_or_else(|| "(the next turn)".into());
+        played.push(PlayedTurn { turn_id: next.turn_id.clone(), say, preview: next, usage: None });
+        Ok(forecast(&played, &profile, options, &self.counter))
+    }
+}
+
+// ---- the forecast ---------------------------------------------------------------------------
+
+/// Forecasts caching and cost for played turns against a model.
+pub fn forecast(played: &[PlayedTurn], profile: &ModelProfile, options: &ForecastOptions, counter: &TokenCounter) -> Forecast {
+    let counting = Counting { counter, encoding: profile.encoding(), estimate: profile.estimate() };
+    let explicit = profile.provider.caching == Caching::ExplicitBreakpoints;
+    let overhead = profile.provider.message_overhead_tokens.unwrap_or(0);
+    let priming = profile.provider.reply_priming_tokens.unwrap_or(0);
+    let turns: Vec<Vec<Item>> = played
+        .iter()
+        .map(|t| if explicit { anthropic_items(&t.preview, &counting) } else { openai_items(&t.preview, &counting, overhead, priming) })
+        .collect();
+    let ttl_name = if explicit { options.ttl.as_str() } else { "default" };
+    let sim = Sim {
+        profile,
+        options,
+        ttl: profile.ttl_seconds(ttl_name) as f64,
+        min: profile.model.min_cacheable_tokens.max(profile.provider.min_cacheable_tokens.unwrap_or(0)),
+        counter,
+    };
+    let sims = sim.run(&turns);
+
+    let mut rows = Vec::new();
+    let mut ledger: BTreeMap<String, LedgerRow> = BTreeMap::new();
+    for (index, ((turn, items), result)) in played.iter().zip(&turns).zip(&sims).enumerate() {
+        let input_tokens: u64 = items.iter().map(|i| i.tokens).sum();
+        let uncached = input_tokens - result.read - result.write;
+        let cost = sim.price(uncached, result.write, result.read);
+        let range = counting.estimate.map(|rule| {
+            let base: u64 = items.iter().map(|i| i.base).sum();
+            let e = rule.apply(base);
+            (e.low, e.high)
+        });
+        let reported = turn.usage.as_ref().and_then(reported_usage);
+        let mismatches = reported.map(|r| mismatches(profile, items, (result.read, result.write), &r)).unwrap_or_default();
+        for (item, &(read, write, cacheable)) in items.iter().zip(&result.per_item) {
+            // Split the item's billing over its parts in order (a prefix is read first).
+            let (mut r_left, mut w_left) = (read, write);
+            for part in &item.parts {
+                let r = r_left.min(part.tokens);
+                r_left -= r;
+                let w = w_left.min(part.tokens - r);
+                w_left -= w;
+                let u = part.tokens - r - w;
+                let owner = if part.part.from == "framing" { "(framework)".to_string() } else { part.part.owner() };
+                let row = ledger.entry(owner.clone()).or_insert_with(|| LedgerRow {
+                    is_plugin: !owner.starts_with('('),
+                    owner,
+                    cached_part_tokens: 0,
+                    uncached_part_tokens: 0,
+                    cache_read_tokens: 0,
+                    cache_write_tokens: 0,
+                    uncached_tokens: 0,
+                    cost: 0.0,
+                    share: 0.0,
+                });
+                let cached_part = if explicit { if cacheable { part.tokens } else { 0 } } else { r };
+                row.cached_part_tokens += cached_part;
+                row.uncached_part_tokens += part.tokens - cached_part;
+                row.cache_read_tokens += r;
+                row.cache_write_tokens += w;
+                row.uncached_tokens += u;
+                row.cost += sim.price(u, w, r).total;
+            }
+        }
+        rows.push(TurnForecast {
+            turn: index + 1,
+            turn_id: turn.turn_id.clone(),
+            say: turn.say.clone(),
+            at_seconds: index as f64 * options.pace_seconds,
+            input_tokens,
+            input_tokens_range: range,
+            breakpoints: result.breakpoints.clone(),
+            uncached_tokens: uncached,
+            cache_write_tokens: result.write,
+            cache_read_tokens: result.read,
+            cost,
+            cost_without_cache: input_tokens as f64 * profile.model.prices.input / 1e6,
+            reported,
+            mismatches,
+        });
+    }
+
+    let mut totals = Totals::default();
+    for row in &rows {
+        totals.input_tokens += row.input_tokens;
+        totals.uncached_tokens += row.uncached_tokens;
+        totals.cache_write_tokens += row.cache_write_tokens;
+        totals.cache_read_tokens += row.cache_read_tokens;
+        totals.cost.input += row.cost.input;
+        totals.cost.cache_write += row.cost.cache_write;
+        totals.cost.cache_read += row.cost.cache_read;
+        totals.cost.total += row.cost.total;
+        totals.cost_without_cache += row.cost_without_cache;
+    }
+    totals.saving = totals.cost_without_cache - totals.cost.total;
+    let mut ledger: Vec<LedgerRow> = ledger.into_values().collect();
+    for row in &mut ledger {
+        row.share = if totals.cost.total > 0.0 { row.cost / totals.cost.total } else { 0.0 };
+    }
+    ledger.sort_by(|a, b| b.cost.total_cmp(&a.cost).then(a.owner.cmp(&b.owner)));
+    let advice = advice(&sim, &turns, totals.cost.total);
+    let model = ModelSummary {
+        id: profile.model.id.clone(),
+        provider: profile.model.provider.clone(),
+        caching: profile.provider.caching,
+        min_cacheable_tokens: sim.min,
+        ttl_seconds: sim.ttl as u64,
+        pace_seconds: options.pace_seconds,
+        prices: profile.model.prices.clone(),
+        counts: match counting.estimate {
+            Some(rule) => format!(
+                "estimated: exact {} counts × {} (error bar ×{}–×{}); {}",
+                counting.encoding.name(),
+                rule.factor,
+                rule.low,
+                rule.high,
+                profile.provider.tokenizer.note
+            ),
+            None => format!("exact {} counts, plus {overhead} tokens per message and {priming} for the reply", counting.encoding.name()),
+        },
+        facts_date: profile.facts_date.clone(),
+        verified: profile.model.verified && profile.provider.verified,
+        sources: profile.sources.values().map(|s| s.url.clone()).collect(),
+    };
+    let segment_tokens = played.last().map(|t| segment_tokens(&t.preview, profile, counter)).unwrap_or_default();
+    Forecast { model, turns: rows, totals, ledger, advice, segment_tokens, counting: counter.stats() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(n: usize, tokens: u64, breakpoint: bool) -> Item {
+        Item {
+            label: format!("block {n}"),
+            key: format!("block {n}").into_bytes(),
+            tag: "user".into(),
+            tokens,
+            base: tokens,
+            breakpoint,
+            slot: Slot::Other,
+            parts: vec![ItemPart { part: Part { from: format!("history m{n}"), text: format!("block {n}") }, tokens }],
+            content: format!("block {n}"),
+        }
+    }
+
+    fn sim_turns(turns: &[Vec<Item>], pace: f64) -> Vec<TurnSim> {
+        let facts = crate::facts::ModelFacts::embedded().expect("facts");
+        let profile = facts.profile("claude-sonnet-4-5").expect("model");
+        let options = ForecastOptions { pace_seconds: pace, ttl: "5m".into() };
+        let counter = TokenCounter::new();
+        let sim = Sim { profile: &profile, options: &options, ttl: 300.0, min: 1024, counter: &counter };
+        sim.run(turns)
+    }
+
+    #[test]
+    fn a_cached_prefix_more_than_20_blocks_before_the_breakpoint_is_not_found() {
+        // Turn 1 caches blocks 0..=9; turn 2 adds 25 blocks and breaks only at the last one.
+        let first: Vec<Item> = (0..10).map(|n| item(n, 200, n == 9)).collect();
+        let second: Vec<Item> = (0..35).map(|n| item(n, 200, n == 34)).collect();
+        let sims = sim_turns(&[first.clone(), second], 10.0);
+        let row = &sims[1].breakpoints[0];
+        assert_eq!((row.outcome, row.reason_code), (Outcome::Write, "beyond-lookback"), "{}", row.reason);
+        assert_eq!(sims[1].read, 0);
+        // Within 20 blocks the earlier prefix is found and only the new blocks are written.
+        let near: Vec<Item> = (0..25).map(|n| item(n, 200, n == 24)).collect();
+        let sims = sim_turns(&[first, near], 10.0);
+        assert_eq!((sims[1].read, sims[1].write), (2000, 3000));
+        assert_eq!(sims[1].breakpoints[0].reason_code, "extends");
+    }
+
+    #[test]
+    fn a_slow_pace_expires_the_cache_between_turns() {
+        let turn: Vec<Item> = (0..8).map(|n| item(n, 200, n == 7)).collect();
+        let sims = sim_turns(&[turn.clone(), turn.clone()], 400.0);
+        assert_eq!(sims[1].breakpoints[0].reason_code, "ttl-expired", "{}", sims[1].breakpoints[0].reason);
+        assert_eq!((sims[1].read, sims[1].write), (0, 1600));
+        let sims = sim_turns(&[turn.clone(), turn], 60.0);
+        assert_eq!((sims[1].read, sims[1].write), (1600, 0));
+        assert_eq!(sims[1].breakpoints[0].outcome, Outcome::Hit);
+    }
+}

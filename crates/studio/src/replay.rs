@@ -1,0 +1,142 @@
+//! Recorded model calls: `covel play --record FILE` keeps every request a real backend sent and
+//! the raw answer it got; the `replay` backend answers a request from the recording when it is
+//! byte-for-byte the request recorded (as JSON), and otherwise fails loudly with the nearest
+//! recorded request and the places where they differ. API keys travel in headers and are never
+//! recorded.
+
+use crate::textdiff;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+/// The format tag of a recording file.
+pub const FORMAT: &str = "covel-recording@1";
+
+/// Recordings are at most this large.
+const MAX_RECORDING_BYTES: u64 = 64 * 1024 * 1024;
+
+/// One request and the answer it got.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Exchange {
+    /// The request body as sent (with the model name the backend set).
+    pub request: Value,
+    /// The API's answer, unchanged (text, stop reason, usage).
+    pub response: Value,
+}
+
+/// A recording file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Recording {
+    pub format: String,
+    /// The backend that was recorded (`anthropic` or `openai`): replay sends that backend's body.
+    pub backend: String,
+    pub exchanges: Vec<Exchange>,
+}
+
+/// Why a recording could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error("the replay backend needs `recording: FILE` in the session's model (written by `covel play --record FILE`)")]
+    NoRecording,
+    #[error("cannot read the recording {path}: {reason}")]
+    Read { path: PathBuf, reason: String },
+    #[error("the recording {path} is not a {FORMAT} file: {reason}")]
+    Invalid { path: PathBuf, reason: String },
+    #[error("cannot write the recording {path}: {source}")]
+    Write { path: PathBuf, source: std::io::Error },
+    #[error("{0}")]
+    Miss(String),
+}
+
+impl Recording {
+    pub fn new(backend: &str, exchanges: Vec<Exchange>) -> Recording {
+        Recording { format: FORMAT.into(), backend: backend.into(), exchanges }
+    }
+
+    /// Reads a recording file.
+    pub fn load(path: &Path) -> Result<Recording, ReplayError> {
+        let text = covel_kernel::files::read_regular(path, MAX_RECORDING_BYTES)
+            .map_err(|e| ReplayError::Read { path: path.to_path_buf(), reason: e.to_string() })?;
+        let recording: Recording =
+            serde_json::from_str(&text).map_err(|e| ReplayError::Invalid { path: path.to_path_buf(), reason: e.to_string() })?;
+        if recording.format != FORMAT {
+            return Err(ReplayError::Invalid { path: path.to_path_buf(), reason: format!("format is `{}`", recording.format) });
+        }
+        if !matches!(recording.backend.as_str(), "anthropic" | "openai") {
+            return Err(ReplayError::Invalid { path: path.to_path_buf(), reason: format!("unknown backend `{}`", recording.backend) });
+        }
+        Ok(recording)
+    }
+
+    /// Writes the recording as pretty JSON.
+    pub fn save(&self, path: &Path) -> Result<(), ReplayError> {
+        let text = serde_json::to_string_pretty(self).map_err(|e| ReplayError::Write { path: path.to_path_buf(), source: std::io::Error::other(e) })?;
+        std::fs::write(path, text + "\n").map_err(|source| ReplayError::Write { path: path.to_path_buf(), source })
+    }
+
+    /// The answer to `request`: the first unused exchange whose request is equal (then any
+    /// equal one); a miss names the nearest recorded request and how this one differs.
+    pub fn answer(&self, request: &Value, used: &mut Vec<bool>) -> Result<Value, ReplayError> {
+        used.resize(self.exchanges.len(), false);
+        let equal: Vec<usize> = self.exchanges.iter().enumerate().filter(|(_, e)| &e.request == request).map(|(i, _)| i).collect();
+        if let Some(&index) = equal.iter().find(|&&i| !used[i]).or(equal.first()) {
+            used[index] = true;
+            return Ok(self.exchanges[index].response.clone());
+        }
+        Err(ReplayError::Miss(self.miss_report(request)))
+    }
+
+    fn miss_report(&self, request: &Value) -> String {
+        let this = serde_json::to_string_pretty(request).unwrap_or_default();
+        let nearest = self
+            .exchanges
+            .iter()
+            .enumerate()
+            .map(|(i, e)| {
+                let recorded = serde_json::to_string_pretty(&e.request).unwrap_or_default();
+                (i, similar::TextDiff::from_words(recorded.as_str(), this.as_str()).ratio())
+            })
+            .max_by(|a, b| a.1.total_cmp(&b.1));
+        let Some((index, ratio)) = nearest else {
+            return format!("replay miss: the recording ({} backend) has no exchanges", self.backend);
+        };
+        let changes = textdiff::json(&self.exchanges[index].request, request, 8);
+        let mut text = format!(
+            "replay miss: none of the {} recorded {} requests equals this request; nearest is exchange #{} ({:.0}% similar). Where this request differs from it:",
+            self.exchanges.len(),
+            self.backend,
+            index + 1,
+            ratio * 100.0
+        );
+        for change in changes {
+            text.push_str(&format!("\n  {}: {}", change.pointer, change.diff));
+        }
+        text.push_str("\nRecord again with `covel play --record FILE` if the change is intended.");
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_replay_miss_names_the_nearest_request_and_the_differing_words() {
+        let recording = Recording::new(
+            "anthropic",
+            vec![
+                Exchange { request: json!({"system": [{"text": "The narrator is grave."}], "messages": []}), response: json!({"n": 1}) },
+                Exchange { request: json!({"system": [{"text": "Something else entirely."}], "messages": [1, 2]}), response: json!({"n": 2}) },
+            ],
+        );
+        let mut used = Vec::new();
+        assert_eq!(recording.answer(&json!({"system": [{"text": "The narrator is grave."}], "messages": []}), &mut used).ok(), Some(json!({"n": 1})));
+        let miss = recording.answer(&json!({"system": [{"text": "The narrator is wry."}], "messages": []}), &mut used);
+        let Err(ReplayError::Miss(text)) = miss else { panic!("expected a miss") };
+        assert!(text.contains("nearest is exchange #1"), "{text}");
+        assert!(text.contains("/system/0/text: ") && text.contains("[-grave.-]{+wry.+}"), "{text}");
+    }
+}

@@ -1,0 +1,253 @@
+//! Golden snapshots: per turn, the assembled prompt (system blocks with their cache boundaries,
+//! messages with the moving breakpoint, each split into attributed parts), the slot values and
+//! the world snapshot, written as readable YAML next to the session by `covel test --update`.
+//! A later run is compared part by part; every difference names the plugin and segment that
+//! wrote the text, with a word-level diff.
+
+use super::TurnCapture;
+use crate::parts::{self, Part};
+use crate::textdiff;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+/// The format tag of a golden file.
+pub const FORMAT: &str = "covel-golden@1";
+
+/// A golden file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Golden {
+    pub format: String,
+    pub session: String,
+    pub turns: Vec<GoldenTurn>,
+}
+
+/// One turn of a golden file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct GoldenTurn {
+    pub turn: String,
+    pub say: String,
+    pub system: Vec<GoldenBlock>,
+    pub messages: Vec<GoldenMessage>,
+    pub slots: Vec<GoldenSlot>,
+    pub world: Value,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct GoldenBlock {
+    pub block: String,
+    pub cache_boundary: bool,
+    pub parts: Vec<Part>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct GoldenMessage {
+    pub role: String,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cache_breakpoint: bool,
+    pub parts: Vec<Part>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct GoldenSlot {
+    pub slot: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    pub value: Value,
+}
+
+/// One difference from the golden snapshot.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Difference {
+    /// Where: `system block stable-segments`, `message 5 (user)`, `slot stage.cast@1`, `world`…
+    pub place: String,
+    /// What wrote the text (`segment story-director/tone`, `history m2`…), when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    /// The plugin responsible, when a plugin is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plugin: Option<String>,
+    /// `changed`, `added` or `removed`.
+    pub change: &'static str,
+    pub diff: String,
+}
+
+/// The golden file of a session: `x.session.yaml` → `x.golden.yaml` beside it.
+pub fn path_for(session: &Path) -> PathBuf {
+    let name = session.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "session".into());
+    let stem = name.strip_suffix(".yaml").or_else(|| name.strip_suffix(".yml")).unwrap_or(&name);
+    let stem = stem.strip_suffix(".session").unwrap_or(stem);
+    session.with_file_name(format!("{stem}.golden.yaml"))
+}
+
+fn block_name(kind: covel_kernel::prompt::BlockKind) -> String {
+    serde_json::to_value(kind).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+}
+
+/// The golden turn of a captured turn.
+pub fn turn_of(capture: &TurnCapture) -> GoldenTurn {
+    let preview = &capture.preview;
+    let rows = &preview.segments;
+    let system = preview
+        .prompt
+        .system
+        .blocks
+        .iter()
+        .map(|b| GoldenBlock { block: block_name(b.kind), cache_boundary: b.cache_boundary, parts: parts::block_parts(b, rows) })
+        .collect();
+    let breakpoint = parts::history_breakpoint(&preview.prompt.messages);
+    let messages = preview
+        .prompt
+        .messages
+        .iter()
+        .enumerate()
+        .map(|(i, m)| GoldenMessage { role: m.role.clone(), cache_breakpoint: Some(i) == breakpoint, parts: parts::message_parts(m, rows) })
+        .collect();
+    let slots = capture.slots.iter().map(|s| GoldenSlot { slot: s.slot.as_str().to_string(), key: s.key.clone(), value: s.value.clone() }).collect();
+    GoldenTurn { turn: capture.turn_id.clone(), say: capture.say.clone(), system, messages, slots, world: capture.world.clone() }
+}
+
+/// Reads a golden file.
+pub fn load(path: &Path) -> Result<Golden, String> {
+    let text = crate::workspace::read_session_text(path).map_err(|e| e.to_string())?;
+    let golden: Golden = serde_saphyr::from_str(&text).map_err(|e| e.to_string())?;
+    if golden.format != FORMAT {
+        return Err(format!("format is `{}`, not {FORMAT}", golden.format));
+    }
+    Ok(golden)
+}
+
+/// The golden file's text.
+pub fn render(golden: &Golden, session: &Path) -> Result<String, String> {
+    let name = session.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let body = serde_saphyr::to_string(golden).map_err(|e| e.to_string())?;
+    Ok(format!("# Golden snapshot of {name}, written by `covel test --update` (docs/testing.md): per turn, the\n# assembled prompt, the slot values and the world snapshot. Review changes like code.\n{body}"))
+}
+
+fn short(text: &str) -> String {
+    let flat = text.replace('\n', "⏎");
+    if flat.chars().count() > 200 { format!("{}…", flat.chars().take(200).collect::<String>()) } else { flat }
+}
+
+/// Compares two part lists (aligned by what wrote them) and records the differences.
+fn diff_parts(place: &str, old: &[Part], new: &[Part], out: &mut Vec<Difference>) {
+    let keys = |parts: &[Part]| parts.iter().map(|p| p.from.clone()).collect::<Vec<_>>();
+    let (old_keys, new_keys) = (keys(old), keys(new));
+    for op in similar::capture_diff_slices(similar::Algorithm::Myers, &old_keys, &new_keys) {
+        let (tag, old_range, new_range) = op.as_tag_tuple();
+        let record = |part: &Part, change: &'static str, diff: String| Difference {
+            place: place.to_string(),
+            from: Some(part.from.clone()),
+            plugin: part.plugin().map(str::to_string),
+            change,
+            diff,
+        };
+        match tag {
+            similar::DiffTag::Equal => {
+                for (a, b) in old[old_range].iter().zip(&new[new_range]) {
+                    if a.text != b.text {
+                        out.push(record(b, "changed", textdiff::words(&a.text, &b.text)));
+                    }
+                }
+            }
+            similar::DiffTag::Delete => out.extend(old[old_range].iter().map(|p| record(p, "removed", short(&p.text)))),
+            similar::DiffTag::Insert => out.extend(new[new_range].iter().map(|p| record(p, "added", short(&p.text)))),
+            similar::DiffTag::Replace => {
+                out.extend(old[old_range].iter().map(|p| record(p, "removed", short(&p.text))));
+                out.extend(new[new_range].iter().map(|p| record(p, "added", short(&p.text))));
+            }
+        }
+    }
+}
+
+/// Everything that differs between a golden turn and this run's turn. `providers` names, for a
+/// slot id or `world`, the plugins whose providers produced the current value.
+pub fn compare(old: &GoldenTurn, new: &GoldenTurn, providers: &dyn Fn(&str) -> Option<String>) -> Vec<Difference> {
+    let mut out = Vec::new();
+    let plain = |place: String, change: &'static str, diff: String| Difference { place, from: None, plugin: None, change, diff };
+    if old.say != new.say {
+        out.push(plain("player message".into(), "changed", textdiff::words(&old.say, &new.say)));
+    }
+    // System blocks, aligned by kind.
+    for block in &old.system {
+        let place = format!("system block {}", block.block);
+        match new.system.iter().find(|b| b.block == block.block) {
+            None => out.push(plain(place, "removed", short(&block.parts.iter().map(|p| p.text.as_str()).collect::<Vec<_>>().join(" ")))),
+            Some(now) => {
+                if now.cache_boundary != block.cache_boundary {
+                    let diff = format!("cache boundary {}", if now.cache_boundary { "added" } else { "removed" });
+                    out.push(plain(place.clone(), "changed", diff));
+                }
+                diff_parts(&place, &block.parts, &now.parts, &mut out);
+            }
+        }
+    }
+    for block in new.system.iter().filter(|b| !old.system.iter().any(|o| o.block == b.block)) {
+        diff_parts(&format!("system block {}", block.block), &[], &block.parts, &mut out);
+    }
+    // Messages, aligned by what wrote them.
+    let key = |m: &GoldenMessage| format!("{}|{}", m.role, m.parts.iter().map(|p| p.from.as_str()).collect::<Vec<_>>().join(","));
+    let (old_keys, new_keys): (Vec<String>, Vec<String>) = (old.messages.iter().map(key).collect(), new.messages.iter().map(key).collect());
+    for op in similar::capture_diff_slices(similar::Algorithm::Myers, &old_keys, &new_keys) {
+        let (tag, old_range, new_range) = op.as_tag_tuple();
+        let place = |i: usize, m: &GoldenMessage| format!("message {} ({})", i + 1, m.role);
+        match tag {
+            similar::DiffTag::Equal | similar::DiffTag::Replace => {
+                let pairs = old_range.clone().zip(new_range.clone());
+                for (i, j) in pairs.clone() {
+                    let (a, b) = (&old.messages[i], &new.messages[j]);
+                    if a.cache_breakpoint != b.cache_breakpoint {
+                        let diff = format!("cache breakpoint {}", if b.cache_breakpoint { "moved here" } else { "moved away" });
+                        out.push(plain(place(j, b), "changed", diff));
+                    }
+                    diff_parts(&place(j, b), &a.parts, &b.parts, &mut out);
+                }
+                let paired = pairs.count();
+                for i in old_range.skip(paired) {
+                    diff_parts(&place(i, &old.messages[i]), &old.messages[i].parts, &[], &mut out);
+                }
+                for j in new_range.skip(paired) {
+                    diff_parts(&place(j, &new.messages[j]), &[], &new.messages[j].parts, &mut out);
+                }
+            }
+            similar::DiffTag::Delete => {
+                for i in old_range {
+                    diff_parts(&place(i, &old.messages[i]), &old.messages[i].parts, &[], &mut out);
+                }
+            }
+            similar::DiffTag::Insert => {
+                for j in new_range {
+                    diff_parts(&place(j, &new.messages[j]), &[], &new.messages[j].parts, &mut out);
+                }
+            }
+        }
+    }
+    // Slots and the world, by JSON pointer.
+    let slot_key = |s: &GoldenSlot| format!("{}{}", s.slot, s.key.as_ref().map(|k| format!("[{k}]")).unwrap_or_default());
+    for slot in &old.slots {
+        let now = new.slots.iter().find(|s| slot_key(s) == slot_key(slot));
+        let value = now.map_or(Value::Null, |s| s.value.clone());
+        for change in textdiff::json(&slot.value, &value, 6) {
+            out.push(Difference {
+                place: format!("slot {}{}", slot_key(slot), change.pointer),
+                from: None,
+                plugin: providers(&slot.slot),
+                change: "changed",
+                diff: change.diff,
+            });
+        }
+    }
+    for slot in new.slots.iter().filter(|s| !old.slots.iter().any(|o| slot_key(o) == slot_key(s))) {
+        out.push(Difference { place: format!("slot {}", slot_key(slot)), from: None, plugin: providers(&slot.slot), change: "added", diff: short(&slot.value.to_string()) });
+    }
+    for change in textdiff::json(&old.world, &new.world, 8) {
+        out.push(Difference { place: format!("world{}", change.pointer), from: None, plugin: providers("world"), change: "changed", diff: change.diff });
+    }
+    out
+}

@@ -1,0 +1,306 @@
+//! Golden session tests (`covel test`): every session file is a test. Its scripted turns
+//! (`test.turns`) are played — with the reply they give, or the session's offline model
+//! (scripted, or `replay` from a recording) — and without scripted turns the session is tested
+//! on its next turn (`nextMessage`) without calling a model. Each turn is checked against its
+//! expectations and against the golden snapshot next to the session (`x.golden.yaml`), which
+//! `--update` writes. Live model backends are refused: tests never reach the network.
+
+pub mod checks;
+pub mod golden;
+
+use crate::playtest::Playtest;
+use crate::preview::{Preview, RuntimeTarget, SlotView};
+use crate::workspace::Workspace;
+use checks::CheckResult;
+use covel_js::Limits;
+use covel_kernel::session::{self, Session};
+use covel_kernel::test_session::Expectation;
+use golden::{Difference, Golden};
+use serde::Serialize;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+/// Why tests could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum TestError {
+    #[error("{0}: no such file or folder")]
+    Missing(PathBuf),
+    #[error("cannot read {path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{0} holds no test sessions (*.session.yaml)")]
+    NoSessions(PathBuf),
+}
+
+/// One session to test and the plugins folder it runs against.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    pub session: PathBuf,
+    /// The folder the session was found in, when it was found by searching a plugins folder.
+    pub found_in: Option<PathBuf>,
+}
+
+/// What one turn captured: the preview the model was asked with, the slots after the turn,
+/// the world snapshot.
+#[derive(Debug, Clone)]
+pub struct TurnCapture {
+    pub turn_id: String,
+    pub say: String,
+    pub preview: Preview,
+    pub slots: Vec<SlotView>,
+    pub world: Value,
+}
+
+/// The result of one turn.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnResult {
+    pub turn_id: String,
+    pub say: String,
+    pub passed: bool,
+    pub checks: Vec<CheckResult>,
+    /// Differences from the golden snapshot (empty when it matches, or when there is none).
+    pub golden_differences: Vec<Difference>,
+    /// Why the turn failed to run (a failing world context, a replay miss…).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// What happened with the golden snapshot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GoldenStatus {
+    Matches,
+    Differs,
+    /// There is no golden file (a failure when the session has no expectations either).
+    Missing,
+    /// `--update` wrote it.
+    Written,
+    /// `--update` found nothing to change.
+    Unchanged,
+    /// Not compared: the run failed before every turn was captured.
+    Skipped,
+}
+
+/// The result of one test session.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionResult {
+    pub session: PathBuf,
+    pub plugins_dir: PathBuf,
+    pub golden_file: PathBuf,
+    pub golden: GoldenStatus,
+    pub passed: bool,
+    pub turns: Vec<TurnResult>,
+    /// Why the session could not be tested at all (unreadable, invalid, a live backend…).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Finds the sessions to test: files as given; in folders, every `*.session.yaml` in the folder
+/// and in its subfolders that are not plugins (two levels), except played sessions
+/// (`*.played.session.yaml`).
+pub fn discover(paths: &[PathBuf]) -> Result<Vec<Target>, TestError> {
+    let mut out = Vec::new();
+    for path in paths {
+        if path.is_file() {
+            out.push(Target { session: path.clone(), found_in: None });
+        } else if path.is_dir() {
+            let mut found = Vec::new();
+            collect(path, 0, &mut found)?;
+            if found.is_empty() {
+                return Err(TestError::NoSessions(path.clone()));
+            }
+            found.sort();
+            out.extend(found.into_iter().map(|session| Target { session, found_in: Some(path.clone()) }));
+        } else {
+            return Err(TestError::Missing(path.clone()));
+        }
+    }
+    Ok(out)
+}
+
+fn collect(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) -> Result<(), TestError> {
+    let entries = std::fs::read_dir(dir).map_err(|source| TestError::Io { path: dir.to_path_buf(), source })?;
+    for entry in entries {
+        let path = entry.map_err(|source| TestError::Io { path: dir.to_path_buf(), source })?.path();
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        if path.is_file() && name.ends_with(".session.yaml") && !name.ends_with(".played.session.yaml") {
+            out.push(path);
+        } else if path.is_dir() && depth < 2 && !name.starts_with('.') && name != "node_modules" && !path.join("PLUGIN.md").is_file() {
+            collect(&path, depth + 1, out)?;
+        }
+    }
+    Ok(())
+}
+
+/// The plugins folder of a session: the one it names (`test.plugins`, relative to the file),
+/// else the folder it was found in, else the folder it sits in.
+pub fn plugins_dir_of(target: &Target, session: Option<&Session>) -> PathBuf {
+    let parent = target.session.parent().map(Path::to_path_buf).unwrap_or_default();
+    match session.and_then(|s| s.test.as_ref()).and_then(|t| t.plugins.as_deref()) {
+        Some(named) => parent.join(named),
+        None => target.found_in.clone().unwrap_or(parent),
+    }
+}
+
+fn failed_session(target: &Target, plugins_dir: PathBuf, error: String) -> SessionResult {
+    SessionResult {
+        golden_file: golden::path_for(&target.session),
+        session: target.session.clone(),
+        plugins_dir,
+        golden: GoldenStatus::Skipped,
+        passed: false,
+        turns: Vec::new(),
+        error: Some(error),
+    }
+}
+
+/// Plays (or previews) a session's turns and captures each one. Stops at the first turn that
+/// fails to run; returns the captures so far and that turn's error.
+pub fn capture_turns(workspace: Workspace) -> (Vec<TurnCapture>, Option<(String, String, String)>) {
+    let turns = workspace.session.test.as_ref().map(|t| t.turns.clone()).unwrap_or_default();
+    if turns.is_empty() {
+        let preview = workspace.preview(&RuntimeTarget::Story);
+        let say = workspace.session.next_message.clone();
+        if let Some(error) = &preview.world_context.error {
+            return (Vec::new(), Some((preview.turn_id.clone(), say, format!("the turn would fail: {error}"))));
+        }
+        let capture = TurnCapture { turn_id: preview.turn_id.clone(), say, slots: preview.slots.clone(), world: preview.world_context.snapshot.clone(), preview };
+        return (vec![capture], None);
+    }
+    let mut play = Playtest::new(workspace);
+    let mut captures = Vec::new();
+    for turn in &turns {
+        let report = play.play_scripted(&turn.say, turn.reply.as_deref());
+        if let Some(error) = report.error {
+            return (captures, Some((report.turn_id, turn.say.clone(), error)));
+        }
+        let world = report.preview.world_context.snapshot.clone();
+        captures.push(TurnCapture { turn_id: report.turn_id, say: turn.say.clone(), preview: report.preview, slots: play.slots.values(), world });
+    }
+    (captures, None)
+}
+
+/// Why a session's model would reach the network in a test, if it would.
+fn live_backend(session: &Session) -> Option<String> {
+    let turns = session.test.as_ref().map(|t| t.turns.as_slice()).unwrap_or_default();
+    let story = &session.models.story;
+    let needs_model = turns.iter().any(|t| t.reply.is_none());
+    (needs_model && matches!(story.backend.as_str(), "openai" | "anthropic")).then(|| {
+        format!(
+            "the story model is the live `{}` backend and a scripted turn has no `reply`: tests never call live models. Record the turns with `covel play --record FILE` and use `backend: replay` with `recording: FILE`, or give every turn a reply",
+            story.backend
+        )
+    })
+}
+
+/// Tests one session.
+pub fn run_session(target: &Target, update: bool, limits: &Limits) -> SessionResult {
+    let text = match crate::workspace::read_session_text(&target.session) {
+        Ok(text) => text,
+        Err(e) => return failed_session(target, plugins_dir_of(target, None), format!("cannot read the session: {e}")),
+    };
+    let parsed = match session::parse_session(&text, &target.session) {
+        Ok(s) => s,
+        Err(d) => return failed_session(target, plugins_dir_of(target, None), format!("invalid session file {d}")),
+    };
+    let plugins_dir = plugins_dir_of(target, Some(&parsed));
+    if let Some(why) = live_backend(&parsed) {
+        return failed_session(target, plugins_dir, why);
+    }
+    let workspace = match Workspace::open(&plugins_dir, Some(&target.session), limits) {
+        Ok(ws) => ws,
+        Err(e) => return failed_session(target, plugins_dir, e.to_string()),
+    };
+    let broken: Vec<String> = workspace.diagnostics().map(|d| format!("{}: {d}", d.plugin.as_deref().unwrap_or("session"))).collect();
+    let spec = parsed.test.clone().unwrap_or_default();
+    let expectations: Vec<Vec<Expectation>> =
+        if spec.turns.is_empty() { vec![spec.expect.clone()] } else { spec.turns.iter().map(|t| t.expect.clone()).collect() };
+    let has_expectations = expectations.iter().any(|e| !e.is_empty());
+    let session_id = workspace.session.id.clone();
+    let (captures, failure) = capture_turns(workspace);
+
+    let mut turns: Vec<TurnResult> = captures
+        .iter()
+        .zip(&expectations)
+        .map(|(capture, expect)| {
+            let checks: Vec<CheckResult> = expect.iter().map(|e| checks::evaluate(e, capture)).collect();
+            TurnResult { turn_id: capture.turn_id.clone(), say: capture.say.clone(), passed: checks.iter().all(|c| c.passed), checks, golden_differences: Vec::new(), error: None }
+        })
+        .collect();
+    if let Some((turn_id, say, error)) = &failure {
+        turns.push(TurnResult { turn_id: turn_id.clone(), say: say.clone(), passed: false, checks: Vec::new(), golden_differences: Vec::new(), error: Some(error.clone()) });
+    }
+
+    let golden_file = golden::path_for(&target.session);
+    let current = Golden { format: golden::FORMAT.into(), session: session_id, turns: captures.iter().map(golden::turn_of).collect() };
+    let mut error = (!broken.is_empty()).then(|| format!("plugins or the session have problems: {}", broken.join("; ")));
+    let status = if failure.is_some() {
+        GoldenStatus::Skipped
+    } else if update {
+        let unchanged = golden::load(&golden_file).is_ok_and(|g| g == current);
+        if unchanged {
+            GoldenStatus::Unchanged
+        } else {
+            match golden::render(&current, &target.session).and_then(|t| std::fs::write(&golden_file, t).map_err(|e| e.to_string())) {
+                Ok(()) => GoldenStatus::Written,
+                Err(e) => {
+                    error.get_or_insert(format!("cannot write {}: {e}", golden_file.display()));
+                    GoldenStatus::Skipped
+                }
+            }
+        }
+    } else if !golden_file.exists() {
+        GoldenStatus::Missing
+    } else {
+        match golden::load(&golden_file) {
+            Err(e) => {
+                error.get_or_insert(format!("cannot read the golden snapshot {}: {e} (run `covel test --update`)", golden_file.display()));
+                GoldenStatus::Differs
+            }
+            Ok(old) => {
+                let mut differs = old.turns.len() != current.turns.len();
+                for (index, turn) in turns.iter_mut().enumerate() {
+                    let (Some(old_turn), Some(new_turn), Some(capture)) = (old.turns.get(index), current.turns.get(index), captures.get(index)) else { continue };
+                    let providers = |slot: &str| providers_of(capture, slot);
+                    turn.golden_differences = golden::compare(old_turn, new_turn, &providers);
+                    if !turn.golden_differences.is_empty() {
+                        turn.passed = false;
+                        differs = true;
+                    }
+                }
+                if old.turns.len() != current.turns.len() {
+                    error.get_or_insert(format!("the golden snapshot has {} turns, this run {} (run `covel test --update`)", old.turns.len(), current.turns.len()));
+                }
+                if differs { GoldenStatus::Differs } else { GoldenStatus::Matches }
+            }
+        }
+    };
+    if status == GoldenStatus::Missing && !has_expectations {
+        error.get_or_insert(format!("no golden snapshot ({}) and no expectations: run `covel test --update` to write one", golden_file.display()));
+    }
+    let passed = error.is_none() && turns.iter().all(|t| t.passed) && status != GoldenStatus::Differs;
+    SessionResult { session: target.session.clone(), plugins_dir, golden_file, golden: status, passed, turns, error }
+}
+
+/// The plugins whose providers produced a slot's value (or the world snapshot, for `world`).
+fn providers_of(capture: &TurnCapture, slot: &str) -> Option<String> {
+    if slot == "world" {
+        return capture.preview.world_context.provided_by.clone();
+    }
+    let mut plugins: Vec<String> = capture
+        .slots
+        .iter()
+        .filter(|s| s.slot.as_str() == slot)
+        .flat_map(|s| s.chain.iter())
+        .filter(|c| c.outcome == covel_kernel::runner::Outcome::Success)
+        .map(|c| c.plugin_id.clone())
+        .collect();
+    plugins.dedup();
+    (!plugins.is_empty()).then(|| plugins.join(", "))
+}
+
+/// Runs every test session of a plugins folder (the Tests panel).
+pub fn run_folder(plugins_dir: &Path, update: bool, limits: &Limits) -> Result<Vec<SessionResult>, TestError> {
+    Ok(discover(&[plugins_dir.to_path_buf()])?.iter().map(|t| run_session(t, update, limits)).collect())
+}

@@ -1,0 +1,327 @@
+//! The cache-and-cost forecast on fixture sessions: a changed `stable` segment predicts a cache
+//! write at its turn and is named; a prompt under the minimum predicts no caching and says why;
+//! the totals add up from the per-turn rows; counts are remembered per segment; and loopback
+//! fakes of the Anthropic and OpenAI APIs, returning `usage` with cache fields, agree with the
+//! forecast — or, when the provider behaves differently, the mismatch names where its cache
+//! stopped.
+
+use covel_js::Limits;
+use covel_studio::Workspace;
+use covel_studio::facts::ModelFacts;
+use covel_studio::forecast::{self, Forecast, ForecastOptions, Outcome, PlayedTurn};
+use covel_studio::tokens::{Encoding, TokenCounter};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use std::collections::HashSet;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+fn fixture(name: &str) -> (PathBuf, PathBuf) {
+    let root = covel_tests::fixture("forecast");
+    (root.join("plugins"), root.join(name))
+}
+
+fn open(session: &str) -> Workspace {
+    let (plugins, session) = fixture(session);
+    Workspace::open(&plugins, Some(&session), &Limits::default()).expect("opens")
+}
+
+fn run(workspace: Workspace, model: &str, pace: f64) -> Forecast {
+    let (played, error) = forecast::play(workspace, None);
+    assert!(error.is_none(), "{error:?}");
+    predict(&played, model, pace, &TokenCounter::new())
+}
+
+fn predict(played: &[PlayedTurn], model: &str, pace: f64, counter: &TokenCounter) -> Forecast {
+    let profile = ModelFacts::embedded().expect("facts").profile(model).expect("model");
+    forecast::forecast(played, &profile, &ForecastOptions { pace_seconds: pace, ttl: "5m".into() }, counter)
+}
+
+#[test]
+fn a_changed_stable_segment_predicts_a_cache_write_at_that_turn_and_names_the_segment() {
+    let f = run(open("storm.session.yaml"), "claude-sonnet-4-5", 60.0);
+    assert_eq!(f.turns.len(), 3);
+    let stable = |turn: usize| f.turns[turn].breakpoints.iter().find(|b| b.at == "system block stable-segments").expect("stable block breakpoint").clone();
+    assert_eq!((stable(0).outcome, stable(0).reason_code), (Outcome::Write, "cold"));
+    assert_eq!((stable(1).outcome, stable(1).reason_code), (Outcome::Hit, "read"));
+    let storm = stable(2);
+    assert_eq!((storm.outcome, storm.reason_code), (Outcome::Write, "prefix-changed"), "{}", storm.reason);
+    assert_eq!(storm.segment.as_deref(), Some("weather/sky"));
+    assert_eq!(storm.plugin.as_deref(), Some("weather"));
+    assert!(storm.reason.contains("segment weather/sky (plugin weather) differs from turn 2"), "{}", storm.reason);
+    assert_eq!(f.turns[2].cache_read_tokens, 0, "the whole prefix is rewritten");
+    assert!(f.turns[2].cache_write_tokens > 2000);
+    let advice = f.advice.volatility.iter().find(|v| v.segment == "weather/sky").expect("volatility advice");
+    assert!(advice.change.contains("turn") && advice.saving > 0.0);
+    let codex = f.ledger.iter().find(|r| r.owner == "codex").expect("codex in the ledger");
+    assert!(codex.cached_part_tokens > 6000 && codex.uncached_part_tokens == 0 && codex.share > 0.9);
+}
+
+#[test]
+fn a_prompt_under_the_minimum_predicts_no_caching_and_says_why() {
+    let f = run(open("small.session.yaml"), "claude-sonnet-4-5", 60.0);
+    for turn in &f.turns {
+        assert_eq!((turn.cache_read_tokens, turn.cache_write_tokens), (0, 0));
+        for b in &turn.breakpoints {
+            assert_eq!((b.outcome, b.reason_code), (Outcome::Miss, "below-minimum"));
+            assert!(b.reason.contains("under claude-sonnet-4-5's minimum cacheable 1024 tokens"), "{}", b.reason);
+        }
+    }
+    assert!(f.advice.notes.iter().any(|n| n.contains("never reaches")), "{:?}", f.advice.notes);
+    assert_eq!(f.totals.saving, 0.0);
+    let openai = run(open("small.session.yaml"), "gpt-4o", 60.0);
+    assert!(openai.turns.iter().all(|t| t.breakpoints[0].reason_code == "below-minimum" && t.cache_read_tokens == 0));
+}
+
+#[test]
+fn totals_add_up_from_the_per_turn_rows() {
+    for model in ["claude-sonnet-4-5", "gpt-4o", "claude-opus-4-5"] {
+        let f = run(open("storm.session.yaml"), model, 60.0);
+        let sum = |get: &dyn Fn(&forecast::TurnForecast) -> f64| f.turns.iter().map(get).sum::<f64>();
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        assert_eq!(f.totals.input_tokens, f.turns.iter().map(|t| t.input_tokens).sum::<u64>());
+        assert_eq!(f.totals.cache_read_tokens, f.turns.iter().map(|t| t.cache_read_tokens).sum::<u64>());
+        assert_eq!(f.totals.cache_write_tokens, f.turns.iter().map(|t| t.cache_write_tokens).sum::<u64>());
+        assert_eq!(f.totals.uncached_tokens, f.turns.iter().map(|t| t.uncached_tokens).sum::<u64>());
+        for t in &f.turns {
+            assert_eq!(t.input_tokens, t.uncached_tokens + t.cache_write_tokens + t.cache_read_tokens, "turn {}", t.turn);
+            assert!(close(t.cost.total, t.cost.input + t.cost.cache_write + t.cost.cache_read));
+        }
+        assert!(close(f.totals.cost.total, sum(&|t| t.cost.total)), "{model}");
+        assert!(close(f.totals.cost_without_cache, sum(&|t| t.cost_without_cache)));
+        assert!(close(f.totals.saving, f.totals.cost_without_cache - f.totals.cost.total));
+        assert!(close(f.ledger.iter().map(|r| r.cost).sum::<f64>(), f.totals.cost.total), "the ledger splits the whole cost");
+        assert!(close(f.ledger.iter().map(|r| r.share).sum::<f64>(), 1.0));
+        let tokens: u64 = f.ledger.iter().map(|r| r.cache_read_tokens + r.cache_write_tokens + r.uncached_tokens).sum();
+        assert_eq!(tokens, f.totals.input_tokens);
+    }
+}
+
+#[test]
+fn a_slow_pace_of_play_expires_the_cache_and_says_so() {
+    let f = run(open("storm.session.yaml"), "claude-sonnet-4-5", 600.0);
+    let turn = &f.turns[1];
+    let stable = turn.breakpoints.iter().find(|b| b.at == "system block stable-segments").expect("breakpoint");
+    assert_eq!(stable.reason_code, "ttl-expired", "{}", stable.reason);
+    assert!(stable.reason.contains("600 s per turn, over the 300 s TTL"), "{}", stable.reason);
+}
+
+#[test]
+fn a_second_forecast_recounts_only_the_segments_that_changed() {
+    let (played, _) = forecast::play(open("storm.session.yaml"), None);
+    let counter = TokenCounter::new();
+    predict(&played, "gpt-4o", 60.0, &counter);
+    let first = counter.stats();
+    predict(&played, "gpt-4o", 60.0, &counter);
+    let second = counter.stats();
+    assert_eq!(second.computed, first.computed, "nothing changed, nothing is recounted");
+    assert!(second.reused > first.reused);
+}
+
+#[test]
+fn the_storm_forecast_matches_its_snapshot() {
+    let f = run(open("storm.session.yaml"), "claude-sonnet-4-5", 60.0);
+    let mut value = serde_json::to_value(&f).expect("json");
+    value["counting"] = json!("[counts]");
+    insta::assert_json_snapshot!("storm_forecast", value);
+}
+
+// ---- loopback fakes that report usage ---------------------------------------------------------
+
+/// A loopback server answering exactly `count` requests with `answer(request_body)`, then
+/// stopping by itself.
+fn fake(count: usize, answer: impl Fn(&Value) -> Value + Send + 'static) -> (String, std::thread::JoinHandle<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let handle = std::thread::spawn(move || {
+        for _ in 0..count {
+            let Some(mut stream) = accept_within(&listener, std::time::Duration::from_secs(30)) else { return };
+            let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+            let (mut line, mut length) = (String::new(), 0);
+            reader.read_line(&mut line).expect("request line");
+            loop {
+                let mut header = String::new();
+                reader.read_line(&mut header).expect("header");
+                if header.trim().is_empty() {
+                    break;
+                }
+                if let Some(v) = header.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).expect("body");
+            let text = answer(&serde_json::from_slice(&body).unwrap_or(Value::Null)).to_string();
+            let response = format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{text}", text.len());
+            stream.write_all(response.as_bytes()).expect("respond");
+        }
+    });
+    (url, handle)
+}
+
+/// Claude-like counts for the fake: the same stated estimate the forecast uses (the fake checks
+/// the caching behaviour end to end, not the tokenizer).
+fn claude_tokens(counter: &TokenCounter, text: &str) -> u64 {
+    (counter.count(Encoding::Cl100kBase, text) as f64 * 1.2).ceil() as u64
+}
+
+/// An Anthropic Messages fake with a prefix cache at `cache_control` breakpoints (20-block
+/// look-back, 1024-token minimum). `forget_before` empties its cache before that request
+/// (1-based), as an eviction would.
+fn anthropic_fake(turns: usize, forget_before: Option<usize>) -> (String, std::thread::JoinHandle<()>) {
+    let cache: Arc<Mutex<HashSet<Vec<u8>>>> = Arc::default();
+    let seen = Arc::new(Mutex::new(0usize));
+    let counter = TokenCounter::new();
+    fake(turns, move |body| {
+        let mut n = seen.lock().expect("lock");
+        *n += 1;
+        let mut cache = cache.lock().expect("lock");
+        if forget_before == Some(*n) {
+            cache.clear();
+        }
+        let mut blocks: Vec<(Value, bool, u64)> = Vec::new();
+        for b in body["system"].as_array().into_iter().flatten() {
+            blocks.push((json!({"role": "system", "b": b["text"]}), b.get("cache_control").is_some(), claude_tokens(&counter, b["text"].as_str().unwrap_or_default())));
+        }
+        for m in body["messages"].as_array().into_iter().flatten() {
+            for (i, b) in m["content"].as_array().into_iter().flatten().enumerate() {
+                blocks.push((json!({"role": m["role"], "first": i == 0, "b": b["text"]}), b.get("cache_control").is_some(), claude_tokens(&counter, b["text"].as_str().unwrap_or_default())));
+            }
+        }
+        let mut prefix = Vec::new();
+        let mut hashes = Vec::new();
+        let mut cum = Vec::new();
+        let mut total = 0;
+        for (key, _, tokens) in &blocks {
+            prefix.extend_from_slice(key.to_string().as_bytes());
+            hashes.push(Sha256::digest(&prefix).to_vec());
+            total += tokens;
+            cum.push(total);
+        }
+        let breaks: Vec<usize> = blocks.iter().enumerate().filter(|(_, b)| b.1).map(|(i, _)| i).collect();
+        let read_at = breaks.iter().filter_map(|&k| (k.saturating_sub(20)..=k).rev().find(|&j| cache.contains(&hashes[j]))).max();
+        let read = read_at.map_or(0, |r| cum[r]);
+        let last = breaks.iter().copied().filter(|&k| cum[k] >= 1024).max().filter(|&k| read_at.is_none_or(|r| k > r));
+        let write = last.map_or(0, |k| cum[k] - read);
+        for &k in breaks.iter().filter(|&&k| cum[k] >= 1024) {
+            cache.insert(hashes[k].clone());
+        }
+        json!({"content": [{"type": "text", "text": format!("Reply {n}.")}], "stop_reason": "end_turn",
+               "usage": {"input_tokens": total - read - write, "output_tokens": 4, "cache_creation_input_tokens": write, "cache_read_input_tokens": read}})
+    })
+}
+
+/// An OpenAI chat fake with automatic prefix caching (1024-token minimum, 128-token steps, exact
+/// o200k_base counts, 3 tokens per message, 3 for the reply). `cap` limits what it caches.
+fn openai_fake(turns: usize, cap: Option<u64>) -> (String, std::thread::JoinHandle<()>) {
+    let previous: Arc<Mutex<Vec<Vec<u32>>>> = Arc::default();
+    let counter = TokenCounter::new();
+    fake(turns, move |body| {
+        let mut sequence: Vec<u32> = Vec::new();
+        for m in body["messages"].as_array().into_iter().flatten() {
+            let role = if m["role"] == "system" { u32::MAX - 1 } else if m["role"] == "user" { u32::MAX - 2 } else { u32::MAX - 3 };
+            sequence.extend([u32::MAX, role, u32::MAX]);
+            sequence.extend(counter.encode(Encoding::O200kBase, m["content"].as_str().unwrap_or_default()));
+        }
+        let total = sequence.len() as u64 + 3;
+        let mut previous = previous.lock().expect("lock");
+        let common = previous.iter().map(|p| p.iter().zip(&sequence).take_while(|(a, b)| a == b).count() as u64).max().unwrap_or(0);
+        let common = cap.map_or(common, |c| common.min(c));
+        let cached = if total >= 1024 && common >= 1024 { common / 128 * 128 } else { 0 };
+        previous.push(sequence);
+        json!({"choices": [{"message": {"role": "assistant", "content": "A reply."}, "finish_reason": "stop"}],
+               "usage": {"prompt_tokens": total, "completion_tokens": 3, "prompt_tokens_details": {"cached_tokens": cached}}})
+    })
+}
+
+/// The storm session's calm turns, answered by a backend at `url` (no scripted replies).
+fn live(backend: &str, url: &str, model: &str, turns: usize) -> Workspace {
+    let mut ws = open("storm.session.yaml");
+    let test = ws.session.test.as_mut().expect("scripted turns");
+    test.turns.truncate(turns);
+    for turn in &mut test.turns {
+        turn.reply = None;
+        turn.say = turn.say.replace("storm", "tide");
+    }
+    let story = &mut ws.session.models.story;
+    story.backend = backend.into();
+    story.base_url = Some(url.into());
+    story.model = Some(model.into());
+    ws
+}
+
+#[test]
+fn an_anthropic_fake_reporting_cache_usage_agrees_with_the_forecast() {
+    let (url, server) = anthropic_fake(3, None);
+    let (played, error) = forecast::play(live("anthropic", &url, "claude-sonnet-4-5", 3), None);
+    server.join().expect("the fake stops by itself");
+    assert!(error.is_none(), "{error:?}");
+    let f = predict(&played, "claude-sonnet-4-5", 60.0, &TokenCounter::new());
+    for turn in &f.turns {
+        let reported = turn.reported.expect("usage is kept per turn");
+        assert_eq!((reported.cache_read_tokens, reported.cache_write_tokens), (turn.cache_read_tokens, turn.cache_write_tokens), "turn {}", turn.turn);
+        assert!(turn.mismatches.is_empty(), "{:?}", turn.mismatches);
+    }
+    assert!(f.turns[1].cache_read_tokens > 2000 && f.turns[2].cache_read_tokens > f.turns[1].cache_read_tokens, "the history breakpoint moves forward");
+}
+
+#[test]
+fn an_anthropic_fake_that_evicts_its_cache_is_flagged_as_a_mismatch() {
+    let (url, server) = anthropic_fake(3, Some(3));
+    let (played, _) = forecast::play(live("anthropic", &url, "claude-sonnet-4-5", 3), None);
+    server.join().expect("the fake stops by itself");
+    let f = predict(&played, "claude-sonnet-4-5", 60.0, &TokenCounter::new());
+    assert!(f.turns[1].mismatches.is_empty());
+    let mismatch = f.turns[2].mismatches.iter().find(|m| m.field == "cacheRead").expect("flagged");
+    assert_eq!(mismatch.reported, 0);
+    assert!(mismatch.predicted > 2000);
+    assert_eq!(mismatch.at, "system block preamble", "{}", mismatch.message);
+}
+
+#[test]
+fn an_openai_fake_reporting_cached_tokens_agrees_exactly_with_the_forecast() {
+    let (url, server) = openai_fake(3, None);
+    let (played, error) = forecast::play(live("openai", &url, "gpt-4o", 3), None);
+    server.join().expect("the fake stops by itself");
+    assert!(error.is_none(), "{error:?}");
+    let f = predict(&played, "gpt-4o", 60.0, &TokenCounter::new());
+    for turn in &f.turns {
+        let reported = turn.reported.expect("usage");
+        assert_eq!(reported.cache_read_tokens, turn.cache_read_tokens, "turn {}", turn.turn);
+        assert_eq!(reported.input_tokens + reported.cache_read_tokens, turn.input_tokens, "exact counts: turn {}", turn.turn);
+        assert!(turn.mismatches.is_empty());
+    }
+    assert!(f.turns[1].cache_read_tokens >= 1024);
+}
+
+#[test]
+fn an_openai_fake_that_caches_less_names_the_segment_where_its_cache_stopped() {
+    let (url, server) = openai_fake(2, Some(1100));
+    let (played, _) = forecast::play(live("openai", &url, "gpt-4o", 2), None);
+    server.join().expect("the fake stops by itself");
+    let f = predict(&played, "gpt-4o", 60.0, &TokenCounter::new());
+    let mismatch = &f.turns[1].mismatches[0];
+    assert_eq!((mismatch.field, mismatch.reported), ("cacheRead", 1024));
+    assert_eq!(mismatch.segment.as_deref(), Some("codex/rules"), "{}", mismatch.message);
+    assert_eq!(mismatch.plugin.as_deref(), Some("codex"));
+    assert!(mismatch.message.contains("segment codex/rules (plugin codex)"), "{}", mismatch.message);
+}
+
+/// The next connection, or `None` once `limit` has passed: a fake never outlives its test.
+fn accept_within(listener: &std::net::TcpListener, limit: std::time::Duration) -> Option<std::net::TcpStream> {
+    listener.set_nonblocking(true).ok()?;
+    let end = std::time::Instant::now() + limit;
+    while std::time::Instant::now() < end {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                stream.set_nonblocking(false).ok()?;
+                return Some(stream);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(std::time::Duration::from_millis(10)),
+            Err(_) => return None,
+        }
+    }
+    None
+}
