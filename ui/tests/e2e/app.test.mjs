@@ -154,6 +154,12 @@ test("a draft in the session editor survives a hot reload; a change on disk asks
 });
 
 test("the cache and tests panels answer through the real backend", async () => {
+  // A session edit above restarted the playtest: play one turn so the forecast has a played
+  // turn besides the next one.
+  await tab("Playtest");
+  await (await browser.$('[data-testid="player-message"]')).setValue("I swim to the bell tower.");
+  await (await browser.$('[data-testid="play"]')).click();
+  await waitFor("the played turn", async () => /Scripted narrator/.test(await (await browser.$('[data-testid="chat"]')).getText()));
   await tab("Cache");
   await waitFor("the forecast", async () => (await browser.$$('[data-testid="cache-turn"]')).length >= 2);
   assert.match(await (await browser.$('[data-testid="cache-totals"]')).getText(), /without caching/);
