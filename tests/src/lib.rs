@@ -2,6 +2,7 @@
 //! running a point over it, and turning results into stable snapshot values. These helpers are
 //! the only code that touches the crates' APIs, so a refactor changes them, not every test.
 
+pub mod http_fake;
 pub mod synthetic;
 
 use covel_js::{Limits, LoadedPlugin, load_folder, load_plugins};

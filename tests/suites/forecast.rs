@@ -13,7 +13,7 @@ use covel_studio::tokens::{Encoding, TokenCounter};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use std::collections::HashSet;
-use std::io::{BufRead, BufReader, Read, Write};
+use covel_tests::http_fake::{accept_within, read_request, write_json};
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -138,24 +138,9 @@ fn fake(count: usize, answer: impl Fn(&Value) -> Value + Send + 'static) -> (Str
     let handle = std::thread::spawn(move || {
         for _ in 0..count {
             let Some(mut stream) = accept_within(&listener, std::time::Duration::from_secs(30)) else { return };
-            let mut reader = BufReader::new(stream.try_clone().expect("clone"));
-            let (mut line, mut length) = (String::new(), 0);
-            reader.read_line(&mut line).expect("request line");
-            loop {
-                let mut header = String::new();
-                reader.read_line(&mut header).expect("header");
-                if header.trim().is_empty() {
-                    break;
-                }
-                if let Some(v) = header.to_ascii_lowercase().strip_prefix("content-length:") {
-                    length = v.trim().parse().unwrap_or(0);
-                }
-            }
-            let mut body = vec![0; length];
-            reader.read_exact(&mut body).expect("body");
+            let (_, body) = read_request(&stream).expect("request");
             let text = answer(&serde_json::from_slice(&body).unwrap_or(Value::Null)).to_string();
-            let response = format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{text}", text.len());
-            stream.write_all(response.as_bytes()).expect("respond");
+            write_json(&mut stream, &text).expect("respond");
         }
     });
     (url, handle)
@@ -309,19 +294,3 @@ fn an_openai_fake_that_caches_less_names_the_segment_where_its_cache_stopped() {
     assert!(mismatch.message.contains("segment codex/rules (plugin codex)"), "{}", mismatch.message);
 }
 
-/// The next connection, or `None` once `limit` has passed: a fake never outlives its test.
-fn accept_within(listener: &std::net::TcpListener, limit: std::time::Duration) -> Option<std::net::TcpStream> {
-    listener.set_nonblocking(true).ok()?;
-    let end = std::time::Instant::now() + limit;
-    while std::time::Instant::now() < end {
-        match listener.accept() {
-            Ok((stream, _)) => {
-                stream.set_nonblocking(false).ok()?;
-                return Some(stream);
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(std::time::Duration::from_millis(10)),
-            Err(_) => return None,
-        }
-    }
-    None
-}

@@ -8,9 +8,9 @@ use covel_studio::live::{FolderWatcher, LiveStudio};
 use covel_studio::playtest::Playtest;
 use covel_studio::workspace::PluginReload;
 use covel_studio::{RuntimeTarget, Workspace};
+use covel_tests::http_fake::{read_request, write_json};
 use covel_tests::{copy_dir, redact_timings};
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -246,27 +246,9 @@ fn fake_server(reply: Value) -> (String, Recorded) {
     std::thread::spawn(move || {
         for stream in listener.incoming().take(8) {
             let Ok(mut stream) = stream else { continue };
-            let mut reader = BufReader::new(stream.try_clone().expect("clone"));
-            let mut line = String::new();
-            reader.read_line(&mut line).expect("request line");
-            let path = line.split_whitespace().nth(1).unwrap_or_default().to_string();
-            let mut length = 0;
-            loop {
-                let mut header = String::new();
-                reader.read_line(&mut header).expect("header");
-                if header.trim().is_empty() {
-                    break;
-                }
-                if let Some(v) = header.to_ascii_lowercase().strip_prefix("content-length:") {
-                    length = v.trim().parse().unwrap_or(0);
-                }
-            }
-            let mut body = vec![0; length];
-            reader.read_exact(&mut body).expect("body");
+            let (path, body) = read_request(&stream).expect("request");
             record.lock().expect("lock").push((path, serde_json::from_slice(&body).unwrap_or(Value::Null)));
-            let text = reply.to_string();
-            let response = format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{text}", text.len());
-            stream.write_all(response.as_bytes()).expect("respond");
+            write_json(&mut stream, &reply.to_string()).expect("respond");
         }
     });
     (url, seen)
@@ -413,24 +395,10 @@ fn stalling_server(reply: Value) -> StallingServer {
         };
         let _ = stream.set_nonblocking(false);
         let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
-        let mut reader = BufReader::new(stream.try_clone().expect("clone"));
-        let mut length = 0;
-        loop {
-            let mut header = String::new();
-            if reader.read_line(&mut header).unwrap_or(0) == 0 || header.trim().is_empty() {
-                break;
-            }
-            if let Some(v) = header.to_ascii_lowercase().strip_prefix("content-length:") {
-                length = v.trim().parse().unwrap_or(0);
-            }
-        }
-        let mut body = vec![0; length];
-        let _ = reader.read_exact(&mut body);
+        let _ = read_request(&stream);
         let _ = arrived_tx.send(());
         let _ = released.recv_timeout(Duration::from_secs(10));
-        let text = reply.to_string();
-        let response = format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{text}", text.len());
-        let _ = stream.write_all(response.as_bytes());
+        let _ = write_json(&mut stream, &reply.to_string());
         answer_written.store(true, std::sync::atomic::Ordering::SeqCst);
     });
     StallingServer { url, arrived, release, answered, thread }

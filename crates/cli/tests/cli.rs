@@ -550,31 +550,16 @@ fn test_refuses_live_backends() {
 
 /// A loopback Anthropic fake: answers `replies.len()` requests in order, then stops by itself.
 fn anthropic_fake(replies: Vec<&'static str>) -> (String, std::thread::JoinHandle<()>) {
-    use std::io::{BufRead, BufReader, Read, Write};
+    use covel_tests::http_fake::{accept_within, read_request, write_json};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let url = format!("http://{}", listener.local_addr().expect("addr"));
     let handle = std::thread::spawn(move || {
         for reply in replies {
             let Some(mut stream) = accept_within(&listener, std::time::Duration::from_secs(30)) else { return };
-            let mut reader = BufReader::new(stream.try_clone().expect("clone"));
-            let (mut line, mut length) = (String::new(), 0);
-            reader.read_line(&mut line).expect("request line");
-            loop {
-                let mut header = String::new();
-                reader.read_line(&mut header).expect("header");
-                if header.trim().is_empty() {
-                    break;
-                }
-                if let Some(v) = header.to_ascii_lowercase().strip_prefix("content-length:") {
-                    length = v.trim().parse().unwrap_or(0);
-                }
-            }
-            let mut body = vec![0; length];
-            reader.read_exact(&mut body).expect("body");
+            read_request(&stream).expect("request");
             let answer = serde_json::json!({"content": [{"type": "text", "text": reply}], "stop_reason": "end_turn",
                 "usage": {"input_tokens": 50, "output_tokens": 9, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}).to_string();
-            let response = format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}", answer.len());
-            stream.write_all(response.as_bytes()).expect("respond");
+            write_json(&mut stream, &answer).expect("respond");
         }
     });
     (url, handle)
@@ -645,19 +630,3 @@ fn play_record_needs_a_real_backend() {
     assert!(!file.exists());
 }
 
-/// The next connection, or `None` once `limit` has passed: a fake never outlives its test.
-fn accept_within(listener: &std::net::TcpListener, limit: std::time::Duration) -> Option<std::net::TcpStream> {
-    listener.set_nonblocking(true).ok()?;
-    let end = std::time::Instant::now() + limit;
-    while std::time::Instant::now() < end {
-        match listener.accept() {
-            Ok((stream, _)) => {
-                stream.set_nonblocking(false).ok()?;
-                return Some(stream);
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(std::time::Duration::from_millis(10)),
-            Err(_) => return None,
-        }
-    }
-    None
-}
