@@ -453,3 +453,131 @@ fn conflicts_cannot_name_a_kernel_point_or_slot() {
         assert_eq!(p.diagnostics[0].code, Code::InvalidConflict, "{}", p.name);
     }
 }
+
+// ---- The world, the handler context and the slot host, in the kernel ---------------------------
+// These rules live in the kernel (`world`, `context`, `slot_host`) and are checked here with
+// Rust providers and no JavaScript engine.
+
+fn kernel_session(text: &str) -> covel_kernel::session::Session {
+    covel_kernel::session::parse_session(text, std::path::Path::new("session.yaml")).expect("the session parses")
+}
+
+fn manifest(text: &str, id: &str) -> covel_kernel::manifest::Manifest {
+    let (manifest, diagnostics) = covel_kernel::manifest::parse_plugin_md(text, std::path::Path::new("PLUGIN.md"), id);
+    manifest.unwrap_or_else(|| panic!("{id} parses: {diagnostics:?}"))
+}
+
+const DIMENSIONS_SESSION: &str = r#"
+id: s1
+locale: fr-CA
+world:
+  dimensions:
+    trust: { name: Trust, initial: 5 }
+  characters: [{ id: mara, type: player }]
+pluginData:
+  - { pluginId: dims, namespace: _dimensions, key: trust, value: { definition: { name: Trust, schema: { type: number } }, value: 7, version: 3 } }
+  - { pluginId: dims, namespace: _hidden.notes, key: secret, value: "the butler" }
+  - { pluginId: dims, namespace: notes, key: b, value: 2, createdAt: "2024-01-02" }
+  - { pluginId: dims, namespace: notes, key: a, value: 1, createdAt: "2024-01-01" }
+  - { pluginId: other, namespace: notes, key: theirs, value: 3 }
+settings:
+  dims: { mood: tense }
+"#;
+
+const DIMS_PLUGIN: &str = "---\nid: dims\nkind: plugin\ndescription: Dimensions.\nprovides: [world.dimensions@1]\ncontributes:\n  settings:\n    - { key: mood, type: text, default: calm, label: Mood }\n    - { key: verbosity, type: integer, default: 2, label: Verbosity }\n---\n";
+
+#[test]
+fn the_world_view_carries_the_single_dimension_providers_snapshot_and_never_the_initial_values() {
+    let session = kernel_session(DIMENSIONS_SESSION);
+    let one = covel_kernel::world::world_view(&session.world, &session.plugin_data, &["dims".to_string()]);
+    assert_eq!(one["dimensions"]["trust"], json!({"name": "Trust", "schema": {"type": "number"}, "value": 7, "version": 3}));
+    assert_eq!(one["dimensionProviderPluginId"], "dims");
+    for providers in [vec![], vec!["dims".to_string(), "dims-two".to_string()]] {
+        let view = covel_kernel::world::world_view(&session.world, &session.plugin_data, &providers);
+        assert_eq!(view["dimensions"], json!({}), "no fallback to the author's initial values");
+        assert!(view.get("dimensionProviderPluginId").is_none());
+    }
+}
+
+#[test]
+fn a_world_with_dimensions_needs_exactly_one_enabled_dimension_provider() {
+    let session = kernel_session(DIMENSIONS_SESSION);
+    let providers = covel_kernel::world::dimension_providers([&manifest(DIMS_PLUGIN, "dims")]);
+    assert_eq!(providers, ["dims"]);
+    assert_eq!(covel_kernel::world::dimension_rule_violation(&session.world, &providers), None);
+    let none = covel_kernel::world::dimension_rule_violation(&session.world, &[]).expect("none breaks the rule");
+    assert!(none.contains("none is enabled"), "{none}");
+    let two = covel_kernel::world::dimension_rule_violation(&session.world, &["a".into(), "b".into()]).expect("two break it");
+    assert!(two.contains("2 are enabled (a, b)"), "{two}");
+    assert_eq!(covel_kernel::world::required_contracts(&session.world), ["world.dimensions@1"]);
+    let plain = kernel_session("id: s2\n");
+    assert_eq!(covel_kernel::world::dimension_rule_violation(&plain.world, &[]), None, "no dimensions, no rule");
+}
+
+#[test]
+fn the_handler_context_merges_settings_reads_only_own_visible_data_and_the_locales_messages() {
+    let session = kernel_session(DIMENSIONS_SESSION);
+    let dims = manifest(DIMS_PLUGIN, "dims");
+    let execution = ExecutionContext::from_session(&session, [&dims], &["dims".to_string()], Some("turn-1".into()));
+    let messages: std::collections::BTreeMap<String, serde_json::Map<String, Value>> = [("fr", "Bonjour"), ("en", "Hello")]
+        .into_iter()
+        .map(|(tag, text)| (tag.to_string(), json!({"hello": text}).as_object().cloned().unwrap_or_default()))
+        .collect();
+    let ctx = serde_json::to_value(execution.handler_context("dims", &messages)).expect("serializes");
+    assert_eq!(ctx["sessionId"], "s1");
+    assert_eq!(ctx["settings"], json!({"mood": "tense", "verbosity": 2}), "session settings over declared defaults");
+    assert_eq!(ctx["messages"], json!({"hello": "Bonjour"}), "fr-CA reads fr");
+    assert_eq!(ctx["world"]["dimensionProviderPluginId"], "dims");
+    let namespaces: Vec<&str> = ctx["pluginData"].as_array().into_iter().flatten().filter_map(|g| g["namespace"].as_str()).collect();
+    assert_eq!(namespaces, ["notes", "_dimensions"], "own data only, hidden namespaces left out, in creation order");
+    let notes: Vec<&str> = ctx["pluginData"][0]["rows"].as_array().into_iter().flatten().filter_map(|r| r["key"].as_str()).collect();
+    assert_eq!(notes, ["a", "b"], "rows in creation order");
+    assert!(ctx["pluginData"][0]["rows"][0].get("pluginId").is_none(), "no storage identifier fields");
+}
+
+#[test]
+fn a_rust_world_context_provider_reads_the_world_view_it_is_given() {
+    let session = kernel_session(DIMENSIONS_SESSION);
+    let execution = std::sync::Arc::new(ExecutionContext::from_session(&session, [], &["dims".to_string()], None));
+    let provider = rust_provider("dims", PointId::SessionWorldContext, "ctx", 0, |call| {
+        Ok(json!({"dimensions": call.context.world["dimensions"].clone()}))
+    });
+    let result = runner::run(PointId::SessionWorldContext, json!({}), &[provider], &execution, &RunOptions::default());
+    assert_eq!(result.result["dimensions"]["trust"]["value"], 7);
+    assert_eq!(result.result["dimensionProviderPluginId"], "dims", "provenance stamped by the kernel");
+}
+
+fn slot_provider(plugin: &str, id: &str, slot: SlotId, watch: &[&str], preview: &[&str], value: Value) -> runner::Provider {
+    let mut provider = rust_provider(plugin, PointId::UiSlot, id, 0, move |call| {
+        let events = call.input["events"].as_array().map_or(0, Vec::len);
+        Ok(if events == 0 { value.clone() } else { json!({"sceneId": "preview", "name": format!("{events} events")}) })
+    });
+    provider.decl.slot = Some(slot);
+    provider.decl.watch = watch.iter().map(|w| w.to_string()).collect();
+    provider.decl.preview = preview.iter().map(|p| p.to_string()).collect();
+    provider
+}
+
+#[test]
+fn the_slot_host_reprojects_only_what_a_trigger_affects_and_reports_only_new_revisions() {
+    use covel_kernel::slot_host::{SlotHost, Trigger, project};
+    let providers = vec![slot_provider("stage", "backdrop", SlotId::StageBackdrop, &["scene"], &["scene.set"], json!({"sceneId": "harbour", "name": "The Harbour"}))];
+    let execution = ExecutionContext::empty();
+    let projector = |slot, events: &[Value], _turn: Option<&str>| project(&providers, &execution, slot, events);
+    let mut host = SlotHost::default();
+    let first = host.apply(&providers, &projector, &Trigger::All);
+    assert!(first.iter().any(|c| c.slot == SlotId::StageBackdrop && c.value["name"] == "The Harbour"));
+    assert!(host.apply(&providers, &projector, &Trigger::All).is_empty(), "same revisions, no news");
+    let own = Trigger::PluginData { plugin_id: "stage".into(), namespaces: vec!["scene".into()] };
+    assert_eq!(host.affected(&providers, &own).into_iter().collect::<Vec<_>>(), [SlotId::StageBackdrop]);
+    let foreign = Trigger::PluginData { plugin_id: "other".into(), namespaces: vec!["scene".into()] };
+    assert!(host.affected(&providers, &foreign).is_empty(), "a watched namespace is the provider's own");
+    let event = Trigger::EventPreviewed { turn_id: "t1".into(), topic: "scene.set".into(), data: json!({}), plugin_id: None };
+    let previews = host.apply(&providers, &projector, &event);
+    assert_eq!(previews.len(), 1);
+    assert_eq!(previews[0].preview_turn.as_deref(), Some("t1"));
+    let committed = host.values().into_iter().find(|v| v.slot == SlotId::StageBackdrop).expect("committed");
+    assert_eq!(committed.value["name"], "The Harbour", "previews never touch the committed value");
+    host.apply(&providers, &projector, &Trigger::TurnEnded { turn_id: "t1".into() });
+    assert!(host.events("t1").is_empty(), "previews end with their turn");
+}

@@ -137,26 +137,26 @@ fn every_demo_slot_has_a_value_and_a_revision_that_follows_the_value() {
 fn consumers_hear_of_a_value_only_when_its_revision_changes() {
     let ws = demo();
     let mut host = SlotHost::default();
-    let first = host.apply(&ws, &Trigger::All);
+    let first = ws.apply_slots(&mut host, &Trigger::All);
     assert_eq!(first.len(), 7, "six slots, two character visuals");
-    assert!(host.apply(&ws, &Trigger::All).is_empty(), "same values, no news");
+    assert!(ws.apply_slots(&mut host, &Trigger::All).is_empty(), "same values, no news");
 }
 
 #[test]
 fn a_plugin_data_write_reprojects_only_slots_whose_provider_owns_and_watches_the_namespace() {
     let mut ws = demo();
     let mut host = SlotHost::default();
-    host.apply(&ws, &Trigger::All);
+    ws.apply_slots(&mut host, &Trigger::All);
     let watched = Trigger::PluginData { plugin_id: "scene-stage".into(), namespaces: vec!["stage".into()] };
-    assert_eq!(host.affected(&ws, &watched).into_iter().collect::<Vec<_>>(), [SlotId::StageBackdrop]);
+    assert_eq!(host.affected(&ws.active_providers(), &watched).into_iter().collect::<Vec<_>>(), [SlotId::StageBackdrop]);
     for row in ws.session.plugin_data.iter_mut().filter(|r| r.plugin_id == "scene-stage" && r.namespace == "stage") {
         row.value = json!({"sceneId": "tower", "name": "The Bell Tower"});
     }
-    let changes = host.apply(&ws, &watched);
+    let changes = ws.apply_slots(&mut host, &watched);
     assert_eq!(changes.len(), 1);
     assert_eq!(changes[0].value["name"], "The Bell Tower");
     let foreign = Trigger::PluginData { plugin_id: "quest-log".into(), namespaces: vec!["stage".into()] };
-    assert!(host.affected(&ws, &foreign).is_empty(), "the namespace belongs to another plugin");
+    assert!(host.affected(&ws.active_providers(), &foreign).is_empty(), "the namespace belongs to another plugin");
 }
 
 #[test]
@@ -164,18 +164,18 @@ fn a_watch_namespace_written_by_another_plugin_reprojects_nothing() {
     let ws = Workspace::open(&fixture("slots/plugins"), None, &Limits::default()).expect("opens");
     let host = SlotHost::default();
     let trigger = Trigger::PluginData { plugin_id: "watcher-b".into(), namespaces: vec!["shared".into()] };
-    assert!(host.affected(&ws, &trigger).is_empty());
+    assert!(host.affected(&ws.active_providers(), &trigger).is_empty());
     let own = Trigger::PluginData { plugin_id: "watcher-a".into(), namespaces: vec!["shared".into()] };
-    assert_eq!(host.affected(&ws, &own).into_iter().collect::<Vec<_>>(), [SlotId::StageBackdrop]);
+    assert_eq!(host.affected(&ws.active_providers(), &own).into_iter().collect::<Vec<_>>(), [SlotId::StageBackdrop]);
 }
 
 #[test]
 fn previewed_events_reproject_slots_that_list_the_topic_and_end_with_the_turn() {
     let ws = demo();
     let mut host = SlotHost::default();
-    host.apply(&ws, &Trigger::All);
+    ws.apply_slots(&mut host, &Trigger::All);
     let event = Trigger::EventPreviewed { turn_id: "turn-3".into(), topic: "scene.set".into(), data: json!({"sceneId": "tower", "name": "The Bell Tower"}), plugin_id: None };
-    let previews = host.apply(&ws, &event);
+    let previews = ws.apply_slots(&mut host, &event);
     assert_eq!(previews.len(), 1);
     assert_eq!(previews[0].slot, SlotId::StageBackdrop);
     assert_eq!(previews[0].preview_turn.as_deref(), Some("turn-3"));
@@ -183,7 +183,7 @@ fn previewed_events_reproject_slots_that_list_the_topic_and_end_with_the_turn() 
     let committed = host.values().into_iter().find(|v| v.slot == SlotId::StageBackdrop).expect("committed");
     assert_eq!(committed.value["name"], "The Harbour", "previews never touch the committed value");
     assert_eq!(host.events("turn-3").len(), 1);
-    host.apply(&ws, &Trigger::TurnEnded { turn_id: "turn-3".into() });
+    ws.apply_slots(&mut host, &Trigger::TurnEnded { turn_id: "turn-3".into() });
     assert!(host.events("turn-3").is_empty(), "previews are dropped when the turn ends");
 }
 
@@ -192,7 +192,7 @@ fn enabling_a_plugin_or_changing_a_character_reprojects_every_slot() {
     let ws = demo();
     let host = SlotHost::default();
     for trigger in [Trigger::PluginsChanged, Trigger::CharacterChanged] {
-        assert_eq!(host.affected(&ws, &trigger).len(), SlotId::ALL.len());
+        assert_eq!(host.affected(&ws.active_providers(), &trigger).len(), SlotId::ALL.len());
     }
 }
 

@@ -17,7 +17,7 @@ use covel_kernel::registration::{ProvidedExtension, Registrations, Site};
 use covel_kernel::runner::{CallReport, FailureKind, ProviderCall, ProviderFailure};
 use rquickjs::promise::PromiseState;
 use rquickjs::{CatchResultExt, Context, Ctx, Function, Module, Object, Runtime, Value};
-use serde_json::{Map, Value as Json, json};
+use serde_json::{Map, Value as Json};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -640,28 +640,9 @@ impl Engine {
         if self.memory.take_refused() || message.contains("out of memory") { FailureKind::OutOfMemory } else { FailureKind::Error }
     }
 
+    /// The kernel's handler context for this plugin, as the value `setExecution` consumes.
     fn execution_data(&self, context: &ExecutionContext) -> Json {
-        let scope = context.plugins.get(&self.plugin_id);
-        let rows: Vec<Json> = context
-            .plugin_data
-            .get(&self.plugin_id)
-            .into_iter()
-            .flatten()
-            .filter(|row| !row.namespace.starts_with(covel_kernel::context::HIDDEN_NAMESPACE_PREFIX))
-            .map(|row| json!({"namespace": row.namespace, "key": row.key, "value": row.value, "createdAt": row.created_at, "updatedAt": row.updated_at}))
-            .collect();
-        json!({
-            "sessionId": context.session_id,
-            "locale": context.locale,
-            "world": context.world,
-            "settings": scope.map(|s| Json::Object(s.settings.clone())).unwrap_or_else(|| json!({})),
-            "messages": self.messages_for(&context.locale),
-            "rows": rows,
-        })
-    }
-
-    fn messages_for(&self, locale: &str) -> Json {
-        messages_for_locale(&self.messages, locale).map(|m| Json::Object(m.clone())).unwrap_or_else(|| json!({}))
+        serde_json::to_value(context.handler_context(&self.plugin_id, &self.messages)).unwrap_or(Json::Null)
     }
 
     fn shutdown(&mut self) {
@@ -692,18 +673,6 @@ impl Engine {
     pub fn watch(&self) -> RuntimeWatch {
         RuntimeWatch { shutdown: Arc::clone(&self.shutdown), memory: Arc::clone(&self.memory) }
     }
-}
-
-/// The `messages` of the `locales/<tag>.yaml` a handler in `locale` reads: the first file
-/// whose name is one of the locale's lookup candidates, then of its fallbacks (`fr-CA` →
-/// `fr-CA`, `fr`, `en-US`, `en`; `zh-TW` never reads `zh`), names compared as locale keys
-/// (`zh_cn.yaml` is `zh-CN`). The rule is `covel_kernel::locale`'s.
-fn messages_for_locale<'a>(messages: &'a BTreeMap<String, Map<String, Json>>, locale: &str) -> Option<&'a Map<String, Json>> {
-    use covel_kernel::locale::{locale_resource_candidates, normalize_locale};
-    locale_resource_candidates(locale).iter().find_map(|tag| {
-        let wanted = normalize_locale(tag);
-        messages.iter().find(|(name, _)| normalize_locale(name) == wanted).map(|(_, m)| m)
-    })
 }
 
 fn nanos_since(epoch: Instant) -> u64 {
@@ -801,30 +770,5 @@ fn registrations_from(staged: &Json, root: &std::path::Path) -> Registrations {
         hooks: strings("hooks"),
         refused_late: strings("refusedLate"),
         sites,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn messages_follow_the_locale_rule() {
-        let file = |name: &str| {
-            let mut m = Map::new();
-            m.insert("Quest".into(), Json::from(name));
-            (name.to_string(), m)
-        };
-        let messages: BTreeMap<_, _> = ["zh", "fr", "en", "zh_hk"].into_iter().map(file).collect();
-        let read = |locale: &str| messages_for_locale(&messages, locale).and_then(|m| m["Quest"].as_str());
-        assert_eq!(read("zh-CN"), Some("zh"));
-        assert_eq!(read("ZH_cn"), Some("zh"));
-        assert_eq!(read("fr_CA"), Some("fr"));
-        assert_eq!(read("zh-HK"), Some("zh_hk"), "file names compare as locale keys");
-        assert_eq!(read("zh-TW"), Some("en"), "Traditional never reads Simplified");
-        assert_eq!(read("ja"), Some("en"));
-        assert_eq!(read("../zh"), Some("en"));
-        let none: BTreeMap<String, Map<String, Json>> = BTreeMap::new();
-        assert_eq!(messages_for_locale(&none, "fr"), None);
     }
 }

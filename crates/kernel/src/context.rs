@@ -3,14 +3,58 @@
 //!
 //! Everything here is a frozen snapshot: a handler reads copies, never the session itself.
 
+use crate::manifest::Manifest;
+use crate::session::Session;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The namespace prefix of hidden world data, never readable by an extension handler.
 pub const HIDDEN_NAMESPACE_PREFIX: &str = "_hidden.";
+
+/// Whether a namespace holds hidden world data (`_hidden.*`).
+pub fn is_hidden_namespace(namespace: &str) -> bool {
+    namespace.starts_with(HIDDEN_NAMESPACE_PREFIX)
+}
+
+/// The data behind one handler's `ctx` (seed page, "What a handler can get"), built by
+/// [`ExecutionContext::handler_context`]; an engine only turns it into the `ctx` object (the
+/// per-call parts — `turnId`, the abort signal, `utils`, `gateway` — are the engine's).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HandlerContext {
+    pub session_id: String,
+    pub locale: String,
+    /// `ctx.world`: the session's World Model view.
+    pub world: Value,
+    /// `ctx.getOwnSettings()`: the plugin's declared defaults overridden by the session.
+    pub settings: Map<String, Value>,
+    /// `ctx.messages`: the plugin's translations for the session's locale.
+    pub messages: Map<String, Value>,
+    /// What `ctx.pluginData.get` / `list` read: the plugin's own rows, hidden namespaces left
+    /// out, grouped by namespace in order of first appearance, rows in creation order.
+    pub plugin_data: Vec<NamespaceRows>,
+}
+
+/// The readable rows of one namespace.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NamespaceRows {
+    pub namespace: String,
+    pub rows: Vec<ReadableRow>,
+}
+
+/// One row as `ctx.pluginData.list` returns it: without the storage identifier fields.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReadableRow {
+    pub key: String,
+    pub value: Value,
+    pub created_at: Option<String>,
+    pub updated_at: Option<String>,
+}
 
 /// One stored plugin-data record.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -156,15 +200,72 @@ impl ExecutionContext {
         hash_str(&own) ^ shared.rotate_left(17)
     }
 
-    /// The rows a provider of `plugin_id` may read from `namespace`: its own, never hidden.
-    pub fn readable_rows<'a>(&'a self, plugin_id: &str, namespace: &str) -> impl Iterator<Item = &'a DataRow> + 'a {
-        let hidden = namespace.starts_with(HIDDEN_NAMESPACE_PREFIX);
-        let namespace = namespace.to_string();
-        self.plugin_data
-            .get(plugin_id)
+    /// A fresh execution over a session's committed state: plugin data grouped by plugin in
+    /// creation order, each plugin's settings merged over its declared defaults, the origins
+    /// its package may reach, and the session's world view (see [`crate::world`]).
+    pub fn from_session<'a>(
+        session: &Session,
+        manifests: impl IntoIterator<Item = &'a Manifest>,
+        dimension_providers: &[String],
+        turn_id: Option<String>,
+    ) -> ExecutionContext {
+        let mut plugin_data: BTreeMap<String, Vec<DataRow>> = BTreeMap::new();
+        for row in &session.plugin_data {
+            plugin_data.entry(row.plugin_id.clone()).or_default().push(row.clone());
+        }
+        // `list()` answers in creation order; the sort is stable, so file order breaks ties.
+        for rows in plugin_data.values_mut() {
+            rows.sort_by(|a, b| a.created_at.cmp(&b.created_at));
+        }
+        let plugins = manifests
             .into_iter()
-            .flatten()
-            .filter(move |row| !hidden && row.namespace == namespace)
+            .map(|manifest| {
+                let settings = crate::settings::merged(&manifest.settings, session.settings.get(&manifest.id));
+                (manifest.id.clone(), PluginScope { settings, http: manifest.http_grants() })
+            })
+            .collect();
+        ExecutionContext {
+            execution_id: Self::next_id(),
+            session_id: session.id.clone(),
+            locale: session.locale.clone(),
+            turn_id,
+            world: crate::world::world_view(&session.world, &session.plugin_data, dimension_providers),
+            plugin_data,
+            plugins,
+            http: session.http.clone(),
+            gateway: None,
+            shared_key: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// What a handler of `plugin_id` receives as `ctx` data in this execution: the one place the
+    /// handler context is shaped. `messages` are the plugin's translations by file name; the
+    /// handler gets those of the session's locale. Hidden namespaces (`_hidden.*`) are left out
+    /// here, once: a handler cannot read them, because its output goes into the prompt or to
+    /// the client.
+    pub fn handler_context(&self, plugin_id: &str, messages: &BTreeMap<String, Map<String, Value>>) -> HandlerContext {
+        let mut plugin_data: Vec<NamespaceRows> = Vec::new();
+        let readable = self.plugin_data.get(plugin_id).into_iter().flatten().filter(|row| !is_hidden_namespace(&row.namespace));
+        for row in readable {
+            let record = ReadableRow {
+                key: row.key.clone(),
+                value: row.value.clone(),
+                created_at: row.created_at.clone(),
+                updated_at: row.updated_at.clone(),
+            };
+            match plugin_data.iter_mut().find(|group| group.namespace == row.namespace) {
+                Some(group) => group.rows.push(record),
+                None => plugin_data.push(NamespaceRows { namespace: row.namespace.clone(), rows: vec![record] }),
+            }
+        }
+        HandlerContext {
+            session_id: self.session_id.clone(),
+            locale: self.locale.clone(),
+            world: self.world.clone(),
+            settings: self.plugins.get(plugin_id).map(|scope| scope.settings.clone()).unwrap_or_default(),
+            messages: crate::locale::messages_for_locale(messages, &self.locale).cloned().unwrap_or_default(),
+            plugin_data,
+        }
     }
 }
 

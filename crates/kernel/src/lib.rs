@@ -4,7 +4,9 @@
 //! - [`manifest`] and [`package`]: PLUGIN.md / RUNTIME.md parsing and static checks.
 //! - [`registration`]: declared versus registered, both directions.
 //! - [`runner`]: calling providers by mode, order, timeout and `onError`, with a trace.
-//! - [`context`]: the data behind a handler's `ctx`.
+//! - [`context`]: the data behind a handler's `ctx`, built once from a session.
+//! - [`slot_host`]: kernel UI slot values, their triggers and revisions.
+//! - [`world`]: the World Model view, the dimension snapshot and the dimension-provider rule.
 //! - [`diagnostic`]: how problems are reported, with stable codes.
 //! - [`locale`]: the locale fallback rule shared with the SDK and the UI.
 //! - [`test_session`]: the `test:` section of a session file (scripted turns, expectations).
@@ -24,9 +26,11 @@ pub mod resolver;
 pub mod runner;
 pub mod sdk;
 pub mod session;
-mod session_history;
+pub mod session_history;
 pub mod settings;
+pub mod slot_host;
 pub mod static_prompt;
 pub mod test_session;
+pub mod world;
 
 pub use diagnostic::{Code, Diagnostic};

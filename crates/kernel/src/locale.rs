@@ -379,6 +379,17 @@ pub fn locale_resource_candidates(locale: &str) -> Vec<String> {
     out
 }
 
+/// The translations a handler in `locale` reads, from a plugin's `locales/<tag>.yaml` files
+/// keyed by file name: the first file whose name is one of the locale's resource candidates
+/// (see [`locale_resource_candidates`]), names compared as locale keys (`zh_cn.yaml` is
+/// `zh-CN`; `zh-TW` never reads `zh`).
+pub fn messages_for_locale<'a, M>(messages: &'a std::collections::BTreeMap<String, M>, locale: &str) -> Option<&'a M> {
+    locale_resource_candidates(locale).iter().find_map(|tag| {
+        let wanted = normalize_locale(tag);
+        messages.iter().find(|(name, _)| normalize_locale(name) == wanted).map(|(_, m)| m)
+    })
+}
+
 // ---- instruction language ----------------------------------------------------------------
 
 fn is_simplified_chinese(locale: &str) -> bool {
@@ -499,6 +510,22 @@ fn resolve_entries<'a>(entries: &[(String, &'a Value)], locale: &str) -> Option<
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn messages_follow_the_locale_rule() {
+        let messages: std::collections::BTreeMap<String, &str> =
+            ["zh", "fr", "en", "zh_hk"].into_iter().map(|name| (name.to_string(), name)).collect();
+        let read = |locale: &str| messages_for_locale(&messages, locale).copied();
+        assert_eq!(read("zh-CN"), Some("zh"));
+        assert_eq!(read("ZH_cn"), Some("zh"));
+        assert_eq!(read("fr_CA"), Some("fr"));
+        assert_eq!(read("zh-HK"), Some("zh_hk"), "file names compare as locale keys");
+        assert_eq!(read("zh-TW"), Some("en"), "Traditional never reads Simplified");
+        assert_eq!(read("ja"), Some("en"));
+        assert_eq!(read("../zh"), Some("en"));
+        let none: std::collections::BTreeMap<String, &str> = std::collections::BTreeMap::new();
+        assert_eq!(messages_for_locale(&none, "fr"), None);
+    }
     use super::*;
     use serde_json::json;
 

@@ -10,6 +10,22 @@ use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::path::Path;
 
+/// A plugin's settings in a session: the declared defaults of `contributes.settings`,
+/// overridden by the session's `settings.<plugin>` (what `ctx.getOwnSettings()` returns and
+/// what a prompt template's `userSettings` reads).
+pub fn merged(declared: &[SettingDecl], overrides: Option<&Map<String, Value>>) -> Map<String, Value> {
+    let mut settings = Map::new();
+    for decl in declared {
+        if let Some(default) = &decl.default {
+            settings.insert(decl.key.clone(), default.clone());
+        }
+    }
+    if let Some(overrides) = overrides {
+        settings.extend(overrides.clone());
+    }
+    settings
+}
+
 /// Why one value does not fit its declaration, or `None`.
 fn mismatch(decl: &SettingDecl, value: &Value) -> Option<String> {
     let ok = match decl.kind.as_str() {

@@ -198,7 +198,7 @@ impl LiveStudio {
         workspace.session_error = None;
         workspace.resolve();
         self.restart_playtest();
-        self.play.slots.apply(&self.play.workspace, &Trigger::All);
+        self.play.workspace.apply_slots(&mut self.play.slots, &Trigger::All);
         self.refresh();
     }
 
@@ -363,9 +363,9 @@ impl LiveStudio {
         let slot_changes = if session_reloaded {
             // The authored session changed on disk: the playtest starts again from it.
             self.restart_playtest();
-            self.play.slots.apply(&self.play.workspace, &Trigger::All)
+            self.play.workspace.apply_slots(&mut self.play.slots, &Trigger::All)
         } else {
-            self.play.slots.apply(&self.play.workspace, &Trigger::PluginsChanged)
+            self.play.workspace.apply_slots(&mut self.play.slots, &Trigger::PluginsChanged)
         };
         let entry = ReloadEntry {
             paths: changes.paths.clone(),

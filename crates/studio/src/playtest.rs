@@ -76,7 +76,7 @@ impl Playtest {
     pub fn new(workspace: Workspace) -> Playtest {
         let story = Backend::for_session(&workspace.session.models.story, workspace.session_path.as_deref());
         let mut slots = SlotHost::default();
-        slots.apply(&workspace, &Trigger::All);
+        workspace.apply_slots(&mut slots, &Trigger::All);
         Playtest { workspace, story, history: Vec::new(), failures: FailureCounter::default(), slots }
     }
 
@@ -163,7 +163,7 @@ impl Playtest {
         for (topic, data) in emitted {
             events.push(json!({"topic": topic, "data": data, "turnId": turn_id}));
             let trigger = Trigger::EventPreviewed { turn_id: turn_id.clone(), topic, data, plugin_id: None };
-            slot_changes.extend(self.slots.apply(&self.workspace, &trigger));
+            slot_changes.extend(self.workspace.apply_slots(&mut self.slots, &trigger));
         }
         let session = &mut self.workspace.session;
         let order = session.history.messages.len();
@@ -179,7 +179,7 @@ impl Playtest {
         // The system prompt plus the turn context is what the compaction estimate counts.
         let system = format!("{}\n\n{}", preview.prompt.system.blocks.iter().map(|b| b.text.as_str()).collect::<Vec<_>>().join("\n\n"), preview.prompt.turn_context);
         let compaction = self.workspace.compact(&turn_id, &system, &CompactionOptions::default(), &mut self.failures);
-        slot_changes.extend(self.slots.apply(&self.workspace, &Trigger::TurnEnded { turn_id: turn_id.clone() }));
+        slot_changes.extend(self.workspace.apply_slots(&mut self.slots, &Trigger::TurnEnded { turn_id: turn_id.clone() }));
         TurnReport { turn_id, player_message: message.to_string(), preview, reply: Some(reply), error: None, compaction, events, slot_changes }
     }
 
@@ -197,7 +197,7 @@ impl Playtest {
         match self.history.pop() {
             Some(session) => {
                 self.workspace.session = session;
-                self.slots.apply(&self.workspace, &Trigger::All);
+                self.workspace.apply_slots(&mut self.slots, &Trigger::All);
                 true
             }
             None => false,

@@ -10,7 +10,6 @@ use covel_kernel::prompt::{self, Assembly, AssemblyInput, CacheReport, RequestOp
 use covel_kernel::runner::{CallRecord, RunError, RunResult};
 use serde::Serialize;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 use std::time::Instant;
 
 /// Which runtime the prompt is assembled for.
@@ -74,21 +73,7 @@ pub struct WorldContextView {
     pub calls: Vec<CallRecord>,
 }
 
-/// One projected slot value.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SlotView {
-    pub slot: SlotId,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub key: Option<String>,
-    pub value: Value,
-    /// Hex SHA-256 of the value's JSON: consumers are told of a change only when it changes.
-    pub revision: String,
-    pub chain: Vec<CallRecord>,
-    /// Why the slot's run failed as a whole (its value is then `null`, never a silent one).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<RunError>,
-}
+pub use covel_kernel::slot_host::{SlotView, revision_of};
 
 /// A run of the preview that failed as a whole: an extension point whose input failed its
 /// schema, conflicting single providers, a failed `fail-turn` point, a broken pipeline. Every
@@ -215,12 +200,6 @@ fn history_rewrites(before: &[Value], after: &[Value], calls: &[CallRecord]) -> 
     out
 }
 
-/// The revision of a slot value.
-pub fn revision_of(value: &Value) -> String {
-    let text = serde_json::to_string(value).unwrap_or_default();
-    Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
-}
-
 fn ms(start: Instant) -> f64 {
     start.elapsed().as_secs_f64() * 1000.0
 }
@@ -266,22 +245,6 @@ impl Workspace {
                 (view, package.map(body_of).unwrap_or_default())
             }
         }
-    }
-
-    /// The seed's dimension rule: a world that declares dimensions needs exactly one enabled
-    /// `world.dimensions@1` provider (never the author's initial values instead).
-    pub fn dimension_rule_violation(&self) -> Option<String> {
-        if self.session.world.dimensions.is_empty() {
-            return None;
-        }
-        let providers = self.dimension_providers();
-        if providers.len() == 1 {
-            return None;
-        }
-        let found = if providers.is_empty() { "none is enabled".to_string() } else { format!("{} are enabled ({})", providers.len(), providers.join(", ")) };
-        Some(format!(
-            "the world declares dimensions, so the session needs exactly one enabled world.dimensions@1 provider, but {found}; the author's initial values are never used instead"
-        ))
     }
 
     /// Why a runtime cannot be previewed (a plugin that is not active, a contract no active
@@ -338,13 +301,13 @@ impl Workspace {
     /// turn it sees that turn's previewed events. `character.visual@1` is split into one value
     /// per character (a single keyless null when there are none).
     pub fn project_slot(&self, slot: SlotId, events: &[Value], turn_id: Option<String>) -> Vec<SlotView> {
-        project_slot_in(&self.calls(), slot, events, turn_id.as_deref())
+        self.calls().project_slot(slot, events, turn_id.as_deref())
     }
 
     /// Projects every kernel slot from the committed state (no turn).
     pub fn slots(&self) -> Vec<SlotView> {
         let calls = self.calls();
-        SlotId::ALL.into_iter().flat_map(|slot| project_slot_in(&calls, slot, &[], None)).collect()
+        SlotId::ALL.into_iter().flat_map(|slot| calls.project_slot(slot, &[], None)).collect()
     }
 
 
@@ -449,7 +412,7 @@ impl Workspace {
         let next_turn_ms = ms(t);
 
         let t = Instant::now();
-        let slots: Vec<SlotView> = SlotId::ALL.into_iter().flat_map(|slot| project_slot_in(&scope, slot, &[], None)).collect();
+        let slots: Vec<SlotView> = SlotId::ALL.into_iter().flat_map(|slot| scope.project_slot(slot, &[], None)).collect();
         let once = slots.iter().filter(|s| s.key.is_none() || s.slot != SlotId::CharacterVisual);
         calls.extend(once.clone().flat_map(|s| s.chain.iter().cloned()));
         errors.extend(once.filter_map(|s| s.error.clone().map(|error| PreviewError { point: PointId::UiSlot, slot: Some(s.slot), turn: "this-turn", message: error.to_string(), error })));
@@ -486,28 +449,4 @@ impl Workspace {
             timings: PreviewTimings { world_context_ms, history_ms: 0.0, segments_ms, next_turn_ms, slots_ms, total_ms: ms(started) },
         }
     }
-}
-
-/// Projects one slot within a call scope.
-fn project_slot_in(calls: &Calls<'_>, slot: SlotId, events: &[Value], turn_id: Option<&str>) -> Vec<SlotView> {
-    let input = json!({"slot": slot.as_str(), "previous": null, "events": events});
-    let result = calls.run(PointId::UiSlot, input, Some(slot), turn_id);
-    if slot != SlotId::CharacterVisual {
-        return vec![SlotView { slot, key: None, revision: revision_of(&result.result), value: result.result, chain: result.calls, error: result.error }];
-    }
-    let characters = result.result.get("characters").and_then(Value::as_array).cloned().unwrap_or_default();
-    if characters.is_empty() {
-        return vec![SlotView { slot, key: None, value: Value::Null, revision: revision_of(&Value::Null), chain: result.calls, error: result.error }];
-    }
-    characters
-        .into_iter()
-        .map(|character| SlotView {
-            slot,
-            key: character.get("characterId").and_then(Value::as_str).map(str::to_string),
-            revision: revision_of(&character),
-            value: character,
-            chain: result.calls.clone(),
-            error: result.error.clone(),
-        })
-        .collect()
 }

@@ -2,22 +2,19 @@
 //! resolution. Everything a preview or a call needs is derived from here.
 
 use covel_js::{Limits, LoadedPlugin, load_folder};
-use covel_kernel::context::{DataRow, ExecutionContext, PluginScope};
+use covel_kernel::context::ExecutionContext;
 use covel_kernel::contract::{PointId, SlotId};
 use covel_kernel::diagnostic::Diagnostic;
 use covel_kernel::resolver::{LoadFailure, self, Candidate, Resolution};
 use covel_kernel::runner::{self, Provider, RunOptions, RunResult};
 use covel_kernel::session::{self, Session};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// The contract a world with dimensions requires.
-pub const DIMENSIONS_CONTRACT: &str = "world.dimensions@1";
-/// The namespace holding a dimension provider's records.
-pub const DIMENSIONS_NAMESPACE: &str = "_dimensions";
+pub use covel_kernel::world::{DIMENSIONS_CONTRACT, DIMENSIONS_NAMESPACE};
 
 /// Why a workspace could not be opened.
 #[derive(Debug, thiserror::Error)]
@@ -180,19 +177,9 @@ impl Workspace {
         covel_kernel::settings::check(&self.session.settings, &declared, text.as_deref(), &file)
     }
 
-    /// A plugin's settings for this session: the declared defaults of `contributes.settings`,
-    /// overridden by the session's `settings.<plugin>`.
+    /// A plugin's settings for this session (the kernel's rule, `covel_kernel::settings::merged`).
     pub fn plugin_settings(&self, pkg: &covel_kernel::package::Package) -> Map<String, Value> {
-        let mut settings = Map::new();
-        for decl in &pkg.manifest.settings {
-            if let Some(default) = &decl.default {
-                settings.insert(decl.key.clone(), default.clone());
-            }
-        }
-        if let Some(overrides) = self.session.settings.get(&pkg.manifest.id) {
-            settings.extend(overrides.clone());
-        }
-        settings
+        covel_kernel::settings::merged(&pkg.manifest.settings, self.session.settings.get(&pkg.manifest.id))
     }
 
     /// Re-runs the session resolver (after plugins or the session changed).
@@ -216,8 +203,7 @@ impl Workspace {
             .collect();
         let requested: Vec<String> =
             self.session.plugins.requested.clone().unwrap_or_else(|| candidates.iter().map(|c| c.id.clone()).collect());
-        let required: Vec<String> =
-            if self.session.world.dimensions.is_empty() { Vec::new() } else { vec![DIMENSIONS_CONTRACT.to_string()] };
+        let required = covel_kernel::world::required_contracts(&self.session.world);
         self.session_problems = self.check_settings();
         self.resolution = resolver::resolve(&resolver::Request {
             requested: &requested,
@@ -237,85 +223,26 @@ impl Workspace {
             .collect()
     }
 
-    /// The active plugin that provides `world.dimensions@1`, if exactly one does.
+    /// The active plugins that provide `world.dimensions@1` (the rule needs exactly one).
     pub fn dimension_providers(&self) -> Vec<String> {
-        self.plugins
-            .iter()
-            .filter(|p| self.resolution.is_active(&p.name))
-            .filter_map(|p| p.package.as_ref())
-            .filter(|pkg| pkg.manifest.provides.iter().any(|pr| pr.contract == DIMENSIONS_CONTRACT))
-            .map(|pkg| pkg.manifest.id.clone())
-            .collect()
+        let active = self.plugins.iter().filter(|p| self.resolution.is_active(&p.name)).filter_map(|p| p.package.as_ref());
+        covel_kernel::world::dimension_providers(active.map(|pkg| &pkg.manifest))
     }
 
-    /// The committed World Model view of the session.
+    /// The committed World Model view of the session (the kernel's, `covel_kernel::world`).
     pub fn world_view(&self) -> Value {
-        let world = &self.session.world;
-        let providers = self.dimension_providers();
-        let (dimensions, provider) = match providers.as_slice() {
-            [one] => (self.dimension_snapshot(one), Some(one.clone())),
-            _ => (Map::new(), None),
-        };
-        let mut view = json!({
-            "worldRecord": world.world_record,
-            "characterSchema": world.character_schema,
-            "characters": world.characters,
-            "dimensions": dimensions,
-            "seats": world.seats,
-        });
-        if let (Some(provider), Some(map)) = (provider, view.as_object_mut()) {
-            map.insert("dimensionProviderPluginId".into(), Value::String(provider));
-        }
-        view
+        covel_kernel::world::world_view(&self.session.world, &self.session.plugin_data, &self.dimension_providers())
     }
 
-    /// The public snapshot built from a provider's `_dimensions` records.
-    fn dimension_snapshot(&self, provider: &str) -> Map<String, Value> {
-        let mut out = Map::new();
-        for row in self.session.plugin_data.iter().filter(|r| r.plugin_id == provider && r.namespace == DIMENSIONS_NAMESPACE) {
-            let definition = row.value.get("definition");
-            let mut entry = json!({
-                "name": definition.and_then(|d| d.get("name")).cloned().unwrap_or(Value::Null),
-                "schema": definition.and_then(|d| d.get("schema")).cloned().unwrap_or_else(|| json!({})),
-                "value": row.value.get("value").cloned().unwrap_or(Value::Null),
-                "version": row.value.get("version").cloned().unwrap_or(json!(1)),
-            });
-            if let (Some(description), Some(map)) = (definition.and_then(|d| d.get("description")), entry.as_object_mut()) {
-                map.insert("description".into(), description.clone());
-            }
-            out.insert(row.key.clone(), entry);
-        }
-        out
+    /// The dimension rule (`covel_kernel::world::dimension_rule_violation`) for this session.
+    pub fn dimension_rule_violation(&self) -> Option<String> {
+        covel_kernel::world::dimension_rule_violation(&self.session.world, &self.dimension_providers())
     }
 
-    /// A fresh execution over the committed session state.
+    /// A fresh execution over the committed session state, built by the kernel.
     pub fn execution(&self, turn_id: Option<String>) -> Arc<ExecutionContext> {
-        let mut plugin_data: BTreeMap<String, Vec<DataRow>> = BTreeMap::new();
-        for row in &self.session.plugin_data {
-            plugin_data.entry(row.plugin_id.clone()).or_default().push(row.clone());
-        }
-        // `list()` answers in creation order; the sort is stable, so file order breaks ties.
-        for rows in plugin_data.values_mut() {
-            rows.sort_by(|a, b| a.created_at.cmp(&b.created_at));
-        }
-        let plugins = self
-            .plugins
-            .iter()
-            .filter_map(|p| p.package.as_ref())
-            .map(|pkg| (pkg.manifest.id.clone(), PluginScope { settings: self.plugin_settings(pkg), http: pkg.manifest.http_grants() }))
-            .collect();
-        Arc::new(ExecutionContext {
-            execution_id: ExecutionContext::next_id(),
-            session_id: self.session.id.clone(),
-            locale: self.session.locale.clone(),
-            turn_id,
-            world: self.world_view(),
-            plugin_data,
-            plugins,
-            http: self.session.http.clone(),
-            gateway: None,
-            shared_key: std::sync::OnceLock::new(),
-        })
+        let manifests = self.plugins.iter().filter_map(|p| p.package.as_ref()).map(|pkg| &pkg.manifest);
+        Arc::new(ExecutionContext::from_session(&self.session, manifests, &self.dimension_providers(), turn_id))
     }
 
     /// Providers of every plugin that loaded, ignoring the session's selection (for running a
@@ -365,6 +292,16 @@ impl Calls<'_> {
         let key = turn_id.map(str::to_string);
         let ctx = Arc::clone(self.contexts.borrow_mut().entry(key.clone()).or_insert_with(|| self.workspace.execution(key)));
         runner::run(point, input, &self.providers, &ctx, &RunOptions { slot, timeout: None })
+    }
+
+    /// The active providers of this scope.
+    pub fn providers(&self) -> &[Provider] {
+        &self.providers
+    }
+
+    /// Projects one slot (the kernel's projection) in this scope's execution for `turn_id`.
+    pub fn project_slot(&self, slot: SlotId, events: &[Value], turn_id: Option<&str>) -> Vec<covel_kernel::slot_host::SlotView> {
+        covel_kernel::slot_host::views_of(slot, self.run(PointId::UiSlot, covel_kernel::slot_host::slot_input(slot, events), Some(slot), turn_id))
     }
 }
 

@@ -215,11 +215,9 @@
     const world = deepFreeze(data.world);
     const settings = deepFreeze(data.settings || {});
     const messages = deepFreeze(data.messages || {});
+    // The kernel grouped the plugin's readable rows by namespace (hidden ones left out).
     const byNamespace = new Map();
-    for (const row of data.rows || []) {
-      if (!byNamespace.has(row.namespace)) byNamespace.set(row.namespace, []);
-      byNamespace.get(row.namespace).push(row);
-    }
+    for (const group of data.pluginData || []) byNamespace.set(group.namespace, group.rows);
     shared = { data, world, settings, messages, byNamespace };
   }
 
@@ -249,8 +247,7 @@
       if (signal.aborted) return Promise.reject(new Error("ctx.pluginData is only readable while the handler runs"));
       return null;
     };
-    const rowsOf = (namespace) =>
-      String(namespace).startsWith("_hidden.") ? [] : shared.byNamespace.get(String(namespace)) || [];
+    const rowsOf = (namespace) => shared.byNamespace.get(String(namespace)) || [];
     const pluginData = Object.freeze({
       get(namespace, key) {
         const dead = live();
