@@ -39,11 +39,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         None => None,
     };
     let preview = workspace.preview(&RuntimeTarget::Story);
-    let system = format!(
-        "{}\n\n{}",
-        preview.prompt.system.blocks.iter().map(|b| b.text.as_str()).collect::<Vec<_>>().join("\n\n"),
-        preview.prompt.turn_context
-    );
+    let system = preview.prompt.system_and_turn_context();
     let mut counter = FailureCounter::default();
     let run = workspace.compact(&preview.turn_id, &system, &CompactionOptions { force: args.force, output }, &mut counter);
     let rejected = run.verdict.as_ref().is_some_and(|v| !v.accepted && !v.nothing_to_compact)

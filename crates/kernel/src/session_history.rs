@@ -58,10 +58,24 @@ pub(crate) fn derive(messages: &mut [Value], summaries: &mut [Value], session_id
 
 type Failure = (usize, Option<String>, String);
 
-/// The deterministic creation time of the item at `index`.
-fn created_at(index: usize) -> String {
+/// The deterministic creation time of the history item at `index` (its 0-based position): the
+/// one clock of history messages, whether the loader derives it or a played turn appends.
+pub fn created_at(index: usize) -> String {
     let seconds = index % 86_400;
     format!("2026-01-01T{:02}:{:02}:{:02}Z", seconds / 3600, (seconds / 60) % 60, seconds % 60)
+}
+
+/// The two messages one exchange appends to a history of `order` messages: the player's
+/// (`{turn_id}-user`) and the runtime's reply (`{turn_id}-assistant`), with every field the
+/// loader would derive, on the same clock.
+pub fn exchange(session_id: &str, turn_id: &str, player: &str, reply: &str, order: usize) -> [Value; 2] {
+    let message = |i: usize, role: &str, source: &str, content: &str| {
+        serde_json::json!({
+            "id": format!("{turn_id}-{role}"), "sessionId": session_id, "turnId": turn_id, "sourceType": source,
+            "role": role, "content": content, "order": order + i + 1, "createdAt": created_at(order + i),
+        })
+    };
+    [message(0, "user", "player", player), message(1, "assistant", "runtime", reply)]
 }
 
 /// A fresh id `{prefix}{n}` not in `taken`, starting at `n`.

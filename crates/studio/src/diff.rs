@@ -175,22 +175,11 @@ pub fn diff(before: &Preview, after: &Preview) -> PreviewDiff {
 
     let mut boundaries = Vec::new();
     let prefix = |p: &Preview, n: usize| -> Option<(String, u64)> {
-        let mut seen = 0;
-        let mut parts = Vec::new();
-        for b in &p.prompt.system.blocks {
-            parts.push(b.text.as_str());
-            if b.cache_boundary {
-                if seen == n {
-                    let text = parts.join("\n\n");
-                    let tokens = covel_kernel::sdk::estimate_tokens(&text);
-                    return Some((text, tokens));
-                }
-                seen += 1;
-            }
-        }
-        None
+        let text = covel_kernel::prompt::prefix_before_boundary(&p.prompt.system.blocks, n)?;
+        let tokens = covel_kernel::sdk::estimate_tokens(&text);
+        Some((text, tokens))
     };
-    let count = before.prompt.system.blocks.iter().filter(|b| b.cache_boundary).count().max(after.prompt.system.blocks.iter().filter(|b| b.cache_boundary).count());
+    let count = covel_kernel::prompt::boundary_count(&before.prompt.system.blocks).max(covel_kernel::prompt::boundary_count(&after.prompt.system.blocks));
     for index in 0..count {
         let (b, a) = (prefix(before, index), prefix(after, index));
         if b.as_ref().map(|x| &x.0) != a.as_ref().map(|x| &x.0) {

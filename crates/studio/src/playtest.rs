@@ -167,17 +167,11 @@ impl Playtest {
         }
         let session = &mut self.workspace.session;
         let order = session.history.messages.len();
-        for (i, (role, source, content)) in [("user", "player", message.to_string()), ("assistant", "runtime", reply.text.clone())].into_iter().enumerate() {
-            session.history.messages.push(json!({
-                "id": format!("{turn_id}-{role}"), "sessionId": session.id, "turnId": turn_id, "sourceType": source,
-                "role": role, "content": content, "order": order + i + 1,
-                "createdAt": format!("2026-01-02T00:{:02}:{:02}Z", (order / 60) % 60, order % 60),
-            }));
-        }
+        session.history.messages.extend(covel_kernel::session_history::exchange(&session.id, &turn_id, message, &reply.text, order));
         session.next_message = String::new();
         self.history.push(before);
         // The system prompt plus the turn context is what the compaction estimate counts.
-        let system = format!("{}\n\n{}", preview.prompt.system.blocks.iter().map(|b| b.text.as_str()).collect::<Vec<_>>().join("\n\n"), preview.prompt.turn_context);
+        let system = preview.prompt.system_and_turn_context();
         let compaction = self.workspace.compact(&turn_id, &system, &CompactionOptions::default(), &mut self.failures);
         slot_changes.extend(self.workspace.apply_slots(&mut self.slots, &Trigger::TurnEnded { turn_id: turn_id.clone() }));
         TurnReport { turn_id, player_message: message.to_string(), preview, reply: Some(reply), error: None, compaction, events, slot_changes }

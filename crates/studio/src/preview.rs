@@ -44,6 +44,13 @@ pub struct SystemView {
     pub tokens: u64,
 }
 
+impl SystemView {
+    /// The system prompt as one text (the kernel's rule, `prompt::system_text`).
+    pub fn text(&self) -> String {
+        prompt::system_text(&self.blocks)
+    }
+}
+
 /// The assembled prompt with its request bodies.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -52,6 +59,14 @@ pub struct PromptView {
     pub messages: Vec<prompt::Message>,
     pub turn_context: String,
     pub requests: Requests,
+}
+
+impl PromptView {
+    /// The system prompt followed by the turn context: the system-role text the compaction
+    /// estimate counts for a turn.
+    pub fn system_and_turn_context(&self) -> String {
+        format!("{}\n\n{}", self.system.text(), self.turn_context)
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -397,13 +412,7 @@ impl Workspace {
         let mut next_history = history.clone();
         let reply = crate::models::scripted_reply(&self.session.models.story.script, 0, &self.session.next_message);
         let order = next_history.len();
-        for (i, (role, content)) in [("user", self.session.next_message.clone()), ("assistant", reply)].into_iter().enumerate() {
-            next_history.push(json!({
-                "id": format!("{turn_id}-{role}"), "sessionId": self.session.id, "turnId": turn_id,
-                "sourceType": if role == "user" { "player" } else { "runtime" }, "role": role, "content": content,
-                "order": order + i + 1, "createdAt": "2026-01-01T00:00:00Z",
-            }));
-        }
+        next_history.extend(covel_kernel::session_history::exchange(&self.session.id, &turn_id, &self.session.next_message, &reply, order));
         let next_turn = self.next_turn_id(&next_history);
         let following = self.session.following_message.clone().unwrap_or_else(|| DEFAULT_FOLLOWING.to_string());
         let mut next_calls = Vec::new();

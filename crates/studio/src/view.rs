@@ -151,8 +151,7 @@ impl LiveStudio {
             })
             .collect();
         let windows = ws.windows();
-        let system = self.preview.prompt.system.blocks.iter().map(|b| b.text.as_str()).collect::<Vec<_>>().join("\n\n");
-        let estimated = compaction::estimate(&format!("{system}\n\n{}", self.preview.prompt.turn_context), &ws.session.history.messages, &ws.session.history.summaries);
+        let estimated = compaction::estimate(&self.preview.prompt.system_and_turn_context(), &ws.session.history.messages, &ws.session.history.summaries);
         Snapshot {
             plugins_dir: ws.plugins_dir.display().to_string(),
             session_path: ws.session_path.as_ref().map(|p| p.display().to_string()),

@@ -8,7 +8,7 @@ mod requests;
 mod segment;
 pub mod template;
 
-pub use assemble::{Assembly, AssemblyInput, Block, BlockKind, Message, Origin, SegmentRow, assemble};
+pub use assemble::{Assembly, AssemblyInput, Block, BlockKind, Message, Origin, SegmentRow, assemble, boundary_count, prefix_before_boundary, system_text};
 pub use cache::{Breakpoint, CacheAdvice, CacheReport, CacheWarning, Difference, LintFinding, analyse};
 pub use requests::{AnthropicRequest, PartOrigin, Place, RequestMessage, RequestOptions, RequestPart, anthropic_request, openai_request};
 pub use segment::{

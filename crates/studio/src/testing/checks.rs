@@ -95,7 +95,7 @@ pub fn evaluate(expectation: &Expectation, capture: &TurnCapture) -> CheckResult
     let prompt = &preview.prompt;
     match expectation {
         Expectation::System(check) => {
-            let text = prompt.system.blocks.iter().map(|b| b.text.as_str()).collect::<Vec<_>>().join("\n\n");
+            let text = prompt.system.text();
             text_check("system-text", "system prompt", &text, check)
         }
         Expectation::TurnContext(check) => text_check("turn-context-text", "turn context", &prompt.turn_context, check),
