@@ -1,10 +1,12 @@
 //! Tauri commands and events. Payloads are the studio's serializable views, passed as JSON
-//! typed `unknown` in TypeScript (the UI declares the view shapes it reads).
+//! typed `unknown` in TypeScript (the UI declares the view shapes it reads). Studio work runs
+//! off the async runtime (`spawn_blocking`), so no runtime worker waits on the state lock.
 
 use crate::state::{self, AppState};
 use covel_studio::RuntimeTarget;
 use covel_studio::live::LiveStudio;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 use specta::Type;
 use tauri::{AppHandle, State};
 use tauri_specta::{Builder, collect_commands, collect_events};
@@ -47,32 +49,47 @@ pub struct RecentFolder {
     pub session: Option<String>,
 }
 
-fn with_studio<T>(state: &State<'_, AppState>, f: impl FnOnce(&mut LiveStudio) -> Result<T, String>) -> Result<T, String> {
-    let mut guard = state.studio.lock().map_err(|_| "studio state poisoned".to_string())?;
-    let studio = guard.as_mut().ok_or("no folder is open")?;
-    f(studio)
+/// Runs `f` on the open studio on a blocking thread, never on a runtime worker: a turn may wait
+/// on a model for minutes, and the state lock is taken on that thread only, for `f`'s time.
+async fn with_studio<T: Send + 'static>(
+    state: &State<'_, AppState>,
+    f: impl FnOnce(&mut LiveStudio) -> Result<T, String> + Send + 'static,
+) -> Result<T, String> {
+    let studio = Arc::clone(&state.studio);
+    off_runtime(move || {
+        let mut guard = studio.lock().map_err(|_| "studio state poisoned".to_string())?;
+        let studio = guard.as_mut().ok_or("no folder is open")?;
+        f(studio)
+    })
+    .await
+}
+
+/// Runs blocking work (loading a folder, playing a turn) off the async runtime.
+async fn off_runtime<T: Send + 'static>(f: impl FnOnce() -> Result<T, String> + Send + 'static) -> Result<T, String> {
+    tauri::async_runtime::spawn_blocking(f).await.map_err(|e| format!("the studio task stopped: {e}"))?
 }
 
 #[tauri::command]
 #[specta::specta]
 async fn open_workspace(app: AppHandle, plugins: String, session: Option<String>) -> Result<Json, String> {
-    state::open(&app, &plugins, session.as_deref())
+    off_runtime(move || state::open(&app, &plugins, session.as_deref())).await
 }
 
 #[tauri::command]
 #[specta::specta]
 async fn snapshot(state: State<'_, AppState>) -> Result<Json, String> {
-    with_studio(&state, |s| Ok(Json::of(&s.snapshot())))
+    with_studio(&state, move |s| Ok(Json::of(&s.snapshot()))).await
 }
 
 #[tauri::command]
 #[specta::specta]
 async fn set_runtime(state: State<'_, AppState>, target: String) -> Result<Json, String> {
     let target = RuntimeTarget::parse(&target).ok_or_else(|| format!("`{target}` is not story, plugin:ID or contract:C"))?;
-    with_studio(&state, |s| {
+    with_studio(&state, move |s| {
         s.set_target(target);
         Ok(Json::of(&s.snapshot()))
     })
+    .await
 }
 
 #[tauri::command]
@@ -80,10 +97,11 @@ async fn set_runtime(state: State<'_, AppState>, target: String) -> Result<Json,
 async fn play_turn(state: State<'_, AppState>, message: String) -> Result<Json, String> {
     state.cancel.store(false, std::sync::atomic::Ordering::SeqCst);
     let cancel = std::sync::Arc::clone(&state.cancel);
-    with_studio(&state, |s| {
+    with_studio(&state, move |s| {
         s.play_turn_cancellable(&message, &cancel);
         Ok(Json::of(&s.snapshot()))
     })
+    .await
 }
 
 #[tauri::command]
@@ -96,10 +114,11 @@ async fn cancel_work(state: State<'_, AppState>) -> Result<(), String> {
 #[tauri::command]
 #[specta::specta]
 async fn undo(state: State<'_, AppState>) -> Result<Json, String> {
-    with_studio(&state, |s| {
+    with_studio(&state, move |s| {
         s.undo().map_err(|e| e.to_string())?;
         Ok(Json::of(&s.snapshot()))
     })
+    .await
 }
 
 /// Saves the played session; `path` defaults to `<name>.played.session.yaml` beside the
@@ -107,20 +126,22 @@ async fn undo(state: State<'_, AppState>) -> Result<Json, String> {
 #[tauri::command]
 #[specta::specta]
 async fn save_played_session(state: State<'_, AppState>, path: Option<String>, overwrite_authored: bool) -> Result<String, String> {
-    with_studio(&state, |s| {
+    with_studio(&state, move |s| {
         let target = path.as_deref().filter(|p| !p.trim().is_empty()).map(std::path::Path::new);
         s.save_played(target, overwrite_authored).map(|p| p.display().to_string()).map_err(|e| e.to_string())
     })
+    .await
 }
 
 /// Writes new text for the authored session file (checked first, atomic, `.bak` kept).
 #[tauri::command]
 #[specta::specta]
 async fn save_session_text(state: State<'_, AppState>, text: String) -> Result<Json, String> {
-    with_studio(&state, |s| {
+    with_studio(&state, move |s| {
         s.save_session_text(&text).map_err(|e| e.to_string())?;
         Ok(Json::of(&s.snapshot()))
     })
+    .await
 }
 
 /// Applies structured edits (`covel_studio::document::SessionEdit`) to session text and returns
@@ -137,14 +158,17 @@ async fn apply_session_edits(text: String, edits: Json) -> Result<String, String
 #[tauri::command]
 #[specta::specta]
 async fn check_session_text(state: State<'_, AppState>, text: String) -> Result<Json, String> {
-    let file = state
-        .studio
-        .lock()
-        .ok()
-        .and_then(|g| g.as_ref().and_then(|s| s.workspace().session_path.clone()))
-        .unwrap_or_else(|| std::path::PathBuf::from("session.yaml"));
-    let diagnostics: Vec<_> = covel_kernel::session::parse_session(&text, &file).err().into_iter().collect();
-    Ok(Json::of(&diagnostics))
+    let studio = Arc::clone(&state.studio);
+    off_runtime(move || {
+        let file = studio
+            .lock()
+            .ok()
+            .and_then(|g| g.as_ref().and_then(|s| s.workspace().session_path.clone()))
+            .unwrap_or_else(|| std::path::PathBuf::from("session.yaml"));
+        let diagnostics: Vec<_> = covel_kernel::session::parse_session(&text, &file).err().into_iter().collect();
+        Ok(Json::of(&diagnostics))
+    })
+    .await
 }
 
 #[tauri::command]
@@ -158,18 +182,26 @@ async fn open_status(state: State<'_, AppState>) -> Result<OpenStatus, String> {
 #[specta::specta]
 async fn forecast(state: State<'_, AppState>, model: Option<String>, pace: f64, ttl: String) -> Result<Json, String> {
     let options = covel_studio::forecast::ForecastOptions { pace_seconds: pace, ttl };
-    with_studio(&state, |s| s.forecast(model.as_deref(), &options).map(|f| Json::of(&f)))
+    with_studio(&state, move |s| s.forecast(model.as_deref(), &options).map(|f| Json::of(&f))).await
 }
 
 /// The Tests panel: every test session of the open folder (`update` rewrites golden snapshots).
 #[tauri::command]
 #[specta::specta]
 async fn run_tests(state: State<'_, AppState>, update: bool) -> Result<Json, String> {
-    with_studio(&state, |s| {
+    with_studio(&state, move |s| {
         let dir = s.workspace().plugins_dir.clone();
         let results = covel_studio::testing::run_folder(&dir, update, &s.workspace().limits).map_err(|e| e.to_string())?;
         Ok(Json(serde_json::json!({"passed": results.iter().all(|r| r.passed), "sessions": Json::of(&results).0})))
     })
+    .await
+}
+
+/// Where this run's log file is (`None` when none could be created), for the UI to show.
+#[tauri::command]
+#[specta::specta]
+async fn log_file() -> Result<Option<String>, String> {
+    Ok(crate::logging::log_file().map(|path| path.display().to_string()))
 }
 
 #[tauri::command]
@@ -195,7 +227,8 @@ pub fn builder() -> Builder<tauri::Wry> {
             open_status,
             recent_folders,
             forecast,
-            run_tests
+            run_tests,
+            log_file
         ])
         .events(collect_events![StudioChanged])
 }

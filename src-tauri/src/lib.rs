@@ -3,12 +3,14 @@
 //! snapshot after every reload. No studio logic lives here.
 
 mod commands;
+mod logging;
 mod state;
 
 pub use commands::builder;
 
 /// Starts the app on a plugins folder and session.
 pub fn run(plugins: Option<String>, session: Option<String>) -> anyhow::Result<()> {
+    logging::init();
     let builder = builder();
     // Regenerating the UI's bindings is explicit (a test checks they are fresh).
     if std::env::var_os("COVEL_EXPORT_BINDINGS").is_some() {

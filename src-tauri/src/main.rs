@@ -3,19 +3,23 @@
 
 #![cfg_attr(all(not(debug_assertions), target_os = "windows"), windows_subsystem = "windows")]
 
+use clap::Parser;
+
+/// Covel Studio: author and playtest Covel plugins.
+#[derive(Parser)]
+#[command(name = "covel-studio", version)]
+struct Args {
+    /// The plugins folder to open (plugins-sample/ when there is one and none is given).
+    plugins: Option<String>,
+    /// The test session to open with it.
+    #[arg(long)]
+    session: Option<String>,
+}
+
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let mut plugins = None;
-    let mut session = None;
-    let mut iter = args.iter();
-    while let Some(arg) = iter.next() {
-        match arg.as_str() {
-            "--session" => session = iter.next().cloned(),
-            other if !other.starts_with('-') => plugins = Some(other.to_string()),
-            _ => {}
-        }
-    }
-    if let Err(error) = covel_studio_app::run(plugins, session) {
+    let args = Args::parse();
+    if let Err(error) = covel_studio_app::run(args.plugins, args.session) {
+        tracing::error!("{error:#}");
         eprintln!("covel-studio: {error:#}");
         std::process::exit(1);
     }

@@ -51,9 +51,17 @@ enum Command {
     Test(test::Args),
 }
 
+/// Logs go to stderr, filtered by `RUST_LOG` (warnings only when it is unset), so human and
+/// `--json` output on stdout never mix with them.
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+}
+
 fn main() -> ExitCode {
     let started = std::time::Instant::now();
     let cli = Cli::parse();
+    init_logging();
     if cli.no_memo {
         open::disable_memo();
     }

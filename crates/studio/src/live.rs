@@ -155,6 +155,10 @@ impl LiveStudio {
     pub fn play_turn_cancellable(&mut self, message: &str, cancel: &std::sync::atomic::AtomicBool) -> TurnReport {
         let played = self.play.turns();
         let report = self.play.play_cancellable(message, cancel);
+        match &report.error {
+            Some(error) => tracing::warn!(turn = %report.turn_id, %error, "turn failed"),
+            None => tracing::info!(turn = %report.turn_id, "turn played"),
+        }
         if self.play.turns() > played {
             self.undo.push(UndoEntry::Turn);
         }
@@ -382,6 +386,13 @@ impl LiveStudio {
                 preview_ms,
             },
         };
+        tracing::info!(
+            plugins = ?entry.plugins,
+            session = entry.session_reloaded,
+            diagnostics = entry.diagnostics.len(),
+            reload_ms = entry.timings.reload_ms,
+            "reloaded"
+        );
         self.last_reload = Some(entry.clone());
         entry
     }

@@ -94,6 +94,12 @@ impl Workspace {
             limits: limits.clone(),
         };
         workspace.resolve();
+        tracing::info!(
+            plugins_dir = %plugins_dir.display(),
+            plugins = workspace.plugins.len(),
+            active = workspace.plugins.iter().filter(|p| workspace.resolution.is_active(&p.name)).count(),
+            "workspace opened"
+        );
         Ok(workspace)
     }
 
