@@ -71,6 +71,9 @@ fn emit(app: &AppHandle, reason: &str, snapshot: Option<Json>, error: Option<Jso
     let _ = StudioChanged { reason: reason.to_string(), snapshot, error }.emit(app);
 }
 
+/// How long a reload that found a freshly broken plugin waits for the rest of an editor's save.
+const RELOAD_GRACE: Duration = Duration::from_millis(120);
+
 fn watch(app: AppHandle, plugins: PathBuf, session: Option<PathBuf>, generation: u64) {
     std::thread::spawn(move || {
         let Ok(mut watcher) = FolderWatcher::new(&plugins, session.as_deref(), Duration::from_millis(10)) else {
@@ -84,11 +87,10 @@ fn watch(app: AppHandle, plugins: PathBuf, session: Option<PathBuf>, generation:
             let snapshot = {
                 let Ok(mut guard) = state.studio.lock() else { return };
                 let Some(studio) = guard.as_mut() else { continue };
-                let changes = if batch.rescan { studio.classify_all() } else { studio.classify(&batch.paths) };
-                if changes.plugins.is_empty() && !changes.session {
+                // The CLI's `covel watch` follows a folder the same way (`LiveStudio::follow`).
+                if studio.follow_batch(batch, &mut watcher, RELOAD_GRACE).entry.is_none() {
                     continue;
                 }
-                studio.reload(&changes, batch.first_event);
                 Json::of(&studio.snapshot())
             };
             emit(&app, "reload", Some(snapshot), None);
@@ -117,10 +119,9 @@ fn remember(app: &AppHandle, plugins: &str, session: Option<&str>) {
     if let Some(dir) = file.parent() {
         let _ = std::fs::create_dir_all(dir);
     }
-    if let Ok(text) = serde_json::to_string_pretty(&list) {
-        let temp = file.with_extension("json.tmp");
-        if std::fs::write(&temp, text).is_ok() {
-            let _ = std::fs::rename(temp, file);
-        }
+    if let Ok(text) = serde_json::to_string_pretty(&list)
+        && let Err(error) = covel_studio::save::atomic_write(&file, text.as_bytes(), None)
+    {
+        tracing::warn!(%error, "cannot remember the recent folders");
     }
 }

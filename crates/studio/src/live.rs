@@ -276,10 +276,16 @@ impl LiveStudio {
     /// syntax error for a half-written file.
     pub fn follow(&mut self, watcher: &mut FolderWatcher, timeout: Duration, grace: Duration) -> Option<Followed> {
         let batch = watcher.next(timeout)?;
+        Some(self.follow_batch(batch, watcher, grace))
+    }
+
+    /// The reload step of [`LiveStudio::follow`] for a batch already taken from the watcher (the
+    /// desktop app waits for the batch without holding its state lock).
+    pub fn follow_batch(&mut self, batch: Batch, watcher: &mut FolderWatcher, grace: Duration) -> Followed {
         let note = batch.note.clone();
         let mut changes = if batch.rescan { self.classify_all() } else { self.classify(&batch.paths) };
         if changes.plugins.is_empty() && !changes.session {
-            return Some(Followed { entry: None, note });
+            return Followed { entry: None, note };
         }
         let mut entry = self.reload(&changes, batch.first_event);
         let freshly_broken = |entry: &ReloadEntry| entry.plugins.values().any(|r| matches!(r, PluginReload::KeptLastGood | PluginReload::Failed));
@@ -292,7 +298,7 @@ impl LiveStudio {
             changes.merge(next);
             entry = self.reload(&changes, batch.first_event);
         }
-        Some(Followed { entry: Some(entry), note })
+        Followed { entry: Some(entry), note }
     }
 
     /// Every plugin folder on disk and every loaded plugin, plus the session: for when the

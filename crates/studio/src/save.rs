@@ -99,8 +99,9 @@ fn clean_stale_temps(dir: &Path, name: &str) {
 }
 
 /// Writes bytes to a temporary file beside `path`, syncs it, gives it the permissions of
-/// `like`, and renames it over `path`; the temporary file never outlives a failure.
-fn atomic_write(path: &Path, bytes: &[u8], like: Option<&std::fs::Metadata>) -> Result<(), SaveError> {
+/// `like`, and renames it over `path`; the temporary file never outlives a failure. The one
+/// atomic write of the studio and the app (sessions, the recent-folders list).
+pub fn atomic_write(path: &Path, bytes: &[u8], like: Option<&std::fs::Metadata>) -> Result<(), SaveError> {
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "session".into());
     clean_stale_temps(dir, &name);
