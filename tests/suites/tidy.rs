@@ -1,5 +1,6 @@
-//! House rules a machine can check: every Rust source file opens with a `//!` paragraph, and
-//! ARCHITECTURE.md lists exactly the diagnostic codes the kernel has.
+//! House rules a machine can check: every Rust source file opens with a `//!` paragraph,
+//! ARCHITECTURE.md lists exactly the diagnostic codes the kernel has, and every test its seed
+//! rule table names exists.
 
 use covel_kernel::diagnostic::Code;
 use std::path::{Path, PathBuf};
@@ -50,4 +51,25 @@ fn architecture_lists_exactly_the_diagnostic_codes() {
     listed_sorted.sort_unstable();
     expected.sort_unstable();
     assert_eq!(listed_sorted, expected, "ARCHITECTURE.md's codes and covel_kernel::Code differ");
+}
+
+#[test]
+fn every_test_named_in_the_seed_rule_table_exists() {
+    let root = repo();
+    let text = std::fs::read_to_string(root.join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
+    let section = text.split("## Where each seed rule lives").nth(1).and_then(|s| s.split("\n## ").next()).expect("the seed rule table");
+    let named: Vec<&str> = section
+        .lines()
+        .filter(|line| line.starts_with("| ") && !line.starts_with("| Seed rule"))
+        .filter_map(|line| line.trim_end_matches('|').rsplit('|').next())
+        .map(|cell| cell.trim().trim_matches('`'))
+        .collect();
+    assert!(named.len() > 30, "the table lists the seed's rules: {named:?}");
+    let mut files = Vec::new();
+    for dir in ["crates", "tests", "src-tauri"] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    let sources: String = files.iter().map(|f| std::fs::read_to_string(f).unwrap_or_default()).collect();
+    let missing: Vec<&&str> = named.iter().filter(|name| !sources.contains(&format!("fn {name}()"))).collect();
+    assert!(missing.is_empty(), "tests named in ARCHITECTURE.md's seed rule table that do not exist: {missing:?}");
 }
