@@ -1,7 +1,8 @@
 //! covel-js: runs Covel plugin code in QuickJS.
 //!
-//! Each plugin gets its own runtime on its own thread ([`worker`]), with a memory limit, an
-//! interrupt-based CPU deadline and a promise deadline. Modules resolve only inside the plugin
+//! Each plugin gets its own runtime ([`worker`]; `Send`, its calls run one at a time on the
+//! calling thread, different plugins' calls in parallel on rayon's pool, see [`host`]), with a
+//! memory limit, an interrupt-based CPU deadline and a promise deadline. Modules resolve only inside the plugin
 //! root plus the SDK (`@covel/plugin-handlers-utils`, [`modules`]); values cross the boundary
 //! through the engine's object API, not JSON text ([`convert`]). [`host`] loads plugin folders
 //! and exposes their providers to the kernel's runner.

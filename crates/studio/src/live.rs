@@ -7,7 +7,7 @@ use crate::diff::{PreviewDiff, diff};
 use crate::document::SessionEdit;
 use crate::playtest::{Playtest, TurnReport};
 use crate::preview::{Preview, RuntimeTarget};
-use crate::slots::{SlotChange, Trigger};
+use crate::slots::Trigger;
 use crate::workspace::{PluginReload, Workspace};
 use covel_kernel::diagnostic::Diagnostic;
 use notify_debouncer_full::notify::RecursiveMode;
@@ -65,7 +65,6 @@ pub struct ReloadEntry {
     pub plugins: BTreeMap<String, PluginReload>,
     pub session_reloaded: bool,
     pub diff: PreviewDiff,
-    pub slot_changes: Vec<SlotChange>,
     pub diagnostics: Vec<Diagnostic>,
     pub timings: ReloadTimings,
 }
@@ -370,19 +369,20 @@ impl LiveStudio {
         let preview_ms = ms(t);
         let diff = diff(&self.preview, &preview);
         self.preview = preview;
-        let slot_changes = if session_reloaded {
+        // The slot host's committed values follow the reload; what changed for the author is
+        // the preview diff's `slots` (computed once, above).
+        if session_reloaded {
             // The authored session changed on disk: the playtest starts again from it.
             self.restart_playtest();
-            self.play.workspace.apply_slots(&mut self.play.slots, &Trigger::All)
+            self.play.workspace.apply_slots(&mut self.play.slots, &Trigger::All);
         } else {
-            self.play.workspace.apply_slots(&mut self.play.slots, &Trigger::PluginsChanged)
-        };
+            self.play.workspace.apply_slots(&mut self.play.slots, &Trigger::PluginsChanged);
+        }
         let entry = ReloadEntry {
             paths: changes.paths.clone(),
             plugins,
             session_reloaded,
             diff,
-            slot_changes,
             diagnostics: self.play.workspace.diagnostics().cloned().collect(),
             timings: ReloadTimings {
                 reload_ms: ms(first_event),

@@ -52,8 +52,6 @@ const CANCEL_POLL: Duration = Duration::from_millis(20);
 pub struct Backend {
     config: Model,
     turns: AtomicUsize,
-    /// The last request body sent over HTTP (shown beside the studio's prediction).
-    pub last_request: Mutex<Option<Value>>,
     /// Every HTTP request and its answer, in order (what `covel play --record` writes).
     pub exchanges: Mutex<Vec<Exchange>>,
     /// Where a relative `recording` path is resolved (the session file's folder).
@@ -67,7 +65,6 @@ impl Backend {
         Backend {
             config: config.clone(),
             turns: AtomicUsize::new(0),
-            last_request: Mutex::new(None),
             exchanges: Mutex::new(Vec::new()),
             base_dir: None,
             replay: OnceLock::new(),
@@ -126,7 +123,6 @@ impl Backend {
             "anthropic" => (self.with_model(anthropic), "anthropic"),
             _ => (self.with_model(openai), "openai"),
         };
-        *self.last_request.lock().unwrap_or_else(|e| e.into_inner()) = Some(body.clone());
         let mut used = self.replay_used.lock().unwrap_or_else(|e| e.into_inner());
         let answer = recording.answer(&body, &mut used).map_err(|e| ModelError::Replay(e.to_string()))?;
         if backend == "anthropic" { anthropic_reply(&answer) } else { openai_reply(&answer) }
@@ -158,7 +154,6 @@ impl Backend {
     /// POSTs a JSON body. The blocking request runs on its own thread while this one watches
     /// `cancel`, so a cancelled call returns at once instead of at the server's answer.
     fn post(&self, backend: &'static str, url: &str, headers: &[(&str, String)], body: &Value, cancel: &AtomicBool) -> Result<Value, ModelError> {
-        *self.last_request.lock().unwrap_or_else(|e| e.into_inner()) = Some(body.clone());
         let mut request = self.agent().post(url);
         for (name, value) in headers {
             request = request.header(*name, value);

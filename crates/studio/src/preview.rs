@@ -148,7 +148,6 @@ pub struct ImageFlowView {
 #[serde(rename_all = "camelCase")]
 pub struct PreviewTimings {
     pub world_context_ms: f64,
-    pub history_ms: f64,
     pub segments_ms: f64,
     pub next_turn_ms: f64,
     pub slots_ms: f64,
@@ -455,7 +454,7 @@ impl Workspace {
             history_rewrites: rewrites,
             calls,
             errors,
-            timings: PreviewTimings { world_context_ms, history_ms: 0.0, segments_ms, next_turn_ms, slots_ms, total_ms: ms(started) },
+            timings: PreviewTimings { world_context_ms, segments_ms, next_turn_ms, slots_ms, total_ms: ms(started) },
         }
     }
 }
