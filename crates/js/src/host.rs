@@ -2,7 +2,7 @@
 //! own QuickJS runtime, then the declared-versus-registered check. One bad plugin never stops
 //! the others, and every plugin's load runs in parallel with the rest.
 
-use crate::worker::{self, Engine, Limits, LoadSpec, LoadReport};
+use crate::engine::{self, Engine, Limits, LoadSpec, LoadReport};
 use covel_kernel::diagnostic::{Code, Diagnostic};
 use covel_kernel::package::{self, Package};
 use covel_kernel::registration::{self, Registrations};
@@ -115,7 +115,7 @@ impl Batch {
 
 impl JsPlugin {
     /// A handle on this plugin's runtime that reports its shutdown once it is dropped.
-    pub fn watch(&self) -> Option<crate::worker::RuntimeWatch> {
+    pub fn watch(&self) -> Option<crate::engine::RuntimeWatch> {
         self.engine.lock().ok().map(|engine| engine.watch())
     }
 }
@@ -209,7 +209,7 @@ pub fn load_plugin(folder: &Path, limits: &Limits) -> LoadedPlugin {
     let load = package::load_package(folder);
     let ran = load.package.as_ref().and_then(|package| {
         let entry = package.entry_path()?;
-        Some(worker::load(&LoadSpec {
+        Some(engine::load(&LoadSpec {
             plugin_id: package.id().to_string(),
             root: package.root.clone(),
             entry,

@@ -1,6 +1,6 @@
 //! covel-js: runs Covel plugin code in QuickJS.
 //!
-//! Each plugin gets its own runtime ([`worker`]; `Send`, its calls run one at a time on the
+//! Each plugin gets its own runtime ([`engine`]; `Send`, its calls run one at a time on the
 //! calling thread, different plugins' calls in parallel on rayon's pool, see [`host`]), with a
 //! memory limit, an interrupt-based CPU deadline and a promise deadline. Modules resolve only inside the plugin
 //! root plus the SDK (`@covel/plugin-handlers-utils`, [`modules`]); values cross the boundary
@@ -17,7 +17,7 @@ pub mod memo;
 pub mod memory;
 pub mod modules;
 pub mod typescript;
-pub mod worker;
+pub mod engine;
 
 pub use host::{JsPlugin, LoadedPlugin, load_folder, load_plugin, load_plugins};
-pub use worker::{Limits, RuntimeWatch};
+pub use engine::{Limits, RuntimeWatch};

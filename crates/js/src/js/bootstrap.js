@@ -1,7 +1,7 @@
 // Covel Studio host bootstrap: evaluated once per plugin runtime, before the entry module.
 // It builds the `covel` facade the entry's default export receives, stages registrations
 // until the factory settles, dispatches provider calls, and builds each call's `ctx`.
-// Host functions provided by Rust (see worker.rs `install_host`): now, fetch, httpRefusal,
+// Host functions provided by Rust (see engine/host_functions.rs): now, fetch, httpRefusal,
 // hasGateway, generateText, requireModule.
 (function () {
   "use strict";

@@ -1,0 +1,184 @@
+//! Loading a plugin: a new runtime, the host bootstrap, the entry module and its default export
+//! within the load limit, and a failure classified with the file and position it blames.
+
+use super::*;
+
+const BOOTSTRAP: &str = include_str!("../js/bootstrap.js");
+
+/// What the worker needs to load a plugin.
+#[derive(Debug, Clone)]
+pub struct LoadSpec {
+    pub plugin_id: String,
+    pub root: PathBuf,
+    pub entry: PathBuf,
+    /// Translations by locale (`locales/<locale>.yaml` messages).
+    pub messages: BTreeMap<String, Map<String, Json>>,
+    pub limits: Limits,
+}
+
+/// Why an entry failed to load.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadFailure {
+    pub code: Code,
+    pub message: String,
+    /// The file and position the engine blamed, when it named one.
+    pub file: Option<PathBuf>,
+    pub position: Option<(u32, u32)>,
+}
+
+/// The outcome of running an entry.
+#[derive(Debug, Clone)]
+pub struct LoadReport {
+    pub registrations: Registrations,
+    /// Every plugin file the module graph read.
+    pub modules: Vec<PathBuf>,
+    pub failure: Option<LoadFailure>,
+    pub duration: Duration,
+}
+
+/// Loads a plugin's entry in a new runtime on the calling thread. The engine is returned only
+/// when the load succeeded; either way the report says what happened.
+pub fn load(spec: &LoadSpec) -> (Option<Engine>, LoadReport) {
+    modules::set_thread_root(&spec.root);
+    let started = Instant::now();
+    let mut engine = match Engine::new(spec) {
+        Ok(engine) => engine,
+        Err(message) => {
+            let report = LoadReport {
+                registrations: Registrations::default(),
+                modules: Vec::new(),
+                failure: Some(LoadFailure { code: Code::Internal, message, file: None, position: None }),
+                duration: started.elapsed(),
+            };
+            return (None, report);
+        }
+    };
+    let mut report = engine.load(spec);
+    report.duration = started.elapsed();
+    if report.failure.is_some() {
+        engine.shutdown();
+        return (None, report);
+    }
+    (Some(engine), report)
+}
+
+impl Engine {
+    pub(super) fn load(&mut self, spec: &LoadSpec) -> LoadReport {
+        self.arm(spec.limits.load_timeout);
+        let outcome = self.context.with(|ctx| self.load_in(&ctx, spec));
+        self.disarm();
+        let modules = self.loaded_files.lock().map(|f| f.clone()).unwrap_or_default();
+        match outcome {
+            Ok(registrations) => LoadReport { registrations, modules, failure: None, duration: Duration::ZERO },
+            Err(failure) => LoadReport { registrations: Registrations::default(), modules, failure: Some(failure), duration: Duration::ZERO },
+        }
+    }
+
+    pub(super) fn load_in<'js>(&self, ctx: &Ctx<'js>, spec: &LoadSpec) -> Result<Registrations, LoadFailure> {
+        let _ = modules::take_refusal();
+        let _ = modules::take_typescript_failure();
+        let internal = |e: rquickjs::Error| LoadFailure { code: Code::Internal, message: e.to_string(), file: None, position: None };
+        self.install_host(ctx).map_err(internal)?;
+        let covel: Object = ctx.eval::<Object, _>(BOOTSTRAP).catch(ctx).map_err(|e| LoadFailure {
+            code: Code::Internal,
+            message: format!("host bootstrap failed: {e}"),
+            file: None,
+            position: None,
+        })?;
+        *self.internals.borrow_mut() = Some(Internals(rquickjs::Persistent::save(ctx, covel.clone())));
+        let make: Function = covel.get("makeFacade").map_err(internal)?;
+        let facade: Value = make.call((spec.plugin_id.as_str(),)).map_err(internal)?;
+
+        let entry = spec.entry.canonicalize().unwrap_or_else(|_| spec.entry.clone());
+        let entry_name = entry.to_string_lossy().into_owned();
+        let import = Module::import(ctx, entry_name.as_bytes().to_vec());
+        let namespace = match import {
+            Ok(promise) => self.drive(ctx, &covel, promise.into_value()),
+            Err(rquickjs::Error::Exception) => Settled::Threw(thrown(ctx)),
+            Err(e) => Settled::Threw(Thrown { name: String::new(), message: e.to_string(), stack: None }),
+        };
+        let namespace = match namespace {
+            Settled::Value(ns) => ns,
+            Settled::Timeout(why) => return Err(self.entry_failure(Code::EntryTimeout, format!("importing the entry did not finish: {why}"), None)),
+            Settled::Threw(t) => return Err(self.classify_import_error(&t)),
+        };
+        let default: Option<Function> = namespace.as_object().and_then(|ns| ns.get::<_, Option<Function>>("default").ok().flatten());
+        // Failures of the default export point at its declaration in the entry module.
+        let at_default = || LoadFailure {
+            code: Code::Internal,
+            message: String::new(),
+            file: Some(entry.clone()),
+            position: crate::imports::default_export_position(&entry),
+        };
+        let Some(default) = default else {
+            let message = "entry must default-export a function (covel) => { ... }".to_string();
+            return Err(LoadFailure { code: Code::EntryShape, message, ..at_default() });
+        };
+        let result: Result<Value, _> = default.call((facade,));
+        let settled = match result {
+            Ok(value) => self.drive(ctx, &covel, value),
+            Err(_) => Settled::Threw(thrown(ctx)),
+        };
+        match settled {
+            Settled::Value(_) => {}
+            Settled::Timeout(why) => {
+                let message = format!("the entry's default export did not settle: {why}");
+                return Err(LoadFailure { code: Code::EntryTimeout, message, ..at_default() });
+            }
+            Settled::Threw(t) => {
+                if self.expired() {
+                    // The interrupted frame is not where the loop is; the default export that
+                    // ran too long is.
+                    let message = format!("the entry's default export ran past the {} ms load limit", spec.limits.load_timeout.as_millis());
+                    return Err(LoadFailure { code: Code::EntryTimeout, message, ..at_default() });
+                }
+                return Err(self.entry_failure(Code::EntryThrew, format!("the entry threw: {}", t.text()), t.stack.as_deref()));
+            }
+        }
+        let close: Function = covel.get("close").map_err(internal)?;
+        let staged: Value = close.call(()).map_err(internal)?;
+        let staged = from_js(&staged).map_err(|e| LoadFailure { code: Code::Internal, message: e.to_string(), file: None, position: None })?;
+        Ok(registrations_from(&staged, &self.root))
+    }
+
+    pub(super) fn classify_import_error(&self, t: &Thrown) -> LoadFailure {
+        if let Some(failure) = modules::take_typescript_failure() {
+            let code = if failure.error.unsupported { Code::TypescriptUnsupported } else { Code::EntrySyntax };
+            let message = if failure.error.unsupported { failure.error.message } else { format!("syntax error: {}", failure.error.message) };
+            return LoadFailure { code, message, file: Some(failure.file), position: failure.error.position };
+        }
+        if let Some(refusal) = modules::take_refusal() {
+            return LoadFailure { code: Code::ImportUnavailable, message: format!("import failed: {}", refusal.message), file: refusal.file, position: refusal.position };
+        }
+        let text = t.text();
+        if self.expired() {
+            return self.entry_failure(Code::EntryTimeout, "the entry module ran past the load limit while being evaluated".into(), None);
+        }
+        let loaded = self.loaded_files.lock().map(|f| f.clone()).unwrap_or_default();
+        if let Some(missing) = crate::imports::missing_exports(&text, &loaded) {
+            return LoadFailure { code: Code::ImportUnavailable, message: missing.message, file: Some(missing.file), position: Some(missing.position) };
+        }
+        let code = if text.contains("resolving module") || text.contains("Could not find export") || text.contains("could not find export") {
+            Code::ImportUnavailable
+        } else if t.name == "SyntaxError" {
+            Code::EntrySyntax
+        } else if text.contains("Error loading module") {
+            Code::MissingFile
+        } else {
+            Code::EntryThrew
+        };
+        let message = match code {
+            Code::ImportUnavailable => format!("import failed: {text}"),
+            Code::EntrySyntax => format!("syntax error: {}", t.message),
+            _ => format!("the entry threw while loading: {text}"),
+        };
+        // QuickJS reports a syntax error's position in the message ("… at file:L:C") or stack.
+        let position_source = format!("{}\n{}", t.message, t.stack.clone().unwrap_or_default());
+        self.entry_failure(code, message, Some(&position_source))
+    }
+
+    pub(super) fn entry_failure(&self, code: Code, message: String, stack: Option<&str>) -> LoadFailure {
+        let (file, position) = stack.and_then(first_frame).map_or((None, None), |(f, p)| (Some(f), Some(p)));
+        LoadFailure { code, message, file, position }
+    }
+}

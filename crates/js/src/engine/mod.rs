@@ -1,0 +1,244 @@
+//! One plugin's QuickJS engine: a runtime and context with its deadline, memory account and
+//! shutdown. The runtime is `Send`; its calls run one at a time on the calling thread, and the
+//! host runs different plugins' calls in parallel (`crate::host`). Dropping the engine disposes
+//! the plugin and frees the runtime cleanly.
+//!
+//! - [`load`](mod@load): running the entry module and reading back what it registered
+//!   ([`registrations`]: with the plugin's own call sites);
+//! - [`call`](mod@call): answering one provider call, with the memo and the handler context
+//!   (rebuilt only when what the plugin can see changed);
+//! - [`host_functions`]: what the bootstrap may ask of Rust (time, HTTP, the gateway, modules);
+//! - [`event_loop`]: driving a promise through jobs and timers until it settles or the deadline
+//!   passes (QuickJS cannot interrupt a pending `await`; an interrupt handler stops CPU loops);
+//! - [`exceptions`]: what a throw looks like to the host, and where it points.
+
+mod call;
+mod event_loop;
+mod exceptions;
+mod host_functions;
+mod load;
+mod registrations;
+
+pub use load::{LoadFailure, LoadReport, LoadSpec, load};
+
+use event_loop::Settled;
+use exceptions::{Thrown, first_frame, short, thrown};
+use host_functions::GATEWAY;
+use registrations::registrations_from;
+
+use crate::convert::{ConversionBudget, FromJsError, from_js, from_js_within, to_js};
+use crate::modules::{self, LoadedFiles, PluginLoader, PluginResolver};
+use covel_kernel::Code;
+use covel_kernel::context::ExecutionContext;
+use covel_kernel::registration::{ProvidedExtension, Registrations, Site};
+use covel_kernel::runner::{CallReport, FailureKind, ProviderCall, ProviderFailure};
+use rquickjs::promise::PromiseState;
+use rquickjs::{CatchResultExt, Context, Ctx, Function, Module, Object, Runtime, Value};
+use serde_json::{Map, Value as Json};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+/// Resource limits of one plugin runtime.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    pub memory_bytes: usize,
+    pub stack_bytes: usize,
+    /// How long the entry module (and its default export) may take to settle.
+    pub load_timeout: Duration,
+    /// The budget all plugin runtimes share (the process-wide one by default).
+    pub shared_memory: Arc<crate::memory::SharedBudget>,
+    /// Whether identical calls may be answered from the engine's memo (`--no-memo` turns it off).
+    pub memo: bool,
+    /// How long loading a whole folder may take: plugins that start loading after it ran out
+    /// get a short limit, so twenty looping entries cannot keep the studio waiting.
+    pub folder_load_budget: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            memory_bytes: 64 * 1024 * 1024,
+            stack_bytes: 1024 * 1024,
+            load_timeout: Duration::from_secs(2),
+            shared_memory: crate::memory::process_budget(),
+            folder_load_budget: Duration::from_secs(6),
+            memo: true,
+        }
+    }
+}
+
+/// A handle on the bootstrap's internal object.
+struct Internals(rquickjs::Persistent<Object<'static>>);
+
+// SAFETY: the handle belongs to the engine's runtime and is only restored inside that runtime's
+// context (`Engine::internals`), and it is dropped before the runtime (`Engine::shutdown`). The
+// runtime itself is `Send` (rquickjs `parallel`, access serialized by its lock), and the engine
+// moves between threads only as a whole, so the handle never outlives or escapes its runtime.
+#[allow(unsafe_code)]
+unsafe impl Send for Internals {}
+
+/// What happened to a plugin runtime when it was shut down, observable after the engine is
+/// gone (the studio drops a plugin's runtime when a reload replaces or removes it).
+#[derive(Debug, Clone)]
+pub struct RuntimeWatch {
+    shutdown: Arc<ShutdownState>,
+    memory: Arc<crate::memory::RuntimeMemory>,
+}
+
+#[derive(Debug, Default)]
+struct ShutdownState {
+    done: std::sync::atomic::AtomicBool,
+    disposers: std::sync::atomic::AtomicUsize,
+}
+
+impl RuntimeWatch {
+    /// Whether the engine was shut down (its plugin disposed, its runtime dropped).
+    pub fn is_shut_down(&self) -> bool {
+        self.shutdown.done.load(Ordering::SeqCst)
+    }
+
+    /// How many `covel.onDispose` callbacks the shutdown ran.
+    pub fn disposers_run(&self) -> usize {
+        self.shutdown.disposers.load(Ordering::SeqCst)
+    }
+
+    /// Bytes the runtime still holds: 0 once it was freed without leaks.
+    pub fn bytes_held(&self) -> usize {
+        self.memory.used()
+    }
+}
+
+/// The runtime and context of one plugin, with its deadline. Calls run on the caller's thread
+/// (the runtime is `Send`), one at a time; dropping the engine disposes the plugin and frees the
+/// runtime.
+pub struct Engine {
+    // Field order matters: the context must drop before the runtime.
+    context: Context,
+    runtime: Runtime,
+    deadline: Arc<AtomicU64>,
+    epoch: Instant,
+    loaded_files: LoadedFiles,
+    plugin_id: String,
+    messages: BTreeMap<String, Map<String, Json>>,
+    execution_seen: u64,
+    /// Hash of the data the plugin's handlers see (not the turn); the memo is valid for it.
+    fingerprint: u64,
+    memo: crate::memo::Memo,
+    memory_limit: usize,
+    memory: Arc<crate::memory::RuntimeMemory>,
+    /// The bootstrap's internal functions: held by the host only, never on a global.
+    internals: std::cell::RefCell<Option<Internals>>,
+    /// What HTTP the running call may do (empty between calls).
+    http: crate::http::HttpSlot,
+    root: PathBuf,
+    disposed: bool,
+    shutdown: Arc<ShutdownState>,
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+impl Engine {
+    fn new(spec: &LoadSpec) -> Result<Engine, String> {
+        // The allocator enforces the plugin's limit and the shared budget (QuickJS's own limit
+        // stays off, so every refusal is seen and classified).
+        let memory = crate::memory::RuntimeMemory::new(spec.limits.memory_bytes, Arc::clone(&spec.limits.shared_memory));
+        let runtime = Runtime::new_with_alloc(crate::memory::BudgetAllocator::new(Arc::clone(&memory)))
+            .map_err(|e| format!("cannot create a QuickJS runtime: {e}"))?;
+        runtime.set_max_stack_size(spec.limits.stack_bytes);
+        let deadline = Arc::new(AtomicU64::new(0));
+        let epoch = Instant::now();
+        {
+            let deadline = Arc::clone(&deadline);
+            runtime.set_interrupt_handler(Some(Box::new(move || {
+                let limit = deadline.load(Ordering::Relaxed);
+                limit != 0 && nanos_since(epoch) > limit
+            })));
+        }
+        let loaded_files: LoadedFiles = Default::default();
+        runtime.set_loader(PluginResolver { root: spec.root.clone() }, PluginLoader { loaded: loaded_files.clone() });
+        let context = Context::full(&runtime).map_err(|e| format!("cannot create a QuickJS context: {e}"))?;
+        Ok(Engine {
+            context,
+            runtime,
+            deadline,
+            epoch,
+            loaded_files,
+            plugin_id: spec.plugin_id.clone(),
+            messages: spec.messages.clone(),
+            execution_seen: 0,
+            fingerprint: 0,
+            memo: crate::memo::Memo::new(spec.limits.memo),
+            memory_limit: spec.limits.memory_bytes,
+            memory,
+            internals: std::cell::RefCell::new(None),
+            http: Default::default(),
+            root: spec.root.clone(),
+            disposed: false,
+            shutdown: Arc::default(),
+        })
+    }
+
+    fn arm(&self, timeout: Duration) {
+        let at = nanos_since(self.epoch).saturating_add(u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX)).max(1);
+        self.deadline.store(at, Ordering::Relaxed);
+    }
+
+    fn disarm(&self) {
+        self.deadline.store(0, Ordering::Relaxed);
+    }
+
+    fn expired(&self) -> bool {
+        let limit = self.deadline.load(Ordering::Relaxed);
+        limit != 0 && nanos_since(self.epoch) > limit
+    }
+
+    fn remaining(&self) -> Duration {
+        let limit = self.deadline.load(Ordering::Relaxed);
+        Duration::from_nanos(limit.saturating_sub(nanos_since(self.epoch)))
+    }
+
+    /// The bootstrap's internal functions in this context.
+    fn internals<'js>(&self, ctx: &Ctx<'js>) -> rquickjs::Result<Object<'js>> {
+        let saved = self.internals.borrow().as_ref().map(|i| i.0.clone());
+        saved.ok_or(rquickjs::Error::Unknown)?.restore(ctx)
+    }
+
+    fn shutdown(&mut self) {
+        if self.disposed {
+            return;
+        }
+        self.disposed = true;
+        self.disarm();
+        let ran = self.context.with(|ctx| {
+            let mut ran = 0;
+            if let Ok(covel) = self.internals(&ctx)
+                && let Ok(dispose) = covel.get::<_, Function>("dispose")
+            {
+                self.arm(Duration::from_millis(200));
+                ran = dispose.call::<_, usize>(()).unwrap_or(0);
+                self.disarm();
+            }
+            // Persistent handles must go before the runtime does.
+            self.internals.borrow_mut().take();
+            ran
+        });
+        self.runtime.run_gc();
+        self.shutdown.disposers.store(ran, Ordering::SeqCst);
+        self.shutdown.done.store(true, Ordering::SeqCst);
+    }
+
+    /// A handle that reports this engine's shutdown after it happened.
+    pub fn watch(&self) -> RuntimeWatch {
+        RuntimeWatch { shutdown: Arc::clone(&self.shutdown), memory: Arc::clone(&self.memory) }
+    }
+}
+
+fn nanos_since(epoch: Instant) -> u64 {
+    u64::try_from(epoch.elapsed().as_nanos()).unwrap_or(u64::MAX)
+}
