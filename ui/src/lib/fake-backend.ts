@@ -116,6 +116,7 @@ export function fakeBackend(): Backend {
           }
         : { opening: false, plugins: current.pluginsDir, session: current.sessionPath ?? null, error: null },
     recentFolders: async () => [{ plugins: current.pluginsDir, session: current.sessionPath ?? null }],
+    logFile: async () => null,
     forecast: async () => forecast as unknown as Forecast,
     runTests: async () => tests as unknown as TestRun,
     onChange: async (listener) => {

@@ -27,6 +27,7 @@ export function tauriBackend(): Backend {
     checkSessionText: async (text) => unwrap(await commands.checkSessionText(text)) as Diagnostic[],
     openStatus: async () => unwrap(await commands.openStatus()) as unknown as OpenStatus,
     recentFolders: async () => unwrap(await commands.recentFolders()),
+    logFile: async () => unwrap(await commands.logFile()),
     forecast: async (model, pace, ttl) => unwrap(await commands.forecast(model, pace, ttl)) as Forecast,
     runTests: async (update) => unwrap(await commands.runTests(update)) as TestRun,
     onChange: async (listener) =>
