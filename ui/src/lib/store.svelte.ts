@@ -3,7 +3,8 @@
 // and tab switches, and when the file changes on disk while a draft is open, the author chooses
 // which to keep.
 import { backend } from "./backend";
-import { draftAfterSnapshot, type Draft } from "./view";
+import { draftAfterSnapshot, type Draft, type Tab } from "./view";
+import { tick } from "svelte";
 import type { Diagnostic, Snapshot } from "./types";
 
 class Studio {
@@ -17,7 +18,39 @@ class Studio {
   draft = $state<Draft | null>(null);
   /** The file changed on disk while a draft was open: the author picks one. */
   conflict = $state<string | null>(null);
+  /** The panel on show. */
+  tab = $state<Tab>("Prompt");
+  /** Bumped by every action the author takes: change marks fade after the next one. */
+  actions = $state(0);
+  /** The action count when the last reload arrived: its change marks show until the next action. */
+  marksAt = $state(0);
+  private reloadKey = "";
   private ticket = 0;
+
+  /** Whether the last reload's change marks still show (they fade after the next action). */
+  get marks(): boolean {
+    return this.marksAt === this.actions;
+  }
+
+  /** Shows a panel and, when given, the element a problem points at (scrolled to, focused, flashed). */
+  async goto(tab: Tab, target?: string) {
+    this.tab = tab;
+    if (!target) return;
+    await tick();
+    // Lazy panels (the session editor) render a moment later.
+    for (let i = 0; i < 20; i++) {
+      const element = document.querySelector<HTMLElement>(target);
+      if (element) {
+        element.scrollIntoView({ block: "center" });
+        if (!element.hasAttribute("tabindex")) element.setAttribute("tabindex", "-1");
+        element.focus({ preventScroll: true });
+        element.classList.add("flash");
+        setTimeout(() => element.classList.remove("flash"), 1600);
+        return;
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
 
   async start() {
     const b = await backend;
@@ -53,6 +86,11 @@ class Studio {
     this.draft = next.draft;
     if (next.conflict !== null) this.conflict = next.conflict;
     else if (this.draft === null) this.conflict = null;
+    const key = reloadKey(snapshot);
+    if (key !== this.reloadKey) {
+      this.reloadKey = key;
+      this.marksAt = this.actions;
+    }
     this.snapshot = snapshot;
     this.openError = null;
   }
@@ -78,6 +116,7 @@ class Studio {
   /** Runs a backend action with progress; `cancel()` stops waiting for it. */
   async run(label: string, action: (b: Awaited<typeof backend>) => Promise<Snapshot | void>): Promise<boolean> {
     const ticket = ++this.ticket;
+    this.actions++;
     this.busy = label;
     this.error = null;
     try {
@@ -98,6 +137,12 @@ class Studio {
     this.busy = null;
     await (await backend).cancel();
   }
+}
+
+/** What identifies a reload: its paths, plugins and timings (a new reload differs in them). */
+export function reloadKey(snapshot: Snapshot): string {
+  const r = snapshot.lastReload;
+  return r ? JSON.stringify([r.paths, r.plugins, r.timings, r.diff.segments.length]) : "";
 }
 
 export const studio = new Studio();

@@ -157,7 +157,8 @@ export interface PluginView {
   hints: Diagnostic[];
   providers: { point: string; id: string; order: number; slot?: string; watch?: string[]; preview?: string[] }[];
   hasStaticPrompt: boolean;
-  inventory: { tools: string[]; actions: string[]; services: string[]; hooks: string[]; forms: string[]; wires: string[] };
+  /** Registered items by kind: names, or for `extensions` each point and id. */
+  inventory: Record<string, unknown[]>;
   runtimes: string[];
 }
 

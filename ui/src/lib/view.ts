@@ -221,3 +221,150 @@ export function testCounts(run: TestRun): { sessions: number; failed: number; ch
 export function differenceLabel(d: GoldenDifference): string {
   return `${d.place}${d.from ? ` · ${d.from}` : ""}${d.plugin ? ` (plugin ${d.plugin})` : ""} ${d.change}`;
 }
+
+/** One registered item of a plugin's inventory as text: a name, or an extension's point and id. */
+export function inventoryItem(item: unknown): string {
+  if (typeof item === "string") return item;
+  if (item && typeof item === "object") {
+    const o = item as Record<string, unknown>;
+    if (typeof o.point === "string" && typeof o.id === "string") {
+      return `${o.point} · ${o.id}${o.handlerIsFunction === false ? " (handler is not a function)" : ""}`;
+    }
+    if (typeof o.id === "string") return o.id;
+    if (typeof o.name === "string") return o.name;
+  }
+  return JSON.stringify(item);
+}
+
+/** A plugin's registered inventory as `kind: item, item` lines, empty kinds left out. */
+export function inventoryLines(inventory: Record<string, unknown> | null | undefined): string[] {
+  return Object.entries(inventory ?? {})
+    .filter(([, items]) => Array.isArray(items) && items.length > 0)
+    .map(([kind, items]) => `${kind}: ${(items as unknown[]).map(inventoryItem).join(", ")}`);
+}
+
+/** The runtime selector's value for the runtime the backend assembled for. */
+export function runtimeValue(runtime: { kind: string; id?: string } | undefined): string {
+  if (!runtime || runtime.kind === "story") return "story";
+  return `${runtime.kind}:${runtime.id ?? ""}`;
+}
+
+// ---- the Problems panel --------------------------------------------------------------------------
+
+export const TABS = ["Problems", "Prompt", "Cache", "Plugins", "Providers", "Stage", "World", "Compaction", "Playtest", "Tests", "Session", "Open"] as const;
+export type Tab = (typeof TABS)[number];
+
+export interface Problem {
+  severity: "error" | "warning" | "info";
+  /** What reported it: plugin load, session file, run time, lint, cache… */
+  source: string;
+  code: string;
+  message: string;
+  plugin?: string;
+  /** `file:line:column`, as far as it is known. */
+  at?: string;
+  /** Where it lives in the studio: the panel and the element (a CSS selector) to show. */
+  tab: Tab;
+  target?: string;
+}
+
+const attr = (value: string) => value.replace(/["\\]/g, "\\$&");
+
+/** The selector of a provider call's row in the Providers panel. */
+export function callTarget(call: { point: string; slot?: string; pluginId: string; providerId: string }): string {
+  return `[data-call="${attr(`${call.slot ?? call.point}|${call.pluginId}/${call.providerId}`)}"]`;
+}
+
+/**
+ * Every problem the snapshot knows of, errors first: plugin diagnostics (also of plugins running
+ * their last good version), the session file, start-up, resolver rejections, runs that failed,
+ * handlers that failed at run time (their plugin stays active but gave nothing), providers
+ * skipped, lints (row-shaped `pluginData` reads, volatility), cache advice, failed turns.
+ */
+export function problems(snapshot: Snapshot | undefined, openError?: { code: string; message: string; file?: string; line?: number; column?: number } | null): Problem[] {
+  const out: Problem[] = [];
+  const seen = new Set<string>();
+  const add = (p: Problem) => {
+    const key = `${p.severity}|${p.code}|${p.plugin ?? ""}|${p.at ?? ""}|${p.message}`;
+    if (seen.has(key)) return;
+    seen.add(key);
+    out.push(p);
+  };
+  if (openError) add({ severity: "error", source: "start-up", code: openError.code, message: openError.message, at: where(openError) || undefined, tab: "Open" });
+  if (!snapshot) return out;
+  if (snapshot.sessionError) {
+    const e = snapshot.sessionError;
+    add({ severity: "error", source: "session file", code: e.code, message: `${e.message} (the last good session keeps running)`, at: where(e) || undefined, tab: "Session", target: '[data-testid="session-editor"]' });
+  }
+  for (const d of snapshot.diagnostics ?? []) {
+    add({ severity: "error", source: "folder", code: d.code, message: d.message, plugin: d.plugin, at: where(d) || undefined, tab: d.plugin ? "Plugins" : "Open", target: d.plugin ? `tr[data-plugin="${attr(d.plugin)}"]` : undefined });
+  }
+  for (const p of snapshot.plugins) {
+    const target = `tr[data-plugin="${attr(p.name)}"]`;
+    for (const d of p.diagnostics) {
+      const lastGood = p.status === "last-good" ? " — the plugin runs its last good version" : "";
+      add({ severity: "error", source: "plugin", code: d.code, message: d.message + lastGood, plugin: p.name, at: where(d) || undefined, tab: "Plugins", target });
+    }
+    for (const h of p.hints) add({ severity: "warning", source: "lint", code: h.code, message: h.message, plugin: p.name, at: where(h) || undefined, tab: "Plugins", target });
+    if (p.rejection) add({ severity: "warning", source: "resolver", code: p.rejection.code, message: p.rejection.message, plugin: p.name, tab: "Plugins", target });
+  }
+  for (const u of snapshot.resolution?.unmet ?? []) {
+    add({ severity: "error", source: "resolver", code: "unmet", message: typeof u === "string" ? u : JSON.stringify(u), tab: "Plugins" });
+  }
+  const preview = snapshot.preview;
+  for (const e of preview.errors ?? []) {
+    add({ severity: "error", source: "run", code: e.error.code, message: `${e.point}${e.slot ? ` ${e.slot}` : ""} (${e.turn}) failed as a whole: ${e.message}`, tab: "Providers", target: `[data-chain="${attr(e.slot ? `${e.point} → ${e.slot}` : e.point)}"]` });
+  }
+  const calls = [...preview.calls, ...preview.slots.flatMap((s) => s.chain), ...(preview.worldContext.calls ?? [])];
+  for (const c of calls) {
+    if (c.outcome === "success") continue;
+    const skipped = c.outcome === "unavailable";
+    add({
+      severity: skipped ? "warning" : "error",
+      source: skipped ? "skipped provider" : "handler at run time",
+      code: c.errorCode ?? c.outcome,
+      message: `${c.pluginId}/${c.providerId} on ${c.slot ?? c.point}: ${c.outcome}${c.message ? ` — ${c.message}` : ""}${skipped ? "" : " (its plugin is active but gave nothing)"}`,
+      plugin: c.pluginId,
+      tab: "Providers",
+      target: callTarget(c),
+    });
+  }
+  if (preview.worldContext.error) add({ severity: "error", source: "world context", code: "world-context", message: preview.worldContext.error, tab: "World" });
+  if (preview.imageFlow.error) add({ severity: "error", source: "image flow", code: "image-flow", message: preview.imageFlow.error, tab: "Stage" });
+  for (const l of preview.cache.lint) {
+    add({ severity: "warning", source: "volatility lint", code: l.code, message: l.message, plugin: l.plugin, tab: "Prompt", target: `[data-segment="${attr(l.segment.includes("/") ? l.segment : `${l.plugin}/${l.segment}`)}"]` });
+  }
+  for (const a of preview.cache.advice) {
+    add({ severity: "warning", source: "cache", code: a.code, message: `${a.message} Fix: ${a.fix}`, plugin: a.plugin, tab: "Prompt", target: a.segment ? `[data-segment="${attr(a.segment.includes("/") || !a.plugin ? a.segment : `${a.plugin}/${a.segment}`)}"]` : '[data-testid="cache-advice"]' });
+  }
+  for (const w of preview.cache.warnings) add({ severity: "info", source: "cache", code: w.code, message: w.message, tab: "Prompt", target: '[data-testid="cache-boundary"]' });
+  for (const t of snapshot.turns) if (t.error) add({ severity: "error", source: "turn", code: "turn-failed", message: `${t.turnId}: ${t.error}`, tab: "Playtest" });
+  const verdict = snapshot.compaction.lastRun?.verdict;
+  if (verdict && !verdict.nothingToCompact && !verdict.accepted) {
+    for (const r of verdict.rules.filter((r) => !r.ok)) add({ severity: "warning", source: "compaction", code: r.rule, message: r.detail, tab: "Compaction" });
+  }
+  const rank = { error: 0, warning: 1, info: 2 };
+  return out.sort((a, b) => rank[a.severity] - rank[b.severity]);
+}
+
+/** Errors and warnings per panel (infos are listed, not counted), and in all for Problems. */
+export function problemCounts(list: Problem[]): Partial<Record<Tab, number>> {
+  const counts: Partial<Record<Tab, number>> = {};
+  for (const p of list) {
+    if (p.severity === "info") continue;
+    counts[p.tab] = (counts[p.tab] ?? 0) + 1;
+    counts.Problems = (counts.Problems ?? 0) + 1;
+  }
+  return counts;
+}
+
+/** Calls of a plugin's handlers that failed in this preview (a plugin that throws is not fine). */
+export function failingCalls(snapshot: Snapshot, plugin: string): CallRecord[] {
+  const calls = [...snapshot.preview.calls, ...snapshot.preview.slots.flatMap((s) => s.chain)];
+  const out: CallRecord[] = [];
+  for (const c of calls) {
+    if (c.pluginId !== plugin || c.outcome === "success") continue;
+    if (!out.some((o) => o.point === c.point && o.slot === c.slot && o.providerId === c.providerId)) out.push(c);
+  }
+  return out;
+}

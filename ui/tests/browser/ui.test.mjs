@@ -6,6 +6,7 @@ import { createServer } from "node:http";
 import { readFile, mkdir } from "node:fs/promises";
 import { extname, join, resolve } from "node:path";
 import { chromium } from "playwright-core";
+import AxeBuilder from "@axe-core/playwright";
 
 const root = resolve(import.meta.dirname, "../../dist-fake");
 const fixture = async (name) => JSON.parse(await readFile(resolve(import.meta.dirname, "../../fixtures", name), "utf8"));
@@ -72,6 +73,36 @@ test("plugin content is rendered as text, never as HTML", async () => {
   assert.equal(await page.locator('[data-segment="lore-book/glossary"] glossary').count(), 0);
 });
 
+test("prompt blocks show their volatility colour (the .block border does not override it)", async () => {
+  const demo = await fixture("snapshot.json");
+  const colours = { stable: "rgb(47, 133, 90)", session: "rgb(49, 130, 206)", turn: "rgb(221, 107, 32)" };
+  const seen = new Set();
+  for (const s of demo.preview.segments.filter((s) => s.included)) {
+    const block = page.locator(`[data-testid="system-prompt"] [data-segment="${s.plugin}/${s.id}"]`);
+    if (!(await block.count())) continue;
+    const style = await block.evaluate((e) => ({ width: getComputedStyle(e).borderLeftWidth, color: getComputedStyle(e).borderLeftColor }));
+    assert.deepEqual(style, { width: "4px", color: colours[s.volatility] }, `${s.plugin}/${s.id} (${s.volatility})`);
+    seen.add(s.volatility);
+  }
+  assert.ok(seen.size >= 2, "segments of several volatilities were checked");
+});
+
+test("the tab bar is a tablist: roles, selection and arrow keys", async () => {
+  const tabs = page.getByRole("tab");
+  assert.ok((await tabs.count()) >= 11);
+  assert.equal(await page.getByRole("tab", { selected: true }).getAttribute("data-tab"), "Prompt");
+  await page.getByRole("tab", { selected: true }).focus();
+  await page.keyboard.press("ArrowRight");
+  assert.equal(await page.getByRole("tab", { selected: true }).getAttribute("data-tab"), "Cache");
+  assert.equal(await page.evaluate(() => document.activeElement?.dataset.tab), "Cache", "focus follows");
+  await page.keyboard.press("ArrowLeft");
+  await page.keyboard.press("Alt+4");
+  assert.equal(await page.getByRole("tab", { selected: true }).getAttribute("data-tab"), "Plugins", "Alt+4 is the fourth panel");
+  assert.ok(await page.getByRole("tabpanel").isVisible());
+  assert.equal(await page.getByRole("tabpanel").getAttribute("aria-labelledby"), "tab-Plugins");
+  await page.locator('[data-tab="Prompt"]').click();
+});
+
 test("a reload highlights what changed", async () => {
   await page.evaluate(() => window.__fakeReload());
   await page.locator('.changed[data-segment="story-director/tone"]').waitFor();
@@ -82,6 +113,13 @@ test("the plugins panel lists status and providers", async () => {
   await page.locator('[data-tab="Plugins"]').click();
   assert.equal(await page.getByTestId("status-story-director").textContent(), "active");
   assert.match(await page.getByTestId("plugins").textContent(), /ui\.slot@1 · cast → stage\.cast@1/);
+});
+
+test("the plugins panel's inventory names registered extensions, never [object Object]", async () => {
+  const inventory = await page.getByTestId("inventory-quest-log").textContent();
+  assert.match(inventory, /extensions: ui\.slot@1 · summary/);
+  assert.match(inventory, /tools: quest-update/);
+  assert.doesNotMatch(await page.getByTestId("plugins").textContent(), /\[object Object\]/);
 });
 
 test("the stage renders backdrop, cast, choices, status bar and music", async () => {
@@ -115,6 +153,10 @@ test("switching the runtime assembles the prompt for that runtime", async () => 
   await page.getByTestId("assemble-contract").click();
   await page.getByTestId("error").waitFor();
   assert.deepEqual((await fakeCalls()).at(-1), ["setRuntime", "contract:narrative-engine@1"], "the contract field sends contract:C");
+  assert.equal(await page.getByTestId("runtime").inputValue(), "plugin:story-director", "a refused switch leaves the selector on the backend's runtime");
+  await page.locator('[data-tab="Stage"]').click();
+  await page.locator('[data-tab="Prompt"]').click();
+  assert.equal(await page.getByTestId("runtime").inputValue(), "plugin:story-director", "after a tab switch the selector still shows the backend's runtime");
   await page.getByTestId("runtime").selectOption("story");
   await page.locator('[data-block="body"] pre', { hasText: "narrator of an interactive story set in Vell" }).waitFor();
   assert.match(await rules(), /excluded/);
@@ -235,4 +277,61 @@ test("the tests panel runs the folder's test sessions and lists every check", as
   assert.equal(await page.getByTestId("test-session").count(), 4);
   assert.match(await page.getByTestId("test-session").nth(1).textContent(), /\[segment-placement\] segment story-director\/tone in stable-segments/);
   await page.screenshot({ path: join(shots, "browser-tests.png") });
+});
+
+test("the problems panel lists every problem with a count badge and links to its place", async () => {
+  const demo = await fixture("snapshot.json");
+  await page.locator('[data-tab="Problems"]').click();
+  const rows = page.getByTestId("problem");
+  assert.ok((await rows.count()) >= demo.preview.cache.advice.length + demo.preview.cache.warnings.length);
+  const advice = rows.filter({ hasText: "depth-segment-moves" });
+  assert.equal(await advice.count(), 1);
+  const badge = Number(await page.getByTestId("count-Problems").textContent());
+  assert.equal(badge, await page.locator('[data-testid="problem"]:not([data-severity="info"])').count(), "the badge counts errors and warnings");
+  await advice.getByTestId("problem-link").click();
+  assert.equal(await page.getByRole("tab", { selected: true }).getAttribute("data-tab"), "Prompt");
+  await page.waitForFunction(() => document.activeElement?.dataset.segment === "lore-book/remember");
+  await page.screenshot({ path: join(shots, "browser-problems-link.png") });
+});
+
+test("a handler that throws at run time shows in Problems, on the Providers tab's badge and against its plugin", async () => {
+  const demo = await fixture("snapshot.json");
+  const broken = structuredClone(demo);
+  const call = broken.preview.calls.find((c) => c.pluginId === "story-director" && c.providerId === "tone");
+  Object.assign(call, { outcome: "error", errorCode: "invocation-error", message: "Error: the tone table is empty" });
+  const problemsPage = await browser.newPage({ viewport: { width: 1440, height: 920 } });
+  await problemsPage.goto(url);
+  await problemsPage.getByTestId("system-prompt").waitFor();
+  await problemsPage.evaluate((s) => window.__fakeSnapshot(s), broken);
+  await problemsPage.getByTestId("count-Providers").waitFor();
+  assert.equal(await problemsPage.getByTestId("count-Providers").textContent(), "1");
+  await problemsPage.locator('[data-tab="Problems"]').click();
+  const row = problemsPage.getByTestId("problem").first();
+  assert.equal(await row.getAttribute("data-severity"), "error");
+  assert.match(await row.textContent(), /story-director\/tone .*the tone table is empty/);
+  await problemsPage.screenshot({ path: join(shots, "browser-problems.png") });
+  await row.getByTestId("problem-link").click();
+  await problemsPage.waitForFunction(() => document.activeElement?.dataset.call === "prompt.segment@1|story-director/tone");
+  await problemsPage.locator('[data-tab="Plugins"]').click();
+  assert.match(await problemsPage.getByTestId("failing-call-story-director").textContent(), /tone on prompt\.segment@1: error — Error: the tone table is empty/);
+  await problemsPage.close();
+});
+
+test("every panel passes axe with no serious or critical violations", async () => {
+  const context = await browser.newContext({ viewport: { width: 1440, height: 920 } });
+  const a11y = await context.newPage();
+  await a11y.goto(url);
+  await a11y.getByTestId("system-prompt").waitFor();
+  const tabs = await a11y.getByRole("tab").evaluateAll((ts) => ts.map((t) => t.dataset.tab));
+  const found = [];
+  for (const name of tabs) {
+    await a11y.locator(`[data-tab="${name}"]`).click();
+    await a11y.waitForTimeout(name === "Session" ? 600 : 100);
+    const result = await new AxeBuilder({ page: a11y }).analyze();
+    for (const v of result.violations.filter((v) => v.impact === "serious" || v.impact === "critical")) {
+      found.push(`${name}: ${v.id} (${v.impact}) ${v.nodes.slice(0, 3).map((n) => n.target.join(" ")).join(" | ")}`);
+    }
+  }
+  await context.close();
+  assert.deepEqual(found, []);
 });

@@ -1,0 +1,70 @@
+import { describe, expect, it } from "vitest";
+import snapshot from "../../fixtures/snapshot.json";
+import type { Snapshot } from "./types";
+import { callTarget, failingCalls, inventoryItem, inventoryLines, problemCounts, problems, runtimeValue } from "./view";
+
+const demo = () => structuredClone(snapshot) as unknown as Snapshot;
+
+describe("the plugins panel's inventory", () => {
+  it("names each registered extension by point and id, never [object Object]", () => {
+    const lines = inventoryLines(demo().plugins.find((p) => p.name === "quest-log")!.inventory);
+    expect(lines).toEqual(["extensions: ui.slot@1 · summary", "tools: quest-update", "hooks: TurnStop:normal"]);
+    expect(lines.join("\n")).not.toContain("[object Object]");
+    expect(inventoryItem({ point: "prompt.segment@1", id: "x", handlerIsFunction: false })).toBe("prompt.segment@1 · x (handler is not a function)");
+    expect(inventoryItem({ other: 1 })).toBe('{"other":1}');
+  });
+});
+
+describe("the runtime selector", () => {
+  it("shows the runtime the backend assembled for", () => {
+    expect(runtimeValue({ kind: "story" })).toBe("story");
+    expect(runtimeValue({ kind: "plugin", id: "story-director" })).toBe("plugin:story-director");
+    expect(runtimeValue({ kind: "contract", id: "narrative-engine@1" })).toBe("contract:narrative-engine@1");
+  });
+});
+
+describe("problems", () => {
+  it("lists the demo's cache advice and notes, and counts only errors and warnings on the tabs", () => {
+    const list = problems(demo());
+    expect(list.filter((p) => p.severity === "error")).toEqual([]);
+    expect(list.map((p) => p.code)).toContain("depth-segment-moves");
+    const counts = problemCounts(list);
+    expect(counts.Prompt).toBe(list.filter((p) => p.tab === "Prompt" && p.severity !== "info").length);
+    expect(counts.Problems).toBe(list.filter((p) => p.severity !== "info").length);
+  });
+
+  it("reports a handler that threw at run time against its plugin, with a link to the call", () => {
+    const s = demo();
+    const call = s.preview.calls.find((c) => c.pluginId === "story-director" && c.providerId === "tone")!;
+    Object.assign(call, { outcome: "error", errorCode: "invocation-error", message: "boom" });
+    const list = problems(s);
+    const p = list.find((p) => p.source === "handler at run time")!;
+    expect(p).toMatchObject({ severity: "error", code: "invocation-error", plugin: "story-director", tab: "Providers", target: callTarget(call) });
+    expect(p.message).toContain("boom");
+    expect(list[0]).toBe(p);
+    expect(failingCalls(s, "story-director").map((c) => c.providerId)).toEqual(["tone"]);
+    expect(problemCounts(list).Providers).toBe(1);
+  });
+
+  it("reports the session file, plugin diagnostics (of a last-good plugin), hints, lints, failed runs and start-up errors", () => {
+    const s = demo();
+    s.sessionError = { code: "session-schema", message: "unknown field `lokale`", file: "demo.session.yaml", line: 3, column: 1 };
+    const plugin = s.plugins.find((p) => p.name === "story-director")!;
+    plugin.status = "last-good";
+    plugin.diagnostics = [{ code: "entry-syntax", message: "unexpected token", file: "server/index.js", line: 1, column: 36 }];
+    plugin.hints = [{ code: "row-shaped-read", message: "reads pluginData rows" }];
+    s.preview.cache.lint = [{ code: "volatile-in-stable", plugin: "lore-book", segment: "glossary", volatility: "turn", message: "turn segment ahead of a boundary" }];
+    s.preview.errors = [{ point: "prompt.segment@1", turn: "this-turn", error: { code: "timeout" }, message: "took too long" }];
+    const list = problems(s, { code: "manifest-unreadable", message: "no such folder", file: "/nope" });
+    const find = (code: string) => list.find((p) => p.code === code)!;
+    expect(find("session-schema")).toMatchObject({ tab: "Session", at: "demo.session.yaml:3:1", severity: "error" });
+    expect(find("entry-syntax")).toMatchObject({ tab: "Plugins", at: "server/index.js:1:36", target: 'tr[data-plugin="story-director"]' });
+    expect(find("entry-syntax").message).toContain("last good version");
+    expect(find("row-shaped-read")).toMatchObject({ severity: "warning", source: "lint" });
+    expect(find("volatile-in-stable")).toMatchObject({ tab: "Prompt", target: '[data-segment="lore-book/glossary"]' });
+    expect(find("timeout")).toMatchObject({ severity: "error", tab: "Providers" });
+    expect(find("manifest-unreadable")).toMatchObject({ source: "start-up", tab: "Open" });
+    const severities = list.map((p) => p.severity);
+    expect(severities).toEqual([...severities].sort((a, b) => ["error", "warning", "info"].indexOf(a) - ["error", "warning", "info"].indexOf(b)));
+  });
+});
