@@ -68,3 +68,41 @@ describe("problems", () => {
     expect(severities).toEqual([...severities].sort((a, b) => ["error", "warning", "info"].indexOf(a) - ["error", "warning", "info"].indexOf(b)));
   });
 });
+
+import { anyPlace, filtering, nextChange, outline, segmentMatches, tokenBars } from "./view";
+
+describe("navigating a long prompt", () => {
+  const s = demo();
+  it("filters segments by words, plugin, volatility and position", () => {
+    const rows = s.preview.segments;
+    const tone = rows.find((r) => r.plugin === "story-director" && r.id === "tone")!;
+    expect(segmentMatches(tone, anyPlace)).toBe(true);
+    expect(segmentMatches(tone, { ...anyPlace, text: "STORY-DIRECTOR/TO" })).toBe(true);
+    expect(segmentMatches(tone, { ...anyPlace, text: tone.content.slice(0, 12).toUpperCase() })).toBe(true);
+    expect(segmentMatches(tone, { ...anyPlace, text: "no such words anywhere" })).toBe(false);
+    expect(segmentMatches(tone, { ...anyPlace, plugin: "lore-book" })).toBe(false);
+    expect(segmentMatches(tone, { ...anyPlace, volatility: tone.volatility })).toBe(true);
+    expect(segmentMatches(tone, { ...anyPlace, position: "depth" })).toBe(tone.placement.kind === "depth");
+    expect(filtering(anyPlace)).toBe(false);
+    expect(filtering({ ...anyPlace, volatility: "turn" })).toBe(true);
+  });
+  it("sums tokens per plugin and per volatility, largest first", () => {
+    const { byPlugin, byVolatility } = tokenBars(s.preview.segments);
+    const included = s.preview.segments.filter((r) => r.included);
+    expect(byPlugin.reduce((n, b) => n + b.tokens, 0)).toBe(included.reduce((n, r) => n + r.tokens, 0));
+    expect(byPlugin[0].percent).toBe(100);
+    expect(byPlugin.map((b) => b.tokens)).toEqual([...byPlugin.map((b) => b.tokens)].sort((a, b) => b - a));
+    expect(new Set(byVolatility.map((b) => b.name))).toEqual(new Set(included.map((r) => r.volatility)));
+  });
+  it("outlines blocks, their segments, the boundaries and the messages", () => {
+    const o = outline(s.preview);
+    expect(o.filter((e) => e.kind === "boundary").map((e) => e.label)).toEqual(s.preview.prompt.system.blocks.filter((b) => b.cacheBoundary).map((_, i) => `cache boundary ${i}`));
+    expect(o.filter((e) => e.kind === "segment").map((e) => e.segment)).toEqual(s.preview.prompt.system.blocks.flatMap((b) => b.segments));
+    expect(o.filter((e) => e.kind === "message").length).toBe(s.preview.prompt.messages.length);
+  });
+  it("cycles through the changes", () => {
+    expect(nextChange(0, -1)).toBe(-1);
+    expect(nextChange(2, -1)).toBe(0);
+    expect(nextChange(2, 1)).toBe(0);
+  });
+});

@@ -368,3 +368,91 @@ export function failingCalls(snapshot: Snapshot, plugin: string): CallRecord[] {
   }
   return out;
 }
+
+// ---- navigating long prompts ---------------------------------------------------------------------
+
+export interface SegmentQuery {
+  /** Words to find in the segment's key or text (case-insensitive). */
+  text: string;
+  plugin: string;
+  volatility: string;
+  /** A placement kind (`system-stable`, `depth`…) or "" for any. */
+  position: string;
+}
+
+export const anyPlace: SegmentQuery = { text: "", plugin: "", volatility: "", position: "" };
+
+/** Whether a segment row passes the search and the filters. */
+export function segmentMatches(s: SegmentRow, q: SegmentQuery): boolean {
+  if (q.plugin && s.plugin !== q.plugin) return false;
+  if (q.volatility && s.volatility !== q.volatility) return false;
+  if (q.position && s.placement.kind !== q.position) return false;
+  const needle = q.text.trim().toLowerCase();
+  if (!needle) return true;
+  return `${s.plugin}/${s.id}`.toLowerCase().includes(needle) || s.content.toLowerCase().includes(needle);
+}
+
+/** Whether any filter is set. */
+export function filtering(q: SegmentQuery): boolean {
+  return !!(q.text.trim() || q.plugin || q.volatility || q.position);
+}
+
+export interface TokenBar {
+  name: string;
+  tokens: number;
+  /** Share of the largest bar, 0–100. */
+  percent: number;
+}
+
+function bars(totals: Map<string, number>): TokenBar[] {
+  const max = Math.max(1, ...totals.values());
+  return [...totals.entries()].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).map(([name, tokens]) => ({ name, tokens, percent: Math.round((tokens / max) * 100) }));
+}
+
+/** Tokens of the included segments per plugin and per volatility, largest first. */
+export function tokenBars(segments: SegmentRow[]): { byPlugin: TokenBar[]; byVolatility: TokenBar[] } {
+  const plugin = new Map<string, number>();
+  const volatility = new Map<string, number>();
+  for (const s of segments.filter((s) => s.included)) {
+    plugin.set(s.plugin, (plugin.get(s.plugin) ?? 0) + s.tokens);
+    volatility.set(s.volatility, (volatility.get(s.volatility) ?? 0) + s.tokens);
+  }
+  return { byPlugin: bars(plugin), byVolatility: bars(volatility) };
+}
+
+export interface OutlineEntry {
+  kind: "block" | "segment" | "boundary" | "message";
+  label: string;
+  tokens?: number;
+  /** The selector of the element it jumps to. */
+  target: string;
+  /** A segment key (`plugin/id`), for filters and change marks. */
+  segment?: string;
+  depth: number;
+}
+
+/** The prompt's outline: system blocks with their segments and cache boundaries, then messages. */
+export function outline(preview: Snapshot["preview"]): OutlineEntry[] {
+  const out: OutlineEntry[] = [];
+  let boundary = 0;
+  preview.prompt.system.blocks.forEach((b, i) => {
+    out.push({ kind: "block", label: b.kind, tokens: b.tokens, target: `[data-block-index="${i}"]`, depth: 0 });
+    for (const key of b.segments) {
+      const row = preview.segments.find((s) => `${s.plugin}/${s.id}` === key);
+      out.push({ kind: "segment", label: key, tokens: row?.tokens, target: `[data-testid="system-prompt"] [data-segment="${attr(key)}"]`, segment: key, depth: 1 });
+    }
+    if (b.cacheBoundary) out.push({ kind: "boundary", label: `cache boundary ${boundary}`, target: `[data-boundary="${boundary++}"]`, depth: 0 });
+  });
+  preview.prompt.messages.forEach((m, i) => {
+    const segment = m.origin.kind === "segment" ? `${m.origin.plugin}/${m.origin.segment}` : undefined;
+    const label = `${m.role} · ${segment ?? m.origin.id ?? m.origin.kind}`;
+    out.push({ kind: "message", label, tokens: m.tokens, target: `[data-message-index="${i}"]`, segment, depth: 0 });
+  });
+  return out;
+}
+
+/** The next changed element to jump to after `current` (wrapping), or -1 when nothing changed. */
+export function nextChange(count: number, current: number): number {
+  if (count <= 0) return -1;
+  return current + 1 >= count ? 0 : current + 1;
+}

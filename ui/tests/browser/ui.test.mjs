@@ -109,6 +109,53 @@ test("a reload highlights what changed", async () => {
   assert.match(await page.locator('[data-segment="story-director/tone"] pre').textContent(), /patient/);
 });
 
+test("the header counts the reloaded paths, and Jump to what changed focuses each change", async () => {
+  assert.match(await page.getByTestId("reload-note").textContent(), /last reload: 1 path · /);
+  assert.equal(await page.getByTestId("jump-to-change").textContent(), "Jump to what changed (1)");
+  await page.getByTestId("jump-to-change").click();
+  assert.equal(await page.evaluate(() => document.activeElement?.dataset.segment), "story-director/tone");
+});
+
+test("a long prompt can be searched, filtered, collapsed and navigated from its outline", async () => {
+  const demo = await fixture("after-reload.json");
+  const included = demo.preview.segments.filter((s) => s.included);
+  await page.keyboard.press("Control+f");
+  assert.equal(await page.evaluate(() => document.activeElement?.dataset.testid), "prompt-search", "Ctrl+F focuses the search");
+  await page.keyboard.type("patient");
+  const visible = () =>
+    page.locator('[data-testid="prompt-content"] :is([data-segment], [data-segments]):visible').evaluateAll((es) => es.flatMap((e) => (e.dataset.segment ? [e.dataset.segment] : e.dataset.segments.split(" "))));
+  assert.deepEqual(await visible(), ["story-director/tone"]);
+  assert.equal(await page.getByTestId("filter-count").textContent(), `1 of ${included.length} segments match`);
+  await page.getByTestId("prompt-search").fill("");
+  await page.getByTestId("filter-volatility").selectOption("turn");
+  const turn = included.filter((s) => s.volatility === "turn").map((s) => `${s.plugin}/${s.id}`);
+  assert.deepEqual([...new Set(await visible())].filter((k) => turn.includes(k)).sort(), [...new Set(turn)].sort(), "every turn segment shows");
+  const context = included.filter((s) => s.placement.kind === "turn-context").map((s) => `${s.plugin}/${s.id}`);
+  assert.ok((await visible()).every((k) => turn.includes(k) || context.includes(k)), "and nothing else but the turn context they share");
+  await page.getByTestId("filter-volatility").selectOption("");
+  await page.getByTestId("filter-plugin").selectOption("lore-book");
+  assert.ok((await visible()).every((k) => k.startsWith("lore-book/")));
+  await page.getByTestId("filter-plugin").selectOption("");
+  const bars = await page.getByTestId("bars-plugin").locator("li").count();
+  assert.equal(bars, new Set(included.map((s) => s.plugin)).size, "a token bar per plugin");
+  await page.getByTestId("collapse-all").click();
+  assert.equal(await page.locator('[data-testid="system-prompt"] pre').count(), 0, "every block collapsed");
+  await page.getByTestId("expand-all").click();
+  assert.ok((await page.locator('[data-testid="system-prompt"] pre').count()) > 0);
+  await page.getByTestId("outline").getByRole("button", { name: "cache boundary 1" }).click();
+  await page.waitForFunction(() => document.activeElement?.dataset.boundary === "1");
+});
+
+test("change marks fade after the next action", async () => {
+  assert.equal(await page.locator('[data-testid="prompt-content"] .changed').count(), 1);
+  await page.locator('[data-tab="Open"]').click();
+  await page.getByTestId("open-plugins").fill("/work/plugins");
+  await page.getByRole("button", { name: "Open", exact: true }).click();
+  await page.locator('[data-tab="Prompt"]').click();
+  await page.getByTestId("jump-to-change").filter({ hasText: "(0)" }).waitFor();
+  assert.equal(await page.locator('[data-testid="prompt-content"] .changed').count(), 0);
+});
+
 test("the plugins panel lists status and providers", async () => {
   await page.locator('[data-tab="Plugins"]').click();
   assert.equal(await page.getByTestId("status-story-director").textContent(), "active");
