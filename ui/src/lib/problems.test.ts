@@ -106,3 +106,26 @@ describe("navigating a long prompt", () => {
     expect(nextChange(2, 1)).toBe(0);
   });
 });
+
+import { curlCommand, jsonPreview } from "./view";
+
+describe("raw data", () => {
+  it("previews a collapsed value in one short line", () => {
+    expect(jsonPreview({ a: 1 })).toBe('{"a":1}');
+    expect(jsonPreview("x".repeat(100), 10)).toBe('"xxxxxxxx…');
+  });
+  it("copies a request body as a curl command with the key from the environment and the body verbatim", () => {
+    const body = s0().preview.prompt.requests.anthropic;
+    const command = curlCommand("anthropic", body);
+    expect(command.split("\n")[0]).toBe("curl https://api.anthropic.com/v1/messages \\");
+    expect(command).toContain('-H "x-api-key: $ANTHROPIC_API_KEY"');
+    const json = command.slice(command.indexOf("\n{") + 1, command.lastIndexOf("\nCOVEL_REQUEST"));
+    expect(JSON.parse(json)).toEqual(body);
+    expect(command).toMatch(/<<'COVEL_REQUEST'\n/);
+    const tricky = curlCommand("openai", { text: "a\nCOVEL_REQUEST\nb" });
+    expect(tricky).toContain("Authorization: Bearer $OPENAI_API_KEY");
+    expect(tricky).toMatch(/<<'COVEL_REQUEST'\n/);
+    expect(JSON.parse(tricky.slice(tricky.indexOf("\n{") + 1, tricky.lastIndexOf("\nCOVEL_REQUEST")))).toEqual({ text: "a\nCOVEL_REQUEST\nb" });
+  });
+});
+const s0 = demo;

@@ -456,3 +456,34 @@ export function nextChange(count: number, current: number): number {
   if (count <= 0) return -1;
   return current + 1 >= count ? 0 : current + 1;
 }
+
+// ---- raw data ------------------------------------------------------------------------------------
+
+/** A one-line preview of a collapsed JSON value, at most `max` characters. */
+export function jsonPreview(value: unknown, max = 60): string {
+  const text = JSON.stringify(value) ?? "undefined";
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
+/** A heredoc delimiter that no line of `text` equals. */
+function delimiter(text: string): string {
+  const lines = new Set(text.split("\n"));
+  let name = "COVEL_REQUEST";
+  for (let i = 1; lines.has(name); i++) name = `COVEL_REQUEST_${i}`;
+  return name;
+}
+
+/**
+ * A shell command that sends a request body to the provider's official endpoint, the key read
+ * from the environment (never written into the command); the body goes through a quoted heredoc,
+ * so nothing in it is expanded by the shell.
+ */
+export function curlCommand(provider: "anthropic" | "openai", body: unknown): string {
+  const json = JSON.stringify(body, null, 2);
+  const end = delimiter(json);
+  const head =
+    provider === "anthropic"
+      ? ["curl https://api.anthropic.com/v1/messages", '-H "x-api-key: $ANTHROPIC_API_KEY"', '-H "anthropic-version: 2023-06-01"']
+      : ["curl https://api.openai.com/v1/chat/completions", '-H "Authorization: Bearer $OPENAI_API_KEY"'];
+  return [...head, '-H "content-type: application/json"', `--data-binary @- <<'${end}'`].join(" \\\n  ") + `\n${json}\n${end}\n`;
+}

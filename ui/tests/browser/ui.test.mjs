@@ -146,6 +146,24 @@ test("a long prompt can be searched, filtered, collapsed and navigated from its 
   await page.waitForFunction(() => document.activeElement?.dataset.boundary === "1");
 });
 
+test("request bodies are JSON trees with a copy button on every value, and copy as curl", async () => {
+  const demo = await fixture("after-reload.json");
+  const tree = page.getByTestId("request-anthropic");
+  assert.equal(await tree.locator("pre").count(), 0, "no <pre> dump");
+  await tree.locator("button.fold").first().click();
+  const messages = tree.locator('[data-json-depth="1"]', { hasText: "messages" }).first();
+  await messages.getByTestId("json-copy").first().click();
+  assert.deepEqual(JSON.parse(await page.evaluate(() => window.__lastCopied)), demo.preview.prompt.requests.anthropic.messages);
+  await messages.locator("button.fold").first().click();
+  assert.ok((await messages.locator('[data-json-depth="2"]').count()) >= demo.preview.prompt.requests.anthropic.messages.length, "opens on demand");
+  await page.getByTestId("copy-curl-anthropic").click();
+  const curl = await page.evaluate(() => window.__lastCopied);
+  assert.match(curl, /^curl https:\/\/api\.anthropic\.com\/v1\/messages/);
+  assert.match(curl, /\$ANTHROPIC_API_KEY/);
+  await page.getByTestId("copy-curl-openai").click();
+  assert.match(await page.evaluate(() => window.__lastCopied), /^curl https:\/\/api\.openai\.com\/v1\/chat\/completions/);
+});
+
 test("change marks fade after the next action", async () => {
   assert.equal(await page.locator('[data-testid="prompt-content"] .changed').count(), 1);
   await page.locator('[data-tab="Open"]').click();
