@@ -129,3 +129,23 @@ describe("raw data", () => {
   });
 });
 const s0 = demo;
+
+import { providerChains } from "./view";
+
+describe("the providers panel's chains", () => {
+  it("has character.visual@1 once per character and lists the registered providers the preview did not call, with why", () => {
+    const s = demo();
+    const list = providerChains(s);
+    const keys = list.map((c) => c.key);
+    for (const slot of s.preview.slots.filter((x) => x.key)) expect(keys).toContain(`ui.slot@1 → ${slot.slot}[${slot.key}]`);
+    const compact = list.find((c) => c.point === "history.compact@2")!;
+    expect(compact.notCalled).toEqual([{ pluginId: "history-compaction", providerId: "segmented-summary", order: expect.any(Number), reason: "this preview does not run this point" }]);
+    const soundtrack = s.plugins.find((p) => p.name === "soundtrack")!;
+    soundtrack.status = "rejected";
+    soundtrack.rejection = { code: "excluded", message: "excluded by the session", candidates: [] };
+    s.preview.calls = s.preview.calls.filter((c) => c.pluginId !== "soundtrack");
+    s.preview.slots = s.preview.slots.map((x) => ({ ...x, chain: x.chain.filter((c) => c.pluginId !== "soundtrack") }));
+    const segments = providerChains(s).find((c) => c.key === "prompt.segment@1")!;
+    expect(segments.notCalled).toContainEqual({ pluginId: "soundtrack", providerId: "music-moods", order: expect.any(Number), reason: "plugin not active: rejected (excluded)" });
+  });
+});

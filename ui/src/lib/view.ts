@@ -1,6 +1,6 @@
 // View logic: pure functions over the snapshot, unit-tested with Vitest. Components stay thin.
 import { resolveI18nText } from "./locale";
-import type { Breakpoint, CacheReport, CallRecord, Forecast, GoldenDifference, I18n, Message, PartOrigin, ReloadEntry, SegmentRow, Snapshot, TestRun } from "./types";
+import type { Breakpoint, CacheReport, CallRecord, Forecast, GoldenDifference, I18n, Message, PartOrigin, PluginView, ReloadEntry, SegmentRow, Snapshot, TestRun } from "./types";
 
 /**
  * Text for a locale from a string or a locale map, by the locale rule the kernel and the SDK
@@ -49,6 +49,21 @@ export interface Chain {
   ties: Set<string>;
 }
 
+/** The combination mode of each kernel point (covel-kernel's `contract`). */
+export const POINT_MODES: Record<string, "single" | "collect" | "pipeline"> = {
+  "prompt.segment@1": "collect",
+  "prompt.history-transform@1": "pipeline",
+  "ui.slot@1": "pipeline",
+  "media.image-flow@1": "single",
+  "session.world-context@1": "single",
+  "history.compact@2": "single",
+};
+
+/** Whether the order of a point's providers decides its result (pipeline and single points). */
+export function orderDecides(point: string): boolean {
+  return POINT_MODES[point] !== "collect";
+}
+
 /** Groups a preview's calls into provider chains per point (and slot), in call order. */
 export function chains(calls: CallRecord[]): Chain[] {
   const byKey = new Map<string, Chain>();
@@ -62,6 +77,9 @@ export function chains(calls: CallRecord[]): Chain[] {
     if (!chain.calls.some((c) => c.pluginId === call.pluginId && c.providerId === call.providerId)) chain.calls.push(call);
   }
   for (const chain of byKey.values()) {
+    // In a collect point every answer is kept and sorted by its own key (segments): the call
+    // order decides nothing, so a tie there is no tie worth a mark.
+    if (!orderDecides(chain.point)) continue;
     for (const a of chain.calls) {
       if (chain.calls.some((b) => b !== a && b.order === a.order && b.pluginId !== a.pluginId)) {
         chain.ties.add(`${a.pluginId}/${a.providerId}`);
@@ -486,4 +504,64 @@ export function curlCommand(provider: "anthropic" | "openai", body: unknown): st
       ? ["curl https://api.anthropic.com/v1/messages", '-H "x-api-key: $ANTHROPIC_API_KEY"', '-H "anthropic-version: 2023-06-01"']
       : ["curl https://api.openai.com/v1/chat/completions", '-H "Authorization: Bearer $OPENAI_API_KEY"'];
   return [...head, '-H "content-type: application/json"', `--data-binary @- <<'${end}'`].join(" \\\n  ") + `\n${json}\n${end}\n`;
+}
+
+// ---- the Providers panel -------------------------------------------------------------------------
+
+export interface NotCalled {
+  pluginId: string;
+  providerId: string;
+  order: number;
+  reason: string;
+}
+
+export interface ProviderChain extends Chain {
+  /** Registered providers of this point (and slot) that this preview did not call, and why. */
+  notCalled: NotCalled[];
+}
+
+/**
+ * Every chain of the preview — `character.visual@1` once per character — with the registered
+ * providers that were not called and why: their plugin is not active (rejected with its code,
+ * failed to load, not requested), or the chain did not reach them; points with providers that
+ * the preview never runs (compaction) are listed too.
+ */
+export function providerChains(snapshot: Snapshot): ProviderChain[] {
+  const preview = snapshot.preview;
+  const keyed = preview.slots.filter((s) => s.key !== undefined && s.key !== null);
+  const base = chains([...preview.calls, ...preview.worldContext.calls.filter((c) => !preview.calls.includes(c))]);
+  const out: ProviderChain[] = base.map((c) => ({ ...c, notCalled: [] }));
+  for (const slot of keyed) {
+    const [chain] = chains(slot.chain);
+    const key = `ui.slot@1 → ${slot.slot}[${slot.key}]`;
+    const existing = out.findIndex((c) => c.key === `ui.slot@1 → ${slot.slot}`);
+    const entry: ProviderChain = { ...(chain ?? { point: "ui.slot@1", calls: [], ties: new Set<string>() }), key, slot: slot.slot, notCalled: [] };
+    if (existing >= 0 && out[existing].calls.every((c) => slot.chain.some((s) => s.pluginId === c.pluginId && s.providerId === c.providerId))) out.splice(existing, 1, entry);
+    else out.push(entry);
+  }
+  const registered = snapshot.plugins.flatMap((p) => p.providers.map((r) => ({ plugin: p, ...r })));
+  const why = (p: PluginView): string | null => {
+    if (p.status === "rejected") return `plugin not active: rejected (${p.rejection?.code ?? "resolver"})`;
+    if (p.status === "failed") return "plugin not active: it failed to load";
+    if (p.status === "inactive") return "plugin not active in this session";
+    return null;
+  };
+  for (const r of registered) {
+    const matching = out.filter((c) => c.point === r.point && (r.slot === undefined || c.slot === r.slot));
+    if (matching.length === 0) {
+      const key = r.slot ? `${r.point} → ${r.slot}` : r.point;
+      let chain = out.find((c) => c.key === key);
+      if (!chain) {
+        chain = { key, point: r.point, slot: r.slot, calls: [], ties: new Set(), notCalled: [] };
+        out.push(chain);
+      }
+      chain.notCalled.push({ pluginId: r.plugin.name, providerId: r.id, order: r.order, reason: why(r.plugin) ?? "this preview does not run this point" });
+      continue;
+    }
+    for (const chain of matching) {
+      if (chain.calls.some((c) => c.pluginId === r.plugin.name && c.providerId === r.id)) continue;
+      chain.notCalled.push({ pluginId: r.plugin.name, providerId: r.id, order: r.order, reason: why(r.plugin) ?? (POINT_MODES[r.point] === "single" ? "another provider answered this single point" : "not called: the chain stopped before it") });
+    }
+  }
+  return out;
 }

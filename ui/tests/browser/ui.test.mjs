@@ -232,7 +232,12 @@ test("the providers panel shows each chain in call order with durations and what
   await page.locator('[data-tab="Providers"]').click();
   const keys = await page.locator("table[data-chain]").evaluateAll((tables) => tables.map((t) => t.dataset.chain));
   const expected = [...new Set(demo.preview.calls.map((c) => (c.slot ? `${c.point} → ${c.slot}` : c.point)))];
-  assert.deepEqual(keys, expected);
+  const characters = demo.preview.slots.filter((s) => s.key).map((s) => `ui.slot@1 → ${s.slot}[${s.key}]`);
+  assert.deepEqual(keys.slice(0, expected.length), expected, "the preview's chains in call order");
+  assert.deepEqual(keys.slice(expected.length), [...characters, "history.compact@2"], "then character.visual@1 per character and the points the preview does not run");
+  const compact = page.locator('table[data-chain="history.compact@2"] [data-testid="not-called"]');
+  assert.match(await compact.textContent(), /history-compaction\/segmented-summary.*not called.*this preview does not run this point/);
+  assert.equal(await page.locator('table[data-chain="prompt.segment@1"] .tie').count(), 0, "no tie marks where the call order decides nothing");
   const segmentRows = await page.locator('table[data-chain="prompt.segment@1"] tbody tr td:nth-child(2)').allTextContents();
   const expectedRows = [...new Set(demo.preview.calls.filter((c) => c.point === "prompt.segment@1").map((c) => `${c.pluginId}/${c.providerId}`))];
   assert.deepEqual(segmentRows, expectedRows, "providers in the order they ran");
