@@ -149,3 +149,26 @@ describe("the providers panel's chains", () => {
     expect(segments.notCalled).toContainEqual({ pluginId: "soundtrack", providerId: "music-moods", order: expect.any(Number), reason: "plugin not active: rejected (excluded)" });
   });
 });
+
+import { boundaryBanner, wordDiff } from "./view";
+import afterReload from "../../fixtures/after-reload.json";
+
+describe("diffs of the last reload", () => {
+  it("diffs words, keeping what stayed", () => {
+    expect(wordDiff("grave, unhurried and calm", "grave, patient and calm")).toEqual([
+      { kind: "same", text: "grave, " },
+      { kind: "removed", text: "unhurried " },
+      { kind: "added", text: "patient " },
+      { kind: "same", text: "and calm" },
+    ]);
+    expect(wordDiff("", "new")).toEqual([{ kind: "added", text: "new" }]);
+    expect(wordDiff("a b", "a b")).toEqual([{ kind: "same", text: "a b" }]);
+  });
+  it("names the boundary an edit moved and the segment responsible", () => {
+    const entry = (afterReload as any).lastReload;
+    const lines = boundaryBanner(entry);
+    expect(lines.length).toBe(entry.diff.boundaries.length);
+    expect(lines[0]).toContain(`cache boundary ${entry.diff.boundaries[0].index} by segment ${entry.diff.boundaries[0].segment}`);
+    expect(boundaryBanner(undefined)).toEqual([]);
+  });
+});

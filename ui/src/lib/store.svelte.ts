@@ -24,6 +24,8 @@ class Studio {
   actions = $state(0);
   /** The action count when the last reload arrived: its change marks show until the next action. */
   marksAt = $state(0);
+  /** The snapshot the last reload replaced (for before/after text). */
+  beforeReload = $state.raw<Snapshot | null>(null);
   private reloadKey = "";
   private ticket = 0;
 
@@ -90,6 +92,8 @@ class Studio {
     if (key !== this.reloadKey) {
       this.reloadKey = key;
       this.marksAt = this.actions;
+      // What the panels showed before this reload: the before side of its diffs.
+      this.beforeReload = key ? (this.snapshot ?? null) : null;
     }
     this.snapshot = snapshot;
     this.openError = null;

@@ -565,3 +565,53 @@ export function providerChains(snapshot: Snapshot): ProviderChain[] {
   }
   return out;
 }
+
+// ---- diffs ---------------------------------------------------------------------------------------
+
+export interface DiffPart {
+  kind: "same" | "added" | "removed";
+  text: string;
+}
+
+/**
+ * A word-level diff (words and the spaces after them are the units), by longest common
+ * subsequence; texts beyond `limit` units each fall back to one removed and one added part.
+ */
+export function wordDiff(before: string, after: string, limit = 4000): DiffPart[] {
+  const split = (t: string) => t.match(/\S+\s*|\s+/g) ?? [];
+  const a = split(before);
+  const b = split(after);
+  if (a.length > limit || b.length > limit) return [{ kind: "removed", text: before }, { kind: "added", text: after }].filter((p) => p.text) as DiffPart[];
+  const n = a.length;
+  const m = b.length;
+  const lcs: Uint32Array[] = Array.from({ length: n + 1 }, () => new Uint32Array(m + 1));
+  for (let i = n - 1; i >= 0; i--) for (let j = m - 1; j >= 0; j--) lcs[i][j] = a[i] === b[j] ? lcs[i + 1][j + 1] + 1 : Math.max(lcs[i + 1][j], lcs[i][j + 1]);
+  const out: DiffPart[] = [];
+  const push = (kind: DiffPart["kind"], text: string) => {
+    const last = out[out.length - 1];
+    if (last?.kind === kind) last.text += text;
+    else out.push({ kind, text });
+  };
+  let i = 0;
+  let j = 0;
+  while (i < n && j < m) {
+    if (a[i] === b[j]) {
+      push("same", a[i]);
+      i++;
+      j++;
+    } else if (lcs[i + 1][j] >= lcs[i][j + 1]) push("removed", a[i++]);
+    else push("added", b[j++]);
+  }
+  while (i < n) push("removed", a[i++]);
+  while (j < m) push("added", b[j++]);
+  return out;
+}
+
+/** One line per cache boundary the last reload moved or broke, naming the segment responsible. */
+export function boundaryBanner(entry: ReloadEntry | undefined): string[] {
+  return (entry?.diff.boundaries ?? []).map((b: any) => {
+    const tokens = typeof b.beforeTokens === "number" && typeof b.afterTokens === "number" ? ` (prefix ${b.beforeTokens} → ${b.afterTokens} tokens)` : "";
+    const who = b.segment ? ` by segment ${b.segment}${b.plugin ? ` of plugin ${b.plugin}` : ""}` : b.plugin ? ` by plugin ${b.plugin}` : "";
+    return `The last reload changed the prefix of cache boundary ${b.index}${who}${tokens}: the cached prefix up to it is written again on the next request.`;
+  });
+}

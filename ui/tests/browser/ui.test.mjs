@@ -109,6 +109,19 @@ test("a reload highlights what changed", async () => {
   assert.match(await page.locator('[data-segment="story-director/tone"] pre').textContent(), /patient/);
 });
 
+test("a reload shows the before/after words of a changed segment and a banner naming the boundary it moved", async () => {
+  const reload = (await fixture("after-reload.json")).lastReload;
+  const banner = await page.getByTestId("boundary-banner").allTextContents();
+  assert.equal(banner.length, reload.diff.boundaries.length);
+  assert.match(banner[0], new RegExp(`cache boundary ${reload.diff.boundaries[0].index} by segment story-director/tone`));
+  const tone = page.locator('[data-testid="system-prompt"] [data-segment="story-director/tone"]');
+  await tone.getByTestId("diff-toggle").click();
+  assert.equal((await tone.locator("del").first().textContent()).trim(), "unhurried");
+  assert.match(await tone.locator("ins").first().textContent(), /^patient/);
+  await page.screenshot({ path: join(shots, "browser-reload-diff.png") });
+  await tone.getByTestId("diff-toggle").click();
+});
+
 test("the header counts the reloaded paths, and Jump to what changed focuses each change", async () => {
   assert.match(await page.getByTestId("reload-note").textContent(), /last reload: 1 path · /);
   assert.equal(await page.getByTestId("jump-to-change").textContent(), "Jump to what changed (1)");
