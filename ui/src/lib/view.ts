@@ -615,3 +615,13 @@ export function boundaryBanner(entry: ReloadEntry | undefined): string[] {
     return `The last reload changed the prefix of cache boundary ${b.index}${who}${tokens}: the cached prefix up to it is written again on the next request.`;
   });
 }
+
+/** A played turn in one line: tokens sent, cache boundaries, reply length, events, slots, compaction. */
+export function turnSummary(turn: import("./types").TurnReport): string {
+  const p = turn.preview?.prompt;
+  const sent = p ? p.system.tokens + p.messages.reduce((n, m) => n + m.tokens, 0) : 0;
+  const boundaries = p ? p.system.blocks.filter((b) => b.cacheBoundary).length : 0;
+  const reply = turn.reply ? `${turn.reply.text.split(/\s+/).filter(Boolean).length}-word reply` : "no reply";
+  const compaction = turn.compaction ? (turn.compaction.triggered ? "compaction ran" : "compaction not due") : "no compaction run";
+  return `${sent} tokens sent over ${boundaries} cache boundaries · ${reply} · ${turn.events?.length ?? 0} events · ${turn.slotChanges?.length ?? 0} slot changes · ${compaction}`;
+}

@@ -273,6 +273,19 @@ test("playing a turn updates the chat and the compaction panel", async () => {
   assert.match(await page.getByTestId("compaction-estimate").textContent(), new RegExp(`^Estimate ${after.compaction.estimatedTokens} tokens`), "the estimate after the turn");
 });
 
+test("the turn inspector shows the played turn's prompt with its boundaries, reply, events, slot changes and compaction", async () => {
+  const turn = (await fixture("after-turn.json")).turns[0];
+  await page.locator('[data-tab="Playtest"]').click();
+  const inspector = page.getByTestId("turn-inspector");
+  await inspector.waitFor();
+  assert.equal(await inspector.getByTestId("turn-boundary").count(), turn.preview.prompt.system.blocks.filter((b) => b.cacheBoundary).length);
+  assert.equal(await inspector.getByTestId("turn-prompt").locator("li:not(.boundary-line)").count(), turn.preview.prompt.system.blocks.length + turn.preview.prompt.messages.length);
+  assert.equal(await inspector.getByTestId("turn-reply").textContent(), turn.reply.text);
+  assert.match(await inspector.getByTestId("turn-compaction").textContent(), new RegExp(`estimate ${turn.compaction.estimatedTokens} of threshold`));
+  assert.match(await inspector.textContent(), new RegExp(`Events \\(${turn.events.length}\\)`));
+  await page.screenshot({ path: join(shots, "browser-turn-inspector.png") });
+});
+
 test("a played turn can be undone and the played session saved", async () => {
   await page.locator('[data-tab="Playtest"]').click();
   assert.match(await page.getByTestId("chat").textContent(), /Scripted narrator/);
