@@ -70,7 +70,7 @@ async fn snapshot(state: State<'_, AppState>) -> Result<Json, String> {
 async fn set_runtime(state: State<'_, AppState>, target: String) -> Result<Json, String> {
     let target = RuntimeTarget::parse(&target).ok_or_else(|| format!("`{target}` is not story, plugin:ID or contract:C"))?;
     with_studio(&state, |s| {
-        s.set_target(target);
+        s.switch_target(target)?;
         Ok(Json::of(&s.snapshot()))
     })
 }

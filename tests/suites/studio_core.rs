@@ -168,6 +168,19 @@ fn replaced_runtimes_are_dropped_on_reload_and_shut_down_cleanly() {
     assert!(instance.upgrade().is_none() && watch.is_shut_down() && watch.bytes_held() == 0);
 }
 
+#[test]
+fn switching_to_a_runtime_nobody_produces_is_refused_and_keeps_the_current_one() {
+    let dir = sample_copy();
+    let mut studio = live(dir.path());
+    studio.switch_target(RuntimeTarget::Plugin("story-director".into())).expect("an active plugin's runtime");
+    let error = studio.switch_target(RuntimeTarget::Contract("no-such-contract@1".into())).expect_err("an unknown contract");
+    assert!(error.contains("no-such-contract@1"), "{error}");
+    assert_eq!(studio.target(), &RuntimeTarget::Plugin("story-director".into()), "the current runtime stays");
+    assert_eq!(studio.snapshot().preview.runtime, RuntimeTarget::Plugin("story-director".into()));
+    let error = studio.switch_target(RuntimeTarget::Plugin("nobody".into())).expect_err("an unknown plugin");
+    assert!(error.contains("no plugin `nobody`"), "{error}");
+}
+
 // ---- Playtesting -------------------------------------------------------------------------------
 
 fn demo_play() -> Playtest {
@@ -196,6 +209,23 @@ fn five_scripted_turns_of_the_demo_session_match_their_snapshots() {
     }
     assert_eq!(play.turns(), 5);
     insta::assert_json_snapshot!("demo_five_turns", turns);
+}
+
+#[test]
+fn after_a_played_turn_the_preview_assembles_the_next_turn_with_a_player_message() {
+    let mut play = demo_play();
+    let report = play.play("I swim to the tower.");
+    assert!(report.error.is_none(), "{:?}", report.error);
+    assert_eq!(play.workspace.session.next_message, "", "the played message is used up");
+    let preview = play.workspace.preview(&RuntimeTarget::Story);
+    let input = preview.prompt.messages.iter().find(|m| m.origin == covel_kernel::prompt::Origin::PlayerInput).expect("a player input");
+    let following = play.workspace.session.following_message.clone().expect("the demo has a following message");
+    assert_eq!(input.content, following, "the session's following message stands in for the next one");
+    assert!(input.tokens > 0);
+    let messages = preview.prompt.requests.anthropic["messages"].as_array().expect("messages");
+    for block in messages.iter().flat_map(|m| m["content"].as_array().into_iter().flatten()) {
+        assert!(!block["text"].as_str().unwrap_or_default().trim().is_empty(), "an empty text block: {block}");
+    }
 }
 
 #[test]

@@ -141,6 +141,21 @@ impl LiveStudio {
         self.refresh();
     }
 
+    /// Switches the previewed runtime when it can be previewed; otherwise says why (a plugin
+    /// that is not active, a contract no active runtime produces) and keeps the current one.
+    pub fn switch_target(&mut self, target: RuntimeTarget) -> Result<(), String> {
+        if let Some(why) = self.play.workspace.runtime_unavailable(&target) {
+            return Err(why);
+        }
+        self.set_target(target);
+        Ok(())
+    }
+
+    /// The runtime the preview is assembled for.
+    pub fn target(&self) -> &RuntimeTarget {
+        &self.target
+    }
+
     /// Recomputes the preview from the current state.
     pub fn refresh(&mut self) {
         self.preview = self.play.workspace.preview(&self.target);
