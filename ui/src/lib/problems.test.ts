@@ -55,7 +55,9 @@ describe("problems", () => {
     plugin.hints = [{ code: "row-shaped-read", message: "reads pluginData rows" }];
     s.preview.cache.lint = [{ code: "volatile-in-stable", plugin: "lore-book", segment: "glossary", volatility: "turn", message: "turn segment ahead of a boundary" }];
     s.preview.errors = [{ point: "prompt.segment@1", turn: "this-turn", error: { code: "timeout" }, message: "took too long" }];
+    s.diagnostics = [{ ...plugin.diagnostics[0], plugin: "story-director" }];
     const list = problems(s, { code: "manifest-unreadable", message: "no such folder", file: "/nope" });
+    expect(list.filter((p) => p.code === "entry-syntax").length).toBe(1);
     const find = (code: string) => list.find((p) => p.code === code)!;
     expect(find("session-schema")).toMatchObject({ tab: "Session", at: "demo.session.yaml:3:1", severity: "error" });
     expect(find("entry-syntax")).toMatchObject({ tab: "Plugins", at: "server/index.js:1:36", target: 'tr[data-plugin="story-director"]' });

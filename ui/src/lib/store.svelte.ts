@@ -18,6 +18,8 @@ class Studio {
   draft = $state<Draft | null>(null);
   /** The file changed on disk while a draft was open: the author picks one. */
   conflict = $state<string | null>(null);
+  /** How many reloads arrived since the page started. */
+  reloads = $state(0);
   /** The panel on show. */
   tab = $state<Tab>("Prompt");
   /** Bumped by every action the author takes: change marks fade after the next one. */
@@ -58,6 +60,7 @@ class Studio {
     const b = await backend;
     await b.onChange((event) => {
       this.lastEvent = event.reason;
+      if (event.reason === "reload") this.reloads++;
       if (event.reason === "opening") {
         this.busy = "Opening the plugin folder…";
         this.openError = null;

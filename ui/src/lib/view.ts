@@ -314,7 +314,11 @@ export function problems(snapshot: Snapshot | undefined, openError?: { code: str
     const e = snapshot.sessionError;
     add({ severity: "error", source: "session file", code: e.code, message: `${e.message} (the last good session keeps running)`, at: where(e) || undefined, tab: "Session", target: '[data-testid="session-editor"]' });
   }
+  // A plugin's diagnostics are listed with it; the folder's list repeats them.
+  const raw = (d: { code: string; message: string; file?: string; line?: number; column?: number }, plugin?: string) => `${d.code}|${plugin ?? ""}|${where(d)}|${d.message}`;
+  const ofPlugins = new Set(snapshot.plugins.flatMap((p) => p.diagnostics.map((d) => raw(d, p.name))));
   for (const d of snapshot.diagnostics ?? []) {
+    if (ofPlugins.has(raw(d, d.plugin))) continue;
     add({ severity: "error", source: "folder", code: d.code, message: d.message, plugin: d.plugin, at: where(d) || undefined, tab: d.plugin ? "Plugins" : "Open", target: d.plugin ? `tr[data-plugin="${attr(d.plugin)}"]` : undefined });
   }
   for (const p of snapshot.plugins) {
