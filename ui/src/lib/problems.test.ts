@@ -188,3 +188,18 @@ describe("the turn inspector", () => {
     expect(turnSummary({ turnId: "t", playerMessage: "x", error: "boom" })).toBe("0 tokens sent over 0 cache boundaries · no reply · 0 events · 0 slot changes · no compaction run");
   });
 });
+
+import { segmentChanges } from "./view";
+
+describe("diffs between turns", () => {
+  it("lists the segments whose text changed, with word diffs", () => {
+    const before = demo().preview;
+    const after = structuredClone(before);
+    const tone = after.segments.find((s) => s.id === "tone")!;
+    tone.content = tone.content.replace("unhurried", "patient");
+    const changes = segmentChanges(before, after);
+    expect(changes.map((c) => c.key)).toEqual(["story-director/tone"]);
+    expect(changes[0].parts.filter((p) => p.kind !== "same").map((p) => p.text.trim())).toEqual(["unhurried", "patient"]);
+    expect(segmentChanges(undefined, after)).toEqual([]);
+  });
+});

@@ -629,3 +629,13 @@ export function turnSummary(turn: import("./types").TurnReport): string {
   const compaction = turn.compaction ? (turn.compaction.triggered ? "compaction ran" : "compaction not due") : "no compaction run";
   return `${sent} tokens sent over ${boundaries} cache boundaries · ${reply} · ${turn.events?.length ?? 0} events · ${turn.slotChanges?.length ?? 0} slot changes · ${compaction}`;
 }
+
+/** The segments whose text differs between two previews (added, removed or changed), with word diffs. */
+export function segmentChanges(before: Snapshot["preview"] | undefined, after: Snapshot["preview"]): { key: string; parts: DiffPart[] }[] {
+  if (!before) return [];
+  const text = (p: Snapshot["preview"]) => new Map(p.segments.filter((s) => s.included).map((s) => [`${s.plugin}/${s.id}`, s.content]));
+  const a = text(before);
+  const b = text(after);
+  const keys = [...new Set([...a.keys(), ...b.keys()])];
+  return keys.filter((k) => a.get(k) !== b.get(k)).map((k) => ({ key: k, parts: wordDiff(a.get(k) ?? "", b.get(k) ?? "") }));
+}

@@ -431,3 +431,26 @@ test("every panel passes axe with no serious or critical violations", async () =
   await context.close();
   assert.deepEqual(found, []);
 });
+
+test("the turn inspector diffs a turn's segments against the turn before", async () => {
+  const after = await fixture("after-turn.json");
+  const first = after.turns[0];
+  const second = structuredClone(first);
+  second.turnId = "turn-4";
+  second.preview.segments.find((s) => s.id === "tone").content = "Keep a grave, patient narrative voice.";
+  const two = { ...after, turns: [first, second] };
+  const context = await browser.newContext({ viewport: { width: 1440, height: 920 } });
+  const p = await context.newPage();
+  await p.goto(url);
+  await p.getByTestId("system-prompt").waitFor();
+  await p.evaluate((s) => window.__fakeSnapshot(s), two);
+  await p.locator('[data-tab="Playtest"]').click();
+  const change = p.getByTestId("turn-change");
+  await change.first().waitFor();
+  assert.equal(await change.count(), 1);
+  assert.match(await change.textContent(), /story-director\/tone/);
+  assert.equal((await change.locator("ins").textContent()).trim(), "patient");
+  await p.getByTestId("turn-pick").first().click();
+  assert.equal(await p.getByTestId("turn-change").count(), 0, "the first turn has no turn before it");
+  await context.close();
+});

@@ -140,7 +140,7 @@ test("playing a turn updates the stage panel", async () => {
   await waitFor("the new narration", async () => /Scripted narrator/.test(await (await browser.$('[data-testid="dialog"]')).getText()));
   assert.notEqual(await (await browser.$('[data-testid="dialog"]')).getText(), before);
   assert.match(await (await browser.$('[data-testid="backdrop"]')).getText(), /The Harbour/);
-  await browser.saveScreenshot(join(shots, "e2e-stage.png"));
+  await shot("e2e-stage", "stage");
   await tab("Playtest");
   await waitFor("the turn inspector", async () => /Scripted narrator/.test(await text('[data-testid="turn-inspector"]')));
   await shot("e2e-turn-inspector", "turn-inspector");
