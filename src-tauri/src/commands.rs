@@ -86,6 +86,27 @@ async fn play_turn(state: State<'_, AppState>, message: String) -> Result<Json, 
     })
 }
 
+/// Runs compaction now, even under the threshold ("compact now"); undo puts the session back.
+#[tauri::command]
+#[specta::specta]
+async fn compact_now(state: State<'_, AppState>) -> Result<Json, String> {
+    with_studio(&state, |s| {
+        s.compact_now();
+        Ok(Json::of(&s.snapshot()))
+    })
+}
+
+/// Reloads every plugin and the session into fresh runtimes: every provider runs again (no
+/// answer from the memo).
+#[tauri::command]
+#[specta::specta]
+async fn run_everything_again(state: State<'_, AppState>) -> Result<Json, String> {
+    with_studio(&state, |s| {
+        s.run_everything_again();
+        Ok(Json::of(&s.snapshot()))
+    })
+}
+
 #[tauri::command]
 #[specta::specta]
 async fn cancel_work(state: State<'_, AppState>) -> Result<(), String> {
@@ -186,6 +207,8 @@ pub fn builder() -> Builder<tauri::Wry> {
             snapshot,
             set_runtime,
             play_turn,
+            compact_now,
+            run_everything_again,
             cancel_work,
             undo,
             save_played_session,

@@ -229,6 +229,41 @@ fn after_a_played_turn_the_preview_assembles_the_next_turn_with_a_player_message
 }
 
 #[test]
+fn run_everything_again_runs_every_provider_without_the_memo() {
+    let dir = sample_copy();
+    let mut studio = live(dir.path());
+    for _ in 0..3 {
+        studio.refresh();
+    }
+    assert!(studio.preview.calls.iter().any(|c| c.cached), "repeated previews are answered from the memo");
+    let entry = studio.run_everything_again();
+    assert!(entry.plugins.len() >= studio.workspace().plugins.len(), "every plugin reloaded: {:?}", entry.plugins);
+    let cached: Vec<_> = studio.preview.calls.iter().filter(|c| c.cached).map(|c| format!("{}/{}", c.plugin_id, c.provider_id)).collect();
+    assert!(cached.is_empty(), "answered from the memo: {cached:?}");
+    assert!(!studio.preview.calls.is_empty());
+}
+
+#[test]
+fn compact_now_runs_under_the_threshold_shows_as_the_last_run_and_can_be_undone() {
+    let dir = sample_copy();
+    let mut studio = live(dir.path());
+    let before = studio.workspace().session.clone();
+    let run = studio.compact_now();
+    assert!(run.triggered, "forced although under the threshold");
+    assert!(run.estimated_tokens as f64 <= run.threshold_tokens, "the demo is under the threshold");
+    let snapshot = studio.snapshot();
+    assert!(snapshot.compaction.last_run.is_some(), "the Compaction panel shows the run");
+    if studio.workspace().session != before {
+        assert_eq!(snapshot.undo.as_ref().map(|u| u.label.as_str()), Some("Undo the compaction"));
+        assert_eq!(studio.undo().expect("undo"), Some(covel_studio::live::UndoKind::Compaction));
+        assert_eq!(studio.workspace().session, before, "undo puts the session back");
+        assert!(studio.snapshot().compaction.last_run.is_none());
+    } else {
+        assert!(run.not_compacted_because.is_some() || run.verdict.is_some(), "why nothing changed: {run:?}");
+    }
+}
+
+#[test]
 fn turns_can_be_undone_back_to_the_session_files_state_and_saved_atomically() {
     let mut play = demo_play();
     let original = play.workspace.session.clone();

@@ -89,6 +89,14 @@ export function fakeBackend(): Backend {
     cancel: async () => {
       calls.push(["cancel"]);
     },
+    runEverythingAgain: async () => {
+      calls.push(["runEverythingAgain"]);
+      return current;
+    },
+    compactNow: async () => {
+      calls.push(["compactNow"]);
+      return current;
+    },
     undo: async () => {
       calls.push(["undo"]);
       return (current = { ...snapshot(initial), sessionText: current.sessionText });

@@ -228,7 +228,7 @@ export interface Snapshot {
   /** Why the session file on disk cannot be used (the previous good session stays in use). */
   sessionError?: Diagnostic;
   /** What Undo would undo. */
-  undo?: { kind: "turn" | "session-edit"; label: string };
+  undo?: { kind: "turn" | "session-edit" | "compaction"; label: string };
   /** Where "Save played session" writes by default. */
   playedPath: string;
 }

@@ -286,6 +286,21 @@ test("the turn inspector shows the played turn's prompt with its boundaries, rep
   await page.screenshot({ path: join(shots, "browser-turn-inspector.png") });
 });
 
+test("Run everything again asks the backend to rerun every provider without the memo", async () => {
+  await page.getByTestId("run-again").click();
+  await page.waitForFunction(() => window.__fakeCalls.at(-1)?.[0] === "runEverythingAgain");
+});
+
+test("Compact now asks the backend to compact, from the Playtest and Compaction panels", async () => {
+  await page.locator('[data-tab="Playtest"]').click();
+  await page.getByTestId("compact-now").click();
+  await page.waitForFunction(() => window.__fakeCalls.at(-1)?.[0] === "compactNow");
+  await page.locator('[data-tab="Compaction"]').click();
+  const before = (await fakeCalls()).length;
+  await page.getByTestId("compaction-compact-now").click();
+  await page.waitForFunction((n) => window.__fakeCalls.length > n && window.__fakeCalls.at(-1)[0] === "compactNow", before);
+});
+
 test("a played turn can be undone and the played session saved", async () => {
   await page.locator('[data-tab="Playtest"]').click();
   assert.match(await page.getByTestId("chat").textContent(), /Scripted narrator/);
