@@ -150,6 +150,13 @@ test("playing a turn updates the stage panel", async () => {
   assert.doesNotMatch(input, /· 0 tokens/, input);
 });
 
+test("Compact now runs the compaction provider in the window although the history is under the threshold", async () => {
+  await tab("Compaction");
+  await (await browser.$('[data-testid="compaction-compact-now"]')).click();
+  await waitFor("the last run", async () => /Last run/.test(await text("main")));
+  await browser.saveScreenshot(join(shots, "e2e-compact-now.png"));
+});
+
 test("a Session panel edit is saved into the author's file in place, and undo restores the file", async () => {
   const path = join(folder, "demo.session.yaml");
   const original = await readFile(path, "utf8");
