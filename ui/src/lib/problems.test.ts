@@ -203,3 +203,21 @@ describe("diffs between turns", () => {
     expect(segmentChanges(undefined, after)).toEqual([]);
   });
 });
+
+import { promptWarnings } from "./view";
+
+describe("the prompt panel's warnings", () => {
+  it("says which plugin runs its last good version and which segment provider failed", () => {
+    const s = demo();
+    expect(promptWarnings(s)).toEqual([]);
+    const plugin = s.plugins.find((p) => p.name === "story-director")!;
+    plugin.status = "last-good";
+    plugin.diagnostics = [{ code: "entry-syntax", message: "unexpected token", file: "story-director/server/index.js", line: 53, column: 1 }];
+    const call = s.preview.calls.find((c) => c.pluginId === "lore-book" && c.point === "prompt.segment@1")!;
+    Object.assign(call, { outcome: "error", errorCode: "invocation-error", message: "boom" });
+    const warnings = promptWarnings(s);
+    expect(warnings.map((w) => [w.kind, w.plugin])).toEqual([["last-good", "story-director"], ["missing-segment", "lore-book"]]);
+    expect(warnings[0].text).toContain("[entry-syntax] story-director/server/index.js:53:1");
+    expect(warnings[1].text).toContain("boom");
+  });
+});

@@ -639,3 +639,21 @@ export function segmentChanges(before: Snapshot["preview"] | undefined, after: S
   const keys = [...new Set([...a.keys(), ...b.keys()])];
   return keys.filter((k) => a.get(k) !== b.get(k)).map((k) => ({ key: k, parts: wordDiff(a.get(k) ?? "", b.get(k) ?? "") }));
 }
+
+/**
+ * What the Prompt panel must say above the prompt: plugins running their last good version (the
+ * prompt shows their old text) and segment providers that failed (their segment is missing).
+ */
+export function promptWarnings(snapshot: Snapshot): { kind: "last-good" | "missing-segment"; plugin: string; text: string; target: string }[] {
+  const out: { kind: "last-good" | "missing-segment"; plugin: string; text: string; target: string }[] = [];
+  for (const p of snapshot.plugins.filter((p) => p.status === "last-good")) {
+    const d = p.diagnostics[0];
+    out.push({ kind: "last-good", plugin: p.name, text: `${p.name} runs its last good version: its newest files do not load${d ? ` ([${d.code}] ${where(d) || d.message})` : ""}; the prompt below shows the old version's text.`, target: `tr[data-plugin="${attr(p.name)}"]` });
+  }
+  const failed = snapshot.preview.calls.filter((c) => c.point === "prompt.segment@1" && c.outcome !== "success");
+  for (const c of failed) {
+    if (out.some((o) => o.kind === "missing-segment" && o.text.startsWith(`${c.pluginId}/${c.providerId} `))) continue;
+    out.push({ kind: "missing-segment", plugin: c.pluginId, text: `${c.pluginId}/${c.providerId} failed (${c.errorCode ?? c.outcome}${c.message ? `: ${c.message}` : ""}): whatever it would have added is missing from the prompt below.`, target: callTarget(c) });
+  }
+  return out;
+}

@@ -425,6 +425,15 @@ test("a handler that throws at run time shows in Problems, on the Providers tab'
   await problemsPage.waitForFunction(() => document.activeElement?.dataset.call === "prompt.segment@1|story-director/tone");
   await problemsPage.locator('[data-tab="Plugins"]').click();
   assert.match(await problemsPage.getByTestId("failing-call-story-director").textContent(), /tone on prompt\.segment@1: error — Error: the tone table is empty/);
+  await problemsPage.locator('[data-tab="Prompt"]').click();
+  assert.match(await problemsPage.locator('[data-testid="prompt-warning"][data-kind="missing-segment"]').textContent(), /story-director\/tone failed .*missing from the prompt/);
+  const lastGood = structuredClone(broken);
+  const plugin = lastGood.plugins.find((p) => p.name === "story-director");
+  plugin.status = "last-good";
+  plugin.diagnostics = [{ code: "entry-syntax", message: "unexpected token", file: "story-director/server/index.js", line: 53, column: 1 }];
+  await problemsPage.evaluate((s) => window.__fakeSnapshot(s), lastGood);
+  await problemsPage.locator('[data-testid="prompt-warning"][data-kind="last-good"]').waitFor();
+  assert.ok((await problemsPage.getByTestId("last-good-mark").count()) >= 1, "its segments are marked as the old version's");
   await problemsPage.close();
 });
 

@@ -125,6 +125,7 @@ test("a broken edit shows the diagnostic and keeps the last good result", async 
   await shot("e2e-problems", "problems");
   await tab("Prompt");
   assert.match(await (await browser.$('[data-segment="story-director/tone"]')).getText(), /grave, patient/, "the last good version still runs");
+  assert.match(await text('[data-testid="prompt-warning"][data-kind="last-good"]'), /story-director runs its last good version/, "the Prompt panel says so");
   await edit("story-director/server/index.js", "export default function (covel) {{", "export default function (covel) {");
   await tab("Plugins");
   await waitFor("the fixed status", async () => (await (await browser.$('[data-testid="status-story-director"]')).getText()) === "active");
