@@ -26,6 +26,8 @@ class Studio {
   actions = $state(0);
   /** The action count when the last reload arrived: its change marks show until the next action. */
   marksAt = $state(0);
+  /** The recent reloads, newest first, with the previews before and after each. */
+  timeline = $state.raw<ReloadStep[]>([]);
   /** The snapshot the last reload replaced (for before/after text). */
   beforeReload = $state.raw<Snapshot | null>(null);
   private reloadKey = "";
@@ -97,6 +99,9 @@ class Studio {
       this.marksAt = this.actions;
       // What the panels showed before this reload: the before side of its diffs.
       this.beforeReload = key ? (this.snapshot ?? null) : null;
+      if (key && this.snapshot && snapshot.lastReload) {
+        this.timeline = [{ entry: snapshot.lastReload, before: this.snapshot.preview, after: snapshot.preview, at: new Date().toLocaleTimeString() }, ...this.timeline].slice(0, TIMELINE);
+      }
     }
     this.snapshot = snapshot;
     this.openError = null;
@@ -144,6 +149,16 @@ class Studio {
     this.busy = null;
     await (await backend).cancel();
   }
+}
+
+/** How many reloads the timeline keeps. */
+export const TIMELINE = 10;
+
+export interface ReloadStep {
+  entry: NonNullable<Snapshot["lastReload"]>;
+  before: Snapshot["preview"];
+  after: Snapshot["preview"];
+  at: string;
 }
 
 /** What identifies a reload: its paths, plugins and timings (a new reload differs in them). */

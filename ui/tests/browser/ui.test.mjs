@@ -177,6 +177,22 @@ test("request bodies are JSON trees with a copy button on every value, and copy 
   assert.match(await page.evaluate(() => window.__lastCopied), /^curl https:\/\/api\.openai\.com\/v1\/chat\/completions/);
 });
 
+test("the reload timeline steps back through recent reloads with their word diffs", async () => {
+  const timeline = page.getByTestId("reload-timeline");
+  assert.equal(await timeline.getByTestId("timeline-position").textContent(), "1 of 1");
+  assert.match(await timeline.getByTestId("timeline-change").first().textContent(), /story-director\/tone/);
+  const next = structuredClone(await fixture("after-reload.json"));
+  next.lastReload.paths = ["lore-book/server/index.js"];
+  next.lastReload.plugins = { "lore-book": "replaced" };
+  next.preview.segments.find((s) => s.id === "glossary").content += "\n- The Bell Rope: frayed";
+  await page.evaluate((s) => window.__fakeSnapshot(s), next);
+  await timeline.getByTestId("timeline-position").filter({ hasText: "1 of 2" }).waitFor();
+  assert.match(await timeline.getByTestId("timeline-change").first().textContent(), /lore-book\/glossary.*Bell Rope/s);
+  await timeline.getByTestId("timeline-older").click();
+  assert.equal(await timeline.getByTestId("timeline-position").textContent(), "2 of 2");
+  assert.match(await timeline.getByTestId("timeline-change").first().textContent(), /story-director\/tone/);
+});
+
 test("change marks fade after the next action", async () => {
   assert.equal(await page.locator('[data-testid="prompt-content"] .changed').count(), 1);
   await page.locator('[data-tab="Open"]').click();
