@@ -221,3 +221,20 @@ describe("the prompt panel's warnings", () => {
     expect(warnings[1].text).toContain("boom");
   });
 });
+
+import { previewChanges } from "./view";
+
+describe("changes between two previews", () => {
+  it("covers segments, messages and slot values", () => {
+    const before = demo().preview;
+    const after = structuredClone(before);
+    after.segments.find((s) => s.id === "tone")!.content = "Keep a grave, patient narrative voice.";
+    after.prompt.messages.find((m) => m.origin.kind === "player-input")!.content = "I climb.";
+    const backdrop = after.slots.find((s) => s.slot === "stage.backdrop@1")!;
+    backdrop.value = { ...backdrop.value, variant: "day" };
+    const keys = previewChanges(before, after).map((c) => c.key);
+    expect(keys).toEqual(["segment story-director/tone", "message player-input", "slot stage.backdrop@1"]);
+    const slot = previewChanges(before, after).at(-1)!;
+    expect(slot.parts.filter((p) => p.kind !== "same").map((p) => p.text.trim())).toEqual(['"night"', '"day"']);
+  });
+});

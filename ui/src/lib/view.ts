@@ -657,3 +657,29 @@ export function promptWarnings(snapshot: Snapshot): { kind: "last-good" | "missi
   }
   return out;
 }
+
+/**
+ * Everything whose text differs between two previews — segments (`segment plugin/id`),
+ * messages (`message <origin>`) and slot values (`slot id[key]`, as indented JSON) — with word
+ * diffs, in that order.
+ */
+export function previewChanges(before: Snapshot["preview"] | undefined, after: Snapshot["preview"]): { key: string; parts: DiffPart[] }[] {
+  if (!before) return [];
+  const compare = (label: string, a: Map<string, string>, b: Map<string, string>) =>
+    [...new Set([...a.keys(), ...b.keys()])].filter((k) => a.get(k) !== b.get(k)).map((k) => ({ key: `${label} ${k}`, parts: wordDiff(a.get(k) ?? "", b.get(k) ?? "") }));
+  const messages = (p: Snapshot["preview"]) => {
+    const out = new Map<string, string>();
+    for (const m of p.prompt.messages) {
+      const o = m.origin;
+      const name = o.kind === "segment" ? `${o.plugin}/${o.segment}` : o.id ? `${o.kind} ${o.id}` : o.kind;
+      out.set(out.has(name) ? `${name} (${out.size})` : name, m.content);
+    }
+    return out;
+  };
+  const slots = (p: Snapshot["preview"]) => new Map(p.slots.map((s) => [s.key ? `${s.slot}[${s.key}]` : s.slot, JSON.stringify(s.value, null, 1)]));
+  return [
+    ...segmentChanges(before, after).map((c) => ({ ...c, key: `segment ${c.key}` })),
+    ...compare("message", messages(before), messages(after)),
+    ...compare("slot", slots(before), slots(after)),
+  ];
+}
