@@ -494,3 +494,22 @@ test("the turn inspector diffs a turn's segments against the turn before", async
   assert.equal(await p.getByTestId("turn-change").count(), 0, "the first turn has no turn before it");
   await context.close();
 });
+
+test("a long prompt's segment table renders on request", async () => {
+  const demo = await fixture("snapshot.json");
+  const long = structuredClone(demo);
+  const base = long.preview.segments.filter((s) => s.included);
+  long.preview.segments = Array.from({ length: 90 }, (_, i) => ({ ...base[i % base.length], plugin: `gen-${String(i).padStart(3, "0")}` }));
+  const context = await browser.newContext({ viewport: { width: 1440, height: 920 } });
+  const p = await context.newPage();
+  await p.goto(url);
+  await p.getByTestId("system-prompt").waitFor();
+  assert.equal(await p.getByTestId("segments").count(), 1, "a short prompt shows its table");
+  await p.evaluate((s) => window.__fakeSnapshot(s), long);
+  await p.getByTestId("show-segments").waitFor();
+  assert.equal(await p.getByTestId("segments").count(), 0);
+  assert.match(await p.getByTestId("show-segments").textContent(), /90 rows/);
+  await p.getByTestId("show-segments").click();
+  assert.equal(await p.getByTestId("segments").locator("tbody tr").count(), 90);
+  await context.close();
+});

@@ -250,3 +250,23 @@ test("start-up with a missing folder shows the error in the window and on stderr
   assert.equal(await (await browser.$('[data-testid="busy"]')).isExisting(), false, "not stuck on Opening…");
   await shot("e2e-missing-folder");
 });
+
+// Timings on a large folder (e.g. 200 generated plugins: `COVEL_E2E_PERF_DIR=/tmp/gen200`):
+// panel switches and one reload, measured in the window and reported, not asserted.
+test("panel switches and a reload on a large folder (reported)", { skip: !process.env.COVEL_E2E_PERF_DIR }, async () => {
+  const dir = process.env.COVEL_E2E_PERF_DIR;
+  await browser.deleteSession();
+  browser = await open([dir]);
+  await waitFor("the prompt", async () => (await browser.$$('[data-testid="cache-boundary"]')).length >= 1, 120000);
+  const switches = [];
+  for (const name of ["Plugins", "Providers", "Problems", "Stage", "Prompt", "Plugins", "Prompt"]) switches.push(`${name} ${(await timeClick(`[data-tab="${name}"]`)).toFixed(0)} ms`);
+  console.log(`# panel switches in the window (${dir}): ${switches.join(", ")}`);
+  const height = await browser.execute(() => document.documentElement.scrollHeight);
+  console.log(`# the Prompt page is ${height} px tall`);
+  const index = join(dir, (await import("node:fs")).readdirSync(dir).filter((d) => !d.startsWith(".") && !d.endsWith(".yaml")).sort()[0], "server/index.js");
+  const reloads = Number(await (await browser.$('[data-testid="reload-note"]')).getAttribute("data-reloads"));
+  const started = Date.now();
+  await writeFile(index, (await readFile(index, "utf8")) + "\n// touched\n");
+  await waitFor("the reload", async () => Number(await (await browser.$('[data-testid="reload-note"]')).getAttribute("data-reloads")) > reloads, 60000);
+  console.log(`# a reload on ${dir}: ${await text('[data-testid="reload-note"]')} (the window showed it ${Date.now() - started} ms after the write, polling every 200 ms)`);
+});
