@@ -507,6 +507,9 @@ test("a long prompt's segment table renders on request", async () => {
   assert.equal(await p.getByTestId("segments").count(), 1, "a short prompt shows its table");
   await p.evaluate((s) => window.__fakeSnapshot(s), long);
   await p.getByTestId("show-segments").waitFor();
+  await p.locator('[data-tab="Stage"]').click();
+  await p.locator('[data-tab="Prompt"]').click();
+  assert.equal(await p.locator('[data-testid="system-prompt"] [data-segment] pre').count(), 0, "a long prompt opens with its segment texts folded");
   assert.equal(await p.getByTestId("segments").count(), 0);
   assert.match(await p.getByTestId("show-segments").textContent(), /90 rows/);
   await p.getByTestId("show-segments").click();
