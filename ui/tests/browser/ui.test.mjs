@@ -299,6 +299,9 @@ test("the turn inspector shows the played turn's prompt with its boundaries, rep
   assert.equal(await inspector.getByTestId("turn-reply").textContent(), turn.reply.text);
   assert.match(await inspector.getByTestId("turn-compaction").textContent(), new RegExp(`estimate ${turn.compaction.estimatedTokens} of threshold`));
   assert.match(await inspector.textContent(), new RegExp(`Events \\(${turn.events.length}\\)`));
+  const stage = await page.getByTestId("playtest-stage").textContent();
+  assert.match(stage, /The Harbour/, "the stage beside the chat");
+  assert.match(stage, /Swim at low tide/);
   await page.screenshot({ path: join(shots, "browser-turn-inspector.png") });
 });
 
