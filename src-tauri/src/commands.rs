@@ -86,7 +86,7 @@ async fn snapshot(state: State<'_, AppState>) -> Result<Json, String> {
 async fn set_runtime(state: State<'_, AppState>, target: String) -> Result<Json, String> {
     let target = RuntimeTarget::parse(&target).ok_or_else(|| format!("`{target}` is not story, plugin:ID or contract:C"))?;
     with_studio(&state, move |s| {
-        s.set_target(target);
+        s.switch_target(target)?;
         Ok(Json::of(&s.snapshot()))
     })
     .await
@@ -99,6 +99,29 @@ async fn play_turn(state: State<'_, AppState>, message: String) -> Result<Json, 
     let cancel = std::sync::Arc::clone(&state.cancel);
     with_studio(&state, move |s| {
         s.play_turn_cancellable(&message, &cancel);
+        Ok(Json::of(&s.snapshot()))
+    })
+    .await
+}
+
+/// Runs compaction now, even under the threshold ("compact now"); undo puts the session back.
+#[tauri::command]
+#[specta::specta]
+async fn compact_now(state: State<'_, AppState>) -> Result<Json, String> {
+    with_studio(&state, |s| {
+        s.compact_now();
+        Ok(Json::of(&s.snapshot()))
+    })
+    .await
+}
+
+/// Reloads every plugin and the session into fresh runtimes: every provider runs again (no
+/// answer from the memo).
+#[tauri::command]
+#[specta::specta]
+async fn run_everything_again(state: State<'_, AppState>) -> Result<Json, String> {
+    with_studio(&state, |s| {
+        s.run_everything_again();
         Ok(Json::of(&s.snapshot()))
     })
     .await
@@ -218,6 +241,8 @@ pub fn builder() -> Builder<tauri::Wry> {
             snapshot,
             set_runtime,
             play_turn,
+            compact_now,
+            run_everything_again,
             cancel_work,
             undo,
             save_played_session,

@@ -44,6 +44,8 @@ pub fn open(app: &AppHandle, plugins: &str, session: Option<&str>) -> Result<Jso
     let workspace = match Workspace::open(Path::new(plugins), session.map(Path::new), &Limits::default()) {
         Ok(workspace) => workspace,
         Err(e) => {
+            // Also on stderr: whoever started the app from a terminal sees why nothing opened.
+            eprintln!("covel-studio: could not open {plugins}: {}", e.diagnostic());
             let error = Json::of(&e.diagnostic());
             set_status(&state, OpenStatus { opening: false, plugins: Some(plugins.to_string()), session: session.map(str::to_string), error: Some(error.clone()) });
             emit(app, "open-failed", None, Some(error));

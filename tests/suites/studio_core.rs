@@ -168,6 +168,19 @@ fn replaced_runtimes_are_dropped_on_reload_and_shut_down_cleanly() {
     assert!(instance.upgrade().is_none() && watch.is_shut_down() && watch.bytes_held() == 0);
 }
 
+#[test]
+fn switching_to_a_runtime_nobody_produces_is_refused_and_keeps_the_current_one() {
+    let dir = sample_copy();
+    let mut studio = live(dir.path());
+    studio.switch_target(RuntimeTarget::Plugin("story-director".into())).expect("an active plugin's runtime");
+    let error = studio.switch_target(RuntimeTarget::Contract("no-such-contract@1".into())).expect_err("an unknown contract");
+    assert!(error.contains("no-such-contract@1"), "{error}");
+    assert_eq!(studio.target(), &RuntimeTarget::Plugin("story-director".into()), "the current runtime stays");
+    assert_eq!(studio.snapshot().preview.runtime, RuntimeTarget::Plugin("story-director".into()));
+    let error = studio.switch_target(RuntimeTarget::Plugin("nobody".into())).expect_err("an unknown plugin");
+    assert!(error.contains("no plugin `nobody`"), "{error}");
+}
+
 // ---- Playtesting -------------------------------------------------------------------------------
 
 fn demo_play() -> Playtest {
@@ -196,6 +209,58 @@ fn five_scripted_turns_of_the_demo_session_match_their_snapshots() {
     }
     assert_eq!(play.turns(), 5);
     insta::assert_json_snapshot!("demo_five_turns", turns);
+}
+
+#[test]
+fn after_a_played_turn_the_preview_assembles_the_next_turn_with_a_player_message() {
+    let mut play = demo_play();
+    let report = play.play("I swim to the tower.");
+    assert!(report.error.is_none(), "{:?}", report.error);
+    assert_eq!(play.workspace.session.next_message, "", "the played message is used up");
+    let preview = play.workspace.preview(&RuntimeTarget::Story);
+    let input = preview.prompt.messages.iter().find(|m| m.origin == covel_kernel::prompt::Origin::PlayerInput).expect("a player input");
+    let following = play.workspace.session.following_message.clone().expect("the demo has a following message");
+    assert_eq!(input.content, following, "the session's following message stands in for the next one");
+    assert!(input.tokens > 0);
+    let messages = preview.prompt.requests.anthropic["messages"].as_array().expect("messages");
+    for block in messages.iter().flat_map(|m| m["content"].as_array().into_iter().flatten()) {
+        assert!(!block["text"].as_str().unwrap_or_default().trim().is_empty(), "an empty text block: {block}");
+    }
+}
+
+#[test]
+fn run_everything_again_runs_every_provider_without_the_memo() {
+    let dir = sample_copy();
+    let mut studio = live(dir.path());
+    for _ in 0..3 {
+        studio.refresh();
+    }
+    assert!(studio.preview.calls.iter().any(|c| c.cached), "repeated previews are answered from the memo");
+    let entry = studio.run_everything_again();
+    assert!(entry.plugins.len() >= studio.workspace().plugins.len(), "every plugin reloaded: {:?}", entry.plugins);
+    let cached: Vec<_> = studio.preview.calls.iter().filter(|c| c.cached).map(|c| format!("{}/{}", c.plugin_id, c.provider_id)).collect();
+    assert!(cached.is_empty(), "answered from the memo: {cached:?}");
+    assert!(!studio.preview.calls.is_empty());
+}
+
+#[test]
+fn compact_now_runs_under_the_threshold_shows_as_the_last_run_and_can_be_undone() {
+    let dir = sample_copy();
+    let mut studio = live(dir.path());
+    let before = studio.workspace().session.clone();
+    let run = studio.compact_now();
+    assert!(run.triggered, "forced although under the threshold");
+    assert!(run.estimated_tokens as f64 <= run.threshold_tokens, "the demo is under the threshold");
+    let snapshot = studio.snapshot();
+    assert!(snapshot.compaction.last_run.is_some(), "the Compaction panel shows the run");
+    if studio.workspace().session != before {
+        assert_eq!(snapshot.undo.as_ref().map(|u| u.label.as_str()), Some("Undo the compaction"));
+        assert_eq!(studio.undo().expect("undo"), Some(covel_studio::live::UndoKind::Compaction));
+        assert_eq!(studio.workspace().session, before, "undo puts the session back");
+        assert!(studio.snapshot().compaction.last_run.is_none());
+    } else {
+        assert!(run.not_compacted_because.is_some() || run.verdict.is_some(), "why nothing changed: {run:?}");
+    }
 }
 
 #[test]

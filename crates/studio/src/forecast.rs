@@ -1100,7 +1100,8 @@ impl crate::live::LiveStudio {
             .map(|t| PlayedTurn { turn_id: t.turn_id.clone(), say: t.player_message.clone(), preview: t.preview.clone(), usage: t.reply.as_ref().and_then(|r| r.usage.clone()) })
             .collect();
         let next = if self.target == crate::RuntimeTarget::Story { self.preview.clone() } else { self.workspace().preview(&crate::RuntimeTarget::Story) };
-        let say = Some(self.workspace().session.next_message.clone()).filter(|m| !m.trim().is_empty()).unwrap_or_else(|| "(the next turn)".into());
+        // The message the preview assembled the next turn for (never empty).
+        let say = self.workspace().previewed_player_message();
         played.push(PlayedTurn { turn_id: next.turn_id.clone(), say, preview: next, usage: None });
         Ok(forecast(&played, &profile, options, &self.counter))
     }

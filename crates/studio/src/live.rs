@@ -89,16 +89,20 @@ pub struct LiveStudio {
     undo: Vec<UndoEntry>,
     /// Exact token counts remembered across refreshes (the Cache panel recounts only changes).
     pub counter: crate::tokens::TokenCounter,
+    /// The last "compact now" run, until a turn is played or it is undone.
+    pub forced_compaction: Option<crate::compaction::CompactionRun>,
 }
 
 /// One step the author can undo.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum UndoEntry {
     /// A played turn (memory only).
     Turn,
     /// A saved edit of the session file: undoing writes `before` back if the file still holds
     /// `after`.
     SessionEdit { before: String, after: String },
+    /// A forced compaction that changed the session (memory only): the session before it.
+    Compaction { before: Box<covel_kernel::session::Session> },
 }
 
 /// What an undo undid.
@@ -107,6 +111,7 @@ pub enum UndoEntry {
 pub enum UndoKind {
     Turn,
     SessionEdit,
+    Compaction,
 }
 
 /// Why a session edit, a played-session save or an undo did not happen.
@@ -127,7 +132,7 @@ pub enum SessionSaveError {
 impl LiveStudio {
     pub fn new(workspace: Workspace, target: RuntimeTarget) -> LiveStudio {
         let preview = workspace.preview(&target);
-        LiveStudio { play: Playtest::new(workspace), target, preview, last_reload: None, turns: Vec::new(), undo: Vec::new(), counter: Default::default() }
+        LiveStudio { play: Playtest::new(workspace), target, preview, last_reload: None, turns: Vec::new(), undo: Vec::new(), counter: Default::default(), forced_compaction: None }
     }
 
     pub fn workspace(&self) -> &Workspace {
@@ -138,6 +143,33 @@ impl LiveStudio {
     pub fn set_target(&mut self, target: RuntimeTarget) {
         self.target = target;
         self.refresh();
+    }
+
+    /// Switches the previewed runtime when it can be previewed; otherwise says why (a plugin
+    /// that is not active, a contract no active runtime produces) and keeps the current one.
+    pub fn switch_target(&mut self, target: RuntimeTarget) -> Result<(), String> {
+        if let Some(why) = self.play.workspace.runtime_unavailable(&target) {
+            return Err(why);
+        }
+        self.set_target(target);
+        Ok(())
+    }
+
+    /// The runtime the preview is assembled for.
+    pub fn target(&self) -> &RuntimeTarget {
+        &self.target
+    }
+
+    /// Runs compaction now, even under the threshold; an accepted result changes the session and
+    /// joins the undo history. The run is the Compaction panel's last run until a turn is played.
+    pub fn compact_now(&mut self) -> crate::compaction::CompactionRun {
+        let (run, before) = self.play.compact_now();
+        if self.play.workspace.session != before {
+            self.undo.push(UndoEntry::Compaction { before: Box::new(before) });
+        }
+        self.forced_compaction = Some(run.clone());
+        self.refresh();
+        run
     }
 
     /// Recomputes the preview from the current state.
@@ -160,6 +192,7 @@ impl LiveStudio {
         }
         if self.play.turns() > played {
             self.undo.push(UndoEntry::Turn);
+            self.forced_compaction = None;
         }
         self.turns.push(report.clone());
         self.refresh();
@@ -244,6 +277,12 @@ impl LiveStudio {
     pub fn undo(&mut self) -> Result<Option<UndoKind>, SessionSaveError> {
         match self.undo.pop() {
             None => Ok(None),
+            Some(UndoEntry::Compaction { before }) => {
+                self.play.restore(*before);
+                self.forced_compaction = None;
+                self.refresh();
+                Ok(Some(UndoKind::Compaction))
+            }
             Some(UndoEntry::Turn) => {
                 self.play.undo();
                 self.turns.pop();
@@ -349,6 +388,14 @@ impl LiveStudio {
         set.paths.sort();
         set.paths.dedup();
         set
+    }
+
+    /// "Run everything again": reloads every plugin and the session from disk into fresh
+    /// runtimes, whose memos are empty, so every provider runs again (nothing answered from the
+    /// memo). Returns the reload entry like any reload.
+    pub fn run_everything_again(&mut self) -> ReloadEntry {
+        let changes = self.classify_all();
+        self.reload(&changes, Instant::now())
     }
 
     /// Applies a change set: reloads what changed, re-resolves, recomputes the preview.

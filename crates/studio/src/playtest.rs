@@ -177,6 +177,24 @@ impl Playtest {
         TurnReport { turn_id, player_message: message.to_string(), preview, reply: Some(reply), error: None, compaction, events, slot_changes }
     }
 
+    /// Runs compaction now, even under the threshold (the studio's "compact now"); an accepted
+    /// result is applied to the session. Returns the run and the session before it (for undo).
+    pub fn compact_now(&mut self) -> (CompactionRun, Session) {
+        let before = self.workspace.session.clone();
+        let preview = self.workspace.preview(&RuntimeTarget::Story);
+        // The turn the compaction happens after: the newest in the history.
+        let turn_id = before.history.messages.iter().rev().find_map(|m| m.get("turnId").and_then(serde_json::Value::as_str)).map_or_else(|| preview.turn_id.clone(), str::to_string);
+        let system = format!("{}\n\n{}", preview.prompt.system.blocks.iter().map(|b| b.text.as_str()).collect::<Vec<_>>().join("\n\n"), preview.prompt.turn_context);
+        let run = self.workspace.compact(&turn_id, &system, &CompactionOptions { force: true, output: None }, &mut self.failures);
+        (run, before)
+    }
+
+    /// Puts a session state back (the undo of a forced compaction) and projects the slots again.
+    pub fn restore(&mut self, session: Session) {
+        self.workspace.session = session;
+        self.workspace.apply_slots(&mut self.slots, &Trigger::All);
+    }
+
     /// Starts the playtest again from the workspace's (new) session: played turns and their undo
     /// history are dropped and the story model is rebuilt from the session's models (the caller
     /// projects the slots again). Called when the authored session changed.

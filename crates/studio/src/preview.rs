@@ -222,6 +222,18 @@ const DEFAULT_STORY_PROMPT: &str = "You are the narrator of an interactive story
 const DEFAULT_FOLLOWING: &str = "I continue.";
 
 impl Workspace {
+    /// The player message a preview assembles this turn for: the session's next message, or —
+    /// when there is none (a session without `nextMessage`, or right after a played turn) — the
+    /// following message, else a generic continuation. Never empty: the Anthropic API refuses an
+    /// empty text block, and a prompt showing "player input · 0 tokens" is not the next turn.
+    pub fn previewed_player_message(&self) -> String {
+        let next = self.session.next_message.trim();
+        if !next.is_empty() {
+            return self.session.next_message.clone();
+        }
+        self.session.following_message.clone().filter(|m| !m.trim().is_empty()).unwrap_or_else(|| DEFAULT_FOLLOWING.to_string())
+    }
+
     /// The id of the turn after the session's history.
     pub fn next_turn_id(&self, history: &[Value]) -> String {
         let mut turns: Vec<&str> = history.iter().filter_map(|m| m.get("turnId").and_then(Value::as_str)).collect();
@@ -402,16 +414,17 @@ impl Workspace {
 
         let history = self.session.history.messages.clone();
         let turn_id = self.next_turn_id(&history);
+        let say = self.previewed_player_message();
         let t = Instant::now();
-        let (this, rewrites) = self.assemble_turn(&scope, target, &history, &turn_id, &self.session.next_message, TurnLog { calls: &mut calls, errors: &mut errors, turn: "this-turn" });
+        let (this, rewrites) = self.assemble_turn(&scope, target, &history, &turn_id, &say, TurnLog { calls: &mut calls, errors: &mut errors, turn: "this-turn" });
         let segments_ms = ms(t);
 
         // The next turn: one more exchange in the history, the following player message.
         let t = Instant::now();
         let mut next_history = history.clone();
-        let reply = crate::models::scripted_reply(&self.session.models.story.script, 0, &self.session.next_message);
+        let reply = crate::models::scripted_reply(&self.session.models.story.script, 0, &say);
         let order = next_history.len();
-        next_history.extend(covel_kernel::session_history::exchange(&self.session.id, &turn_id, &self.session.next_message, &reply, order));
+        next_history.extend(covel_kernel::session_history::exchange(&self.session.id, &turn_id, &say, &reply, order));
         let next_turn = self.next_turn_id(&next_history);
         let following = self.session.following_message.clone().unwrap_or_else(|| DEFAULT_FOLLOWING.to_string());
         let mut next_calls = Vec::new();

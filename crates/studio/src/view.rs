@@ -161,6 +161,7 @@ impl LiveStudio {
             undo: self.next_undo().map(|u| match u {
                 UndoEntry::Turn => UndoView { kind: UndoKind::Turn, label: format!("Undo {}", self.turns.last().map_or("the last turn", |t| t.turn_id.as_str())) },
                 UndoEntry::SessionEdit { .. } => UndoView { kind: UndoKind::SessionEdit, label: "Undo the session edit (restores the file)".into() },
+                UndoEntry::Compaction { .. } => UndoView { kind: UndoKind::Compaction, label: "Undo the compaction".into() },
             }),
             played_path: self.played_default_path().display().to_string(),
             plugins,
@@ -173,7 +174,7 @@ impl LiveStudio {
                 threshold_tokens: f64::from(windows.context_window) * compaction::THRESHOLD,
                 summaries: ws.session.history.summaries.clone(),
                 consecutive_failures: self.play.failures.consecutive,
-                last_run: self.turns.iter().rev().map(|t| t.compaction.clone()).find(|c| c.triggered),
+                last_run: self.forced_compaction.clone().or_else(|| self.turns.iter().rev().map(|t| t.compaction.clone()).find(|c| c.triggered)),
             },
             turns: self.turns.clone(),
             last_reload: self.last_reload.clone(),

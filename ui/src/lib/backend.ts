@@ -20,6 +20,10 @@ export interface Backend {
   snapshot(): Promise<Snapshot>;
   setRuntime(target: string): Promise<Snapshot>;
   playTurn(message: string): Promise<Snapshot>;
+  /** Runs compaction now, even under the threshold (undo puts the session back). */
+  compactNow(): Promise<Snapshot>;
+  /** Reloads every plugin into fresh runtimes: every provider runs again, none from the memo. */
+  runEverythingAgain(): Promise<Snapshot>;
   /** Asks the running work to stop (a turn then appends nothing). */
   cancel(): Promise<void>;
   /** Undoes the last turn or session edit (a session edit's undo writes the file back). */

@@ -11,6 +11,13 @@ export const commands = {
 	snapshot: () => typedError<Json, string>(__TAURI_INVOKE("snapshot")),
 	setRuntime: (target: string) => typedError<Json, string>(__TAURI_INVOKE("set_runtime", { target })),
 	playTurn: (message: string) => typedError<Json, string>(__TAURI_INVOKE("play_turn", { message })),
+	/**  Runs compaction now, even under the threshold ("compact now"); undo puts the session back. */
+	compactNow: () => typedError<Json, string>(__TAURI_INVOKE("compact_now")),
+	/**
+	 *  Reloads every plugin and the session into fresh runtimes: every provider runs again (no
+	 *  answer from the memo).
+	 */
+	runEverythingAgain: () => typedError<Json, string>(__TAURI_INVOKE("run_everything_again")),
 	cancelWork: () => typedError<null, string>(__TAURI_INVOKE("cancel_work")),
 	undo: () => typedError<Json, string>(__TAURI_INVOKE("undo")),
 	/**

@@ -32,6 +32,7 @@ export function createEditor(parent: HTMLElement, text: string, onChange: (text:
         syntaxHighlighting(defaultHighlightStyle),
         lintGutter(),
         EditorView.lineWrapping,
+        EditorView.contentAttributes.of({ "aria-label": "Session file (YAML)" }),
         EditorView.updateListener.of((update) => {
           if (update.docChanged) onChange(update.state.doc.toString());
         }),

@@ -55,7 +55,7 @@ export function fakeBackend(): Backend {
     for (const l of listeners) l({ reason, snapshot: current });
   };
   // Tests trigger a reload from the page: `window.__fakeReload()`, and a change of the session
-  // file on disk: `window.__fakeSessionChanged(text)`.
+  // file on disk: `window.__fakeSessionChanged(text)`, and any snapshot: `window.__fakeSnapshot(s)`.
   (globalThis as any).__fakeReload = () => {
     current = { ...(afterReload as unknown as Snapshot), sessionText: current.sessionText };
     emit("reload");
@@ -65,6 +65,11 @@ export function fakeBackend(): Backend {
     emit("reload");
   };
   (globalThis as any).__fakeSaved = () => current.sessionText;
+  // A snapshot a test built (e.g. a fixture with a failing call), arriving as after a reload.
+  (globalThis as any).__fakeSnapshot = (next: Snapshot) => {
+    current = { ...next, sessionText: current.sessionText };
+    emit("reload");
+  };
   return {
     open: async () => current,
     snapshot: async () => {
@@ -83,6 +88,14 @@ export function fakeBackend(): Backend {
     },
     cancel: async () => {
       calls.push(["cancel"]);
+    },
+    runEverythingAgain: async () => {
+      calls.push(["runEverythingAgain"]);
+      return current;
+    },
+    compactNow: async () => {
+      calls.push(["compactNow"]);
+      return current;
     },
     undo: async () => {
       calls.push(["undo"]);

@@ -3,7 +3,8 @@
 // and tab switches, and when the file changes on disk while a draft is open, the author chooses
 // which to keep.
 import { backend } from "./backend";
-import { draftAfterSnapshot, type Draft } from "./view";
+import { draftAfterSnapshot, type Draft, type Tab } from "./view";
+import { tick } from "svelte";
 import type { Diagnostic, Snapshot } from "./types";
 
 class Studio {
@@ -17,12 +18,51 @@ class Studio {
   draft = $state<Draft | null>(null);
   /** The file changed on disk while a draft was open: the author picks one. */
   conflict = $state<string | null>(null);
+  /** How many reloads arrived since the page started. */
+  reloads = $state(0);
+  /** The panel on show. */
+  tab = $state<Tab>("Prompt");
+  /** Bumped by every action the author takes: change marks fade after the next one. */
+  actions = $state(0);
+  /** The action count when the last reload arrived: its change marks show until the next action. */
+  marksAt = $state(0);
+  /** The recent reloads, newest first, with the previews before and after each. */
+  timeline = $state.raw<ReloadStep[]>([]);
+  /** The snapshot the last reload replaced (for before/after text). */
+  beforeReload = $state.raw<Snapshot | null>(null);
+  private reloadKey = "";
   private ticket = 0;
+
+  /** Whether the last reload's change marks still show (they fade after the next action). */
+  get marks(): boolean {
+    return this.marksAt === this.actions;
+  }
+
+  /** Shows a panel and, when given, the element a problem points at (scrolled to, focused, flashed). */
+  async goto(tab: Tab, target?: string) {
+    this.tab = tab;
+    if (!target) return;
+    await tick();
+    // Lazy panels (the session editor) render a moment later.
+    for (let i = 0; i < 20; i++) {
+      const element = document.querySelector<HTMLElement>(target);
+      if (element) {
+        element.scrollIntoView({ block: "center" });
+        if (!element.hasAttribute("tabindex")) element.setAttribute("tabindex", "-1");
+        element.focus({ preventScroll: true });
+        element.classList.add("flash");
+        setTimeout(() => element.classList.remove("flash"), 1600);
+        return;
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
 
   async start() {
     const b = await backend;
     await b.onChange((event) => {
       this.lastEvent = event.reason;
+      if (event.reason === "reload") this.reloads++;
       if (event.reason === "opening") {
         this.busy = "Opening the plugin folder…";
         this.openError = null;
@@ -53,6 +93,16 @@ class Studio {
     this.draft = next.draft;
     if (next.conflict !== null) this.conflict = next.conflict;
     else if (this.draft === null) this.conflict = null;
+    const key = reloadKey(snapshot);
+    if (key !== this.reloadKey) {
+      this.reloadKey = key;
+      this.marksAt = this.actions;
+      // What the panels showed before this reload: the before side of its diffs.
+      this.beforeReload = key ? (this.snapshot ?? null) : null;
+      if (key && this.snapshot && snapshot.lastReload) {
+        this.timeline = [{ entry: snapshot.lastReload, before: this.snapshot.preview, after: snapshot.preview, at: new Date().toLocaleTimeString() }, ...this.timeline].slice(0, TIMELINE);
+      }
+    }
     this.snapshot = snapshot;
     this.openError = null;
   }
@@ -78,6 +128,7 @@ class Studio {
   /** Runs a backend action with progress; `cancel()` stops waiting for it. */
   async run(label: string, action: (b: Awaited<typeof backend>) => Promise<Snapshot | void>): Promise<boolean> {
     const ticket = ++this.ticket;
+    this.actions++;
     this.busy = label;
     this.error = null;
     try {
@@ -98,6 +149,22 @@ class Studio {
     this.busy = null;
     await (await backend).cancel();
   }
+}
+
+/** How many reloads the timeline keeps. */
+export const TIMELINE = 10;
+
+export interface ReloadStep {
+  entry: NonNullable<Snapshot["lastReload"]>;
+  before: Snapshot["preview"];
+  after: Snapshot["preview"];
+  at: string;
+}
+
+/** What identifies a reload: its paths, plugins and timings (a new reload differs in them). */
+export function reloadKey(snapshot: Snapshot): string {
+  const r = snapshot.lastReload;
+  return r ? JSON.stringify([r.paths, r.plugins, r.timings, r.diff.segments.length]) : "";
 }
 
 export const studio = new Studio();

@@ -17,6 +17,8 @@ export function tauriBackend(): Backend {
     snapshot: () => snap(commands.snapshot()),
     setRuntime: (target) => snap(commands.setRuntime(target)),
     playTurn: (message) => snap(commands.playTurn(message)),
+    compactNow: () => snap(commands.compactNow()),
+    runEverythingAgain: () => snap(commands.runEverythingAgain()),
     cancel: async () => {
       unwrap(await commands.cancelWork());
     },

@@ -157,7 +157,8 @@ export interface PluginView {
   hints: Diagnostic[];
   providers: { point: string; id: string; order: number; slot?: string; watch?: string[]; preview?: string[] }[];
   hasStaticPrompt: boolean;
-  inventory: { tools: string[]; actions: string[]; services: string[]; hooks: string[]; forms: string[]; wires: string[] };
+  /** Registered items by kind: names, or for `extensions` each point and id. */
+  inventory: Record<string, unknown[]>;
   runtimes: string[];
 }
 
@@ -203,6 +204,12 @@ export interface TurnReport {
   playerMessage: string;
   reply?: { text: string; finishReason: string; usage?: unknown };
   error?: string;
+  /** The prompt the turn sent (its preview as assembled for the turn). */
+  preview?: Preview;
+  /** The compaction run after the turn. */
+  compaction?: { estimatedTokens: number; thresholdTokens: number; triggered: boolean; verdict?: Verdict; notCompactedBecause?: string; events?: unknown[] };
+  events?: unknown[];
+  slotChanges?: unknown[];
 }
 
 export interface Snapshot {
@@ -221,7 +228,7 @@ export interface Snapshot {
   /** Why the session file on disk cannot be used (the previous good session stays in use). */
   sessionError?: Diagnostic;
   /** What Undo would undo. */
-  undo?: { kind: "turn" | "session-edit"; label: string };
+  undo?: { kind: "turn" | "session-edit" | "compaction"; label: string };
   /** Where "Save played session" writes by default. */
   playedPath: string;
 }

@@ -46,6 +46,12 @@ describe("provider chains", () => {
     expect(result.map((c) => c.key)).toEqual(["ui.slot@1 → stage.cast@1", "ui.slot@1 → stage.music@1"]);
     expect([...result[0].ties]).toEqual(["a/x", "b/y"]);
   });
+  it("marks no tie where the call order decides nothing (a collect point: segments are sorted by their own keys)", () => {
+    const segment = (pluginId: string, providerId: string): CallRecord => ({ point: "prompt.segment@1", pluginId, providerId, order: 0, outcome: "success", durationMs: 0 });
+    expect([...chains([segment("a", "x"), segment("b", "y")])[0].ties]).toEqual([]);
+    const demoTies = chains(demo.preview.calls).flatMap((c) => [...c.ties].map((t) => `${c.key}: ${t}`));
+    expect(demoTies.every((t) => !t.startsWith("prompt.segment@1"))).toBe(true);
+  });
   it("covers every point of the demo preview", () => {
     const keys = chains(demo.preview.calls).map((c) => c.point);
     expect(new Set(keys)).toEqual(new Set(["session.world-context@1", "prompt.history-transform@1", "prompt.segment@1", "ui.slot@1", "media.image-flow@1"]));

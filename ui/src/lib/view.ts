@@ -1,6 +1,6 @@
 // View logic: pure functions over the snapshot, unit-tested with Vitest. Components stay thin.
 import { resolveI18nText } from "./locale";
-import type { Breakpoint, CacheReport, CallRecord, Forecast, GoldenDifference, I18n, Message, PartOrigin, ReloadEntry, SegmentRow, Snapshot, TestRun } from "./types";
+import type { Breakpoint, CacheReport, CallRecord, Forecast, GoldenDifference, I18n, Message, PartOrigin, PluginView, ReloadEntry, SegmentRow, Snapshot, TestRun } from "./types";
 
 /**
  * Text for a locale from a string or a locale map, by the locale rule the kernel and the SDK
@@ -49,6 +49,21 @@ export interface Chain {
   ties: Set<string>;
 }
 
+/** The combination mode of each kernel point (covel-kernel's `contract`). */
+export const POINT_MODES: Record<string, "single" | "collect" | "pipeline"> = {
+  "prompt.segment@1": "collect",
+  "prompt.history-transform@1": "pipeline",
+  "ui.slot@1": "pipeline",
+  "media.image-flow@1": "single",
+  "session.world-context@1": "single",
+  "history.compact@2": "single",
+};
+
+/** Whether the order of a point's providers decides its result (pipeline and single points). */
+export function orderDecides(point: string): boolean {
+  return POINT_MODES[point] !== "collect";
+}
+
 /** Groups a preview's calls into provider chains per point (and slot), in call order. */
 export function chains(calls: CallRecord[]): Chain[] {
   const byKey = new Map<string, Chain>();
@@ -62,6 +77,9 @@ export function chains(calls: CallRecord[]): Chain[] {
     if (!chain.calls.some((c) => c.pluginId === call.pluginId && c.providerId === call.providerId)) chain.calls.push(call);
   }
   for (const chain of byKey.values()) {
+    // In a collect point every answer is kept and sorted by its own key (segments): the call
+    // order decides nothing, so a tie there is no tie worth a mark.
+    if (!orderDecides(chain.point)) continue;
     for (const a of chain.calls) {
       if (chain.calls.some((b) => b !== a && b.order === a.order && b.pluginId !== a.pluginId)) {
         chain.ties.add(`${a.pluginId}/${a.providerId}`);
@@ -220,4 +238,448 @@ export function testCounts(run: TestRun): { sessions: number; failed: number; ch
 /** A golden difference as the author reads it: where, who wrote it, what happened. */
 export function differenceLabel(d: GoldenDifference): string {
   return `${d.place}${d.from ? ` · ${d.from}` : ""}${d.plugin ? ` (plugin ${d.plugin})` : ""} ${d.change}`;
+}
+
+/** One registered item of a plugin's inventory as text: a name, or an extension's point and id. */
+export function inventoryItem(item: unknown): string {
+  if (typeof item === "string") return item;
+  if (item && typeof item === "object") {
+    const o = item as Record<string, unknown>;
+    if (typeof o.point === "string" && typeof o.id === "string") {
+      return `${o.point} · ${o.id}${o.handlerIsFunction === false ? " (handler is not a function)" : ""}`;
+    }
+    if (typeof o.id === "string") return o.id;
+    if (typeof o.name === "string") return o.name;
+  }
+  return JSON.stringify(item);
+}
+
+/** A plugin's registered inventory as `kind: item, item` lines, empty kinds left out. */
+export function inventoryLines(inventory: Record<string, unknown> | null | undefined): string[] {
+  return Object.entries(inventory ?? {})
+    .filter(([, items]) => Array.isArray(items) && items.length > 0)
+    .map(([kind, items]) => `${kind}: ${(items as unknown[]).map(inventoryItem).join(", ")}`);
+}
+
+/** The runtime selector's value for the runtime the backend assembled for. */
+export function runtimeValue(runtime: { kind: string; id?: string } | undefined): string {
+  if (!runtime || runtime.kind === "story") return "story";
+  return `${runtime.kind}:${runtime.id ?? ""}`;
+}
+
+// ---- the Problems panel --------------------------------------------------------------------------
+
+export const TABS = ["Problems", "Prompt", "Cache", "Plugins", "Providers", "Stage", "World", "Compaction", "Playtest", "Tests", "Session", "Open"] as const;
+export type Tab = (typeof TABS)[number];
+
+export interface Problem {
+  severity: "error" | "warning" | "info";
+  /** What reported it: plugin load, session file, run time, lint, cache… */
+  source: string;
+  code: string;
+  message: string;
+  plugin?: string;
+  /** `file:line:column`, as far as it is known. */
+  at?: string;
+  /** Where it lives in the studio: the panel and the element (a CSS selector) to show. */
+  tab: Tab;
+  target?: string;
+}
+
+const attr = (value: string) => value.replace(/["\\]/g, "\\$&");
+
+/** The selector of a provider call's row in the Providers panel. */
+export function callTarget(call: { point: string; slot?: string; pluginId: string; providerId: string }): string {
+  return `[data-call="${attr(`${call.slot ?? call.point}|${call.pluginId}/${call.providerId}`)}"]`;
+}
+
+/**
+ * Every problem the snapshot knows of, errors first: plugin diagnostics (also of plugins running
+ * their last good version), the session file, start-up, resolver rejections, runs that failed,
+ * handlers that failed at run time (their plugin stays active but gave nothing), providers
+ * skipped, lints (row-shaped `pluginData` reads, volatility), cache advice, failed turns.
+ */
+export function problems(snapshot: Snapshot | undefined, openError?: { code: string; message: string; file?: string; line?: number; column?: number } | null): Problem[] {
+  const out: Problem[] = [];
+  const seen = new Set<string>();
+  const add = (p: Problem) => {
+    const key = `${p.severity}|${p.code}|${p.plugin ?? ""}|${p.at ?? ""}|${p.message}`;
+    if (seen.has(key)) return;
+    seen.add(key);
+    out.push(p);
+  };
+  if (openError) add({ severity: "error", source: "start-up", code: openError.code, message: openError.message, at: where(openError) || undefined, tab: "Open" });
+  if (!snapshot) return out;
+  if (snapshot.sessionError) {
+    const e = snapshot.sessionError;
+    add({ severity: "error", source: "session file", code: e.code, message: `${e.message} (the last good session keeps running)`, at: where(e) || undefined, tab: "Session", target: '[data-testid="session-editor"]' });
+  }
+  // A plugin's diagnostics are listed with it; the folder's list repeats them.
+  const raw = (d: { code: string; message: string; file?: string; line?: number; column?: number }, plugin?: string) => `${d.code}|${plugin ?? ""}|${where(d)}|${d.message}`;
+  const ofPlugins = new Set(snapshot.plugins.flatMap((p) => p.diagnostics.map((d) => raw(d, p.name))));
+  for (const d of snapshot.diagnostics ?? []) {
+    if (ofPlugins.has(raw(d, d.plugin))) continue;
+    add({ severity: "error", source: "folder", code: d.code, message: d.message, plugin: d.plugin, at: where(d) || undefined, tab: d.plugin ? "Plugins" : "Open", target: d.plugin ? `tr[data-plugin="${attr(d.plugin)}"]` : undefined });
+  }
+  for (const p of snapshot.plugins) {
+    const target = `tr[data-plugin="${attr(p.name)}"]`;
+    for (const d of p.diagnostics) {
+      const lastGood = p.status === "last-good" ? " — the plugin runs its last good version" : "";
+      add({ severity: "error", source: "plugin", code: d.code, message: d.message + lastGood, plugin: p.name, at: where(d) || undefined, tab: "Plugins", target });
+    }
+    for (const h of p.hints) add({ severity: "warning", source: "lint", code: h.code, message: h.message, plugin: p.name, at: where(h) || undefined, tab: "Plugins", target });
+    if (p.rejection) add({ severity: "warning", source: "resolver", code: p.rejection.code, message: p.rejection.message, plugin: p.name, tab: "Plugins", target });
+  }
+  for (const u of snapshot.resolution?.unmet ?? []) {
+    add({ severity: "error", source: "resolver", code: "unmet", message: typeof u === "string" ? u : JSON.stringify(u), tab: "Plugins" });
+  }
+  const preview = snapshot.preview;
+  for (const e of preview.errors ?? []) {
+    add({ severity: "error", source: "run", code: e.error.code, message: `${e.point}${e.slot ? ` ${e.slot}` : ""} (${e.turn}) failed as a whole: ${e.message}`, tab: "Providers", target: `[data-chain="${attr(e.slot ? `${e.point} → ${e.slot}` : e.point)}"]` });
+  }
+  const calls = [...preview.calls, ...preview.slots.flatMap((s) => s.chain), ...(preview.worldContext.calls ?? [])];
+  for (const c of calls) {
+    if (c.outcome === "success") continue;
+    const skipped = c.outcome === "unavailable";
+    add({
+      severity: skipped ? "warning" : "error",
+      source: skipped ? "skipped provider" : "handler at run time",
+      code: c.errorCode ?? c.outcome,
+      message: `${c.pluginId}/${c.providerId} on ${c.slot ?? c.point}: ${c.outcome}${c.message ? ` — ${c.message}` : ""}${skipped ? "" : " (its plugin is active but gave nothing)"}`,
+      plugin: c.pluginId,
+      tab: "Providers",
+      target: callTarget(c),
+    });
+  }
+  if (preview.worldContext.error) add({ severity: "error", source: "world context", code: "world-context", message: preview.worldContext.error, tab: "World" });
+  if (preview.imageFlow.error) add({ severity: "error", source: "image flow", code: "image-flow", message: preview.imageFlow.error, tab: "Stage" });
+  for (const l of preview.cache.lint) {
+    add({ severity: "warning", source: "volatility lint", code: l.code, message: l.message, plugin: l.plugin, tab: "Prompt", target: `[data-segment="${attr(l.segment.includes("/") ? l.segment : `${l.plugin}/${l.segment}`)}"]` });
+  }
+  for (const a of preview.cache.advice) {
+    add({ severity: "warning", source: "cache", code: a.code, message: `${a.message} Fix: ${a.fix}`, plugin: a.plugin, tab: "Prompt", target: a.segment ? `[data-segment="${attr(a.segment.includes("/") || !a.plugin ? a.segment : `${a.plugin}/${a.segment}`)}"]` : '[data-testid="cache-advice"]' });
+  }
+  for (const w of preview.cache.warnings) add({ severity: "info", source: "cache", code: w.code, message: w.message, tab: "Prompt", target: '[data-testid="cache-boundary"]' });
+  for (const t of snapshot.turns) if (t.error) add({ severity: "error", source: "turn", code: "turn-failed", message: `${t.turnId}: ${t.error}`, tab: "Playtest" });
+  const verdict = snapshot.compaction.lastRun?.verdict;
+  if (verdict && !verdict.nothingToCompact && !verdict.accepted) {
+    for (const r of verdict.rules.filter((r) => !r.ok)) add({ severity: "warning", source: "compaction", code: r.rule, message: r.detail, tab: "Compaction" });
+  }
+  const rank = { error: 0, warning: 1, info: 2 };
+  return out.sort((a, b) => rank[a.severity] - rank[b.severity]);
+}
+
+/** Errors and warnings per panel (infos are listed, not counted), and in all for Problems. */
+export function problemCounts(list: Problem[]): Partial<Record<Tab, number>> {
+  const counts: Partial<Record<Tab, number>> = {};
+  for (const p of list) {
+    if (p.severity === "info") continue;
+    counts[p.tab] = (counts[p.tab] ?? 0) + 1;
+    counts.Problems = (counts.Problems ?? 0) + 1;
+  }
+  return counts;
+}
+
+/** Calls of a plugin's handlers that failed in this preview (a plugin that throws is not fine). */
+export function failingCalls(snapshot: Snapshot, plugin: string): CallRecord[] {
+  const calls = [...snapshot.preview.calls, ...snapshot.preview.slots.flatMap((s) => s.chain)];
+  const out: CallRecord[] = [];
+  for (const c of calls) {
+    if (c.pluginId !== plugin || c.outcome === "success") continue;
+    if (!out.some((o) => o.point === c.point && o.slot === c.slot && o.providerId === c.providerId)) out.push(c);
+  }
+  return out;
+}
+
+// ---- navigating long prompts ---------------------------------------------------------------------
+
+export interface SegmentQuery {
+  /** Words to find in the segment's key or text (case-insensitive). */
+  text: string;
+  plugin: string;
+  volatility: string;
+  /** A placement kind (`system-stable`, `depth`…) or "" for any. */
+  position: string;
+}
+
+export const anyPlace: SegmentQuery = { text: "", plugin: "", volatility: "", position: "" };
+
+/** Whether a segment row passes the search and the filters. */
+export function segmentMatches(s: SegmentRow, q: SegmentQuery): boolean {
+  if (q.plugin && s.plugin !== q.plugin) return false;
+  if (q.volatility && s.volatility !== q.volatility) return false;
+  if (q.position && s.placement.kind !== q.position) return false;
+  const needle = q.text.trim().toLowerCase();
+  if (!needle) return true;
+  return `${s.plugin}/${s.id}`.toLowerCase().includes(needle) || s.content.toLowerCase().includes(needle);
+}
+
+/** Whether any filter is set. */
+export function filtering(q: SegmentQuery): boolean {
+  return !!(q.text.trim() || q.plugin || q.volatility || q.position);
+}
+
+export interface TokenBar {
+  name: string;
+  tokens: number;
+  /** Share of the largest bar, 0–100. */
+  percent: number;
+}
+
+function bars(totals: Map<string, number>): TokenBar[] {
+  const max = Math.max(1, ...totals.values());
+  return [...totals.entries()].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).map(([name, tokens]) => ({ name, tokens, percent: Math.round((tokens / max) * 100) }));
+}
+
+/** Tokens of the included segments per plugin and per volatility, largest first. */
+export function tokenBars(segments: SegmentRow[]): { byPlugin: TokenBar[]; byVolatility: TokenBar[] } {
+  const plugin = new Map<string, number>();
+  const volatility = new Map<string, number>();
+  for (const s of segments.filter((s) => s.included)) {
+    plugin.set(s.plugin, (plugin.get(s.plugin) ?? 0) + s.tokens);
+    volatility.set(s.volatility, (volatility.get(s.volatility) ?? 0) + s.tokens);
+  }
+  return { byPlugin: bars(plugin), byVolatility: bars(volatility) };
+}
+
+export interface OutlineEntry {
+  kind: "block" | "segment" | "boundary" | "message";
+  label: string;
+  tokens?: number;
+  /** The selector of the element it jumps to. */
+  target: string;
+  /** A segment key (`plugin/id`), for filters and change marks. */
+  segment?: string;
+  depth: number;
+}
+
+/** The prompt's outline: system blocks with their segments and cache boundaries, then messages. */
+export function outline(preview: Snapshot["preview"]): OutlineEntry[] {
+  const out: OutlineEntry[] = [];
+  let boundary = 0;
+  preview.prompt.system.blocks.forEach((b, i) => {
+    out.push({ kind: "block", label: b.kind, tokens: b.tokens, target: `[data-block-index="${i}"]`, depth: 0 });
+    for (const key of b.segments) {
+      const row = preview.segments.find((s) => `${s.plugin}/${s.id}` === key);
+      out.push({ kind: "segment", label: key, tokens: row?.tokens, target: `[data-testid="system-prompt"] [data-segment="${attr(key)}"]`, segment: key, depth: 1 });
+    }
+    if (b.cacheBoundary) out.push({ kind: "boundary", label: `cache boundary ${boundary}`, target: `[data-boundary="${boundary++}"]`, depth: 0 });
+  });
+  preview.prompt.messages.forEach((m, i) => {
+    const segment = m.origin.kind === "segment" ? `${m.origin.plugin}/${m.origin.segment}` : undefined;
+    const label = `${m.role} · ${segment ?? m.origin.id ?? m.origin.kind}`;
+    out.push({ kind: "message", label, tokens: m.tokens, target: `[data-message-index="${i}"]`, segment, depth: 0 });
+  });
+  return out;
+}
+
+/** The next changed element to jump to after `current` (wrapping), or -1 when nothing changed. */
+export function nextChange(count: number, current: number): number {
+  if (count <= 0) return -1;
+  return current + 1 >= count ? 0 : current + 1;
+}
+
+// ---- raw data ------------------------------------------------------------------------------------
+
+/** A one-line preview of a collapsed JSON value, at most `max` characters. */
+export function jsonPreview(value: unknown, max = 60): string {
+  const text = JSON.stringify(value) ?? "undefined";
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
+/** A heredoc delimiter that no line of `text` equals. */
+function delimiter(text: string): string {
+  const lines = new Set(text.split("\n"));
+  let name = "COVEL_REQUEST";
+  for (let i = 1; lines.has(name); i++) name = `COVEL_REQUEST_${i}`;
+  return name;
+}
+
+/**
+ * A shell command that sends a request body to the provider's official endpoint, the key read
+ * from the environment (never written into the command); the body goes through a quoted heredoc,
+ * so nothing in it is expanded by the shell.
+ */
+export function curlCommand(provider: "anthropic" | "openai", body: unknown): string {
+  const json = JSON.stringify(body, null, 2);
+  const end = delimiter(json);
+  const head =
+    provider === "anthropic"
+      ? ["curl https://api.anthropic.com/v1/messages", '-H "x-api-key: $ANTHROPIC_API_KEY"', '-H "anthropic-version: 2023-06-01"']
+      : ["curl https://api.openai.com/v1/chat/completions", '-H "Authorization: Bearer $OPENAI_API_KEY"'];
+  return [...head, '-H "content-type: application/json"', `--data-binary @- <<'${end}'`].join(" \\\n  ") + `\n${json}\n${end}\n`;
+}
+
+// ---- the Providers panel -------------------------------------------------------------------------
+
+export interface NotCalled {
+  pluginId: string;
+  providerId: string;
+  order: number;
+  reason: string;
+}
+
+export interface ProviderChain extends Chain {
+  /** Registered providers of this point (and slot) that this preview did not call, and why. */
+  notCalled: NotCalled[];
+}
+
+/**
+ * Every chain of the preview — `character.visual@1` once per character — with the registered
+ * providers that were not called and why: their plugin is not active (rejected with its code,
+ * failed to load, not requested), or the chain did not reach them; points with providers that
+ * the preview never runs (compaction) are listed too.
+ */
+export function providerChains(snapshot: Snapshot): ProviderChain[] {
+  const preview = snapshot.preview;
+  const keyed = preview.slots.filter((s) => s.key !== undefined && s.key !== null);
+  const base = chains([...preview.calls, ...preview.worldContext.calls.filter((c) => !preview.calls.includes(c))]);
+  const out: ProviderChain[] = base.map((c) => ({ ...c, notCalled: [] }));
+  for (const slot of keyed) {
+    const [chain] = chains(slot.chain);
+    const key = `ui.slot@1 → ${slot.slot}[${slot.key}]`;
+    const existing = out.findIndex((c) => c.key === `ui.slot@1 → ${slot.slot}`);
+    const entry: ProviderChain = { ...(chain ?? { point: "ui.slot@1", calls: [], ties: new Set<string>() }), key, slot: slot.slot, notCalled: [] };
+    if (existing >= 0 && out[existing].calls.every((c) => slot.chain.some((s) => s.pluginId === c.pluginId && s.providerId === c.providerId))) out.splice(existing, 1, entry);
+    else out.push(entry);
+  }
+  const registered = snapshot.plugins.flatMap((p) => p.providers.map((r) => ({ plugin: p, ...r })));
+  const why = (p: PluginView): string | null => {
+    if (p.status === "rejected") return `plugin not active: rejected (${p.rejection?.code ?? "resolver"})`;
+    if (p.status === "failed") return "plugin not active: it failed to load";
+    if (p.status === "inactive") return "plugin not active in this session";
+    return null;
+  };
+  for (const r of registered) {
+    const matching = out.filter((c) => c.point === r.point && (r.slot === undefined || c.slot === r.slot));
+    if (matching.length === 0) {
+      const key = r.slot ? `${r.point} → ${r.slot}` : r.point;
+      let chain = out.find((c) => c.key === key);
+      if (!chain) {
+        chain = { key, point: r.point, slot: r.slot, calls: [], ties: new Set(), notCalled: [] };
+        out.push(chain);
+      }
+      chain.notCalled.push({ pluginId: r.plugin.name, providerId: r.id, order: r.order, reason: why(r.plugin) ?? "this preview does not run this point" });
+      continue;
+    }
+    for (const chain of matching) {
+      if (chain.calls.some((c) => c.pluginId === r.plugin.name && c.providerId === r.id)) continue;
+      chain.notCalled.push({ pluginId: r.plugin.name, providerId: r.id, order: r.order, reason: why(r.plugin) ?? (POINT_MODES[r.point] === "single" ? "another provider answered this single point" : "not called: the chain stopped before it") });
+    }
+  }
+  return out;
+}
+
+// ---- diffs ---------------------------------------------------------------------------------------
+
+export interface DiffPart {
+  kind: "same" | "added" | "removed";
+  text: string;
+}
+
+/**
+ * A word-level diff (words and the spaces after them are the units), by longest common
+ * subsequence; texts beyond `limit` units each fall back to one removed and one added part.
+ */
+export function wordDiff(before: string, after: string, limit = 4000): DiffPart[] {
+  const split = (t: string) => t.match(/\S+\s*|\s+/g) ?? [];
+  const a = split(before);
+  const b = split(after);
+  if (a.length > limit || b.length > limit) return [{ kind: "removed", text: before }, { kind: "added", text: after }].filter((p) => p.text) as DiffPart[];
+  const n = a.length;
+  const m = b.length;
+  const lcs: Uint32Array[] = Array.from({ length: n + 1 }, () => new Uint32Array(m + 1));
+  for (let i = n - 1; i >= 0; i--) for (let j = m - 1; j >= 0; j--) lcs[i][j] = a[i] === b[j] ? lcs[i + 1][j + 1] + 1 : Math.max(lcs[i + 1][j], lcs[i][j + 1]);
+  const out: DiffPart[] = [];
+  const push = (kind: DiffPart["kind"], text: string) => {
+    const last = out[out.length - 1];
+    if (last?.kind === kind) last.text += text;
+    else out.push({ kind, text });
+  };
+  let i = 0;
+  let j = 0;
+  while (i < n && j < m) {
+    if (a[i] === b[j]) {
+      push("same", a[i]);
+      i++;
+      j++;
+    } else if (lcs[i + 1][j] >= lcs[i][j + 1]) push("removed", a[i++]);
+    else push("added", b[j++]);
+  }
+  while (i < n) push("removed", a[i++]);
+  while (j < m) push("added", b[j++]);
+  return out;
+}
+
+/** One line per cache boundary the last reload moved or broke, naming the segment responsible. */
+export function boundaryBanner(entry: ReloadEntry | undefined): string[] {
+  return (entry?.diff.boundaries ?? []).map((b: any) => {
+    const tokens = typeof b.beforeTokens === "number" && typeof b.afterTokens === "number" ? ` (prefix ${b.beforeTokens} → ${b.afterTokens} tokens)` : "";
+    const who = b.segment ? ` by segment ${b.segment}${b.plugin ? ` of plugin ${b.plugin}` : ""}` : b.plugin ? ` by plugin ${b.plugin}` : "";
+    return `The last reload changed the prefix of cache boundary ${b.index}${who}${tokens}: the cached prefix up to it is written again on the next request.`;
+  });
+}
+
+/** A played turn in one line: tokens sent, cache boundaries, reply length, events, slots, compaction. */
+export function turnSummary(turn: import("./types").TurnReport): string {
+  const p = turn.preview?.prompt;
+  const sent = p ? p.system.tokens + p.messages.reduce((n, m) => n + m.tokens, 0) : 0;
+  const boundaries = p ? p.system.blocks.filter((b) => b.cacheBoundary).length : 0;
+  const reply = turn.reply ? `${turn.reply.text.split(/\s+/).filter(Boolean).length}-word reply` : "no reply";
+  const compaction = turn.compaction ? (turn.compaction.triggered ? "compaction ran" : "compaction not due") : "no compaction run";
+  return `${sent} tokens sent over ${boundaries} cache boundaries · ${reply} · ${turn.events?.length ?? 0} events · ${turn.slotChanges?.length ?? 0} slot changes · ${compaction}`;
+}
+
+/** The segments whose text differs between two previews (added, removed or changed), with word diffs. */
+export function segmentChanges(before: Snapshot["preview"] | undefined, after: Snapshot["preview"]): { key: string; parts: DiffPart[] }[] {
+  if (!before) return [];
+  const text = (p: Snapshot["preview"]) => new Map(p.segments.filter((s) => s.included).map((s) => [`${s.plugin}/${s.id}`, s.content]));
+  const a = text(before);
+  const b = text(after);
+  const keys = [...new Set([...a.keys(), ...b.keys()])];
+  return keys.filter((k) => a.get(k) !== b.get(k)).map((k) => ({ key: k, parts: wordDiff(a.get(k) ?? "", b.get(k) ?? "") }));
+}
+
+/**
+ * What the Prompt panel must say above the prompt: plugins running their last good version (the
+ * prompt shows their old text) and segment providers that failed (their segment is missing).
+ */
+export function promptWarnings(snapshot: Snapshot): { kind: "last-good" | "missing-segment"; plugin: string; text: string; target: string }[] {
+  const out: { kind: "last-good" | "missing-segment"; plugin: string; text: string; target: string }[] = [];
+  for (const p of snapshot.plugins.filter((p) => p.status === "last-good")) {
+    const d = p.diagnostics[0];
+    out.push({ kind: "last-good", plugin: p.name, text: `${p.name} runs its last good version: its newest files do not load${d ? ` ([${d.code}] ${where(d) || d.message})` : ""}; the prompt below shows the old version's text.`, target: `tr[data-plugin="${attr(p.name)}"]` });
+  }
+  const failed = snapshot.preview.calls.filter((c) => c.point === "prompt.segment@1" && c.outcome !== "success");
+  for (const c of failed) {
+    if (out.some((o) => o.kind === "missing-segment" && o.text.startsWith(`${c.pluginId}/${c.providerId} `))) continue;
+    out.push({ kind: "missing-segment", plugin: c.pluginId, text: `${c.pluginId}/${c.providerId} failed (${c.errorCode ?? c.outcome}${c.message ? `: ${c.message}` : ""}): whatever it would have added is missing from the prompt below.`, target: callTarget(c) });
+  }
+  return out;
+}
+
+/**
+ * Everything whose text differs between two previews — segments (`segment plugin/id`),
+ * messages (`message <origin>`) and slot values (`slot id[key]`, as indented JSON) — with word
+ * diffs, in that order.
+ */
+export function previewChanges(before: Snapshot["preview"] | undefined, after: Snapshot["preview"]): { key: string; parts: DiffPart[] }[] {
+  if (!before) return [];
+  const compare = (label: string, a: Map<string, string>, b: Map<string, string>) =>
+    [...new Set([...a.keys(), ...b.keys()])].filter((k) => a.get(k) !== b.get(k)).map((k) => ({ key: `${label} ${k}`, parts: wordDiff(a.get(k) ?? "", b.get(k) ?? "") }));
+  const messages = (p: Snapshot["preview"]) => {
+    const out = new Map<string, string>();
+    for (const m of p.prompt.messages) {
+      const o = m.origin;
+      const name = o.kind === "segment" ? `${o.plugin}/${o.segment}` : o.id ? `${o.kind} ${o.id}` : o.kind;
+      out.set(out.has(name) ? `${name} (${out.size})` : name, m.content);
+    }
+    return out;
+  };
+  const slots = (p: Snapshot["preview"]) => new Map(p.slots.map((s) => [s.key ? `${s.slot}[${s.key}]` : s.slot, JSON.stringify(s.value, null, 1)]));
+  return [
+    ...segmentChanges(before, after).map((c) => ({ ...c, key: `segment ${c.key}` })),
+    ...compare("message", messages(before), messages(after)),
+    ...compare("slot", slots(before), slots(after)),
+  ];
 }

@@ -6,6 +6,7 @@ import { createServer } from "node:http";
 import { readFile, mkdir } from "node:fs/promises";
 import { extname, join, resolve } from "node:path";
 import { chromium } from "playwright-core";
+import AxeBuilder from "@axe-core/playwright";
 
 const root = resolve(import.meta.dirname, "../../dist-fake");
 const fixture = async (name) => JSON.parse(await readFile(resolve(import.meta.dirname, "../../fixtures", name), "utf8"));
@@ -72,16 +73,147 @@ test("plugin content is rendered as text, never as HTML", async () => {
   assert.equal(await page.locator('[data-segment="lore-book/glossary"] glossary').count(), 0);
 });
 
+test("prompt blocks show their volatility colour (the .block border does not override it)", async () => {
+  const demo = await fixture("snapshot.json");
+  const colours = { stable: "rgb(47, 133, 90)", session: "rgb(49, 130, 206)", turn: "rgb(221, 107, 32)" };
+  const seen = new Set();
+  for (const s of demo.preview.segments.filter((s) => s.included)) {
+    const block = page.locator(`[data-testid="system-prompt"] [data-segment="${s.plugin}/${s.id}"]`);
+    if (!(await block.count())) continue;
+    const style = await block.evaluate((e) => ({ width: getComputedStyle(e).borderLeftWidth, color: getComputedStyle(e).borderLeftColor }));
+    assert.deepEqual(style, { width: "4px", color: colours[s.volatility] }, `${s.plugin}/${s.id} (${s.volatility})`);
+    seen.add(s.volatility);
+  }
+  assert.ok(seen.size >= 2, "segments of several volatilities were checked");
+});
+
+test("the tab bar is a tablist: roles, selection and arrow keys", async () => {
+  const tabs = page.getByRole("tab");
+  assert.ok((await tabs.count()) >= 11);
+  assert.equal(await page.getByRole("tab", { selected: true }).getAttribute("data-tab"), "Prompt");
+  await page.getByRole("tab", { selected: true }).focus();
+  await page.keyboard.press("ArrowRight");
+  assert.equal(await page.getByRole("tab", { selected: true }).getAttribute("data-tab"), "Cache");
+  assert.equal(await page.evaluate(() => document.activeElement?.dataset.tab), "Cache", "focus follows");
+  await page.keyboard.press("ArrowLeft");
+  await page.keyboard.press("Alt+4");
+  assert.equal(await page.getByRole("tab", { selected: true }).getAttribute("data-tab"), "Plugins", "Alt+4 is the fourth panel");
+  assert.ok(await page.getByRole("tabpanel").isVisible());
+  assert.equal(await page.getByRole("tabpanel").getAttribute("aria-labelledby"), "tab-Plugins");
+  await page.locator('[data-tab="Prompt"]').click();
+});
+
 test("a reload highlights what changed", async () => {
   await page.evaluate(() => window.__fakeReload());
   await page.locator('.changed[data-segment="story-director/tone"]').waitFor();
   assert.match(await page.locator('[data-segment="story-director/tone"] pre').textContent(), /patient/);
 });
 
+test("a reload shows the before/after words of a changed segment and a banner naming the boundary it moved", async () => {
+  const reload = (await fixture("after-reload.json")).lastReload;
+  const banner = await page.getByTestId("boundary-banner").allTextContents();
+  assert.equal(banner.length, reload.diff.boundaries.length);
+  assert.match(banner[0], new RegExp(`cache boundary ${reload.diff.boundaries[0].index} by segment story-director/tone`));
+  const tone = page.locator('[data-testid="system-prompt"] [data-segment="story-director/tone"]');
+  await tone.getByTestId("diff-toggle").click();
+  assert.equal((await tone.locator("del").first().textContent()).trim(), "unhurried");
+  assert.match(await tone.locator("ins").first().textContent(), /^patient/);
+  await page.screenshot({ path: join(shots, "browser-reload-diff.png") });
+  await tone.getByTestId("diff-toggle").click();
+});
+
+test("the header counts the reloaded paths, and Jump to what changed focuses each change", async () => {
+  assert.match(await page.getByTestId("reload-note").textContent(), /last reload: 1 path · /);
+  assert.equal(await page.getByTestId("jump-to-change").textContent(), "Jump to what changed (1)");
+  await page.getByTestId("jump-to-change").click();
+  assert.equal(await page.evaluate(() => document.activeElement?.dataset.segment), "story-director/tone");
+});
+
+test("a long prompt can be searched, filtered, collapsed and navigated from its outline", async () => {
+  const demo = await fixture("after-reload.json");
+  const included = demo.preview.segments.filter((s) => s.included);
+  await page.keyboard.press("Control+f");
+  assert.equal(await page.evaluate(() => document.activeElement?.dataset.testid), "prompt-search", "Ctrl+F focuses the search");
+  await page.keyboard.type("patient");
+  const visible = () =>
+    page.locator('[data-testid="prompt-content"] :is([data-segment], [data-segments]):visible').evaluateAll((es) => es.flatMap((e) => (e.dataset.segment ? [e.dataset.segment] : e.dataset.segments.split(" "))));
+  assert.deepEqual(await visible(), ["story-director/tone"]);
+  assert.equal(await page.getByTestId("filter-count").textContent(), `1 of ${included.length} segments match`);
+  await page.getByTestId("prompt-search").fill("");
+  await page.getByTestId("filter-volatility").selectOption("turn");
+  const turn = included.filter((s) => s.volatility === "turn").map((s) => `${s.plugin}/${s.id}`);
+  assert.deepEqual([...new Set(await visible())].filter((k) => turn.includes(k)).sort(), [...new Set(turn)].sort(), "every turn segment shows");
+  const context = included.filter((s) => s.placement.kind === "turn-context").map((s) => `${s.plugin}/${s.id}`);
+  assert.ok((await visible()).every((k) => turn.includes(k) || context.includes(k)), "and nothing else but the turn context they share");
+  await page.getByTestId("filter-volatility").selectOption("");
+  await page.getByTestId("filter-plugin").selectOption("lore-book");
+  assert.ok((await visible()).every((k) => k.startsWith("lore-book/")));
+  await page.getByTestId("filter-plugin").selectOption("");
+  const bars = await page.getByTestId("bars-plugin").locator("li").count();
+  assert.equal(bars, new Set(included.map((s) => s.plugin)).size, "a token bar per plugin");
+  await page.getByTestId("collapse-all").click();
+  assert.equal(await page.locator('[data-testid="system-prompt"] pre').count(), 0, "every block collapsed");
+  await page.getByTestId("expand-all").click();
+  assert.ok((await page.locator('[data-testid="system-prompt"] pre').count()) > 0);
+  await page.getByTestId("outline").getByRole("button", { name: "cache boundary 1" }).click();
+  await page.waitForFunction(() => document.activeElement?.dataset.boundary === "1");
+});
+
+test("request bodies are JSON trees with a copy button on every value, and copy as curl", async () => {
+  const demo = await fixture("after-reload.json");
+  const tree = page.getByTestId("request-anthropic");
+  assert.equal(await tree.locator("pre").count(), 0, "no <pre> dump");
+  await tree.locator("button.fold").first().click();
+  const messages = tree.locator('[data-json-depth="1"]', { hasText: "messages" }).first();
+  await messages.getByTestId("json-copy").first().click();
+  assert.deepEqual(JSON.parse(await page.evaluate(() => window.__lastCopied)), demo.preview.prompt.requests.anthropic.messages);
+  await messages.locator("button.fold").first().click();
+  assert.ok((await messages.locator('[data-json-depth="2"]').count()) >= demo.preview.prompt.requests.anthropic.messages.length, "opens on demand");
+  await page.getByTestId("copy-curl-anthropic").click();
+  const curl = await page.evaluate(() => window.__lastCopied);
+  assert.match(curl, /^curl https:\/\/api\.anthropic\.com\/v1\/messages/);
+  assert.match(curl, /\$ANTHROPIC_API_KEY/);
+  await page.getByTestId("copy-curl-openai").click();
+  assert.match(await page.evaluate(() => window.__lastCopied), /^curl https:\/\/api\.openai\.com\/v1\/chat\/completions/);
+});
+
+test("the reload timeline steps back through recent reloads with their word diffs", async () => {
+  const timeline = page.getByTestId("reload-timeline");
+  assert.equal(await timeline.getByTestId("timeline-position").textContent(), "1 of 1");
+  assert.match(await timeline.getByTestId("timeline-change").first().textContent(), /story-director\/tone/);
+  const next = structuredClone(await fixture("after-reload.json"));
+  next.lastReload.paths = ["lore-book/server/index.js"];
+  next.lastReload.plugins = { "lore-book": "replaced" };
+  next.preview.segments.find((s) => s.id === "glossary").content += "\n- The Bell Rope: frayed";
+  await page.evaluate((s) => window.__fakeSnapshot(s), next);
+  await timeline.getByTestId("timeline-position").filter({ hasText: "1 of 2" }).waitFor();
+  assert.match(await timeline.getByTestId("timeline-change").first().textContent(), /lore-book\/glossary.*Bell Rope/s);
+  await timeline.getByTestId("timeline-older").click();
+  assert.equal(await timeline.getByTestId("timeline-position").textContent(), "2 of 2");
+  assert.match(await timeline.getByTestId("timeline-change").first().textContent(), /story-director\/tone/);
+});
+
+test("change marks fade after the next action", async () => {
+  assert.equal(await page.locator('[data-testid="prompt-content"] .changed').count(), 1);
+  await page.locator('[data-tab="Open"]').click();
+  await page.getByTestId("open-plugins").fill("/work/plugins");
+  await page.getByRole("button", { name: "Open", exact: true }).click();
+  await page.locator('[data-tab="Prompt"]').click();
+  await page.getByTestId("jump-to-change").filter({ hasText: "(0)" }).waitFor();
+  assert.equal(await page.locator('[data-testid="prompt-content"] .changed').count(), 0);
+});
+
 test("the plugins panel lists status and providers", async () => {
   await page.locator('[data-tab="Plugins"]').click();
   assert.equal(await page.getByTestId("status-story-director").textContent(), "active");
   assert.match(await page.getByTestId("plugins").textContent(), /ui\.slot@1 · cast → stage\.cast@1/);
+});
+
+test("the plugins panel's inventory names registered extensions, never [object Object]", async () => {
+  const inventory = await page.getByTestId("inventory-quest-log").textContent();
+  assert.match(inventory, /extensions: ui\.slot@1 · summary/);
+  assert.match(inventory, /tools: quest-update/);
+  assert.doesNotMatch(await page.getByTestId("plugins").textContent(), /\[object Object\]/);
 });
 
 test("the stage renders backdrop, cast, choices, status bar and music", async () => {
@@ -115,6 +247,10 @@ test("switching the runtime assembles the prompt for that runtime", async () => 
   await page.getByTestId("assemble-contract").click();
   await page.getByTestId("error").waitFor();
   assert.deepEqual((await fakeCalls()).at(-1), ["setRuntime", "contract:narrative-engine@1"], "the contract field sends contract:C");
+  assert.equal(await page.getByTestId("runtime").inputValue(), "plugin:story-director", "a refused switch leaves the selector on the backend's runtime");
+  await page.locator('[data-tab="Stage"]').click();
+  await page.locator('[data-tab="Prompt"]').click();
+  assert.equal(await page.getByTestId("runtime").inputValue(), "plugin:story-director", "after a tab switch the selector still shows the backend's runtime");
   await page.getByTestId("runtime").selectOption("story");
   await page.locator('[data-block="body"] pre', { hasText: "narrator of an interactive story set in Vell" }).waitFor();
   assert.match(await rules(), /excluded/);
@@ -125,7 +261,12 @@ test("the providers panel shows each chain in call order with durations and what
   await page.locator('[data-tab="Providers"]').click();
   const keys = await page.locator("table[data-chain]").evaluateAll((tables) => tables.map((t) => t.dataset.chain));
   const expected = [...new Set(demo.preview.calls.map((c) => (c.slot ? `${c.point} → ${c.slot}` : c.point)))];
-  assert.deepEqual(keys, expected);
+  const characters = demo.preview.slots.filter((s) => s.key).map((s) => `ui.slot@1 → ${s.slot}[${s.key}]`);
+  assert.deepEqual(keys.slice(0, expected.length), expected, "the preview's chains in call order");
+  assert.deepEqual(keys.slice(expected.length), [...characters, "history.compact@2"], "then character.visual@1 per character and the points the preview does not run");
+  const compact = page.locator('table[data-chain="history.compact@2"] [data-testid="not-called"]');
+  assert.match(await compact.textContent(), /history-compaction\/segmented-summary.*not called.*this preview does not run this point/);
+  assert.equal(await page.locator('table[data-chain="prompt.segment@1"] .tie').count(), 0, "no tie marks where the call order decides nothing");
   const segmentRows = await page.locator('table[data-chain="prompt.segment@1"] tbody tr td:nth-child(2)').allTextContents();
   const expectedRows = [...new Set(demo.preview.calls.filter((c) => c.point === "prompt.segment@1").map((c) => `${c.pluginId}/${c.providerId}`))];
   assert.deepEqual(segmentRows, expectedRows, "providers in the order they ran");
@@ -146,6 +287,37 @@ test("playing a turn updates the chat and the compaction panel", async () => {
   assert.deepEqual((await fakeCalls()).at(-1), ["playTurn", "I swim to the bell tower."]);
   await page.locator('[data-tab="Compaction"]').click();
   assert.match(await page.getByTestId("compaction-estimate").textContent(), new RegExp(`^Estimate ${after.compaction.estimatedTokens} tokens`), "the estimate after the turn");
+});
+
+test("the turn inspector shows the played turn's prompt with its boundaries, reply, events, slot changes and compaction", async () => {
+  const turn = (await fixture("after-turn.json")).turns[0];
+  await page.locator('[data-tab="Playtest"]').click();
+  const inspector = page.getByTestId("turn-inspector");
+  await inspector.waitFor();
+  assert.equal(await inspector.getByTestId("turn-boundary").count(), turn.preview.prompt.system.blocks.filter((b) => b.cacheBoundary).length);
+  assert.equal(await inspector.getByTestId("turn-prompt").locator("li:not(.boundary-line)").count(), turn.preview.prompt.system.blocks.length + turn.preview.prompt.messages.length);
+  assert.equal(await inspector.getByTestId("turn-reply").textContent(), turn.reply.text);
+  assert.match(await inspector.getByTestId("turn-compaction").textContent(), new RegExp(`estimate ${turn.compaction.estimatedTokens} of threshold`));
+  assert.match(await inspector.textContent(), new RegExp(`Events \\(${turn.events.length}\\)`));
+  const stage = await page.getByTestId("playtest-stage").textContent();
+  assert.match(stage, /The Harbour/, "the stage beside the chat");
+  assert.match(stage, /Swim at low tide/);
+  await page.screenshot({ path: join(shots, "browser-turn-inspector.png") });
+});
+
+test("Run everything again asks the backend to rerun every provider without the memo", async () => {
+  await page.getByTestId("run-again").click();
+  await page.waitForFunction(() => window.__fakeCalls.at(-1)?.[0] === "runEverythingAgain");
+});
+
+test("Compact now asks the backend to compact, from the Playtest and Compaction panels", async () => {
+  await page.locator('[data-tab="Playtest"]').click();
+  await page.getByTestId("compact-now").click();
+  await page.waitForFunction(() => window.__fakeCalls.at(-1)?.[0] === "compactNow");
+  await page.locator('[data-tab="Compaction"]').click();
+  const before = (await fakeCalls()).length;
+  await page.getByTestId("compaction-compact-now").click();
+  await page.waitForFunction((n) => window.__fakeCalls.length > n && window.__fakeCalls.at(-1)[0] === "compactNow", before);
 });
 
 test("a played turn can be undone and the played session saved", async () => {
@@ -235,4 +407,115 @@ test("the tests panel runs the folder's test sessions and lists every check", as
   assert.equal(await page.getByTestId("test-session").count(), 4);
   assert.match(await page.getByTestId("test-session").nth(1).textContent(), /\[segment-placement\] segment story-director\/tone in stable-segments/);
   await page.screenshot({ path: join(shots, "browser-tests.png") });
+});
+
+test("the problems panel lists every problem with a count badge and links to its place", async () => {
+  const demo = await fixture("snapshot.json");
+  await page.locator('[data-tab="Problems"]').click();
+  const rows = page.getByTestId("problem");
+  assert.ok((await rows.count()) >= demo.preview.cache.advice.length + demo.preview.cache.warnings.length);
+  const advice = rows.filter({ hasText: "depth-segment-moves" });
+  assert.equal(await advice.count(), 1);
+  const badge = Number(await page.getByTestId("count-Problems").textContent());
+  assert.equal(badge, await page.locator('[data-testid="problem"]:not([data-severity="info"])').count(), "the badge counts errors and warnings");
+  await advice.getByTestId("problem-link").click();
+  assert.equal(await page.getByRole("tab", { selected: true }).getAttribute("data-tab"), "Prompt");
+  await page.waitForFunction(() => document.activeElement?.dataset.segment === "lore-book/remember");
+  await page.screenshot({ path: join(shots, "browser-problems-link.png") });
+});
+
+test("a handler that throws at run time shows in Problems, on the Providers tab's badge and against its plugin", async () => {
+  const demo = await fixture("snapshot.json");
+  const broken = structuredClone(demo);
+  const call = broken.preview.calls.find((c) => c.pluginId === "story-director" && c.providerId === "tone");
+  Object.assign(call, { outcome: "error", errorCode: "invocation-error", message: "Error: the tone table is empty" });
+  const problemsPage = await browser.newPage({ viewport: { width: 1440, height: 920 } });
+  await problemsPage.goto(url);
+  await problemsPage.getByTestId("system-prompt").waitFor();
+  await problemsPage.evaluate((s) => window.__fakeSnapshot(s), broken);
+  await problemsPage.getByTestId("count-Providers").waitFor();
+  assert.equal(await problemsPage.getByTestId("count-Providers").textContent(), "1");
+  await problemsPage.locator('[data-tab="Problems"]').click();
+  const row = problemsPage.getByTestId("problem").first();
+  assert.equal(await row.getAttribute("data-severity"), "error");
+  assert.match(await row.textContent(), /story-director\/tone .*the tone table is empty/);
+  await problemsPage.screenshot({ path: join(shots, "browser-problems.png") });
+  await row.getByTestId("problem-link").click();
+  await problemsPage.waitForFunction(() => document.activeElement?.dataset.call === "prompt.segment@1|story-director/tone");
+  await problemsPage.locator('[data-tab="Plugins"]').click();
+  assert.match(await problemsPage.getByTestId("failing-call-story-director").textContent(), /tone on prompt\.segment@1: error — Error: the tone table is empty/);
+  await problemsPage.locator('[data-tab="Prompt"]').click();
+  assert.match(await problemsPage.locator('[data-testid="prompt-warning"][data-kind="missing-segment"]').textContent(), /story-director\/tone failed .*missing from the prompt/);
+  const lastGood = structuredClone(broken);
+  const plugin = lastGood.plugins.find((p) => p.name === "story-director");
+  plugin.status = "last-good";
+  plugin.diagnostics = [{ code: "entry-syntax", message: "unexpected token", file: "story-director/server/index.js", line: 53, column: 1 }];
+  await problemsPage.evaluate((s) => window.__fakeSnapshot(s), lastGood);
+  await problemsPage.locator('[data-testid="prompt-warning"][data-kind="last-good"]').waitFor();
+  assert.ok((await problemsPage.getByTestId("last-good-mark").count()) >= 1, "its segments are marked as the old version's");
+  await problemsPage.close();
+});
+
+test("every panel passes axe with no serious or critical violations", async () => {
+  const context = await browser.newContext({ viewport: { width: 1440, height: 920 } });
+  const a11y = await context.newPage();
+  await a11y.goto(url);
+  await a11y.getByTestId("system-prompt").waitFor();
+  const tabs = await a11y.getByRole("tab").evaluateAll((ts) => ts.map((t) => t.dataset.tab));
+  const found = [];
+  for (const name of tabs) {
+    await a11y.locator(`[data-tab="${name}"]`).click();
+    await a11y.waitForTimeout(name === "Session" ? 600 : 100);
+    const result = await new AxeBuilder({ page: a11y }).analyze();
+    for (const v of result.violations.filter((v) => v.impact === "serious" || v.impact === "critical")) {
+      found.push(`${name}: ${v.id} (${v.impact}) ${v.nodes.slice(0, 3).map((n) => n.target.join(" ")).join(" | ")}`);
+    }
+  }
+  await context.close();
+  assert.deepEqual(found, []);
+});
+
+test("the turn inspector diffs a turn's segments against the turn before", async () => {
+  const after = await fixture("after-turn.json");
+  const first = after.turns[0];
+  const second = structuredClone(first);
+  second.turnId = "turn-4";
+  second.preview.segments.find((s) => s.id === "tone").content = "Keep a grave, patient narrative voice.";
+  const two = { ...after, turns: [first, second] };
+  const context = await browser.newContext({ viewport: { width: 1440, height: 920 } });
+  const p = await context.newPage();
+  await p.goto(url);
+  await p.getByTestId("system-prompt").waitFor();
+  await p.evaluate((s) => window.__fakeSnapshot(s), two);
+  await p.locator('[data-tab="Playtest"]').click();
+  const change = p.getByTestId("turn-change");
+  await change.first().waitFor();
+  assert.equal(await change.count(), 1);
+  assert.match(await change.textContent(), /story-director\/tone/);
+  assert.equal((await change.locator("ins").textContent()).trim(), "patient");
+  await p.getByTestId("turn-pick").first().click();
+  assert.equal(await p.getByTestId("turn-change").count(), 0, "the first turn has no turn before it");
+  await context.close();
+});
+
+test("a long prompt's segment table renders on request", async () => {
+  const demo = await fixture("snapshot.json");
+  const long = structuredClone(demo);
+  const base = long.preview.segments.filter((s) => s.included);
+  long.preview.segments = Array.from({ length: 90 }, (_, i) => ({ ...base[i % base.length], plugin: `gen-${String(i).padStart(3, "0")}` }));
+  const context = await browser.newContext({ viewport: { width: 1440, height: 920 } });
+  const p = await context.newPage();
+  await p.goto(url);
+  await p.getByTestId("system-prompt").waitFor();
+  assert.equal(await p.getByTestId("segments").count(), 1, "a short prompt shows its table");
+  await p.evaluate((s) => window.__fakeSnapshot(s), long);
+  await p.getByTestId("show-segments").waitFor();
+  await p.locator('[data-tab="Stage"]').click();
+  await p.locator('[data-tab="Prompt"]').click();
+  assert.equal(await p.locator('[data-testid="system-prompt"] [data-segment] pre').count(), 0, "a long prompt opens with its segment texts folded");
+  assert.equal(await p.getByTestId("segments").count(), 0);
+  assert.match(await p.getByTestId("show-segments").textContent(), /90 rows/);
+  await p.getByTestId("show-segments").click();
+  assert.equal(await p.getByTestId("segments").locator("tbody tr").count(), 90);
+  await context.close();
 });

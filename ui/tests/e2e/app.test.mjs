@@ -43,6 +43,22 @@ async function open(args) {
   });
 }
 
+// Screenshots land in test-results/; with COVEL_README_SHOTS=1 the ones the README shows are
+// written to docs/ as well, so they are captured from the real window and never go stale.
+async function shot(name, readme) {
+  await browser.saveScreenshot(join(shots, `${name}.png`));
+  if (readme && process.env.COVEL_README_SHOTS) await browser.saveScreenshot(join(repo, "docs", `screenshot-${readme}.png`));
+}
+
+// How long a click takes until the next frame is painted, measured in the window (reported, not asserted).
+async function timeClick(selector) {
+  return browser.executeAsync((sel, done) => {
+    const start = performance.now();
+    document.querySelector(sel).click();
+    requestAnimationFrame(() => setTimeout(() => done(performance.now() - start), 0));
+  }, selector);
+}
+
 async function text(selector) {
   return (await browser.$(selector)).getText();
 }
@@ -75,14 +91,23 @@ test("the studio opens on plugins-sample and shows the prompt with its cache bou
   assert.equal(boundaries.length, 3);
   assert.match(await boundaries[0].getText(), /cache boundary 0/);
   assert.match(await (await browser.$('[data-segment="story-director/tone"]')).getText(), /grave, unhurried/);
-  await browser.saveScreenshot(join(shots, "e2e-prompt.png"));
+  await shot("e2e-prompt", "prompt");
+  const timings = [];
+  for (const name of ["Plugins", "Providers", "Stage", "Problems", "Prompt"]) timings.push(`${name} ${(await timeClick(`[data-tab="${name}"]`)).toFixed(1)} ms`);
+  console.log(`# panel switches in the window (plugins-sample): ${timings.join(", ")}`);
 });
 
 test("editing a sample plugin's file on disk updates the prompt panel", async () => {
   await edit("story-director/server/lib/text.js", "grave, unhurried", "grave, patient");
   await waitFor("the new tone", async () => /grave, patient/.test(await (await browser.$('[data-segment="story-director/tone"]')).getText()));
   assert.ok(await (await browser.$('.changed[data-segment="story-director/tone"]')).isExisting(), "the change is highlighted");
-  await browser.saveScreenshot(join(shots, "e2e-reload.png"));
+  assert.match(await text('[data-testid="reload-note"]'), /last reload: 1 path · \d+ ms/, "the header counts the paths");
+  console.log(`# the reload in the window: ${await text('[data-testid="reload-note"]')}`);
+  await (await browser.$('[data-testid="system-prompt"] [data-segment="story-director/tone"] [data-testid="diff-toggle"]')).click();
+  assert.match(await text('[data-testid="segment-diff"]'), /unhurried/);
+  assert.equal((await (await browser.$('[data-testid="segment-diff"] ins')).getText()).trim(), "patient");
+  await browser.execute(() => document.querySelector('[data-testid="segment-diff"]').scrollIntoView({ block: "center" }));
+  await shot("e2e-reload", "prompt-diff");
 });
 
 test("a broken edit shows the diagnostic and keeps the last good result", async () => {
@@ -93,8 +118,14 @@ test("a broken edit shows the diagnostic and keeps the last good result", async 
   assert.ok(diagnostics.length >= 1);
   assert.match(await diagnostics[0].getText(), /entry-syntax/);
   await browser.saveScreenshot(join(shots, "e2e-broken.png"));
+  await tab("Problems");
+  await waitFor("the problem", async () => /entry-syntax.*last good version/s.test(await text('[data-testid="problems"]')));
+  assert.equal((await browser.$$('[data-testid="problem"][data-code="entry-syntax"]')).length, 1, "listed once");
+  assert.ok(Number(await text('[data-testid="count-Plugins"]')) >= 1, "a badge on the Plugins tab");
+  await shot("e2e-problems", "problems");
   await tab("Prompt");
   assert.match(await (await browser.$('[data-segment="story-director/tone"]')).getText(), /grave, patient/, "the last good version still runs");
+  assert.match(await text('[data-testid="prompt-warning"][data-kind="last-good"]'), /story-director runs its last good version/, "the Prompt panel says so");
   await edit("story-director/server/index.js", "export default function (covel) {{", "export default function (covel) {");
   await tab("Plugins");
   await waitFor("the fixed status", async () => (await (await browser.$('[data-testid="status-story-director"]')).getText()) === "active");
@@ -110,7 +141,21 @@ test("playing a turn updates the stage panel", async () => {
   await waitFor("the new narration", async () => /Scripted narrator/.test(await (await browser.$('[data-testid="dialog"]')).getText()));
   assert.notEqual(await (await browser.$('[data-testid="dialog"]')).getText(), before);
   assert.match(await (await browser.$('[data-testid="backdrop"]')).getText(), /The Harbour/);
-  await browser.saveScreenshot(join(shots, "e2e-stage.png"));
+  await shot("e2e-stage", "stage");
+  await tab("Playtest");
+  await waitFor("the turn inspector", async () => /Scripted narrator/.test(await text('[data-testid="turn-inspector"]')));
+  await shot("e2e-turn-inspector", "turn-inspector");
+  // After the turn the prompt shows the next turn with a player message, never an empty one.
+  await tab("Prompt");
+  const input = await text('[data-message="player-input"]');
+  assert.doesNotMatch(input, /· 0 tokens/, input);
+});
+
+test("Compact now runs the compaction provider in the window although the history is under the threshold", async () => {
+  await tab("Compaction");
+  await (await browser.$('[data-testid="compaction-compact-now"]')).click();
+  await waitFor("the last run", async () => /Last run/.test(await text("main")));
+  await browser.saveScreenshot(join(shots, "e2e-compact-now.png"));
 });
 
 test("a Session panel edit is saved into the author's file in place, and undo restores the file", async () => {
@@ -141,8 +186,10 @@ test("a draft in the session editor survives a hot reload; a change on disk asks
   await browser.keys("# my draft note");
   await browser.keys(["Enter"]);
   await waitFor("the draft", async () => (await text('[data-testid="draft-state"]')) === "unsaved changes");
+  const reloads = Number(await (await browser.$('[data-testid="reload-note"]')).getAttribute("data-reloads"));
   await edit("story-director/server/lib/text.js", "grave, patient", "grave, steady");
-  await waitFor("the reload", async () => /text\.js/.test(await text("header")));
+  await waitFor("the reload", async () => Number(await (await browser.$('[data-testid="reload-note"]')).getAttribute("data-reloads")) > reloads);
+  assert.match(await (await browser.$('[data-testid="reload-note"]')).getAttribute("title"), /text\.js/, "the reloaded paths are in the note's title");
   assert.match(await text('[data-testid="session-editor"]'), /# my draft note/, "the reload kept the draft");
   assert.equal(await text('[data-testid="draft-state"]'), "unsaved changes");
   await writeFile(path, (await readFile(path, "utf8")) + "# changed on disk\n");
@@ -184,4 +231,42 @@ test("start-up with a broken session shows the error with file, line and column 
   assert.match(error, /broken\.session\.yaml:3:1: \[session-schema\]/, error);
   assert.ok(await (await browser.$('input[placeholder="/path/to/plugins"]')).isExisting(), "the Open panel is there to pick another");
   await browser.saveScreenshot(join(shots, "e2e-startup-error.png"));
+});
+
+test("start-up with a missing folder shows the error in the window and on stderr", async () => {
+  const missing = join(folder, "no-such-folder");
+  const child = spawn(app, [missing], { stdio: ["ignore", "ignore", "pipe"] });
+  let stderr = "";
+  child.stderr.on("data", (d) => (stderr += d));
+  try {
+    await waitFor("the error on stderr", async () => /could not open .*no-such-folder/.test(stderr), 60000);
+  } finally {
+    child.kill();
+  }
+  await browser.deleteSession();
+  browser = await open([missing]);
+  await waitFor("the open error", async () => (await browser.$('[data-testid="open-error"]')).isExisting(), 60000);
+  assert.match(await text('[data-testid="open-error"]'), /no-such-folder/);
+  assert.equal(await (await browser.$('[data-testid="busy"]')).isExisting(), false, "not stuck on Opening…");
+  await shot("e2e-missing-folder");
+});
+
+// Timings on a large folder (e.g. 200 generated plugins: `COVEL_E2E_PERF_DIR=/tmp/gen200`):
+// panel switches and one reload, measured in the window and reported, not asserted.
+test("panel switches and a reload on a large folder (reported)", { skip: !process.env.COVEL_E2E_PERF_DIR }, async () => {
+  const dir = process.env.COVEL_E2E_PERF_DIR;
+  await browser.deleteSession();
+  browser = await open([dir]);
+  await waitFor("the prompt", async () => (await browser.$$('[data-testid="cache-boundary"]')).length >= 1, 120000);
+  const switches = [];
+  for (const name of ["Plugins", "Providers", "Problems", "Stage", "Prompt", "Plugins", "Prompt"]) switches.push(`${name} ${(await timeClick(`[data-tab="${name}"]`)).toFixed(0)} ms`);
+  console.log(`# panel switches in the window (${dir}): ${switches.join(", ")}`);
+  const height = await browser.execute(() => document.documentElement.scrollHeight);
+  console.log(`# the Prompt page is ${height} px tall`);
+  const index = join(dir, (await import("node:fs")).readdirSync(dir).filter((d) => !d.startsWith(".") && !d.endsWith(".yaml")).sort()[0], "server/index.js");
+  const reloads = Number(await (await browser.$('[data-testid="reload-note"]')).getAttribute("data-reloads"));
+  const started = Date.now();
+  await writeFile(index, (await readFile(index, "utf8")) + "\n// touched\n");
+  await waitFor("the reload", async () => Number(await (await browser.$('[data-testid="reload-note"]')).getAttribute("data-reloads")) > reloads, 60000);
+  console.log(`# a reload on ${dir}: ${await text('[data-testid="reload-note"]')} (the window showed it ${Date.now() - started} ms after the write, polling every 200 ms)`);
 });

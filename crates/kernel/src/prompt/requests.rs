@@ -139,10 +139,13 @@ impl AnthropicRequest {
             })
             .collect();
 
-        // System messages inside the conversation travel as user text in tags, in place.
-        let newest_history = assembly.messages.iter().rposition(|m| matches!(m.origin, Origin::History { .. } | Origin::Summary { .. }));
+        // System messages inside the conversation travel as user text in tags, in place. A
+        // message without text is left out: the API refuses an empty text block.
+        let sent = |m: &&super::assemble::Message| !m.content.trim().is_empty();
+        let newest_history =
+            assembly.messages.iter().rposition(|m| sent(&m) && matches!(m.origin, Origin::History { .. } | Origin::Summary { .. }));
         let mut messages: Vec<RequestMessage> = Vec::new();
-        for (index, m) in assembly.messages.iter().enumerate() {
+        for (index, m) in assembly.messages.iter().enumerate().filter(|(_, m)| sent(m)) {
             let (role, text) = match m.role.as_str() {
                 "system" => ("user", format!("<system-instruction>\n{}\n</system-instruction>", m.content)),
                 "assistant" => ("assistant", m.content.clone()),
@@ -192,4 +195,33 @@ pub fn openai_request(assembly: &Assembly, options: &RequestOptions) -> Value {
     let mut messages = vec![json!({"role": "system", "content": assembly.system_text()})];
     messages.extend(assembly.messages.iter().map(|m| json!({"role": m.role, "content": m.content})));
     json!({"model": options.model, "max_tokens": options.max_tokens, "messages": messages})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::prompt::assemble::{Assembly, Message};
+
+    fn message(role: &str, content: &str, origin: Origin) -> Message {
+        Message { role: role.into(), content: content.into(), tokens: 0, origin }
+    }
+
+    #[test]
+    fn a_message_without_text_is_not_sent_as_an_empty_text_block() {
+        let assembly = Assembly {
+            blocks: Vec::new(),
+            messages: vec![
+                message("user", "hello", Origin::History { id: "m1".into() }),
+                message("assistant", "  ", Origin::History { id: "m2".into() }),
+                message("user", "", Origin::PlayerInput),
+            ],
+            segments: Vec::new(),
+            turn_context: String::new(),
+        };
+        let request = AnthropicRequest::of(&assembly);
+        let texts: Vec<&str> = request.parts().into_iter().map(|(_, p)| p.text.as_str()).collect();
+        assert_eq!(texts, ["hello"]);
+        let history: Vec<bool> = request.parts().into_iter().map(|(_, p)| p.cache_control).collect();
+        assert_eq!(history, [true], "the moving breakpoint sits on the newest history message that is sent");
+    }
 }
