@@ -21,6 +21,10 @@ use std::sync::{Arc, Mutex};
 
 pub const SDK: &str = "@covel/plugin-handlers-utils";
 const HOST: &str = "covel:host";
+/// The SDK's locale rule, a module of its own so the studio's UI imports the same code; only the
+/// SDK's entries may import it (plugins get its names from the SDK's root entry).
+const SDK_LOCALE: &str = "covel:sdk-locale";
+const SDK_LOCALE_SOURCE: &str = include_str!("js/sdk/locale.js");
 pub const ZOD: &str = "zod";
 
 /// The SDK's entries, served from the binary.
@@ -79,7 +83,10 @@ fn builtin_source(canonical: &str) -> Option<&'static str> {
 
 /// The source of a module the binary serves (SDK entries, built-ins, zod), by engine name.
 pub fn embedded_source(name: &str) -> Option<&'static str> {
-    sdk_source(name).or_else(|| builtin_source(name)).or_else(|| (name == ZOD).then_some(ZOD_SOURCE))
+    sdk_source(name)
+        .or_else(|| builtin_source(name))
+        .or_else(|| (name == ZOD).then_some(ZOD_SOURCE))
+        .or_else(|| (name == SDK_LOCALE).then_some(SDK_LOCALE_SOURCE))
 }
 
 /// Whether a module may import `covel:host` (the SDK and the built-ins; never plugin code).
@@ -212,8 +219,8 @@ impl Resolver for PluginResolver {
         if let Some(canonical) = node_builtin(name) {
             return Ok(canonical.to_string());
         }
-        if name == HOST {
-            return if is_host_side(base) { Ok(name.to_string()) } else { Err(refuse(base, name, "covel:host is internal to the SDK".into())) };
+        if name == HOST || name == SDK_LOCALE {
+            return if is_host_side(base) { Ok(name.to_string()) } else { Err(refuse(base, name, format!("{name} is internal to the SDK"))) };
         }
         if !(name.starts_with("./") || name.starts_with("../") || name.starts_with('/') || name.starts_with("file://")) {
             let mut why = refusal_reason(name);

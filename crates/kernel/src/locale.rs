@@ -1,7 +1,7 @@
-//! Locale fallback: the one rule the kernel, the plugin SDK (JavaScript) and the UI
-//! (TypeScript) share. The authority is the SDK's JavaScript (`crates/js/src/js/sdk/index.js`,
-//! upstream Covel's SDK 0.0.50); this module is a line-by-line port of its locale functions,
-//! and `tests/fixtures/sdk/locale-vectors.json` holds the vectors all three sides must pass.
+//! Locale fallback: the one rule the kernel and the plugin SDK share. The authority is the SDK's
+//! JavaScript module `crates/js/src/js/sdk/locale.js` (upstream Covel's SDK 0.0.50), which the
+//! UI imports as it is; this module is a line-by-line port of its locale functions, and
+//! `tests/fixtures/sdk/locale-vectors.json` holds the vectors both sides must pass.
 //!
 //! The rule:
 //! - A tag is canonicalized as BCP 47 (`ru_ru` → `ru-RU`, `zh-hans-cn` → `zh-Hans-CN`,
