@@ -71,6 +71,17 @@ fn refused_imports_name_the_importing_module_its_line_and_every_missing_name() {
     insta::assert_json_snapshot!(diagnostics_of(&plugins));
 }
 
+/// The SDK's internal modules (its host bridge, its locale module) serve the SDK's entries only: a
+/// plugin importing one is refused, pointed at the SDK's root entry.
+#[test]
+fn modules_internal_to_the_sdk_are_refused_to_plugin_code() {
+    let plugins = load_some(&["ecosystem/sdk-internals"]);
+    let diagnostics = diagnostics_of(&plugins);
+    let text = diagnostics.to_string();
+    assert!(text.contains("covel:sdk-locale is internal to the SDK"), "{text}");
+    assert!(text.contains("index.js"), "the importing file is named: {text}");
+}
+
 #[test]
 fn every_upstream_sdk_export_exists() {
     let inventory: Value =
