@@ -5,7 +5,7 @@
 
 use crate::diff::{PreviewDiff, diff};
 use crate::document::SessionEdit;
-use crate::playtest::{Playtest, TurnReport};
+use crate::playtest::{Playtest, TurnRecord, TurnReport};
 use crate::preview::{Preview, RuntimeTarget};
 use crate::slots::{SlotChange, Trigger};
 use crate::workspace::{PluginReload, Workspace};
@@ -85,12 +85,19 @@ pub struct LiveStudio {
     pub target: RuntimeTarget,
     pub preview: Preview,
     pub last_reload: Option<ReloadEntry>,
-    pub turns: Vec<TurnReport>,
+    /// Played turns as the UI and saves need them (no previews: see [`LiveStudio::turn_preview`]).
+    pub turns: Vec<TurnRecord>,
+    /// The previews of the last few played turns (turn id, preview), oldest first.
+    recent: std::collections::VecDeque<(String, Preview)>,
     /// Played turns and session edits, newest last.
     undo: Vec<UndoEntry>,
     /// Exact token counts remembered across refreshes (the Cache panel recounts only changes).
     pub counter: crate::tokens::TokenCounter,
 }
+
+/// How many played turns keep their whole preview in memory (older ones are recomputed): a
+/// preview holds the history three times (prompt messages, both request bodies).
+pub const RECENT_PREVIEWS: usize = 1;
 
 /// One step the author can undo.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -128,7 +135,16 @@ pub enum SessionSaveError {
 impl LiveStudio {
     pub fn new(workspace: Workspace, target: RuntimeTarget) -> LiveStudio {
         let preview = workspace.preview(&target);
-        LiveStudio { play: Playtest::new(workspace), target, preview, last_reload: None, turns: Vec::new(), undo: Vec::new(), counter: Default::default() }
+        LiveStudio {
+            play: Playtest::new(workspace),
+            target,
+            preview,
+            last_reload: None,
+            turns: Vec::new(),
+            recent: Default::default(),
+            undo: Vec::new(),
+            counter: Default::default(),
+        }
     }
 
     pub fn workspace(&self) -> &Workspace {
@@ -158,9 +174,32 @@ impl LiveStudio {
         if self.play.turns() > played {
             self.undo.push(UndoEntry::Turn);
         }
-        self.turns.push(report.clone());
+        self.turns.push(TurnRecord::from(&report));
+        if report.error.is_none() {
+            if self.recent.len() >= RECENT_PREVIEWS {
+                self.recent.pop_front();
+            }
+            self.recent.push_back((report.turn_id.clone(), report.preview.clone()));
+        }
         self.refresh();
         report
+    }
+
+    /// The preview a played turn's story model was asked with: kept for the last
+    /// [`RECENT_PREVIEWS`] turns, recomputed for older ones from the session as it was before
+    /// the turn (with the plugins as they are now). None for a turn that is not played (or
+    /// failed, so nothing was appended).
+    pub fn turn_preview(&mut self, turn_id: &str) -> Option<Preview> {
+        if let Some((_, preview)) = self.recent.iter().find(|(id, _)| id == turn_id) {
+            return Some(preview.clone());
+        }
+        let before = self.play.session_before(turn_id)?;
+        let workspace = &mut self.play.workspace;
+        let current = std::mem::replace(&mut workspace.session, before);
+        workspace.session.next_message = self.turns.iter().find(|t| t.turn_id == turn_id).map(|t| t.player_message.clone()).unwrap_or_default();
+        let preview = workspace.preview(&RuntimeTarget::Story);
+        workspace.session = current;
+        Some(preview)
     }
 
     /// Saves new text for the authored session file (checked, atomic, the previous text kept as
@@ -207,6 +246,7 @@ impl LiveStudio {
     fn restart_playtest(&mut self) {
         self.play.restart();
         self.turns.clear();
+        self.recent.clear();
         self.undo.retain(|u| matches!(u, UndoEntry::SessionEdit { .. }));
     }
 
@@ -243,7 +283,9 @@ impl LiveStudio {
             None => Ok(None),
             Some(UndoEntry::Turn) => {
                 self.play.undo();
-                self.turns.pop();
+                if let Some(turn) = self.turns.pop() {
+                    self.recent.retain(|(id, _)| *id != turn.turn_id);
+                }
                 self.refresh();
                 Ok(Some(UndoKind::Turn))
             }

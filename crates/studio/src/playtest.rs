@@ -10,7 +10,7 @@ use crate::slots::{SlotChange, SlotHost, Trigger};
 use crate::workspace::Workspace;
 use covel_kernel::compaction::FailureCounter;
 use covel_kernel::contract::PointId;
-use covel_kernel::session::Session;
+use covel_kernel::session::{History, Session};
 use serde::Serialize;
 use serde_json::json;
 
@@ -34,6 +34,64 @@ pub struct TurnReport {
     /// reply), previewed on the slots that list their topic.
     pub events: Vec<serde_json::Value>,
     pub slot_changes: Vec<SlotChange>,
+}
+
+/// What the studio keeps of a played turn: what the UI shows and what saves need. A turn's
+/// preview holds the whole history (request bodies, the history transforms' trace), so keeping
+/// one per turn would make a playtest's memory grow with the square of its turns: it is not
+/// kept here (see [`Playtest::session_before`] to recompute it).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnRecord {
+    pub turn_id: String,
+    pub player_message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reply: Option<Reply>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The compaction run when compaction was due, without its input (the whole history).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compaction: Option<CompactionRun>,
+    pub events: Vec<serde_json::Value>,
+    pub slot_changes: Vec<SlotChange>,
+}
+
+impl From<&TurnReport> for TurnRecord {
+    fn from(turn: &TurnReport) -> TurnRecord {
+        let compaction = turn.compaction.triggered.then(|| CompactionRun { input: serde_json::Value::Null, applied: None, ..turn.compaction.clone() });
+        TurnRecord {
+            turn_id: turn.turn_id.clone(),
+            player_message: turn.player_message.clone(),
+            reply: turn.reply.clone(),
+            error: turn.error.clone(),
+            compaction,
+            events: turn.events.clone(),
+            slot_changes: turn.slot_changes.clone(),
+        }
+    }
+}
+
+/// What undoing one played turn needs. Not a copy of the session: a turn appends two messages,
+/// and only an applied compaction rewrites the history (then the history before it is kept).
+#[derive(Debug)]
+struct TurnUndo {
+    turn_id: String,
+    next_message: String,
+    messages: usize,
+    summaries: usize,
+    rewritten: Option<History>,
+}
+
+impl TurnUndo {
+    fn apply(&self, session: &mut Session) {
+        session.next_message.clone_from(&self.next_message);
+        // The history a compaction replaced still holds the turn's own two messages.
+        if let Some(history) = &self.rewritten {
+            session.history.clone_from(history);
+        }
+        session.history.messages.truncate(self.messages);
+        session.history.summaries.truncate(self.summaries);
+    }
 }
 
 /// Takes `<event topic="t">{json}</event>` tags out of a reply: the narration without them, and
@@ -66,8 +124,8 @@ pub fn extract_events(reply: &str) -> (String, Vec<(String, serde_json::Value)>)
 pub struct Playtest {
     pub workspace: Workspace,
     story: Backend,
-    /// Session states before each played turn (for undo).
-    history: Vec<Session>,
+    /// How to go back before each played turn (for undo).
+    history: Vec<TurnUndo>,
     pub failures: FailureCounter,
     pub slots: SlotHost,
 }
@@ -109,9 +167,19 @@ impl Playtest {
         &self.story
     }
 
+    /// The session as it was before the played turn `turn_id` (None when no such turn is in
+    /// the undo history): what recomputes an older turn's preview on demand.
+    pub fn session_before(&self, turn_id: &str) -> Option<Session> {
+        let index = self.history.iter().rposition(|u| u.turn_id == turn_id)?;
+        let mut session = self.workspace.session.clone();
+        for undo in self.history[index..].iter().rev() {
+            undo.apply(&mut session);
+        }
+        Some(session)
+    }
+
     fn play_turn(&mut self, message: &str, cancel: &std::sync::atomic::AtomicBool, scripted: Option<&str>) -> TurnReport {
-        let before = self.workspace.session.clone();
-        self.workspace.session.next_message = message.to_string();
+        let before_message = std::mem::replace(&mut self.workspace.session.next_message, message.to_string());
         let preview = self.workspace.preview(&RuntimeTarget::Story);
         let turn_id = preview.turn_id.clone();
         let idle = |preview: Preview, error: String, ws: &Workspace| TurnReport {
@@ -134,7 +202,7 @@ impl Playtest {
         if let Some(error) = preview.world_context.error.clone().or(prompt_failure) {
             let error = format!("the turn failed: {error}");
             let report = idle(preview, error, &self.workspace);
-            self.workspace.session = before;
+            self.workspace.session.next_message = before_message;
             return report;
         }
         const CANCELLED: &str = "the turn was cancelled; nothing was appended";
@@ -147,13 +215,13 @@ impl Playtest {
             Err(e) => {
                 let error = if e == crate::models::ModelError::Cancelled { CANCELLED.to_string() } else { format!("the story model failed: {e}") };
                 let report = idle(preview, error, &self.workspace);
-                self.workspace.session = before;
+                self.workspace.session.next_message = before_message;
                 return report;
             }
         };
         if cancel.load(std::sync::atomic::Ordering::SeqCst) {
             let report = idle(preview, CANCELLED.into(), &self.workspace);
-            self.workspace.session = before;
+            self.workspace.session.next_message = before_message;
             return report;
         }
         let (narration, emitted) = extract_events(&reply.text);
@@ -167,6 +235,7 @@ impl Playtest {
         }
         let session = &mut self.workspace.session;
         let order = session.history.messages.len();
+        let mut undo = TurnUndo { turn_id: turn_id.clone(), next_message: before_message, messages: order, summaries: session.history.summaries.len(), rewritten: None };
         for (i, (role, source, content)) in [("user", "player", message.to_string()), ("assistant", "runtime", reply.text.clone())].into_iter().enumerate() {
             session.history.messages.push(json!({
                 "id": format!("{turn_id}-{role}"), "sessionId": session.id, "turnId": turn_id, "sourceType": source,
@@ -175,10 +244,11 @@ impl Playtest {
             }));
         }
         session.next_message = String::new();
-        self.history.push(before);
         // The system prompt plus the turn context is what the compaction estimate counts.
         let system = format!("{}\n\n{}", preview.prompt.system.blocks.iter().map(|b| b.text.as_str()).collect::<Vec<_>>().join("\n\n"), preview.prompt.turn_context);
-        let compaction = self.workspace.compact(&turn_id, &system, &CompactionOptions::default(), &mut self.failures);
+        let mut compaction = self.workspace.compact(&turn_id, &system, &CompactionOptions::default(), &mut self.failures);
+        undo.rewritten = compaction.replaced.take();
+        self.history.push(undo);
         slot_changes.extend(self.slots.apply(&self.workspace, &Trigger::TurnEnded { turn_id: turn_id.clone() }));
         TurnReport { turn_id, player_message: message.to_string(), preview, reply: Some(reply), error: None, compaction, events, slot_changes }
     }
@@ -195,8 +265,8 @@ impl Playtest {
     /// Undoes the last turn; false when back at the session file's state.
     pub fn undo(&mut self) -> bool {
         match self.history.pop() {
-            Some(session) => {
-                self.workspace.session = session;
+            Some(undo) => {
+                undo.apply(&mut self.workspace.session);
                 self.slots.apply(&self.workspace, &Trigger::All);
                 true
             }
