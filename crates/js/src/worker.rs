@@ -522,6 +522,12 @@ impl Engine {
             (call.point.as_str(), &call.provider_id, &call.context.turn_id, call.input_key, call.timeout).hash(&mut hasher);
             hasher.finish()
         });
+        if memo_key.is_some() {
+            use std::hash::{Hash, Hasher};
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            call.context.turn_id.hash(&mut hasher);
+            self.memo.turn(hasher.finish());
+        }
         if let Some(report) = memo_key.and_then(|k| self.memo.answer(k)) {
             return CallReport { duration: started.elapsed(), cached: true, ..report.clone() };
         }
