@@ -631,14 +631,18 @@ impl Engine {
             }
         };
         self.disarm();
-        let logs = match (covel.get::<_, Function>("finish"), signal) {
-            (Ok(finish), Some(signal)) => finish.call::<_, Vec<String>>((signal,)).unwrap_or_default(),
-            _ => Vec::new(),
+        let (logs, impure) = match (covel.get::<_, Function>("finish"), signal) {
+            (Ok(finish), Some(signal)) => match finish.call::<_, rquickjs::Array>((signal,)) {
+                Ok(done) => (done.get::<Vec<String>>(0).unwrap_or_default(), done.get::<Option<String>>(1).ok().flatten()),
+                Err(_) => (Vec::new(), None),
+            },
+            _ => {
+                // The call never started (no signal): its timers and notes still go.
+                let _ = covel.get::<_, Function>("clearTimers").and_then(|f| f.call::<_, ()>(()));
+                let impure = covel.get::<_, Function>("takeImpure").and_then(|f| f.call::<_, Option<String>>(())).ok().flatten();
+                (Vec::new(), impure)
+            }
         };
-        if let Ok(clear) = covel.get::<_, Function>("clearTimers") {
-            let _ = clear.call::<_, ()>(());
-        }
-        let impure = covel.get::<_, Function>("takeImpure").and_then(|f| f.call::<_, Option<String>>(())).ok().flatten();
         (outcome, logs, impure)
     }
 
