@@ -115,6 +115,15 @@ async fn compact_now(state: State<'_, AppState>) -> Result<Json, String> {
     .await
 }
 
+/// The prompt a played turn sent (the last turn's is kept; older ones are recomputed from the
+/// session as it was before the turn, with the plugins as they are now).
+#[tauri::command]
+#[specta::specta]
+async fn turn_preview(state: State<'_, AppState>, turn_id: String) -> Result<Json, String> {
+    with_studio(&state, move |s| s.turn_preview(&turn_id).map(|p| Json::of(&p)).ok_or_else(|| format!("`{turn_id}` is not a played turn")))
+        .await
+}
+
 /// Reloads every plugin and the session into fresh runtimes: every provider runs again (no
 /// answer from the memo).
 #[tauri::command]
@@ -243,6 +252,7 @@ pub fn builder() -> Builder<tauri::Wry> {
             play_turn,
             compact_now,
             run_everything_again,
+            turn_preview,
             cancel_work,
             undo,
             save_played_session,
@@ -271,6 +281,10 @@ mod tests {
         let committed = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../ui/src/lib/bindings.ts");
         let expected = std::fs::read_to_string(&fresh).expect("fresh bindings");
         let actual = std::fs::read_to_string(&committed).unwrap_or_default();
+        // On a mismatch the fresh file stays for copying (the message names it); else nothing is left.
+        if actual == expected {
+            let _ = std::fs::remove_dir_all(&dir);
+        }
         assert!(actual == expected, "ui/src/lib/bindings.ts is stale: run `COVEL_EXPORT_BINDINGS=1 cargo run -p covel-studio-app` (or copy {}) and commit it", fresh.display());
     }
 }

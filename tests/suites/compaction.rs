@@ -282,3 +282,30 @@ fn a_played_session_compacts_repeatedly_into_valid_stable_summaries() {
     let total: u64 = summaries.iter().map(|s| covel_kernel::sdk::estimate_tokens(s["content"].as_str().unwrap_or_default())).sum();
     assert!(total <= budget.max_tokens);
 }
+
+#[test]
+fn undoing_played_turns_restores_each_earlier_session_through_compactions() {
+    let session = fixture("compaction/long.session.yaml");
+    let ws = Workspace::open(&fixture("compaction/plugins"), Some(&session), &Limits::default()).expect("opens");
+    let mut play = Playtest::new(ws);
+    let mut states = vec![play.workspace.session.clone()];
+    let mut compacted = 0;
+    for turn in 0..8 {
+        let report = play.play(&format!("I search the pier for the {turn}th time and call out to Oren."));
+        assert!(report.error.is_none(), "{:?}", report.error);
+        compacted += usize::from(report.compaction.applied.is_some());
+        states.push(play.workspace.session.clone());
+    }
+    assert!(compacted >= 1, "no turn compacted, so undoing a rewritten history was never exercised");
+    // Each turn's session as it was before it can be rebuilt without undoing.
+    for (index, state) in states.iter().enumerate().take(8) {
+        let turn_id = states[index + 1].history.messages.last().and_then(|m| m["turnId"].as_str()).expect("a turn id").to_string();
+        assert_eq!(play.session_before(&turn_id).as_ref(), Some(state), "before {turn_id}");
+    }
+    states.pop();
+    while let Some(state) = states.pop() {
+        assert!(play.undo());
+        assert_eq!(play.workspace.session, state);
+    }
+    assert!(!play.undo());
+}

@@ -263,6 +263,29 @@ fn compact_now_runs_under_the_threshold_shows_as_the_last_run_and_can_be_undone(
     }
 }
 
+/// A "compact now" between played turns rewrites the history: an earlier turn's preview is still
+/// recomputed as it was asked, and undo steps back through turns and the compaction in order.
+#[test]
+fn compact_now_between_turns_keeps_earlier_turn_previews_and_undo_order() {
+    let dir = sample_copy();
+    let mut studio = live(dir.path());
+    let first = studio.play_turn("I walk to the pier.");
+    let second = studio.play_turn("I ask Oren about the bell.");
+    let after_second = studio.workspace().session.clone();
+    studio.compact_now();
+    assert_ne!(studio.workspace().session, after_second, "the sample's compaction provider rewrites the history");
+    let third = studio.play_turn("I swim to the tower.");
+    for report in [&first, &second, &third] {
+        let preview = studio.turn_preview(&report.turn_id).expect("a played turn");
+        assert_eq!(preview.prompt.messages, report.preview.prompt.messages, "{}", report.turn_id);
+    }
+    assert_eq!(studio.undo().expect("undo"), Some(covel_studio::live::UndoKind::Turn));
+    assert_eq!(studio.undo().expect("undo"), Some(covel_studio::live::UndoKind::Compaction));
+    assert_eq!(studio.workspace().session, after_second, "undoing the compaction restores the history it replaced");
+    assert_eq!(studio.undo().expect("undo"), Some(covel_studio::live::UndoKind::Turn));
+    assert_eq!(studio.workspace().session.history.messages.len() + 2, after_second.history.messages.len());
+}
+
 #[test]
 fn turns_can_be_undone_back_to_the_session_files_state_and_saved_atomically() {
     let mut play = demo_play();
@@ -560,4 +583,34 @@ fn a_compaction_run_that_fails_as_a_whole_counts_as_a_failure() {
     let run = ws.compact("t9", "", &options, &mut counter);
     assert!(run.events.iter().any(|e| e.topic == "context.compaction.failed"), "{:?}", run.events);
     assert_eq!(counter.consecutive, 1);
+}
+
+#[test]
+fn a_played_turn_keeps_what_the_ui_shows_and_recomputes_its_preview_on_demand() {
+    let ws = Workspace::open(&sample_dir(), Some(&sample_dir().join("demo.session.yaml")), &Limits::default()).expect("opens");
+    let mut studio = LiveStudio::new(ws, RuntimeTarget::Story);
+    let turns = covel_studio::live::RECENT_PREVIEWS + 3;
+    let mut asked = Vec::new();
+    for i in 0..turns {
+        let report = studio.play_turn(&format!("I swim to the tower ({i})."));
+        assert!(report.error.is_none(), "{:?}", report.error);
+        asked.push((report.turn_id.clone(), report.preview.prompt.messages.clone(), report.preview.prompt.system.blocks.len()));
+    }
+    // Structural: the retained record of a turn holds no preview (nor the whole history a
+    // compaction run was given).
+    for turn in serde_json::to_value(&studio.turns).expect("json").as_array().expect("turns") {
+        let keys: Vec<&String> = turn.as_object().expect("a turn").keys().collect();
+        assert!(["preview", "prompt", "segments", "calls"].iter().all(|k| !keys.iter().any(|key| key == k)), "{keys:?}");
+        assert!(turn.get("compaction").is_none_or(|c| c["input"].is_null()), "{turn}");
+    }
+    assert_eq!(serde_json::to_value(studio.snapshot()).expect("json")["turns"], serde_json::to_value(&studio.turns).expect("json"));
+    // Older turns' previews are recomputed from the session as it was, equal to what was asked.
+    for (turn_id, messages, blocks) in &asked {
+        let preview = studio.turn_preview(turn_id).expect("a played turn");
+        assert_eq!(&preview.turn_id, turn_id);
+        assert_eq!(&preview.prompt.messages, messages, "{turn_id}");
+        assert_eq!(preview.prompt.system.blocks.len(), *blocks);
+    }
+    assert!(studio.turn_preview("no-such-turn").is_none());
+    assert_eq!(studio.workspace().session.history.messages.len() % 2, 0, "recomputing left the session as it was");
 }

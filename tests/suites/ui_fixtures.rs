@@ -48,6 +48,16 @@ fn ui_fixtures_are_fresh() {
     studio.set_target(RuntimeTarget::Story);
     studio.play_turn("I swim to the bell tower.");
     outputs.push(("after-turn.json", serde_json::to_value(studio.snapshot()).expect("json")));
+    // The Playtest turn inspector asks for each played turn's prompt on demand.
+    let turn_ids: Vec<String> = studio.turns.iter().map(|t| t.turn_id.clone()).collect();
+    let previews: serde_json::Map<String, serde_json::Value> = turn_ids
+        .into_iter()
+        .map(|id| {
+            let preview = studio.turn_preview(&id).expect("a played turn");
+            (id, serde_json::to_value(preview).expect("json"))
+        })
+        .collect();
+    outputs.push(("turn-previews.json", serde_json::Value::Object(previews)));
     let forecast = studio.forecast(Some("claude-sonnet-4-5"), &covel_studio::forecast::ForecastOptions::default()).expect("forecast");
     let mut forecast = serde_json::to_value(forecast).expect("json");
     forecast["counting"] = serde_json::json!({"computed": 0, "reused": 0});

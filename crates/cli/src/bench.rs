@@ -1,9 +1,12 @@
-//! `covel bench PLUGINS_DIR [--iterations N] [--json]`: how fast this folder previews, measured
-//! the way the Node yardstick in shared/bench measures itself (load, first and median preview of
-//! segments + five slots + world context, peak memory), plus the studio's full preview.
+//! `covel bench PLUGINS_DIR [--iterations N] [--turns N] [--watch-edits N] [--json]`: how fast
+//! this folder previews, measured the way the Node yardstick in shared/bench measures itself
+//! (load, first and median preview of segments + five slots + world context, peak memory), plus
+//! the studio's full preview; `--turns` the memory a played turn retains, `--watch-edits` the
+//! file written → preview ready distribution. `covel bench --no-memo` runs every provider call.
 
 use crate::output::print_json;
 use covel_studio::RuntimeTarget;
+use covel_studio::live::LiveStudio;
 use serde_json::json;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -16,6 +19,14 @@ pub struct Args {
     /// Warm previews to time.
     #[arg(long, default_value_t = 200)]
     iterations: usize,
+    /// Also play this many turns (offline scripted model) the way the desktop app keeps them,
+    /// and report the memory each played turn retains.
+    #[arg(long, default_value_t = 0)]
+    turns: usize,
+    /// Also edit one plugin's entry this many times with the folder watched, and report the
+    /// distribution of file written → preview ready.
+    #[arg(long, default_value_t = 0)]
+    watch_edits: usize,
     /// Machine-readable output.
     #[arg(long)]
     json: bool,
@@ -26,12 +37,51 @@ fn median(mut samples: Vec<f64>) -> f64 {
     samples.get(samples.len() / 2).copied().unwrap_or_default()
 }
 
+/// A memory figure of this process in KiB from /proc/self/status (`VmHWM` is the peak,
+/// `VmRSS` the current resident size).
+fn status_kb(field: &str) -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.strip_prefix(field).is_some_and(|rest| rest.starts_with(':')))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
 /// Peak resident memory of this process in MiB (Linux `VmHWM`).
 fn peak_rss_mb() -> Option<f64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb / 1024.0)
+    status_kb("VmHWM").map(|kb| kb / 1024.0)
+}
+
+/// Plays `turns` turns in a [`LiveStudio`] (what the desktop app keeps) and measures the resident
+/// memory they retain. The first turns warm the engines up and are not counted.
+fn played_turns(workspace: covel_studio::Workspace, turns: usize) -> serde_json::Value {
+    const WARM_UP: usize = 5;
+    let mut studio = LiveStudio::new(workspace, RuntimeTarget::Story);
+    let mut times = Vec::with_capacity(turns);
+    let mut failed = 0;
+    let mut play = |studio: &mut LiveStudio, i: usize| {
+        let t = Instant::now();
+        let report = studio.play_turn(&format!("I look around ({i})."));
+        failed += usize::from(report.error.is_some());
+        t.elapsed().as_secs_f64() * 1000.0
+    };
+    for i in 0..WARM_UP {
+        play(&mut studio, i);
+    }
+    let before = status_kb("VmRSS");
+    for i in 0..turns {
+        times.push(play(&mut studio, WARM_UP + i));
+    }
+    let after = status_kb("VmRSS");
+    let bytes_per_turn = before.zip(after).map(|(b, a)| ((a - b) * 1024.0 / turns.max(1) as f64).max(0.0));
+    json!({
+        "played": turns,
+        "warmUpTurns": WARM_UP,
+        "failed": failed,
+        "medianTurnMs": median(times),
+        "rssBeforeMB": before.map(|kb| kb / 1024.0),
+        "rssAfterMB": after.map(|kb| kb / 1024.0),
+        "bytesPerTurn": bytes_per_turn,
+        "historyMessages": studio.workspace().session.history.messages.len(),
+    })
 }
 
 pub fn run(args: &Args, process_start: Instant) -> anyhow::Result<ExitCode> {
@@ -56,7 +106,7 @@ pub fn run(args: &Args, process_start: Instant) -> anyhow::Result<ExitCode> {
         })
         .collect();
     let providers: usize = workspace.plugins.iter().map(|p| p.providers().len()).sum();
-    let report = json!({
+    let mut report = json!({
         "plugins": workspace.plugins.iter().filter(|p| p.ok()).count(),
         "providers": providers,
         "diagnostics": workspace.diagnostics().count(),
@@ -65,9 +115,18 @@ pub fn run(args: &Args, process_start: Instant) -> anyhow::Result<ExitCode> {
         "medianPreviewMs": median(warm),
         "medianFullPreviewMs": median(full),
         "iterations": args.iterations,
+        "memo": crate::open::limits().memo,
         "preview": {"segments": segments, "slots": slots, "world": world, "errors": quick.errors},
         "rssMB": peak_rss_mb(),
     });
+    if args.watch_edits > 0 {
+        let workspace = crate::open::workspace(&args.plugins_dir, None)?;
+        report["watch"] = crate::bench_watch::run(&args.plugins_dir, workspace, args.watch_edits)?;
+    }
+    if args.turns > 0 {
+        report["turns"] = played_turns(workspace, args.turns);
+        report["rssAfterTurnsMB"] = json!(peak_rss_mb());
+    }
     if args.json {
         print_json(&report)?;
     } else {

@@ -2,6 +2,7 @@
 //! default, `--json` for machines. Exit codes: 0 success, 1 a plugin or call failed, 2 usage.
 
 mod bench;
+mod bench_watch;
 mod call;
 mod compact;
 mod forecast;

@@ -2,9 +2,9 @@
 //! model (the offline scripted model by default) and prints each turn; `--record FILE` keeps
 //! what a real backend was sent and answered, for the `replay` backend.
 
-use crate::output::print_json;
 use anyhow::Context;
 use covel_studio::playtest::Playtest;
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -52,7 +52,9 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         anyhow::bail!("--record keeps what a real backend (anthropic or openai) was sent and answered; this session's story model is `{backend}`");
     }
     let mut play = Playtest::new(workspace);
-    let mut turns = Vec::new();
+    // With --json each turn is written as soon as it is played and then dropped: a long
+    // playtest's memory holds the played session, not every turn's preview.
+    let mut stream = args.json.then(|| TurnStream::start(std::io::stdout().lock())).transpose()?;
     let mut failed = false;
     for message in &args.say {
         let turn = play.play(message);
@@ -85,26 +87,62 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
                 crate::say!("   slot {} changed", change.slot);
             }
         }
-        turns.push(turn);
+        if let Some(stream) = &mut stream {
+            stream.turn(&turn)?;
+        }
         if failed {
             break;
         }
     }
-    if let Some(path) = &args.record {
-        let recording = play.story_backend().recording();
-        recording.save(path)?;
-        if !args.json {
-            crate::say!("recorded {} {} exchange(s) in {}", recording.exchanges.len(), recording.backend, path.display());
+    let saved = (|| -> anyhow::Result<()> {
+        if let Some(path) = &args.record {
+            let recording = play.story_backend().recording();
+            recording.save(path)?;
+            if !args.json {
+                crate::say!("recorded {} {} exchange(s) in {}", recording.exchanges.len(), recording.backend, path.display());
+            }
         }
-    }
-    if let Some(path) = &save {
-        let written = play.save(path).with_context(|| format!("saving {}", path.display()))?;
-        if !args.json {
-            crate::say!("saved {}", written.display());
+        if let Some(path) = &save {
+            let written = play.save(path).with_context(|| format!("saving {}", path.display()))?;
+            if !args.json {
+                crate::say!("saved {}", written.display());
+            }
         }
+        Ok(())
+    })();
+    // The JSON document is closed even when saving failed (the error goes to stderr).
+    if let Some(stream) = stream {
+        stream.finish(&play.workspace.session.history.summaries)?;
     }
-    if args.json {
-        print_json(&serde_json::json!({"turns": turns, "summaries": play.workspace.session.history.summaries}))?;
-    }
+    saved?;
     Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+/// `{"turns": [...], "summaries": [...]}` written one turn at a time.
+struct TurnStream<W: Write> {
+    out: W,
+    first: bool,
+}
+
+impl<W: Write> TurnStream<W> {
+    fn start(mut out: W) -> anyhow::Result<TurnStream<W>> {
+        write!(out, "{{\n  \"turns\": [")?;
+        Ok(TurnStream { out, first: true })
+    }
+
+    fn turn(&mut self, turn: &covel_studio::playtest::TurnReport) -> anyhow::Result<()> {
+        self.out.write_all(if self.first { b"\n" } else { b",\n" })?;
+        self.first = false;
+        serde_json::to_writer_pretty(&mut self.out, turn)?;
+        self.out.flush()?;
+        Ok(())
+    }
+
+    fn finish(mut self, summaries: &[serde_json::Value]) -> anyhow::Result<()> {
+        write!(self.out, "\n  ],\n  \"summaries\": ")?;
+        serde_json::to_writer_pretty(&mut self.out, summaries)?;
+        writeln!(self.out, "\n}}")?;
+        self.out.flush()?;
+        Ok(())
+    }
 }

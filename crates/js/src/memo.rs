@@ -9,12 +9,18 @@
 //! - `--no-memo` (`Limits::memo = false`) turns the memo off.
 //!
 //! Each call that is not answered from the memo says why in the trace (`notCached`).
+//!
+//! Entries belong to a turn: only the last [`RECENT_TURNS`] turns' entries are kept (a played
+//! turn's calls are not asked again, so a long playtest must not accumulate them).
 
 use covel_kernel::runner::CallReport;
 use std::collections::HashMap;
 
 /// Entries kept at most per engine.
 const CAPACITY: usize = 4096;
+
+/// How many distinct turns (by the calls' turn id) keep their entries.
+pub const RECENT_TURNS: usize = 4;
 
 enum Entry {
     /// Ran once with this answer; trusted after one more identical answer.
@@ -27,22 +33,50 @@ enum Entry {
 /// One engine's memo.
 pub struct Memo {
     enabled: bool,
-    entries: HashMap<u64, Entry>,
+    /// Entries by call key, with the hash of the turn they belong to.
+    entries: HashMap<u64, (u64, Entry)>,
+    /// The turns whose entries are kept, most recently asked first.
+    turns: Vec<u64>,
 }
 
 impl Memo {
     pub fn new(enabled: bool) -> Memo {
-        Memo { enabled, entries: HashMap::new() }
+        Memo { enabled, entries: HashMap::new(), turns: Vec::with_capacity(RECENT_TURNS + 1) }
     }
 
     pub fn clear(&mut self) {
         self.entries.clear();
+        self.turns.clear();
+    }
+
+    /// Says which turn the next calls belong to (a hash of the turn id): entries of turns
+    /// older than the last [`RECENT_TURNS`] are dropped.
+    pub fn turn(&mut self, turn: u64) {
+        if self.turns.first() == Some(&turn) {
+            return;
+        }
+        self.turns.retain(|t| *t != turn);
+        self.turns.insert(0, turn);
+        if self.turns.len() > RECENT_TURNS {
+            self.turns.truncate(RECENT_TURNS);
+            let kept = &self.turns;
+            self.entries.retain(|_, (t, _)| kept.contains(t));
+        }
+    }
+
+    /// How many calls the memo holds (answers, pending confirmations and refusals).
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
     }
 
     /// The trusted answer for a key, if there is one.
     pub fn answer(&self, key: u64) -> Option<&CallReport> {
         match self.entries.get(&key) {
-            Some(Entry::Confirmed(report)) if self.enabled => Some(report),
+            Some((_, Entry::Confirmed(report))) if self.enabled => Some(report),
             _ => None,
         }
     }
@@ -60,11 +94,12 @@ impl Memo {
             self.entries.remove(&key);
             return Some("failed calls always run again".into());
         }
+        let turn = self.turns.first().copied().unwrap_or_default();
         if let Some(reason) = impure {
-            self.entries.insert(key, Entry::Uncacheable(reason.to_string()));
+            self.entries.insert(key, (turn, Entry::Uncacheable(reason.to_string())));
             return Some(reason.to_string());
         }
-        let next = match self.entries.remove(&key) {
+        let next = match self.entries.remove(&key).map(|(_, entry)| entry) {
             None => Entry::Seen(report.clone()),
             Some(Entry::Seen(previous)) if previous.result == report.result => Entry::Confirmed(report.clone()),
             Some(Entry::Seen(_)) => Entry::Uncacheable("its answer changed between identical calls (module-level state?)".into()),
@@ -75,7 +110,7 @@ impl Memo {
             Entry::Uncacheable(reason) => Some(reason.clone()),
             _ => None,
         };
-        self.entries.insert(key, next);
+        self.entries.insert(key, (turn, next));
         reason
     }
 }
@@ -115,5 +150,25 @@ mod tests {
         memo.record(3, &failed, None);
         memo.record(3, &failed, None);
         assert!(memo.answer(3).is_none());
+    }
+
+    #[test]
+    fn only_the_recent_turns_keep_their_entries() {
+        let mut memo = Memo::new(true);
+        for turn in 0..20u64 {
+            memo.turn(turn);
+            for call in 0..3 {
+                memo.record(turn * 10 + call, &report(json!(call)), None);
+                memo.record(turn * 10 + call, &report(json!(call)), None);
+            }
+            // Asking an older turn again keeps it among the recent ones.
+            if turn > 0 {
+                memo.turn(turn - 1);
+                assert!(memo.answer((turn - 1) * 10).is_some(), "turn {turn}");
+                memo.turn(turn);
+            }
+        }
+        assert_eq!(memo.len(), 3 * RECENT_TURNS, "bounded by the recent turns, not by the turns played");
+        assert!(memo.answer(190).is_some() && memo.answer(0).is_none());
     }
 }

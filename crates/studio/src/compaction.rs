@@ -37,6 +37,10 @@ pub struct CompactionRun {
     /// Why nothing was validated although compaction was due (no active provider).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub not_compacted_because: Option<String>,
+    /// The history an applied compaction replaced (what undoing the turn restores); the
+    /// playtest takes it out, it is never shown.
+    #[serde(skip)]
+    pub replaced: Option<covel_kernel::session::History>,
 }
 
 impl CompactionRun {
@@ -57,6 +61,7 @@ impl CompactionRun {
             events: Vec::new(),
             consecutive_failures: 0,
             not_compacted_because: None,
+            replaced: None,
         }
     }
 }
@@ -173,6 +178,7 @@ impl Workspace {
                 None => counter.succeed(),
             }
             run.applied = Some(applied);
+            run.replaced = Some(covel_kernel::session::History { messages, summaries });
         }
         run.verdict = Some(verdict);
         run.consecutive_failures = counter.consecutive;

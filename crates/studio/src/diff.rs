@@ -6,6 +6,7 @@ use crate::preview::Preview;
 use covel_kernel::prompt::{Placement, SegmentKey};
 use serde::Serialize;
 use serde_json::Value;
+use std::collections::HashMap;
 
 /// How a segment changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -111,19 +112,23 @@ impl PreviewDiff {
 
 /// Compares two previews.
 pub fn diff(before: &Preview, after: &Preview) -> PreviewDiff {
-    let state = |p: &Preview, plugin: &str, id: &str| {
-        p.segments.iter().enumerate().find(|(_, s)| s.plugin == plugin && s.id == id).map(|(index, s)| {
-            (SegmentState { index, placement: s.placement, sort_key: s.sort_key.clone(), included: s.included }, s.content.clone())
+    // Indexed once, so a reload's diff costs the same per segment at 1 000 segments as at 10.
+    let (index_before, index_after) = (first_index(before), first_index(after));
+    let order = RelativeOrder::new(before, after, &index_before, &index_after);
+    let state = |p: &Preview, index: &HashMap<(&str, &str), usize>, plugin: &str, id: &str| {
+        index.get(&(plugin, id)).map(|&i| {
+            let s = &p.segments[i];
+            (SegmentState { index: i, placement: s.placement, sort_key: s.sort_key.clone(), included: s.included }, s.content.clone())
         })
     };
     let mut segments = Vec::new();
     for row in &after.segments {
-        let now = state(after, &row.plugin, &row.id);
-        let was = state(before, &row.plugin, &row.id);
+        let now = state(after, &index_after, &row.plugin, &row.id);
+        let was = state(before, &index_before, &row.plugin, &row.id);
         let (kind, before_state) = match (&was, &now) {
             (None, _) => (Some(SegmentChangeKind::Added), None),
             (Some((b, content_b)), Some((a, content_a))) => {
-                let moved = b.placement != a.placement || b.sort_key != a.sort_key || b.included != a.included || relative_order_changed(before, after, &row.plugin, &row.id);
+                let moved = b.placement != a.placement || b.sort_key != a.sort_key || b.included != a.included || order.changed(&row.plugin, &row.id);
                 let kind = if content_b != content_a {
                     Some(SegmentChangeKind::Changed)
                 } else if moved {
@@ -140,12 +145,12 @@ pub fn diff(before: &Preview, after: &Preview) -> PreviewDiff {
         }
     }
     for row in &before.segments {
-        if state(after, &row.plugin, &row.id).is_none() {
+        if !index_after.contains_key(&(row.plugin.as_str(), row.id.as_str())) {
             segments.push(SegmentChange {
                 kind: SegmentChangeKind::Removed,
                 plugin: row.plugin.clone(),
                 id: row.id.clone(),
-                before: state(before, &row.plugin, &row.id).map(|s| s.0),
+                before: state(before, &index_before, &row.plugin, &row.id).map(|s| s.0),
                 after: None,
             });
         }
@@ -201,20 +206,58 @@ pub fn diff(before: &Preview, after: &Preview) -> PreviewDiff {
 
 /// Whether the segments ahead of this one in its placement changed (among segments present in
 /// both previews: an added or removed segment is its own change, not a move of its neighbours).
-fn relative_order_changed(before: &Preview, after: &Preview, plugin: &str, id: &str) -> bool {
-    let in_both = |p: &str, i: &str| {
-        before.segments.iter().any(|s| s.plugin == p && s.id == i) && after.segments.iter().any(|s| s.plugin == p && s.id == i)
-    };
-    let ahead = |preview: &Preview| -> Vec<(String, String)> {
-        let Some(me) = preview.segments.iter().find(|s| s.plugin == plugin && s.id == id) else { return Vec::new() };
-        preview
-            .segments
-            .iter()
-            .filter(|s| s.placement == me.placement && s.included)
-            .take_while(|s| !(s.plugin == plugin && s.id == id))
-            .filter(|s| in_both(&s.plugin, &s.id))
-            .map(|s| (s.plugin.clone(), s.id.clone()))
-            .collect()
-    };
-    ahead(before) != ahead(after)
+/// The first segment of each (plugin, id) in a preview.
+fn first_index(p: &Preview) -> HashMap<(&str, &str), usize> {
+    let mut index = HashMap::with_capacity(p.segments.len());
+    for (i, s) in p.segments.iter().enumerate() {
+        index.entry((s.plugin.as_str(), s.id.as_str())).or_insert(i);
+    }
+    index
+}
+
+/// Whether the included segments present in both previews that come before a segment in its
+/// placement are the same before and after (a segment "moved" when they are not).
+struct RelativeOrder<'a> {
+    before: &'a Preview,
+    after: &'a Preview,
+    index_before: &'a HashMap<(&'a str, &'a str), usize>,
+    index_after: &'a HashMap<(&'a str, &'a str), usize>,
+    /// Per placement: the included segments present in both previews, in order.
+    lanes_before: Vec<(Placement, Vec<(&'a str, &'a str)>)>,
+    lanes_after: Vec<(Placement, Vec<(&'a str, &'a str)>)>,
+}
+
+impl<'a> RelativeOrder<'a> {
+    fn new(before: &'a Preview, after: &'a Preview, index_before: &'a HashMap<(&'a str, &'a str), usize>, index_after: &'a HashMap<(&'a str, &'a str), usize>) -> Self {
+        let lanes = |p: &'a Preview| {
+            let mut lanes: Vec<(Placement, Vec<(&'a str, &'a str)>)> = Vec::new();
+            for s in p.segments.iter().filter(|s| s.included) {
+                let key = (s.plugin.as_str(), s.id.as_str());
+                if !(index_before.contains_key(&key) && index_after.contains_key(&key)) {
+                    continue;
+                }
+                match lanes.iter_mut().find(|(placement, _)| *placement == s.placement) {
+                    Some((_, lane)) => lane.push(key),
+                    None => lanes.push((s.placement, vec![key])),
+                }
+            }
+            lanes
+        };
+        RelativeOrder { before, after, index_before, index_after, lanes_before: lanes(before), lanes_after: lanes(after) }
+    }
+
+    /// The segments ahead of (plugin, id) in its placement's lane: up to its first place in
+    /// the lane, or the whole lane when it is not in it (not included).
+    fn ahead<'l>(preview: &Preview, index: &HashMap<(&str, &str), usize>, lanes: &'l [(Placement, Vec<(&'a str, &'a str)>)], key: (&str, &str)) -> &'l [(&'a str, &'a str)] {
+        let Some(&i) = index.get(&key) else { return &[] };
+        let placement = preview.segments[i].placement;
+        let Some((_, lane)) = lanes.iter().find(|(p, _)| *p == placement) else { return &[] };
+        let end = lane.iter().position(|k| *k == key).unwrap_or(lane.len());
+        &lane[..end]
+    }
+
+    fn changed(&self, plugin: &str, id: &str) -> bool {
+        let key = (plugin, id);
+        Self::ahead(self.before, self.index_before, &self.lanes_before, key) != Self::ahead(self.after, self.index_after, &self.lanes_after, key)
+    }
 }

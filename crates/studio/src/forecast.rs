@@ -1088,17 +1088,18 @@ impl crate::live::LiveStudio {
     /// The Cache panel: the turns played in the studio (with the usage a real backend reported)
     /// and the next turn, forecast for `model` (default: the story model's name, else
     /// [`DEFAULT_MODEL`]). Token counts are remembered across calls.
-    pub fn forecast(&self, model: Option<&str>, options: &ForecastOptions) -> Result<Forecast, String> {
+    pub fn forecast(&mut self, model: Option<&str>, options: &ForecastOptions) -> Result<Forecast, String> {
         let facts = crate::facts::ModelFacts::embedded().map_err(|e| e.to_string())?;
         let story = &self.workspace().session.models.story;
         let name = model.filter(|m| !m.trim().is_empty()).map(str::to_string).or_else(|| story.model.clone()).unwrap_or_else(|| DEFAULT_MODEL.into());
         let profile = facts.profile(&name).or_else(|_| facts.profile(DEFAULT_MODEL)).map_err(|e| e.to_string())?;
-        let mut played: Vec<PlayedTurn> = self
-            .turns
-            .iter()
-            .filter(|t| t.error.is_none())
-            .map(|t| PlayedTurn { turn_id: t.turn_id.clone(), say: t.player_message.clone(), preview: t.preview.clone(), usage: t.reply.as_ref().and_then(|r| r.usage.clone()) })
-            .collect();
+        let succeeded: Vec<_> = self.turns.iter().filter(|t| t.error.is_none()).map(|t| (t.turn_id.clone(), t.player_message.clone(), t.reply.as_ref().and_then(|r| r.usage.clone()))).collect();
+        let mut played = Vec::with_capacity(succeeded.len() + 1);
+        for (turn_id, say, usage) in succeeded {
+            if let Some(preview) = self.turn_preview(&turn_id) {
+                played.push(PlayedTurn { turn_id, say, preview, usage });
+            }
+        }
         let next = if self.target == crate::RuntimeTarget::Story { self.preview.clone() } else { self.workspace().preview(&crate::RuntimeTarget::Story) };
         // The message the preview assembled the next turn for (never empty).
         let say = self.workspace().previewed_player_message();

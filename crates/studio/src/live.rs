@@ -5,7 +5,7 @@
 
 use crate::diff::{PreviewDiff, diff};
 use crate::document::SessionEdit;
-use crate::playtest::{Playtest, TurnReport};
+use crate::playtest::{Playtest, TurnRecord, TurnReport};
 use crate::preview::{Preview, RuntimeTarget};
 use crate::slots::Trigger;
 use crate::workspace::{PluginReload, Workspace};
@@ -84,7 +84,10 @@ pub struct LiveStudio {
     pub target: RuntimeTarget,
     pub preview: Preview,
     pub last_reload: Option<ReloadEntry>,
-    pub turns: Vec<TurnReport>,
+    /// Played turns as the UI and saves need them (no previews: see [`LiveStudio::turn_preview`]).
+    pub turns: Vec<TurnRecord>,
+    /// The previews of the last few played turns (turn id, preview), oldest first.
+    recent: std::collections::VecDeque<(String, Preview)>,
     /// Played turns and session edits, newest last.
     undo: Vec<UndoEntry>,
     /// Exact token counts remembered across refreshes (the Cache panel recounts only changes).
@@ -93,16 +96,21 @@ pub struct LiveStudio {
     pub forced_compaction: Option<crate::compaction::CompactionRun>,
 }
 
+/// How many played turns keep their whole preview in memory (older ones are recomputed): a
+/// preview holds the history three times (prompt messages, both request bodies).
+pub const RECENT_PREVIEWS: usize = 1;
+
 /// One step the author can undo.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum UndoEntry {
     /// A played turn (memory only).
     Turn,
     /// A saved edit of the session file: undoing writes `before` back if the file still holds
     /// `after`.
     SessionEdit { before: String, after: String },
-    /// A forced compaction that changed the session (memory only): the session before it.
-    Compaction { before: Box<covel_kernel::session::Session> },
+    /// A forced compaction that changed the session (memory only; the playtest keeps what
+    /// undoing it needs).
+    Compaction,
 }
 
 /// What an undo undid.
@@ -132,7 +140,17 @@ pub enum SessionSaveError {
 impl LiveStudio {
     pub fn new(workspace: Workspace, target: RuntimeTarget) -> LiveStudio {
         let preview = workspace.preview(&target);
-        LiveStudio { play: Playtest::new(workspace), target, preview, last_reload: None, turns: Vec::new(), undo: Vec::new(), counter: Default::default(), forced_compaction: None }
+        LiveStudio {
+            play: Playtest::new(workspace),
+            target,
+            preview,
+            last_reload: None,
+            turns: Vec::new(),
+            recent: Default::default(),
+            undo: Vec::new(),
+            counter: Default::default(),
+            forced_compaction: None,
+        }
     }
 
     pub fn workspace(&self) -> &Workspace {
@@ -163,9 +181,9 @@ impl LiveStudio {
     /// Runs compaction now, even under the threshold; an accepted result changes the session and
     /// joins the undo history. The run is the Compaction panel's last run until a turn is played.
     pub fn compact_now(&mut self) -> crate::compaction::CompactionRun {
-        let (run, before) = self.play.compact_now();
-        if self.play.workspace.session != before {
-            self.undo.push(UndoEntry::Compaction { before: Box::new(before) });
+        let (run, changed) = self.play.compact_now();
+        if changed {
+            self.undo.push(UndoEntry::Compaction);
         }
         self.forced_compaction = Some(run.clone());
         self.refresh();
@@ -194,9 +212,32 @@ impl LiveStudio {
             self.undo.push(UndoEntry::Turn);
             self.forced_compaction = None;
         }
-        self.turns.push(report.clone());
+        self.turns.push(TurnRecord::from(&report));
+        if report.error.is_none() {
+            if self.recent.len() >= RECENT_PREVIEWS {
+                self.recent.pop_front();
+            }
+            self.recent.push_back((report.turn_id.clone(), report.preview.clone()));
+        }
         self.refresh();
         report
+    }
+
+    /// The preview a played turn's story model was asked with: kept for the last
+    /// [`RECENT_PREVIEWS`] turns, recomputed for older ones from the session as it was before
+    /// the turn (with the plugins as they are now). None for a turn that is not played (or
+    /// failed, so nothing was appended).
+    pub fn turn_preview(&mut self, turn_id: &str) -> Option<Preview> {
+        if let Some((_, preview)) = self.recent.iter().find(|(id, _)| id == turn_id) {
+            return Some(preview.clone());
+        }
+        let before = self.play.session_before(turn_id)?;
+        let workspace = &mut self.play.workspace;
+        let current = std::mem::replace(&mut workspace.session, before);
+        workspace.session.next_message = self.turns.iter().find(|t| t.turn_id == turn_id).map(|t| t.player_message.clone()).unwrap_or_default();
+        let preview = workspace.preview(&RuntimeTarget::Story);
+        workspace.session = current;
+        Some(preview)
     }
 
     /// Saves new text for the authored session file (checked, atomic, the previous text kept as
@@ -243,6 +284,7 @@ impl LiveStudio {
     fn restart_playtest(&mut self) {
         self.play.restart();
         self.turns.clear();
+        self.recent.clear();
         self.undo.retain(|u| matches!(u, UndoEntry::SessionEdit { .. }));
     }
 
@@ -277,15 +319,17 @@ impl LiveStudio {
     pub fn undo(&mut self) -> Result<Option<UndoKind>, SessionSaveError> {
         match self.undo.pop() {
             None => Ok(None),
-            Some(UndoEntry::Compaction { before }) => {
-                self.play.restore(*before);
+            Some(UndoEntry::Compaction) => {
+                self.play.undo();
                 self.forced_compaction = None;
                 self.refresh();
                 Ok(Some(UndoKind::Compaction))
             }
             Some(UndoEntry::Turn) => {
                 self.play.undo();
-                self.turns.pop();
+                if let Some(turn) = self.turns.pop() {
+                    self.recent.retain(|(id, _)| *id != turn.turn_id);
+                }
                 self.refresh();
                 Ok(Some(UndoKind::Turn))
             }

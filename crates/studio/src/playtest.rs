@@ -10,7 +10,7 @@ use crate::slots::{SlotChange, SlotHost, Trigger};
 use crate::workspace::Workspace;
 use covel_kernel::compaction::FailureCounter;
 use covel_kernel::contract::PointId;
-use covel_kernel::session::Session;
+use covel_kernel::session::{History, Session};
 use serde::Serialize;
 use serde_json::json;
 
@@ -34,6 +34,66 @@ pub struct TurnReport {
     /// reply), previewed on the slots that list their topic.
     pub events: Vec<serde_json::Value>,
     pub slot_changes: Vec<SlotChange>,
+}
+
+/// What the studio keeps of a played turn: what the UI shows and what saves need. A turn's
+/// preview holds the whole history (request bodies, the history transforms' trace), so keeping
+/// one per turn would make a playtest's memory grow with the square of its turns: it is not
+/// kept here (see [`Playtest::session_before`] to recompute it).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnRecord {
+    pub turn_id: String,
+    pub player_message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reply: Option<Reply>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The compaction run when compaction was due, without its input (the whole history).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compaction: Option<CompactionRun>,
+    pub events: Vec<serde_json::Value>,
+    pub slot_changes: Vec<SlotChange>,
+}
+
+impl From<&TurnReport> for TurnRecord {
+    fn from(turn: &TurnReport) -> TurnRecord {
+        let compaction = turn.compaction.triggered.then(|| CompactionRun { input: serde_json::Value::Null, applied: None, ..turn.compaction.clone() });
+        TurnRecord {
+            turn_id: turn.turn_id.clone(),
+            player_message: turn.player_message.clone(),
+            reply: turn.reply.clone(),
+            error: turn.error.clone(),
+            compaction,
+            events: turn.events.clone(),
+            slot_changes: turn.slot_changes.clone(),
+        }
+    }
+}
+
+/// What undoing one played turn (or one forced compaction) needs. Not a copy of the session: a
+/// turn appends two messages, and only an applied compaction rewrites the history (then the
+/// history before it is kept).
+#[derive(Debug)]
+struct TurnUndo {
+    /// The played turn; None for a "compact now" between turns.
+    turn_id: Option<String>,
+    next_message: String,
+    messages: usize,
+    summaries: usize,
+    rewritten: Option<History>,
+}
+
+impl TurnUndo {
+    fn apply(&self, session: &mut Session) {
+        session.next_message.clone_from(&self.next_message);
+        // The history a compaction replaced still holds the turn's own two messages.
+        if let Some(history) = &self.rewritten {
+            session.history.clone_from(history);
+        }
+        session.history.messages.truncate(self.messages);
+        session.history.summaries.truncate(self.summaries);
+    }
 }
 
 /// Takes `<event topic="t">{json}</event>` tags out of a reply: the narration without them, and
@@ -66,8 +126,8 @@ pub fn extract_events(reply: &str) -> (String, Vec<(String, serde_json::Value)>)
 pub struct Playtest {
     pub workspace: Workspace,
     story: Backend,
-    /// Session states before each played turn (for undo).
-    history: Vec<Session>,
+    /// How to go back before each played turn (for undo).
+    history: Vec<TurnUndo>,
     pub failures: FailureCounter,
     pub slots: SlotHost,
 }
@@ -82,7 +142,7 @@ impl Playtest {
 
     /// Number of turns played (and not undone).
     pub fn turns(&self) -> usize {
-        self.history.len()
+        self.history.iter().filter(|u| u.turn_id.is_some()).count()
     }
 
     /// Plays one turn.
@@ -109,9 +169,19 @@ impl Playtest {
         &self.story
     }
 
+    /// The session as it was before the played turn `turn_id` (None when no such turn is in
+    /// the undo history): what recomputes an older turn's preview on demand.
+    pub fn session_before(&self, turn_id: &str) -> Option<Session> {
+        let index = self.history.iter().rposition(|u| u.turn_id.as_deref() == Some(turn_id))?;
+        let mut session = self.workspace.session.clone();
+        for undo in self.history[index..].iter().rev() {
+            undo.apply(&mut session);
+        }
+        Some(session)
+    }
+
     fn play_turn(&mut self, message: &str, cancel: &std::sync::atomic::AtomicBool, scripted: Option<&str>) -> TurnReport {
-        let before = self.workspace.session.clone();
-        self.workspace.session.next_message = message.to_string();
+        let before_message = std::mem::replace(&mut self.workspace.session.next_message, message.to_string());
         let preview = self.workspace.preview(&RuntimeTarget::Story);
         let turn_id = preview.turn_id.clone();
         let idle = |preview: Preview, error: String, ws: &Workspace| TurnReport {
@@ -134,7 +204,7 @@ impl Playtest {
         if let Some(error) = preview.world_context.error.clone().or(prompt_failure) {
             let error = format!("the turn failed: {error}");
             let report = idle(preview, error, &self.workspace);
-            self.workspace.session = before;
+            self.workspace.session.next_message = before_message;
             return report;
         }
         const CANCELLED: &str = "the turn was cancelled; nothing was appended";
@@ -147,13 +217,13 @@ impl Playtest {
             Err(e) => {
                 let error = if e == crate::models::ModelError::Cancelled { CANCELLED.to_string() } else { format!("the story model failed: {e}") };
                 let report = idle(preview, error, &self.workspace);
-                self.workspace.session = before;
+                self.workspace.session.next_message = before_message;
                 return report;
             }
         };
         if cancel.load(std::sync::atomic::Ordering::SeqCst) {
             let report = idle(preview, CANCELLED.into(), &self.workspace);
-            self.workspace.session = before;
+            self.workspace.session.next_message = before_message;
             return report;
         }
         let (narration, emitted) = extract_events(&reply.text);
@@ -167,32 +237,37 @@ impl Playtest {
         }
         let session = &mut self.workspace.session;
         let order = session.history.messages.len();
+        let undo = TurnUndo { turn_id: Some(turn_id.clone()), next_message: before_message, messages: order, summaries: session.history.summaries.len(), rewritten: None };
         session.history.messages.extend(covel_kernel::session_history::exchange(&session.id, &turn_id, message, &reply.text, order));
         session.next_message = String::new();
-        self.history.push(before);
         // The system prompt plus the turn context is what the compaction estimate counts.
         let system = preview.prompt.system_and_turn_context();
-        let compaction = self.workspace.compact(&turn_id, &system, &CompactionOptions::default(), &mut self.failures);
+        let mut undo = undo;
+        let mut compaction = self.workspace.compact(&turn_id, &system, &CompactionOptions::default(), &mut self.failures);
+        undo.rewritten = compaction.replaced.take();
+        self.history.push(undo);
         slot_changes.extend(self.workspace.apply_slots(&mut self.slots, &Trigger::TurnEnded { turn_id: turn_id.clone() }));
         TurnReport { turn_id, player_message: message.to_string(), preview, reply: Some(reply), error: None, compaction, events, slot_changes }
     }
 
     /// Runs compaction now, even under the threshold (the studio's "compact now"); an accepted
-    /// result is applied to the session. Returns the run and the session before it (for undo).
-    pub fn compact_now(&mut self) -> (CompactionRun, Session) {
-        let before = self.workspace.session.clone();
+    /// result is applied to the session and joins the undo history (see [`Playtest::undo`]).
+    /// Returns the run and whether the session changed.
+    pub fn compact_now(&mut self) -> (CompactionRun, bool) {
+        let before = &self.workspace.session;
         let preview = self.workspace.preview(&RuntimeTarget::Story);
         // The turn the compaction happens after: the newest in the history.
         let turn_id = before.history.messages.iter().rev().find_map(|m| m.get("turnId").and_then(serde_json::Value::as_str)).map_or_else(|| preview.turn_id.clone(), str::to_string);
-        let system = format!("{}\n\n{}", preview.prompt.system.blocks.iter().map(|b| b.text.as_str()).collect::<Vec<_>>().join("\n\n"), preview.prompt.turn_context);
-        let run = self.workspace.compact(&turn_id, &system, &CompactionOptions { force: true, output: None }, &mut self.failures);
-        (run, before)
-    }
-
-    /// Puts a session state back (the undo of a forced compaction) and projects the slots again.
-    pub fn restore(&mut self, session: Session) {
-        self.workspace.session = session;
-        self.workspace.apply_slots(&mut self.slots, &Trigger::All);
+        let system = preview.prompt.system_and_turn_context();
+        let (next_message, messages, summaries) = (before.next_message.clone(), before.history.messages.len(), before.history.summaries.len());
+        let mut run = self.workspace.compact(&turn_id, &system, &CompactionOptions { force: true, output: None }, &mut self.failures);
+        let rewritten = run.replaced.take();
+        let changed = rewritten.is_some();
+        if changed {
+            self.history.push(TurnUndo { turn_id: None, next_message, messages, summaries, rewritten });
+            self.workspace.apply_slots(&mut self.slots, &Trigger::All);
+        }
+        (run, changed)
     }
 
     /// Starts the playtest again from the workspace's (new) session: played turns and their undo
@@ -207,8 +282,8 @@ impl Playtest {
     /// Undoes the last turn; false when back at the session file's state.
     pub fn undo(&mut self) -> bool {
         match self.history.pop() {
-            Some(session) => {
-                self.workspace.session = session;
+            Some(undo) => {
+                undo.apply(&mut self.workspace.session);
                 self.workspace.apply_slots(&mut self.slots, &Trigger::All);
                 true
             }

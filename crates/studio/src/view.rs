@@ -3,7 +3,7 @@
 //! session). Only this crate and the app shell shape what the UI receives.
 
 use crate::live::{LiveStudio, ReloadEntry, UndoEntry, UndoKind};
-use crate::playtest::TurnReport;
+use crate::playtest::TurnRecord;
 use crate::preview::Preview;
 use covel_kernel::compaction::{self, Budget, Windows};
 use covel_kernel::diagnostic::Diagnostic;
@@ -97,7 +97,7 @@ pub struct Snapshot {
     pub resolution: Resolution,
     pub preview: Preview,
     pub compaction: CompactionView,
-    pub turns: Vec<TurnReport>,
+    pub turns: Vec<TurnRecord>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_reload: Option<ReloadEntry>,
     pub diagnostics: Vec<Diagnostic>,
@@ -161,7 +161,7 @@ impl LiveStudio {
             undo: self.next_undo().map(|u| match u {
                 UndoEntry::Turn => UndoView { kind: UndoKind::Turn, label: format!("Undo {}", self.turns.last().map_or("the last turn", |t| t.turn_id.as_str())) },
                 UndoEntry::SessionEdit { .. } => UndoView { kind: UndoKind::SessionEdit, label: "Undo the session edit (restores the file)".into() },
-                UndoEntry::Compaction { .. } => UndoView { kind: UndoKind::Compaction, label: "Undo the compaction".into() },
+                UndoEntry::Compaction => UndoView { kind: UndoKind::Compaction, label: "Undo the compaction".into() },
             }),
             played_path: self.played_default_path().display().to_string(),
             plugins,
@@ -174,7 +174,7 @@ impl LiveStudio {
                 threshold_tokens: f64::from(windows.context_window) * compaction::THRESHOLD,
                 summaries: ws.session.history.summaries.clone(),
                 consecutive_failures: self.play.failures.consecutive,
-                last_run: self.forced_compaction.clone().or_else(|| self.turns.iter().rev().map(|t| t.compaction.clone()).find(|c| c.triggered)),
+                last_run: self.forced_compaction.clone().or_else(|| self.turns.iter().rev().find_map(|t| t.compaction.clone())),
             },
             turns: self.turns.clone(),
             last_reload: self.last_reload.clone(),

@@ -1,7 +1,7 @@
 // The only module that talks to the desktop shell. Everything else imports `backend` and stays
 // plain; browser tests build with `--mode fake` and get the fake, fed by fixtures the Rust
 // tests write (ui/fixtures/*.json).
-import type { Diagnostic, Forecast, OpenStatus, SessionEdit, Snapshot, TestRun } from "./types";
+import type { Diagnostic, Forecast, OpenStatus, Preview, SessionEdit, Snapshot, TestRun } from "./types";
 
 export interface StudioEvent {
   reason: string;
@@ -24,6 +24,11 @@ export interface Backend {
   compactNow(): Promise<Snapshot>;
   /** Reloads every plugin into fresh runtimes: every provider runs again, none from the memo. */
   runEverythingAgain(): Promise<Snapshot>;
+  /**
+   * The prompt a played turn sent: the last turn's is kept, older ones are recomputed from the
+   * session as it was before the turn (with the plugins as they are now).
+   */
+  turnPreview(turnId: string): Promise<Preview>;
   /** Asks the running work to stop (a turn then appends nothing). */
   cancel(): Promise<void>;
   /** Undoes the last turn or session edit (a session edit's undo writes the file back). */

@@ -18,6 +18,11 @@ export const commands = {
 	 *  answer from the memo).
 	 */
 	runEverythingAgain: () => typedError<Json, string>(__TAURI_INVOKE("run_everything_again")),
+	/**
+	 *  The prompt a played turn sent (the last turn's is kept; older ones are recomputed from the
+	 *  session as it was before the turn, with the plugins as they are now).
+	 */
+	turnPreview: (turnId: string) => typedError<Json, string>(__TAURI_INVOKE("turn_preview", { turnId })),
 	cancelWork: () => typedError<null, string>(__TAURI_INVOKE("cancel_work")),
 	undo: () => typedError<Json, string>(__TAURI_INVOKE("undo")),
 	/**

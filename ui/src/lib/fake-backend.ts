@@ -5,6 +5,7 @@
 // editor; `?open-failed` in the page's URL starts as if the session could not be opened.
 import initial from "../../fixtures/snapshot.json";
 import afterTurn from "../../fixtures/after-turn.json";
+import turnPreviews from "../../fixtures/turn-previews.json";
 import afterReload from "../../fixtures/after-reload.json";
 import forecast from "../../fixtures/forecast.json";
 import tests from "../../fixtures/tests.json";
@@ -12,7 +13,7 @@ import storyDirectorRuntime from "../../fixtures/runtime-plugin-story-director.j
 import excludesSoundtrack from "../../fixtures/session-excludes-soundtrack.json";
 import { parseDocument } from "yaml";
 import type { Backend, StudioEvent } from "./backend";
-import type { Diagnostic, Forecast, OpenStatus, SessionEdit, Snapshot, TestRun } from "./types";
+import type { Diagnostic, Forecast, OpenStatus, Preview, SessionEdit, Snapshot, TestRun } from "./types";
 
 function check(text: string): Diagnostic[] {
   const doc = parseDocument(text, { prettyErrors: true });
@@ -65,8 +66,12 @@ export function fakeBackend(): Backend {
     emit("reload");
   };
   (globalThis as any).__fakeSaved = () => current.sessionText;
-  // A snapshot a test built (e.g. a fixture with a failing call), arriving as after a reload.
-  (globalThis as any).__fakeSnapshot = (next: Snapshot) => {
+  // Played turns' prompts: the fixture's, plus any a test adds with its snapshot.
+  const previews: Record<string, unknown> = { ...turnPreviews };
+  // A snapshot a test built (e.g. a fixture with a failing call), arriving as after a reload,
+  // with the prompts of any played turns it made up.
+  (globalThis as any).__fakeSnapshot = (next: Snapshot, turnPrompts: Record<string, unknown> = {}) => {
+    Object.assign(previews, turnPrompts);
     current = { ...next, sessionText: current.sessionText };
     emit("reload");
   };
@@ -88,6 +93,12 @@ export function fakeBackend(): Backend {
     },
     cancel: async () => {
       calls.push(["cancel"]);
+    },
+    turnPreview: async (turnId) => {
+      calls.push(["turnPreview", turnId]);
+      const preview = previews[turnId];
+      if (!preview) throw new Error(`\`${turnId}\` is not a played turn`);
+      return preview as Preview;
     },
     runEverythingAgain: async () => {
       calls.push(["runEverythingAgain"]);

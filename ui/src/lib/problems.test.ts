@@ -176,16 +176,21 @@ describe("diffs of the last reload", () => {
 });
 
 import afterTurn from "../../fixtures/after-turn.json";
+import turnPreviews from "../../fixtures/turn-previews.json";
 import { turnSummary } from "./view";
 
 describe("the turn inspector", () => {
-  it("sums up a played turn from its report", () => {
+  it("sums up a played turn from its record and the prompt it sent", () => {
     const turn = (afterTurn as any).turns[0];
-    const p = turn.preview.prompt;
+    expect(turn.preview, "a played turn keeps no preview").toBeUndefined();
+    const sent = (turnPreviews as any)[turn.turnId];
+    const p = sent.prompt;
     const tokens = p.system.tokens + p.messages.reduce((n: number, m: any) => n + m.tokens, 0);
     const words = turn.reply.text.split(/\s+/).filter(Boolean).length;
-    expect(turnSummary(turn)).toBe(`${tokens} tokens sent over ${p.system.blocks.filter((b: any) => b.cacheBoundary).length} cache boundaries · ${words}-word reply · ${turn.events.length} events · ${turn.slotChanges.length} slot changes · compaction ${turn.compaction.triggered ? "ran" : "not due"}`);
-    expect(turnSummary({ turnId: "t", playerMessage: "x", error: "boom" })).toBe("0 tokens sent over 0 cache boundaries · no reply · 0 events · 0 slot changes · no compaction run");
+    const rest = `${words}-word reply · ${turn.events.length} events · ${turn.slotChanges.length} slot changes · compaction ${turn.compaction?.triggered ? "ran" : "not due"}`;
+    expect(turnSummary(turn, sent)).toBe(`${tokens} tokens sent over ${p.system.blocks.filter((b: any) => b.cacheBoundary).length} cache boundaries · ${rest}`);
+    expect(turnSummary(turn), "before the prompt is loaded").toBe(rest);
+    expect(turnSummary({ turnId: "t", playerMessage: "x", error: "boom" })).toBe("no reply · 0 events · 0 slot changes · no compaction run");
   });
 });
 

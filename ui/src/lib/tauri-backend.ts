@@ -1,7 +1,7 @@
 // The real backend: the generated tauri-specta bindings.
 import { commands, events } from "./bindings";
 import type { Backend } from "./backend";
-import type { Diagnostic, Forecast, OpenStatus, Snapshot, TestRun } from "./types";
+import type { Diagnostic, Forecast, OpenStatus, Preview, Snapshot, TestRun } from "./types";
 
 type Result<T> = { status: "ok"; data: T } | { status: "error"; error: string };
 
@@ -19,6 +19,7 @@ export function tauriBackend(): Backend {
     playTurn: (message) => snap(commands.playTurn(message)),
     compactNow: () => snap(commands.compactNow()),
     runEverythingAgain: () => snap(commands.runEverythingAgain()),
+    turnPreview: async (turnId) => unwrap(await commands.turnPreview(turnId)) as Preview,
     cancel: async () => {
       unwrap(await commands.cancelWork());
     },

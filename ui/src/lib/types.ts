@@ -204,8 +204,6 @@ export interface TurnReport {
   playerMessage: string;
   reply?: { text: string; finishReason: string; usage?: unknown };
   error?: string;
-  /** The prompt the turn sent (its preview as assembled for the turn). */
-  preview?: Preview;
   /** The compaction run after the turn. */
   compaction?: { estimatedTokens: number; thresholdTokens: number; triggered: boolean; verdict?: Verdict; notCompactedBecause?: string; events?: unknown[] };
   events?: unknown[];

@@ -620,14 +620,17 @@ export function boundaryBanner(entry: ReloadEntry | undefined): string[] {
   });
 }
 
-/** A played turn in one line: tokens sent, cache boundaries, reply length, events, slots, compaction. */
-export function turnSummary(turn: import("./types").TurnReport): string {
-  const p = turn.preview?.prompt;
-  const sent = p ? p.system.tokens + p.messages.reduce((n, m) => n + m.tokens, 0) : 0;
-  const boundaries = p ? p.system.blocks.filter((b) => b.cacheBoundary).length : 0;
+/**
+ * A played turn in one line: tokens sent and cache boundaries (once its prompt is loaded), reply
+ * length, events, slots, compaction. A played turn records a compaction run only when one was
+ * due; a failed turn ran none.
+ */
+export function turnSummary(turn: import("./types").TurnReport, sent?: Snapshot["preview"]): string {
+  const p = sent?.prompt;
+  const prompt = p ? `${p.system.tokens + p.messages.reduce((n, m) => n + m.tokens, 0)} tokens sent over ${p.system.blocks.filter((b) => b.cacheBoundary).length} cache boundaries · ` : "";
   const reply = turn.reply ? `${turn.reply.text.split(/\s+/).filter(Boolean).length}-word reply` : "no reply";
-  const compaction = turn.compaction ? (turn.compaction.triggered ? "compaction ran" : "compaction not due") : "no compaction run";
-  return `${sent} tokens sent over ${boundaries} cache boundaries · ${reply} · ${turn.events?.length ?? 0} events · ${turn.slotChanges?.length ?? 0} slot changes · ${compaction}`;
+  const compaction = turn.compaction?.triggered ? "compaction ran" : turn.error ? "no compaction run" : "compaction not due";
+  return `${prompt}${reply} · ${turn.events?.length ?? 0} events · ${turn.slotChanges?.length ?? 0} slot changes · ${compaction}`;
 }
 
 /** The segments whose text differs between two previews (added, removed or changed), with word diffs. */

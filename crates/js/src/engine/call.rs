@@ -30,6 +30,12 @@ impl Engine {
             (call.point.as_str(), &call.provider_id, &call.context.turn_id, call.input_key, call.timeout).hash(&mut hasher);
             hasher.finish()
         });
+        if memo_key.is_some() {
+            use std::hash::{Hash, Hasher};
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            call.context.turn_id.hash(&mut hasher);
+            self.memo.turn(hasher.finish());
+        }
         if let Some(report) = memo_key.and_then(|k| self.memo.answer(k)) {
             return CallReport { duration: started.elapsed(), cached: true, ..report.clone() };
         }
@@ -133,14 +139,18 @@ impl Engine {
             }
         };
         self.disarm();
-        let logs = match (covel.get::<_, Function>("finish"), signal) {
-            (Ok(finish), Some(signal)) => finish.call::<_, Vec<String>>((signal,)).unwrap_or_default(),
-            _ => Vec::new(),
+        let (logs, impure) = match (covel.get::<_, Function>("finish"), signal) {
+            (Ok(finish), Some(signal)) => match finish.call::<_, rquickjs::Array>((signal,)) {
+                Ok(done) => (done.get::<Vec<String>>(0).unwrap_or_default(), done.get::<Option<String>>(1).ok().flatten()),
+                Err(_) => (Vec::new(), None),
+            },
+            _ => {
+                // The call never started (no signal): its timers and notes still go.
+                let _ = covel.get::<_, Function>("clearTimers").and_then(|f| f.call::<_, ()>(()));
+                let impure = covel.get::<_, Function>("takeImpure").and_then(|f| f.call::<_, Option<String>>(())).ok().flatten();
+                (Vec::new(), impure)
+            }
         };
-        if let Ok(clear) = covel.get::<_, Function>("clearTimers") {
-            let _ = clear.call::<_, ()>(());
-        }
-        let impure = covel.get::<_, Function>("takeImpure").and_then(|f| f.call::<_, Option<String>>(())).ok().flatten();
         (outcome, logs, impure)
     }
 

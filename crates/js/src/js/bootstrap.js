@@ -110,6 +110,9 @@
     }
   }
 
+  // The reason of every finished call's signal: one frozen error, not one per call.
+  const CALL_COMPLETED = Object.freeze(new Error("Plugin service call completed"));
+
   // ---- HTTP: plugin code only asks; the host decides (permissions.http, mocks, live) --------
   function makeHttp() {
     function validateBaseUrl(url) {
@@ -309,11 +312,14 @@
       }
       return { result, signal };
     },
-    takeImpure() { const why = impure; impure = null; return why; },
+    // Ends a call: aborts its signal, drops its timers, and answers [logs, impure] (what the
+    // handler printed, and why it must not be memoized) in one crossing.
     finish(signal) {
-      signal._abort(new Error("Plugin service call completed"));
-      const out = logs;
+      signal._abort(CALL_COMPLETED);
+      timers.clear();
+      const out = [logs, impure];
       logs = [];
+      impure = null;
       return out;
     },
     nextTimerDue() {
@@ -328,6 +334,7 @@
       }
     },
     clearTimers() { timers.clear(); },
+    takeImpure() { const why = impure; impure = null; return why; },
     /** Runs the plugin's `onDispose` callbacks (newest first); returns how many ran. */
     dispose() {
       let ran = 0;

@@ -1,0 +1,89 @@
+//! `covel bench --watch-edits N`: edits one plugin's entry N times with the folder watched the
+//! way `covel watch` watches it, and reports the distribution of file written → new preview
+//! ready (the author's wait on a save), with the part of it that is work after the settle time.
+
+use anyhow::Context;
+use covel_studio::RuntimeTarget;
+use covel_studio::Workspace;
+use covel_studio::live::{FolderWatcher, LiveStudio};
+use serde_json::json;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// The settle time and grace `covel watch` uses by default.
+const DEBOUNCE: Duration = Duration::from_millis(10);
+const GRACE: Duration = Duration::from_millis(120);
+
+/// Median, 90th percentile and maximum of samples in milliseconds.
+pub fn distribution(mut samples: Vec<f64>) -> serde_json::Value {
+    samples.sort_by(f64::total_cmp);
+    let at = |q: f64| {
+        samples
+            .get(((samples.len() as f64 - 1.0) * q).round() as usize)
+            .copied()
+    };
+    json!({"samples": samples.len(), "median": at(0.5), "p90": at(0.9), "max": samples.last()})
+}
+
+/// Edits the first loaded plugin's entry `edits` times and measures each reload.
+pub fn run(
+    plugins_dir: &Path,
+    workspace: Workspace,
+    edits: usize,
+) -> anyhow::Result<serde_json::Value> {
+    let plugin = workspace
+        .plugins
+        .iter()
+        .find(|p| p.ok())
+        .context("no plugin of the folder loaded, so there is nothing to edit")?;
+    let (name, file) = (
+        plugin.name.clone(),
+        plugin
+            .modules
+            .first()
+            .cloned()
+            .context("the plugin has no module file")?,
+    );
+    let original =
+        std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+    let mut watcher =
+        FolderWatcher::new(plugins_dir, None, DEBOUNCE).context("starting the file watcher")?;
+    let mut studio = LiveStudio::new(workspace, RuntimeTarget::Story);
+    let (mut written_to_ready, mut work, mut missed) = (Vec::new(), Vec::new(), 0);
+    let outcome = (|| -> anyhow::Result<()> {
+        for i in 0..edits {
+            // Let the previous reload's stray events drain, as between an author's saves.
+            std::thread::sleep(Duration::from_millis(30));
+            let written = Instant::now();
+            std::fs::write(&file, format!("{original}\n// covel bench edit {i}\n"))
+                .with_context(|| format!("writing {}", file.display()))?;
+            let deadline = written + Duration::from_secs(5);
+            loop {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    missed += 1;
+                    break;
+                }
+                let Some(followed) = studio.follow(&mut watcher, left, GRACE) else {
+                    continue;
+                };
+                if let Some(entry) = followed.entry.filter(|e| e.plugins.contains_key(&name)) {
+                    written_to_ready.push(written.elapsed().as_secs_f64() * 1000.0);
+                    work.push(entry.timings.after_debounce_ms);
+                    break;
+                }
+            }
+        }
+        Ok(())
+    })();
+    std::fs::write(&file, &original).with_context(|| format!("restoring {}", file.display()))?;
+    outcome?;
+    Ok(json!({
+        "plugin": name,
+        "edits": edits,
+        "missed": missed,
+        "debounceMs": DEBOUNCE.as_secs_f64() * 1000.0,
+        "writtenToReadyMs": distribution(written_to_ready),
+        "workMs": distribution(work),
+    }))
+}
