@@ -1,7 +1,9 @@
 //! Runner benchmarks: one `collect` call over the 100 `prompt.segment@1` providers of 50
-//! synthetic plugins (engine calls run in parallel across plugin threads), and loading the
-//! same folder cold, and how long a CPU loop runs before the 500 ms deadline interrupts it. Run
-//! with `cargo bench -p covel-tests`.
+//! synthetic plugins, with every provider running (`memo = false`, what a played turn or a
+//! session edit costs) and answered from the memo (what an unrelated reload costs); one
+//! provider call alone, both ways (the per-call cost: context, conversion, job loop); loading
+//! the same folder cold; and how long a CPU loop runs before the 500 ms deadline interrupts it.
+//! Run with `cargo bench -p covel-tests --bench runner`.
 
 use covel_js::{Limits, load_folder};
 use covel_kernel::context::ExecutionContext;
@@ -14,17 +16,38 @@ fn main() {
     divan::main();
 }
 
-#[divan::bench(sample_count = 200)]
-fn collect_50_plugins(bencher: divan::Bencher) {
+/// The 50 synthetic plugins, loaded with the memo on or off.
+fn synthetic_folder(memo: bool) -> (tempfile::TempDir, Vec<covel_js::LoadedPlugin>) {
     let dir = tempfile::tempdir().expect("temp dir");
     synthetic::write_plugins(dir.path(), 50).expect("generate");
-    let plugins = load_folder(dir.path(), &Limits::default()).expect("load");
+    let plugins = load_folder(dir.path(), &Limits { memo, ..Limits::default() }).expect("load");
+    (dir, plugins)
+}
+
+/// `collect` over 100 providers; `memo = false`: every provider runs every time.
+#[divan::bench(sample_count = 200, args = [false, true])]
+fn collect_50_plugins(bencher: divan::Bencher, memo: bool) {
+    let (_dir, plugins) = synthetic_folder(memo);
     let providers: Vec<_> = plugins.iter().flat_map(|p| p.providers()).collect();
     let ctx = ExecutionContext::empty();
     let input = json!({"turnId": "t1", "playerMessage": "Look around."});
     bencher.bench_local(|| {
         let result = runner::run(PointId::PromptSegment, input.clone(), &providers, &ctx, &RunOptions::default());
         assert_eq!(result.calls.len(), 100);
+        result
+    });
+}
+
+/// One provider call through the runner; `memo = false`: the handler runs every time.
+#[divan::bench(sample_count = 500, args = [false, true])]
+fn one_provider_call(bencher: divan::Bencher, memo: bool) {
+    let (_dir, plugins) = synthetic_folder(memo);
+    let providers: Vec<_> = plugins.iter().flat_map(|p| p.providers()).filter(|p| p.decl.point == PointId::PromptSegment).take(1).collect();
+    let ctx = ExecutionContext::empty();
+    let input = json!({"turnId": "t1", "playerMessage": "Look around."});
+    bencher.bench_local(|| {
+        let result = runner::run(PointId::PromptSegment, input.clone(), &providers, &ctx, &RunOptions::default());
+        assert_eq!(result.calls.len(), 1);
         result
     });
 }
