@@ -28,26 +28,24 @@ fn synthetic_folder(memo: bool) -> (tempfile::TempDir, Vec<covel_js::LoadedPlugi
 #[divan::bench(sample_count = 200, args = [false, true])]
 fn collect_50_plugins(bencher: divan::Bencher, memo: bool) {
     let (_dir, plugins) = synthetic_folder(memo);
-    let providers: Vec<_> = plugins.iter().flat_map(|p| p.providers()).collect();
-    let ctx = ExecutionContext::empty();
-    let input = json!({"turnId": "t1", "playerMessage": "Look around."});
-    bencher.bench_local(|| {
-        let result = runner::run(PointId::PromptSegment, input.clone(), &providers, &ctx, &RunOptions::default());
-        assert_eq!(result.calls.len(), 100);
-        result
-    });
+    bench_segments(bencher, plugins.iter().flat_map(|p| p.providers()).collect(), 100);
 }
 
 /// One provider call through the runner; `memo = false`: the handler runs every time.
 #[divan::bench(sample_count = 500, args = [false, true])]
 fn one_provider_call(bencher: divan::Bencher, memo: bool) {
     let (_dir, plugins) = synthetic_folder(memo);
-    let providers: Vec<_> = plugins.iter().flat_map(|p| p.providers()).filter(|p| p.decl.point == PointId::PromptSegment).take(1).collect();
+    let first = plugins.iter().flat_map(|p| p.providers()).filter(|p| p.decl.point == PointId::PromptSegment).take(1).collect();
+    bench_segments(bencher, first, 1);
+}
+
+/// Runs `prompt.segment@1` over `providers`, the same input every time.
+fn bench_segments(bencher: divan::Bencher, providers: Vec<runner::Provider>, calls: usize) {
     let ctx = ExecutionContext::empty();
     let input = json!({"turnId": "t1", "playerMessage": "Look around."});
     bencher.bench_local(|| {
         let result = runner::run(PointId::PromptSegment, input.clone(), &providers, &ctx, &RunOptions::default());
-        assert_eq!(result.calls.len(), 1);
+        assert_eq!(result.calls.len(), calls);
         result
     });
 }
