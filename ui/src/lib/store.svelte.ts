@@ -8,7 +8,9 @@ import { tick } from "svelte";
 import type { Diagnostic, Snapshot } from "./types";
 
 class Studio {
-  snapshot = $state<Snapshot | undefined>(undefined);
+  // Raw: a snapshot is replaced whole, never mutated, and a deep proxy over 200 plugins made
+  // every panel read (thousands of objects) go through proxies (slow panel switches).
+  snapshot = $state.raw<Snapshot | undefined>(undefined);
   busy = $state<string | null>(null);
   error = $state<string | null>(null);
   /** Why the folder or session could not be opened (file, line, column). */

@@ -519,3 +519,32 @@ test("a long prompt's segment table renders on request", async () => {
   assert.equal(await p.getByTestId("segments").locator("tbody tr").count(), 90);
   await context.close();
 });
+
+test("200 plugins: a panel shows its first rows in the first frame and the rest right after", async () => {
+  const demo = await fixture("snapshot.json");
+  const many = structuredClone(demo);
+  const base = demo.plugins;
+  many.plugins = Array.from({ length: 200 }, (_, i) => ({ ...structuredClone(base[i % base.length]), name: `gen-${String(i).padStart(3, "0")}` }));
+  many.plugins.forEach((p) => p.providers.forEach((r) => (r.id = `${r.id}-${p.name}`)));
+  const context = await browser.newContext({ viewport: { width: 1440, height: 920 } });
+  const p = await context.newPage();
+  await p.goto(url);
+  await p.getByTestId("system-prompt").waitFor();
+  await p.evaluate((s) => window.__fakeSnapshot(s), many);
+  for (const [tab, selector, rows] of [["Plugins", '[data-testid="plugins"] tbody tr', 200], ["Providers", '[data-testid="providers"] tr[data-testid="not-called"], [data-testid="providers"] tr[data-call]', null]]) {
+    // Rows in the DOM once the click's update is flushed, before the first frame is painted.
+    const first = await p.evaluate(async ([t, sel]) => {
+      document.querySelector(`[data-tab="${t}"]`).click();
+      await Promise.resolve();
+      await Promise.resolve();
+      return document.querySelectorAll(sel).length;
+    }, [tab, selector]);
+    const container = p.getByTestId(tab.toLowerCase());
+    const total = Number(await container.getAttribute("data-rows"));
+    if (rows !== null) assert.equal(total, rows);
+    assert.ok(total > 100, `${tab}: ${total} rows in all`);
+    assert.ok(first > 0 && first < total / 2, `${tab}: ${first} of ${total} rows in the first frame`);
+    await p.waitForFunction(([sel, n]) => document.querySelectorAll(sel).length === n, [selector, total]);
+  }
+  await context.close();
+});
