@@ -548,3 +548,26 @@ test("200 plugins: a panel shows its first rows in the first frame and the rest 
   }
   await context.close();
 });
+
+test("Open: the native picker chooses the session file and the folder, which opens; cancelling changes nothing", async () => {
+  const context = await browser.newContext({ viewport: { width: 1440, height: 920 } });
+  const p = await context.newPage();
+  await p.goto(url);
+  await p.getByTestId("system-prompt").waitFor();
+  await p.locator('[data-tab="Open"]').click();
+  const calls = () => p.evaluate(() => window.__fakeCalls.filter((c) => c[0] === "pickPath" || c[0] === "open"));
+  await p.getByTestId("choose-folder").click();
+  await p.waitForFunction(() => window.__fakeCalls.some((c) => c[0] === "pickPath"));
+  assert.deepEqual(await calls(), [["pickPath", "folder"]], "cancelled: nothing opens");
+  assert.equal(await p.getByTestId("open-plugins").inputValue(), "");
+  await p.evaluate(() => (window.__fakePick = { folder: "/home/author/my-plugins", session: "/home/author/my-plugins/demo.session.yaml" }));
+  await p.getByTestId("choose-session").click();
+  await p.waitForFunction(() => document.querySelector('[data-testid="open-session"]').value !== "");
+  assert.equal(await p.getByTestId("open-session").inputValue(), "/home/author/my-plugins/demo.session.yaml");
+  await p.getByTestId("choose-folder").click();
+  await p.waitForFunction(() => window.__fakeCalls.some((c) => c[0] === "open"));
+  assert.deepEqual((await calls()).slice(1), [["pickPath", "session"], ["pickPath", "folder"], ["open", "/home/author/my-plugins", "/home/author/my-plugins/demo.session.yaml"]]);
+  assert.equal(await p.getByTestId("open-plugins").inputValue(), "/home/author/my-plugins", "the typed field shows what was picked");
+  await p.screenshot({ path: join(shots, "browser-open-picker.png") });
+  await context.close();
+});
