@@ -531,7 +531,7 @@ test("200 plugins: a panel shows its first rows in the first frame and the rest 
   await p.goto(url);
   await p.getByTestId("system-prompt").waitFor();
   await p.evaluate((s) => window.__fakeSnapshot(s), many);
-  for (const [tab, selector, rows] of [["Plugins", '[data-testid="plugins"] tbody tr', 200], ["Providers", '[data-testid="providers"] tr[data-testid="not-called"], [data-testid="providers"] tr[data-call]', null]]) {
+  for (const [tab, selector, rows] of [["Plugins", '[data-testid="plugins"] tbody tr', 200], ["Providers", '[data-testid="providers"] tr[data-testid="not-called"], [data-testid="providers"] tr[data-testid="other-slot"], [data-testid="providers"] tr[data-call]', null]]) {
     // Rows in the DOM once the click's update is flushed, before the first frame is painted.
     const first = await p.evaluate(async ([t, sel]) => {
       document.querySelector(`[data-tab="${t}"]`).click();
@@ -569,5 +569,28 @@ test("Open: the native picker chooses the session file and the folder, which ope
   assert.deepEqual((await calls()).slice(1), [["pickPath", "session"], ["pickPath", "folder"], ["open", "/home/author/my-plugins", "/home/author/my-plugins/demo.session.yaml"]]);
   assert.equal(await p.getByTestId("open-plugins").inputValue(), "/home/author/my-plugins", "the typed field shows what was picked");
   await p.screenshot({ path: join(shots, "browser-open-picker.png") });
+  await context.close();
+});
+
+test("Providers: a provider of another slot is listed with that reason, and every call says whether it was cached and why (not)", async () => {
+  const turned = structuredClone(await fixture("after-turn.json"));
+  const cachedCall = turned.preview.calls.find((c) => c.cached);
+  assert.ok(cachedCall, "the fixture has a call answered from the memo");
+  const clock = turned.preview.calls.find((c) => !c.cached && c.point === "prompt.segment@1");
+  clock.notCached = "it read the clock (Date.now)";
+  const context = await browser.newContext({ viewport: { width: 1440, height: 920 } });
+  const p = await context.newPage();
+  await p.goto(url);
+  await p.getByTestId("system-prompt").waitFor();
+  await p.evaluate((s) => window.__fakeSnapshot(s), turned);
+  await p.locator('[data-tab="Providers"]').click();
+  const other = p.locator('table[data-chain="ui.slot@1 → stage.music@1"] [data-testid="other-slot"]');
+  assert.match(await other.locator('[data-provider="scene-stage/backdrop"]').textContent(), /scene-stage\/backdrop → stage\.backdrop@1/);
+  assert.match(await other.textContent(), /not called.*other slot: they serve another slot of ui\.slot@1/s);
+  assert.equal(await other.locator('[data-provider="soundtrack/music"]').count(), 0, "not the slot's own provider");
+  const row = (c) => p.locator(`tr[data-call="${c.slot ?? c.point}|${c.pluginId}/${c.providerId}"] [data-testid="cache-reason"]`).first();
+  assert.match(await row(cachedCall).textContent(), /^cached: same input and data as before/);
+  assert.equal(await row(clock).textContent(), "not cached: it read the clock (Date.now)");
+  await p.screenshot({ path: join(shots, "browser-providers-reasons.png"), fullPage: true });
   await context.close();
 });
