@@ -3,7 +3,7 @@ import snapshot from "../../fixtures/snapshot.json";
 import forecast from "../../fixtures/forecast.json";
 import tests from "../../fixtures/tests.json";
 import type { CallRecord, Forecast, Snapshot, TestRun } from "./types";
-import { activeActor, breakpointLabel, cacheReason, chains, providerChains, changedSegments, differenceLabel, draftAfterSnapshot, forecastSummary, listView, meter, movingBreakpoint, nextTurnCacheRead, placementLabel, summaryEntries, systemBreakpoint, testCounts, text, usd, where } from "./view";
+import { activeActor, breakpointLabel, cacheReason, sdkCall, chains, providerChains, changedSegments, differenceLabel, draftAfterSnapshot, forecastSummary, listView, meter, movingBreakpoint, nextTurnCacheRead, placementLabel, summaryEntries, systemBreakpoint, testCounts, text, usd, where } from "./view";
 
 const demo = snapshot as unknown as Snapshot;
 
@@ -135,5 +135,17 @@ describe("providers not called and cache reasons", () => {
     expect(cacheReason({ ...call, cached: true })).toMatch(/^cached: same input and data/);
     expect(cacheReason({ ...call, cached: false, notCached: "reads the clock" })).toBe("not cached: reads the clock");
     expect(cacheReason({ ...call, cached: false, notCached: undefined })).toMatch(/^not cached: no confirmed earlier answer/);
+  });
+});
+
+describe("copy as SDK call", () => {
+  it("passes the request body unchanged to the provider's JS SDK", () => {
+    const body = demo.preview.prompt.requests.anthropic;
+    const anthropic = sdkCall("anthropic", body);
+    expect(anthropic).toMatch(/^import Anthropic from "@anthropic-ai\/sdk";/);
+    expect(JSON.parse(anthropic.slice(anthropic.indexOf("create(") + 7, anthropic.lastIndexOf(");\nconsole.log")))).toEqual(body);
+    const openai = sdkCall("openai", demo.preview.prompt.requests.openai);
+    expect(openai).toMatch(/^import OpenAI from "openai";/);
+    expect(openai).toContain("client.chat.completions.create(");
   });
 });

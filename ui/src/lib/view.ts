@@ -517,6 +517,17 @@ export function curlCommand(provider: "anthropic" | "openai", body: unknown): st
   return [...head, '-H "content-type: application/json"', `--data-binary @- <<'${end}'`].join(" \\\n  ") + `\n${json}\n${end}\n`;
 }
 
+/**
+ * The request body as a call through the provider's JS SDK (`@anthropic-ai/sdk`, `openai`),
+ * the key read from the environment as the SDK does by default.
+ */
+export function sdkCall(provider: "anthropic" | "openai", body: unknown): string {
+  const json = JSON.stringify(body, null, 2).replace(/\n/g, "\n  ");
+  return provider === "anthropic"
+    ? `import Anthropic from "@anthropic-ai/sdk";\n\nconst client = new Anthropic(); // reads ANTHROPIC_API_KEY\nconst message = await client.messages.create(${json});\nconsole.log(message.content);\n`
+    : `import OpenAI from "openai";\n\nconst client = new OpenAI(); // reads OPENAI_API_KEY\nconst completion = await client.chat.completions.create(${json});\nconsole.log(completion.choices[0].message);\n`;
+}
+
 // ---- the Providers panel -------------------------------------------------------------------------
 
 export interface NotCalled {

@@ -175,6 +175,14 @@ test("request bodies are JSON trees with a copy button on every value, and copy 
   assert.match(curl, /\$ANTHROPIC_API_KEY/);
   await page.getByTestId("copy-curl-openai").click();
   assert.match(await page.evaluate(() => window.__lastCopied), /^curl https:\/\/api\.openai\.com\/v1\/chat\/completions/);
+  // Copy as SDK call: the same body, passed to the provider's JS SDK.
+  for (const [provider, module, call] of [["anthropic", "@anthropic-ai/sdk", "client.messages.create("], ["openai", "openai", "client.chat.completions.create("]]) {
+    await page.getByTestId(`copy-sdk-${provider}`).click();
+    const sdk = await page.evaluate(() => window.__lastCopied);
+    assert.ok(sdk.includes(`from "${module}";`), `${provider}: imports ${module}`);
+    const body = sdk.slice(sdk.indexOf(call) + call.length, sdk.lastIndexOf(");\nconsole.log"));
+    assert.deepEqual(JSON.parse(body), demo.preview.prompt.requests[provider], `${provider}: the request body`);
+  }
 });
 
 test("the reload timeline steps back through recent reloads with their word diffs", async () => {
@@ -592,5 +600,37 @@ test("Providers: a provider of another slot is listed with that reason, and ever
   assert.match(await row(cachedCall).textContent(), /^cached: same input and data as before/);
   assert.equal(await row(clock).textContent(), "not cached: it read the clock (Date.now)");
   await p.screenshot({ path: join(shots, "browser-providers-reasons.png"), fullPage: true });
+  await context.close();
+});
+
+test("the turn inspector diffs a turn against any other played turn, earlier to later", async () => {
+  const after = await fixture("after-turn.json");
+  const first = after.turns[0];
+  const second = structuredClone(first);
+  second.turnId = "turn-4";
+  second.preview.segments.find((s) => s.id === "tone").content = "Keep a grave, patient narrative voice.";
+  const third = structuredClone(second);
+  third.turnId = "turn-5";
+  third.preview.segments.find((s) => s.id === "focus").content += " Mind the bells.";
+  const context = await browser.newContext({ viewport: { width: 1440, height: 920 } });
+  const p = await context.newPage();
+  await p.goto(url);
+  await p.getByTestId("system-prompt").waitFor();
+  await p.evaluate((s) => window.__fakeSnapshot(s), { ...after, turns: [first, second, third] });
+  await p.locator('[data-tab="Playtest"]').click();
+  await p.getByTestId("turn-pick").nth(2).click();
+  const changes = () => p.getByTestId("turn-change").evaluateAll((all) => all.map((c) => c.querySelector(".muted").textContent));
+  await p.getByTestId("turn-change").first().waitFor();
+  assert.equal(await p.getByTestId("turn-compare").inputValue(), "turn-4", "the turn before by default");
+  assert.deepEqual(await changes(), ["segment story-director/focus"]);
+  await p.getByTestId("turn-compare").selectOption(first.turnId);
+  await p.getByTestId("turn-compare-title").filter({ hasText: `from ${first.turnId} to turn-5` }).waitFor();
+  assert.deepEqual((await changes()).sort(), ["segment story-director/focus", "segment story-director/tone"]);
+  await p.getByTestId("turn-pick").first().click();
+  await p.getByTestId("turn-compare").selectOption("turn-5");
+  await p.getByTestId("turn-compare-title").filter({ hasText: `from ${first.turnId} to turn-5` }).waitFor();
+  assert.deepEqual((await changes()).sort(), ["segment story-director/focus", "segment story-director/tone"], "from the earlier to the later turn");
+  assert.equal((await p.getByTestId("turn-change").filter({ hasText: "tone" }).locator("ins").textContent()).trim(), "patient");
+  await p.screenshot({ path: join(shots, "browser-turn-compare.png"), fullPage: true });
   await context.close();
 });
