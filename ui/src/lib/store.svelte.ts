@@ -22,6 +22,8 @@ class Studio {
   conflict = $state<string | null>(null);
   /** How many reloads arrived since the page started. */
   reloads = $state(0);
+  /** How long the window took to apply the last reload (from its event to the next painted frame), reported in the e2e timings. */
+  applyMs = $state<number | null>(null);
   /** The panel on show. */
   tab = $state<Tab>("Prompt");
   /** Bumped by every action the author takes: change marks fade after the next one. */
@@ -74,8 +76,10 @@ class Studio {
         this.openError = event.error ?? { code: "internal", message: "the folder could not be opened" };
       }
       if (event.snapshot) {
+        const started = performance.now();
         this.adopt(event.snapshot);
         this.busy = null;
+        if (event.reason === "reload") requestAnimationFrame(() => setTimeout(() => (this.applyMs = performance.now() - started), 0));
       }
     });
     try {

@@ -107,6 +107,9 @@ test("a reload highlights what changed", async () => {
   await page.evaluate(() => window.__fakeReload());
   await page.locator('.changed[data-segment="story-director/tone"]').waitFor();
   assert.match(await page.locator('[data-segment="story-director/tone"] pre').textContent(), /patient/);
+  // How long applying it took in the window is recorded for the e2e timings (reported, not asserted).
+  await page.waitForFunction(() => document.querySelector('[data-testid="reload-note"]').hasAttribute("data-apply-ms"));
+  assert.ok(Number.isFinite(Number(await page.getByTestId("reload-note").getAttribute("data-apply-ms"))));
 });
 
 test("a reload shows the before/after words of a changed segment and a banner naming the boundary it moved", async () => {
