@@ -268,6 +268,7 @@ test("panel switches and a reload on a large folder (reported)", { skip: !proces
   const started = Date.now();
   await writeFile(index, (await readFile(index, "utf8")) + "\n// touched\n");
   await waitFor("the reload", async () => Number(await (await browser.$('[data-testid="reload-note"]')).getAttribute("data-reloads")) > reloads, 60000);
+  await waitFor("the time the window took to apply it", async () => (await (await browser.$('[data-testid="reload-note"]')).getAttribute("data-apply-ms")) !== null, 5000);
   const applied = await (await browser.$('[data-testid="reload-note"]')).getAttribute("data-apply-ms");
   console.log(`# a reload on ${dir}: ${await text('[data-testid="reload-note"]')} (the window showed it ${Date.now() - started} ms after the write, polling every 200 ms; applying it in the window, event to painted frame: ${applied} ms)`);
 });
