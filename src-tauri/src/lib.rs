@@ -21,6 +21,7 @@ pub fn run(plugins: Option<String>, session: Option<String>) -> anyhow::Result<(
     }
     let initial = state::initial_folder(plugins, session);
     tauri::Builder::default()
+        .plugin(tauri_plugin_dialog::init())
         .manage(state::AppState::default())
         .invoke_handler(builder.invoke_handler())
         .setup(move |app| {

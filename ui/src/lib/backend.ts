@@ -45,6 +45,8 @@ export interface Backend {
   recentFolders(): Promise<RecentFolder[]>;
   /** Where the desktop app writes its log (null when there is no log file). */
   logFile(): Promise<string | null>;
+  /** The native open dialog: a plugin folder or a session file; null when the author cancels. */
+  pickPath(kind: "folder" | "session"): Promise<string | null>;
   /** The Cache panel: the played turns and the next one, forecast for a model. */
   forecast(model: string | null, paceSeconds: number, ttl: string): Promise<Forecast>;
   /** The Tests panel: every test session of the open folder (`update` rewrites golden snapshots). */

@@ -76,7 +76,10 @@ export function fakeBackend(): Backend {
     emit("reload");
   };
   return {
-    open: async () => current,
+    open: async (plugins, session) => {
+      calls.push(["open", plugins, session]);
+      return current;
+    },
     snapshot: async () => {
       if (failed) throw new Error("no folder is open");
       return current;
@@ -141,6 +144,12 @@ export function fakeBackend(): Backend {
         : { opening: false, plugins: current.pluginsDir, session: current.sessionPath ?? null, error: null },
     recentFolders: async () => [{ plugins: current.pluginsDir, session: current.sessionPath ?? null }],
     logFile: async () => null,
+    // The fake picker: answers what a test set in `window.__fakePick` ({ folder, session }),
+    // null (cancelled) otherwise.
+    pickPath: async (kind) => {
+      calls.push(["pickPath", kind]);
+      return (globalThis as any).__fakePick?.[kind] ?? null;
+    },
     forecast: async () => forecast as unknown as Forecast,
     runTests: async () => tests as unknown as TestRun,
     onChange: async (listener) => {

@@ -8,7 +8,9 @@ import { tick } from "svelte";
 import type { Diagnostic, Snapshot } from "./types";
 
 class Studio {
-  snapshot = $state<Snapshot | undefined>(undefined);
+  // Raw: a snapshot is replaced whole, never mutated, and a deep proxy over 200 plugins made
+  // every panel read (thousands of objects) go through proxies (slow panel switches).
+  snapshot = $state.raw<Snapshot | undefined>(undefined);
   busy = $state<string | null>(null);
   error = $state<string | null>(null);
   /** Why the folder or session could not be opened (file, line, column). */
@@ -20,6 +22,8 @@ class Studio {
   conflict = $state<string | null>(null);
   /** How many reloads arrived since the page started. */
   reloads = $state(0);
+  /** How long the window took to apply the last reload (from its event to the next painted frame), reported in the e2e timings. */
+  applyMs = $state<number | null>(null);
   /** The panel on show. */
   tab = $state<Tab>("Prompt");
   /** Bumped by every action the author takes: change marks fade after the next one. */
@@ -72,8 +76,10 @@ class Studio {
         this.openError = event.error ?? { code: "internal", message: "the folder could not be opened" };
       }
       if (event.snapshot) {
+        const started = performance.now();
         this.adopt(event.snapshot);
         this.busy = null;
+        if (event.reason === "reload") requestAnimationFrame(() => setTimeout(() => (this.applyMs = performance.now() - started), 0));
       }
     });
     try {

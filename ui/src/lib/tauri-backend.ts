@@ -1,5 +1,6 @@
 // The real backend: the generated tauri-specta bindings.
 import { commands, events } from "./bindings";
+import { open as openDialog } from "@tauri-apps/plugin-dialog";
 import type { Backend } from "./backend";
 import type { Diagnostic, Forecast, OpenStatus, Preview, Snapshot, TestRun } from "./types";
 
@@ -31,6 +32,15 @@ export function tauriBackend(): Backend {
     openStatus: async () => unwrap(await commands.openStatus()) as unknown as OpenStatus,
     recentFolders: async () => unwrap(await commands.recentFolders()),
     logFile: async () => unwrap(await commands.logFile()),
+    // The capability grants `dialog:allow-open` only: the dialog returns a path, reads nothing.
+    pickPath: async (kind) => {
+      const picked = await openDialog(
+        kind === "folder"
+          ? { directory: true, title: "Open a plugin folder" }
+          : { directory: false, title: "Pick a session file", filters: [{ name: "Session", extensions: ["yaml", "yml"] }] },
+      );
+      return typeof picked === "string" ? picked : null;
+    },
     forecast: async (model, pace, ttl) => unwrap(await commands.forecast(model, pace, ttl)) as Forecast,
     runTests: async (update) => unwrap(await commands.runTests(update)) as TestRun,
     onChange: async (listener) =>

@@ -3,7 +3,7 @@ import snapshot from "../../fixtures/snapshot.json";
 import forecast from "../../fixtures/forecast.json";
 import tests from "../../fixtures/tests.json";
 import type { CallRecord, Forecast, Snapshot, TestRun } from "./types";
-import { activeActor, breakpointLabel, chains, changedSegments, differenceLabel, draftAfterSnapshot, forecastSummary, listView, meter, movingBreakpoint, nextTurnCacheRead, placementLabel, summaryEntries, systemBreakpoint, testCounts, text, usd, where } from "./view";
+import { activeActor, breakpointLabel, cacheReason, sdkCall, chains, providerChains, changedSegments, differenceLabel, draftAfterSnapshot, forecastSummary, listView, meter, movingBreakpoint, nextTurnCacheRead, placementLabel, summaryEntries, systemBreakpoint, testCounts, text, usd, where } from "./view";
 
 const demo = snapshot as unknown as Snapshot;
 
@@ -117,5 +117,35 @@ describe("the cache and tests panels", () => {
     expect(counts.failed).toBe(0);
     expect(counts.sessions).toBe(4);
     expect(counts.checks).toBeGreaterThan(20);
+  });
+});
+
+describe("providers not called and cache reasons", () => {
+  it("a slot's chain names the providers that serve another slot", () => {
+    const list = providerChains(demo);
+    const music = list.find((c) => c.key === "ui.slot@1 → stage.music@1");
+    const backdrop = music?.otherSlot.find((n) => n.pluginId === "scene-stage" && n.providerId === "backdrop");
+    expect(backdrop?.reason).toBe("other slot: it serves stage.backdrop@1");
+    expect(music?.notCalled.some((n) => n.pluginId === "soundtrack" && n.providerId === "music")).toBe(false);
+    const segments = list.find((c) => c.key === "prompt.segment@1");
+    expect(segments?.otherSlot).toEqual([]);
+  });
+  it("says whether a call was answered from the memo and why not", () => {
+    const call = demo.preview.calls[0];
+    expect(cacheReason({ ...call, cached: true })).toMatch(/^cached: same input and data/);
+    expect(cacheReason({ ...call, cached: false, notCached: "reads the clock" })).toBe("not cached: reads the clock");
+    expect(cacheReason({ ...call, cached: false, notCached: undefined })).toMatch(/^not cached: no confirmed earlier answer/);
+  });
+});
+
+describe("copy as SDK call", () => {
+  it("passes the request body unchanged to the provider's JS SDK", () => {
+    const body = demo.preview.prompt.requests.anthropic;
+    const anthropic = sdkCall("anthropic", body);
+    expect(anthropic).toMatch(/^import Anthropic from "@anthropic-ai\/sdk";/);
+    expect(JSON.parse(anthropic.slice(anthropic.indexOf("create(") + 7, anthropic.lastIndexOf(");\nconsole.log")))).toEqual(body);
+    const openai = sdkCall("openai", demo.preview.prompt.requests.openai);
+    expect(openai).toMatch(/^import OpenAI from "openai";/);
+    expect(openai).toContain("client.chat.completions.create(");
   });
 });

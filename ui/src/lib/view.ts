@@ -149,6 +149,13 @@ export function outcomeLabel(call: CallRecord): string {
   return call.outcome === "success" ? "ok" : `${call.outcome}${call.errorCode ? ` (${call.errorCode})` : ""}`;
 }
 
+/** Whether a call that ran was answered from the memo, and why (not). */
+export function cacheReason(call: CallRecord): string {
+  if (call.cached) return "cached: same input and data as before, and two earlier runs agreed";
+  if (call.notCached) return `not cached: ${call.notCached}`;
+  return "not cached: no confirmed earlier answer for this input and data (an answer is reused once two identical runs agree)";
+}
+
 /** A short name for where a request block came from. */
 export function originLabel(o: PartOrigin | undefined): string {
   switch (o?.kind) {
@@ -510,6 +517,17 @@ export function curlCommand(provider: "anthropic" | "openai", body: unknown): st
   return [...head, '-H "content-type: application/json"', `--data-binary @- <<'${end}'`].join(" \\\n  ") + `\n${json}\n${end}\n`;
 }
 
+/**
+ * The request body as a call through the provider's JS SDK (`@anthropic-ai/sdk`, `openai`),
+ * the key read from the environment as the SDK does by default.
+ */
+export function sdkCall(provider: "anthropic" | "openai", body: unknown): string {
+  const json = JSON.stringify(body, null, 2).replace(/\n/g, "\n  ");
+  return provider === "anthropic"
+    ? `import Anthropic from "@anthropic-ai/sdk";\n\nconst client = new Anthropic(); // reads ANTHROPIC_API_KEY\nconst message = await client.messages.create(${json});\nconsole.log(message.content);\n`
+    : `import OpenAI from "openai";\n\nconst client = new OpenAI(); // reads OPENAI_API_KEY\nconst completion = await client.chat.completions.create(${json});\nconsole.log(completion.choices[0].message);\n`;
+}
+
 // ---- the Providers panel -------------------------------------------------------------------------
 
 export interface NotCalled {
@@ -522,6 +540,8 @@ export interface NotCalled {
 export interface ProviderChain extends Chain {
   /** Registered providers of this point (and slot) that this preview did not call, and why. */
   notCalled: NotCalled[];
+  /** Providers of the same point that serve another slot (a slot's chain only), in one row. */
+  otherSlot: NotCalled[];
 }
 
 /**
@@ -534,12 +554,12 @@ export function providerChains(snapshot: Snapshot): ProviderChain[] {
   const preview = snapshot.preview;
   const keyed = preview.slots.filter((s) => s.key !== undefined && s.key !== null);
   const base = chains([...preview.calls, ...preview.worldContext.calls.filter((c) => !preview.calls.includes(c))]);
-  const out: ProviderChain[] = base.map((c) => ({ ...c, notCalled: [] }));
+  const out: ProviderChain[] = base.map((c) => ({ ...c, notCalled: [], otherSlot: [] }));
   for (const slot of keyed) {
     const [chain] = chains(slot.chain);
     const key = `ui.slot@1 → ${slot.slot}[${slot.key}]`;
     const existing = out.findIndex((c) => c.key === `ui.slot@1 → ${slot.slot}`);
-    const entry: ProviderChain = { ...(chain ?? { point: "ui.slot@1", calls: [], ties: new Set<string>() }), key, slot: slot.slot, notCalled: [] };
+    const entry: ProviderChain = { ...(chain ?? { point: "ui.slot@1", calls: [], ties: new Set<string>() }), key, slot: slot.slot, notCalled: [], otherSlot: [] };
     if (existing >= 0 && out[existing].calls.every((c) => slot.chain.some((s) => s.pluginId === c.pluginId && s.providerId === c.providerId))) out.splice(existing, 1, entry);
     else out.push(entry);
   }
@@ -556,7 +576,7 @@ export function providerChains(snapshot: Snapshot): ProviderChain[] {
       const key = r.slot ? `${r.point} → ${r.slot}` : r.point;
       let chain = out.find((c) => c.key === key);
       if (!chain) {
-        chain = { key, point: r.point, slot: r.slot, calls: [], ties: new Set(), notCalled: [] };
+        chain = { key, point: r.point, slot: r.slot, calls: [], ties: new Set(), notCalled: [], otherSlot: [] };
         out.push(chain);
       }
       chain.notCalled.push({ pluginId: r.plugin.name, providerId: r.id, order: r.order, reason: why(r.plugin) ?? "this preview does not run this point" });
@@ -565,6 +585,16 @@ export function providerChains(snapshot: Snapshot): ProviderChain[] {
     for (const chain of matching) {
       if (chain.calls.some((c) => c.pluginId === r.plugin.name && c.providerId === r.id)) continue;
       chain.notCalled.push({ pluginId: r.plugin.name, providerId: r.id, order: r.order, reason: why(r.plugin) ?? (POINT_MODES[r.point] === "single" ? "another provider answered this single point" : "not called: the chain stopped before it") });
+    }
+  }
+  // A slot's chain also names the providers of the same point that serve another slot, so an
+  // author looking for theirs sees where it went (e.g. a slot name with the wrong version).
+  for (const chain of out) {
+    if (!chain.slot) continue;
+    const listed = new Set([...chain.calls.map((c) => `${c.pluginId}/${c.providerId}`), ...chain.notCalled.map((n) => `${n.pluginId}/${n.providerId}`)]);
+    for (const r of registered) {
+      if (r.point !== chain.point || r.slot === undefined || r.slot === chain.slot || listed.has(`${r.plugin.name}/${r.id}`)) continue;
+      chain.otherSlot.push({ pluginId: r.plugin.name, providerId: r.id, order: r.order, reason: `other slot: it serves ${r.slot}` });
     }
   }
   return out;

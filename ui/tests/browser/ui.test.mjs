@@ -107,6 +107,9 @@ test("a reload highlights what changed", async () => {
   await page.evaluate(() => window.__fakeReload());
   await page.locator('.changed[data-segment="story-director/tone"]').waitFor();
   assert.match(await page.locator('[data-segment="story-director/tone"] pre').textContent(), /patient/);
+  // How long applying it took in the window is recorded for the e2e timings (reported, not asserted).
+  await page.waitForFunction(() => document.querySelector('[data-testid="reload-note"]').hasAttribute("data-apply-ms"));
+  assert.ok(Number.isFinite(Number(await page.getByTestId("reload-note").getAttribute("data-apply-ms"))));
 });
 
 test("a reload shows the before/after words of a changed segment and a banner naming the boundary it moved", async () => {
@@ -175,6 +178,14 @@ test("request bodies are JSON trees with a copy button on every value, and copy 
   assert.match(curl, /\$ANTHROPIC_API_KEY/);
   await page.getByTestId("copy-curl-openai").click();
   assert.match(await page.evaluate(() => window.__lastCopied), /^curl https:\/\/api\.openai\.com\/v1\/chat\/completions/);
+  // Copy as SDK call: the same body, passed to the provider's JS SDK.
+  for (const [provider, module, call] of [["anthropic", "@anthropic-ai/sdk", "client.messages.create("], ["openai", "openai", "client.chat.completions.create("]]) {
+    await page.getByTestId(`copy-sdk-${provider}`).click();
+    const sdk = await page.evaluate(() => window.__lastCopied);
+    assert.ok(sdk.includes(`from "${module}";`), `${provider}: imports ${module}`);
+    const body = sdk.slice(sdk.indexOf(call) + call.length, sdk.lastIndexOf(");\nconsole.log"));
+    assert.deepEqual(JSON.parse(body), demo.preview.prompt.requests[provider], `${provider}: the request body`);
+  }
 });
 
 test("the reload timeline steps back through recent reloads with their word diffs", async () => {
@@ -523,5 +534,112 @@ test("a long prompt's segment table renders on request", async () => {
   assert.match(await p.getByTestId("show-segments").textContent(), /90 rows/);
   await p.getByTestId("show-segments").click();
   assert.equal(await p.getByTestId("segments").locator("tbody tr").count(), 90);
+  await context.close();
+});
+
+test("200 plugins: a panel shows its first rows in the first frame and the rest right after", async () => {
+  const demo = await fixture("snapshot.json");
+  const many = structuredClone(demo);
+  const base = demo.plugins;
+  many.plugins = Array.from({ length: 200 }, (_, i) => ({ ...structuredClone(base[i % base.length]), name: `gen-${String(i).padStart(3, "0")}` }));
+  many.plugins.forEach((p) => p.providers.forEach((r) => (r.id = `${r.id}-${p.name}`)));
+  const context = await browser.newContext({ viewport: { width: 1440, height: 920 } });
+  const p = await context.newPage();
+  await p.goto(url);
+  await p.getByTestId("system-prompt").waitFor();
+  await p.evaluate((s) => window.__fakeSnapshot(s), many);
+  for (const [tab, selector, rows] of [["Plugins", '[data-testid="plugins"] tbody tr', 200], ["Providers", '[data-testid="providers"] tr[data-testid="not-called"], [data-testid="providers"] tr[data-testid="other-slot"], [data-testid="providers"] tr[data-call]', null]]) {
+    // Rows in the DOM once the click's update is flushed, before the first frame is painted.
+    const first = await p.evaluate(async ([t, sel]) => {
+      document.querySelector(`[data-tab="${t}"]`).click();
+      await Promise.resolve();
+      await Promise.resolve();
+      return document.querySelectorAll(sel).length;
+    }, [tab, selector]);
+    const container = p.getByTestId(tab.toLowerCase());
+    const total = Number(await container.getAttribute("data-rows"));
+    if (rows !== null) assert.equal(total, rows);
+    assert.ok(total > 100, `${tab}: ${total} rows in all`);
+    assert.ok(first > 0 && first < total / 2, `${tab}: ${first} of ${total} rows in the first frame`);
+    await p.waitForFunction(([sel, n]) => document.querySelectorAll(sel).length === n, [selector, total]);
+  }
+  await context.close();
+});
+
+test("Open: the native picker chooses the session file and the folder, which opens; cancelling changes nothing", async () => {
+  const context = await browser.newContext({ viewport: { width: 1440, height: 920 } });
+  const p = await context.newPage();
+  await p.goto(url);
+  await p.getByTestId("system-prompt").waitFor();
+  await p.locator('[data-tab="Open"]').click();
+  const calls = () => p.evaluate(() => window.__fakeCalls.filter((c) => c[0] === "pickPath" || c[0] === "open"));
+  await p.getByTestId("choose-folder").click();
+  await p.waitForFunction(() => window.__fakeCalls.some((c) => c[0] === "pickPath"));
+  assert.deepEqual(await calls(), [["pickPath", "folder"]], "cancelled: nothing opens");
+  assert.equal(await p.getByTestId("open-plugins").inputValue(), "");
+  await p.evaluate(() => (window.__fakePick = { folder: "/home/author/my-plugins", session: "/home/author/my-plugins/demo.session.yaml" }));
+  await p.getByTestId("choose-session").click();
+  await p.waitForFunction(() => document.querySelector('[data-testid="open-session"]').value !== "");
+  assert.equal(await p.getByTestId("open-session").inputValue(), "/home/author/my-plugins/demo.session.yaml");
+  await p.getByTestId("choose-folder").click();
+  await p.waitForFunction(() => window.__fakeCalls.some((c) => c[0] === "open"));
+  assert.deepEqual((await calls()).slice(1), [["pickPath", "session"], ["pickPath", "folder"], ["open", "/home/author/my-plugins", "/home/author/my-plugins/demo.session.yaml"]]);
+  assert.equal(await p.getByTestId("open-plugins").inputValue(), "/home/author/my-plugins", "the typed field shows what was picked");
+  await p.screenshot({ path: join(shots, "browser-open-picker.png") });
+  await context.close();
+});
+
+test("Providers: a provider of another slot is listed with that reason, and every call says whether it was cached and why (not)", async () => {
+  const turned = structuredClone(await fixture("after-turn.json"));
+  const cachedCall = turned.preview.calls.find((c) => c.cached);
+  assert.ok(cachedCall, "the fixture has a call answered from the memo");
+  const clock = turned.preview.calls.find((c) => !c.cached && c.point === "prompt.segment@1");
+  clock.notCached = "it read the clock (Date.now)";
+  const context = await browser.newContext({ viewport: { width: 1440, height: 920 } });
+  const p = await context.newPage();
+  await p.goto(url);
+  await p.getByTestId("system-prompt").waitFor();
+  await p.evaluate((s) => window.__fakeSnapshot(s), turned);
+  await p.locator('[data-tab="Providers"]').click();
+  const other = p.locator('table[data-chain="ui.slot@1 → stage.music@1"] [data-testid="other-slot"]');
+  assert.match(await other.locator('[data-provider="scene-stage/backdrop"]').textContent(), /scene-stage\/backdrop → stage\.backdrop@1/);
+  assert.match(await other.textContent(), /not called.*other slot: they serve another slot of ui\.slot@1/s);
+  assert.equal(await other.locator('[data-provider="soundtrack/music"]').count(), 0, "not the slot's own provider");
+  const row = (c) => p.locator(`tr[data-call="${c.slot ?? c.point}|${c.pluginId}/${c.providerId}"] [data-testid="cache-reason"]`).first();
+  assert.match(await row(cachedCall).textContent(), /^cached: same input and data as before/);
+  assert.equal(await row(clock).textContent(), "not cached: it read the clock (Date.now)");
+  await p.screenshot({ path: join(shots, "browser-providers-reasons.png"), fullPage: true });
+  await context.close();
+});
+
+test("the turn inspector diffs a turn against any other played turn, earlier to later", async () => {
+  const after = await fixture("after-turn.json");
+  const first = after.turns[0];
+  const [second, third] = [{ ...structuredClone(first), turnId: "turn-4" }, { ...structuredClone(first), turnId: "turn-5" }];
+  const sentFirst = (await fixture("turn-previews.json"))[first.turnId];
+  const sentSecond = structuredClone(sentFirst);
+  sentSecond.segments.find((s) => s.id === "tone").content = "Keep a grave, patient narrative voice.";
+  const sentThird = structuredClone(sentSecond);
+  sentThird.segments.find((s) => s.id === "focus").content += " Mind the bells.";
+  const context = await browser.newContext({ viewport: { width: 1440, height: 920 } });
+  const p = await context.newPage();
+  await p.goto(url);
+  await p.getByTestId("system-prompt").waitFor();
+  await p.evaluate(([s, prompts]) => window.__fakeSnapshot(s, prompts), [{ ...after, turns: [first, second, third] }, { "turn-4": sentSecond, "turn-5": sentThird }]);
+  await p.locator('[data-tab="Playtest"]').click();
+  await p.getByTestId("turn-pick").nth(2).click();
+  const changes = () => p.getByTestId("turn-change").evaluateAll((all) => all.map((c) => c.querySelector(".muted").textContent));
+  await p.getByTestId("turn-change").first().waitFor();
+  assert.equal(await p.getByTestId("turn-compare").inputValue(), "turn-4", "the turn before by default");
+  assert.deepEqual(await changes(), ["segment story-director/focus"]);
+  await p.getByTestId("turn-compare").selectOption(first.turnId);
+  await p.getByTestId("turn-compare-title").filter({ hasText: `from ${first.turnId} to turn-5` }).waitFor();
+  assert.deepEqual((await changes()).sort(), ["segment story-director/focus", "segment story-director/tone"]);
+  await p.getByTestId("turn-pick").first().click();
+  await p.getByTestId("turn-compare").selectOption("turn-5");
+  await p.getByTestId("turn-compare-title").filter({ hasText: `from ${first.turnId} to turn-5` }).waitFor();
+  assert.deepEqual((await changes()).sort(), ["segment story-director/focus", "segment story-director/tone"], "from the earlier to the later turn");
+  assert.equal((await p.getByTestId("turn-change").filter({ hasText: "tone" }).locator("ins").textContent()).trim(), "patient");
+  await p.screenshot({ path: join(shots, "browser-turn-compare.png"), fullPage: true });
   await context.close();
 });
