@@ -6,8 +6,8 @@ use crate::state::{self, AppState};
 use covel_studio::RuntimeTarget;
 use covel_studio::live::LiveStudio;
 use serde::{Deserialize, Serialize};
-use std::sync::Arc;
 use specta::Type;
+use std::sync::Arc;
 use tauri::{AppHandle, State};
 use tauri_specta::{Builder, collect_commands, collect_events};
 
@@ -57,7 +57,9 @@ async fn with_studio<T: Send + 'static>(
 ) -> Result<T, String> {
     let studio = Arc::clone(&state.studio);
     off_runtime(move || {
-        let mut guard = studio.lock().map_err(|_| "studio state poisoned".to_string())?;
+        let mut guard = studio
+            .lock()
+            .map_err(|_| "studio state poisoned".to_string())?;
         let studio = guard.as_mut().ok_or("no folder is open")?;
         f(studio)
     })
@@ -65,13 +67,21 @@ async fn with_studio<T: Send + 'static>(
 }
 
 /// Runs blocking work (loading a folder, playing a turn) off the async runtime.
-async fn off_runtime<T: Send + 'static>(f: impl FnOnce() -> Result<T, String> + Send + 'static) -> Result<T, String> {
-    tauri::async_runtime::spawn_blocking(f).await.map_err(|e| format!("the studio task stopped: {e}"))?
+async fn off_runtime<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, String> + Send + 'static,
+) -> Result<T, String> {
+    tauri::async_runtime::spawn_blocking(f)
+        .await
+        .map_err(|e| format!("the studio task stopped: {e}"))?
 }
 
 #[tauri::command]
 #[specta::specta]
-async fn open_workspace(app: AppHandle, plugins: String, session: Option<String>) -> Result<Json, String> {
+async fn open_workspace(
+    app: AppHandle,
+    plugins: String,
+    session: Option<String>,
+) -> Result<Json, String> {
     off_runtime(move || state::open(&app, &plugins, session.as_deref())).await
 }
 
@@ -84,7 +94,8 @@ async fn snapshot(state: State<'_, AppState>) -> Result<Json, String> {
 #[tauri::command]
 #[specta::specta]
 async fn set_runtime(state: State<'_, AppState>, target: String) -> Result<Json, String> {
-    let target = RuntimeTarget::parse(&target).ok_or_else(|| format!("`{target}` is not story, plugin:ID or contract:C"))?;
+    let target = RuntimeTarget::parse(&target)
+        .ok_or_else(|| format!("`{target}` is not story, plugin:ID or contract:C"))?;
     with_studio(&state, move |s| {
         s.switch_target(target)?;
         Ok(Json::of(&s.snapshot()))
@@ -95,7 +106,9 @@ async fn set_runtime(state: State<'_, AppState>, target: String) -> Result<Json,
 #[tauri::command]
 #[specta::specta]
 async fn play_turn(state: State<'_, AppState>, message: String) -> Result<Json, String> {
-    state.cancel.store(false, std::sync::atomic::Ordering::SeqCst);
+    state
+        .cancel
+        .store(false, std::sync::atomic::Ordering::SeqCst);
     let cancel = std::sync::Arc::clone(&state.cancel);
     with_studio(&state, move |s| {
         s.play_turn_cancellable(&message, &cancel);
@@ -120,8 +133,12 @@ async fn compact_now(state: State<'_, AppState>) -> Result<Json, String> {
 #[tauri::command]
 #[specta::specta]
 async fn turn_preview(state: State<'_, AppState>, turn_id: String) -> Result<Json, String> {
-    with_studio(&state, move |s| s.turn_preview(&turn_id).map(|p| Json::of(&p)).ok_or_else(|| format!("`{turn_id}` is not a played turn")))
-        .await
+    with_studio(&state, move |s| {
+        s.turn_preview(&turn_id)
+            .map(|p| Json::of(&p))
+            .ok_or_else(|| format!("`{turn_id}` is not a played turn"))
+    })
+    .await
 }
 
 /// Reloads every plugin and the session into fresh runtimes: every provider runs again (no
@@ -139,7 +156,9 @@ async fn run_everything_again(state: State<'_, AppState>) -> Result<Json, String
 #[tauri::command]
 #[specta::specta]
 async fn cancel_work(state: State<'_, AppState>) -> Result<(), String> {
-    state.cancel.store(true, std::sync::atomic::Ordering::SeqCst);
+    state
+        .cancel
+        .store(true, std::sync::atomic::Ordering::SeqCst);
     Ok(())
 }
 
@@ -157,10 +176,19 @@ async fn undo(state: State<'_, AppState>) -> Result<Json, String> {
 /// authored session. Returns the file written.
 #[tauri::command]
 #[specta::specta]
-async fn save_played_session(state: State<'_, AppState>, path: Option<String>, overwrite_authored: bool) -> Result<String, String> {
+async fn save_played_session(
+    state: State<'_, AppState>,
+    path: Option<String>,
+    overwrite_authored: bool,
+) -> Result<String, String> {
     with_studio(&state, move |s| {
-        let target = path.as_deref().filter(|p| !p.trim().is_empty()).map(std::path::Path::new);
-        s.save_played(target, overwrite_authored).map(|p| p.display().to_string()).map_err(|e| e.to_string())
+        let target = path
+            .as_deref()
+            .filter(|p| !p.trim().is_empty())
+            .map(std::path::Path::new);
+        s.save_played(target, overwrite_authored)
+            .map(|p| p.display().to_string())
+            .map_err(|e| e.to_string())
     })
     .await
 }
@@ -181,7 +209,8 @@ async fn save_session_text(state: State<'_, AppState>, text: String) -> Result<J
 #[tauri::command]
 #[specta::specta]
 async fn apply_session_edits(text: String, edits: Json) -> Result<String, String> {
-    let edits: Vec<covel_studio::document::SessionEdit> = serde_json::from_value(edits.0).map_err(|e| format!("not session edits: {e}"))?;
+    let edits: Vec<covel_studio::document::SessionEdit> =
+        serde_json::from_value(edits.0).map_err(|e| format!("not session edits: {e}"))?;
     covel_studio::document::apply_edits(&text, &edits).map_err(|e| e.to_string())
 }
 
@@ -197,7 +226,10 @@ async fn check_session_text(state: State<'_, AppState>, text: String) -> Result<
             .ok()
             .and_then(|g| g.as_ref().and_then(|s| s.workspace().session_path.clone()))
             .unwrap_or_else(|| std::path::PathBuf::from("session.yaml"));
-        let diagnostics: Vec<_> = covel_kernel::session::parse_session(&text, &file).err().into_iter().collect();
+        let diagnostics: Vec<_> = covel_kernel::session::parse_session(&text, &file)
+            .err()
+            .into_iter()
+            .collect();
         Ok(Json::of(&diagnostics))
     })
     .await
@@ -206,15 +238,30 @@ async fn check_session_text(state: State<'_, AppState>, text: String) -> Result<
 #[tauri::command]
 #[specta::specta]
 async fn open_status(state: State<'_, AppState>) -> Result<OpenStatus, String> {
-    state.status.lock().map(|s| s.clone()).map_err(|_| "studio state poisoned".to_string())
+    state
+        .status
+        .lock()
+        .map(|s| s.clone())
+        .map_err(|_| "studio state poisoned".to_string())
 }
 
 /// The Cache panel: the played turns and the next one, forecast for a model.
 #[tauri::command]
 #[specta::specta]
-async fn forecast(state: State<'_, AppState>, model: Option<String>, pace: f64, ttl: String) -> Result<Json, String> {
-    let options = covel_studio::forecast::ForecastOptions { pace_seconds: pace, ttl };
-    with_studio(&state, move |s| s.forecast(model.as_deref(), &options).map(|f| Json::of(&f))).await
+async fn forecast(
+    state: State<'_, AppState>,
+    model: Option<String>,
+    pace: f64,
+    ttl: String,
+) -> Result<Json, String> {
+    let options = covel_studio::forecast::ForecastOptions {
+        pace_seconds: pace,
+        ttl,
+    };
+    with_studio(&state, move |s| {
+        s.forecast(model.as_deref(), &options).map(|f| Json::of(&f))
+    })
+    .await
 }
 
 /// The Tests panel: every test session of the open folder (`update` rewrites golden snapshots).
@@ -239,7 +286,10 @@ async fn log_file() -> Result<Option<String>, String> {
 #[tauri::command]
 #[specta::specta]
 async fn recent_folders(app: AppHandle) -> Result<Vec<RecentFolder>, String> {
-    Ok(state::recent(&app).into_iter().map(|(plugins, session)| RecentFolder { plugins, session }).collect())
+    Ok(state::recent(&app)
+        .into_iter()
+        .map(|(plugins, session)| RecentFolder { plugins, session })
+        .collect())
 }
 
 /// The commands and events, for the invoke handler and the TypeScript export.
@@ -276,15 +326,23 @@ mod tests {
         std::fs::create_dir_all(&dir).expect("temp dir");
         let fresh = dir.join("bindings.ts");
         super::builder()
-            .export(specta_typescript::Typescript::default().header("// @ts-nocheck\n"), &fresh)
+            .export(
+                specta_typescript::Typescript::default().header("// @ts-nocheck\n"),
+                &fresh,
+            )
             .expect("export");
-        let committed = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../ui/src/lib/bindings.ts");
+        let committed =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../ui/src/lib/bindings.ts");
         let expected = std::fs::read_to_string(&fresh).expect("fresh bindings");
         let actual = std::fs::read_to_string(&committed).unwrap_or_default();
         // On a mismatch the fresh file stays for copying (the message names it); else nothing is left.
         if actual == expected {
             let _ = std::fs::remove_dir_all(&dir);
         }
-        assert!(actual == expected, "ui/src/lib/bindings.ts is stale: run `COVEL_EXPORT_BINDINGS=1 cargo run -p covel-studio-app` (or copy {}) and commit it", fresh.display());
+        assert!(
+            actual == expected,
+            "ui/src/lib/bindings.ts is stale: run `COVEL_EXPORT_BINDINGS=1 cargo run -p covel-studio-app` (or copy {}) and commit it",
+            fresh.display()
+        );
     }
 }

@@ -14,9 +14,13 @@ pub fn run(plugins: Option<String>, session: Option<String>) -> anyhow::Result<(
     let builder = builder();
     // Regenerating the UI's bindings is explicit (a test checks they are fresh).
     if std::env::var_os("COVEL_EXPORT_BINDINGS").is_some() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../ui/src/lib/bindings.ts");
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../ui/src/lib/bindings.ts");
         builder
-            .export(specta_typescript::Typescript::default().header("// @ts-nocheck\n"), &path)
+            .export(
+                specta_typescript::Typescript::default().header("// @ts-nocheck\n"),
+                &path,
+            )
             .map_err(|e| anyhow::anyhow!("exporting TypeScript bindings: {e}"))?;
     }
     let initial = state::initial_folder(plugins, session);

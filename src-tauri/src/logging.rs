@@ -29,12 +29,25 @@ pub fn init() {
     });
     // Colours only for a terminal: test runners and redirected stderr get plain text.
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let stderr = fmt::layer().with_ansi(ansi).with_writer(std::io::stderr).with_filter(filter());
-    let to_file = file.map(|file| fmt::layer().with_ansi(false).with_writer(std::sync::Mutex::new(file)).with_filter(filter()));
-    let _ = tracing_subscriber::registry().with(stderr).with(to_file).try_init();
+    let stderr = fmt::layer()
+        .with_ansi(ansi)
+        .with_writer(std::io::stderr)
+        .with_filter(filter());
+    let to_file = file.map(|file| {
+        fmt::layer()
+            .with_ansi(false)
+            .with_writer(std::sync::Mutex::new(file))
+            .with_filter(filter())
+    });
+    let _ = tracing_subscriber::registry()
+        .with(stderr)
+        .with(to_file)
+        .try_init();
     match LOG_FILE.get() {
         Some(path) => tracing::info!(log = %path.display(), "covel-studio started"),
-        None => tracing::warn!("covel-studio started without a log file (no state or data directory is writable)"),
+        None => tracing::warn!(
+            "covel-studio started without a log file (no state or data directory is writable)"
+        ),
     }
 }
 

@@ -1,7 +1,10 @@
 //! `covel-studio`: the desktop shell. `covel-studio [PLUGINS_DIR] [--session FILE]` opens a
 //! plugins folder with a test session (plugins-sample/ and its demo session by default).
 
-#![cfg_attr(all(not(debug_assertions), target_os = "windows"), windows_subsystem = "windows")]
+#![cfg_attr(
+    all(not(debug_assertions), target_os = "windows"),
+    windows_subsystem = "windows"
+)]
 
 use clap::Parser;
 

@@ -25,13 +25,22 @@ pub struct AppState {
 }
 
 /// The folder to open at start: the command line's, else plugins-sample/ with its demo.
-pub fn initial_folder(plugins: Option<String>, session: Option<String>) -> Option<(String, Option<String>)> {
+pub fn initial_folder(
+    plugins: Option<String>,
+    session: Option<String>,
+) -> Option<(String, Option<String>)> {
     if let Some(plugins) = plugins {
         return Some((plugins, session));
     }
-    let sample = ["plugins-sample", "../plugins-sample"].into_iter().map(PathBuf::from).find(|p| p.is_dir())?;
+    let sample = ["plugins-sample", "../plugins-sample"]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|p| p.is_dir())?;
     let demo = sample.join("demo.session.yaml");
-    Some((sample.display().to_string(), demo.is_file().then(|| demo.display().to_string())))
+    Some((
+        sample.display().to_string(),
+        demo.is_file().then(|| demo.display().to_string()),
+    ))
 }
 
 /// Opens a folder, remembers it, starts watching it and tells the UI. A folder or session that
@@ -39,15 +48,35 @@ pub fn initial_folder(plugins: Option<String>, session: Option<String>) -> Optio
 /// open status keeps it; the previous folder, if any, stays open.
 pub fn open(app: &AppHandle, plugins: &str, session: Option<&str>) -> Result<Json, String> {
     let state = app.state::<AppState>();
-    set_status(&state, OpenStatus { opening: true, plugins: Some(plugins.to_string()), session: session.map(str::to_string), error: None });
+    set_status(
+        &state,
+        OpenStatus {
+            opening: true,
+            plugins: Some(plugins.to_string()),
+            session: session.map(str::to_string),
+            error: None,
+        },
+    );
     emit(app, "opening", None, None);
-    let workspace = match Workspace::open(Path::new(plugins), session.map(Path::new), &Limits::default()) {
+    let workspace = match Workspace::open(
+        Path::new(plugins),
+        session.map(Path::new),
+        &Limits::default(),
+    ) {
         Ok(workspace) => workspace,
         Err(e) => {
             // Also on stderr: whoever started the app from a terminal sees why nothing opened.
             eprintln!("covel-studio: could not open {plugins}: {}", e.diagnostic());
             let error = Json::of(&e.diagnostic());
-            set_status(&state, OpenStatus { opening: false, plugins: Some(plugins.to_string()), session: session.map(str::to_string), error: Some(error.clone()) });
+            set_status(
+                &state,
+                OpenStatus {
+                    opening: false,
+                    plugins: Some(plugins.to_string()),
+                    session: session.map(str::to_string),
+                    error: Some(error.clone()),
+                },
+            );
             emit(app, "open-failed", None, Some(error));
             return Err(e.diagnostic().to_string());
         }
@@ -55,10 +84,23 @@ pub fn open(app: &AppHandle, plugins: &str, session: Option<&str>) -> Result<Jso
     let studio = LiveStudio::new(workspace, RuntimeTarget::Story);
     let snapshot = Json::of(&studio.snapshot());
     *state.studio.lock().map_err(|_| "studio state poisoned")? = Some(studio);
-    set_status(&state, OpenStatus { opening: false, plugins: Some(plugins.to_string()), session: session.map(str::to_string), error: None });
+    set_status(
+        &state,
+        OpenStatus {
+            opening: false,
+            plugins: Some(plugins.to_string()),
+            session: session.map(str::to_string),
+            error: None,
+        },
+    );
     remember(app, plugins, session);
     let generation = state.generation.fetch_add(1, Ordering::SeqCst) + 1;
-    watch(app.clone(), PathBuf::from(plugins), session.map(PathBuf::from), generation);
+    watch(
+        app.clone(),
+        PathBuf::from(plugins),
+        session.map(PathBuf::from),
+        generation,
+    );
     emit(app, "opened", Some(snapshot.clone()), None);
     Ok(snapshot)
 }
@@ -70,7 +112,12 @@ fn set_status(state: &AppState, status: OpenStatus) {
 }
 
 fn emit(app: &AppHandle, reason: &str, snapshot: Option<Json>, error: Option<Json>) {
-    let _ = StudioChanged { reason: reason.to_string(), snapshot, error }.emit(app);
+    let _ = StudioChanged {
+        reason: reason.to_string(),
+        snapshot,
+        error,
+    }
+    .emit(app);
 }
 
 /// How long a reload that found a freshly broken plugin waits for the rest of an editor's save.
@@ -78,19 +125,31 @@ const RELOAD_GRACE: Duration = Duration::from_millis(120);
 
 fn watch(app: AppHandle, plugins: PathBuf, session: Option<PathBuf>, generation: u64) {
     std::thread::spawn(move || {
-        let Ok(mut watcher) = FolderWatcher::new(&plugins, session.as_deref(), Duration::from_millis(10)) else {
+        let Ok(mut watcher) =
+            FolderWatcher::new(&plugins, session.as_deref(), Duration::from_millis(10))
+        else {
             emit(&app, "watch-failed", None, None);
             return;
         };
         let state = app.state::<AppState>();
         while state.generation.load(Ordering::SeqCst) == generation {
             // Wait outside the state lock; take it only to reload.
-            let Some(batch) = watcher.next(Duration::from_millis(500)) else { continue };
+            let Some(batch) = watcher.next(Duration::from_millis(500)) else {
+                continue;
+            };
             let snapshot = {
-                let Ok(mut guard) = state.studio.lock() else { return };
-                let Some(studio) = guard.as_mut() else { continue };
+                let Ok(mut guard) = state.studio.lock() else {
+                    return;
+                };
+                let Some(studio) = guard.as_mut() else {
+                    continue;
+                };
                 // The CLI's `covel watch` follows a folder the same way (`LiveStudio::follow`).
-                if studio.follow_batch(batch, &mut watcher, RELOAD_GRACE).entry.is_none() {
+                if studio
+                    .follow_batch(batch, &mut watcher, RELOAD_GRACE)
+                    .entry
+                    .is_none()
+                {
                     continue;
                 }
                 Json::of(&studio.snapshot())
@@ -101,7 +160,10 @@ fn watch(app: AppHandle, plugins: PathBuf, session: Option<PathBuf>, generation:
 }
 
 fn recent_file(app: &AppHandle) -> Option<PathBuf> {
-    app.path().app_config_dir().ok().map(|d| d.join("recent.json"))
+    app.path()
+        .app_config_dir()
+        .ok()
+        .map(|d| d.join("recent.json"))
 }
 
 /// The recently opened folders, newest first.

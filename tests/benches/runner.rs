@@ -20,7 +20,14 @@ fn main() {
 fn synthetic_folder(memo: bool) -> (tempfile::TempDir, Vec<covel_js::LoadedPlugin>) {
     let dir = tempfile::tempdir().expect("temp dir");
     synthetic::write_plugins(dir.path(), 50).expect("generate");
-    let plugins = load_folder(dir.path(), &Limits { memo, ..Limits::default() }).expect("load");
+    let plugins = load_folder(
+        dir.path(),
+        &Limits {
+            memo,
+            ..Limits::default()
+        },
+    )
+    .expect("load");
     (dir, plugins)
 }
 
@@ -28,14 +35,23 @@ fn synthetic_folder(memo: bool) -> (tempfile::TempDir, Vec<covel_js::LoadedPlugi
 #[divan::bench(sample_count = 200, args = [false, true])]
 fn collect_50_plugins(bencher: divan::Bencher, memo: bool) {
     let (_dir, plugins) = synthetic_folder(memo);
-    bench_segments(bencher, plugins.iter().flat_map(|p| p.providers()).collect(), 100);
+    bench_segments(
+        bencher,
+        plugins.iter().flat_map(|p| p.providers()).collect(),
+        100,
+    );
 }
 
 /// One provider call through the runner; `memo = false`: the handler runs every time.
 #[divan::bench(sample_count = 500, args = [false, true])]
 fn one_provider_call(bencher: divan::Bencher, memo: bool) {
     let (_dir, plugins) = synthetic_folder(memo);
-    let first = plugins.iter().flat_map(|p| p.providers()).filter(|p| p.decl.point == PointId::PromptSegment).take(1).collect();
+    let first = plugins
+        .iter()
+        .flat_map(|p| p.providers())
+        .filter(|p| p.decl.point == PointId::PromptSegment)
+        .take(1)
+        .collect();
     bench_segments(bencher, first, 1);
 }
 
@@ -44,7 +60,13 @@ fn bench_segments(bencher: divan::Bencher, providers: Vec<runner::Provider>, cal
     let ctx = ExecutionContext::empty();
     let input = json!({"turnId": "t1", "playerMessage": "Look around."});
     bencher.bench_local(|| {
-        let result = runner::run(PointId::PromptSegment, input.clone(), &providers, &ctx, &RunOptions::default());
+        let result = runner::run(
+            PointId::PromptSegment,
+            input.clone(),
+            &providers,
+            &ctx,
+            &RunOptions::default(),
+        );
         assert_eq!(result.calls.len(), calls);
         result
     });
@@ -62,12 +84,22 @@ fn load_50_plugins_cold(bencher: divan::Bencher) {
 #[divan::bench(sample_count = 5)]
 fn cpu_loop_interrupted(bencher: divan::Bencher) {
     let plugins = covel_tests::load_some(&["runner/spinner"]);
-    let providers: Vec<_> = plugins.iter().flat_map(|p| p.providers()).filter(|p| p.decl.id == "spin").collect();
+    let providers: Vec<_> = plugins
+        .iter()
+        .flat_map(|p| p.providers())
+        .filter(|p| p.decl.id == "spin")
+        .collect();
     let ctx = ExecutionContext::empty();
     let mut turn = 0;
     bencher.bench_local(|| {
         turn += 1;
         let input = json!({"turnId": format!("t{turn}"), "playerMessage": "Spin."});
-        runner::run(PointId::PromptSegment, input, &providers, &ctx, &RunOptions::default())
+        runner::run(
+            PointId::PromptSegment,
+            input,
+            &providers,
+            &ctx,
+            &RunOptions::default(),
+        )
     });
 }

@@ -48,7 +48,11 @@ fn reload_one_changed_plugin_of_50(bencher: divan::Bencher) {
     let mut n = 0;
     bencher.bench_local(|| {
         n += 1;
-        std::fs::write(&entry, original.replace("The hall is old.", &format!("The hall is old ({n})."))).expect("write");
+        std::fs::write(
+            &entry,
+            original.replace("The hall is old.", &format!("The hall is old ({n}).")),
+        )
+        .expect("write");
         let changes = studio.classify(std::slice::from_ref(&entry));
         studio.reload(&changes, Instant::now())
     });

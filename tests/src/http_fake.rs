@@ -16,7 +16,9 @@ pub fn accept_within(listener: &TcpListener, limit: Duration) -> Option<TcpStrea
                 stream.set_nonblocking(false).ok()?;
                 return Some(stream);
             }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(10)),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(10))
+            }
             Err(_) => return None,
         }
     }
@@ -28,7 +30,11 @@ pub fn read_request(stream: &TcpStream) -> std::io::Result<(String, Vec<u8>)> {
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut line = String::new();
     reader.read_line(&mut line)?;
-    let path = line.split_whitespace().nth(1).unwrap_or_default().to_string();
+    let path = line
+        .split_whitespace()
+        .nth(1)
+        .unwrap_or_default()
+        .to_string();
     let mut length = 0;
     loop {
         let mut header = String::new();
@@ -46,6 +52,9 @@ pub fn read_request(stream: &TcpStream) -> std::io::Result<(String, Vec<u8>)> {
 
 /// Answers `200 OK` with a JSON text and closes.
 pub fn write_json(stream: &mut TcpStream, text: &str) -> std::io::Result<()> {
-    let response = format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{text}", text.len());
+    let response = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{text}",
+        text.len()
+    );
     stream.write_all(response.as_bytes())
 }

@@ -8,7 +8,9 @@ pub mod synthetic;
 use covel_js::{Limits, LoadedPlugin, load_folder, load_plugins};
 use covel_kernel::context::ExecutionContext;
 use covel_kernel::contract::PointId;
-use covel_kernel::runner::{self, CallReport, Invoker, PendingCall, Provider, ProviderCall, RunOptions, RunResult};
+use covel_kernel::runner::{
+    self, CallReport, Invoker, PendingCall, Provider, ProviderCall, RunOptions, RunResult,
+};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -16,7 +18,9 @@ use std::time::Duration;
 
 /// `tests/fixtures/<name>`.
 pub fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(name)
 }
 
 /// Loads every plugin of a fixture plugins folder.
@@ -37,7 +41,13 @@ pub fn providers(plugins: &[LoadedPlugin]) -> Vec<Provider> {
 
 /// Runs a point over loaded plugins with an empty session context.
 pub fn call(plugins: &[LoadedPlugin], point: PointId, input: Value) -> RunResult {
-    runner::run(point, input, &providers(plugins), &ExecutionContext::empty(), &RunOptions::default())
+    runner::run(
+        point,
+        input,
+        &providers(plugins),
+        &ExecutionContext::empty(),
+        &RunOptions::default(),
+    )
 }
 
 /// A run as a snapshot value, with timings redacted.
@@ -87,7 +97,13 @@ where
             kind: covel_kernel::runner::FailureKind::Error,
             message,
         });
-        PendingCall::ready(CallReport { result, duration: Duration::from_micros(1), logs: Vec::new(), cached: false, not_cached: None })
+        PendingCall::ready(CallReport {
+            result,
+            duration: Duration::from_micros(1),
+            logs: Vec::new(),
+            cached: false,
+            not_cached: None,
+        })
     }
 }
 
@@ -135,7 +151,10 @@ pub fn redact_timings(value: &mut Value) {
 /// Copies a folder recursively (tests edit copies of plugin folders, never the originals).
 pub fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).expect("create the target folder");
-    for entry in std::fs::read_dir(from).expect("read the source folder").flatten() {
+    for entry in std::fs::read_dir(from)
+        .expect("read the source folder")
+        .flatten()
+    {
         let target = to.join(entry.file_name());
         if entry.path().is_dir() {
             copy_dir(&entry.path(), &target);

@@ -6,7 +6,13 @@ use std::fs;
 use std::io;
 use std::path::Path;
 
-const SLOTS: [&str; 5] = ["stage.backdrop@1", "stage.cast@1", "stage.choices@1", "session.summary@1", "stage.music@1"];
+const SLOTS: [&str; 5] = [
+    "stage.backdrop@1",
+    "stage.cast@1",
+    "stage.choices@1",
+    "session.summary@1",
+    "stage.music@1",
+];
 
 fn slot_value(slot: &str) -> &'static str {
     match slot {
@@ -29,7 +35,10 @@ pub fn write_plugins(dir: &Path, count: usize) -> io::Result<()> {
         let root = dir.join(&id);
         fs::create_dir_all(root.join("server"))?;
         let mut extensions = vec![
-            format!("    - {{ point: prompt.segment@1, id: lore, order: {} }}", i % 7),
+            format!(
+                "    - {{ point: prompt.segment@1, id: lore, order: {} }}",
+                i % 7
+            ),
             "    - { point: prompt.segment@1, id: state }".to_string(),
         ];
         let mut body = vec![
@@ -49,7 +58,9 @@ pub fn write_plugins(dir: &Path, count: usize) -> io::Result<()> {
         ];
         if i % 5 == 0 {
             let slot = SLOTS[(i / 5) % SLOTS.len()];
-            extensions.push(format!("    - {{ point: ui.slot@1, id: view, slot: {slot}, order: {i} }}"));
+            extensions.push(format!(
+                "    - {{ point: ui.slot@1, id: view, slot: {slot}, order: {i} }}"
+            ));
             body.push(format!(
                 "  covel.provideExtension(\"ui.slot@1\", \"view\", {{\n    handler: ({{ previous }}) => ({}),\n  }});",
                 slot_value(slot)
@@ -69,7 +80,13 @@ pub fn write_plugins(dir: &Path, count: usize) -> io::Result<()> {
             extensions.join("\n")
         );
         fs::write(root.join("PLUGIN.md"), manifest)?;
-        fs::write(root.join("server/index.js"), format!("export default function (covel) {{\n{}\n}}\n", body.join("\n")))?;
+        fs::write(
+            root.join("server/index.js"),
+            format!(
+                "export default function (covel) {{\n{}\n}}\n",
+                body.join("\n")
+            ),
+        )?;
     }
     Ok(())
 }

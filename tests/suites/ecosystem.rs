@@ -16,17 +16,36 @@ fn segments() -> Value {
 /// The content of one segment a plugin's providers returned.
 fn content_of(plugin: &str, segment: &str) -> String {
     let plugins = load_some(&[&format!("ecosystem/{plugin}")]);
-    assert!(plugins[0].ok(), "{plugin} loads: {:?}", plugins[0].diagnostics);
+    assert!(
+        plugins[0].ok(),
+        "{plugin} loads: {:?}",
+        plugins[0].diagnostics
+    );
     let result = call(&plugins, PointId::PromptSegment, segments());
-    assert!(result.calls.iter().all(|c| c.message.is_none()), "{:?}", result.calls);
-    let found = result.result.as_array().into_iter().flatten().find(|s| s["id"] == segment);
-    found.and_then(|s| s["content"].as_str()).unwrap_or_else(|| panic!("{plugin} returns {segment}: {}", result.result)).to_string()
+    assert!(
+        result.calls.iter().all(|c| c.message.is_none()),
+        "{:?}",
+        result.calls
+    );
+    let found = result
+        .result
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|s| s["id"] == segment);
+    found
+        .and_then(|s| s["content"].as_str())
+        .unwrap_or_else(|| panic!("{plugin} returns {segment}: {}", result.result))
+        .to_string()
 }
 
 #[test]
 fn typescript_modules_load_as_node_type_stripping_runs_them() {
     let text = content_of("ts-graph", "strategy");
-    assert_eq!(text, "strategy:calm (0 characters) from index.ts", "types erased, `.ts` imports followed, import.meta.url inside the plugin");
+    assert_eq!(
+        text, "strategy:calm (0 characters) from index.ts",
+        "types erased, `.ts` imports followed, import.meta.url inside the plugin"
+    );
 }
 
 #[test]
@@ -41,8 +60,13 @@ fn zod_is_the_genuine_package_and_its_schemas_accept_and_reject() {
     let failed: Vec<&str> = verdicts.lines().filter(|l| !l.starts_with("ok ")).collect();
     assert!(failed.is_empty(), "every zod check holds: {failed:?}");
     assert_eq!(verdicts.lines().count(), 11);
-    let schema: Value = serde_json::from_str(&content_of("zod-schemas", "json-schema")).expect("json");
-    assert_eq!(schema["properties"]["query"], json!({"type": "string", "description": "What to look up"}), "z.toJSONSchema of the facade's z");
+    let schema: Value =
+        serde_json::from_str(&content_of("zod-schemas", "json-schema")).expect("json");
+    assert_eq!(
+        schema["properties"]["query"],
+        json!({"type": "string", "description": "What to look up"}),
+        "z.toJSONSchema of the facade's z"
+    );
     assert_eq!(schema["additionalProperties"], json!(false));
 }
 
@@ -78,58 +102,112 @@ fn modules_internal_to_the_sdk_are_refused_to_plugin_code() {
     let plugins = load_some(&["ecosystem/sdk-internals"]);
     let diagnostics = diagnostics_of(&plugins);
     let text = diagnostics.to_string();
-    assert!(text.contains("covel:sdk-locale is internal to the SDK"), "{text}");
-    assert!(text.contains("index.js"), "the importing file is named: {text}");
+    assert!(
+        text.contains("covel:sdk-locale is internal to the SDK"),
+        "{text}"
+    );
+    assert!(
+        text.contains("index.js"),
+        "the importing file is named: {text}"
+    );
 }
 
 #[test]
 fn every_upstream_sdk_export_exists() {
-    let inventory: Value =
-        serde_json::from_str(&std::fs::read_to_string(fixture("sdk/upstream-exports.json")).expect("inventory")).expect("json");
+    let inventory: Value = serde_json::from_str(
+        &std::fs::read_to_string(fixture("sdk/upstream-exports.json")).expect("inventory"),
+    )
+    .expect("json");
     let ours: Value = serde_json::from_str(&content_of("sdk-inventory", "exports")).expect("json");
     let mut missing = Vec::new();
     for (entry, names) in inventory["entries"].as_object().expect("entries") {
         for name in names.as_array().expect("names") {
-            let has = ours[entry].as_array().is_some_and(|exported| exported.contains(name));
+            let has = ours[entry]
+                .as_array()
+                .is_some_and(|exported| exported.contains(name));
             if !has {
                 missing.push(format!("{entry}: {name}"));
             }
         }
     }
-    assert!(missing.is_empty(), "SDK exports upstream has and the studio lacks: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "SDK exports upstream has and the studio lacks: {missing:?}"
+    );
 }
 
 #[test]
 fn a_provider_that_failed_to_load_is_named_by_the_plugin_that_needs_it() {
-    let ws = Workspace::open(&fixture("ecosystem-resolver"), None, &Limits::default()).expect("opens");
-    let uses = ws.resolution.rejected.iter().find(|r| r.plugin == "uses-world-ir").expect("uses-world-ir is rejected");
+    let ws =
+        Workspace::open(&fixture("ecosystem-resolver"), None, &Limits::default()).expect("opens");
+    let uses = ws
+        .resolution
+        .rejected
+        .iter()
+        .find(|r| r.plugin == "uses-world-ir")
+        .expect("uses-world-ir is rejected");
     assert_eq!(uses.code, RejectionCode::MissingProvider);
-    assert!(uses.message.contains("`world-ir` provides `world-ir-provider@1` but failed to load ([entry-syntax]"), "{}", uses.message);
-    let failed = ws.resolution.rejected.iter().find(|r| r.plugin == "world-ir").expect("world-ir is reported");
+    assert!(
+        uses.message.contains(
+            "`world-ir` provides `world-ir-provider@1` but failed to load ([entry-syntax]"
+        ),
+        "{}",
+        uses.message
+    );
+    let failed = ws
+        .resolution
+        .rejected
+        .iter()
+        .find(|r| r.plugin == "world-ir")
+        .expect("world-ir is reported");
     assert_eq!(failed.code, RejectionCode::LoadFailed);
     assert_eq!(failed.load_code.as_deref(), Some("entry-syntax"));
 }
 
 #[test]
 fn a_provider_whose_manifest_failed_its_checks_is_named_too() {
-    let ws = Workspace::open(&fixture("ecosystem-resolver"), None, &Limits::default()).expect("opens");
-    let uses = ws.resolution.rejected.iter().find(|r| r.plugin == "uses-old-slot").expect("uses-old-slot is rejected");
-    assert!(uses.message.contains("`old-slot` provides `speaker-names@1` but failed to load ([retired-contract]"), "{}", uses.message);
+    let ws =
+        Workspace::open(&fixture("ecosystem-resolver"), None, &Limits::default()).expect("opens");
+    let uses = ws
+        .resolution
+        .rejected
+        .iter()
+        .find(|r| r.plugin == "uses-old-slot")
+        .expect("uses-old-slot is rejected");
+    assert!(
+        uses.message.contains(
+            "`old-slot` provides `speaker-names@1` but failed to load ([retired-contract]"
+        ),
+        "{}",
+        uses.message
+    );
 }
 
 #[test]
 fn a_requested_plugin_with_a_kernel_conflict_is_invalid_conflict_for_the_resolver_too() {
     let ws = Workspace::open(&fixture("broken"), None, &Limits::default()).expect("opens");
-    let rejection = ws.resolution.rejected.iter().find(|r| r.plugin == "conflicts-kernel-point").expect("reported");
+    let rejection = ws
+        .resolution
+        .rejected
+        .iter()
+        .find(|r| r.plugin == "conflicts-kernel-point")
+        .expect("reported");
     assert_eq!(rejection.code, RejectionCode::InvalidConflict);
 }
 
 #[test]
 fn a_chinese_session_reads_the_variant_body_and_static_prompt_with_variables_filled() {
     let session = fixture("ecosystem/zh.session.yaml");
-    let ws = Workspace::open(&fixture("ecosystem"), Some(&session), &Limits::default()).expect("opens");
+    let ws =
+        Workspace::open(&fixture("ecosystem"), Some(&session), &Limits::default()).expect("opens");
     let preview = ws.preview(&RuntimeTarget::Plugin("narrator-zh".into()));
-    let body = preview.prompt.system.blocks.iter().find(|b| format!("{:?}", b.kind) == "Body").expect("a body block");
+    let body = preview
+        .prompt
+        .system
+        .blocks
+        .iter()
+        .find(|b| format!("{:?}", b.kind) == "Body")
+        .expect("a body block");
     assert_eq!(body.text, "你用第二人称讲述灰烬港。标签：海港, 雾。");
     let statics: Vec<(&str, &str)> = preview
         .segments
@@ -138,17 +216,33 @@ fn a_chinese_session_reads_the_variant_body_and_static_prompt_with_variables_fil
         .map(|s| (s.id.as_str(), format!("{:?}", s.volatility)))
         .map(|(id, v)| (id, if v == "Turn" { "turn" } else { "other" }))
         .collect();
-    assert_eq!(statics, [("names", "turn"), ("style", "turn")], "a plugin with a variant ships turn-volatile static segments");
+    assert_eq!(
+        statics,
+        [("names", "turn"), ("style", "turn")],
+        "a plugin with a variant ships turn-volatile static segments"
+    );
     let turn_context = &preview.prompt.turn_context;
-    assert!(turn_context.contains("段落要短。") && turn_context.contains("台词前先写说话人。"), "{turn_context}");
+    assert!(
+        turn_context.contains("段落要短。") && turn_context.contains("台词前先写说话人。"),
+        "{turn_context}"
+    );
 }
 
 #[test]
 fn an_english_session_reads_the_canonical_body_with_its_setting_default() {
     let ws = Workspace::open(&fixture("ecosystem"), None, &Limits::default()).expect("opens");
     let preview = ws.preview(&RuntimeTarget::Plugin("narrator-zh".into()));
-    let body = preview.prompt.system.blocks.iter().find(|b| format!("{:?}", b.kind) == "Body").expect("a body block");
-    assert_eq!(body.text, "You narrate  in the second person. Tags: .", "no world record: empty; the declared default fills the setting");
+    let body = preview
+        .prompt
+        .system
+        .blocks
+        .iter()
+        .find(|b| format!("{:?}", b.kind) == "Body")
+        .expect("a body block");
+    assert_eq!(
+        body.text, "You narrate  in the second person. Tags: .",
+        "no world record: empty; the declared default fills the setting"
+    );
 }
 
 #[test]
@@ -162,17 +256,38 @@ fn row_shaped_plugin_data_reads_are_flagged_with_file_line_and_fix() {
 #[test]
 fn compaction_with_no_active_provider_says_so_instead_of_nothing_to_compact() {
     let session = fixture("ecosystem/zh.session.yaml");
-    let mut ws = Workspace::open(&fixture("ecosystem"), Some(&session), &Limits::default()).expect("opens");
-    let options = covel_studio::compaction::CompactionOptions { force: true, output: None };
-    let run = ws.compact("turn-1", "system", &options, &mut covel_kernel::compaction::FailureCounter::default());
+    let mut ws =
+        Workspace::open(&fixture("ecosystem"), Some(&session), &Limits::default()).expect("opens");
+    let options = covel_studio::compaction::CompactionOptions {
+        force: true,
+        output: None,
+    };
+    let run = ws.compact(
+        "turn-1",
+        "system",
+        &options,
+        &mut covel_kernel::compaction::FailureCounter::default(),
+    );
     assert!(run.verdict.is_none());
-    assert!(run.not_compacted_because.as_deref().is_some_and(|w| w.contains("no active plugin of this session provides history.compact@2")), "{:?}", run.not_compacted_because);
+    assert!(
+        run.not_compacted_because.as_deref().is_some_and(
+            |w| w.contains("no active plugin of this session provides history.compact@2")
+        ),
+        "{:?}",
+        run.not_compacted_because
+    );
 }
 
 #[test]
 fn an_inactive_plugin_runtime_cannot_be_previewed_and_says_why() {
-    let ws = Workspace::open(&fixture("ecosystem-resolver"), None, &Limits::default()).expect("opens");
-    let why = ws.runtime_unavailable(&RuntimeTarget::Plugin("world-ir".into())).expect("world-ir is not active");
+    let ws =
+        Workspace::open(&fixture("ecosystem-resolver"), None, &Limits::default()).expect("opens");
+    let why = ws
+        .runtime_unavailable(&RuntimeTarget::Plugin("world-ir".into()))
+        .expect("world-ir is not active");
     assert!(why.contains("failed to load"), "{why}");
-    assert!(ws.runtime_unavailable(&RuntimeTarget::Plugin("nobody".into())).is_some_and(|w| w.contains("no plugin `nobody`")));
+    assert!(
+        ws.runtime_unavailable(&RuntimeTarget::Plugin("nobody".into()))
+            .is_some_and(|w| w.contains("no plugin `nobody`"))
+    );
 }

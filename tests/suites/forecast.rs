@@ -10,10 +10,10 @@ use covel_studio::Workspace;
 use covel_studio::facts::ModelFacts;
 use covel_studio::forecast::{self, Forecast, ForecastOptions, Outcome, PlayedTurn};
 use covel_studio::tokens::{Encoding, TokenCounter};
+use covel_tests::http_fake::{accept_within, read_request, write_json};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use std::collections::HashSet;
-use covel_tests::http_fake::{accept_within, read_request, write_json};
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -35,28 +35,77 @@ fn run(workspace: Workspace, model: &str, pace: f64) -> Forecast {
 }
 
 fn predict(played: &[PlayedTurn], model: &str, pace: f64, counter: &TokenCounter) -> Forecast {
-    let profile = ModelFacts::embedded().expect("facts").profile(model).expect("model");
-    forecast::forecast(played, &profile, &ForecastOptions { pace_seconds: pace, ttl: "5m".into() }, counter)
+    let profile = ModelFacts::embedded()
+        .expect("facts")
+        .profile(model)
+        .expect("model");
+    forecast::forecast(
+        played,
+        &profile,
+        &ForecastOptions {
+            pace_seconds: pace,
+            ttl: "5m".into(),
+        },
+        counter,
+    )
 }
 
 #[test]
 fn a_changed_stable_segment_predicts_a_cache_write_at_that_turn_and_names_the_segment() {
     let f = run(open("storm.session.yaml"), "claude-sonnet-4-5", 60.0);
     assert_eq!(f.turns.len(), 3);
-    let stable = |turn: usize| f.turns[turn].breakpoints.iter().find(|b| b.at == "system block stable-segments").expect("stable block breakpoint").clone();
-    assert_eq!((stable(0).outcome, stable(0).reason_code), (Outcome::Write, "cold"));
-    assert_eq!((stable(1).outcome, stable(1).reason_code), (Outcome::Hit, "read"));
+    let stable = |turn: usize| {
+        f.turns[turn]
+            .breakpoints
+            .iter()
+            .find(|b| b.at == "system block stable-segments")
+            .expect("stable block breakpoint")
+            .clone()
+    };
+    assert_eq!(
+        (stable(0).outcome, stable(0).reason_code),
+        (Outcome::Write, "cold")
+    );
+    assert_eq!(
+        (stable(1).outcome, stable(1).reason_code),
+        (Outcome::Hit, "read")
+    );
     let storm = stable(2);
-    assert_eq!((storm.outcome, storm.reason_code), (Outcome::Write, "prefix-changed"), "{}", storm.reason);
+    assert_eq!(
+        (storm.outcome, storm.reason_code),
+        (Outcome::Write, "prefix-changed"),
+        "{}",
+        storm.reason
+    );
     assert_eq!(storm.segment.as_deref(), Some("weather/sky"));
     assert_eq!(storm.plugin.as_deref(), Some("weather"));
-    assert!(storm.reason.contains("segment weather/sky (plugin weather) differs from turn 2"), "{}", storm.reason);
-    assert_eq!(f.turns[2].cache_read_tokens, 0, "the whole prefix is rewritten");
+    assert!(
+        storm
+            .reason
+            .contains("segment weather/sky (plugin weather) differs from turn 2"),
+        "{}",
+        storm.reason
+    );
+    assert_eq!(
+        f.turns[2].cache_read_tokens, 0,
+        "the whole prefix is rewritten"
+    );
     assert!(f.turns[2].cache_write_tokens > 2000);
-    let advice = f.advice.volatility.iter().find(|v| v.segment == "weather/sky").expect("volatility advice");
+    let advice = f
+        .advice
+        .volatility
+        .iter()
+        .find(|v| v.segment == "weather/sky")
+        .expect("volatility advice");
     assert!(advice.change.contains("turn") && advice.saving > 0.0);
-    let codex = f.ledger.iter().find(|r| r.owner == "codex").expect("codex in the ledger");
-    assert!(codex.cached_part_tokens > 6000 && codex.uncached_part_tokens == 0 && codex.share > 0.9);
+    let codex = f
+        .ledger
+        .iter()
+        .find(|r| r.owner == "codex")
+        .expect("codex in the ledger");
+    assert!(
+        codex.cached_part_tokens > 6000 && codex.uncached_part_tokens == 0 && codex.share > 0.9
+    );
 }
 
 #[test]
@@ -66,35 +115,89 @@ fn a_prompt_under_the_minimum_predicts_no_caching_and_says_why() {
         assert_eq!((turn.cache_read_tokens, turn.cache_write_tokens), (0, 0));
         for b in &turn.breakpoints {
             assert_eq!((b.outcome, b.reason_code), (Outcome::Miss, "below-minimum"));
-            assert!(b.reason.contains("under claude-sonnet-4-5's minimum cacheable 1024 tokens"), "{}", b.reason);
+            assert!(
+                b.reason
+                    .contains("under claude-sonnet-4-5's minimum cacheable 1024 tokens"),
+                "{}",
+                b.reason
+            );
         }
     }
-    assert!(f.advice.notes.iter().any(|n| n.contains("never reaches")), "{:?}", f.advice.notes);
+    assert!(
+        f.advice.notes.iter().any(|n| n.contains("never reaches")),
+        "{:?}",
+        f.advice.notes
+    );
     assert_eq!(f.totals.saving, 0.0);
     let openai = run(open("small.session.yaml"), "gpt-4o", 60.0);
-    assert!(openai.turns.iter().all(|t| t.breakpoints[0].reason_code == "below-minimum" && t.cache_read_tokens == 0));
+    assert!(
+        openai
+            .turns
+            .iter()
+            .all(|t| t.breakpoints[0].reason_code == "below-minimum" && t.cache_read_tokens == 0)
+    );
 }
 
 #[test]
 fn totals_add_up_from_the_per_turn_rows() {
     for model in ["claude-sonnet-4-5", "gpt-4o", "claude-opus-4-5"] {
         let f = run(open("storm.session.yaml"), model, 60.0);
-        let sum = |get: &dyn Fn(&forecast::TurnForecast) -> f64| f.turns.iter().map(get).sum::<f64>();
+        let sum =
+            |get: &dyn Fn(&forecast::TurnForecast) -> f64| f.turns.iter().map(get).sum::<f64>();
         let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
-        assert_eq!(f.totals.input_tokens, f.turns.iter().map(|t| t.input_tokens).sum::<u64>());
-        assert_eq!(f.totals.cache_read_tokens, f.turns.iter().map(|t| t.cache_read_tokens).sum::<u64>());
-        assert_eq!(f.totals.cache_write_tokens, f.turns.iter().map(|t| t.cache_write_tokens).sum::<u64>());
-        assert_eq!(f.totals.uncached_tokens, f.turns.iter().map(|t| t.uncached_tokens).sum::<u64>());
+        assert_eq!(
+            f.totals.input_tokens,
+            f.turns.iter().map(|t| t.input_tokens).sum::<u64>()
+        );
+        assert_eq!(
+            f.totals.cache_read_tokens,
+            f.turns.iter().map(|t| t.cache_read_tokens).sum::<u64>()
+        );
+        assert_eq!(
+            f.totals.cache_write_tokens,
+            f.turns.iter().map(|t| t.cache_write_tokens).sum::<u64>()
+        );
+        assert_eq!(
+            f.totals.uncached_tokens,
+            f.turns.iter().map(|t| t.uncached_tokens).sum::<u64>()
+        );
         for t in &f.turns {
-            assert_eq!(t.input_tokens, t.uncached_tokens + t.cache_write_tokens + t.cache_read_tokens, "turn {}", t.turn);
-            assert!(close(t.cost.total, t.cost.input + t.cost.cache_write + t.cost.cache_read));
+            assert_eq!(
+                t.input_tokens,
+                t.uncached_tokens + t.cache_write_tokens + t.cache_read_tokens,
+                "turn {}",
+                t.turn
+            );
+            assert!(close(
+                t.cost.total,
+                t.cost.input + t.cost.cache_write + t.cost.cache_read
+            ));
         }
-        assert!(close(f.totals.cost.total, sum(&|t| t.cost.total)), "{model}");
-        assert!(close(f.totals.cost_without_cache, sum(&|t| t.cost_without_cache)));
-        assert!(close(f.totals.saving, f.totals.cost_without_cache - f.totals.cost.total));
-        assert!(close(f.ledger.iter().map(|r| r.cost).sum::<f64>(), f.totals.cost.total), "the ledger splits the whole cost");
+        assert!(
+            close(f.totals.cost.total, sum(&|t| t.cost.total)),
+            "{model}"
+        );
+        assert!(close(
+            f.totals.cost_without_cache,
+            sum(&|t| t.cost_without_cache)
+        ));
+        assert!(close(
+            f.totals.saving,
+            f.totals.cost_without_cache - f.totals.cost.total
+        ));
+        assert!(
+            close(
+                f.ledger.iter().map(|r| r.cost).sum::<f64>(),
+                f.totals.cost.total
+            ),
+            "the ledger splits the whole cost"
+        );
         assert!(close(f.ledger.iter().map(|r| r.share).sum::<f64>(), 1.0));
-        let tokens: u64 = f.ledger.iter().map(|r| r.cache_read_tokens + r.cache_write_tokens + r.uncached_tokens).sum();
+        let tokens: u64 = f
+            .ledger
+            .iter()
+            .map(|r| r.cache_read_tokens + r.cache_write_tokens + r.uncached_tokens)
+            .sum();
         assert_eq!(tokens, f.totals.input_tokens);
     }
 }
@@ -103,9 +206,17 @@ fn totals_add_up_from_the_per_turn_rows() {
 fn a_slow_pace_of_play_expires_the_cache_and_says_so() {
     let f = run(open("storm.session.yaml"), "claude-sonnet-4-5", 600.0);
     let turn = &f.turns[1];
-    let stable = turn.breakpoints.iter().find(|b| b.at == "system block stable-segments").expect("breakpoint");
+    let stable = turn
+        .breakpoints
+        .iter()
+        .find(|b| b.at == "system block stable-segments")
+        .expect("breakpoint");
     assert_eq!(stable.reason_code, "ttl-expired", "{}", stable.reason);
-    assert!(stable.reason.contains("600 s per turn, over the 300 s TTL"), "{}", stable.reason);
+    assert!(
+        stable.reason.contains("600 s per turn, over the 300 s TTL"),
+        "{}",
+        stable.reason
+    );
 }
 
 #[test]
@@ -116,7 +227,10 @@ fn a_second_forecast_recounts_only_the_segments_that_changed() {
     let first = counter.stats();
     predict(&played, "gpt-4o", 60.0, &counter);
     let second = counter.stats();
-    assert_eq!(second.computed, first.computed, "nothing changed, nothing is recounted");
+    assert_eq!(
+        second.computed, first.computed,
+        "nothing changed, nothing is recounted"
+    );
     assert!(second.reused > first.reused);
 }
 
@@ -132,12 +246,18 @@ fn the_storm_forecast_matches_its_snapshot() {
 
 /// A loopback server answering exactly `count` requests with `answer(request_body)`, then
 /// stopping by itself.
-fn fake(count: usize, answer: impl Fn(&Value) -> Value + Send + 'static) -> (String, std::thread::JoinHandle<()>) {
+fn fake(
+    count: usize,
+    answer: impl Fn(&Value) -> Value + Send + 'static,
+) -> (String, std::thread::JoinHandle<()>) {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     let url = format!("http://{}", listener.local_addr().expect("addr"));
     let handle = std::thread::spawn(move || {
         for _ in 0..count {
-            let Some(mut stream) = accept_within(&listener, std::time::Duration::from_secs(30)) else { return };
+            let Some(mut stream) = accept_within(&listener, std::time::Duration::from_secs(30))
+            else {
+                return;
+            };
             let (_, body) = read_request(&stream).expect("request");
             let text = answer(&serde_json::from_slice(&body).unwrap_or(Value::Null)).to_string();
             write_json(&mut stream, &text).expect("respond");
@@ -155,7 +275,10 @@ fn claude_tokens(counter: &TokenCounter, text: &str) -> u64 {
 /// An Anthropic Messages fake with a prefix cache at `cache_control` breakpoints (20-block
 /// look-back, 1024-token minimum). `forget_before` empties its cache before that request
 /// (1-based), as an eviction would.
-fn anthropic_fake(turns: usize, forget_before: Option<usize>) -> (String, std::thread::JoinHandle<()>) {
+fn anthropic_fake(
+    turns: usize,
+    forget_before: Option<usize>,
+) -> (String, std::thread::JoinHandle<()>) {
     let cache: Arc<Mutex<HashSet<Vec<u8>>>> = Arc::default();
     let seen = Arc::new(Mutex::new(0usize));
     let counter = TokenCounter::new();
@@ -168,11 +291,19 @@ fn anthropic_fake(turns: usize, forget_before: Option<usize>) -> (String, std::t
         }
         let mut blocks: Vec<(Value, bool, u64)> = Vec::new();
         for b in body["system"].as_array().into_iter().flatten() {
-            blocks.push((json!({"role": "system", "b": b["text"]}), b.get("cache_control").is_some(), claude_tokens(&counter, b["text"].as_str().unwrap_or_default())));
+            blocks.push((
+                json!({"role": "system", "b": b["text"]}),
+                b.get("cache_control").is_some(),
+                claude_tokens(&counter, b["text"].as_str().unwrap_or_default()),
+            ));
         }
         for m in body["messages"].as_array().into_iter().flatten() {
             for (i, b) in m["content"].as_array().into_iter().flatten().enumerate() {
-                blocks.push((json!({"role": m["role"], "first": i == 0, "b": b["text"]}), b.get("cache_control").is_some(), claude_tokens(&counter, b["text"].as_str().unwrap_or_default())));
+                blocks.push((
+                    json!({"role": m["role"], "first": i == 0, "b": b["text"]}),
+                    b.get("cache_control").is_some(),
+                    claude_tokens(&counter, b["text"].as_str().unwrap_or_default()),
+                ));
             }
         }
         let mut prefix = Vec::new();
@@ -185,10 +316,27 @@ fn anthropic_fake(turns: usize, forget_before: Option<usize>) -> (String, std::t
             total += tokens;
             cum.push(total);
         }
-        let breaks: Vec<usize> = blocks.iter().enumerate().filter(|(_, b)| b.1).map(|(i, _)| i).collect();
-        let read_at = breaks.iter().filter_map(|&k| (k.saturating_sub(20)..=k).rev().find(|&j| cache.contains(&hashes[j]))).max();
+        let breaks: Vec<usize> = blocks
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.1)
+            .map(|(i, _)| i)
+            .collect();
+        let read_at = breaks
+            .iter()
+            .filter_map(|&k| {
+                (k.saturating_sub(20)..=k)
+                    .rev()
+                    .find(|&j| cache.contains(&hashes[j]))
+            })
+            .max();
         let read = read_at.map_or(0, |r| cum[r]);
-        let last = breaks.iter().copied().filter(|&k| cum[k] >= 1024).max().filter(|&k| read_at.is_none_or(|r| k > r));
+        let last = breaks
+            .iter()
+            .copied()
+            .filter(|&k| cum[k] >= 1024)
+            .max()
+            .filter(|&k| read_at.is_none_or(|r| k > r));
         let write = last.map_or(0, |k| cum[k] - read);
         for &k in breaks.iter().filter(|&&k| cum[k] >= 1024) {
             cache.insert(hashes[k].clone());
@@ -206,15 +354,32 @@ fn openai_fake(turns: usize, cap: Option<u64>) -> (String, std::thread::JoinHand
     fake(turns, move |body| {
         let mut sequence: Vec<u32> = Vec::new();
         for m in body["messages"].as_array().into_iter().flatten() {
-            let role = if m["role"] == "system" { u32::MAX - 1 } else if m["role"] == "user" { u32::MAX - 2 } else { u32::MAX - 3 };
+            let role = if m["role"] == "system" {
+                u32::MAX - 1
+            } else if m["role"] == "user" {
+                u32::MAX - 2
+            } else {
+                u32::MAX - 3
+            };
             sequence.extend([u32::MAX, role, u32::MAX]);
-            sequence.extend(counter.encode(Encoding::O200kBase, m["content"].as_str().unwrap_or_default()));
+            sequence.extend(counter.encode(
+                Encoding::O200kBase,
+                m["content"].as_str().unwrap_or_default(),
+            ));
         }
         let total = sequence.len() as u64 + 3;
         let mut previous = previous.lock().expect("lock");
-        let common = previous.iter().map(|p| p.iter().zip(&sequence).take_while(|(a, b)| a == b).count() as u64).max().unwrap_or(0);
+        let common = previous
+            .iter()
+            .map(|p| p.iter().zip(&sequence).take_while(|(a, b)| a == b).count() as u64)
+            .max()
+            .unwrap_or(0);
         let common = cap.map_or(common, |c| common.min(c));
-        let cached = if total >= 1024 && common >= 1024 { common / 128 * 128 } else { 0 };
+        let cached = if total >= 1024 && common >= 1024 {
+            common / 128 * 128
+        } else {
+            0
+        };
         previous.push(sequence);
         json!({"choices": [{"message": {"role": "assistant", "content": "A reply."}, "finish_reason": "stop"}],
                "usage": {"prompt_tokens": total, "completion_tokens": 3, "prompt_tokens_details": {"cached_tokens": cached}}})
@@ -246,10 +411,19 @@ fn an_anthropic_fake_reporting_cache_usage_agrees_with_the_forecast() {
     let f = predict(&played, "claude-sonnet-4-5", 60.0, &TokenCounter::new());
     for turn in &f.turns {
         let reported = turn.reported.expect("usage is kept per turn");
-        assert_eq!((reported.cache_read_tokens, reported.cache_write_tokens), (turn.cache_read_tokens, turn.cache_write_tokens), "turn {}", turn.turn);
+        assert_eq!(
+            (reported.cache_read_tokens, reported.cache_write_tokens),
+            (turn.cache_read_tokens, turn.cache_write_tokens),
+            "turn {}",
+            turn.turn
+        );
         assert!(turn.mismatches.is_empty(), "{:?}", turn.mismatches);
     }
-    assert!(f.turns[1].cache_read_tokens > 2000 && f.turns[2].cache_read_tokens > f.turns[1].cache_read_tokens, "the history breakpoint moves forward");
+    assert!(
+        f.turns[1].cache_read_tokens > 2000
+            && f.turns[2].cache_read_tokens > f.turns[1].cache_read_tokens,
+        "the history breakpoint moves forward"
+    );
 }
 
 #[test]
@@ -259,7 +433,11 @@ fn an_anthropic_fake_that_evicts_its_cache_is_flagged_as_a_mismatch() {
     server.join().expect("the fake stops by itself");
     let f = predict(&played, "claude-sonnet-4-5", 60.0, &TokenCounter::new());
     assert!(f.turns[1].mismatches.is_empty());
-    let mismatch = f.turns[2].mismatches.iter().find(|m| m.field == "cacheRead").expect("flagged");
+    let mismatch = f.turns[2]
+        .mismatches
+        .iter()
+        .find(|m| m.field == "cacheRead")
+        .expect("flagged");
     assert_eq!(mismatch.reported, 0);
     assert!(mismatch.predicted > 2000);
     assert_eq!(mismatch.at, "system block preamble", "{}", mismatch.message);
@@ -274,8 +452,17 @@ fn an_openai_fake_reporting_cached_tokens_agrees_exactly_with_the_forecast() {
     let f = predict(&played, "gpt-4o", 60.0, &TokenCounter::new());
     for turn in &f.turns {
         let reported = turn.reported.expect("usage");
-        assert_eq!(reported.cache_read_tokens, turn.cache_read_tokens, "turn {}", turn.turn);
-        assert_eq!(reported.input_tokens + reported.cache_read_tokens, turn.input_tokens, "exact counts: turn {}", turn.turn);
+        assert_eq!(
+            reported.cache_read_tokens, turn.cache_read_tokens,
+            "turn {}",
+            turn.turn
+        );
+        assert_eq!(
+            reported.input_tokens + reported.cache_read_tokens,
+            turn.input_tokens,
+            "exact counts: turn {}",
+            turn.turn
+        );
         assert!(turn.mismatches.is_empty());
     }
     assert!(f.turns[1].cache_read_tokens >= 1024);
@@ -289,8 +476,18 @@ fn an_openai_fake_that_caches_less_names_the_segment_where_its_cache_stopped() {
     let f = predict(&played, "gpt-4o", 60.0, &TokenCounter::new());
     let mismatch = &f.turns[1].mismatches[0];
     assert_eq!((mismatch.field, mismatch.reported), ("cacheRead", 1024));
-    assert_eq!(mismatch.segment.as_deref(), Some("codex/rules"), "{}", mismatch.message);
+    assert_eq!(
+        mismatch.segment.as_deref(),
+        Some("codex/rules"),
+        "{}",
+        mismatch.message
+    );
     assert_eq!(mismatch.plugin.as_deref(), Some("codex"));
-    assert!(mismatch.message.contains("segment codex/rules (plugin codex)"), "{}", mismatch.message);
+    assert!(
+        mismatch
+            .message
+            .contains("segment codex/rules (plugin codex)"),
+        "{}",
+        mismatch.message
+    );
 }
-

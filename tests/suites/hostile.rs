@@ -17,17 +17,36 @@ use std::time::{Duration, Instant};
 
 fn run_hostile() -> RunResult {
     let session = fixture("hostile/hostile.session.yaml");
-    let ws = Workspace::open(&fixture("hostile"), Some(&session), &Limits::default()).expect("opens");
-    ws.call(PointId::PromptSegment, json!({"turnId": "t", "playerMessage": ""}), None, Some("t".into()))
+    let ws =
+        Workspace::open(&fixture("hostile"), Some(&session), &Limits::default()).expect("opens");
+    ws.call(
+        PointId::PromptSegment,
+        json!({"turnId": "t", "playerMessage": ""}),
+        None,
+        Some("t".into()),
+    )
 }
 
 fn call_of<'a>(result: &'a RunResult, plugin: &str) -> &'a CallRecord {
-    result.calls.iter().find(|c| c.plugin_id == plugin).unwrap_or_else(|| panic!("{plugin} was called: {:?}", result.calls))
+    result
+        .calls
+        .iter()
+        .find(|c| c.plugin_id == plugin)
+        .unwrap_or_else(|| panic!("{plugin} was called: {:?}", result.calls))
 }
 
 fn neighbour_still_works(result: &RunResult) {
-    let calm = result.result.as_array().into_iter().flatten().any(|s| s["content"] == "The neighbour still works.");
-    assert!(calm, "the neighbour's segment is in the result: {}", result.result);
+    let calm = result
+        .result
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|s| s["content"] == "The neighbour still works.");
+    assert!(
+        calm,
+        "the neighbour's segment is in the result: {}",
+        result.result
+    );
 }
 
 #[test]
@@ -35,7 +54,13 @@ fn a_value_of_shared_references_is_invalid_output_not_a_crash() {
     let result = run_hostile();
     let call = call_of(&result, "shared-refs");
     assert_eq!(call.outcome, Outcome::InvalidOutput);
-    assert!(call.message.as_deref().is_some_and(|m| m.contains("more than 100000 values")), "{:?}", call.message);
+    assert!(
+        call.message
+            .as_deref()
+            .is_some_and(|m| m.contains("more than 100000 values")),
+        "{:?}",
+        call.message
+    );
     neighbour_still_works(&result);
 }
 
@@ -50,7 +75,14 @@ fn a_getter_that_loops_while_the_host_reads_the_result_is_a_timeout() {
 #[test]
 fn plugin_code_cannot_reach_host_internals_or_leave_its_http_permissions() {
     let result = run_hostile();
-    let text = result.result.as_array().into_iter().flatten().find(|s| s["id"] == "attempts").and_then(|s| s["content"].as_str()).expect("attempts ran");
+    let text = result
+        .result
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|s| s["id"] == "attempts")
+        .and_then(|s| s["content"].as_str())
+        .expect("attempts ran");
     insta::assert_snapshot!(text);
     assert!(!text.contains("ESCAPED"), "{text}");
 }
@@ -100,43 +132,85 @@ fn live_plugin(dir: &Path, origin: &str, target: &str, method: &str) {
         ),
     )
     .expect("entry");
-    std::fs::write(dir.join("live.session.yaml"), "id: live\nlocale: en\nhttp:\n  live: true\n").expect("session");
+    std::fs::write(
+        dir.join("live.session.yaml"),
+        "id: live\nlocale: en\nhttp:\n  live: true\n",
+    )
+    .expect("session");
 }
 
 fn live_content(dir: &Path) -> String {
-    let ws = Workspace::open(dir, Some(&dir.join("live.session.yaml")), &Limits::default()).expect("opens");
-    let result = ws.call(PointId::PromptSegment, json!({"turnId": "t", "playerMessage": ""}), None, Some("t".into()));
-    result.result.as_array().into_iter().flatten().find(|s| s["id"] == "fetch").and_then(|s| s["content"].as_str()).map(str::to_string).unwrap_or_else(|| panic!("{:?}", result.calls))
+    let ws = Workspace::open(
+        dir,
+        Some(&dir.join("live.session.yaml")),
+        &Limits::default(),
+    )
+    .expect("opens");
+    let result = ws.call(
+        PointId::PromptSegment,
+        json!({"turnId": "t", "playerMessage": ""}),
+        None,
+        Some("t".into()),
+    );
+    result
+        .result
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|s| s["id"] == "fetch")
+        .and_then(|s| s["content"].as_str())
+        .map(str::to_string)
+        .unwrap_or_else(|| panic!("{:?}", result.calls))
 }
 
 #[test]
 fn a_redirect_to_an_unlisted_origin_is_not_followed() {
-    let (outside, outside_hits) = serve(vec!["HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nstolen".into()]);
-    let redirect = format!("HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:{outside}/secret\r\nContent-Length: 0\r\n\r\n");
+    let (outside, outside_hits) = serve(vec![
+        "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nstolen".into(),
+    ]);
+    let redirect = format!(
+        "HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:{outside}/secret\r\nContent-Length: 0\r\n\r\n"
+    );
     let (listed, listed_hits) = serve(vec![redirect]);
     let dir = tempfile::tempdir().expect("tempdir");
     let origin = format!("http://127.0.0.1:{listed}");
     live_plugin(dir.path(), &origin, &format!("{origin}/start"), "GET");
     let content = live_content(dir.path());
-    assert!(content.starts_with("refused:") && content.contains("redirected to") && content.contains("not listed"), "{content}");
+    assert!(
+        content.starts_with("refused:")
+            && content.contains("redirected to")
+            && content.contains("not listed"),
+        "{content}"
+    );
     assert_eq!(listed_hits.load(Ordering::SeqCst), 1);
-    assert_eq!(outside_hits.load(Ordering::SeqCst), 0, "the unlisted origin was never contacted");
+    assert_eq!(
+        outside_hits.load(Ordering::SeqCst),
+        0,
+        "the unlisted origin was never contacted"
+    );
 }
 
 #[test]
 fn a_method_not_listed_never_leaves_the_machine() {
-    let (listed, hits) = serve(vec!["HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".into()]);
+    let (listed, hits) = serve(vec![
+        "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".into(),
+    ]);
     let dir = tempfile::tempdir().expect("tempdir");
     let origin = format!("http://127.0.0.1:{listed}");
     live_plugin(dir.path(), &origin, &format!("{origin}/x"), "DELETE");
     let content = live_content(dir.path());
-    assert!(content.contains("HTTP method DELETE is not allowed"), "{content}");
+    assert!(
+        content.contains("HTTP method DELETE is not allowed"),
+        "{content}"
+    );
     assert_eq!(hits.load(Ordering::SeqCst), 0);
 }
 
 #[test]
 fn a_listed_origin_and_method_go_through_live() {
-    let (listed, hits) = serve(vec!["HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".into()]);
+    let (listed, hits) = serve(vec![
+        "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".into(),
+    ]);
     let dir = tempfile::tempdir().expect("tempdir");
     let origin = format!("http://127.0.0.1:{listed}");
     live_plugin(dir.path(), &origin, &format!("{origin}/x"), "GET");
@@ -148,7 +222,11 @@ fn a_listed_origin_and_method_go_through_live() {
 fn the_shared_memory_budget_stops_runtimes_that_together_take_too_much() {
     // Each plugin stays under its own limit; together they pass a small shared budget.
     let budget = covel_js::memory::SharedBudget::new(24 * 1024 * 1024);
-    let limits = Limits { memory_bytes: 16 * 1024 * 1024, shared_memory: Arc::clone(&budget), ..Limits::default() };
+    let limits = Limits {
+        memory_bytes: 16 * 1024 * 1024,
+        shared_memory: Arc::clone(&budget),
+        ..Limits::default()
+    };
     let dir = tempfile::tempdir().expect("tempdir");
     for i in 0..3 {
         let plugin = dir.path().join(format!("hog-{i}"));
@@ -161,10 +239,22 @@ fn the_shared_memory_budget_stops_runtimes_that_together_take_too_much() {
         .expect("entry");
     }
     let plugins = covel_js::load_folder(dir.path(), &limits).expect("loads");
-    let result = covel_tests::call(&plugins, PointId::PromptSegment, json!({"turnId": "t", "playerMessage": ""}));
+    let result = covel_tests::call(
+        &plugins,
+        PointId::PromptSegment,
+        json!({"turnId": "t", "playerMessage": ""}),
+    );
     let outcomes: Vec<Outcome> = result.calls.iter().map(|c| c.outcome).collect();
-    assert!(outcomes.contains(&Outcome::OutOfMemory), "the third hog passes the shared budget: {outcomes:?}");
-    assert!(budget.used() <= budget.limit, "the budget holds: {} of {}", budget.used(), budget.limit);
+    assert!(
+        outcomes.contains(&Outcome::OutOfMemory),
+        "the third hog passes the shared budget: {outcomes:?}"
+    );
+    assert!(
+        budget.used() <= budget.limit,
+        "the budget holds: {} of {}",
+        budget.used(),
+        budget.limit
+    );
 }
 
 /// A plugin folder whose files are replaced by hostile ones: the diagnostic each gets.
@@ -172,29 +262,73 @@ fn file_case(dir: &Path, file: &str, make: impl FnOnce(&Path)) -> Vec<(String, S
     let plugin = dir.join("files");
     std::fs::create_dir_all(plugin.join("locales")).expect("mkdir");
     std::fs::create_dir_all(plugin.join("runtimes/x")).expect("mkdir");
-    std::fs::write(plugin.join("PLUGIN.md"), "---\nid: files\nkind: plugin\ndescription: Files.\n---\n").expect("manifest");
-    std::fs::write(plugin.join("runtimes/x/RUNTIME.md"), "---\ntype: function\n---\n").expect("runtime");
+    std::fs::write(
+        plugin.join("PLUGIN.md"),
+        "---\nid: files\nkind: plugin\ndescription: Files.\n---\n",
+    )
+    .expect("manifest");
+    std::fs::write(
+        plugin.join("runtimes/x/RUNTIME.md"),
+        "---\ntype: function\n---\n",
+    )
+    .expect("runtime");
     make(&plugin.join(file));
     let started = Instant::now();
     let loaded = covel_js::load_plugin(&plugin, &Limits::default());
-    assert!(started.elapsed() < Duration::from_secs(20), "loading never blocks on a hostile file");
-    loaded.diagnostics.iter().map(|d| (d.code.as_str().to_string(), d.file.as_ref().map(|f| f.display().to_string()).unwrap_or_default())).collect()
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "loading never blocks on a hostile file"
+    );
+    loaded
+        .diagnostics
+        .iter()
+        .map(|d| {
+            (
+                d.code.as_str().to_string(),
+                d.file
+                    .as_ref()
+                    .map(|f| f.display().to_string())
+                    .unwrap_or_default(),
+            )
+        })
+        .collect()
 }
 
 #[test]
 fn plugin_files_outside_the_root_fifos_and_endless_files_are_refused_by_name() {
     let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::write(dir.path().join("secret.yaml"), "messages: { stolen: yes }\n").expect("secret");
+    std::fs::write(
+        dir.path().join("secret.yaml"),
+        "messages: { stolen: yes }\n",
+    )
+    .expect("secret");
     let secret = dir.path().join("secret.yaml");
-    let symlinked = file_case(dir.path(), "locales/en.yaml", |p| std::os::unix::fs::symlink(&secret, p).expect("symlink"));
-    assert_eq!(symlinked, [("path-escapes-root".to_string(), "files/locales/en.yaml".to_string())]);
+    let symlinked = file_case(dir.path(), "locales/en.yaml", |p| {
+        std::os::unix::fs::symlink(&secret, p).expect("symlink")
+    });
+    assert_eq!(
+        symlinked,
+        [(
+            "path-escapes-root".to_string(),
+            "files/locales/en.yaml".to_string()
+        )]
+    );
 
     let dir = tempfile::tempdir().expect("tempdir");
     let fifo = file_case(dir.path(), "PLUGIN.zh.md", |p| {
-        let status = std::process::Command::new("mkfifo").arg(p).status().expect("mkfifo runs");
+        let status = std::process::Command::new("mkfifo")
+            .arg(p)
+            .status()
+            .expect("mkfifo runs");
         assert!(status.success());
     });
-    assert_eq!(fifo, [("not-regular-file".to_string(), "files/PLUGIN.zh.md".to_string())]);
+    assert_eq!(
+        fifo,
+        [(
+            "not-regular-file".to_string(),
+            "files/PLUGIN.zh.md".to_string()
+        )]
+    );
 
     let dir = tempfile::tempdir().expect("tempdir");
     let endless = file_case(dir.path(), "runtimes/x/RUNTIME.md", |p| {
@@ -202,7 +336,10 @@ fn plugin_files_outside_the_root_fifos_and_endless_files_are_refused_by_name() {
         std::os::unix::fs::symlink("/dev/zero", p).expect("symlink");
     });
     assert_eq!(endless.len(), 1);
-    assert!(["path-escapes-root", "not-regular-file"].contains(&endless[0].0.as_str()), "{endless:?}");
+    assert!(
+        ["path-escapes-root", "not-regular-file"].contains(&endless[0].0.as_str()),
+        "{endless:?}"
+    );
 }
 
 #[test]
@@ -211,21 +348,44 @@ fn entries_that_loop_at_load_cannot_keep_the_folder_from_opening() {
     for i in 0..8 {
         let plugin = dir.path().join(format!("loop-{i}"));
         std::fs::create_dir_all(plugin.join("server")).expect("mkdir");
-        std::fs::write(plugin.join("PLUGIN.md"), format!("---\nid: loop-{i}\nkind: plugin\ndescription: Loops at load.\n---\n")).expect("manifest");
-        std::fs::write(plugin.join("server/index.js"), "for (;;) {}\nexport default function () {}\n").expect("entry");
+        std::fs::write(
+            plugin.join("PLUGIN.md"),
+            format!("---\nid: loop-{i}\nkind: plugin\ndescription: Loops at load.\n---\n"),
+        )
+        .expect("manifest");
+        std::fs::write(
+            plugin.join("server/index.js"),
+            "for (;;) {}\nexport default function () {}\n",
+        )
+        .expect("entry");
     }
     let calm = dir.path().join("zz-calm");
     std::fs::create_dir_all(&calm).expect("mkdir");
     std::fs::write(calm.join("PLUGIN.md"), "---\nid: zz-calm\nkind: plugin\ndescription: Calm.\ncontributes:\n  prompt:\n    - { id: calm, content: Calm., position: system }\n---\n").expect("manifest");
-    let limits = Limits { folder_load_budget: Duration::from_millis(800), ..Limits::default() };
+    let limits = Limits {
+        folder_load_budget: Duration::from_millis(800),
+        ..Limits::default()
+    };
     let started = Instant::now();
     let plugins = covel_js::load_folder(dir.path(), &limits).expect("loads");
     // A guard against a hang, not a performance assertion: eight 2 s loops would take 8 s.
-    assert!(started.elapsed() < Duration::from_secs(6), "took {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(6),
+        "took {:?}",
+        started.elapsed()
+    );
     for p in plugins.iter().filter(|p| p.name.starts_with("loop-")) {
-        assert_eq!(p.diagnostics[0].code.as_str(), "entry-timeout", "{}", p.name);
+        assert_eq!(
+            p.diagnostics[0].code.as_str(),
+            "entry-timeout",
+            "{}",
+            p.name
+        );
     }
-    assert!(plugins.iter().any(|p| p.name == "zz-calm" && p.ok()), "the calm plugin still loads");
+    assert!(
+        plugins.iter().any(|p| p.name == "zz-calm" && p.ok()),
+        "the calm plugin still loads"
+    );
 }
 
 #[test]
@@ -233,14 +393,43 @@ fn the_watcher_survives_its_folder_being_deleted_and_created_again() {
     let dir = tempfile::tempdir().expect("tempdir");
     let plugins = dir.path().join("plugins");
     covel_tests::copy_dir(&fixture("hostile/neighbour"), &plugins.join("neighbour"));
-    let mut watcher = covel_studio::live::FolderWatcher::new(&plugins, None, Duration::from_millis(50)).expect("watcher");
+    let mut watcher =
+        covel_studio::live::FolderWatcher::new(&plugins, None, Duration::from_millis(50))
+            .expect("watcher");
     std::fs::rename(&plugins, dir.path().join("away")).expect("delete the folder");
-    let gone = watcher.next(Duration::from_secs(10)).expect("a batch for the deletion");
-    assert!(gone.note.as_deref().is_some_and(|n| n.contains("was deleted")), "{:?}", gone.note);
+    let gone = watcher
+        .next(Duration::from_secs(10))
+        .expect("a batch for the deletion");
+    assert!(
+        gone.note
+            .as_deref()
+            .is_some_and(|n| n.contains("was deleted")),
+        "{:?}",
+        gone.note
+    );
     std::fs::rename(dir.path().join("away"), &plugins).expect("create it again");
-    let back = watcher.next(Duration::from_secs(10)).expect("a batch for the return");
-    assert!(back.note.as_deref().is_some_and(|n| n.contains("is back")) && back.rescan, "{:?}", back.note);
-    std::fs::write(plugins.join("neighbour/PLUGIN.md"), "---\nid: neighbour\nkind: plugin\ndescription: Edited.\n---\n").expect("edit");
-    let edited = watcher.next(Duration::from_secs(10)).expect("edits inside the new folder are seen");
-    assert!(edited.paths.iter().any(|p| p.ends_with("neighbour/PLUGIN.md")), "{:?}", edited.paths);
+    let back = watcher
+        .next(Duration::from_secs(10))
+        .expect("a batch for the return");
+    assert!(
+        back.note.as_deref().is_some_and(|n| n.contains("is back")) && back.rescan,
+        "{:?}",
+        back.note
+    );
+    std::fs::write(
+        plugins.join("neighbour/PLUGIN.md"),
+        "---\nid: neighbour\nkind: plugin\ndescription: Edited.\n---\n",
+    )
+    .expect("edit");
+    let edited = watcher
+        .next(Duration::from_secs(10))
+        .expect("edits inside the new folder are seen");
+    assert!(
+        edited
+            .paths
+            .iter()
+            .any(|p| p.ends_with("neighbour/PLUGIN.md")),
+        "{:?}",
+        edited.paths
+    );
 }

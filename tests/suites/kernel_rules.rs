@@ -2,10 +2,10 @@
 //! "Combination modes", "What a handler can get" (the runner's part) and "Contract versions and
 //! compatibility". Each test names the rule it checks; fixtures live in `tests/fixtures`.
 
+use covel_kernel::Code;
+use covel_kernel::context::ExecutionContext;
 use covel_kernel::contract::{Mode, OnError, PointId, SlotId};
 use covel_kernel::runner::{self, Outcome, RunError, RunOptions};
-use covel_kernel::context::ExecutionContext;
-use covel_kernel::Code;
 use covel_tests::*;
 use serde_json::{Value, json};
 use std::fs;
@@ -28,12 +28,30 @@ fn call_for<'a>(result: &'a runner::RunResult, plugin: &str, id: &str) -> &'a ru
 fn every_broken_fixture_yields_its_own_clear_diagnostic() {
     let plugins = load("broken");
     for plugin in &plugins {
-        let expected = fs::read_to_string(plugin.folder.join("expected-code")).expect("each broken fixture names its code");
-        let first = plugin.diagnostics.first().unwrap_or_else(|| panic!("{} loaded without a diagnostic", plugin.name));
-        assert_eq!(first.code.as_str(), expected.trim(), "{}: {:?}", plugin.name, plugin.diagnostics);
+        let expected = fs::read_to_string(plugin.folder.join("expected-code"))
+            .expect("each broken fixture names its code");
+        let first = plugin
+            .diagnostics
+            .first()
+            .unwrap_or_else(|| panic!("{} loaded without a diagnostic", plugin.name));
+        assert_eq!(
+            first.code.as_str(),
+            expected.trim(),
+            "{}: {:?}",
+            plugin.name,
+            plugin.diagnostics
+        );
         assert!(plugin.instance.is_none(), "{} must not run", plugin.name);
-        assert!(first.file.is_some(), "{}: a diagnostic names its file", plugin.name);
-        assert!(first.line.is_some_and(|l| l > 0) && first.column.is_some_and(|c| c > 0), "{}: and the position in it: {first:?}", plugin.name);
+        assert!(
+            first.file.is_some(),
+            "{}: a diagnostic names its file",
+            plugin.name
+        );
+        assert!(
+            first.line.is_some_and(|l| l > 0) && first.column.is_some_and(|c| c > 0),
+            "{}: and the position in it: {first:?}",
+            plugin.name
+        );
     }
     insta::assert_json_snapshot!("broken_fixture_diagnostics", diagnostics_of(&plugins));
 }
@@ -44,8 +62,15 @@ fn declared_but_not_registered_fails_the_load() {
     assert_eq!(plugins[0].diagnostics[0].code, Code::MissingExtension);
     let d = &plugins[0].diagnostics[0];
     // `    - point: prompt.segment@1` on line 7: the item starts at its `-`, column 5.
-    assert_eq!((d.line, d.column), (Some(7), Some(5)), "points at the declaration's item");
-    assert_eq!(d.file.as_deref(), Some(std::path::Path::new("missing-extension/PLUGIN.md")));
+    assert_eq!(
+        (d.line, d.column),
+        (Some(7), Some(5)),
+        "points at the declaration's item"
+    );
+    assert_eq!(
+        d.file.as_deref(),
+        Some(std::path::Path::new("missing-extension/PLUGIN.md"))
+    );
 }
 
 #[test]
@@ -55,31 +80,71 @@ fn registered_but_not_declared_fails_the_load() {
     assert_eq!(d.code, Code::UndeclaredExtension);
     assert!(plugins[0].providers().is_empty());
     // `  covel.provideExtension(` on line 2 of the entry: the call that has no declaration.
-    assert_eq!(d.file.as_deref(), Some(std::path::Path::new("undeclared-extension/server/index.js")));
-    assert_eq!((d.line, d.column), (Some(2), Some(9)), "points at the registration call");
+    assert_eq!(
+        d.file.as_deref(),
+        Some(std::path::Path::new("undeclared-extension/server/index.js"))
+    );
+    assert_eq!(
+        (d.line, d.column),
+        (Some(2), Some(9)),
+        "points at the registration call"
+    );
 }
 
 #[test]
 fn a_missing_registration_points_at_its_declaration_and_an_extra_one_at_its_call() {
-    let plugins = load_some(&["broken/missing-hook", "broken/undeclared-tool", "broken/duplicate-extension"]);
+    let plugins = load_some(&[
+        "broken/missing-hook",
+        "broken/undeclared-tool",
+        "broken/duplicate-extension",
+    ]);
     let at = |p: &covel_js::LoadedPlugin| {
         let d = &p.diagnostics[0];
-        (d.file.as_ref().map(|f| f.display().to_string()), d.line, d.column)
+        (
+            d.file.as_ref().map(|f| f.display().to_string()),
+            d.line,
+            d.column,
+        )
     };
-    assert_eq!(at(&plugins[0]), (Some("missing-hook/PLUGIN.md".into()), Some(7), Some(5)), "`    - event: TurnStart`");
+    assert_eq!(
+        at(&plugins[0]),
+        (Some("missing-hook/PLUGIN.md".into()), Some(7), Some(5)),
+        "`    - event: TurnStart`"
+    );
     // The call's column, not the engine's (it reports a position inside the arguments).
-    assert_eq!(at(&plugins[1]), (Some("undeclared-tool/server/index.js".into()), Some(2), Some(9)));
-    assert_eq!(at(&plugins[2]), (Some("duplicate-extension/server/index.js".into()), Some(3), Some(9)), "the second call");
+    assert_eq!(
+        at(&plugins[1]),
+        (
+            Some("undeclared-tool/server/index.js".into()),
+            Some(2),
+            Some(9)
+        )
+    );
+    assert_eq!(
+        at(&plugins[2]),
+        (
+            Some("duplicate-extension/server/index.js".into()),
+            Some(3),
+            Some(9)
+        ),
+        "the second call"
+    );
 }
 
 #[test]
 fn registering_the_same_extension_twice_fails_the_load() {
-    assert_eq!(load_some(&["broken/duplicate-extension"])[0].diagnostics[0].code, Code::DuplicateExtension);
+    assert_eq!(
+        load_some(&["broken/duplicate-extension"])[0].diagnostics[0].code,
+        Code::DuplicateExtension
+    );
 }
 
 #[test]
 fn providing_an_unknown_point_or_a_non_function_handler_fails_the_load() {
-    let plugins = load_some(&["broken/provides-unknown-point", "broken/handler-not-a-function"]);
+    let plugins = load_some(&[
+        "broken/provides-unknown-point",
+        "broken/handler-not-a-function",
+    ]);
     for p in &plugins {
         assert_eq!(p.diagnostics.len(), 1, "{:?}", p.diagnostics);
         assert_eq!(p.diagnostics[0].code, Code::InvalidExtension);
@@ -88,9 +153,17 @@ fn providing_an_unknown_point_or_a_non_function_handler_fails_the_load() {
 
 #[test]
 fn static_prompt_id_is_reserved_on_both_sides() {
-    let plugins = load_some(&["broken/declares-static-prompt", "broken/provides-static-prompt"]);
+    let plugins = load_some(&[
+        "broken/declares-static-prompt",
+        "broken/provides-static-prompt",
+    ]);
     for p in &plugins {
-        assert_eq!(p.diagnostics[0].code, Code::ReservedExtensionId, "{}", p.name);
+        assert_eq!(
+            p.diagnostics[0].code,
+            Code::ReservedExtensionId,
+            "{}",
+            p.name
+        );
     }
 }
 
@@ -122,10 +195,25 @@ fn entry_defaults_to_server_index_js() {
 
 #[test]
 fn one_bad_plugin_never_stops_the_others() {
-    let plugins = load_some(&["broken/entry-throws", "broken/entry-loops", "broken/bad-yaml", "runner/alpha", "runner/beta"]);
+    let plugins = load_some(&[
+        "broken/entry-throws",
+        "broken/entry-loops",
+        "broken/bad-yaml",
+        "runner/alpha",
+        "runner/beta",
+    ]);
     let result = call(&plugins, PointId::PromptSegment, segment_input());
-    let contents: Vec<&str> = result.result.as_array().into_iter().flatten().filter_map(|s| s["content"].as_str()).collect();
-    assert!(contents.contains(&"alpha") && contents.contains(&"beta"), "{contents:?}");
+    let contents: Vec<&str> = result
+        .result
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s["content"].as_str())
+        .collect();
+    assert!(
+        contents.contains(&"alpha") && contents.contains(&"beta"),
+        "{contents:?}"
+    );
     assert_eq!(plugins.iter().filter(|p| !p.ok()).count(), 3);
 }
 
@@ -133,7 +221,10 @@ fn one_bad_plugin_never_stops_the_others() {
 fn registration_after_the_entry_settles_is_refused() {
     let plugins = load_some(&["runner/latecomer"]);
     let result = call(&plugins, PointId::PromptSegment, segment_input());
-    assert_eq!(result.result[0]["content"], "plugin entry registration is closed");
+    assert_eq!(
+        result.result[0]["content"],
+        "plugin entry registration is closed"
+    );
 }
 
 #[test]
@@ -142,7 +233,10 @@ fn upstream_shaped_plugins_load_and_their_providers_run() {
     for p in &plugins {
         assert!(p.ok(), "{}: {:?}", p.name, p.diagnostics);
     }
-    let quest = plugins.iter().find(|p| p.name == "quest-tracker").expect("fixture");
+    let quest = plugins
+        .iter()
+        .find(|p| p.name == "quest-tracker")
+        .expect("fixture");
     let r = &quest.registrations;
     assert_eq!(r.tools, ["quest-update"]);
     assert_eq!(r.actions, ["reset-quests"]);
@@ -150,9 +244,26 @@ fn upstream_shaped_plugins_load_and_their_providers_run() {
     assert_eq!(r.hooks, ["TurnStart:normal", "PostLLMResponse:post"]);
     assert_eq!(r.forms, ["quest-form"]);
     assert_eq!(r.wires, ["quest-voice"]);
-    assert!(quest.modules.iter().any(|m| m.ends_with("server/tools/update.js")), "relative imports are tracked");
-    let dice = plugins.iter().find(|p| p.name == "dice-check").expect("fixture");
-    let runtimes: Vec<&str> = dice.package.as_ref().expect("valid").manifest.runtimes.iter().map(|r| r.id.as_str()).collect();
+    assert!(
+        quest
+            .modules
+            .iter()
+            .any(|m| m.ends_with("server/tools/update.js")),
+        "relative imports are tracked"
+    );
+    let dice = plugins
+        .iter()
+        .find(|p| p.name == "dice-check")
+        .expect("fixture");
+    let runtimes: Vec<&str> = dice
+        .package
+        .as_ref()
+        .expect("valid")
+        .manifest
+        .runtimes
+        .iter()
+        .map(|r| r.id.as_str())
+        .collect();
     assert_eq!(runtimes, ["dice-check/recorder", "dice-check/roller"]);
     let summary = runner::run(
         PointId::UiSlot,
@@ -170,21 +281,48 @@ fn upstream_shaped_plugins_load_and_their_providers_run() {
 fn point_table_matches_the_seed_page() {
     let table: Vec<(PointId, Mode, u64, OnError)> = PointId::ALL
         .iter()
-        .map(|p| (*p, p.point().mode, p.point().timeout.as_millis() as u64, p.point().on_error))
+        .map(|p| {
+            (
+                *p,
+                p.point().mode,
+                p.point().timeout.as_millis() as u64,
+                p.point().on_error,
+            )
+        })
         .collect();
     assert_eq!(
         table,
         vec![
             (PointId::PromptSegment, Mode::Collect, 500, OnError::Skip),
-            (PointId::PromptHistoryTransform, Mode::Pipeline, 500, OnError::Skip),
+            (
+                PointId::PromptHistoryTransform,
+                Mode::Pipeline,
+                500,
+                OnError::Skip
+            ),
             (PointId::UiSlot, Mode::Pipeline, 500, OnError::Skip),
             (PointId::MediaImageFlow, Mode::Single, 500, OnError::Skip),
-            (PointId::SessionWorldContext, Mode::Single, 500, OnError::FailTurn),
+            (
+                PointId::SessionWorldContext,
+                Mode::Single,
+                500,
+                OnError::FailTurn
+            ),
             (PointId::HistoryCompact, Mode::Single, 60_000, OnError::Skip),
         ]
     );
     let slots: Vec<&str> = SlotId::ALL.iter().map(|s| s.as_str()).collect();
-    assert_eq!(slots, ["stage.backdrop@1", "stage.cast@1", "stage.choices@1", "character.visual@1", "session.summary@1", "stage.music@1"]);
+    assert_eq!(
+        slots,
+        [
+            "stage.backdrop@1",
+            "stage.cast@1",
+            "stage.choices@1",
+            "character.visual@1",
+            "session.summary@1",
+            "stage.music@1"
+        ]
+    );
 }
 
 #[test]
@@ -199,8 +337,15 @@ fn collect_gathers_every_valid_output_and_skips_the_rest() {
 fn providers_run_by_order_then_plugin_id_then_id() {
     let plugins = load_some(&["runner/beta", "runner/alpha", "runner/early"]);
     let result = call(&plugins, PointId::PromptSegment, segment_input());
-    let chain: Vec<String> = result.calls.iter().map(|c| format!("{}/{}", c.plugin_id, c.provider_id)).collect();
-    assert_eq!(chain, ["early/note", "alpha/forged", "alpha/note", "beta/note"]);
+    let chain: Vec<String> = result
+        .calls
+        .iter()
+        .map(|c| format!("{}/{}", c.plugin_id, c.provider_id))
+        .collect();
+    assert_eq!(
+        chain,
+        ["early/note", "alpha/forged", "alpha/note", "beta/note"]
+    );
 }
 
 #[test]
@@ -209,7 +354,13 @@ fn plugin_ids_compare_by_utf16_code_units_not_locale() {
         rust_provider("alpha", PointId::PromptSegment, "a", 0, |_| Ok(json!([]))),
         rust_provider("Zeta", PointId::PromptSegment, "a", 0, |_| Ok(json!([]))),
     ];
-    let result = runner::run(PointId::PromptSegment, segment_input(), &providers, &ExecutionContext::empty(), &RunOptions::default());
+    let result = runner::run(
+        PointId::PromptSegment,
+        segment_input(),
+        &providers,
+        &ExecutionContext::empty(),
+        &RunOptions::default(),
+    );
     let order: Vec<&str> = result.calls.iter().map(|c| c.plugin_id.as_str()).collect();
     assert_eq!(order, ["Zeta", "alpha"]);
 }
@@ -222,10 +373,19 @@ fn pipeline_threads_each_valid_output_into_the_next_input() {
     ]});
     let result = call(&plugins, PointId::PromptHistoryTransform, input);
     let message = &result.result["messages"][0];
-    assert_eq!(message["content"], "HELLO", "the second provider saw the first one's output");
-    assert_eq!(message["metadata"]["seenInTurn"], "t9", "input-only fields survive the merge");
+    assert_eq!(
+        message["content"], "HELLO",
+        "the second provider saw the first one's output"
+    );
+    assert_eq!(
+        message["metadata"]["seenInTurn"], "t9",
+        "input-only fields survive the merge"
+    );
     assert_eq!(message["extra"], "kept", "unknown message keys survive");
-    assert_eq!(call_for(&result, "pipes-b", "broken").outcome, Outcome::InvalidOutput);
+    assert_eq!(
+        call_for(&result, "pipes-b", "broken").outcome,
+        Outcome::InvalidOutput
+    );
 }
 
 #[test]
@@ -233,17 +393,35 @@ fn pipeline_with_no_provider_returns_its_input() {
     let input = json!({"turnId": "t1", "messages": []});
     let result = call(&[], PointId::PromptHistoryTransform, input);
     assert_eq!(result.result, json!({"messages": []}));
-    let slot = call(&[], PointId::UiSlot, json!({"slot": "stage.music@1", "previous": {"trackId": "x"}, "events": []}));
-    assert_eq!(slot.result, json!({"trackId": "x"}), "ui.slot@1 returns `previous`");
+    let slot = call(
+        &[],
+        PointId::UiSlot,
+        json!({"slot": "stage.music@1", "previous": {"trackId": "x"}, "events": []}),
+    );
+    assert_eq!(
+        slot.result,
+        json!({"trackId": "x"}),
+        "ui.slot@1 returns `previous`"
+    );
 }
 
 #[test]
 fn ui_slot_keeps_the_previous_valid_value_when_a_provider_returns_an_invalid_one() {
     let plugins = load_some(&["runner/choices-a", "runner/choices-b"]);
-    let result = call(&plugins, PointId::UiSlot, json!({"slot": "stage.choices@1", "previous": null, "events": []}));
-    assert_eq!(result.result, json!({"choices": [{"id": "go", "text": "Go north"}]}));
+    let result = call(
+        &plugins,
+        PointId::UiSlot,
+        json!({"slot": "stage.choices@1", "previous": null, "events": []}),
+    );
+    assert_eq!(
+        result.result,
+        json!({"choices": [{"id": "go", "text": "Go north"}]})
+    );
     let outcomes: Vec<Outcome> = result.calls.iter().map(|c| c.outcome).collect();
-    assert_eq!(outcomes, [Outcome::Success, Outcome::InvalidOutput, Outcome::Success]);
+    assert_eq!(
+        outcomes,
+        [Outcome::Success, Outcome::InvalidOutput, Outcome::Success]
+    );
 }
 
 #[test]
@@ -252,18 +430,24 @@ fn single_with_several_providers_fails_before_any_provider_runs() {
     let result = call(&plugins, PointId::SessionWorldContext, json!({}));
     assert!(result.calls.is_empty(), "no provider ran");
     match result.error {
-        Some(RunError::ConflictingProviders { providers, .. }) => assert_eq!(providers, ["wc-one/world", "wc-two/world"]),
+        Some(RunError::ConflictingProviders { providers, .. }) => {
+            assert_eq!(providers, ["wc-one/world", "wc-two/world"])
+        }
         other => panic!("expected a conflict, got {other:?}"),
     }
 }
 
 #[test]
 fn single_with_no_provider_leaves_the_default_to_the_call_site() {
-    let result = call(&[], PointId::HistoryCompact, json!({
-        "messages": [], "existingSummaries": [], "contextWindow": 1000, "inputWindow": 1000,
-        "summaryBudget": {"maxTokens": 128, "maxSegmentTokens": 128, "maxSegments": 8},
-        "estimatedTokens": 0, "locale": "en"
-    }));
+    let result = call(
+        &[],
+        PointId::HistoryCompact,
+        json!({
+            "messages": [], "existingSummaries": [], "contextWindow": 1000, "inputWindow": 1000,
+            "summaryBudget": {"maxTokens": 128, "maxSegmentTokens": 128, "maxSegments": 8},
+            "estimatedTokens": 0, "locale": "en"
+        }),
+    );
     assert_eq!(result.result, Value::Null);
     assert!(result.provided_by.is_none() && result.error.is_none());
 }
@@ -273,7 +457,9 @@ fn fail_turn_point_fails_the_whole_call_when_its_provider_fails() {
     let plugins = load("runner-failturn");
     let result = call(&plugins, PointId::SessionWorldContext, json!({}));
     match &result.error {
-        Some(RunError::FailTurn { provider, message, .. }) => {
+        Some(RunError::FailTurn {
+            provider, message, ..
+        }) => {
             assert_eq!(provider, "wc-broken/world");
             assert!(message.contains("store offline"), "{message}");
         }
@@ -288,7 +474,11 @@ fn skip_point_skips_a_failing_provider_and_continues() {
     let result = call(&plugins, PointId::PromptSegment, segment_input());
     assert!(result.error.is_none());
     assert_eq!(call_for(&result, "thrower", "boom").outcome, Outcome::Error);
-    assert_eq!(call_for(&result, "thrower", "boom").logs, ["[log] about to fail"], "console output reaches the trace");
+    assert_eq!(
+        call_for(&result, "thrower", "boom").logs,
+        ["[log] about to fail"],
+        "console output reaches the trace"
+    );
     assert_eq!(result.result.as_array().map(Vec::len), Some(1));
 }
 
@@ -315,7 +505,13 @@ fn an_invalid_output_counts_as_the_providers_error() {
 fn kernel_stamps_provider_plugin_id_over_a_forged_one() {
     let plugins = load_some(&["runner/alpha"]);
     let result = call(&plugins, PointId::PromptSegment, segment_input());
-    let forged = result.result.as_array().into_iter().flatten().find(|s| s["id"] == "forged").expect("segment");
+    let forged = result
+        .result
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|s| s["id"] == "forged")
+        .expect("segment");
     assert_eq!(forged["providerPluginId"], "alpha");
 }
 
@@ -329,19 +525,52 @@ fn image_flow_is_stamped_by_the_kernel_and_may_only_name_its_own_runtimes() {
     });
     thief.runtime_ids = std::sync::Arc::new(vec!["thief/run".to_string()]);
     let foreign = vec![thief];
-    let result = runner::run(PointId::MediaImageFlow, json!({}), &foreign, &ExecutionContext::empty(), &RunOptions::default());
+    let result = runner::run(
+        PointId::MediaImageFlow,
+        json!({}),
+        &foreign,
+        &ExecutionContext::empty(),
+        &RunOptions::default(),
+    );
     assert_eq!(result.calls[0].outcome, Outcome::InvalidOutput);
-    assert!(result.calls[0].message.as_deref().unwrap_or_default().contains("victim/asset"));
+    assert!(
+        result.calls[0]
+            .message
+            .as_deref()
+            .unwrap_or_default()
+            .contains("victim/asset")
+    );
 }
 
 #[test]
 fn image_flow_ownership_is_decided_on_path_components_and_registered_runtimes() {
-    for (entry, why) in [("thief/../victim/generate", "does not belong"), ("thief/./run", "does not belong"), ("thief/invented", "does not have")] {
-        let mut provider = rust_provider("thief", PointId::MediaImageFlow, "images", 0, move |_| Ok(json!({"entryRuntimeId": entry, "assetRuntimeIds": [entry]})));
+    for (entry, why) in [
+        ("thief/../victim/generate", "does not belong"),
+        ("thief/./run", "does not belong"),
+        ("thief/invented", "does not have"),
+    ] {
+        let mut provider =
+            rust_provider("thief", PointId::MediaImageFlow, "images", 0, move |_| {
+                Ok(json!({"entryRuntimeId": entry, "assetRuntimeIds": [entry]}))
+            });
         provider.runtime_ids = std::sync::Arc::new(vec!["thief/run".to_string()]);
-        let result = runner::run(PointId::MediaImageFlow, json!({}), &[provider], &ExecutionContext::empty(), &RunOptions::default());
+        let result = runner::run(
+            PointId::MediaImageFlow,
+            json!({}),
+            &[provider],
+            &ExecutionContext::empty(),
+            &RunOptions::default(),
+        );
         assert_eq!(result.calls[0].outcome, Outcome::InvalidOutput, "{entry}");
-        assert!(result.calls[0].message.as_deref().unwrap_or_default().contains(why), "{entry}: {:?}", result.calls[0].message);
+        assert!(
+            result.calls[0]
+                .message
+                .as_deref()
+                .unwrap_or_default()
+                .contains(why),
+            "{entry}: {:?}",
+            result.calls[0].message
+        );
     }
 }
 
@@ -352,12 +581,30 @@ fn a_cpu_loop_is_interrupted_at_its_deadline_and_the_runtime_answers_a_new_call(
     let result = call(&plugins, PointId::PromptSegment, segment_input());
     let spin = call_for(&result, "spinner", "spin");
     assert_eq!(spin.outcome, Outcome::Timeout);
-    assert!(spin.message.as_deref().is_some_and(|m| m.contains("500 ms")), "{:?}", spin.message);
-    assert_eq!(call_for(&result, "spinner", "after").outcome, Outcome::Success, "the same runtime went on to its next provider");
+    assert!(
+        spin.message
+            .as_deref()
+            .is_some_and(|m| m.contains("500 ms")),
+        "{:?}",
+        spin.message
+    );
+    assert_eq!(
+        call_for(&result, "spinner", "after").outcome,
+        Outcome::Success,
+        "the same runtime went on to its next provider"
+    );
     // A new input: the memo cannot answer, so the interrupted runtime itself must run again.
-    let again = call(&plugins, PointId::PromptSegment, json!({"turnId": "t2", "playerMessage": "Something new."}));
+    let again = call(
+        &plugins,
+        PointId::PromptSegment,
+        json!({"turnId": "t2", "playerMessage": "Something new."}),
+    );
     let after = call_for(&again, "spinner", "after");
-    assert_eq!(after.outcome, Outcome::Success, "the runtime stays usable: {after:?}");
+    assert_eq!(
+        after.outcome,
+        Outcome::Success,
+        "the runtime stays usable: {after:?}"
+    );
     assert!(!after.cached, "answered by the runtime, not the memo");
     assert_eq!(again.result[0]["content"], "still answering");
 }
@@ -366,7 +613,14 @@ fn a_cpu_loop_is_interrupted_at_its_deadline_and_the_runtime_answers_a_new_call(
 
 fn counted(result: &runner::RunResult, id: &str) -> (String, bool) {
     let record = call_for(result, "counter", id);
-    let content = result.result.as_array().into_iter().flatten().find(|s| s["id"] == id).and_then(|s| s["content"].as_str()).unwrap_or_default();
+    let content = result
+        .result
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|s| s["id"] == id)
+        .and_then(|s| s["content"].as_str())
+        .unwrap_or_default();
     (content.to_string(), record.cached)
 }
 
@@ -375,13 +629,32 @@ fn a_handler_whose_answer_changes_runs_every_time_instead_of_being_answered_from
     // The memo answers only what running would answer (tests/suites/memo.rs has the cached
     // case): this handler counts its calls, so every identical call really runs.
     let plugins = load_some(&["runner-memo/counter"]);
-    let runs: Vec<(String, bool)> = (0..3).map(|_| counted(&call(&plugins, PointId::PromptSegment, segment_input()), "count")).collect();
+    let runs: Vec<(String, bool)> = (0..3)
+        .map(|_| {
+            counted(
+                &call(&plugins, PointId::PromptSegment, segment_input()),
+                "count",
+            )
+        })
+        .collect();
     assert_eq!(
         runs,
-        [("run 1 for I look around.".to_string(), false), ("run 2 for I look around.".to_string(), false), ("run 3 for I look around.".to_string(), false)]
+        [
+            ("run 1 for I look around.".to_string(), false),
+            ("run 2 for I look around.".to_string(), false),
+            ("run 3 for I look around.".to_string(), false)
+        ]
     );
-    let other = call(&plugins, PointId::PromptSegment, json!({"turnId": "t1", "playerMessage": "I listen."}));
-    assert_eq!(counted(&other, "count"), ("run 4 for I listen.".to_string(), false), "a new input runs the handler");
+    let other = call(
+        &plugins,
+        PointId::PromptSegment,
+        json!({"turnId": "t1", "playerMessage": "I listen."}),
+    );
+    assert_eq!(
+        counted(&other, "count"),
+        ("run 4 for I listen.".to_string(), false),
+        "a new input runs the handler"
+    );
 }
 
 #[test]
@@ -393,7 +666,11 @@ fn a_failed_call_is_never_memoized() {
     assert!(!failed.cached);
     let retry = call(&plugins, PointId::PromptSegment, segment_input());
     let record = call_for(&retry, "counter", "flaky");
-    assert_eq!((record.outcome, record.cached), (Outcome::Success, false), "the same call ran again instead of replaying the failure");
+    assert_eq!(
+        (record.outcome, record.cached),
+        (Outcome::Success, false),
+        "the same call ran again instead of replaying the failure"
+    );
     assert_eq!(counted(&retry, "flaky").0, "run 2");
 }
 
@@ -401,15 +678,25 @@ fn a_failed_call_is_never_memoized() {
 fn a_promise_that_never_settles_times_out_and_the_runtime_stays_usable() {
     let plugins = load_some(&["runner/sleeper"]);
     let result = call(&plugins, PointId::PromptSegment, segment_input());
-    assert_eq!(call_for(&result, "sleeper", "wait").outcome, Outcome::Timeout);
-    assert_eq!(call_for(&result, "sleeper", "timer").outcome, Outcome::Success, "timers still fire");
+    assert_eq!(
+        call_for(&result, "sleeper", "wait").outcome,
+        Outcome::Timeout
+    );
+    assert_eq!(
+        call_for(&result, "sleeper", "timer").outcome,
+        Outcome::Success,
+        "timers still fire"
+    );
 }
 
 #[test]
 fn a_handler_that_exhausts_memory_is_contained() {
     let plugins = load_some(&["runner/hog"]);
     let result = call(&plugins, PointId::PromptSegment, segment_input());
-    assert_eq!(call_for(&result, "hog", "eat").outcome, Outcome::OutOfMemory);
+    assert_eq!(
+        call_for(&result, "hog", "eat").outcome,
+        Outcome::OutOfMemory
+    );
     assert_eq!(call_for(&result, "hog", "small").outcome, Outcome::Success);
 }
 
@@ -417,13 +704,19 @@ fn a_handler_that_exhausts_memory_is_contained() {
 fn every_call_leaves_a_trace_entry_with_outcome_code_and_reason() {
     let plugins = load("runner");
     let result = call(&plugins, PointId::PromptSegment, segment_input());
-    let expected_calls = providers(&plugins).iter().filter(|p| p.decl.point == PointId::PromptSegment).count();
+    let expected_calls = providers(&plugins)
+        .iter()
+        .filter(|p| p.decl.point == PointId::PromptSegment)
+        .count();
     assert_eq!(result.calls.len(), expected_calls);
     for c in &result.calls {
         if c.outcome == Outcome::Success {
             assert!(c.error_code.is_none() && c.message.is_none());
         } else {
-            assert!(c.error_code.is_some() && c.message.as_deref().is_some_and(|m| !m.is_empty()), "{c:?}");
+            assert!(
+                c.error_code.is_some() && c.message.as_deref().is_some_and(|m| !m.is_empty()),
+                "{c:?}"
+            );
         }
     }
 }
@@ -448,7 +741,10 @@ fn stage_dialogue_is_not_a_kernel_slot() {
 
 #[test]
 fn conflicts_cannot_name_a_kernel_point_or_slot() {
-    let plugins = load_some(&["broken/conflicts-kernel-point", "broken/conflicts-kernel-slot"]);
+    let plugins = load_some(&[
+        "broken/conflicts-kernel-point",
+        "broken/conflicts-kernel-slot",
+    ]);
     for p in &plugins {
         assert_eq!(p.diagnostics[0].code, Code::InvalidConflict, "{}", p.name);
     }
@@ -459,11 +755,13 @@ fn conflicts_cannot_name_a_kernel_point_or_slot() {
 // Rust providers and no JavaScript engine.
 
 fn kernel_session(text: &str) -> covel_kernel::session::Session {
-    covel_kernel::session::parse_session(text, std::path::Path::new("session.yaml")).expect("the session parses")
+    covel_kernel::session::parse_session(text, std::path::Path::new("session.yaml"))
+        .expect("the session parses")
 }
 
 fn manifest(text: &str, id: &str) -> covel_kernel::manifest::Manifest {
-    let (manifest, diagnostics) = covel_kernel::manifest::parse_plugin_md(text, std::path::Path::new("PLUGIN.md"), id);
+    let (manifest, diagnostics) =
+        covel_kernel::manifest::parse_plugin_md(text, std::path::Path::new("PLUGIN.md"), id);
     manifest.unwrap_or_else(|| panic!("{id} parses: {diagnostics:?}"))
 }
 
@@ -489,12 +787,24 @@ const DIMS_PLUGIN: &str = "---\nid: dims\nkind: plugin\ndescription: Dimensions.
 #[test]
 fn the_world_view_carries_the_single_dimension_providers_snapshot_and_never_the_initial_values() {
     let session = kernel_session(DIMENSIONS_SESSION);
-    let one = covel_kernel::world::world_view(&session.world, &session.plugin_data, &["dims".to_string()]);
-    assert_eq!(one["dimensions"]["trust"], json!({"name": "Trust", "schema": {"type": "number"}, "value": 7, "version": 3}));
+    let one = covel_kernel::world::world_view(
+        &session.world,
+        &session.plugin_data,
+        &["dims".to_string()],
+    );
+    assert_eq!(
+        one["dimensions"]["trust"],
+        json!({"name": "Trust", "schema": {"type": "number"}, "value": 7, "version": 3})
+    );
     assert_eq!(one["dimensionProviderPluginId"], "dims");
     for providers in [vec![], vec!["dims".to_string(), "dims-two".to_string()]] {
-        let view = covel_kernel::world::world_view(&session.world, &session.plugin_data, &providers);
-        assert_eq!(view["dimensions"], json!({}), "no fallback to the author's initial values");
+        let view =
+            covel_kernel::world::world_view(&session.world, &session.plugin_data, &providers);
+        assert_eq!(
+            view["dimensions"],
+            json!({}),
+            "no fallback to the author's initial values"
+        );
         assert!(view.get("dimensionProviderPluginId").is_none());
     }
 }
@@ -504,53 +814,131 @@ fn a_world_with_dimensions_needs_exactly_one_enabled_dimension_provider() {
     let session = kernel_session(DIMENSIONS_SESSION);
     let providers = covel_kernel::world::dimension_providers([&manifest(DIMS_PLUGIN, "dims")]);
     assert_eq!(providers, ["dims"]);
-    assert_eq!(covel_kernel::world::dimension_rule_violation(&session.world, &providers), None);
-    let none = covel_kernel::world::dimension_rule_violation(&session.world, &[]).expect("none breaks the rule");
+    assert_eq!(
+        covel_kernel::world::dimension_rule_violation(&session.world, &providers),
+        None
+    );
+    let none = covel_kernel::world::dimension_rule_violation(&session.world, &[])
+        .expect("none breaks the rule");
     assert!(none.contains("none is enabled"), "{none}");
-    let two = covel_kernel::world::dimension_rule_violation(&session.world, &["a".into(), "b".into()]).expect("two break it");
+    let two =
+        covel_kernel::world::dimension_rule_violation(&session.world, &["a".into(), "b".into()])
+            .expect("two break it");
     assert!(two.contains("2 are enabled (a, b)"), "{two}");
-    assert_eq!(covel_kernel::world::required_contracts(&session.world), ["world.dimensions@1"]);
+    assert_eq!(
+        covel_kernel::world::required_contracts(&session.world),
+        ["world.dimensions@1"]
+    );
     let plain = kernel_session("id: s2\n");
-    assert_eq!(covel_kernel::world::dimension_rule_violation(&plain.world, &[]), None, "no dimensions, no rule");
+    assert_eq!(
+        covel_kernel::world::dimension_rule_violation(&plain.world, &[]),
+        None,
+        "no dimensions, no rule"
+    );
 }
 
 #[test]
 fn the_handler_context_merges_settings_reads_only_own_visible_data_and_the_locales_messages() {
     let session = kernel_session(DIMENSIONS_SESSION);
     let dims = manifest(DIMS_PLUGIN, "dims");
-    let execution = ExecutionContext::from_session(&session, [&dims], &["dims".to_string()], Some("turn-1".into()));
-    let messages: std::collections::BTreeMap<String, serde_json::Map<String, Value>> = [("fr", "Bonjour"), ("en", "Hello")]
-        .into_iter()
-        .map(|(tag, text)| (tag.to_string(), json!({"hello": text}).as_object().cloned().unwrap_or_default()))
-        .collect();
-    let ctx = serde_json::to_value(execution.handler_context("dims", &messages)).expect("serializes");
+    let execution = ExecutionContext::from_session(
+        &session,
+        [&dims],
+        &["dims".to_string()],
+        Some("turn-1".into()),
+    );
+    let messages: std::collections::BTreeMap<String, serde_json::Map<String, Value>> =
+        [("fr", "Bonjour"), ("en", "Hello")]
+            .into_iter()
+            .map(|(tag, text)| {
+                (
+                    tag.to_string(),
+                    json!({"hello": text})
+                        .as_object()
+                        .cloned()
+                        .unwrap_or_default(),
+                )
+            })
+            .collect();
+    let ctx =
+        serde_json::to_value(execution.handler_context("dims", &messages)).expect("serializes");
     assert_eq!(ctx["sessionId"], "s1");
-    assert_eq!(ctx["settings"], json!({"mood": "tense", "verbosity": 2}), "session settings over declared defaults");
-    assert_eq!(ctx["messages"], json!({"hello": "Bonjour"}), "fr-CA reads fr");
+    assert_eq!(
+        ctx["settings"],
+        json!({"mood": "tense", "verbosity": 2}),
+        "session settings over declared defaults"
+    );
+    assert_eq!(
+        ctx["messages"],
+        json!({"hello": "Bonjour"}),
+        "fr-CA reads fr"
+    );
     assert_eq!(ctx["world"]["dimensionProviderPluginId"], "dims");
-    let namespaces: Vec<&str> = ctx["pluginData"].as_array().into_iter().flatten().filter_map(|g| g["namespace"].as_str()).collect();
-    assert_eq!(namespaces, ["notes", "_dimensions"], "own data only, hidden namespaces left out, in creation order");
-    let notes: Vec<&str> = ctx["pluginData"][0]["rows"].as_array().into_iter().flatten().filter_map(|r| r["key"].as_str()).collect();
+    let namespaces: Vec<&str> = ctx["pluginData"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|g| g["namespace"].as_str())
+        .collect();
+    assert_eq!(
+        namespaces,
+        ["notes", "_dimensions"],
+        "own data only, hidden namespaces left out, in creation order"
+    );
+    let notes: Vec<&str> = ctx["pluginData"][0]["rows"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r["key"].as_str())
+        .collect();
     assert_eq!(notes, ["a", "b"], "rows in creation order");
-    assert!(ctx["pluginData"][0]["rows"][0].get("pluginId").is_none(), "no storage identifier fields");
+    assert!(
+        ctx["pluginData"][0]["rows"][0].get("pluginId").is_none(),
+        "no storage identifier fields"
+    );
 }
 
 #[test]
 fn a_rust_world_context_provider_reads_the_world_view_it_is_given() {
     let session = kernel_session(DIMENSIONS_SESSION);
-    let execution = std::sync::Arc::new(ExecutionContext::from_session(&session, [], &["dims".to_string()], None));
+    let execution = std::sync::Arc::new(ExecutionContext::from_session(
+        &session,
+        [],
+        &["dims".to_string()],
+        None,
+    ));
     let provider = rust_provider("dims", PointId::SessionWorldContext, "ctx", 0, |call| {
         Ok(json!({"dimensions": call.context.world["dimensions"].clone()}))
     });
-    let result = runner::run(PointId::SessionWorldContext, json!({}), &[provider], &execution, &RunOptions::default());
+    let result = runner::run(
+        PointId::SessionWorldContext,
+        json!({}),
+        &[provider],
+        &execution,
+        &RunOptions::default(),
+    );
     assert_eq!(result.result["dimensions"]["trust"]["value"], 7);
-    assert_eq!(result.result["dimensionProviderPluginId"], "dims", "provenance stamped by the kernel");
+    assert_eq!(
+        result.result["dimensionProviderPluginId"], "dims",
+        "provenance stamped by the kernel"
+    );
 }
 
-fn slot_provider(plugin: &str, id: &str, slot: SlotId, watch: &[&str], preview: &[&str], value: Value) -> runner::Provider {
+fn slot_provider(
+    plugin: &str,
+    id: &str,
+    slot: SlotId,
+    watch: &[&str],
+    preview: &[&str],
+    value: Value,
+) -> runner::Provider {
     let mut provider = rust_provider(plugin, PointId::UiSlot, id, 0, move |call| {
         let events = call.input["events"].as_array().map_or(0, Vec::len);
-        Ok(if events == 0 { value.clone() } else { json!({"sceneId": "preview", "name": format!("{events} events")}) })
+        Ok(if events == 0 {
+            value.clone()
+        } else {
+            json!({"sceneId": "preview", "name": format!("{events} events")})
+        })
     });
     provider.decl.slot = Some(slot);
     provider.decl.watch = watch.iter().map(|w| w.to_string()).collect();
@@ -561,23 +949,70 @@ fn slot_provider(plugin: &str, id: &str, slot: SlotId, watch: &[&str], preview: 
 #[test]
 fn the_slot_host_reprojects_only_what_a_trigger_affects_and_reports_only_new_revisions() {
     use covel_kernel::slot_host::{SlotHost, Trigger, project};
-    let providers = vec![slot_provider("stage", "backdrop", SlotId::StageBackdrop, &["scene"], &["scene.set"], json!({"sceneId": "harbour", "name": "The Harbour"}))];
+    let providers = vec![slot_provider(
+        "stage",
+        "backdrop",
+        SlotId::StageBackdrop,
+        &["scene"],
+        &["scene.set"],
+        json!({"sceneId": "harbour", "name": "The Harbour"}),
+    )];
     let execution = ExecutionContext::empty();
-    let projector = |slot, events: &[Value], _turn: Option<&str>| project(&providers, &execution, slot, events);
+    let projector =
+        |slot, events: &[Value], _turn: Option<&str>| project(&providers, &execution, slot, events);
     let mut host = SlotHost::default();
     let first = host.apply(&providers, &projector, &Trigger::All);
-    assert!(first.iter().any(|c| c.slot == SlotId::StageBackdrop && c.value["name"] == "The Harbour"));
-    assert!(host.apply(&providers, &projector, &Trigger::All).is_empty(), "same revisions, no news");
-    let own = Trigger::PluginData { plugin_id: "stage".into(), namespaces: vec!["scene".into()] };
-    assert_eq!(host.affected(&providers, &own).into_iter().collect::<Vec<_>>(), [SlotId::StageBackdrop]);
-    let foreign = Trigger::PluginData { plugin_id: "other".into(), namespaces: vec!["scene".into()] };
-    assert!(host.affected(&providers, &foreign).is_empty(), "a watched namespace is the provider's own");
-    let event = Trigger::EventPreviewed { turn_id: "t1".into(), topic: "scene.set".into(), data: json!({}), plugin_id: None };
+    assert!(
+        first
+            .iter()
+            .any(|c| c.slot == SlotId::StageBackdrop && c.value["name"] == "The Harbour")
+    );
+    assert!(
+        host.apply(&providers, &projector, &Trigger::All).is_empty(),
+        "same revisions, no news"
+    );
+    let own = Trigger::PluginData {
+        plugin_id: "stage".into(),
+        namespaces: vec!["scene".into()],
+    };
+    assert_eq!(
+        host.affected(&providers, &own)
+            .into_iter()
+            .collect::<Vec<_>>(),
+        [SlotId::StageBackdrop]
+    );
+    let foreign = Trigger::PluginData {
+        plugin_id: "other".into(),
+        namespaces: vec!["scene".into()],
+    };
+    assert!(
+        host.affected(&providers, &foreign).is_empty(),
+        "a watched namespace is the provider's own"
+    );
+    let event = Trigger::EventPreviewed {
+        turn_id: "t1".into(),
+        topic: "scene.set".into(),
+        data: json!({}),
+        plugin_id: None,
+    };
     let previews = host.apply(&providers, &projector, &event);
     assert_eq!(previews.len(), 1);
     assert_eq!(previews[0].preview_turn.as_deref(), Some("t1"));
-    let committed = host.values().into_iter().find(|v| v.slot == SlotId::StageBackdrop).expect("committed");
-    assert_eq!(committed.value["name"], "The Harbour", "previews never touch the committed value");
-    host.apply(&providers, &projector, &Trigger::TurnEnded { turn_id: "t1".into() });
+    let committed = host
+        .values()
+        .into_iter()
+        .find(|v| v.slot == SlotId::StageBackdrop)
+        .expect("committed");
+    assert_eq!(
+        committed.value["name"], "The Harbour",
+        "previews never touch the committed value"
+    );
+    host.apply(
+        &providers,
+        &projector,
+        &Trigger::TurnEnded {
+            turn_id: "t1".into(),
+        },
+    );
     assert!(host.events("t1").is_empty(), "previews end with their turn");
 }

@@ -27,9 +27,13 @@ fn sample_copy() -> tempfile::TempDir {
     dir
 }
 
-
 fn live(dir: &Path) -> LiveStudio {
-    let ws = Workspace::open(dir, Some(&dir.join("demo.session.yaml")), &Limits::default()).expect("opens");
+    let ws = Workspace::open(
+        dir,
+        Some(&dir.join("demo.session.yaml")),
+        &Limits::default(),
+    )
+    .expect("opens");
     LiveStudio::new(ws, RuntimeTarget::Story)
 }
 
@@ -55,10 +59,20 @@ fn editing_a_relatively_imported_module_reloads_only_its_plugin_and_diffs_the_se
     let entry = reload(&mut studio, &[module]);
     assert_eq!(entry.plugins.len(), 1);
     assert_eq!(entry.plugins["story-director"], PluginReload::Replaced);
-    let change = entry.diff.segments.iter().find(|s| s.id == "tone").expect("tone changed");
+    let change = entry
+        .diff
+        .segments
+        .iter()
+        .find(|s| s.id == "tone")
+        .expect("tone changed");
     assert_eq!(change.kind, SegmentChangeKind::Changed);
     assert_eq!(change.plugin, "story-director");
-    let boundary = entry.diff.boundaries.iter().find(|b| b.index == 2).expect("the stable block's boundary moved");
+    let boundary = entry
+        .diff
+        .boundaries
+        .iter()
+        .find(|b| b.index == 2)
+        .expect("the stable block's boundary moved");
     assert_eq!(boundary.plugin.as_deref(), Some("story-director"));
     assert!(entry.diff.slots.is_empty(), "nothing else changed");
 }
@@ -68,15 +82,36 @@ fn a_syntax_error_keeps_the_last_good_version_until_a_fix_arrives() {
     let dir = sample_copy();
     let mut studio = live(dir.path());
     let entry_file = dir.path().join("story-director/server/index.js");
-    edit(&entry_file, "export default function (covel) {", "export default function (covel) {{");
+    edit(
+        &entry_file,
+        "export default function (covel) {",
+        "export default function (covel) {{",
+    );
     let broken = reload(&mut studio, std::slice::from_ref(&entry_file));
     assert_eq!(broken.plugins["story-director"], PluginReload::KeptLastGood);
-    let diagnostic = broken.diagnostics.iter().find(|d| d.plugin.as_deref() == Some("story-director")).expect("diagnostic");
+    let diagnostic = broken
+        .diagnostics
+        .iter()
+        .find(|d| d.plugin.as_deref() == Some("story-director"))
+        .expect("diagnostic");
     assert_eq!(diagnostic.code.as_str(), "entry-syntax");
-    assert!(broken.diff.segments.is_empty(), "the last good version still provides its segments");
-    assert!(studio.preview.segments.iter().any(|s| s.plugin == "story-director" && s.id == "tone"));
+    assert!(
+        broken.diff.segments.is_empty(),
+        "the last good version still provides its segments"
+    );
+    assert!(
+        studio
+            .preview
+            .segments
+            .iter()
+            .any(|s| s.plugin == "story-director" && s.id == "tone")
+    );
 
-    edit(&entry_file, "export default function (covel) {{", "export default function (covel) {");
+    edit(
+        &entry_file,
+        "export default function (covel) {{",
+        "export default function (covel) {",
+    );
     let fixed = reload(&mut studio, &[entry_file]);
     assert_eq!(fixed.plugins["story-director"], PluginReload::Replaced);
     assert!(fixed.diagnostics.is_empty(), "{:?}", fixed.diagnostics);
@@ -89,13 +124,28 @@ fn a_deleted_plugin_is_unloaded_and_a_new_one_loaded() {
     std::fs::remove_dir_all(dir.path().join("lore-book")).expect("delete");
     let removed = reload(&mut studio, &[dir.path().join("lore-book/PLUGIN.md")]);
     assert_eq!(removed.plugins["lore-book"], PluginReload::Removed);
-    let gone: Vec<&str> = removed.diff.segments.iter().filter(|s| s.kind == SegmentChangeKind::Removed).map(|s| s.id.as_str()).collect();
+    let gone: Vec<&str> = removed
+        .diff
+        .segments
+        .iter()
+        .filter(|s| s.kind == SegmentChangeKind::Removed)
+        .map(|s| s.id.as_str())
+        .collect();
     assert!(gone.contains(&"glossary"), "{gone:?}");
 
-    copy_dir(&sample_dir().join("lore-book"), &dir.path().join("lore-book"));
+    copy_dir(
+        &sample_dir().join("lore-book"),
+        &dir.path().join("lore-book"),
+    );
     let added = reload(&mut studio, &[dir.path().join("lore-book/PLUGIN.md")]);
     assert_eq!(added.plugins["lore-book"], PluginReload::Added);
-    assert!(added.diff.segments.iter().any(|s| s.kind == SegmentChangeKind::Added && s.id == "glossary"));
+    assert!(
+        added
+            .diff
+            .segments
+            .iter()
+            .any(|s| s.kind == SegmentChangeKind::Added && s.id == "glossary")
+    );
 }
 
 #[test]
@@ -103,11 +153,20 @@ fn a_session_file_change_reloads_the_session() {
     let dir = sample_copy();
     let mut studio = live(dir.path());
     let session = dir.path().join("demo.session.yaml");
-    edit(&session, "story-director: { tone: grave }", "story-director: { tone: wry }");
+    edit(
+        &session,
+        "story-director: { tone: grave }",
+        "story-director: { tone: wry }",
+    );
     let entry = reload(&mut studio, &[session]);
     assert!(entry.session_reloaded);
     assert!(entry.plugins.is_empty());
-    let tone = entry.diff.segments.iter().find(|s| s.id == "tone").expect("tone changed");
+    let tone = entry
+        .diff
+        .segments
+        .iter()
+        .find(|s| s.id == "tone")
+        .expect("tone changed");
     assert_eq!(tone.kind, SegmentChangeKind::Changed);
 }
 
@@ -117,23 +176,52 @@ fn a_burst_of_one_hundred_writes_is_one_reload_with_the_final_state() {
     let mut studio = live(dir.path());
     let debounce = Duration::from_millis(300);
     // Watches are in place when `new` returns (no sleep before writing).
-    let mut watcher = FolderWatcher::new(dir.path(), Some(&dir.path().join("demo.session.yaml")), debounce).expect("watcher");
+    let mut watcher = FolderWatcher::new(
+        dir.path(),
+        Some(&dir.path().join("demo.session.yaml")),
+        debounce,
+    )
+    .expect("watcher");
     let module = dir.path().join("story-director/server/lib/text.js");
     let original = std::fs::read_to_string(&module).expect("read");
     for i in 0..100 {
-        std::fs::write(&module, original.replace("grave, unhurried", &format!("grave ({i})"))).expect("write");
+        std::fs::write(
+            &module,
+            original.replace("grave, unhurried", &format!("grave ({i})")),
+        )
+        .expect("write");
     }
     let batch = watcher.next(Duration::from_secs(10)).expect("one batch");
     let entry = studio.reload(&studio.classify(&batch.paths), batch.first_event);
     assert_eq!(entry.plugins.keys().collect::<Vec<_>>(), ["story-director"]);
-    let tone = studio.preview.segments.iter().find(|s| s.id == "tone").expect("tone");
-    assert!(tone.content.contains("grave (99)"), "final state: {}", tone.content);
+    let tone = studio
+        .preview
+        .segments
+        .iter()
+        .find(|s| s.id == "tone")
+        .expect("tone");
+    assert!(
+        tone.content.contains("grave (99)"),
+        "final state: {}",
+        tone.content
+    );
     // Nothing else may arrive: wait (with a deadline) for a batch that must not come.
-    assert!(watcher.next(debounce * 3).is_none(), "no second reload for the same burst");
+    assert!(
+        watcher.next(debounce * 3).is_none(),
+        "no second reload for the same burst"
+    );
 }
 
-fn runtime_of(studio: &LiveStudio, plugin: &str) -> (covel_js::RuntimeWatch, std::sync::Weak<covel_js::JsPlugin>) {
-    let loaded = studio.workspace().plugins.iter().find(|p| p.name == plugin).expect("plugin");
+fn runtime_of(
+    studio: &LiveStudio,
+    plugin: &str,
+) -> (covel_js::RuntimeWatch, std::sync::Weak<covel_js::JsPlugin>) {
+    let loaded = studio
+        .workspace()
+        .plugins
+        .iter()
+        .find(|p| p.name == plugin)
+        .expect("plugin");
     let instance = loaded.instance.as_ref().expect("running");
     (instance.watch().expect("engine"), Arc::downgrade(instance))
 }
@@ -142,21 +230,54 @@ fn runtime_of(studio: &LiveStudio, plugin: &str) -> (covel_js::RuntimeWatch, std
 fn replaced_runtimes_are_dropped_on_reload_and_shut_down_cleanly() {
     let dir = sample_copy();
     // The plugin registers a disposer, so its shutdown is visible.
-    edit(&dir.path().join("story-director/server/index.js"), "export default function (covel) {", "export default function (covel) {\n  covel.onDispose(() => {});");
+    edit(
+        &dir.path().join("story-director/server/index.js"),
+        "export default function (covel) {",
+        "export default function (covel) {\n  covel.onDispose(() => {});",
+    );
     let mut studio = live(dir.path());
     let module = dir.path().join("story-director/server/lib/text.js");
     for i in 0..20 {
         let (watch, instance) = runtime_of(&studio, "story-director");
         assert!(!watch.is_shut_down());
-        edit(&module, if i == 0 { "grave, unhurried" } else { "grave-loop" }, "grave-loop");
+        edit(
+            &module,
+            if i == 0 {
+                "grave, unhurried"
+            } else {
+                "grave-loop"
+            },
+            "grave-loop",
+        );
         let entry = reload(&mut studio, std::slice::from_ref(&module));
         assert_eq!(entry.plugins["story-director"], PluginReload::Replaced);
-        assert!(instance.upgrade().is_none(), "reload {i}: the replaced runtime is still referenced");
-        assert!(watch.is_shut_down(), "reload {i}: the replaced runtime was not shut down");
-        assert_eq!(watch.disposers_run(), 1, "reload {i}: its onDispose callback ran");
-        assert_eq!(watch.bytes_held(), 0, "reload {i}: the runtime freed all its memory");
+        assert!(
+            instance.upgrade().is_none(),
+            "reload {i}: the replaced runtime is still referenced"
+        );
+        assert!(
+            watch.is_shut_down(),
+            "reload {i}: the replaced runtime was not shut down"
+        );
+        assert_eq!(
+            watch.disposers_run(),
+            1,
+            "reload {i}: its onDispose callback ran"
+        );
+        assert_eq!(
+            watch.bytes_held(),
+            0,
+            "reload {i}: the runtime freed all its memory"
+        );
     }
-    assert!(studio.preview.segments.iter().any(|s| s.id == "tone" && s.content.contains("grave-loop")), "the newest runtime answers");
+    assert!(
+        studio
+            .preview
+            .segments
+            .iter()
+            .any(|s| s.id == "tone" && s.content.contains("grave-loop")),
+        "the newest runtime answers"
+    );
     let (watch, _) = runtime_of(&studio, "story-director");
     assert!(!watch.is_shut_down() && watch.bytes_held() > 0);
 
@@ -172,26 +293,50 @@ fn replaced_runtimes_are_dropped_on_reload_and_shut_down_cleanly() {
 fn switching_to_a_runtime_nobody_produces_is_refused_and_keeps_the_current_one() {
     let dir = sample_copy();
     let mut studio = live(dir.path());
-    studio.switch_target(RuntimeTarget::Plugin("story-director".into())).expect("an active plugin's runtime");
-    let error = studio.switch_target(RuntimeTarget::Contract("no-such-contract@1".into())).expect_err("an unknown contract");
+    studio
+        .switch_target(RuntimeTarget::Plugin("story-director".into()))
+        .expect("an active plugin's runtime");
+    let error = studio
+        .switch_target(RuntimeTarget::Contract("no-such-contract@1".into()))
+        .expect_err("an unknown contract");
     assert!(error.contains("no-such-contract@1"), "{error}");
-    assert_eq!(studio.target(), &RuntimeTarget::Plugin("story-director".into()), "the current runtime stays");
-    assert_eq!(studio.snapshot().preview.runtime, RuntimeTarget::Plugin("story-director".into()));
-    let error = studio.switch_target(RuntimeTarget::Plugin("nobody".into())).expect_err("an unknown plugin");
+    assert_eq!(
+        studio.target(),
+        &RuntimeTarget::Plugin("story-director".into()),
+        "the current runtime stays"
+    );
+    assert_eq!(
+        studio.snapshot().preview.runtime,
+        RuntimeTarget::Plugin("story-director".into())
+    );
+    let error = studio
+        .switch_target(RuntimeTarget::Plugin("nobody".into()))
+        .expect_err("an unknown plugin");
     assert!(error.contains("no plugin `nobody`"), "{error}");
 }
 
 // ---- Playtesting -------------------------------------------------------------------------------
 
 fn demo_play() -> Playtest {
-    let ws = Workspace::open(&sample_dir(), Some(&sample_dir().join("demo.session.yaml")), &Limits::default()).expect("opens");
+    let ws = Workspace::open(
+        &sample_dir(),
+        Some(&sample_dir().join("demo.session.yaml")),
+        &Limits::default(),
+    )
+    .expect("opens");
     Playtest::new(ws)
 }
 
 #[test]
 fn five_scripted_turns_of_the_demo_session_match_their_snapshots() {
     let mut play = demo_play();
-    let messages = ["I swim to the tower.", "I climb the stairs.", "I ring the bell.", "I listen.", "I swim back."];
+    let messages = [
+        "I swim to the tower.",
+        "I climb the stairs.",
+        "I ring the bell.",
+        "I listen.",
+        "I swim back.",
+    ];
     let mut turns = Vec::new();
     for message in messages {
         let report = play.play(message);
@@ -216,15 +361,39 @@ fn after_a_played_turn_the_preview_assembles_the_next_turn_with_a_player_message
     let mut play = demo_play();
     let report = play.play("I swim to the tower.");
     assert!(report.error.is_none(), "{:?}", report.error);
-    assert_eq!(play.workspace.session.next_message, "", "the played message is used up");
+    assert_eq!(
+        play.workspace.session.next_message, "",
+        "the played message is used up"
+    );
     let preview = play.workspace.preview(&RuntimeTarget::Story);
-    let input = preview.prompt.messages.iter().find(|m| m.origin == covel_kernel::prompt::Origin::PlayerInput).expect("a player input");
-    let following = play.workspace.session.following_message.clone().expect("the demo has a following message");
-    assert_eq!(input.content, following, "the session's following message stands in for the next one");
+    let input = preview
+        .prompt
+        .messages
+        .iter()
+        .find(|m| m.origin == covel_kernel::prompt::Origin::PlayerInput)
+        .expect("a player input");
+    let following = play
+        .workspace
+        .session
+        .following_message
+        .clone()
+        .expect("the demo has a following message");
+    assert_eq!(
+        input.content, following,
+        "the session's following message stands in for the next one"
+    );
     assert!(input.tokens > 0);
-    let messages = preview.prompt.requests.anthropic["messages"].as_array().expect("messages");
-    for block in messages.iter().flat_map(|m| m["content"].as_array().into_iter().flatten()) {
-        assert!(!block["text"].as_str().unwrap_or_default().trim().is_empty(), "an empty text block: {block}");
+    let messages = preview.prompt.requests.anthropic["messages"]
+        .as_array()
+        .expect("messages");
+    for block in messages
+        .iter()
+        .flat_map(|m| m["content"].as_array().into_iter().flatten())
+    {
+        assert!(
+            !block["text"].as_str().unwrap_or_default().trim().is_empty(),
+            "an empty text block: {block}"
+        );
     }
 }
 
@@ -235,10 +404,23 @@ fn run_everything_again_runs_every_provider_without_the_memo() {
     for _ in 0..3 {
         studio.refresh();
     }
-    assert!(studio.preview.calls.iter().any(|c| c.cached), "repeated previews are answered from the memo");
+    assert!(
+        studio.preview.calls.iter().any(|c| c.cached),
+        "repeated previews are answered from the memo"
+    );
     let entry = studio.run_everything_again();
-    assert!(entry.plugins.len() >= studio.workspace().plugins.len(), "every plugin reloaded: {:?}", entry.plugins);
-    let cached: Vec<_> = studio.preview.calls.iter().filter(|c| c.cached).map(|c| format!("{}/{}", c.plugin_id, c.provider_id)).collect();
+    assert!(
+        entry.plugins.len() >= studio.workspace().plugins.len(),
+        "every plugin reloaded: {:?}",
+        entry.plugins
+    );
+    let cached: Vec<_> = studio
+        .preview
+        .calls
+        .iter()
+        .filter(|c| c.cached)
+        .map(|c| format!("{}/{}", c.plugin_id, c.provider_id))
+        .collect();
     assert!(cached.is_empty(), "answered from the memo: {cached:?}");
     assert!(!studio.preview.calls.is_empty());
 }
@@ -250,16 +432,35 @@ fn compact_now_runs_under_the_threshold_shows_as_the_last_run_and_can_be_undone(
     let before = studio.workspace().session.clone();
     let run = studio.compact_now();
     assert!(run.triggered, "forced although under the threshold");
-    assert!(run.estimated_tokens as f64 <= run.threshold_tokens, "the demo is under the threshold");
+    assert!(
+        run.estimated_tokens as f64 <= run.threshold_tokens,
+        "the demo is under the threshold"
+    );
     let snapshot = studio.snapshot();
-    assert!(snapshot.compaction.last_run.is_some(), "the Compaction panel shows the run");
+    assert!(
+        snapshot.compaction.last_run.is_some(),
+        "the Compaction panel shows the run"
+    );
     if studio.workspace().session != before {
-        assert_eq!(snapshot.undo.as_ref().map(|u| u.label.as_str()), Some("Undo the compaction"));
-        assert_eq!(studio.undo().expect("undo"), Some(covel_studio::live::UndoKind::Compaction));
-        assert_eq!(studio.workspace().session, before, "undo puts the session back");
+        assert_eq!(
+            snapshot.undo.as_ref().map(|u| u.label.as_str()),
+            Some("Undo the compaction")
+        );
+        assert_eq!(
+            studio.undo().expect("undo"),
+            Some(covel_studio::live::UndoKind::Compaction)
+        );
+        assert_eq!(
+            studio.workspace().session,
+            before,
+            "undo puts the session back"
+        );
         assert!(studio.snapshot().compaction.last_run.is_none());
     } else {
-        assert!(run.not_compacted_because.is_some() || run.verdict.is_some(), "why nothing changed: {run:?}");
+        assert!(
+            run.not_compacted_because.is_some() || run.verdict.is_some(),
+            "why nothing changed: {run:?}"
+        );
     }
 }
 
@@ -273,17 +474,41 @@ fn compact_now_between_turns_keeps_earlier_turn_previews_and_undo_order() {
     let second = studio.play_turn("I ask Oren about the bell.");
     let after_second = studio.workspace().session.clone();
     studio.compact_now();
-    assert_ne!(studio.workspace().session, after_second, "the sample's compaction provider rewrites the history");
+    assert_ne!(
+        studio.workspace().session,
+        after_second,
+        "the sample's compaction provider rewrites the history"
+    );
     let third = studio.play_turn("I swim to the tower.");
     for report in [&first, &second, &third] {
         let preview = studio.turn_preview(&report.turn_id).expect("a played turn");
-        assert_eq!(preview.prompt.messages, report.preview.prompt.messages, "{}", report.turn_id);
+        assert_eq!(
+            preview.prompt.messages, report.preview.prompt.messages,
+            "{}",
+            report.turn_id
+        );
     }
-    assert_eq!(studio.undo().expect("undo"), Some(covel_studio::live::UndoKind::Turn));
-    assert_eq!(studio.undo().expect("undo"), Some(covel_studio::live::UndoKind::Compaction));
-    assert_eq!(studio.workspace().session, after_second, "undoing the compaction restores the history it replaced");
-    assert_eq!(studio.undo().expect("undo"), Some(covel_studio::live::UndoKind::Turn));
-    assert_eq!(studio.workspace().session.history.messages.len() + 2, after_second.history.messages.len());
+    assert_eq!(
+        studio.undo().expect("undo"),
+        Some(covel_studio::live::UndoKind::Turn)
+    );
+    assert_eq!(
+        studio.undo().expect("undo"),
+        Some(covel_studio::live::UndoKind::Compaction)
+    );
+    assert_eq!(
+        studio.workspace().session,
+        after_second,
+        "undoing the compaction restores the history it replaced"
+    );
+    assert_eq!(
+        studio.undo().expect("undo"),
+        Some(covel_studio::live::UndoKind::Turn)
+    );
+    assert_eq!(
+        studio.workspace().session.history.messages.len() + 2,
+        after_second.history.messages.len()
+    );
 }
 
 #[test]
@@ -292,7 +517,10 @@ fn turns_can_be_undone_back_to_the_session_files_state_and_saved_atomically() {
     let original = play.workspace.session.clone();
     play.play("I swim to the tower.");
     play.play("I climb the stairs.");
-    assert_eq!(play.workspace.session.history.messages.len(), original.history.messages.len() + 4);
+    assert_eq!(
+        play.workspace.session.history.messages.len(),
+        original.history.messages.len() + 4
+    );
     assert!(play.undo());
     assert!(play.undo());
     assert!(!play.undo(), "nothing left to undo");
@@ -303,10 +531,22 @@ fn turns_can_be_undone_back_to_the_session_files_state_and_saved_atomically() {
     let path = dir.path().join("played.session.yaml");
     std::fs::write(&path, "old contents").expect("seed");
     play.save(&path).expect("save");
-    let saved = covel_kernel::session::parse_session(&std::fs::read_to_string(&path).expect("read"), &path).expect("the saved file parses");
-    assert_eq!(saved.history.messages.len(), original.history.messages.len() + 2);
-    let leftovers: Vec<_> = std::fs::read_dir(dir.path()).expect("dir").flatten().filter(|e| e.file_name().to_string_lossy().ends_with(".tmp")).collect();
-    assert!(leftovers.is_empty(), "the temporary file was renamed into place");
+    let saved =
+        covel_kernel::session::parse_session(&std::fs::read_to_string(&path).expect("read"), &path)
+            .expect("the saved file parses");
+    assert_eq!(
+        saved.history.messages.len(),
+        original.history.messages.len() + 2
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("dir")
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+        .collect();
+    assert!(
+        leftovers.is_empty(),
+        "the temporary file was renamed into place"
+    );
 }
 
 #[test]
@@ -317,7 +557,12 @@ fn a_failing_world_context_fails_the_turn_and_appends_nothing() {
     let mut play = Playtest::new(ws);
     let before = play.workspace.session.history.messages.len();
     let report = play.play("Hello");
-    assert!(report.error.as_deref().is_some_and(|e| e.contains("dimension store unreachable")));
+    assert!(
+        report
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("dimension store unreachable"))
+    );
     assert!(report.reply.is_none());
     assert_eq!(play.workspace.session.history.messages.len(), before);
 }
@@ -335,7 +580,10 @@ fn fake_server(reply: Value) -> (String, Recorded) {
         for stream in listener.incoming().take(8) {
             let Ok(mut stream) = stream else { continue };
             let (path, body) = read_request(&stream).expect("request");
-            record.lock().expect("lock").push((path, serde_json::from_slice(&body).unwrap_or(Value::Null)));
+            record
+                .lock()
+                .expect("lock")
+                .push((path, serde_json::from_slice(&body).unwrap_or(Value::Null)));
             write_json(&mut stream, &reply.to_string()).expect("respond");
         }
     });
@@ -343,7 +591,12 @@ fn fake_server(reply: Value) -> (String, Recorded) {
 }
 
 fn play_with(backend: &str, url: &str) -> (Playtest, covel_studio::playtest::TurnReport) {
-    let ws = Workspace::open(&sample_dir(), Some(&sample_dir().join("demo.session.yaml")), &Limits::default()).expect("opens");
+    let ws = Workspace::open(
+        &sample_dir(),
+        Some(&sample_dir().join("demo.session.yaml")),
+        &Limits::default(),
+    )
+    .expect("opens");
     let mut ws = ws;
     ws.session.models.story.backend = backend.into();
     ws.session.models.story.base_url = Some(url.into());
@@ -355,9 +608,16 @@ fn play_with(backend: &str, url: &str) -> (Playtest, covel_studio::playtest::Tur
 
 #[test]
 fn the_openai_compatible_backend_sends_the_assembled_chat_body() {
-    let (url, seen) = fake_server(json!({"choices": [{"message": {"role": "assistant", "content": "The water is cold."}, "finish_reason": "stop"}]}));
+    let (url, seen) = fake_server(
+        json!({"choices": [{"message": {"role": "assistant", "content": "The water is cold."}, "finish_reason": "stop"}]}),
+    );
     let (_, report) = play_with("openai", &url);
-    assert_eq!(report.reply.as_ref().map(|r| r.text.as_str()), Some("The water is cold."), "{:?}", report.error);
+    assert_eq!(
+        report.reply.as_ref().map(|r| r.text.as_str()),
+        Some("The water is cold."),
+        "{:?}",
+        report.error
+    );
     let requests = seen.lock().expect("lock");
     let (path, body) = &requests[0];
     assert_eq!(path, "/chat/completions");
@@ -370,11 +630,20 @@ fn the_openai_compatible_backend_sends_the_assembled_chat_body() {
 #[test]
 fn the_anthropic_backend_sends_cache_control_and_reports_cache_usage() {
     let usage = json!({"input_tokens": 120, "output_tokens": 30, "cache_creation_input_tokens": 900, "cache_read_input_tokens": 0});
-    let (url, seen) = fake_server(json!({"content": [{"type": "text", "text": "The bell tolls."}], "stop_reason": "end_turn", "usage": usage}));
+    let (url, seen) = fake_server(
+        json!({"content": [{"type": "text", "text": "The bell tolls."}], "stop_reason": "end_turn", "usage": usage}),
+    );
     let (_, report) = play_with("anthropic", &url);
-    let reply = report.reply.as_ref().unwrap_or_else(|| panic!("{:?}", report.error));
+    let reply = report
+        .reply
+        .as_ref()
+        .unwrap_or_else(|| panic!("{:?}", report.error));
     assert_eq!(reply.text, "The bell tolls.");
-    assert_eq!(reply.usage.as_ref(), Some(&usage), "the API's cache usage is shown beside the prediction");
+    assert_eq!(
+        reply.usage.as_ref(),
+        Some(&usage),
+        "the API's cache usage is shown beside the prediction"
+    );
     let requests = seen.lock().expect("lock");
     let (path, body) = &requests[0];
     assert_eq!(path, "/v1/messages");
@@ -382,25 +651,52 @@ fn the_anthropic_backend_sends_cache_control_and_reports_cache_usage() {
     expected["model"] = json!("test-model");
     assert_eq!(body, &expected);
     let system = body["system"].as_array().expect("system blocks");
-    let cached: Vec<bool> = system.iter().map(|b| b.get("cache_control").is_some()).collect();
-    assert_eq!(cached, [true, true, true, false], "three system boundaries, the turn tail uncached");
+    let cached: Vec<bool> = system
+        .iter()
+        .map(|b| b.get("cache_control").is_some())
+        .collect();
+    assert_eq!(
+        cached,
+        [true, true, true, false],
+        "three system boundaries, the turn tail uncached"
+    );
     assert_eq!(body.to_string().matches("cache_control").count(), 4);
 }
 
 #[test]
 fn events_the_story_emits_preview_their_slots_and_end_with_the_turn() {
-    let mut ws = Workspace::open(&sample_dir(), Some(&sample_dir().join("demo.session.yaml")), &Limits::default()).expect("opens");
+    let mut ws = Workspace::open(
+        &sample_dir(),
+        Some(&sample_dir().join("demo.session.yaml")),
+        &Limits::default(),
+    )
+    .expect("opens");
     ws.session.models.story.script =
         vec![r#"You swim out. <event topic="scene.set">{"sceneId": "tower", "name": "The Bell Tower"}</event> The bell is close."#.into()];
     let mut play = Playtest::new(ws);
     let report = play.play("I swim to the tower.");
-    assert_eq!(report.reply.as_ref().map(|r| r.text.as_str()), Some("You swim out. The bell is close."));
+    assert_eq!(
+        report.reply.as_ref().map(|r| r.text.as_str()),
+        Some("You swim out. The bell is close.")
+    );
     assert_eq!(report.events.len(), 1);
-    let preview = report.slot_changes.iter().find(|c| c.preview_turn.is_some()).expect("a preview");
+    let preview = report
+        .slot_changes
+        .iter()
+        .find(|c| c.preview_turn.is_some())
+        .expect("a preview");
     assert_eq!(preview.slot, covel_kernel::contract::SlotId::StageBackdrop);
     assert_eq!(preview.value["name"], "The Bell Tower");
-    let committed = play.slots.values().into_iter().find(|v| v.slot == covel_kernel::contract::SlotId::StageBackdrop).expect("backdrop");
-    assert_eq!(committed.value["name"], "The Harbour", "the preview ended with the turn");
+    let committed = play
+        .slots
+        .values()
+        .into_iter()
+        .find(|v| v.slot == covel_kernel::contract::SlotId::StageBackdrop)
+        .expect("backdrop");
+    assert_eq!(
+        committed.value["name"], "The Harbour",
+        "the preview ended with the turn"
+    );
 }
 
 #[test]
@@ -422,7 +718,12 @@ fn a_session_that_opts_into_live_network_reaches_allowed_origins() {
     let session = dir.path().join("live.session.yaml");
     std::fs::write(&session, "id: live\nhttp:\n  live: true\n").expect("session");
     let ws = Workspace::open(dir.path(), Some(&session), &Limits::default()).expect("opens");
-    let result = ws.call(covel_kernel::contract::PointId::PromptSegment, json!({"turnId": "t", "playerMessage": ""}), None, None);
+    let result = ws.call(
+        covel_kernel::contract::PointId::PromptSegment,
+        json!({"turnId": "t", "playerMessage": ""}),
+        None,
+        None,
+    );
     assert_eq!(result.result[0]["content"], "stormy", "{:?}", result.calls);
     assert_eq!(seen.lock().expect("lock")[0].0, "/weather");
 }
@@ -433,13 +734,39 @@ fn editing_the_session_saves_it_safely_and_keeps_the_previous_text_as_a_backup()
     let mut studio = live(dir.path());
     let path = dir.path().join("demo.session.yaml");
     let authored = std::fs::read_to_string(&path).expect("read");
-    let tone = covel_studio::document::SessionEdit::SetSetting { plugin: "story-director".into(), key: "tone".into(), value: Some(json!("wry")) };
+    let tone = covel_studio::document::SessionEdit::SetSetting {
+        plugin: "story-director".into(),
+        key: "tone".into(),
+        value: Some(json!("wry")),
+    };
     studio.edit_session(&[tone]).expect("valid edit");
-    assert!(studio.preview.segments.iter().any(|s| s.id == "tone" && s.content.contains("wry")), "the preview re-ran");
+    assert!(
+        studio
+            .preview
+            .segments
+            .iter()
+            .any(|s| s.id == "tone" && s.content.contains("wry")),
+        "the preview re-ran"
+    );
     let saved = std::fs::read_to_string(&path).expect("saved");
-    assert_eq!(saved, authored.replace("story-director: { tone: grave }", "story-director: { tone: wry }"), "only the edited value changed");
-    assert_eq!(std::fs::read_to_string(dir.path().join("demo.session.yaml.bak")).expect("kept"), authored);
-    assert!(studio.save_session_text(&saved.replace("locale: en", "locale: [en")).is_err(), "invalid text is refused");
+    assert_eq!(
+        saved,
+        authored.replace(
+            "story-director: { tone: grave }",
+            "story-director: { tone: wry }"
+        ),
+        "only the edited value changed"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("demo.session.yaml.bak")).expect("kept"),
+        authored
+    );
+    assert!(
+        studio
+            .save_session_text(&saved.replace("locale: en", "locale: [en"))
+            .is_err(),
+        "invalid text is refused"
+    );
     assert_eq!(std::fs::read_to_string(&path).expect("saved"), saved);
 }
 
@@ -448,7 +775,12 @@ fn a_turn_cancelled_before_it_starts_appends_nothing() {
     let mut play = demo_play();
     let before = play.workspace.session.clone();
     let report = play.play_cancellable("I swim.", &std::sync::atomic::AtomicBool::new(true));
-    assert!(report.error.as_deref().is_some_and(|e| e.contains("cancelled")));
+    assert!(
+        report
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("cancelled"))
+    );
     assert_eq!(play.workspace.session, before);
     assert_eq!(play.turns(), 0);
 }
@@ -489,13 +821,26 @@ fn stalling_server(reply: Value) -> StallingServer {
         let _ = write_json(&mut stream, &reply.to_string());
         answer_written.store(true, std::sync::atomic::Ordering::SeqCst);
     });
-    StallingServer { url, arrived, release, answered, thread }
+    StallingServer {
+        url,
+        arrived,
+        release,
+        answered,
+        thread,
+    }
 }
 
 #[test]
 fn cancelling_a_turn_while_the_model_call_is_in_flight_returns_at_once_and_appends_nothing() {
-    let server = stalling_server(json!({"choices": [{"message": {"role": "assistant", "content": "Too late."}, "finish_reason": "stop"}]}));
-    let mut ws = Workspace::open(&sample_dir(), Some(&sample_dir().join("demo.session.yaml")), &Limits::default()).expect("opens");
+    let server = stalling_server(
+        json!({"choices": [{"message": {"role": "assistant", "content": "Too late."}, "finish_reason": "stop"}]}),
+    );
+    let mut ws = Workspace::open(
+        &sample_dir(),
+        Some(&sample_dir().join("demo.session.yaml")),
+        &Limits::default(),
+    )
+    .expect("opens");
     ws.session.models.story.backend = "openai".into();
     ws.session.models.story.base_url = Some(server.url.clone());
     let mut play = Playtest::new(ws);
@@ -514,9 +859,20 @@ fn cancelling_a_turn_while_the_model_call_is_in_flight_returns_at_once_and_appen
     let report = play.play_cancellable("I swim.", &cancel);
     // The server answers only when released below (or after 10 s): the turn returned because it
     // was cancelled during the call, not because the call ended.
-    assert!(!server.answered.load(std::sync::atomic::Ordering::SeqCst), "the turn waited for the model's answer");
-    assert!(canceller.join().expect("canceller"), "the model request reached the server");
-    assert_eq!(report.error.as_deref(), Some("the turn was cancelled; nothing was appended"), "{:?}", report.reply);
+    assert!(
+        !server.answered.load(std::sync::atomic::Ordering::SeqCst),
+        "the turn waited for the model's answer"
+    );
+    assert!(
+        canceller.join().expect("canceller"),
+        "the model request reached the server"
+    );
+    assert_eq!(
+        report.error.as_deref(),
+        Some("the turn was cancelled; nothing was appended"),
+        "{:?}",
+        report.reply
+    );
     assert!(report.reply.is_none());
     assert_eq!(play.workspace.session, before);
     assert_eq!(play.turns(), 0);
@@ -528,24 +884,61 @@ fn cancelling_a_turn_while_the_model_call_is_in_flight_returns_at_once_and_appen
 
 #[test]
 fn a_history_transform_whose_input_fails_its_schema_is_a_preview_error_and_fails_the_turn() {
-    let mut ws = Workspace::open(&sample_dir(), Some(&sample_dir().join("demo.session.yaml")), &Limits::default()).expect("opens");
+    let mut ws = Workspace::open(
+        &sample_dir(),
+        Some(&sample_dir().join("demo.session.yaml")),
+        &Limits::default(),
+    )
+    .expect("opens");
     // What the session file can no longer produce (the loader derives or refuses), but an
     // in-memory edit could: a message without the fields the transform's input requires.
-    ws.session.history.messages.push(json!({"id": "bare", "role": "user", "content": "Hello"}));
+    ws.session
+        .history
+        .messages
+        .push(json!({"id": "bare", "role": "user", "content": "Hello"}));
     let preview = ws.preview(&RuntimeTarget::Story);
     let failed: Vec<(&str, &str, String)> = preview
         .errors
         .iter()
-        .map(|e| (e.point.as_str(), e.turn, serde_json::to_value(&e.error).expect("json")["code"].as_str().unwrap_or_default().to_string()))
+        .map(|e| {
+            (
+                e.point.as_str(),
+                e.turn,
+                serde_json::to_value(&e.error).expect("json")["code"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+            )
+        })
         .collect();
     let point = covel_kernel::contract::PointId::PromptHistoryTransform.as_str();
-    assert_eq!(failed, [(point, "this-turn", "invalid-input".to_string()), (point, "next-turn", "invalid-input".to_string())]);
-    assert!(preview.errors[0].message.contains("sessionId"), "{}", preview.errors[0].message);
+    assert_eq!(
+        failed,
+        [
+            (point, "this-turn", "invalid-input".to_string()),
+            (point, "next-turn", "invalid-input".to_string())
+        ]
+    );
+    assert!(
+        preview.errors[0].message.contains("sessionId"),
+        "{}",
+        preview.errors[0].message
+    );
     let mut play = Playtest::new(ws);
     let before = play.workspace.session.clone();
     let report = play.play("I swim.");
-    assert!(report.error.as_deref().is_some_and(|e| e.contains("prompt.history-transform@1")), "{:?}", report.error);
-    assert_eq!(play.workspace.session, before, "a turn without its history appends nothing");
+    assert!(
+        report
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("prompt.history-transform@1")),
+        "{:?}",
+        report.error
+    );
+    assert_eq!(
+        play.workspace.session, before,
+        "a turn without its history appends nothing"
+    );
 }
 
 #[test]
@@ -555,20 +948,37 @@ fn a_failing_world_context_is_a_preview_error_and_in_the_quick_preview() {
     let ws = Workspace::open(&fixtures, Some(&session), &Limits::default()).expect("opens");
     let preview = ws.preview(&RuntimeTarget::Story);
     assert_eq!(preview.errors.len(), 1, "{:?}", preview.errors);
-    assert_eq!(preview.errors[0].point, covel_kernel::contract::PointId::SessionWorldContext);
-    assert!(preview.errors[0].message.contains("dimension store unreachable"));
+    assert_eq!(
+        preview.errors[0].point,
+        covel_kernel::contract::PointId::SessionWorldContext
+    );
+    assert!(
+        preview.errors[0]
+            .message
+            .contains("dimension store unreachable")
+    );
     let quick = ws.quick_preview("Look.");
     assert_eq!(quick.errors.len(), 1, "the bench's preview reports it too");
 }
 
 #[test]
 fn a_slot_run_that_fails_as_a_whole_is_in_the_slot_change() {
-    let mut ws = Workspace::open(&sample_dir(), Some(&sample_dir().join("demo.session.yaml")), &Limits::default()).expect("opens");
+    let mut ws = Workspace::open(
+        &sample_dir(),
+        Some(&sample_dir().join("demo.session.yaml")),
+        &Limits::default(),
+    )
+    .expect("opens");
     // An event whose data is not an object fails ui.slot@1's input schema.
-    ws.session.models.story.script = vec![r#"You swim. <event topic="scene.set">42</event>"#.into()];
+    ws.session.models.story.script =
+        vec![r#"You swim. <event topic="scene.set">42</event>"#.into()];
     let mut play = Playtest::new(ws);
     let report = play.play("I swim.");
-    let change = report.slot_changes.iter().find(|c| c.preview_turn.is_some()).expect("the previewed slot is reported");
+    let change = report
+        .slot_changes
+        .iter()
+        .find(|c| c.preview_turn.is_some())
+        .expect("the previewed slot is reported");
     assert_eq!(change.slot, covel_kernel::contract::SlotId::StageBackdrop);
     let error = serde_json::to_value(change.error.as_ref().expect("with its error")).expect("json");
     assert_eq!(error["code"], "invalid-input");
@@ -576,34 +986,75 @@ fn a_slot_run_that_fails_as_a_whole_is_in_the_slot_change() {
 
 #[test]
 fn a_compaction_run_that_fails_as_a_whole_counts_as_a_failure() {
-    let mut ws = Workspace::open(&sample_dir(), Some(&sample_dir().join("demo.session.yaml")), &Limits::default()).expect("opens");
-    ws.session.history.messages.push(json!({"id": "bare", "role": "user", "content": "Hello"}));
+    let mut ws = Workspace::open(
+        &sample_dir(),
+        Some(&sample_dir().join("demo.session.yaml")),
+        &Limits::default(),
+    )
+    .expect("opens");
+    ws.session
+        .history
+        .messages
+        .push(json!({"id": "bare", "role": "user", "content": "Hello"}));
     let mut counter = covel_kernel::compaction::FailureCounter::default();
-    let options = covel_studio::compaction::CompactionOptions { force: true, output: None };
+    let options = covel_studio::compaction::CompactionOptions {
+        force: true,
+        output: None,
+    };
     let run = ws.compact("t9", "", &options, &mut counter);
-    assert!(run.events.iter().any(|e| e.topic == "context.compaction.failed"), "{:?}", run.events);
+    assert!(
+        run.events
+            .iter()
+            .any(|e| e.topic == "context.compaction.failed"),
+        "{:?}",
+        run.events
+    );
     assert_eq!(counter.consecutive, 1);
 }
 
 #[test]
 fn a_played_turn_keeps_what_the_ui_shows_and_recomputes_its_preview_on_demand() {
-    let ws = Workspace::open(&sample_dir(), Some(&sample_dir().join("demo.session.yaml")), &Limits::default()).expect("opens");
+    let ws = Workspace::open(
+        &sample_dir(),
+        Some(&sample_dir().join("demo.session.yaml")),
+        &Limits::default(),
+    )
+    .expect("opens");
     let mut studio = LiveStudio::new(ws, RuntimeTarget::Story);
     let turns = covel_studio::live::RECENT_PREVIEWS + 3;
     let mut asked = Vec::new();
     for i in 0..turns {
         let report = studio.play_turn(&format!("I swim to the tower ({i})."));
         assert!(report.error.is_none(), "{:?}", report.error);
-        asked.push((report.turn_id.clone(), report.preview.prompt.messages.clone(), report.preview.prompt.system.blocks.len()));
+        asked.push((
+            report.turn_id.clone(),
+            report.preview.prompt.messages.clone(),
+            report.preview.prompt.system.blocks.len(),
+        ));
     }
     // Structural: the retained record of a turn holds no preview (nor the whole history a
     // compaction run was given).
-    for turn in serde_json::to_value(&studio.turns).expect("json").as_array().expect("turns") {
+    for turn in serde_json::to_value(&studio.turns)
+        .expect("json")
+        .as_array()
+        .expect("turns")
+    {
         let keys: Vec<&String> = turn.as_object().expect("a turn").keys().collect();
-        assert!(["preview", "prompt", "segments", "calls"].iter().all(|k| !keys.iter().any(|key| key == k)), "{keys:?}");
-        assert!(turn.get("compaction").is_none_or(|c| c["input"].is_null()), "{turn}");
+        assert!(
+            ["preview", "prompt", "segments", "calls"]
+                .iter()
+                .all(|k| !keys.iter().any(|key| key == k)),
+            "{keys:?}"
+        );
+        assert!(
+            turn.get("compaction").is_none_or(|c| c["input"].is_null()),
+            "{turn}"
+        );
     }
-    assert_eq!(serde_json::to_value(studio.snapshot()).expect("json")["turns"], serde_json::to_value(&studio.turns).expect("json"));
+    assert_eq!(
+        serde_json::to_value(studio.snapshot()).expect("json")["turns"],
+        serde_json::to_value(&studio.turns).expect("json")
+    );
     // Older turns' previews are recomputed from the session as it was, equal to what was asked.
     for (turn_id, messages, blocks) in &asked {
         let preview = studio.turn_preview(turn_id).expect("a played turn");
@@ -612,5 +1063,9 @@ fn a_played_turn_keeps_what_the_ui_shows_and_recomputes_its_preview_on_demand() 
         assert_eq!(preview.prompt.system.blocks.len(), *blocks);
     }
     assert!(studio.turn_preview("no-such-turn").is_none());
-    assert_eq!(studio.workspace().session.history.messages.len() % 2, 0, "recomputing left the session as it was");
+    assert_eq!(
+        studio.workspace().session.history.messages.len() % 2,
+        0,
+        "recomputing left the session as it was"
+    );
 }

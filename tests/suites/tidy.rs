@@ -6,11 +6,16 @@ use covel_kernel::diagnostic::Code;
 use std::path::{Path, PathBuf};
 
 fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("repo root").to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("repo root")
+        .to_path_buf()
 }
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
     for entry in entries.flatten() {
         let path = entry.path();
         let name = entry.file_name().to_string_lossy().into_owned();
@@ -35,7 +40,11 @@ fn every_rust_source_file_opens_with_a_module_doc() {
     assert!(files.len() > 50, "found the sources");
     let missing: Vec<String> = files
         .iter()
-        .filter(|f| !std::fs::read_to_string(f).unwrap_or_default().starts_with("//!"))
+        .filter(|f| {
+            !std::fs::read_to_string(f)
+                .unwrap_or_default()
+                .starts_with("//!")
+        })
         .map(|f| f.strip_prefix(&root).unwrap_or(f).display().to_string())
         .collect();
     assert!(missing.is_empty(), "files without a //! doc: {missing:?}");
@@ -44,32 +53,55 @@ fn every_rust_source_file_opens_with_a_module_doc() {
 #[test]
 fn architecture_lists_exactly_the_diagnostic_codes() {
     let text = std::fs::read_to_string(repo().join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
-    let section = text.split("## Diagnostic codes").nth(1).and_then(|s| s.split("Resolver rejections").next()).expect("the codes section");
+    let section = text
+        .split("## Diagnostic codes")
+        .nth(1)
+        .and_then(|s| s.split("Resolver rejections").next())
+        .expect("the codes section");
     let listed: Vec<&str> = section.split('`').skip(1).step_by(2).collect();
     let mut expected: Vec<&str> = Code::ALL.iter().map(|c| c.as_str()).collect();
     let mut listed_sorted = listed.clone();
     listed_sorted.sort_unstable();
     expected.sort_unstable();
-    assert_eq!(listed_sorted, expected, "ARCHITECTURE.md's codes and covel_kernel::Code differ");
+    assert_eq!(
+        listed_sorted, expected,
+        "ARCHITECTURE.md's codes and covel_kernel::Code differ"
+    );
 }
 
 #[test]
 fn every_test_named_in_the_seed_rule_table_exists() {
     let root = repo();
     let text = std::fs::read_to_string(root.join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
-    let section = text.split("## Where each seed rule lives").nth(1).and_then(|s| s.split("\n## ").next()).expect("the seed rule table");
+    let section = text
+        .split("## Where each seed rule lives")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("the seed rule table");
     let named: Vec<&str> = section
         .lines()
         .filter(|line| line.starts_with("| ") && !line.starts_with("| Seed rule"))
         .filter_map(|line| line.trim_end_matches('|').rsplit('|').next())
         .map(|cell| cell.trim().trim_matches('`'))
         .collect();
-    assert!(named.len() > 30, "the table lists the seed's rules: {named:?}");
+    assert!(
+        named.len() > 30,
+        "the table lists the seed's rules: {named:?}"
+    );
     let mut files = Vec::new();
     for dir in ["crates", "tests", "src-tauri"] {
         rust_files(&root.join(dir), &mut files);
     }
-    let sources: String = files.iter().map(|f| std::fs::read_to_string(f).unwrap_or_default()).collect();
-    let missing: Vec<&&str> = named.iter().filter(|name| !sources.contains(&format!("fn {name}()"))).collect();
-    assert!(missing.is_empty(), "tests named in ARCHITECTURE.md's seed rule table that do not exist: {missing:?}");
+    let sources: String = files
+        .iter()
+        .map(|f| std::fs::read_to_string(f).unwrap_or_default())
+        .collect();
+    let missing: Vec<&&str> = named
+        .iter()
+        .filter(|name| !sources.contains(&format!("fn {name}()")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "tests named in ARCHITECTURE.md's seed rule table that do not exist: {missing:?}"
+    );
 }

@@ -31,23 +31,41 @@ fn normalize(value: &mut Value, root: &str) {
     }
 }
 
-
 #[test]
 fn ui_fixtures_are_fresh() {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let dir = tempfile::tempdir().expect("temp");
     copy_dir(&repo.join("plugins-sample"), dir.path());
-    let root = dir.path().canonicalize().expect("canonical").display().to_string();
-    let workspace = Workspace::open(Path::new(&root), Some(&Path::new(&root).join("demo.session.yaml")), &Limits::default()).expect("opens");
+    let root = dir
+        .path()
+        .canonicalize()
+        .expect("canonical")
+        .display()
+        .to_string();
+    let workspace = Workspace::open(
+        Path::new(&root),
+        Some(&Path::new(&root).join("demo.session.yaml")),
+        &Limits::default(),
+    )
+    .expect("opens");
     let mut studio = LiveStudio::new(workspace, RuntimeTarget::Story);
     let mut outputs = Vec::new();
-    outputs.push(("snapshot.json", serde_json::to_value(studio.snapshot()).expect("json")));
+    outputs.push((
+        "snapshot.json",
+        serde_json::to_value(studio.snapshot()).expect("json"),
+    ));
     // The runtime switch: the Prompt panel assembling for story-director's own runtime.
     studio.set_target(RuntimeTarget::Plugin("story-director".into()));
-    outputs.push(("runtime-plugin-story-director.json", serde_json::to_value(studio.snapshot()).expect("json")));
+    outputs.push((
+        "runtime-plugin-story-director.json",
+        serde_json::to_value(studio.snapshot()).expect("json"),
+    ));
     studio.set_target(RuntimeTarget::Story);
     studio.play_turn("I swim to the bell tower.");
-    outputs.push(("after-turn.json", serde_json::to_value(studio.snapshot()).expect("json")));
+    outputs.push((
+        "after-turn.json",
+        serde_json::to_value(studio.snapshot()).expect("json"),
+    ));
     // The Playtest turn inspector asks for each played turn's prompt on demand.
     let turn_ids: Vec<String> = studio.turns.iter().map(|t| t.turn_id.clone()).collect();
     let previews: serde_json::Map<String, serde_json::Value> = turn_ids
@@ -58,25 +76,43 @@ fn ui_fixtures_are_fresh() {
         })
         .collect();
     outputs.push(("turn-previews.json", serde_json::Value::Object(previews)));
-    let forecast = studio.forecast(Some("claude-sonnet-4-5"), &covel_studio::forecast::ForecastOptions::default()).expect("forecast");
+    let forecast = studio
+        .forecast(
+            Some("claude-sonnet-4-5"),
+            &covel_studio::forecast::ForecastOptions::default(),
+        )
+        .expect("forecast");
     let mut forecast = serde_json::to_value(forecast).expect("json");
     forecast["counting"] = serde_json::json!({"computed": 0, "reused": 0});
     outputs.push(("forecast.json", forecast));
-    let tests = covel_studio::testing::run_folder(Path::new(&root), false, &Limits::default()).expect("tests");
-    outputs.push(("tests.json", serde_json::json!({"passed": tests.iter().all(|t| t.passed), "sessions": tests})));
+    let tests = covel_studio::testing::run_folder(Path::new(&root), false, &Limits::default())
+        .expect("tests");
+    outputs.push((
+        "tests.json",
+        serde_json::json!({"passed": tests.iter().all(|t| t.passed), "sessions": tests}),
+    ));
     studio.undo().expect("a turn to undo");
     let module = Path::new(&root).join("story-director/server/lib/text.js");
     let text = std::fs::read_to_string(&module).expect("read");
     std::fs::write(&module, text.replace("grave, unhurried", "grave, patient")).expect("write");
     let changes = studio.classify(&[module]);
     studio.reload(&changes, Instant::now());
-    outputs.push(("after-reload.json", serde_json::to_value(studio.snapshot()).expect("json")));
+    outputs.push((
+        "after-reload.json",
+        serde_json::to_value(studio.snapshot()).expect("json"),
+    ));
     // A session edit from the Session panel: the session excludes soundtrack, which the
     // resolver then rejects with its code.
     studio
-        .edit_session(&[covel_studio::document::SessionEdit::SetPluginEnabled { plugin: "soundtrack".into(), enabled: false }])
+        .edit_session(&[covel_studio::document::SessionEdit::SetPluginEnabled {
+            plugin: "soundtrack".into(),
+            enabled: false,
+        }])
         .expect("a valid edit");
-    outputs.push(("session-excludes-soundtrack.json", serde_json::to_value(studio.snapshot()).expect("json")));
+    outputs.push((
+        "session-excludes-soundtrack.json",
+        serde_json::to_value(studio.snapshot()).expect("json"),
+    ));
 
     let update = std::env::var_os("UPDATE_UI_FIXTURES").is_some();
     let mut stale = Vec::new();
@@ -90,5 +126,8 @@ fn ui_fixtures_are_fresh() {
             stale.push(name);
         }
     }
-    assert!(stale.is_empty(), "stale UI fixtures {stale:?}: run `UPDATE_UI_FIXTURES=1 cargo test -p covel-tests --test ui_fixtures`");
+    assert!(
+        stale.is_empty(),
+        "stale UI fixtures {stale:?}: run `UPDATE_UI_FIXTURES=1 cargo test -p covel-tests --test ui_fixtures`"
+    );
 }

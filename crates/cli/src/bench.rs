@@ -41,7 +41,10 @@ fn median(mut samples: Vec<f64>) -> f64 {
 /// `VmRSS` the current resident size).
 fn status_kb(field: &str) -> Option<f64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.strip_prefix(field).is_some_and(|rest| rest.starts_with(':')))?;
+    let line = status.lines().find(|l| {
+        l.strip_prefix(field)
+            .is_some_and(|rest| rest.starts_with(':'))
+    })?;
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
@@ -71,7 +74,9 @@ fn played_turns(workspace: covel_studio::Workspace, turns: usize) -> serde_json:
         times.push(play(&mut studio, WARM_UP + i));
     }
     let after = status_kb("VmRSS");
-    let bytes_per_turn = before.zip(after).map(|(b, a)| ((a - b) * 1024.0 / turns.max(1) as f64).max(0.0));
+    let bytes_per_turn = before
+        .zip(after)
+        .map(|(b, a)| ((a - b) * 1024.0 / turns.max(1) as f64).max(0.0));
     json!({
         "played": turns,
         "warmUpTurns": WARM_UP,
@@ -133,5 +138,9 @@ pub fn run(args: &Args, process_start: Instant) -> anyhow::Result<ExitCode> {
         crate::say!("{report:#}");
     }
     // Figures of a preview whose runs failed are not figures of that preview.
-    Ok(if quick.errors.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if quick.errors.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }

@@ -39,18 +39,26 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     };
     let mut input = read_input(args.input.as_deref())?;
     if let (Some(slot), Some(map)) = (slot, input.as_object_mut()) {
-        map.entry("slot").or_insert_with(|| Value::String(slot.as_str().into()));
+        map.entry("slot")
+            .or_insert_with(|| Value::String(slot.as_str().into()));
         map.entry("previous").or_insert(Value::Null);
         map.entry("events").or_insert_with(|| json!([]));
     }
     let workspace = crate::open::workspace(&args.plugins_dir, args.session.as_deref())?;
     // Without a session every plugin of the folder runs; with one, only the active ones.
-    let providers = if args.session.is_some() { workspace.active_providers() } else { workspace.all_providers() };
+    let providers = if args.session.is_some() {
+        workspace.active_providers()
+    } else {
+        workspace.all_providers()
+    };
     let result = workspace.call_over(&providers, point, input, slot, args.turn.clone());
     // The same rule as `preview`: a world that declares dimensions needs exactly one provider.
-    let rule_error = (point == covel_kernel::contract::PointId::SessionWorldContext).then(|| workspace.dimension_rule_violation()).flatten();
+    let rule_error = (point == covel_kernel::contract::PointId::SessionWorldContext)
+        .then(|| workspace.dimension_rule_violation())
+        .flatten();
     let failed = result.error.is_some() || rule_error.is_some();
-    let diagnostics: Vec<DiagnosticJson> = workspace.diagnostics().map(DiagnosticJson::from).collect();
+    let diagnostics: Vec<DiagnosticJson> =
+        workspace.diagnostics().map(DiagnosticJson::from).collect();
     if args.json {
         print_json(&json!({
             "point": result.point,
@@ -77,15 +85,18 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         }
         crate::output::print_not_loaded(&mut workspace.diagnostics());
     }
-    Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 fn read_input(input: Option<&str>) -> anyhow::Result<Value> {
     let text = match input {
         None => return Ok(json!({})),
-        Some(path) if path.starts_with('@') => {
-            std::fs::read_to_string(&path[1..]).with_context(|| format!("reading input file {}", &path[1..]))?
-        }
+        Some(path) if path.starts_with('@') => std::fs::read_to_string(&path[1..])
+            .with_context(|| format!("reading input file {}", &path[1..]))?,
         Some(text) => text.to_string(),
     };
     match serde_json::from_str(&text) {

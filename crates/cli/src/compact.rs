@@ -5,8 +5,8 @@
 use crate::output::print_json;
 use anyhow::Context;
 use covel_kernel::compaction::FailureCounter;
-use covel_studio::compaction::CompactionOptions;
 use covel_studio::RuntimeTarget;
+use covel_studio::compaction::CompactionOptions;
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -33,17 +33,35 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let mut workspace = crate::open::workspace(&args.plugins_dir, Some(&args.session))?;
     let output = match &args.output {
         Some(path) => {
-            let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-            Some(serde_json::from_str::<Value>(&text).with_context(|| format!("{} is not JSON", path.display()))?)
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            Some(
+                serde_json::from_str::<Value>(&text)
+                    .with_context(|| format!("{} is not JSON", path.display()))?,
+            )
         }
         None => None,
     };
     let preview = workspace.preview(&RuntimeTarget::Story);
     let system = preview.prompt.system_and_turn_context();
     let mut counter = FailureCounter::default();
-    let run = workspace.compact(&preview.turn_id, &system, &CompactionOptions { force: args.force, output }, &mut counter);
-    let rejected = run.verdict.as_ref().is_some_and(|v| !v.accepted && !v.nothing_to_compact)
-        || run.events.iter().any(|e| e.topic == "context.compaction.failed")
+    let run = workspace.compact(
+        &preview.turn_id,
+        &system,
+        &CompactionOptions {
+            force: args.force,
+            output,
+        },
+        &mut counter,
+    );
+    let rejected = run
+        .verdict
+        .as_ref()
+        .is_some_and(|v| !v.accepted && !v.nothing_to_compact)
+        || run
+            .events
+            .iter()
+            .any(|e| e.topic == "context.compaction.failed")
         || run.not_compacted_because.is_some();
     if args.json {
         print_json(&json!({
@@ -59,25 +77,56 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             run.windows.input_window,
             run.estimated_tokens,
             run.threshold_tokens,
-            if run.triggered { "compacting" } else { "under the threshold, nothing to do" }
+            if run.triggered {
+                "compacting"
+            } else {
+                "under the threshold, nothing to do"
+            }
         );
-        crate::say!("budget: {} tokens total, {} per segment, {} segments", run.budget.max_tokens, run.budget.max_segment_tokens, run.budget.max_segments);
+        crate::say!(
+            "budget: {} tokens total, {} per segment, {} segments",
+            run.budget.max_tokens,
+            run.budget.max_segment_tokens,
+            run.budget.max_segments
+        );
         if let Some(why) = &run.not_compacted_because {
             crate::say!("not compacted: {why}");
         }
         crate::output::print_calls(&run.calls);
         if let Some(verdict) = &run.verdict {
             for rule in &verdict.rules {
-                crate::say!("  {} {} — {}", if rule.ok { "✓" } else { "✗" }, rule.rule, rule.detail);
+                crate::say!(
+                    "  {} {} — {}",
+                    if rule.ok { "✓" } else { "✗" },
+                    rule.rule,
+                    rule.detail
+                );
             }
-            crate::say!("verdict: {}", if verdict.nothing_to_compact { "nothing to compact" } else if verdict.accepted { "accepted" } else { "rejected" });
+            crate::say!(
+                "verdict: {}",
+                if verdict.nothing_to_compact {
+                    "nothing to compact"
+                } else if verdict.accepted {
+                    "accepted"
+                } else {
+                    "rejected"
+                }
+            );
         }
         for event in &run.events {
             crate::say!("event {}: {}", event.topic, event.payload);
         }
         for s in &workspace.session.history.summaries {
-            crate::say!("summary {}: {}", s["id"].as_str().unwrap_or_default(), s["content"].as_str().unwrap_or_default());
+            crate::say!(
+                "summary {}: {}",
+                s["id"].as_str().unwrap_or_default(),
+                s["content"].as_str().unwrap_or_default()
+            );
         }
     }
-    Ok(if rejected { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(if rejected {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }

@@ -59,7 +59,10 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         anyhow::bail!("the session could not be played: {error}");
     }
     let counter = TokenCounter::new();
-    let options = ForecastOptions { pace_seconds: args.pace, ttl: args.ttl.clone() };
+    let options = ForecastOptions {
+        pace_seconds: args.pace,
+        ttl: args.ttl.clone(),
+    };
     let result = forecast::forecast(&played, &profile, &options, &counter);
     if args.json {
         let mut value = serde_json::to_value(&result)?;
@@ -74,7 +77,11 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         }
     }
     let mismatch = result.turns.iter().any(|t| !t.mismatches.is_empty());
-    Ok(if error.is_some() || mismatch { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(if error.is_some() || mismatch {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 fn usd(value: f64) -> String {
@@ -98,22 +105,43 @@ fn print_human(f: &Forecast) {
     crate::say!(
         "Prices per MTok: input {} · cache write {} · cache read {} (facts of {}{}); tokens {}",
         m.prices.input,
-        m.prices.cache_write5m.map_or("free".into(), |p| p.to_string()),
+        m.prices
+            .cache_write5m
+            .map_or("free".into(), |p| p.to_string()),
         m.prices.cache_read,
         m.facts_date,
-        if m.verified { "" } else { ", some values unverified" },
+        if m.verified {
+            ""
+        } else {
+            ", some values unverified"
+        },
         m.counts
     );
     for turn in &f.turns {
-        let range = turn.input_tokens_range.map(|(l, h)| format!(" ({l}–{h})")).unwrap_or_default();
-        crate::say!("\nturn {} · {} · player: {} · {} input tokens{range}", turn.turn, turn.turn_id, turn.say, turn.input_tokens);
+        let range = turn
+            .input_tokens_range
+            .map(|(l, h)| format!(" ({l}–{h})"))
+            .unwrap_or_default();
+        crate::say!(
+            "\nturn {} · {} · player: {} · {} input tokens{range}",
+            turn.turn,
+            turn.turn_id,
+            turn.say,
+            turn.input_tokens
+        );
         for b in &turn.breakpoints {
             let mark = match b.outcome {
                 Outcome::Hit => "hit  ",
                 Outcome::Write => "write",
                 Outcome::Miss => "miss ",
             };
-            crate::say!("  {mark} breakpoint {} at {} · {} tokens in the prefix — {}", b.index, b.at, b.prefix_tokens, b.reason);
+            crate::say!(
+                "  {mark} breakpoint {} at {} · {} tokens in the prefix — {}",
+                b.index,
+                b.at,
+                b.prefix_tokens,
+                b.reason
+            );
         }
         crate::say!(
             "  uncached {} · cache write {} · cache read {} · cost {} (no cache {})",
@@ -137,7 +165,11 @@ fn print_human(f: &Forecast) {
         }
     }
     let t = &f.totals;
-    let percent = if t.cost_without_cache > 0.0 { t.saving / t.cost_without_cache * 100.0 } else { 0.0 };
+    let percent = if t.cost_without_cache > 0.0 {
+        t.saving / t.cost_without_cache * 100.0
+    } else {
+        0.0
+    };
     crate::say!(
         "\nTotals: {} input tokens = uncached {} + cache write {} + cache read {} · cost {} against {} without caching · saving {} ({percent:.0}%)",
         t.input_tokens,
@@ -149,7 +181,17 @@ fn print_human(f: &Forecast) {
         usd(t.saving)
     );
     crate::say!("\nLedger (tokens over all turns)");
-    crate::say!("  {:<22} {:>12} {:>14} {:>8} {:>8} {:>9} {:>10} {:>6}", "owner", "cached part", "uncached part", "read", "write", "uncached", "cost", "share");
+    crate::say!(
+        "  {:<22} {:>12} {:>14} {:>8} {:>8} {:>9} {:>10} {:>6}",
+        "owner",
+        "cached part",
+        "uncached part",
+        "read",
+        "write",
+        "uncached",
+        "cost",
+        "share"
+    );
     for row in &f.ledger {
         crate::say!(
             "  {:<22} {:>12} {:>14} {:>8} {:>8} {:>9} {:>10} {:>5.1}%",
@@ -164,21 +206,48 @@ fn print_human(f: &Forecast) {
         );
     }
     if let Some(last) = f.turns.last() {
-        crate::say!("\nSegments of {} (estimateTokens, as budgets count · the model's count)", last.turn_id);
+        crate::say!(
+            "\nSegments of {} (estimateTokens, as budgets count · the model's count)",
+            last.turn_id
+        );
         for t in &f.segment_tokens {
-            let range = t.range.map(|(l, h)| format!(" ({l}–{h})")).unwrap_or_default();
-            crate::say!("  {:<36} {:>6} · {:>6}{range}{}", t.segment, t.estimate_tokens, t.tokens, if t.exact { " exact" } else { " estimated" });
+            let range = t
+                .range
+                .map(|(l, h)| format!(" ({l}–{h})"))
+                .unwrap_or_default();
+            crate::say!(
+                "  {:<36} {:>6} · {:>6}{range}{}",
+                t.segment,
+                t.estimate_tokens,
+                t.tokens,
+                if t.exact { " exact" } else { " estimated" }
+            );
         }
     }
     crate::say!("\nAdvice");
     if let Some(current) = &f.advice.current_layout {
-        crate::say!("  breakpoints now: {} → {}", current.breakpoints.join(", "), usd(current.cost));
+        crate::say!(
+            "  breakpoints now: {} → {}",
+            current.breakpoints.join(", "),
+            usd(current.cost)
+        );
         for layout in &f.advice.best_layouts {
-            crate::say!("  breakpoints at {} → {} (saves {})", layout.breakpoints.join(", "), usd(layout.cost), usd(layout.saving));
+            crate::say!(
+                "  breakpoints at {} → {} (saves {})",
+                layout.breakpoints.join(", "),
+                usd(layout.cost),
+                usd(layout.saving)
+            );
         }
     }
     for v in &f.advice.volatility {
-        crate::say!("  segment {}: {} — {}; saves {} over these turns", v.segment, v.change, v.why, usd(v.saving));
+        crate::say!(
+            "  segment {}: {} — {}; saves {} over these turns",
+            v.segment,
+            v.change,
+            v.why,
+            usd(v.saving)
+        );
     }
     for note in &f.advice.notes {
         crate::say!("  {note}");

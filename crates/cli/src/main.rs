@@ -55,9 +55,14 @@ enum Command {
 /// Logs go to stderr, filtered by `RUST_LOG` (warnings only when it is unset), so human and
 /// `--json` output on stdout never mix with them.
 fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(ansi).with_writer(std::io::stderr).try_init();
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(ansi)
+        .with_writer(std::io::stderr)
+        .try_init();
 }
 
 fn main() -> ExitCode {
@@ -82,7 +87,10 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("error: {}", crate::output::terminal_safe(&format!("{error:#}")));
+            eprintln!(
+                "error: {}",
+                crate::output::terminal_safe(&format!("{error:#}"))
+            );
             ExitCode::from(2)
         }
     }

@@ -15,12 +15,16 @@ pub fn disable_memo() {
 
 /// The engine limits every command uses.
 pub fn limits() -> Limits {
-    Limits { memo: !NO_MEMO.load(std::sync::atomic::Ordering::Relaxed), ..Limits::default() }
+    Limits {
+        memo: !NO_MEMO.load(std::sync::atomic::Ordering::Relaxed),
+        ..Limits::default()
+    }
 }
 
 /// Opens a plugins folder with an optional test session.
 pub fn workspace(plugins_dir: &Path, session: Option<&Path>) -> anyhow::Result<Workspace> {
-    Workspace::open(plugins_dir, session, &limits()).with_context(|| format!("opening {}", plugins_dir.display()))
+    Workspace::open(plugins_dir, session, &limits())
+        .with_context(|| format!("opening {}", plugins_dir.display()))
 }
 
 /// Parses `story`, `plugin:ID` or `contract:C`.

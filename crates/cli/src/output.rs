@@ -25,7 +25,15 @@ pub fn terminal_safe(text: &str) -> String {
     if !text.chars().any(risky) {
         return text.to_string();
     }
-    text.chars().map(|c| if risky(c) { format!("\\u{{{:x}}}", u32::from(c)) } else { c.to_string() }).collect()
+    text.chars()
+        .map(|c| {
+            if risky(c) {
+                format!("\\u{{{:x}}}", u32::from(c))
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 /// Prints a value as pretty JSON on stdout.
@@ -60,9 +68,21 @@ impl<'a> From<&'a Diagnostic> for DiagnosticJson<'a> {
 /// studio's hints, such as the row-shaped `pluginData` read).
 pub fn print_calls(calls: &[CallRecord]) {
     for call in calls {
-        let reason = call.message.as_deref().map(|m| format!(": {m}")).unwrap_or_default();
+        let reason = call
+            .message
+            .as_deref()
+            .map(|m| format!(": {m}"))
+            .unwrap_or_default();
         let cached = if call.cached { " (cached)" } else { "" };
-        crate::say!("  {}/{} ({}) order {} → {:?} in {:.2} ms{cached}{reason}", call.plugin_id, call.provider_id, call.point, call.order, call.outcome, call.duration_ms);
+        crate::say!(
+            "  {}/{} ({}) order {} → {:?} in {:.2} ms{cached}{reason}",
+            call.plugin_id,
+            call.provider_id,
+            call.point,
+            call.order,
+            call.outcome,
+            call.duration_ms
+        );
         for line in &call.logs {
             crate::say!("      {line}");
         }
@@ -72,19 +92,36 @@ pub fn print_calls(calls: &[CallRecord]) {
 /// Plugins the session resolver did not activate, and why.
 pub fn print_rejections(resolution: &Resolution) {
     for rejection in &resolution.rejected {
-        let code = serde_json::to_value(rejection.code).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+        let code = serde_json::to_value(rejection.code)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
         crate::say!("✗ {} [{code}] {}", rejection.plugin, rejection.message);
     }
     for unmet in &resolution.unmet {
-        let code = serde_json::to_value(unmet.code).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
-        crate::say!("! world requires {} — unmet [{code}]{}", unmet.contract, if unmet.candidates.is_empty() { String::new() } else { format!(" (candidates: {})", unmet.candidates.join(", ")) });
+        let code = serde_json::to_value(unmet.code)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        crate::say!(
+            "! world requires {} — unmet [{code}]{}",
+            unmet.contract,
+            if unmet.candidates.is_empty() {
+                String::new()
+            } else {
+                format!(" (candidates: {})", unmet.candidates.join(", "))
+            }
+        );
     }
 }
 
 /// A plugin's load diagnostic, naming the plugin.
 pub fn print_not_loaded(diagnostics: &mut dyn Iterator<Item = &Diagnostic>) {
     for d in diagnostics {
-        crate::say!("plugin not loaded: {}: {d}", d.plugin.as_deref().unwrap_or("?"));
+        crate::say!(
+            "plugin not loaded: {}: {d}",
+            d.plugin.as_deref().unwrap_or("?")
+        );
     }
 }
 
@@ -94,7 +131,10 @@ mod tests {
 
     #[test]
     fn escape_sequences_and_bidi_overrides_are_shown_not_interpreted() {
-        assert_eq!(terminal_safe("ok\x1b]0;pwned\x07 \u{202E}txt.exe"), "ok\\u{1b}]0;pwned\\u{7} \\u{202e}txt.exe");
+        assert_eq!(
+            terminal_safe("ok\x1b]0;pwned\x07 \u{202E}txt.exe"),
+            "ok\\u{1b}]0;pwned\\u{7} \\u{202e}txt.exe"
+        );
         assert_eq!(terminal_safe("line\n\tindented"), "line\n\tindented");
     }
 }

@@ -35,7 +35,10 @@ pub struct Args {
 }
 
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
-    let save = args.save.as_ref().map(|p| p.clone().unwrap_or_else(|| covel_studio::save::played_file_for(&args.session)));
+    let save = args.save.as_ref().map(|p| {
+        p.clone()
+            .unwrap_or_else(|| covel_studio::save::played_file_for(&args.session))
+    });
     if let Some(path) = &save
         && !args.overwrite
         && covel_studio::save::same_file(path, &args.session)
@@ -49,12 +52,17 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let workspace = crate::open::workspace(&args.plugins_dir, Some(&args.session))?;
     let backend = workspace.session.models.story.backend.clone();
     if args.record.is_some() && !matches!(backend.as_str(), "anthropic" | "openai") {
-        anyhow::bail!("--record keeps what a real backend (anthropic or openai) was sent and answered; this session's story model is `{backend}`");
+        anyhow::bail!(
+            "--record keeps what a real backend (anthropic or openai) was sent and answered; this session's story model is `{backend}`"
+        );
     }
     let mut play = Playtest::new(workspace);
     // With --json each turn is written as soon as it is played and then dropped: a long
     // playtest's memory holds the played session, not every turn's preview.
-    let mut stream = args.json.then(|| TurnStream::start(std::io::stdout().lock())).transpose()?;
+    let mut stream = args
+        .json
+        .then(|| TurnStream::start(std::io::stdout().lock()))
+        .transpose()?;
     let mut failed = false;
     for message in &args.say {
         let turn = play.play(message);
@@ -72,9 +80,25 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
                 turn.preview.prompt.system.tokens,
                 c.estimated_tokens,
                 c.threshold_tokens,
-                if c.triggered { format!(" · compaction: {}", c.verdict.as_ref().map_or("failed", |v| if v.accepted { "accepted" } else { "rejected" })) } else { String::new() }
+                if c.triggered {
+                    format!(
+                        " · compaction: {}",
+                        c.verdict.as_ref().map_or("failed", |v| if v.accepted {
+                            "accepted"
+                        } else {
+                            "rejected"
+                        })
+                    )
+                } else {
+                    String::new()
+                }
             );
-            if let Some(usage) = turn.reply.as_ref().and_then(|r| r.usage.as_ref()).and_then(covel_studio::forecast::reported_usage) {
+            if let Some(usage) = turn
+                .reply
+                .as_ref()
+                .and_then(|r| r.usage.as_ref())
+                .and_then(covel_studio::forecast::reported_usage)
+            {
                 crate::say!(
                     "   reported usage: input {} · cache write {} · cache read {} · output {} (compare with `covel forecast`)",
                     usage.input_tokens,
@@ -99,11 +123,18 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             let recording = play.story_backend().recording();
             recording.save(path)?;
             if !args.json {
-                crate::say!("recorded {} {} exchange(s) in {}", recording.exchanges.len(), recording.backend, path.display());
+                crate::say!(
+                    "recorded {} {} exchange(s) in {}",
+                    recording.exchanges.len(),
+                    recording.backend,
+                    path.display()
+                );
             }
         }
         if let Some(path) = &save {
-            let written = play.save(path).with_context(|| format!("saving {}", path.display()))?;
+            let written = play
+                .save(path)
+                .with_context(|| format!("saving {}", path.display()))?;
             if !args.json {
                 crate::say!("saved {}", written.display());
             }
@@ -115,7 +146,11 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         stream.finish(&play.workspace.session.history.summaries)?;
     }
     saved?;
-    Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// `{"turns": [...], "summaries": [...]}` written one turn at a time.
@@ -131,7 +166,8 @@ impl<W: Write> TurnStream<W> {
     }
 
     fn turn(&mut self, turn: &covel_studio::playtest::TurnReport) -> anyhow::Result<()> {
-        self.out.write_all(if self.first { b"\n" } else { b",\n" })?;
+        self.out
+            .write_all(if self.first { b"\n" } else { b",\n" })?;
         self.first = false;
         serde_json::to_writer_pretty(&mut self.out, turn)?;
         self.out.flush()?;

@@ -33,8 +33,14 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     if args.json {
         let mut value = serde_json::to_value(&preview)?;
         if let Some(map) = value.as_object_mut() {
-            map.insert("resolution".into(), serde_json::to_value(&workspace.resolution)?);
-            let diagnostics: Vec<_> = workspace.diagnostics().map(crate::output::DiagnosticJson::from).collect();
+            map.insert(
+                "resolution".into(),
+                serde_json::to_value(&workspace.resolution)?,
+            );
+            let diagnostics: Vec<_> = workspace
+                .diagnostics()
+                .map(crate::output::DiagnosticJson::from)
+                .collect();
             map.insert("diagnostics".into(), serde_json::to_value(diagnostics)?);
         }
         print_json(&value)?;
@@ -44,8 +50,14 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         crate::output::print_rejections(&workspace.resolution);
         crate::output::print_not_loaded(&mut workspace.diagnostics());
     }
-    let failed = preview.world_context.error.is_some() || !preview.errors.is_empty() || workspace.plugins.iter().any(|p| !p.ok());
-    Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    let failed = preview.world_context.error.is_some()
+        || !preview.errors.is_empty()
+        || workspace.plugins.iter().any(|p| !p.ok());
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 fn print_human(p: &covel_studio::Preview) {
@@ -60,11 +72,30 @@ fn print_human(p: &covel_studio::Preview) {
     crate::say!("System prompt ({} tokens)", p.prompt.system.tokens);
     let mut boundary = 0;
     for block in &p.prompt.system.blocks {
-        crate::say!("── {:?} · {} tokens {}", block.kind, block.tokens, if block.segments.is_empty() { String::new() } else { format!("· {}", block.segments.join(", ")) });
+        crate::say!(
+            "── {:?} · {} tokens {}",
+            block.kind,
+            block.tokens,
+            if block.segments.is_empty() {
+                String::new()
+            } else {
+                format!("· {}", block.segments.join(", "))
+            }
+        );
         crate::say!("{}", block.text);
         if block.cache_boundary {
             let breakpoint = p.cache.breakpoints.iter().find(|b| matches!(b.closes, PartOrigin::System { block: kind, .. } if kind == block.kind));
-            let stability = breakpoint.map_or(String::new(), |b| format!(" · breakpoint {}, {}", b.index, if b.stable { "stable next turn" } else { "CHANGES next turn" }));
+            let stability = breakpoint.map_or(String::new(), |b| {
+                format!(
+                    " · breakpoint {}, {}",
+                    b.index,
+                    if b.stable {
+                        "stable next turn"
+                    } else {
+                        "CHANGES next turn"
+                    }
+                )
+            });
             crate::say!("════════ cache boundary {boundary}{stability} ════════");
             boundary += 1;
         }
@@ -87,27 +118,60 @@ fn print_human(p: &covel_studio::Preview) {
                 .unwrap_or_default(),
             _ => String::new(),
         };
-        crate::say!("  [{}] ({origin}{rewritten}, {} tokens) {}", m.role, m.tokens, m.content.replace('\n', " ⏎ "));
+        crate::say!(
+            "  [{}] ({origin}{rewritten}, {} tokens) {}",
+            m.role,
+            m.tokens,
+            m.content.replace('\n', " ⏎ ")
+        );
         let closes = match &m.origin {
             Origin::History { id } => Some(PartOrigin::History { id: id.clone() }),
             Origin::Summary { id } => Some(PartOrigin::Summary { id: id.clone() }),
             _ => None,
         };
-        if let Some(b) = p.cache.breakpoints.iter().find(|b| b.moving && Some(&b.closes) == closes.as_ref()) {
-            crate::say!("  ════════ moving cache breakpoint {} · {} ════════", b.index, if b.stable { "stable next turn" } else { "CHANGES next turn" });
+        if let Some(b) = p
+            .cache
+            .breakpoints
+            .iter()
+            .find(|b| b.moving && Some(&b.closes) == closes.as_ref())
+        {
+            crate::say!(
+                "  ════════ moving cache breakpoint {} · {} ════════",
+                b.index,
+                if b.stable {
+                    "stable next turn"
+                } else {
+                    "CHANGES next turn"
+                }
+            );
         }
     }
     for r in p.history_rewrites.iter().filter(|r| r.change == "dropped") {
-        crate::say!("  (history {} dropped by {})", r.id, r.providers.join(" → "));
+        crate::say!(
+            "  (history {} dropped by {})",
+            r.id,
+            r.providers.join(" → ")
+        );
     }
     crate::say!("\nSegments (sorted: volatility, order, plugin id, id)");
     for s in &p.segments {
-        let tie = if s.tie_broken_by_plugin_id { " ⚠ tie broken by plugin id" } else { "" };
+        let tie = if s.tie_broken_by_plugin_id {
+            " ⚠ tie broken by plugin id"
+        } else {
+            ""
+        };
         let state = match &s.excluded_because {
             Some(why) => format!("excluded: {why}"),
             None => format!("{:?}", s.placement),
         };
-        crate::say!("  {}/{} · {:?} · order {} · {} tokens → {state}{tie}", s.plugin, s.id, s.volatility, s.order, s.tokens);
+        crate::say!(
+            "  {}/{} · {:?} · order {} · {} tokens → {state}{tie}",
+            s.plugin,
+            s.id,
+            s.volatility,
+            s.order,
+            s.tokens
+        );
     }
     crate::say!("\nCache");
     for b in &p.cache.breakpoints {
@@ -115,12 +179,28 @@ fn print_human(p: &covel_studio::Preview) {
             .first_difference
             .as_ref()
             .map(|d| {
-                let instead = d.next_turn.as_ref().map_or("the request ends".to_string(), |o| o.describe());
-                format!(" — first difference: {} (next turn: {instead})", d.this_turn.describe())
+                let instead = d
+                    .next_turn
+                    .as_ref()
+                    .map_or("the request ends".to_string(), |o| o.describe());
+                format!(
+                    " — first difference: {} (next turn: {instead})",
+                    d.this_turn.describe()
+                )
             })
             .unwrap_or_default();
-        let kind = if b.moving { "moving breakpoint" } else { "breakpoint" };
-        crate::say!("  {kind} {} on {} ({} tokens): {}{diff}", b.index, b.closes.describe(), b.prefix_tokens, if b.stable { "stable" } else { "changes" });
+        let kind = if b.moving {
+            "moving breakpoint"
+        } else {
+            "breakpoint"
+        };
+        crate::say!(
+            "  {kind} {} on {} ({} tokens): {}{diff}",
+            b.index,
+            b.closes.describe(),
+            b.prefix_tokens,
+            if b.stable { "stable" } else { "changes" }
+        );
     }
     for a in &p.cache.advice {
         crate::say!("  why: {}", a.message);
@@ -132,7 +212,14 @@ fn print_human(p: &covel_studio::Preview) {
     for w in &p.cache.warnings {
         crate::say!("  warning: {}", w.message);
     }
-    crate::say!("\nWorld context{}", p.world_context.provided_by.as_ref().map(|p| format!(" (from {p})")).unwrap_or_default());
+    crate::say!(
+        "\nWorld context{}",
+        p.world_context
+            .provided_by
+            .as_ref()
+            .map(|p| format!(" (from {p})"))
+            .unwrap_or_default()
+    );
     if let Some(error) = &p.world_context.error {
         crate::say!("  error: {error}");
     }
@@ -140,9 +227,19 @@ fn print_human(p: &covel_studio::Preview) {
     crate::say!("\nSlots");
     for s in &p.slots {
         let key = s.key.as_ref().map(|k| format!("[{k}]")).unwrap_or_default();
-        crate::say!("  {}{key} = {} (rev {})", s.slot, s.value, &s.revision[..12]);
+        crate::say!(
+            "  {}{key} = {} (rev {})",
+            s.slot,
+            s.value,
+            &s.revision[..12]
+        );
     }
-    let noteworthy: Vec<_> = p.calls.iter().filter(|c| c.message.is_some() || !c.logs.is_empty()).cloned().collect();
+    let noteworthy: Vec<_> = p
+        .calls
+        .iter()
+        .filter(|c| c.message.is_some() || !c.logs.is_empty())
+        .cloned()
+        .collect();
     if !noteworthy.is_empty() {
         crate::say!("\nProvider calls that failed or logged");
         crate::output::print_calls(&noteworthy);

@@ -30,7 +30,11 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         }))?;
     } else {
         for id in &r.active {
-            let auto = if r.auto_added.contains(id) { " (added automatically)" } else { "" };
+            let auto = if r.auto_added.contains(id) {
+                " (added automatically)"
+            } else {
+                ""
+            };
             crate::say!("✓ {id}{auto}");
         }
         crate::output::print_rejections(r);
@@ -39,5 +43,9 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     // of the folder that failed to load (README: "1 a plugin … failed").
     let blocking = r.unmet.iter().any(|u| u.blocking);
     let failed = workspace.plugins.iter().any(|p| !p.ok());
-    Ok(if blocking || failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(if blocking || failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }

@@ -21,36 +21,66 @@ pub struct Args {
 }
 
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
-    let paths = if args.paths.is_empty() { vec![PathBuf::from(".")] } else { args.paths.clone() };
+    let paths = if args.paths.is_empty() {
+        vec![PathBuf::from(".")]
+    } else {
+        args.paths.clone()
+    };
     let targets = testing::discover(&paths)?;
     let limits = Limits::default();
-    let results: Vec<SessionResult> = targets.iter().map(|t| testing::run_session(t, args.update, &limits)).collect();
+    let results: Vec<SessionResult> = targets
+        .iter()
+        .map(|t| testing::run_session(t, args.update, &limits))
+        .collect();
     let failed = results.iter().filter(|r| !r.passed).count();
     if args.json {
-        print_json(&serde_json::json!({"passed": failed == 0, "failed": failed, "sessions": results}))?;
+        print_json(
+            &serde_json::json!({"passed": failed == 0, "failed": failed, "sessions": results}),
+        )?;
     } else {
         for result in &results {
             print_human(result);
         }
         let turns: usize = results.iter().map(|r| r.turns.len()).sum();
-        let checks: usize = results.iter().flat_map(|r| &r.turns).map(|t| t.checks.len()).sum();
+        let checks: usize = results
+            .iter()
+            .flat_map(|r| &r.turns)
+            .map(|t| t.checks.len())
+            .sum();
         crate::say!(
             "\n{} sessions, {turns} turns, {checks} checks: {}",
             results.len(),
-            if failed == 0 { "all passed".to_string() } else { format!("{failed} session(s) failed") }
+            if failed == 0 {
+                "all passed".to_string()
+            } else {
+                format!("{failed} session(s) failed")
+            }
         );
     }
-    Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 fn print_human(result: &SessionResult) {
     let mark = if result.passed { "✓" } else { "✗" };
-    crate::say!("{mark} {} (plugins: {})", result.session.display(), result.plugins_dir.display());
+    crate::say!(
+        "{mark} {} (plugins: {})",
+        result.session.display(),
+        result.plugins_dir.display()
+    );
     if let Some(error) = &result.error {
         crate::say!("    ✗ {error}");
     }
     for turn in &result.turns {
-        crate::say!("  {} {} · player: {}", if turn.passed { "✓" } else { "✗" }, turn.turn_id, turn.say);
+        crate::say!(
+            "  {} {} · player: {}",
+            if turn.passed { "✓" } else { "✗" },
+            turn.turn_id,
+            turn.say
+        );
         if let Some(error) = &turn.error {
             for (i, line) in error.lines().enumerate() {
                 crate::say!("    {}{line}", if i == 0 { "✗ " } else { "  " });
@@ -59,7 +89,9 @@ fn print_human(result: &SessionResult) {
         for check in &turn.checks {
             match &check.detail {
                 None => crate::say!("    ✓ [{}] {}", check.rule, check.description),
-                Some(detail) => crate::say!("    ✗ [{}] {} — {detail}", check.rule, check.description),
+                Some(detail) => {
+                    crate::say!("    ✗ [{}] {} — {detail}", check.rule, check.description)
+                }
             }
         }
         for d in &turn.golden_differences {
@@ -80,5 +112,8 @@ fn print_human(result: &SessionResult) {
         GoldenStatus::Unchanged => "unchanged".to_string(),
         GoldenStatus::Skipped => "not compared".to_string(),
     };
-    crate::say!("    golden snapshot {}: {golden}", result.golden_file.display());
+    crate::say!(
+        "    golden snapshot {}: {golden}",
+        result.golden_file.display()
+    );
 }

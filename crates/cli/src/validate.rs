@@ -56,7 +56,11 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         let plugins = loaded
             .iter()
             .map(|p| PluginReport {
-                id: p.package.as_ref().map(|pkg| pkg.id().to_string()).unwrap_or_else(|| p.name.clone()),
+                id: p
+                    .package
+                    .as_ref()
+                    .map(|pkg| pkg.id().to_string())
+                    .unwrap_or_else(|| p.name.clone()),
                 path: p.folder.display().to_string(),
                 ok: p.ok(),
                 diagnostics: p.diagnostics.iter().map(DiagnosticJson::from).collect(),
@@ -67,8 +71,16 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     } else {
         for p in &loaded {
             if p.ok() {
-                let providers = p.package.as_ref().map_or(0, |pkg| pkg.manifest.extensions.len());
-                crate::say!("✓ {} ({} providers, loaded in {:.1} ms)", p.name, providers, p.load_time.as_secs_f64() * 1000.0);
+                let providers = p
+                    .package
+                    .as_ref()
+                    .map_or(0, |pkg| pkg.manifest.extensions.len());
+                crate::say!(
+                    "✓ {} ({} providers, loaded in {:.1} ms)",
+                    p.name,
+                    providers,
+                    p.load_time.as_secs_f64() * 1000.0
+                );
             } else {
                 crate::say!("✗ {}", p.name);
                 for d in &p.diagnostics {
@@ -80,7 +92,16 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             }
         }
         let bad = loaded.iter().filter(|p| !p.ok()).count();
-        crate::say!("{} plugins, {} valid, {} invalid", loaded.len(), loaded.len() - bad, bad);
+        crate::say!(
+            "{} plugins, {} valid, {} invalid",
+            loaded.len(),
+            loaded.len() - bad,
+            bad
+        );
     }
-    Ok(if all_ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if all_ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }

@@ -36,14 +36,22 @@ pub struct Args {
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let target = crate::open::runtime(&args.runtime)?;
     let workspace = crate::open::workspace(&args.plugins_dir, args.session.as_deref())?;
-    let mut watcher = FolderWatcher::new(&args.plugins_dir, args.session.as_deref(), Duration::from_millis(args.debounce_ms))
-        .context("starting the file watcher")?;
+    let mut watcher = FolderWatcher::new(
+        &args.plugins_dir,
+        args.session.as_deref(),
+        Duration::from_millis(args.debounce_ms),
+    )
+    .context("starting the file watcher")?;
     let mut studio = LiveStudio::new(workspace, target);
     let ready = serde_json::json!({"event": "ready", "plugins": studio.workspace().plugins.len(), "active": studio.workspace().resolution.active});
     if args.json {
         crate::say!("{ready}");
     } else {
-        crate::say!("watching {} ({} plugins); save a file to reload", args.plugins_dir.display(), studio.workspace().plugins.len());
+        crate::say!(
+            "watching {} ({} plugins); save a file to reload",
+            args.plugins_dir.display(),
+            studio.workspace().plugins.len()
+        );
     }
     std::io::stdout().flush().ok();
     let mut reloads = 0;
@@ -51,7 +59,13 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         if args.max_reloads.is_some_and(|max| reloads >= max) {
             return Ok(ExitCode::SUCCESS);
         }
-        let Some(followed) = studio.follow(&mut watcher, Duration::from_secs(3600), Duration::from_millis(args.grace_ms)) else { continue };
+        let Some(followed) = studio.follow(
+            &mut watcher,
+            Duration::from_secs(3600),
+            Duration::from_millis(args.grace_ms),
+        ) else {
+            continue;
+        };
         if let Some(note) = &followed.note {
             if args.json {
                 crate::say!("{}", serde_json::json!({"event": "watch", "note": note}));
@@ -59,12 +73,19 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
                 crate::say!("{note}");
             }
         }
-        let Some(entry) = followed.entry else { continue };
+        let Some(entry) = followed.entry else {
+            continue;
+        };
         reloads += 1;
         if args.json {
             crate::say!("{}", serde_json::to_string(&entry)?);
         } else {
-            crate::say!("preview ready {:.1} ms after the first event ({:.1} ms of work): {}", entry.timings.reload_ms, entry.timings.after_debounce_ms, entry.paths.join(", "));
+            crate::say!(
+                "preview ready {:.1} ms after the first event ({:.1} ms of work): {}",
+                entry.timings.reload_ms,
+                entry.timings.after_debounce_ms,
+                entry.paths.join(", ")
+            );
             for (plugin, what) in &entry.plugins {
                 crate::say!("  {plugin}: {what:?}");
             }
@@ -72,10 +93,22 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
                 crate::say!("  segment {:?}: {}/{}", s.kind, s.plugin, s.id);
             }
             for s in &entry.diff.slots {
-                crate::say!("  slot {}{} changed (by {})", s.slot, s.key.as_ref().map(|k| format!("[{k}]")).unwrap_or_default(), s.plugins.join(", "));
+                crate::say!(
+                    "  slot {}{} changed (by {})",
+                    s.slot,
+                    s.key.as_ref().map(|k| format!("[{k}]")).unwrap_or_default(),
+                    s.plugins.join(", ")
+                );
             }
             for b in &entry.diff.boundaries {
-                crate::say!("  cache boundary {} prefix changed{}", b.index, b.plugin.as_ref().map(|p| format!(" (by {p})")).unwrap_or_default());
+                crate::say!(
+                    "  cache boundary {} prefix changed{}",
+                    b.index,
+                    b.plugin
+                        .as_ref()
+                        .map(|p| format!(" (by {p})"))
+                        .unwrap_or_default()
+                );
             }
             for d in &entry.diagnostics {
                 crate::say!("  ✗ {d}");

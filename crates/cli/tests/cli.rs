@@ -10,11 +10,20 @@ fn repo() -> PathBuf {
 }
 
 fn covel(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_covel")).args(args).current_dir(repo()).output().expect("covel runs")
+    Command::new(env!("CARGO_BIN_EXE_covel"))
+        .args(args)
+        .current_dir(repo())
+        .output()
+        .expect("covel runs")
 }
 
 fn json_of(output: &Output) -> Value {
-    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&output.stdout)))
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}",
+            String::from_utf8_lossy(&output.stdout)
+        )
+    })
 }
 
 fn sample_plugins() -> Vec<String> {
@@ -22,7 +31,12 @@ fn sample_plugins() -> Vec<String> {
         .expect("plugins-sample exists")
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.join("PLUGIN.md").is_file())
-        .map(|p| p.strip_prefix(repo()).expect("inside repo").display().to_string())
+        .map(|p| {
+            p.strip_prefix(repo())
+                .expect("inside repo")
+                .display()
+                .to_string()
+        })
         .collect();
     out.sort();
     out
@@ -34,7 +48,12 @@ fn validate_accepts_every_sample_plugin() {
     let mut args = vec!["validate"];
     args.extend(plugins.iter().map(String::as_str));
     let out = covel(&args);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 }
 
 #[test]
@@ -49,11 +68,19 @@ fn validate_rejects_each_broken_fixture_with_exit_1_and_json_diagnostics() {
         assert_eq!(plugin["ok"], false);
         let diagnostic = &plugin["diagnostics"][0];
         for field in ["code", "message", "file"] {
-            assert!(diagnostic[field].as_str().is_some_and(|s| !s.is_empty()), "{}: {field} missing in {diagnostic}", dir.display());
+            assert!(
+                diagnostic[field].as_str().is_some_and(|s| !s.is_empty()),
+                "{}: {field} missing in {diagnostic}",
+                dir.display()
+            );
         }
         // `null` is not a position: every broken fixture's problem has a known line and column.
         for field in ["line", "column"] {
-            assert!(diagnostic[field].as_u64().is_some_and(|n| n > 0), "{}: {field} is not a position in {diagnostic}", dir.display());
+            assert!(
+                diagnostic[field].as_u64().is_some_and(|n| n > 0),
+                "{}: {field} is not a position in {diagnostic}",
+                dir.display()
+            );
         }
         let expected = std::fs::read_to_string(dir.join("expected-code")).expect("expected-code");
         assert_eq!(diagnostic["code"], expected.trim());
@@ -63,20 +90,42 @@ fn validate_rejects_each_broken_fixture_with_exit_1_and_json_diagnostics() {
 #[test]
 fn usage_errors_exit_2() {
     assert_eq!(covel(&["validate"]).status.code(), Some(2));
-    assert_eq!(covel(&["call", "plugins-sample", "history.compact@1"]).status.code(), Some(2));
-    assert_eq!(covel(&["validate", "no/such/folder"]).status.code(), Some(2));
+    assert_eq!(
+        covel(&["call", "plugins-sample", "history.compact@1"])
+            .status
+            .code(),
+        Some(2)
+    );
+    assert_eq!(
+        covel(&["validate", "no/such/folder"]).status.code(),
+        Some(2)
+    );
 }
 
 #[test]
 fn call_prints_point_mode_result_and_trace() {
-    let out = covel(&["call", "plugins-sample", "prompt.segment@1", "--input", r#"{"turnId":"t1","playerMessage":"Hello"}"#, "--json"]);
+    let out = covel(&[
+        "call",
+        "plugins-sample",
+        "prompt.segment@1",
+        "--input",
+        r#"{"turnId":"t1","playerMessage":"Hello"}"#,
+        "--json",
+    ]);
     assert_eq!(out.status.code(), Some(0));
     let report = json_of(&out);
     assert_eq!(report["point"], "prompt.segment@1");
     assert_eq!(report["mode"], "collect");
     assert!(report["result"].as_array().is_some_and(|a| !a.is_empty()));
     let call = &report["calls"][0];
-    for field in ["point", "pluginId", "providerId", "order", "outcome", "durationMs"] {
+    for field in [
+        "point",
+        "pluginId",
+        "providerId",
+        "order",
+        "outcome",
+        "durationMs",
+    ] {
         assert!(call.get(field).is_some(), "{field} missing in {call}");
     }
     assert!(report["error"].is_null());
@@ -84,11 +133,23 @@ fn call_prints_point_mode_result_and_trace() {
 
 #[test]
 fn call_selects_a_slot_and_fails_with_exit_1_when_the_run_fails() {
-    let out = covel(&["call", "plugins-sample", "ui.slot@1", "--slot", "stage.cast@1", "--json"]);
+    let out = covel(&[
+        "call",
+        "plugins-sample",
+        "ui.slot@1",
+        "--slot",
+        "stage.cast@1",
+        "--json",
+    ]);
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(json_of(&out)["calls"].as_array().map(Vec::len), Some(2));
 
-    let out = covel(&["call", "tests/fixtures/runner-single", "session.world-context@1", "--json"]);
+    let out = covel(&[
+        "call",
+        "tests/fixtures/runner-single",
+        "session.world-context@1",
+        "--json",
+    ]);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(json_of(&out)["error"]["code"], "conflicting-providers");
 }
@@ -100,7 +161,14 @@ fn call_reads_its_input_from_a_file() {
     let file = dir.join("input.json");
     std::fs::write(&file, r#"{"turnId":"t1","playerMessage":"From a file"}"#).expect("write");
     let arg = format!("@{}", file.display());
-    let out = covel(&["call", "plugins-sample", "prompt.segment@1", "--input", &arg, "--json"]);
+    let out = covel(&[
+        "call",
+        "plugins-sample",
+        "prompt.segment@1",
+        "--input",
+        &arg,
+        "--json",
+    ]);
     assert_eq!(out.status.code(), Some(0));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("From a file"));
@@ -118,7 +186,10 @@ fn resolve_prints_active_rejected_and_unmet() {
     assert_eq!(out.status.code(), Some(0));
     let report = json_of(&out);
     assert_eq!(report["rejected"][0]["code"], "ambiguous-provider");
-    assert_eq!(report["rejected"][0]["candidates"], serde_json::json!(["lore-one", "lore-two"]));
+    assert_eq!(
+        report["rejected"][0]["candidates"],
+        serde_json::json!(["lore-one", "lore-two"])
+    );
     assert!(report["active"].is_array() && report["unmet"].is_array());
 
     let out = covel(&[
@@ -141,7 +212,12 @@ fn call_runs_with_the_sessions_context() {
         "plugins-sample/demo.session.yaml",
         "--json",
     ]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let report = json_of(&out);
     assert_eq!(report["result"]["dimensions"]["trust"]["value"], 4);
     assert_eq!(report["result"]["entries"]["era"], "after the flood");
@@ -150,7 +226,12 @@ fn call_runs_with_the_sessions_context() {
 
 #[test]
 fn an_invalid_session_file_is_a_usage_error_with_its_position() {
-    let out = covel(&["resolve", "plugins-sample", "--session", "tests/fixtures/sessions-invalid/unknown-key.session.yaml"]);
+    let out = covel(&[
+        "resolve",
+        "plugins-sample",
+        "--session",
+        "tests/fixtures/sessions-invalid/unknown-key.session.yaml",
+    ]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("unknown-key.session.yaml:5:"), "{err}");
@@ -174,35 +255,91 @@ fn redact(value: &mut Value) {
 
 #[test]
 fn preview_of_the_demo_session_matches_its_snapshot() {
-    let out = covel(&["preview", "plugins-sample", "--session", "plugins-sample/demo.session.yaml", "--json"]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = covel(&[
+        "preview",
+        "plugins-sample",
+        "--session",
+        "plugins-sample/demo.session.yaml",
+        "--json",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let mut report = json_of(&out);
-    for field in ["prompt", "segments", "cache", "calls", "worldContext", "slots"] {
+    for field in [
+        "prompt",
+        "segments",
+        "cache",
+        "calls",
+        "worldContext",
+        "slots",
+    ] {
         assert!(report.get(field).is_some(), "{field} missing");
     }
-    assert!(report["prompt"]["system"]["blocks"][0].get("cacheBoundary").is_some());
+    assert!(
+        report["prompt"]["system"]["blocks"][0]
+            .get("cacheBoundary")
+            .is_some()
+    );
     redact(&mut report);
     insta::assert_json_snapshot!("demo_preview", report);
 }
 
 #[test]
 fn preview_prints_the_prompt_with_boundaries_then_the_segment_table() {
-    let out = covel(&["preview", "plugins-sample", "--session", "plugins-sample/demo.session.yaml"]);
+    let out = covel(&[
+        "preview",
+        "plugins-sample",
+        "--session",
+        "plugins-sample/demo.session.yaml",
+    ]);
     assert_eq!(out.status.code(), Some(0));
     let text = String::from_utf8_lossy(&out.stdout);
     let boundary = text.find("cache boundary 0").expect("boundaries are drawn");
     let table = text.find("Segments (sorted").expect("segment table");
     assert!(boundary < table);
-    assert!(text.contains("moving cache breakpoint 3 · CHANGES next turn"), "the history breakpoint is drawn under m4");
-    assert!(text.contains("first difference: segment lore-book/remember (next turn: history message m4)"), "{text}");
-    assert!(text.contains("fix: Keep it behind the moving breakpoint"), "the verdict comes with what to change");
-    assert_eq!(covel(&["preview", "plugins-sample", "--runtime", "nonsense"]).status.code(), Some(2));
-    let own = covel(&["preview", "plugins-sample", "--runtime", "plugin:story-director", "--json"]);
+    assert!(
+        text.contains("moving cache breakpoint 3 · CHANGES next turn"),
+        "the history breakpoint is drawn under m4"
+    );
+    assert!(
+        text.contains(
+            "first difference: segment lore-book/remember (next turn: history message m4)"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("fix: Keep it behind the moving breakpoint"),
+        "the verdict comes with what to change"
+    );
+    assert_eq!(
+        covel(&["preview", "plugins-sample", "--runtime", "nonsense"])
+            .status
+            .code(),
+        Some(2)
+    );
+    let own = covel(&[
+        "preview",
+        "plugins-sample",
+        "--runtime",
+        "plugin:story-director",
+        "--json",
+    ]);
     let report = json_of(&own);
-    let rules = report["segments"].as_array().expect("segments").iter().find(|s| s["id"] == "reply-rules").expect("static segment");
-    assert_eq!(rules["included"], true, "a plugin's own runtime sees its self segments");
+    let rules = report["segments"]
+        .as_array()
+        .expect("segments")
+        .iter()
+        .find(|s| s["id"] == "reply-rules")
+        .expect("static segment");
+    assert_eq!(
+        rules["included"], true,
+        "a plugin's own runtime sees its self segments"
+    );
 }
-
 
 /// A child process killed when the test ends, however it ends.
 struct Reaped(std::process::Child);
@@ -220,7 +357,10 @@ fn lines_of(child: &mut std::process::Child) -> std::sync::mpsc::Receiver<String
     let stdout = child.stdout.take().expect("piped stdout");
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
             if tx.send(line).is_err() {
                 break;
             }
@@ -230,7 +370,9 @@ fn lines_of(child: &mut std::process::Child) -> std::sync::mpsc::Receiver<String
 }
 
 fn next_json(lines: &std::sync::mpsc::Receiver<String>, what: &str) -> Value {
-    let line = lines.recv_timeout(std::time::Duration::from_secs(30)).unwrap_or_else(|e| panic!("no {what} line within 30 s: {e}"));
+    let line = lines
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .unwrap_or_else(|e| panic!("no {what} line within 30 s: {e}"));
     serde_json::from_str(&line).unwrap_or_else(|e| panic!("{what} line is not JSON ({e}): {line}"))
 }
 
@@ -241,7 +383,15 @@ fn watch_prints_one_json_entry_per_reload_with_diff_and_timings() {
     copy_dir(&repo().join("plugins-sample"), &dir);
     let mut child = Reaped(
         Command::new(env!("CARGO_BIN_EXE_covel"))
-            .args(["watch", dir.to_str().expect("utf-8"), "--session", dir.join("demo.session.yaml").to_str().expect("utf-8"), "--json", "--max-reloads", "1"])
+            .args([
+                "watch",
+                dir.to_str().expect("utf-8"),
+                "--session",
+                dir.join("demo.session.yaml").to_str().expect("utf-8"),
+                "--json",
+                "--max-reloads",
+                "1",
+            ])
             .stdout(std::process::Stdio::piped())
             .spawn()
             .expect("covel watch starts"),
@@ -255,7 +405,13 @@ fn watch_prints_one_json_entry_per_reload_with_diff_and_timings() {
     let entry = next_json(&lines, "reload");
     assert_eq!(entry["plugins"]["story-director"], "replaced");
     assert_eq!(entry["diff"]["segments"][0]["id"], "tone");
-    for field in ["reloadMs", "afterDebounceMs", "loadMs", "resolveMs", "previewMs"] {
+    for field in [
+        "reloadMs",
+        "afterDebounceMs",
+        "loadMs",
+        "resolveMs",
+        "previewMs",
+    ] {
         assert!(entry["timings"][field].is_number(), "{field}");
     }
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
@@ -263,7 +419,10 @@ fn watch_prints_one_json_entry_per_reload_with_diff_and_timings() {
         if let Some(status) = child.0.try_wait().expect("wait") {
             break status;
         }
-        assert!(std::time::Instant::now() < deadline, "covel watch did not exit after --max-reloads 1");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "covel watch did not exit after --max-reloads 1"
+        );
         std::thread::sleep(std::time::Duration::from_millis(20));
     };
     assert!(status.success());
@@ -276,15 +435,42 @@ fn play_runs_scripted_turns_and_saves_the_session() {
     std::fs::create_dir_all(&dir).expect("dir");
     let saved = dir.join("played.session.yaml");
     let out = covel(&[
-        "play", "plugins-sample", "--session", "plugins-sample/demo.session.yaml",
-        "--say", "I swim.", "--say", "I climb.", "--save", saved.to_str().expect("utf-8"), "--json",
+        "play",
+        "plugins-sample",
+        "--session",
+        "plugins-sample/demo.session.yaml",
+        "--say",
+        "I swim.",
+        "--say",
+        "I climb.",
+        "--save",
+        saved.to_str().expect("utf-8"),
+        "--json",
     ]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let report = json_of(&out);
     assert_eq!(report["turns"].as_array().map(Vec::len), Some(2));
-    assert!(report["turns"][0]["reply"]["text"].as_str().is_some_and(|t| t.contains("Scripted narrator")));
-    let reopened = covel(&["resolve", "plugins-sample", "--session", saved.to_str().expect("utf-8")]);
-    assert_eq!(reopened.status.code(), Some(0), "the saved session opens again");
+    assert!(
+        report["turns"][0]["reply"]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("Scripted narrator"))
+    );
+    let reopened = covel(&[
+        "resolve",
+        "plugins-sample",
+        "--session",
+        saved.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(
+        reopened.status.code(),
+        Some(0),
+        "the saved session opens again"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -295,16 +481,59 @@ fn play_never_writes_played_turns_into_the_authored_session_unasked() {
     let text = "# my comments\nid: mine\nlocale: en\n";
     std::fs::write(&authored, text).expect("write");
     let path = authored.to_str().expect("utf-8");
-    let refused = covel(&["play", "plugins-sample", "--session", path, "--say", "I swim.", "--save", path]);
+    let refused = covel(&[
+        "play",
+        "plugins-sample",
+        "--session",
+        path,
+        "--say",
+        "I swim.",
+        "--save",
+        path,
+    ]);
     assert_eq!(refused.status.code(), Some(2), "refused as a usage error");
     assert!(String::from_utf8_lossy(&refused.stderr).contains("is the authored session"));
-    assert_eq!(std::fs::read_to_string(&authored).expect("read"), text, "the author's file is untouched");
-    let default_save = covel(&["play", "plugins-sample", "--session", path, "--say", "I swim.", "--save"]);
-    assert_eq!(default_save.status.code(), Some(0), "{}", String::from_utf8_lossy(&default_save.stderr));
-    assert!(dir.path().join("mine.played.session.yaml").is_file(), "a new file beside the session");
-    let overwritten = covel(&["play", "plugins-sample", "--session", path, "--say", "I swim.", "--save", path, "--overwrite"]);
+    assert_eq!(
+        std::fs::read_to_string(&authored).expect("read"),
+        text,
+        "the author's file is untouched"
+    );
+    let default_save = covel(&[
+        "play",
+        "plugins-sample",
+        "--session",
+        path,
+        "--say",
+        "I swim.",
+        "--save",
+    ]);
+    assert_eq!(
+        default_save.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&default_save.stderr)
+    );
+    assert!(
+        dir.path().join("mine.played.session.yaml").is_file(),
+        "a new file beside the session"
+    );
+    let overwritten = covel(&[
+        "play",
+        "plugins-sample",
+        "--session",
+        path,
+        "--say",
+        "I swim.",
+        "--save",
+        path,
+        "--overwrite",
+    ]);
     assert_eq!(overwritten.status.code(), Some(0));
-    assert_eq!(std::fs::read_to_string(dir.path().join("mine.session.yaml.bak")).expect("backup"), text, "the authored text is kept as .bak");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("mine.session.yaml.bak")).expect("backup"),
+        text,
+        "the authored text is kept as .bak"
+    );
 }
 
 #[test]
@@ -314,12 +543,23 @@ fn compact_validates_a_hand_written_output_rule_by_rule() {
     let bad = dir.join("bad.json");
     std::fs::write(&bad, r#"{"summaries":[{"messageIds":["m2u"],"replacesSummaryIds":[],"content":"skips the first","focusSections":[]}]}"#).expect("write");
     let out = covel(&[
-        "compact", "tests/fixtures/compaction/plugins", "--session", "tests/fixtures/compaction/long.session.yaml",
-        "--output", bad.to_str().expect("utf-8"), "--json",
+        "compact",
+        "tests/fixtures/compaction/plugins",
+        "--session",
+        "tests/fixtures/compaction/long.session.yaml",
+        "--output",
+        bad.to_str().expect("utf-8"),
+        "--json",
     ]);
     assert_eq!(out.status.code(), Some(1));
     let report = json_of(&out);
-    let broken: Vec<&str> = report["run"]["verdict"]["rules"].as_array().expect("rules").iter().filter(|r| r["ok"] == false).filter_map(|r| r["rule"].as_str()).collect();
+    let broken: Vec<&str> = report["run"]["verdict"]["rules"]
+        .as_array()
+        .expect("rules")
+        .iter()
+        .filter(|r| r["ok"] == false)
+        .filter_map(|r| r["rule"].as_str())
+        .collect();
     assert_eq!(broken, ["message-prefix-in-order"]);
     assert_eq!(report["failureCount"], 1);
     assert!(report["run"]["input"]["summaryBudget"]["maxTokens"].is_number());
@@ -328,49 +568,107 @@ fn compact_validates_a_hand_written_output_rule_by_rule() {
 
 #[test]
 fn compact_force_runs_under_the_threshold_and_applies_the_summary() {
-    let args = ["compact", "tests/fixtures/compaction/plugins", "--session", "tests/fixtures/compaction/long.session.yaml", "--json"];
+    let args = [
+        "compact",
+        "tests/fixtures/compaction/plugins",
+        "--session",
+        "tests/fixtures/compaction/long.session.yaml",
+        "--json",
+    ];
     let plain = covel(&args);
     assert_eq!(plain.status.code(), Some(0));
     let report = json_of(&plain);
-    assert_eq!(report["run"]["triggered"], false, "the session is under the threshold");
+    assert_eq!(
+        report["run"]["triggered"], false,
+        "the session is under the threshold"
+    );
     assert!(report["run"]["estimatedTokens"].as_f64() < report["run"]["thresholdTokens"].as_f64());
     assert_eq!(report["summariesAfter"], serde_json::json!([]));
 
     let mut forced_args = args.to_vec();
     forced_args.push("--force");
     let forced = covel(&forced_args);
-    assert_eq!(forced.status.code(), Some(0), "{}", String::from_utf8_lossy(&forced.stderr));
+    assert_eq!(
+        forced.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&forced.stderr)
+    );
     let report = json_of(&forced);
     assert_eq!(report["run"]["triggered"], true);
     assert_eq!(report["run"]["verdict"]["accepted"], true);
     let summaries = report["summariesAfter"].as_array().expect("summaries");
     assert_eq!(summaries.len(), 1);
-    let tagged = report["historyAfter"].as_array().expect("history").iter().filter(|m| m["compactedAtTurnId"] == summaries[0]["id"]).count();
-    assert!(tagged > 0, "the covered messages are marked with the new summary");
+    let tagged = report["historyAfter"]
+        .as_array()
+        .expect("history")
+        .iter()
+        .filter(|m| m["compactedAtTurnId"] == summaries[0]["id"])
+        .count();
+    assert!(
+        tagged > 0,
+        "the covered messages are marked with the new summary"
+    );
 }
 
 #[test]
 fn play_exits_1_when_a_turn_fails_and_plays_no_further() {
     let out = covel(&[
-        "play", "tests/fixtures/world/plugins", "--session", "tests/fixtures/world/sessions/throws.session.yaml",
-        "--say", "Hello.", "--say", "Hello again.", "--json",
+        "play",
+        "tests/fixtures/world/plugins",
+        "--session",
+        "tests/fixtures/world/sessions/throws.session.yaml",
+        "--say",
+        "Hello.",
+        "--say",
+        "Hello again.",
+        "--json",
     ]);
-    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let report = json_of(&out);
     let turns = report["turns"].as_array().expect("turns");
-    assert_eq!(turns.len(), 1, "the second message is not played after a failed turn");
-    assert!(turns[0]["error"].as_str().is_some_and(|e| e.contains("dimension store unreachable")), "{}", turns[0]["error"]);
+    assert_eq!(
+        turns.len(),
+        1,
+        "the second message is not played after a failed turn"
+    );
+    assert!(
+        turns[0]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("dimension store unreachable")),
+        "{}",
+        turns[0]["error"]
+    );
     assert!(turns[0].get("reply").is_none());
 }
 
 #[test]
 fn preview_assembles_for_the_runtime_of_an_output_contract() {
     let out = covel(&[
-        "preview", "tests/fixtures/prompt/plugins", "--session", "tests/fixtures/prompt/session.yaml", "--runtime", "contract:other@1", "--json",
+        "preview",
+        "tests/fixtures/prompt/plugins",
+        "--session",
+        "tests/fixtures/prompt/session.yaml",
+        "--runtime",
+        "contract:other@1",
+        "--json",
     ]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let report = json_of(&out);
-    assert_eq!(report["runtime"], serde_json::json!({"kind": "contract", "id": "other@1"}));
+    assert_eq!(
+        report["runtime"],
+        serde_json::json!({"kind": "contract", "id": "other@1"})
+    );
     let included: Vec<&str> = report["segments"]
         .as_array()
         .expect("segments")
@@ -378,40 +676,101 @@ fn preview_assembles_for_the_runtime_of_an_output_contract() {
         .filter(|s| s["plugin"] == "audience" && s["included"] == true)
         .filter_map(|s| s["id"].as_str())
         .collect();
-    assert_eq!(included, ["for-all", "for-other", "for-self", "static-rule"], "{{contract: other@1}} and the producing plugin's self segments");
-    assert_eq!(report["prompt"]["system"]["blocks"][1]["text"], "You are the audience plugin's own runtime.", "the body of the runtime that has the contract");
+    assert_eq!(
+        included,
+        ["for-all", "for-other", "for-self", "static-rule"],
+        "{{contract: other@1}} and the producing plugin's self segments"
+    );
+    assert_eq!(
+        report["prompt"]["system"]["blocks"][1]["text"],
+        "You are the audience plugin's own runtime.",
+        "the body of the runtime that has the contract"
+    );
 
-    let nobody = covel(&["preview", "tests/fixtures/prompt/plugins", "--session", "tests/fixtures/prompt/session.yaml", "--runtime", "contract:nobody@1"]);
+    let nobody = covel(&[
+        "preview",
+        "tests/fixtures/prompt/plugins",
+        "--session",
+        "tests/fixtures/prompt/session.yaml",
+        "--runtime",
+        "contract:nobody@1",
+    ]);
     assert_eq!(nobody.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&nobody.stderr).contains("no active plugin has a runtime whose output contract is `nobody@1`"));
+    assert!(
+        String::from_utf8_lossy(&nobody.stderr)
+            .contains("no active plugin has a runtime whose output contract is `nobody@1`")
+    );
 }
 
 #[test]
 fn preview_shows_minimal_history_messages_in_order_with_derived_fields() {
-    let out = covel(&["preview", "plugins-sample", "--session", "tests/fixtures/sessions/minimal-history.session.yaml", "--json"]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = covel(&[
+        "preview",
+        "plugins-sample",
+        "--session",
+        "tests/fixtures/sessions/minimal-history.session.yaml",
+        "--json",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let report = json_of(&out);
     let history: Vec<(String, String)> = report["prompt"]["messages"]
         .as_array()
         .expect("messages")
         .iter()
         .filter(|m| m["origin"]["kind"] == "history")
-        .map(|m| (m["origin"]["id"].as_str().unwrap_or_default().to_string(), m["role"].as_str().unwrap_or_default().to_string()))
+        .map(|m| {
+            (
+                m["origin"]["id"].as_str().unwrap_or_default().to_string(),
+                m["role"].as_str().unwrap_or_default().to_string(),
+            )
+        })
         .collect();
-    let expected = [("m1", "user"), ("m2", "assistant"), ("ask", "user"), ("m4", "assistant")];
-    assert_eq!(history, expected.map(|(i, r)| (i.to_string(), r.to_string())));
-    assert_eq!(report["turnId"], "turn-3", "two derived turns precede the previewed one");
-    let text = covel(&["preview", "plugins-sample", "--session", "tests/fixtures/sessions/minimal-history.session.yaml"]);
+    let expected = [
+        ("m1", "user"),
+        ("m2", "assistant"),
+        ("ask", "user"),
+        ("m4", "assistant"),
+    ];
+    assert_eq!(
+        history,
+        expected.map(|(i, r)| (i.to_string(), r.to_string()))
+    );
+    assert_eq!(
+        report["turnId"], "turn-3",
+        "two derived turns precede the previewed one"
+    );
+    let text = covel(&[
+        "preview",
+        "plugins-sample",
+        "--session",
+        "tests/fixtures/sessions/minimal-history.session.yaml",
+    ]);
     let text = String::from_utf8_lossy(&text.stdout);
-    assert!(text.contains("(history m1, ") && text.find("(history m1, ") < text.find("(history m4, "), "{text}");
+    assert!(
+        text.contains("(history m1, ") && text.find("(history m1, ") < text.find("(history m4, "),
+        "{text}"
+    );
 }
 
 #[test]
 fn a_history_message_without_content_is_a_session_schema_error_with_line_and_column() {
-    let out = covel(&["preview", "plugins-sample", "--session", "tests/fixtures/sessions-invalid/history-without-content.session.yaml"]);
+    let out = covel(&[
+        "preview",
+        "plugins-sample",
+        "--session",
+        "tests/fixtures/sessions-invalid/history-without-content.session.yaml",
+    ]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("history-without-content.session.yaml:5:7: [session-schema]"), "{err}");
+    assert!(
+        err.contains("history-without-content.session.yaml:5:7: [session-schema]"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -420,20 +779,44 @@ fn compaction_of_a_minimal_history_accepts_a_valid_prefix() {
     let output = dir.path().join("prefix.json");
     std::fs::write(&output, r#"{"summaries":[{"messageIds":["m1","m2"],"replacesSummaryIds":[],"content":"Mira reached the harbour; the tide was out.","focusSections":[]}]}"#).expect("write");
     let out = covel(&[
-        "compact", "plugins-sample", "--session", "tests/fixtures/sessions/minimal-history.session.yaml",
-        "--output", output.to_str().expect("utf-8"), "--json",
+        "compact",
+        "plugins-sample",
+        "--session",
+        "tests/fixtures/sessions/minimal-history.session.yaml",
+        "--output",
+        output.to_str().expect("utf-8"),
+        "--json",
     ]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     let report = json_of(&out);
-    assert_eq!(report["run"]["verdict"]["accepted"], true, "{}", report["run"]["verdict"]);
-    let compacted: Vec<&str> =
-        report["historyAfter"].as_array().expect("history").iter().filter(|m| m.get("compactedAtTurnId").is_some()).filter_map(|m| m["id"].as_str()).collect();
+    assert_eq!(
+        report["run"]["verdict"]["accepted"], true,
+        "{}",
+        report["run"]["verdict"]
+    );
+    let compacted: Vec<&str> = report["historyAfter"]
+        .as_array()
+        .expect("history")
+        .iter()
+        .filter(|m| m.get("compactedAtTurnId").is_some())
+        .filter_map(|m| m["id"].as_str())
+        .collect();
     assert_eq!(compacted, ["m1", "m2"]);
 }
 
 #[test]
 fn a_run_that_fails_as_a_whole_is_in_the_preview_json_and_text_and_exits_1() {
-    let args = ["preview", "tests/fixtures/world/plugins", "--session", "tests/fixtures/world/sessions/throws.session.yaml"];
+    let args = [
+        "preview",
+        "tests/fixtures/world/plugins",
+        "--session",
+        "tests/fixtures/world/sessions/throws.session.yaml",
+    ];
     let out = covel(&[&args[..], &["--json"]].concat());
     assert_eq!(out.status.code(), Some(1));
     let report = json_of(&out);
@@ -443,7 +826,10 @@ fn a_run_that_fails_as_a_whole_is_in_the_preview_json_and_text_and_exits_1() {
     assert_eq!(out.status.code(), Some(1));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.starts_with("Runs that failed"), "{text}");
-    assert!(text.contains("✗ session.world-context@1 (this-turn): provider"), "{text}");
+    assert!(
+        text.contains("✗ session.world-context@1 (this-turn): provider"),
+        "{text}"
+    );
 }
 
 // ---- covel test ------------------------------------------------------------------------------
@@ -464,20 +850,51 @@ fn edit(path: &Path, from: &str, to: &str) {
 #[test]
 fn test_finds_and_passes_the_sample_test_sessions() {
     let out = covel(&["test", "plugins-sample", "--json"]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     let report = json_of(&out);
     let sessions = report["sessions"].as_array().expect("sessions");
-    let names: Vec<String> = sessions.iter().filter_map(|s| s["session"].as_str()).map(|s| s.rsplit('/').next().unwrap_or_default().to_string()).collect();
-    assert_eq!(names, ["demo.session.yaml", "bell-tower.session.yaml", "replayed.session.yaml", "without-lore.session.yaml"]);
-    assert!(sessions.iter().all(|s| s["golden"] == "matches"), "{sessions:?}");
-    let checks: usize = sessions.iter().flat_map(|s| s["turns"].as_array().into_iter().flatten()).map(|t| t["checks"].as_array().map_or(0, Vec::len)).sum();
-    assert!(checks >= 20, "the sample sessions check placements, slots, world, cache, tokens and providers");
+    let names: Vec<String> = sessions
+        .iter()
+        .filter_map(|s| s["session"].as_str())
+        .map(|s| s.rsplit('/').next().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "demo.session.yaml",
+            "bell-tower.session.yaml",
+            "replayed.session.yaml",
+            "without-lore.session.yaml"
+        ]
+    );
+    assert!(
+        sessions.iter().all(|s| s["golden"] == "matches"),
+        "{sessions:?}"
+    );
+    let checks: usize = sessions
+        .iter()
+        .flat_map(|s| s["turns"].as_array().into_iter().flatten())
+        .map(|t| t["checks"].as_array().map_or(0, Vec::len))
+        .sum();
+    assert!(
+        checks >= 20,
+        "the sample sessions check placements, slots, world, cache, tokens and providers"
+    );
 }
 
 #[test]
 fn test_fails_on_a_changed_segment_with_a_word_diff_naming_the_plugin_and_update_makes_it_pass() {
     let dir = sample_copy();
-    edit(&dir.path().join("story-director/server/lib/text.js"), "grave, unhurried", "grave, patient");
+    edit(
+        &dir.path().join("story-director/server/lib/text.js"),
+        "grave, unhurried",
+        "grave, patient",
+    );
     let demo = dir.path().join("demo.session.yaml");
     let out = covel(&["test", demo.to_str().expect("utf-8"), "--json"]);
     assert_eq!(out.status.code(), Some(1));
@@ -488,7 +905,10 @@ fn test_fails_on_a_changed_segment_with_a_word_diff_naming_the_plugin_and_update
     assert_eq!(difference["place"], "system block stable-segments");
     assert_eq!(difference["from"], "segment story-director/tone");
     assert_eq!(difference["plugin"], "story-director");
-    assert_eq!(difference["diff"], "Keep a grave, [-unhurried-]{+patient+} narrative voice.");
+    assert_eq!(
+        difference["diff"],
+        "Keep a grave, [-unhurried-]{+patient+} narrative voice."
+    );
 
     let human = covel(&["test", demo.to_str().expect("utf-8")]);
     let text = String::from_utf8_lossy(&human.stdout);
@@ -498,7 +918,12 @@ fn test_fails_on_a_changed_segment_with_a_word_diff_naming_the_plugin_and_update
     assert_eq!(update.status.code(), Some(0));
     assert_eq!(json_of(&update)["sessions"][0]["golden"], "written");
     let again = covel(&["test", demo.to_str().expect("utf-8"), "--json"]);
-    assert_eq!(again.status.code(), Some(0), "{}", String::from_utf8_lossy(&again.stdout));
+    assert_eq!(
+        again.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&again.stdout)
+    );
     assert_eq!(json_of(&again)["sessions"][0]["golden"], "matches");
 }
 
@@ -506,9 +931,21 @@ fn test_fails_on_a_changed_segment_with_a_word_diff_naming_the_plugin_and_update
 fn test_reports_each_failed_expectation_with_its_rule_and_what_was_found() {
     let dir = sample_copy();
     let session = dir.path().join("tests/bell-tower.session.yaml");
-    edit(&session, "block: turn-tail, position: 0", "block: stable-segments, position: 0");
-    edit(&session, "pointer: /dimensions/trust/value, equals: 4", "pointer: /dimensions/trust/value, equals: 5");
-    edit(&session, "{ plugin: story-director, max: 120 }", "{ plugin: story-director, max: 5 }");
+    edit(
+        &session,
+        "block: turn-tail, position: 0",
+        "block: stable-segments, position: 0",
+    );
+    edit(
+        &session,
+        "pointer: /dimensions/trust/value, equals: 4",
+        "pointer: /dimensions/trust/value, equals: 5",
+    );
+    edit(
+        &session,
+        "{ plugin: story-director, max: 120 }",
+        "{ plugin: story-director, max: 5 }",
+    );
     let out = covel(&["test", session.to_str().expect("utf-8"), "--json"]);
     assert_eq!(out.status.code(), Some(1));
     let report = json_of(&out);
@@ -517,11 +954,25 @@ fn test_reports_each_failed_expectation_with_its_rule_and_what_was_found() {
         .expect("checks")
         .iter()
         .filter(|c| c["passed"] == false)
-        .map(|c| (c["rule"].as_str().unwrap_or_default().to_string(), c["detail"].as_str().unwrap_or_default().to_string()))
+        .map(|c| {
+            (
+                c["rule"].as_str().unwrap_or_default().to_string(),
+                c["detail"].as_str().unwrap_or_default().to_string(),
+            )
+        })
         .collect();
     assert_eq!(failed.len(), 3, "{failed:?}");
-    assert_eq!(failed[0], ("segment-placement".to_string(), "it is in turn-tail".to_string()));
-    assert_eq!(failed[1], ("world-value".to_string(), "found 4".to_string()));
+    assert_eq!(
+        failed[0],
+        (
+            "segment-placement".to_string(),
+            "it is in turn-tail".to_string()
+        )
+    );
+    assert_eq!(
+        failed[1],
+        ("world-value".to_string(), "found 4".to_string())
+    );
     assert_eq!(failed[2].0, "token-budget");
     assert!(failed[2].1.ends_with("tokens (estimateTokens)"));
 }
@@ -530,7 +981,11 @@ fn test_reports_each_failed_expectation_with_its_rule_and_what_was_found() {
 fn test_fails_loudly_on_a_replay_miss_with_the_nearest_recorded_request() {
     let dir = sample_copy();
     let session = dir.path().join("tests/replayed.session.yaml");
-    edit(&session, "- say: I dive for the bell.", "- say: I dive for the bronze bell.");
+    edit(
+        &session,
+        "- say: I dive for the bell.",
+        "- say: I dive for the bronze bell.",
+    );
     let out = covel(&["test", session.to_str().expect("utf-8")]);
     assert_eq!(out.status.code(), Some(1));
     let text = String::from_utf8_lossy(&out.stdout);
@@ -542,10 +997,18 @@ fn test_fails_loudly_on_a_replay_miss_with_the_nearest_recorded_request() {
 fn test_refuses_live_backends() {
     let dir = sample_copy();
     let session = dir.path().join("tests/replayed.session.yaml");
-    edit(&session, "backend: replay, recording: replayed.recording.json", "backend: anthropic, baseUrl: \"http://127.0.0.1:9\"");
+    edit(
+        &session,
+        "backend: replay, recording: replayed.recording.json",
+        "backend: anthropic, baseUrl: \"http://127.0.0.1:9\"",
+    );
     let out = covel(&["test", session.to_str().expect("utf-8"), "--json"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(json_of(&out)["sessions"][0]["error"].as_str().is_some_and(|e| e.contains("tests never call live models")));
+    assert!(
+        json_of(&out)["sessions"][0]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("tests never call live models"))
+    );
 }
 
 /// A loopback Anthropic fake: answers `replies.len()` requests in order, then stops by itself.
@@ -555,7 +1018,10 @@ fn anthropic_fake(replies: Vec<&'static str>) -> (String, std::thread::JoinHandl
     let url = format!("http://{}", listener.local_addr().expect("addr"));
     let handle = std::thread::spawn(move || {
         for reply in replies {
-            let Some(mut stream) = accept_within(&listener, std::time::Duration::from_secs(30)) else { return };
+            let Some(mut stream) = accept_within(&listener, std::time::Duration::from_secs(30))
+            else {
+                return;
+            };
             read_request(&stream).expect("request");
             let answer = serde_json::json!({"content": [{"type": "text", "text": reply}], "stop_reason": "end_turn",
                 "usage": {"input_tokens": 50, "output_tokens": 9, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}).to_string();
@@ -572,23 +1038,68 @@ fn play_records_a_real_backend_and_the_replay_backend_answers_from_the_recording
     let recording = dir.path().join("tests/replayed.recording.json");
     std::fs::remove_file(&recording).expect("start without the shipped recording");
     let (url, fake) = anthropic_fake(vec!["Cold water.", "Wet stairs."]);
-    edit(&session, "backend: replay, recording: replayed.recording.json", &format!("backend: anthropic, baseUrl: \"{url}\""));
+    edit(
+        &session,
+        "backend: replay, recording: replayed.recording.json",
+        &format!("backend: anthropic, baseUrl: \"{url}\""),
+    );
     let out = covel(&[
-        "play", dir.path().to_str().expect("utf-8"), "--session", session.to_str().expect("utf-8"),
-        "--say", "I dive for the bell.", "--say", "I surface by the stairs.", "--record", recording.to_str().expect("utf-8"),
+        "play",
+        dir.path().to_str().expect("utf-8"),
+        "--session",
+        session.to_str().expect("utf-8"),
+        "--say",
+        "I dive for the bell.",
+        "--say",
+        "I surface by the stairs.",
+        "--record",
+        recording.to_str().expect("utf-8"),
     ]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     fake.join().expect("the fake stops by itself");
-    let recorded: Value = serde_json::from_str(&std::fs::read_to_string(&recording).expect("recorded")).expect("json");
+    let recorded: Value =
+        serde_json::from_str(&std::fs::read_to_string(&recording).expect("recorded"))
+            .expect("json");
     assert_eq!(recorded["format"], "covel-recording@1");
     assert_eq!(recorded["exchanges"].as_array().map(Vec::len), Some(2));
-    assert!(recorded["exchanges"][0]["request"]["system"][0].get("cache_control").is_some(), "the request exactly as sent");
-    assert_eq!(recorded["exchanges"][1]["response"]["content"][0]["text"], "Wet stairs.");
+    assert!(
+        recorded["exchanges"][0]["request"]["system"][0]
+            .get("cache_control")
+            .is_some(),
+        "the request exactly as sent"
+    );
+    assert_eq!(
+        recorded["exchanges"][1]["response"]["content"][0]["text"],
+        "Wet stairs."
+    );
 
-    edit(&session, &format!("backend: anthropic, baseUrl: \"{url}\""), "backend: replay, recording: replayed.recording.json");
-    edit(&session, "contains: bell tower's shadow", "contains: Cold water.");
-    let out = covel(&["test", session.to_str().expect("utf-8"), "--update", "--json"]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    edit(
+        &session,
+        &format!("backend: anthropic, baseUrl: \"{url}\""),
+        "backend: replay, recording: replayed.recording.json",
+    );
+    edit(
+        &session,
+        "contains: bell tower's shadow",
+        "contains: Cold water.",
+    );
+    let out = covel(&[
+        "test",
+        session.to_str().expect("utf-8"),
+        "--update",
+        "--json",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     let turns = &json_of(&out)["sessions"][0]["turns"];
     assert_eq!(turns.as_array().map(Vec::len), Some(2));
 }
@@ -597,25 +1108,67 @@ fn play_records_a_real_backend_and_the_replay_backend_answers_from_the_recording
 
 #[test]
 fn forecast_predicts_per_turn_and_per_breakpoint_and_names_the_segment_that_breaks_the_cache() {
-    let out = covel(&["forecast", "tests/fixtures/forecast/plugins", "--session", "tests/fixtures/forecast/storm.session.yaml", "--json"]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = covel(&[
+        "forecast",
+        "tests/fixtures/forecast/plugins",
+        "--session",
+        "tests/fixtures/forecast/storm.session.yaml",
+        "--json",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let report = json_of(&out);
-    assert_eq!(report["model"]["id"], "claude-sonnet-4-5", "the session's story model by default");
-    let storm = report["turns"][2]["breakpoints"].as_array().expect("breakpoints").iter().find(|b| b["at"] == "system block stable-segments").cloned().expect("stable");
+    assert_eq!(
+        report["model"]["id"], "claude-sonnet-4-5",
+        "the session's story model by default"
+    );
+    let storm = report["turns"][2]["breakpoints"]
+        .as_array()
+        .expect("breakpoints")
+        .iter()
+        .find(|b| b["at"] == "system block stable-segments")
+        .cloned()
+        .expect("stable");
     assert_eq!(storm["outcome"], "write");
     assert_eq!(storm["segment"], "weather/sky");
     for field in ["totals", "ledger", "advice", "segmentTokens"] {
         assert!(report.get(field).is_some(), "{field}");
     }
 
-    let human = covel(&["forecast", "tests/fixtures/forecast/plugins", "--session", "tests/fixtures/forecast/storm.session.yaml", "--model", "gpt-4o", "--turns", "2"]);
+    let human = covel(&[
+        "forecast",
+        "tests/fixtures/forecast/plugins",
+        "--session",
+        "tests/fixtures/forecast/storm.session.yaml",
+        "--model",
+        "gpt-4o",
+        "--turns",
+        "2",
+    ]);
     assert_eq!(human.status.code(), Some(0));
     let text = String::from_utf8_lossy(&human.stdout);
-    assert!(text.contains("Forecast for gpt-4o (openai, automatic prefix caching)"), "{text}");
-    assert!(text.contains("turn 2 ·") && !text.contains("turn 3 ·"), "--turns 2 plays two turns");
+    assert!(
+        text.contains("Forecast for gpt-4o (openai, automatic prefix caching)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("turn 2 ·") && !text.contains("turn 3 ·"),
+        "--turns 2 plays two turns"
+    );
     assert!(text.contains("Ledger") && text.contains("codex"));
 
-    let unknown = covel(&["forecast", "tests/fixtures/forecast/plugins", "--session", "tests/fixtures/forecast/storm.session.yaml", "--model", "nonsense"]);
+    let unknown = covel(&[
+        "forecast",
+        "tests/fixtures/forecast/plugins",
+        "--session",
+        "tests/fixtures/forecast/storm.session.yaml",
+        "--model",
+        "nonsense",
+    ]);
     assert_eq!(unknown.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("no model named `nonsense`"));
 }
@@ -624,9 +1177,17 @@ fn forecast_predicts_per_turn_and_per_breakpoint_and_names_the_segment_that_brea
 fn play_record_needs_a_real_backend() {
     let dir = tempfile::tempdir().expect("temp dir");
     let file = dir.path().join("r.json");
-    let out = covel(&["play", "plugins-sample", "--session", "plugins-sample/demo.session.yaml", "--say", "Hi.", "--record", file.to_str().expect("utf-8")]);
+    let out = covel(&[
+        "play",
+        "plugins-sample",
+        "--session",
+        "plugins-sample/demo.session.yaml",
+        "--say",
+        "Hi.",
+        "--record",
+        file.to_str().expect("utf-8"),
+    ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("story model is `scripted`"));
     assert!(!file.exists());
 }
-

@@ -8,10 +8,17 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// Declares an embedded module by name, through the process-wide bytecode cache.
-pub fn declare_shared<'js>(ctx: &Ctx<'js>, name: &str, source: &str) -> Result<Module<'js, Declared>> {
+pub fn declare_shared<'js>(
+    ctx: &Ctx<'js>,
+    name: &str,
+    source: &str,
+) -> Result<Module<'js, Declared>> {
     static CACHE: OnceLock<Mutex<HashMap<String, Arc<SharedBytecode>>>> = OnceLock::new();
     let entry = {
-        let mut cache = CACHE.get_or_init(Default::default).lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut cache = CACHE
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         Arc::clone(cache.entry(name.to_string()).or_default())
     };
     entry.declare(ctx, name, source)
@@ -24,17 +31,27 @@ pub struct SharedBytecode {
 
 impl SharedBytecode {
     pub const fn new() -> Self {
-        SharedBytecode { cell: OnceLock::new() }
+        SharedBytecode {
+            cell: OnceLock::new(),
+        }
     }
 
     /// Declares the module `name` from `source`, from the shared bytecode when it exists.
-    pub fn declare<'js>(&self, ctx: &Ctx<'js>, name: &str, source: &str) -> Result<Module<'js, Declared>> {
+    pub fn declare<'js>(
+        &self,
+        ctx: &Ctx<'js>,
+        name: &str,
+        source: &str,
+    ) -> Result<Module<'js, Declared>> {
         if let Some(bytes) = self.cell.get() {
             return load(ctx, bytes);
         }
         let module = Module::declare(ctx.clone(), name, source)?;
         // Source stays out of the bytecode (stack traces keep line numbers through debug info).
-        if let Ok(bytes) = module.write(WriteOptions { strip_source: true, ..WriteOptions::default() }) {
+        if let Ok(bytes) = module.write(WriteOptions {
+            strip_source: true,
+            ..WriteOptions::default()
+        }) {
             let _ = self.cell.set(bytes);
         }
         Ok(module)

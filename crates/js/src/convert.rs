@@ -20,7 +20,10 @@ pub struct ConversionBudget {
 
 impl ConversionBudget {
     /// The budget of one handler output: 100 000 values and 4 MiB of text.
-    pub const OUTPUT: ConversionBudget = ConversionBudget { nodes: 100_000, bytes: 4 * 1024 * 1024 };
+    pub const OUTPUT: ConversionBudget = ConversionBudget {
+        nodes: 100_000,
+        bytes: 4 * 1024 * 1024,
+    };
 }
 
 /// The state of one conversion: what is left of the budget, and how to tell the deadline passed.
@@ -35,7 +38,11 @@ impl Meter<'_> {
     fn visit(&mut self, path: &str) -> Result<(), FromJsError> {
         self.nodes += 1;
         if self.nodes > self.budget.nodes {
-            return Err(FromJsError::OverBudget(format!("more than {} values (at {})", self.budget.nodes, shown(path))));
+            return Err(FromJsError::OverBudget(format!(
+                "more than {} values (at {})",
+                self.budget.nodes,
+                shown(path)
+            )));
         }
         // The interrupt handler cannot stop Rust code: check the call's deadline here.
         if self.nodes.is_multiple_of(1024) && (self.expired)() {
@@ -47,7 +54,11 @@ impl Meter<'_> {
     fn text(&mut self, len: usize, path: &str) -> Result<(), FromJsError> {
         self.bytes = self.bytes.saturating_add(len);
         if self.bytes > self.budget.bytes {
-            return Err(FromJsError::OverBudget(format!("more than {} bytes of text (at {})", self.budget.bytes, shown(path))));
+            return Err(FromJsError::OverBudget(format!(
+                "more than {} bytes of text (at {})",
+                self.budget.bytes,
+                shown(path)
+            )));
         }
         Ok(())
     }
@@ -102,12 +113,26 @@ pub fn from_js(value: &Value<'_>) -> Result<Json, FromJsError> {
 }
 
 /// [`from_js`] within a budget and a deadline.
-pub fn from_js_within(value: &Value<'_>, budget: ConversionBudget, expired: &dyn Fn() -> bool) -> Result<Json, FromJsError> {
-    let mut meter = Meter { nodes: 0, bytes: 0, budget, expired };
+pub fn from_js_within(
+    value: &Value<'_>,
+    budget: ConversionBudget,
+    expired: &dyn Fn() -> bool,
+) -> Result<Json, FromJsError> {
+    let mut meter = Meter {
+        nodes: 0,
+        bytes: 0,
+        budget,
+        expired,
+    };
     read(value, 0, &mut String::new(), &mut meter)
 }
 
-fn read(value: &Value<'_>, depth: usize, path: &mut String, meter: &mut Meter<'_>) -> Result<Json, FromJsError> {
+fn read(
+    value: &Value<'_>,
+    depth: usize,
+    path: &mut String,
+    meter: &mut Meter<'_>,
+) -> Result<Json, FromJsError> {
     if depth > MAX_DEPTH {
         return Err(FromJsError::TooDeep(shown(path)));
     }
@@ -117,21 +142,33 @@ fn read(value: &Value<'_>, depth: usize, path: &mut String, meter: &mut Meter<'_
         Type::Uninitialized | Type::Undefined | Type::Null => Json::Null,
         Type::Bool => Json::Bool(value.as_bool().unwrap_or_default()),
         Type::Int => Json::Number(value.as_int().unwrap_or_default().into()),
-        Type::Float => value.as_float().and_then(Number::from_f64).map_or(Json::Null, Json::Number),
+        Type::Float => value
+            .as_float()
+            .and_then(Number::from_f64)
+            .map_or(Json::Null, Json::Number),
         Type::String => {
-            let text = value.as_string().map(|s| s.to_string()).transpose().map_err(engine)?.unwrap_or_default();
+            let text = value
+                .as_string()
+                .map(|s| s.to_string())
+                .transpose()
+                .map_err(engine)?
+                .unwrap_or_default();
             meter.text(text.len(), path)?;
             Json::String(text)
         }
         Type::Array => {
-            let array = value.as_array().ok_or_else(|| FromJsError::Engine("array expected".into()))?;
+            let array = value
+                .as_array()
+                .ok_or_else(|| FromJsError::Engine("array expected".into()))?;
             let mut out = Vec::with_capacity(array.len());
             for (i, item) in array.iter::<Value>().enumerate() {
                 let item = item.map_err(engine)?;
                 let len = path.len();
                 path.push_str(&format!("[{i}]"));
                 out.push(match item.type_of() {
-                    Type::Undefined | Type::Function | Type::Constructor | Type::Symbol => Json::Null,
+                    Type::Undefined | Type::Function | Type::Constructor | Type::Symbol => {
+                        Json::Null
+                    }
                     _ => read(&item, depth + 1, path, meter)?,
                 });
                 path.truncate(len);
@@ -139,11 +176,16 @@ fn read(value: &Value<'_>, depth: usize, path: &mut String, meter: &mut Meter<'_
             Json::Array(out)
         }
         Type::Object | Type::Exception | Type::Proxy => {
-            let object = value.as_object().ok_or_else(|| FromJsError::Engine("object expected".into()))?;
+            let object = value
+                .as_object()
+                .ok_or_else(|| FromJsError::Engine("object expected".into()))?;
             let mut out = Map::new();
             for prop in object.props::<String, Value>() {
                 let (key, item) = prop.map_err(engine)?;
-                if matches!(item.type_of(), Type::Undefined | Type::Function | Type::Constructor | Type::Symbol) {
+                if matches!(
+                    item.type_of(),
+                    Type::Undefined | Type::Function | Type::Constructor | Type::Symbol
+                ) {
                     continue;
                 }
                 meter.text(key.len(), path)?;
@@ -156,14 +198,43 @@ fn read(value: &Value<'_>, depth: usize, path: &mut String, meter: &mut Meter<'_
             }
             Json::Object(out)
         }
-        Type::Promise => return Err(FromJsError::Unsupported { kind: "promise", path: shown(path) }),
-        Type::BigInt => return Err(FromJsError::Unsupported { kind: "BigInt", path: shown(path) }),
-        Type::Function | Type::Constructor => return Err(FromJsError::Unsupported { kind: "function", path: shown(path) }),
-        Type::Symbol => return Err(FromJsError::Unsupported { kind: "symbol", path: shown(path) }),
-        Type::Module | Type::Unknown => return Err(FromJsError::Unsupported { kind: "engine value", path: shown(path) }),
+        Type::Promise => {
+            return Err(FromJsError::Unsupported {
+                kind: "promise",
+                path: shown(path),
+            });
+        }
+        Type::BigInt => {
+            return Err(FromJsError::Unsupported {
+                kind: "BigInt",
+                path: shown(path),
+            });
+        }
+        Type::Function | Type::Constructor => {
+            return Err(FromJsError::Unsupported {
+                kind: "function",
+                path: shown(path),
+            });
+        }
+        Type::Symbol => {
+            return Err(FromJsError::Unsupported {
+                kind: "symbol",
+                path: shown(path),
+            });
+        }
+        Type::Module | Type::Unknown => {
+            return Err(FromJsError::Unsupported {
+                kind: "engine value",
+                path: shown(path),
+            });
+        }
     })
 }
 
 fn shown(path: &str) -> String {
-    if path.is_empty() { "(root)".into() } else { format!("(root){path}") }
+    if path.is_empty() {
+        "(root)".into()
+    } else {
+        format!("(root){path}")
+    }
 }

@@ -2,7 +2,7 @@
 //! own QuickJS runtime, then the declared-versus-registered check. One bad plugin never stops
 //! the others, and every plugin's load runs in parallel with the rest.
 
-use crate::engine::{self, Engine, Limits, LoadSpec, LoadReport};
+use crate::engine::{self, Engine, Limits, LoadReport, LoadSpec};
 use covel_kernel::diagnostic::{Code, Diagnostic};
 use covel_kernel::package::{self, Package};
 use covel_kernel::registration::{self, Registrations};
@@ -46,7 +46,10 @@ impl Invoker for JsPlugin {
 
     fn start_batch(&self, calls: Vec<ProviderCall>) -> Vec<PendingCall> {
         let count = calls.len();
-        let batch = Arc::new(Batch { state: Mutex::new(BatchState::Queued(calls)), done: std::sync::Condvar::new() });
+        let batch = Arc::new(Batch {
+            state: Mutex::new(BatchState::Queued(calls)),
+            done: std::sync::Condvar::new(),
+        });
         {
             let batch = Arc::clone(&batch);
             let engine = Arc::clone(&self.engine);
@@ -81,7 +84,9 @@ impl Batch {
     /// Runs the batch if nobody has started it.
     fn run(&self, engine: &Mutex<Engine>) {
         let calls = {
-            let Ok(mut state) = self.state.lock() else { return };
+            let Ok(mut state) = self.state.lock() else {
+                return;
+            };
             match std::mem::replace(&mut *state, BatchState::Running) {
                 BatchState::Queued(calls) => calls,
                 other => {
@@ -100,10 +105,14 @@ impl Batch {
     /// The next answer, running the batch here when no worker has started it.
     fn next(&self, engine: &Mutex<Engine>) -> covel_kernel::runner::CallReport {
         self.run(engine);
-        let Ok(mut state) = self.state.lock() else { return unavailable() };
+        let Ok(mut state) = self.state.lock() else {
+            return unavailable();
+        };
         loop {
             match &mut *state {
-                BatchState::Done(reports) => return reports.pop_front().unwrap_or_else(unavailable),
+                BatchState::Done(reports) => {
+                    return reports.pop_front().unwrap_or_else(unavailable);
+                }
                 _ => match self.done.wait(state) {
                     Ok(next) => state = next,
                     Err(_) => return unavailable(),
@@ -148,8 +157,17 @@ impl LoadedPlugin {
 
     /// The plugin's providers (declared extensions and the static prompt), when it loaded.
     pub fn providers(&self) -> Vec<Provider> {
-        let Some(package) = self.package.as_ref().filter(|_| self.ok()) else { return Vec::new() };
-        let runtime_ids: Arc<Vec<String>> = Arc::new(package.manifest.runtimes.iter().map(|r| r.id.clone()).collect());
+        let Some(package) = self.package.as_ref().filter(|_| self.ok()) else {
+            return Vec::new();
+        };
+        let runtime_ids: Arc<Vec<String>> = Arc::new(
+            package
+                .manifest
+                .runtimes
+                .iter()
+                .map(|r| r.id.clone())
+                .collect(),
+        );
         let mut out: Vec<Provider> = match &self.instance {
             Some(instance) => package
                 .manifest
@@ -181,11 +199,20 @@ pub fn load_plugins(folders: &[PathBuf], limits: &Limits) -> Vec<LoadedPlugin> {
     // Past the folder's budget, each remaining entry gets only a short load limit.
     let limits_now = || {
         let left = limits.folder_load_budget.saturating_sub(started.elapsed());
-        Limits { load_timeout: limits.load_timeout.min(left.max(Duration::from_millis(150))), ..limits.clone() }
+        Limits {
+            load_timeout: limits
+                .load_timeout
+                .min(left.max(Duration::from_millis(150))),
+            ..limits.clone()
+        }
     };
-    let workers = std::thread::available_parallelism().map_or(2, |n| n.get()).min(folders.len()).max(1);
+    let workers = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .min(folders.len())
+        .max(1);
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let slots: Vec<Mutex<Option<LoadedPlugin>>> = folders.iter().map(|_| Mutex::new(None)).collect();
+    let slots: Vec<Mutex<Option<LoadedPlugin>>> =
+        folders.iter().map(|_| Mutex::new(None)).collect();
     std::thread::scope(|scope| {
         for _ in 0..workers {
             scope.spawn(|| {
@@ -200,7 +227,10 @@ pub fn load_plugins(folders: &[PathBuf], limits: &Limits) -> Vec<LoadedPlugin> {
             });
         }
     });
-    slots.into_iter().filter_map(|slot| slot.into_inner().ok().flatten()).collect()
+    slots
+        .into_iter()
+        .filter_map(|slot| slot.into_inner().ok().flatten())
+        .collect()
 }
 
 /// Loads one plugin folder.
@@ -220,7 +250,11 @@ pub fn load_plugin(folder: &Path, limits: &Limits) -> LoadedPlugin {
     finish(begun, load, ran)
 }
 
-fn finish(begun: Instant, load: package::PackageLoad, ran: Option<(Option<Engine>, LoadReport)>) -> LoadedPlugin {
+fn finish(
+    begun: Instant,
+    load: package::PackageLoad,
+    ran: Option<(Option<Engine>, LoadReport)>,
+) -> LoadedPlugin {
     let mut diagnostics = load.diagnostics;
     let mut registrations = Registrations::default();
     let mut modules = Vec::new();
@@ -236,19 +270,38 @@ fn finish(begun: Instant, load: package::PackageLoad, ran: Option<(Option<Engine
                         .file
                         .as_deref()
                         .and_then(|f| shown_path(&load.folder, &load.name, f))
-                        .or_else(|| package.manifest.entry.as_ref().map(|e| PathBuf::from(&load.name).join(e)))
+                        .or_else(|| {
+                            package
+                                .manifest
+                                .entry
+                                .as_ref()
+                                .map(|e| PathBuf::from(&load.name).join(e))
+                        })
                         .unwrap_or_else(|| manifest_file.clone());
-                    diagnostics.push(Diagnostic::new(failure.code, failure.message).plugin(&load.name).file(file).at_opt(failure.position));
+                    diagnostics.push(
+                        Diagnostic::new(failure.code, failure.message)
+                            .plugin(&load.name)
+                            .file(file)
+                            .at_opt(failure.position),
+                    );
                 }
                 engine
             }
             None => None,
         };
         if diagnostics.is_empty() {
-            diagnostics.extend(registration::check(&package.manifest, &registrations, &manifest_file));
+            diagnostics.extend(registration::check(
+                &package.manifest,
+                &registrations,
+                &manifest_file,
+            ));
         }
         if diagnostics.is_empty() {
-            instance = engine.map(|engine| Arc::new(JsPlugin { engine: Arc::new(Mutex::new(engine)) }));
+            instance = engine.map(|engine| {
+                Arc::new(JsPlugin {
+                    engine: Arc::new(Mutex::new(engine)),
+                })
+            });
         }
     }
     let roots: Vec<String> = [load.folder.canonicalize().ok(), Some(load.folder.clone())]
@@ -261,7 +314,12 @@ fn finish(begun: Instant, load: package::PackageLoad, ran: Option<(Option<Engine
             d.plugin = Some(load.name.clone());
         }
         // Registration call sites name modules by absolute path, like engine messages.
-        if let Some(shown) = d.file.as_deref().filter(|f| f.is_absolute()).and_then(|f| shown_path(&load.folder, &load.name, f)) {
+        if let Some(shown) = d
+            .file
+            .as_deref()
+            .filter(|f| f.is_absolute())
+            .and_then(|f| shown_path(&load.folder, &load.name, f))
+        {
             d.file = Some(shown);
         }
         // Engine messages name modules by absolute path; authors read them relative to the
@@ -292,10 +350,17 @@ fn finish(begun: Instant, load: package::PackageLoad, ran: Option<(Option<Engine
 fn source_hints(folder: &Path, name: &str, modules: &[PathBuf]) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     for module in modules {
-        let Ok(source) = std::fs::read_to_string(module) else { continue };
+        let Ok(source) = std::fs::read_to_string(module) else {
+            continue;
+        };
         for read in crate::lint::row_shaped_reads(module, &source) {
             let file = shown_path(folder, name, module).unwrap_or_else(|| module.clone());
-            out.push(Diagnostic::new(Code::RowShapedRead, read.message).plugin(name).file(file).at(read.line, read.column));
+            out.push(
+                Diagnostic::new(Code::RowShapedRead, read.message)
+                    .plugin(name)
+                    .file(file)
+                    .at(read.line, read.column),
+            );
         }
     }
     out

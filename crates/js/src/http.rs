@@ -38,13 +38,24 @@ pub fn refusal(slot: &HttpSlot, method: &str, url: &str) -> Option<String> {
 
 /// Answers one request of the running call: `{status, headers, body, url}`, or why not.
 pub fn fetch(slot: &HttpSlot, method: &str, url: &str, body: Option<&str>) -> Result<Json, String> {
-    let call = slot.lock().map_err(|_| "HTTP state is unavailable".to_string())?.clone();
-    let Some(call) = call else { return Err("HTTP is available only while a handler runs".into()) };
+    let call = slot
+        .lock()
+        .map_err(|_| "HTTP state is unavailable".to_string())?
+        .clone();
+    let Some(call) = call else {
+        return Err("HTTP is available only while a handler runs".into());
+    };
     match http::decide(&call.plugin, &call.grants, &call.policy, method, url) {
         HttpDecision::Refused(why) => Err(why),
         HttpDecision::Mock(mock) => {
-            let headers: serde_json::Map<String, Json> = mock.headers.iter().map(|(k, v)| (k.to_ascii_lowercase(), Json::String(v.clone()))).collect();
-            Ok(json!({"status": mock.status, "headers": headers, "body": http::mock_body(mock), "url": url}))
+            let headers: serde_json::Map<String, Json> = mock
+                .headers
+                .iter()
+                .map(|(k, v)| (k.to_ascii_lowercase(), Json::String(v.clone())))
+                .collect();
+            Ok(
+                json!({"status": mock.status, "headers": headers, "body": http::mock_body(mock), "url": url}),
+            )
         }
         HttpDecision::Live => live(&call, method, url, body),
     }
@@ -77,11 +88,23 @@ fn live(call: &CallHttp, method: &str, url: &str, body: Option<&str>) -> Result<
         };
         let mut response = response.map_err(|e| format!("{method} {url} failed: {e}"))?;
         let status = response.status().as_u16();
-        if (300..400).contains(&status) && let Some(location) = response.headers().get("location").and_then(|v| v.to_str().ok()) {
-            let next = url::Url::parse(&url).and_then(|base| base.join(location)).map_err(|e| format!("{url} redirected to an invalid location: {e}"))?;
+        if (300..400).contains(&status)
+            && let Some(location) = response
+                .headers()
+                .get("location")
+                .and_then(|v| v.to_str().ok())
+        {
+            let next = url::Url::parse(&url)
+                .and_then(|base| base.join(location))
+                .map_err(|e| format!("{url} redirected to an invalid location: {e}"))?;
             let next = next.to_string();
-            http::check(&call.plugin, &call.grants, if status == 303 { "GET" } else { &method }, &next)
-                .map_err(|why| format!("{url} redirected to {next}, which is refused: {why}"))?;
+            http::check(
+                &call.plugin,
+                &call.grants,
+                if status == 303 { "GET" } else { &method },
+                &next,
+            )
+            .map_err(|why| format!("{url} redirected to {next}, which is refused: {why}"))?;
             if status == 303 || ((status == 301 || status == 302) && method == "POST") {
                 method = "GET".into();
                 body = None;
@@ -92,14 +115,23 @@ fn live(call: &CallHttp, method: &str, url: &str, body: Option<&str>) -> Result<
         let headers: serde_json::Map<String, Json> = response
             .headers()
             .iter()
-            .filter_map(|(k, v)| v.to_str().ok().map(|v| (k.as_str().to_lowercase(), Json::String(v.to_string()))))
+            .filter_map(|(k, v)| {
+                v.to_str()
+                    .ok()
+                    .map(|v| (k.as_str().to_lowercase(), Json::String(v.to_string())))
+            })
             .collect();
         let text = response
             .body_mut()
             .with_config()
             .limit(MAX_RESPONSE_BYTES)
             .read_to_string()
-            .map_err(|e| format!("reading {url}: {e} (responses are limited to {} MiB)", MAX_RESPONSE_BYTES / (1024 * 1024)))?;
+            .map_err(|e| {
+                format!(
+                    "reading {url}: {e} (responses are limited to {} MiB)",
+                    MAX_RESPONSE_BYTES / (1024 * 1024)
+                )
+            })?;
         return Ok(json!({"status": status, "headers": headers, "body": text, "url": url}));
     }
     Err(format!("{url}: more than {MAX_REDIRECTS} redirects"))

@@ -8,7 +8,9 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use swc_common::sync::Lrc;
 use swc_common::{FileName, SourceMap, Span};
-use swc_ecma_ast::{ExportSpecifier, ImportSpecifier, Module, ModuleDecl, ModuleExportName, ModuleItem};
+use swc_ecma_ast::{
+    ExportSpecifier, ImportSpecifier, Module, ModuleDecl, ModuleExportName, ModuleItem,
+};
 use swc_ecma_parser::{EsSyntax, Parser, StringInput, Syntax, TsSyntax};
 
 /// A parsed module with its source map (for positions).
@@ -21,7 +23,10 @@ impl Parsed {
     /// 1-based line and column of a span's start.
     pub fn position(&self, span: Span) -> (u32, u32) {
         let loc = self.cm.lookup_char_pos(span.lo);
-        (u32::try_from(loc.line).unwrap_or(u32::MAX), u32::try_from(loc.col.0 + 1).unwrap_or(u32::MAX))
+        (
+            u32::try_from(loc.line).unwrap_or(u32::MAX),
+            u32::try_from(loc.col.0 + 1).unwrap_or(u32::MAX),
+        )
     }
 }
 
@@ -29,12 +34,23 @@ impl Parsed {
 /// which the engine reports on its own.
 pub fn parse(path: &Path, source: &str) -> Option<Parsed> {
     let cm: Lrc<SourceMap> = Default::default();
-    let fm = cm.new_source_file(Lrc::new(FileName::Real(path.to_path_buf())), source.to_string());
-    let syntax = if crate::typescript::is_typescript(path) { Syntax::Typescript(TsSyntax::default()) } else { Syntax::Es(EsSyntax::default()) };
+    let fm = cm.new_source_file(
+        Lrc::new(FileName::Real(path.to_path_buf())),
+        source.to_string(),
+    );
+    let syntax = if crate::typescript::is_typescript(path) {
+        Syntax::Typescript(TsSyntax::default())
+    } else {
+        Syntax::Es(EsSyntax::default())
+    };
     // Parser debug assertions can trip on malformed input; that is "no parse", never a crash.
-    let module = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| Parser::new(syntax, StringInput::from(&*fm), None).parse_module().ok()))
-        .ok()
-        .flatten()?;
+    let module = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        Parser::new(syntax, StringInput::from(&*fm), None)
+            .parse_module()
+            .ok()
+    }))
+    .ok()
+    .flatten()?;
     Some(Parsed { cm, module })
 }
 
@@ -80,11 +96,22 @@ pub fn method_calls(path: &Path, names: &[&str]) -> Vec<(u32, u32)> {
             call.visit_children_with(self);
         }
     }
-    let Ok(source) = std::fs::read_to_string(path) else { return Vec::new() };
-    let Some(parsed) = parse(path, &source) else { return Vec::new() };
-    let mut calls = Calls { names, spans: Vec::new() };
+    let Ok(source) = std::fs::read_to_string(path) else {
+        return Vec::new();
+    };
+    let Some(parsed) = parse(path, &source) else {
+        return Vec::new();
+    };
+    let mut calls = Calls {
+        names,
+        spans: Vec::new(),
+    };
     parsed.module.visit_with(&mut calls);
-    let mut out: Vec<(u32, u32)> = calls.spans.into_iter().map(|span| parsed.position(span)).collect();
+    let mut out: Vec<(u32, u32)> = calls
+        .spans
+        .into_iter()
+        .map(|span| parsed.position(span))
+        .collect();
     out.sort_unstable();
     out
 }
@@ -108,19 +135,29 @@ pub struct NamedImport {
 pub fn named_imports(parsed: &Parsed) -> Vec<NamedImport> {
     let mut out = Vec::new();
     for item in &parsed.module.body {
-        let ModuleItem::ModuleDecl(decl) = item else { continue };
+        let ModuleItem::ModuleDecl(decl) = item else {
+            continue;
+        };
         match decl {
             ModuleDecl::Import(import) if !import.type_only => {
                 let specifier = import.src.value.to_string_lossy().into_owned();
                 for s in &import.specifiers {
                     let (name, span) = match s {
-                        ImportSpecifier::Named(named) if !named.is_type_only => {
-                            (named.imported.as_ref().map_or_else(|| named.local.sym.to_string(), export_name), named.span)
-                        }
+                        ImportSpecifier::Named(named) if !named.is_type_only => (
+                            named
+                                .imported
+                                .as_ref()
+                                .map_or_else(|| named.local.sym.to_string(), export_name),
+                            named.span,
+                        ),
                         ImportSpecifier::Default(d) => ("default".to_string(), d.span),
                         _ => continue,
                     };
-                    out.push(NamedImport { specifier: specifier.clone(), name, position: parsed.position(span) });
+                    out.push(NamedImport {
+                        specifier: specifier.clone(),
+                        name,
+                        position: parsed.position(span),
+                    });
                 }
             }
             ModuleDecl::ExportNamed(export) if !export.type_only => {
@@ -130,7 +167,11 @@ pub fn named_imports(parsed: &Parsed) -> Vec<NamedImport> {
                     if let ExportSpecifier::Named(named) = s
                         && !named.is_type_only
                     {
-                        out.push(NamedImport { specifier: specifier.clone(), name: export_name(&named.orig), position: parsed.position(named.span) });
+                        out.push(NamedImport {
+                            specifier: specifier.clone(),
+                            name: export_name(&named.orig),
+                            position: parsed.position(named.span),
+                        });
                     }
                 }
             }
@@ -144,11 +185,20 @@ pub fn named_imports(parsed: &Parsed) -> Vec<NamedImport> {
 pub type SourceLookup<'a> = &'a dyn Fn(&Path, &str) -> Option<(PathBuf, String)>;
 
 /// The names a module exports; `export * from` is followed through `source_of`.
-pub fn exported_names(path: &Path, source: &str, source_of: SourceLookup<'_>, depth: usize) -> BTreeSet<String> {
+pub fn exported_names(
+    path: &Path,
+    source: &str,
+    source_of: SourceLookup<'_>,
+    depth: usize,
+) -> BTreeSet<String> {
     let mut names = BTreeSet::new();
-    let Some(parsed) = parse(path, source) else { return names };
+    let Some(parsed) = parse(path, source) else {
+        return names;
+    };
     for item in &parsed.module.body {
-        let ModuleItem::ModuleDecl(decl) = item else { continue };
+        let ModuleItem::ModuleDecl(decl) = item else {
+            continue;
+        };
         match decl {
             ModuleDecl::ExportDecl(export) => names.extend(declared_names(&export.decl)),
             ModuleDecl::ExportDefaultDecl(_) | ModuleDecl::ExportDefaultExpr(_) => {
@@ -157,7 +207,8 @@ pub fn exported_names(path: &Path, source: &str, source_of: SourceLookup<'_>, de
             ModuleDecl::ExportNamed(export) => {
                 for s in &export.specifiers {
                     match s {
-                        ExportSpecifier::Named(named) => names.insert(export_name(named.exported.as_ref().unwrap_or(&named.orig))),
+                        ExportSpecifier::Named(named) => names
+                            .insert(export_name(named.exported.as_ref().unwrap_or(&named.orig))),
                         ExportSpecifier::Namespace(ns) => names.insert(export_name(&ns.name)),
                         ExportSpecifier::Default(d) => names.insert(d.exported.sym.to_string()),
                     };
@@ -165,7 +216,11 @@ pub fn exported_names(path: &Path, source: &str, source_of: SourceLookup<'_>, de
             }
             ModuleDecl::ExportAll(all) if depth < 16 => {
                 if let Some((target, text)) = source_of(path, &all.src.value.to_string_lossy()) {
-                    names.extend(exported_names(&target, &text, source_of, depth + 1).into_iter().filter(|n| n != "default"));
+                    names.extend(
+                        exported_names(&target, &text, source_of, depth + 1)
+                            .into_iter()
+                            .filter(|n| n != "default"),
+                    );
                 }
             }
             _ => {}
@@ -179,7 +234,11 @@ fn declared_names(decl: &swc_ecma_ast::Decl) -> Vec<String> {
     match decl {
         Decl::Class(c) => vec![c.ident.sym.to_string()],
         Decl::Fn(f) => vec![f.ident.sym.to_string()],
-        Decl::Var(v) => v.decls.iter().flat_map(|d| pattern_names(&d.name)).collect(),
+        Decl::Var(v) => v
+            .decls
+            .iter()
+            .flat_map(|d| pattern_names(&d.name))
+            .collect(),
         _ => Vec::new(),
     }
 }
@@ -210,12 +269,22 @@ fn source_of(importer: &Path, specifier: &str) -> Option<(PathBuf, String)> {
     if let Some(text) = modules::embedded_source(specifier) {
         return Some((PathBuf::from(specifier), text.to_string()));
     }
-    if !(specifier.starts_with("./") || specifier.starts_with("../") || specifier.starts_with('/')) {
+    if !(specifier.starts_with("./") || specifier.starts_with("../") || specifier.starts_with('/'))
+    {
         return None;
     }
-    let base = if modules::embedded_source(&importer.to_string_lossy()).is_some() { return None } else { importer.parent()? };
+    let base = if modules::embedded_source(&importer.to_string_lossy()).is_some() {
+        return None;
+    } else {
+        importer.parent()?
+    };
     let joined = base.join(specifier);
-    let candidates = [joined.clone(), joined.with_extension("js"), joined.with_extension("ts"), joined.with_extension("mjs")];
+    let candidates = [
+        joined.clone(),
+        joined.with_extension("js"),
+        joined.with_extension("ts"),
+        joined.with_extension("mjs"),
+    ];
     let found = candidates.into_iter().find(|p| p.is_file())?;
     let canonical = found.canonicalize().ok()?;
     let text = std::fs::read_to_string(&canonical).ok()?;
@@ -234,17 +303,41 @@ pub fn sdk_root_exports() -> &'static BTreeSet<String> {
 /// For an import of a host-internal package: which of the imported names the SDK offers (the
 /// one-line fix) and which it does not.
 pub fn host_internal_advice(importer: &Path, specifier: &str) -> String {
-    let Some(parsed) = std::fs::read_to_string(importer).ok().and_then(|text| parse(importer, &text)) else { return String::new() };
-    let names: Vec<String> = named_imports(&parsed).into_iter().filter(|i| i.specifier == specifier).map(|i| i.name).collect();
+    let Some(parsed) = std::fs::read_to_string(importer)
+        .ok()
+        .and_then(|text| parse(importer, &text))
+    else {
+        return String::new();
+    };
+    let names: Vec<String> = named_imports(&parsed)
+        .into_iter()
+        .filter(|i| i.specifier == specifier)
+        .map(|i| i.name)
+        .collect();
     let sdk = sdk_root_exports();
-    let (offered, missing): (Vec<&String>, Vec<&String>) = names.iter().partition(|n| sdk.contains(*n));
-    let quote = |list: &[&String]| list.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
+    let (offered, missing): (Vec<&String>, Vec<&String>) =
+        names.iter().partition(|n| sdk.contains(*n));
+    let quote = |list: &[&String]| {
+        list.iter()
+            .map(|n| format!("`{n}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     let mut out = String::new();
     if !offered.is_empty() {
-        out.push_str(&format!(". The SDK exports {}: import {} from `{}` instead", quote(&offered), if offered.len() == 1 { "it" } else { "them" }, modules::SDK));
+        out.push_str(&format!(
+            ". The SDK exports {}: import {} from `{}` instead",
+            quote(&offered),
+            if offered.len() == 1 { "it" } else { "them" },
+            modules::SDK
+        ));
     }
     if !missing.is_empty() {
-        out.push_str(&format!(". {} {} no SDK equivalent: keep a copy in the plugin", quote(&missing), if missing.len() == 1 { "has" } else { "have" }));
+        out.push_str(&format!(
+            ". {} {} no SDK equivalent: keep a copy in the plugin",
+            quote(&missing),
+            if missing.len() == 1 { "has" } else { "have" }
+        ));
     }
     out
 }
@@ -260,9 +353,16 @@ pub struct MissingExports {
 /// After QuickJS refused a link with "Could not find export 'x' in module 'M'": every module
 /// of the graph that imports from `M`, and every name each takes that `M` does not export.
 pub fn missing_exports(error_text: &str, loaded: &[PathBuf]) -> Option<MissingExports> {
-    let module = error_text.split("in module '").nth(1)?.split('\'').next()?.to_string();
+    let module = error_text
+        .split("in module '")
+        .nth(1)?
+        .split('\'')
+        .next()?
+        .to_string();
     let target_path = PathBuf::from(&module);
-    let target_source = modules::embedded_source(&module).map(str::to_string).or_else(|| std::fs::read_to_string(&target_path).ok())?;
+    let target_source = modules::embedded_source(&module)
+        .map(str::to_string)
+        .or_else(|| std::fs::read_to_string(&target_path).ok())?;
     let exports = exported_names(&target_path, &target_source, &source_of, 0);
     let shown = |p: &Path| -> String {
         // Absolute paths: the host shows them relative to the plugins folder.
@@ -270,30 +370,54 @@ pub fn missing_exports(error_text: &str, loaded: &[PathBuf]) -> Option<MissingEx
     };
     let mut found: Vec<(PathBuf, (u32, u32), Vec<String>)> = Vec::new();
     for file in loaded {
-        let Ok(text) = std::fs::read_to_string(file) else { continue };
-        let Some(parsed) = parse(file, &text) else { continue };
+        let Ok(text) = std::fs::read_to_string(file) else {
+            continue;
+        };
+        let Some(parsed) = parse(file, &text) else {
+            continue;
+        };
         let mut missing: Vec<(String, (u32, u32))> = Vec::new();
         for import in named_imports(&parsed) {
             let resolved = source_of(file, &import.specifier).map(|(p, _)| p);
-            let same = import.specifier == module || resolved.as_deref() == Some(target_path.as_path());
-            if same && !exports.contains(&import.name) && !missing.iter().any(|(n, _)| *n == import.name) {
+            let same =
+                import.specifier == module || resolved.as_deref() == Some(target_path.as_path());
+            if same
+                && !exports.contains(&import.name)
+                && !missing.iter().any(|(n, _)| *n == import.name)
+            {
                 missing.push((import.name, import.position));
             }
         }
         if let Some((_, first)) = missing.first() {
-            found.push((file.clone(), *first, missing.into_iter().map(|(n, _)| n).collect()));
+            found.push((
+                file.clone(),
+                *first,
+                missing.into_iter().map(|(n, _)| n).collect(),
+            ));
         }
     }
     let (file, position, _) = found.first().cloned()?;
     let parts: Vec<String> = found
         .iter()
         .map(|(f, (line, _), names)| {
-            let list = names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
+            let list = names
+                .iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", ");
             format!("{}:{line} imports {list}", shown(f))
         })
         .collect();
-    let message = format!("import failed: `{}` does not export what is imported from it — {}", shown(&target_path), parts.join("; "));
-    Some(MissingExports { file, position, message })
+    let message = format!(
+        "import failed: `{}` does not export what is imported from it — {}",
+        shown(&target_path),
+        parts.join("; ")
+    );
+    Some(MissingExports {
+        file,
+        position,
+        message,
+    })
 }
 
 #[cfg(test)]
@@ -304,10 +428,17 @@ mod tests {
     fn named_imports_and_reexports_have_positions() {
         let source = "import { a, b as c } from \"m\";\nimport type { T } from \"m\";\nexport { d } from './x.js';\n";
         let parsed = parse(Path::new("f.ts"), source).expect("parses");
-        let found: Vec<(String, String, (u32, u32))> = named_imports(&parsed).into_iter().map(|i| (i.specifier, i.name, i.position)).collect();
+        let found: Vec<(String, String, (u32, u32))> = named_imports(&parsed)
+            .into_iter()
+            .map(|i| (i.specifier, i.name, i.position))
+            .collect();
         assert_eq!(
             found,
-            vec![("m".into(), "a".into(), (1, 10)), ("m".into(), "b".into(), (1, 13)), ("./x.js".into(), "d".into(), (3, 10))]
+            vec![
+                ("m".into(), "a".into(), (1, 10)),
+                ("m".into(), "b".into(), (1, 13)),
+                ("./x.js".into(), "d".into(), (3, 10))
+            ]
         );
     }
 
@@ -315,6 +446,9 @@ mod tests {
     fn exported_names_cover_every_form() {
         let source = "export const a = 1, { b } = {};\nexport function f() {}\nexport class K {}\nconst x = 1; export { x as y };\nexport default 3;\n";
         let names = exported_names(Path::new("m.js"), source, &|_: &Path, _: &str| None, 0);
-        assert_eq!(names.into_iter().collect::<Vec<_>>(), ["K", "a", "b", "default", "f", "y"]);
+        assert_eq!(
+            names.into_iter().collect::<Vec<_>>(),
+            ["K", "a", "b", "default", "f", "y"]
+        );
     }
 }

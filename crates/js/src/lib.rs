@@ -9,6 +9,7 @@
 
 pub mod bytecode;
 pub mod convert;
+pub mod engine;
 pub mod host;
 pub mod http;
 pub mod imports;
@@ -17,7 +18,6 @@ pub mod memo;
 pub mod memory;
 pub mod modules;
 pub mod typescript;
-pub mod engine;
 
-pub use host::{JsPlugin, LoadedPlugin, load_folder, load_plugin, load_plugins};
 pub use engine::{Limits, RuntimeWatch};
+pub use host::{JsPlugin, LoadedPlugin, load_folder, load_plugin, load_plugins};

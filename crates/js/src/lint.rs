@@ -6,7 +6,10 @@
 use crate::imports;
 use std::collections::BTreeSet;
 use std::path::Path;
-use swc_ecma_ast::{AwaitExpr, CallExpr, Callee, Expr, MemberExpr, MemberProp, ObjectPatProp, Pat, PropName, VarDeclarator};
+use swc_ecma_ast::{
+    AwaitExpr, CallExpr, Callee, Expr, MemberExpr, MemberProp, ObjectPatProp, Pat, PropName,
+    VarDeclarator,
+};
 use swc_ecma_visit::{Visit, VisitWith};
 
 /// One row-shaped read: where, and the line that fixes it.
@@ -24,8 +27,13 @@ pub fn row_shaped_reads(path: &Path, source: &str) -> Vec<RowShapedRead> {
     if !source.contains("pluginData") {
         return Vec::new();
     }
-    let Some(parsed) = imports::parse(path, source) else { return Vec::new() };
-    let mut finder = Finder { rows: BTreeSet::new(), found: Vec::new() };
+    let Some(parsed) = imports::parse(path, source) else {
+        return Vec::new();
+    };
+    let mut finder = Finder {
+        rows: BTreeSet::new(),
+        found: Vec::new(),
+    };
     // Two passes: first the names bound to a `get` result, then their `.value` reads (a binding
     // may be declared after the function that reads it).
     finder.collect_bindings(&parsed.module);
@@ -35,7 +43,11 @@ pub fn row_shaped_reads(path: &Path, source: &str) -> Vec<RowShapedRead> {
         .into_iter()
         .map(|(span, what)| {
             let (line, column) = parsed.position(span);
-            RowShapedRead { line, column, message: format!("{what}: {FIX}") }
+            RowShapedRead {
+                line,
+                column,
+                message: format!("{what}: {FIX}"),
+            }
         })
         .collect();
     out.sort_by_key(|r| (r.line, r.column));
@@ -63,15 +75,33 @@ fn unwrap(expr: &Expr) -> &Expr {
 
 /// Whether an expression is a call of `<x>.pluginData.get(…)` or `pluginData.get(…)`.
 fn is_plugin_data_get(expr: &Expr) -> bool {
-    let Expr::Call(CallExpr { callee: Callee::Expr(callee), .. }) = unwrap(expr) else { return false };
-    let Expr::Member(MemberExpr { obj, prop: MemberProp::Ident(method), .. }) = unwrap(callee) else { return false };
+    let Expr::Call(CallExpr {
+        callee: Callee::Expr(callee),
+        ..
+    }) = unwrap(expr)
+    else {
+        return false;
+    };
+    let Expr::Member(MemberExpr {
+        obj,
+        prop: MemberProp::Ident(method),
+        ..
+    }) = unwrap(callee)
+    else {
+        return false;
+    };
     if method.sym != *"get" {
         return false;
     }
     match unwrap(obj) {
         Expr::Ident(ident) => ident.sym == *"pluginData",
-        Expr::Member(MemberExpr { prop: MemberProp::Ident(name), .. }) => name.sym == *"pluginData",
-        Expr::OptChain(chain) => matches!(&*chain.base, swc_ecma_ast::OptChainBase::Member(MemberExpr { prop: MemberProp::Ident(name), .. }) if name.sym == *"pluginData"),
+        Expr::Member(MemberExpr {
+            prop: MemberProp::Ident(name),
+            ..
+        }) => name.sym == *"pluginData",
+        Expr::OptChain(chain) => {
+            matches!(&*chain.base, swc_ecma_ast::OptChainBase::Member(MemberExpr { prop: MemberProp::Ident(name), .. }) if name.sym == *"pluginData")
+        }
         _ => false,
     }
 }
@@ -99,11 +129,17 @@ impl Visit for Finder {
             && prop.sym == *"value"
         {
             if is_plugin_data_get(&node.obj) {
-                self.found.push((node.span, "`.value` read on the result of `pluginData.get`".to_string()));
+                self.found.push((
+                    node.span,
+                    "`.value` read on the result of `pluginData.get`".to_string(),
+                ));
             } else if let Expr::Ident(ident) = unwrap(&node.obj)
                 && self.rows.contains(&ident.sym.to_string())
             {
-                self.found.push((node.span, format!("`{}.value` reads a row from `pluginData.get`", ident.sym)));
+                self.found.push((
+                    node.span,
+                    format!("`{}.value` reads a row from `pluginData.get`", ident.sym),
+                ));
             }
         }
         node.visit_children_with(self);
@@ -113,12 +149,17 @@ impl Visit for Finder {
         if let (Pat::Object(pattern), Some(init)) = (&node.name, &node.init)
             && is_plugin_data_get(init)
             && pattern.props.iter().any(|p| match p {
-                ObjectPatProp::KeyValue(kv) => matches!(&kv.key, PropName::Ident(k) if k.sym == *"value"),
+                ObjectPatProp::KeyValue(kv) => {
+                    matches!(&kv.key, PropName::Ident(k) if k.sym == *"value")
+                }
                 ObjectPatProp::Assign(a) => a.key.sym == *"value",
                 ObjectPatProp::Rest(_) => false,
             })
         {
-            self.found.push((pattern.span, "`{ value }` destructured from the result of `pluginData.get`".to_string()));
+            self.found.push((
+                pattern.span,
+                "`{ value }` destructured from the result of `pluginData.get`".to_string(),
+            ));
         }
         node.visit_children_with(self);
     }
@@ -131,7 +172,10 @@ mod tests {
     #[test]
     fn every_row_shaped_form_is_found_with_its_position() {
         let source = "export async function h(ctx) {\n  const a = (await ctx.pluginData.get(\"n\", \"k\"))?.value;\n  const row = await ctx.pluginData.get(\"n\", \"k\");\n  const b = row?.value ?? 0;\n  const { value } = await ctx.pluginData.get(\"n\", \"k\");\n  const fine = await ctx.pluginData.get(\"n\", \"k\");\n  return [a, b, value, fine];\n}\n";
-        let found: Vec<(u32, u32)> = row_shaped_reads(Path::new("x.js"), source).into_iter().map(|r| (r.line, r.column)).collect();
+        let found: Vec<(u32, u32)> = row_shaped_reads(Path::new("x.js"), source)
+            .into_iter()
+            .map(|r| (r.line, r.column))
+            .collect();
         assert_eq!(found, vec![(2, 13), (4, 13), (5, 9)]);
     }
 

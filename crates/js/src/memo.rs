@@ -41,7 +41,11 @@ pub struct Memo {
 
 impl Memo {
     pub fn new(enabled: bool) -> Memo {
-        Memo { enabled, entries: HashMap::new(), turns: Vec::with_capacity(RECENT_TURNS + 1) }
+        Memo {
+            enabled,
+            entries: HashMap::new(),
+            turns: Vec::with_capacity(RECENT_TURNS + 1),
+        }
     }
 
     pub fn clear(&mut self) {
@@ -83,7 +87,12 @@ impl Memo {
 
     /// Records a call that ran; returns why later identical calls will not be answered from the
     /// memo (or `None` when they may be).
-    pub fn record(&mut self, key: u64, report: &CallReport, impure: Option<&str>) -> Option<String> {
+    pub fn record(
+        &mut self,
+        key: u64,
+        report: &CallReport,
+        impure: Option<&str>,
+    ) -> Option<String> {
         if !self.enabled {
             return Some("the memo is off (--no-memo)".into());
         }
@@ -96,13 +105,18 @@ impl Memo {
         }
         let turn = self.turns.first().copied().unwrap_or_default();
         if let Some(reason) = impure {
-            self.entries.insert(key, (turn, Entry::Uncacheable(reason.to_string())));
+            self.entries
+                .insert(key, (turn, Entry::Uncacheable(reason.to_string())));
             return Some(reason.to_string());
         }
         let next = match self.entries.remove(&key).map(|(_, entry)| entry) {
             None => Entry::Seen(report.clone()),
-            Some(Entry::Seen(previous)) if previous.result == report.result => Entry::Confirmed(report.clone()),
-            Some(Entry::Seen(_)) => Entry::Uncacheable("its answer changed between identical calls (module-level state?)".into()),
+            Some(Entry::Seen(previous)) if previous.result == report.result => {
+                Entry::Confirmed(report.clone())
+            }
+            Some(Entry::Seen(_)) => Entry::Uncacheable(
+                "its answer changed between identical calls (module-level state?)".into(),
+            ),
             Some(Entry::Confirmed(_)) => Entry::Confirmed(report.clone()),
             Some(Entry::Uncacheable(reason)) => Entry::Uncacheable(reason),
         };
@@ -123,7 +137,13 @@ mod tests {
     use std::time::Duration;
 
     fn report(value: serde_json::Value) -> CallReport {
-        CallReport { result: Ok(value), duration: Duration::ZERO, logs: Vec::new(), cached: false, not_cached: None }
+        CallReport {
+            result: Ok(value),
+            duration: Duration::ZERO,
+            logs: Vec::new(),
+            cached: false,
+            not_cached: None,
+        }
     }
 
     #[test]
@@ -143,10 +163,20 @@ mod tests {
         assert!(why.contains("changed between identical calls"));
         memo.record(1, &report(json!(2)), None);
         assert!(memo.answer(1).is_none(), "stays uncacheable");
-        assert_eq!(memo.record(2, &report(json!(1)), Some("reads the clock")).as_deref(), Some("reads the clock"));
+        assert_eq!(
+            memo.record(2, &report(json!(1)), Some("reads the clock"))
+                .as_deref(),
+            Some("reads the clock")
+        );
         memo.record(2, &report(json!(1)), None);
         assert!(memo.answer(2).is_none());
-        let failed = CallReport { result: Err(ProviderFailure { kind: FailureKind::Timeout, message: "t".into() }), ..report(json!(null)) };
+        let failed = CallReport {
+            result: Err(ProviderFailure {
+                kind: FailureKind::Timeout,
+                message: "t".into(),
+            }),
+            ..report(json!(null))
+        };
         memo.record(3, &failed, None);
         memo.record(3, &failed, None);
         assert!(memo.answer(3).is_none());
@@ -168,7 +198,11 @@ mod tests {
                 memo.turn(turn);
             }
         }
-        assert_eq!(memo.len(), 3 * RECENT_TURNS, "bounded by the recent turns, not by the turns played");
+        assert_eq!(
+            memo.len(),
+            3 * RECENT_TURNS,
+            "bounded by the recent turns, not by the turns played"
+        );
         assert!(memo.answer(190).is_some() && memo.answer(0).is_none());
     }
 }

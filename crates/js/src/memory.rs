@@ -17,7 +17,10 @@ pub struct SharedBudget {
 
 impl SharedBudget {
     pub fn new(limit: usize) -> Arc<SharedBudget> {
-        Arc::new(SharedBudget { limit, used: AtomicUsize::new(0) })
+        Arc::new(SharedBudget {
+            limit,
+            used: AtomicUsize::new(0),
+        })
     }
 
     /// Bytes all runtimes hold now.
@@ -43,7 +46,12 @@ pub struct RuntimeMemory {
 
 impl RuntimeMemory {
     pub fn new(limit: usize, shared: Arc<SharedBudget>) -> Arc<RuntimeMemory> {
-        Arc::new(RuntimeMemory { limit, used: AtomicUsize::new(0), refused: AtomicBool::new(false), shared })
+        Arc::new(RuntimeMemory {
+            limit,
+            used: AtomicUsize::new(0),
+            refused: AtomicBool::new(false),
+            shared,
+        })
     }
 
     /// Whether an allocation was refused since the last call, and forgets it.
@@ -57,8 +65,15 @@ impl RuntimeMemory {
     }
 
     fn reserve(&self, bytes: usize) -> bool {
-        let mine = self.used.fetch_add(bytes, Ordering::Relaxed).saturating_add(bytes);
-        let all = self.shared.used.fetch_add(bytes, Ordering::Relaxed).saturating_add(bytes);
+        let mine = self
+            .used
+            .fetch_add(bytes, Ordering::Relaxed)
+            .saturating_add(bytes);
+        let all = self
+            .shared
+            .used
+            .fetch_add(bytes, Ordering::Relaxed)
+            .saturating_add(bytes);
         if mine > self.limit || all > self.shared.limit {
             self.release(bytes);
             self.refused.store(true, Ordering::Relaxed);
@@ -76,7 +91,9 @@ impl RuntimeMemory {
 impl Drop for RuntimeMemory {
     fn drop(&mut self) {
         // Whatever the runtime still held is returned to the shared budget.
-        self.shared.used.fetch_sub(self.used.load(Ordering::Relaxed), Ordering::Relaxed);
+        self.shared
+            .used
+            .fetch_sub(self.used.load(Ordering::Relaxed), Ordering::Relaxed);
     }
 }
 
@@ -93,7 +110,10 @@ pub struct BudgetAllocator {
 
 impl BudgetAllocator {
     pub fn new(account: Arc<RuntimeMemory>) -> BudgetAllocator {
-        BudgetAllocator { inner: RustAllocator, account }
+        BudgetAllocator {
+            inner: RustAllocator,
+            account,
+        }
     }
 }
 
@@ -102,7 +122,9 @@ impl BudgetAllocator {
 #[allow(unsafe_code)]
 unsafe impl Allocator for BudgetAllocator {
     fn alloc(&mut self, size: usize) -> *mut u8 {
-        let Some(bytes) = rounded(size) else { return std::ptr::null_mut() };
+        let Some(bytes) = rounded(size) else {
+            return std::ptr::null_mut();
+        };
         if !self.account.reserve(bytes) {
             return std::ptr::null_mut();
         }
@@ -115,7 +137,9 @@ unsafe impl Allocator for BudgetAllocator {
 
     fn calloc(&mut self, count: usize, size: usize) -> *mut u8 {
         // The inner allocator panics on an overflowing product; refuse it here instead.
-        let Some(bytes) = count.checked_mul(size).and_then(rounded) else { return std::ptr::null_mut() };
+        let Some(bytes) = count.checked_mul(size).and_then(rounded) else {
+            return std::ptr::null_mut();
+        };
         if bytes == 0 || !self.account.reserve(bytes) {
             return std::ptr::null_mut();
         }
@@ -136,7 +160,9 @@ unsafe impl Allocator for BudgetAllocator {
     unsafe fn realloc(&mut self, ptr: *mut u8, new_size: usize) -> *mut u8 {
         // SAFETY: the caller guarantees `ptr` came from this allocator.
         let old = unsafe { RustAllocator::usable_size(ptr) };
-        let Some(new) = rounded(new_size) else { return std::ptr::null_mut() };
+        let Some(new) = rounded(new_size) else {
+            return std::ptr::null_mut();
+        };
         if new > old && !self.account.reserve(new - old) {
             return std::ptr::null_mut();
         }
@@ -167,7 +193,10 @@ mod tests {
         let a = RuntimeMemory::new(800, Arc::clone(&shared));
         let b = RuntimeMemory::new(800, Arc::clone(&shared));
         assert!(a.reserve(600));
-        assert!(!b.reserve(600), "together they would pass the shared budget");
+        assert!(
+            !b.reserve(600),
+            "together they would pass the shared budget"
+        );
         assert!(b.take_refused());
         assert!(!b.take_refused(), "the flag is read once");
         drop(a);

@@ -30,9 +30,18 @@ pub const ZOD: &str = "zod";
 /// The SDK's entries, served from the binary.
 const SDK_ENTRIES: &[(&str, &str)] = &[
     (SDK, include_str!("js/sdk/index.js")),
-    ("@covel/plugin-handlers-utils/dimensions", include_str!("js/sdk/dimensions.js")),
-    ("@covel/plugin-handlers-utils/prompts", include_str!("js/sdk/prompts.js")),
-    ("@covel/plugin-handlers-utils/image-generation", include_str!("js/sdk/image-generation.js")),
+    (
+        "@covel/plugin-handlers-utils/dimensions",
+        include_str!("js/sdk/dimensions.js"),
+    ),
+    (
+        "@covel/plugin-handlers-utils/prompts",
+        include_str!("js/sdk/prompts.js"),
+    ),
+    (
+        "@covel/plugin-handlers-utils/image-generation",
+        include_str!("js/sdk/image-generation.js"),
+    ),
 ];
 
 /// The Node built-ins a plugin may import, under both spellings Node accepts.
@@ -57,9 +66,18 @@ const REFUSED_BUILTINS: &[(&str, &str)] = &[
     ("tls", "sockets"),
     ("dgram", "sockets"),
     ("dns", "name lookups"),
-    ("http", "network access (use covel.http, limited to permissions.http)"),
-    ("https", "network access (use covel.http, limited to permissions.http)"),
-    ("http2", "network access (use covel.http, limited to permissions.http)"),
+    (
+        "http",
+        "network access (use covel.http, limited to permissions.http)",
+    ),
+    (
+        "https",
+        "network access (use covel.http, limited to permissions.http)",
+    ),
+    (
+        "http2",
+        "network access (use covel.http, limited to permissions.http)",
+    ),
     ("worker_threads", "threads"),
     ("vm", "new JavaScript contexts"),
     ("module", "the module system"),
@@ -67,18 +85,27 @@ const REFUSED_BUILTINS: &[(&str, &str)] = &[
 ];
 
 fn sdk_source(name: &str) -> Option<&'static str> {
-    SDK_ENTRIES.iter().find(|(n, _)| *n == name).map(|(_, s)| *s)
+    SDK_ENTRIES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, s)| *s)
 }
 
 /// `node:crypto` for `crypto` or `node:crypto`; `node:path` also for `path/posix`.
 fn node_builtin(name: &str) -> Option<&'static str> {
     let bare = name.strip_prefix("node:").unwrap_or(name);
     let bare = if bare == "path/posix" { "path" } else { bare };
-    NODE_BUILTINS.iter().find(|(n, _)| n.strip_prefix("node:") == Some(bare)).map(|(n, _)| *n)
+    NODE_BUILTINS
+        .iter()
+        .find(|(n, _)| n.strip_prefix("node:") == Some(bare))
+        .map(|(n, _)| *n)
 }
 
 fn builtin_source(canonical: &str) -> Option<&'static str> {
-    NODE_BUILTINS.iter().find(|(n, _)| *n == canonical).map(|(_, s)| *s)
+    NODE_BUILTINS
+        .iter()
+        .find(|(n, _)| *n == canonical)
+        .map(|(_, s)| *s)
 }
 
 /// The source of a module the binary serves (SDK entries, built-ins, zod), by engine name.
@@ -183,7 +210,11 @@ fn refuse(base: &str, name: &str, why: String) -> Error {
     LAST_REFUSAL.with(|r| {
         let mut slot = r.borrow_mut();
         if slot.is_none() {
-            *slot = Some(Refusal { message: why.clone(), file, position });
+            *slot = Some(Refusal {
+                message: why.clone(),
+                file,
+                position,
+            });
         }
     });
     Error::new_resolving_message(base, name, why)
@@ -192,14 +223,20 @@ fn refuse(base: &str, name: &str, why: String) -> Error {
 /// Why a bare specifier is not available, in words an author can act on.
 fn refusal_reason(name: &str) -> String {
     let bare = name.strip_prefix("node:").unwrap_or(name);
-    if let Some((_, what)) = REFUSED_BUILTINS.iter().find(|(n, _)| *n == bare || bare.starts_with(&format!("{n}/"))) {
+    if let Some((_, what)) = REFUSED_BUILTINS
+        .iter()
+        .find(|(n, _)| *n == bare || bare.starts_with(&format!("{n}/")))
+    {
         return format!(
             "`{name}` ({what}) is not available to plugins: plugin code runs in a sandbox with only `node:crypto`, `node:url` and `node:path` of Node's built-ins. Read your own prompt files with `createPromptLoader` from `{SDK}/prompts`"
         );
     }
     if name.starts_with(SDK) {
         let entries: Vec<&str> = SDK_ENTRIES.iter().map(|(n, _)| *n).collect();
-        return format!("`{name}` is not an entry of the SDK; its entries are {}", entries.join(", "));
+        return format!(
+            "`{name}` is not an entry of the SDK; its entries are {}",
+            entries.join(", ")
+        );
     }
     if name.starts_with("@covel/") {
         return format!(
@@ -212,7 +249,13 @@ fn refusal_reason(name: &str) -> String {
 }
 
 impl Resolver for PluginResolver {
-    fn resolve<'js>(&mut self, _ctx: &Ctx<'js>, base: &str, name: &str, _attributes: Option<ImportAttributes<'js>>) -> Result<String> {
+    fn resolve<'js>(
+        &mut self,
+        _ctx: &Ctx<'js>,
+        base: &str,
+        name: &str,
+        _attributes: Option<ImportAttributes<'js>>,
+    ) -> Result<String> {
         if sdk_source(name).is_some() || name == ZOD {
             return Ok(name.to_string());
         }
@@ -220,11 +263,22 @@ impl Resolver for PluginResolver {
             return Ok(canonical.to_string());
         }
         if name == HOST || name == SDK_LOCALE {
-            return if is_host_side(base) { Ok(name.to_string()) } else { Err(refuse(base, name, format!("{name} is internal to the SDK"))) };
+            return if is_host_side(base) {
+                Ok(name.to_string())
+            } else {
+                Err(refuse(base, name, format!("{name} is internal to the SDK")))
+            };
         }
-        if !(name.starts_with("./") || name.starts_with("../") || name.starts_with('/') || name.starts_with("file://")) {
+        if !(name.starts_with("./")
+            || name.starts_with("../")
+            || name.starts_with('/')
+            || name.starts_with("file://"))
+        {
             let mut why = refusal_reason(name);
-            if name.starts_with("@covel/") && !name.starts_with(SDK) && Path::new(base).is_absolute() {
+            if name.starts_with("@covel/")
+                && !name.starts_with(SDK)
+                && Path::new(base).is_absolute()
+            {
                 why.push_str(&crate::imports::host_internal_advice(Path::new(base), name));
             }
             return Err(refuse(base, name, why));
@@ -233,7 +287,10 @@ impl Resolver for PluginResolver {
         let base_dir = if is_host_side(base) || base == ZOD {
             self.root.clone()
         } else {
-            Path::new(base).parent().map(Path::to_path_buf).unwrap_or_else(|| self.root.clone())
+            Path::new(base)
+                .parent()
+                .map(Path::to_path_buf)
+                .unwrap_or_else(|| self.root.clone())
         };
         let joined = normalize(&base_dir.join(relative));
         let mut candidates = vec![joined.clone()];
@@ -242,14 +299,35 @@ impl Resolver for PluginResolver {
         }
         // TypeScript sources written for `moduleResolution: nodenext` import `./x.js` for `x.ts`.
         if joined.extension().is_some_and(|e| e == "js" || e == "mjs") {
-            candidates.push(joined.with_extension(if joined.extension().is_some_and(|e| e == "mjs") { "mts" } else { "ts" }));
+            candidates.push(joined.with_extension(
+                if joined.extension().is_some_and(|e| e == "mjs") {
+                    "mts"
+                } else {
+                    "ts"
+                },
+            ));
         }
         candidates.extend(["index.js", "index.ts"].map(|i| joined.join(i)));
-        let found = candidates.iter().find(|p| p.is_file()).ok_or_else(|| refuse(base, name, format!("`{name}` was not found ({})", joined.display())))?;
-        let canonical = found.canonicalize().map_err(|e| refuse(base, name, e.to_string()))?;
-        let root = self.root.canonicalize().map_err(|e| refuse(base, name, e.to_string()))?;
+        let found = candidates.iter().find(|p| p.is_file()).ok_or_else(|| {
+            refuse(
+                base,
+                name,
+                format!("`{name}` was not found ({})", joined.display()),
+            )
+        })?;
+        let canonical = found
+            .canonicalize()
+            .map_err(|e| refuse(base, name, e.to_string()))?;
+        let root = self
+            .root
+            .canonicalize()
+            .map_err(|e| refuse(base, name, e.to_string()))?;
         if !canonical.starts_with(&root) {
-            return Err(refuse(base, name, format!("`{name}` resolves outside the plugin root")));
+            return Err(refuse(
+                base,
+                name,
+                format!("`{name}` resolves outside the plugin root"),
+            ));
         }
         Ok(canonical.to_string_lossy().into_owned())
     }
@@ -261,7 +339,12 @@ pub struct PluginLoader {
 }
 
 impl Loader for PluginLoader {
-    fn load<'js>(&mut self, ctx: &Ctx<'js>, name: &str, _attributes: Option<ImportAttributes<'js>>) -> Result<Module<'js, rquickjs::module::Declared>> {
+    fn load<'js>(
+        &mut self,
+        ctx: &Ctx<'js>,
+        name: &str,
+        _attributes: Option<ImportAttributes<'js>>,
+    ) -> Result<Module<'js, rquickjs::module::Declared>> {
         if name == HOST {
             return Module::declare_def::<HostModule, _>(ctx.clone(), name);
         }
@@ -269,9 +352,15 @@ impl Loader for PluginLoader {
             return crate::bytecode::declare_shared(ctx, name, source);
         }
         let path = PathBuf::from(name);
-        let root = PLUGIN_ROOT.with(|r| r.borrow().clone()).unwrap_or_else(|| path.parent().map(Path::to_path_buf).unwrap_or_default());
-        let source = covel_kernel::files::read_confined(&root, &path, covel_kernel::files::MAX_PLUGIN_FILE_BYTES)
-            .map_err(|e| Error::new_loading_message(name, e.to_string()))?;
+        let root = PLUGIN_ROOT
+            .with(|r| r.borrow().clone())
+            .unwrap_or_else(|| path.parent().map(Path::to_path_buf).unwrap_or_default());
+        let source = covel_kernel::files::read_confined(
+            &root,
+            &path,
+            covel_kernel::files::MAX_PLUGIN_FILE_BYTES,
+        )
+        .map_err(|e| Error::new_loading_message(name, e.to_string()))?;
         if let Ok(mut loaded) = self.loaded.lock() {
             loaded.push(path.clone());
         }
@@ -284,7 +373,10 @@ impl Loader for PluginLoader {
                 LAST_TS_FAILURE.with(|slot| {
                     let mut slot = slot.borrow_mut();
                     if slot.is_none() {
-                        *slot = Some(TypeScriptFailure { file: path.clone(), error });
+                        *slot = Some(TypeScriptFailure {
+                            file: path.clone(),
+                            error,
+                        });
                     }
                 });
                 Error::new_loading_message(name, message)
@@ -304,7 +396,27 @@ fn file_url(path: &Path) -> String {
     let mut out = String::from("file://");
     for byte in path.to_string_lossy().bytes() {
         match byte {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'/' | b'-' | b'_' | b'.' | b'~' | b'!' | b'$' | b'&' | b'\'' | b'(' | b')' | b'*' | b'+' | b',' | b';' | b'=' | b':' | b'@' => {
+            b'A'..=b'Z'
+            | b'a'..=b'z'
+            | b'0'..=b'9'
+            | b'/'
+            | b'-'
+            | b'_'
+            | b'.'
+            | b'~'
+            | b'!'
+            | b'$'
+            | b'&'
+            | b'\''
+            | b'('
+            | b')'
+            | b'*'
+            | b'+'
+            | b','
+            | b';'
+            | b'='
+            | b':'
+            | b'@' => {
                 out.push(char::from(byte));
             }
             other => out.push_str(&format!("%{other:02X}")),
@@ -320,7 +432,8 @@ fn read_plugin_file(relative: &str) -> Option<String> {
         let root = root.borrow().clone()?;
         let relative = relative.strip_prefix("file://").unwrap_or(relative);
         let path = normalize(&root.join(relative.trim_start_matches("./")));
-        covel_kernel::files::read_confined(&root, &path, covel_kernel::files::MAX_PLUGIN_FILE_BYTES).ok()
+        covel_kernel::files::read_confined(&root, &path, covel_kernel::files::MAX_PLUGIN_FILE_BYTES)
+            .ok()
     })
 }
 
@@ -368,24 +481,49 @@ impl ModuleDef for HostModule {
     }
 
     fn evaluate<'js>(ctx: &Ctx<'js>, exports: &Exports<'js>) -> Result<()> {
-        exports.export("readPluginFile", Function::new(ctx.clone(), |relative: String| read_plugin_file(&relative))?)?;
+        exports.export(
+            "readPluginFile",
+            Function::new(ctx.clone(), |relative: String| read_plugin_file(&relative))?,
+        )?;
         exports.export(
             "digest",
-            Function::new(ctx.clone(), |ctx: Ctx<'js>, algorithm: String, chunks: Vec<Value<'js>>| -> Result<TypedArray<'js, u8>> {
-                let bytes: Option<Vec<Vec<u8>>> = chunks.iter().map(|c| chunk_bytes(&ctx, c)).collect();
-                let bytes = bytes.ok_or_else(|| rquickjs::Exception::throw_type(&ctx, "hash data must be strings or byte arrays"))?;
-                let out = digest(&algorithm, &bytes).ok_or_else(|| rquickjs::Exception::throw_message(&ctx, &format!("Digest method not supported: {algorithm}")))?;
-                TypedArray::new(ctx.clone(), out)
-            })?,
+            Function::new(
+                ctx.clone(),
+                |ctx: Ctx<'js>,
+                 algorithm: String,
+                 chunks: Vec<Value<'js>>|
+                 -> Result<TypedArray<'js, u8>> {
+                    let bytes: Option<Vec<Vec<u8>>> =
+                        chunks.iter().map(|c| chunk_bytes(&ctx, c)).collect();
+                    let bytes = bytes.ok_or_else(|| {
+                        rquickjs::Exception::throw_type(
+                            &ctx,
+                            "hash data must be strings or byte arrays",
+                        )
+                    })?;
+                    let out = digest(&algorithm, &bytes).ok_or_else(|| {
+                        rquickjs::Exception::throw_message(
+                            &ctx,
+                            &format!("Digest method not supported: {algorithm}"),
+                        )
+                    })?;
+                    TypedArray::new(ctx.clone(), out)
+                },
+            )?,
         )?;
         exports.export(
             "randomBytes",
-            Function::new(ctx.clone(), |ctx: Ctx<'js>, size: usize| -> Result<TypedArray<'js, u8>> {
-                RANDOM_USED.with(|r| r.set(true));
-                let mut bytes = vec![0u8; size.min(65536)];
-                getrandom::fill(&mut bytes).map_err(|e| rquickjs::Exception::throw_message(&ctx, &format!("no random source: {e}")))?;
-                TypedArray::new(ctx.clone(), bytes)
-            })?,
+            Function::new(
+                ctx.clone(),
+                |ctx: Ctx<'js>, size: usize| -> Result<TypedArray<'js, u8>> {
+                    RANDOM_USED.with(|r| r.set(true));
+                    let mut bytes = vec![0u8; size.min(65536)];
+                    getrandom::fill(&mut bytes).map_err(|e| {
+                        rquickjs::Exception::throw_message(&ctx, &format!("no random source: {e}"))
+                    })?;
+                    TypedArray::new(ctx.clone(), bytes)
+                },
+            )?,
         )?;
         Ok(())
     }
@@ -408,7 +546,9 @@ mod tests {
         assert!(refusal_reason("node:fs").contains("file system access"));
         assert!(refusal_reason("fs/promises").contains("file system access"));
         assert!(refusal_reason("@covel/shared").contains("host-internal package"));
-        assert!(refusal_reason("@covel/plugin-handlers-utils/nope").contains("not an entry of the SDK"));
+        assert!(
+            refusal_reason("@covel/plugin-handlers-utils/nope").contains("not an entry of the SDK")
+        );
         assert!(refusal_reason("lodash").contains("not available in the plugin sandbox"));
     }
 

@@ -13,7 +13,8 @@ use swc_ts_fast_strip::{ErrorCode, Mode, Options};
 
 /// Whether a module path is TypeScript (`.ts`, `.mts`, `.cts`).
 pub fn is_typescript(path: &Path) -> bool {
-    path.extension().is_some_and(|e| e == "ts" || e == "mts" || e == "cts")
+    path.extension()
+        .is_some_and(|e| e == "ts" || e == "mts" || e == "cts")
 }
 
 /// Why a TypeScript module cannot run.
@@ -33,18 +34,33 @@ type Collected = Arc<Mutex<Vec<(String, Option<(u32, u32)>)>>>;
 pub fn strip(file_name: &str, source: &str) -> Result<String, StripError> {
     let cm: Lrc<SourceMap> = Default::default();
     let collected: Collected = Default::default();
-    let emitter = Collect { cm: cm.clone(), out: Arc::clone(&collected) };
+    let emitter = Collect {
+        cm: cm.clone(),
+        out: Arc::clone(&collected),
+    };
     let handler = Handler::with_emitter(false, false, Box::new(emitter));
-    let options = Options { module: Some(true), filename: Some(file_name.to_string()), mode: Mode::StripOnly, ..Default::default() };
+    let options = Options {
+        module: Some(true),
+        filename: Some(file_name.to_string()),
+        mode: Mode::StripOnly,
+        ..Default::default()
+    };
     // The parser has debug assertions that malformed input can trip (fuzzing found
     // `enum a {` at the end of a file); a panic must not unwind through the engine's C frames.
     let run = std::panic::AssertUnwindSafe(|| {
         GLOBALS.set(&Globals::new(), || {
-            swc_common::errors::HANDLER.set(&handler, || swc_ts_fast_strip::operate(&cm, &handler, source.to_string(), options))
+            swc_common::errors::HANDLER.set(&handler, || {
+                swc_ts_fast_strip::operate(&cm, &handler, source.to_string(), options)
+            })
         })
     });
     let Ok(result) = std::panic::catch_unwind(run) else {
-        return Err(StripError { unsupported: false, message: "the TypeScript parser gave up on this file (it is not valid TypeScript)".into(), position: None });
+        return Err(StripError {
+            unsupported: false,
+            message: "the TypeScript parser gave up on this file (it is not valid TypeScript)"
+                .into(),
+            position: None,
+        });
     };
     match result {
         Ok(output) => Ok(output.code),
@@ -55,7 +71,11 @@ pub fn strip(file_name: &str, source: &str) -> Result<String, StripError> {
                 Some((text, position)) => (explain(&text, unsupported), position),
                 None => (error.message, None),
             };
-            Err(StripError { unsupported, message, position })
+            Err(StripError {
+                unsupported,
+                message,
+                position,
+            })
         }
     }
 }
@@ -93,7 +113,10 @@ impl Emitter for Collect {
     fn emit(&mut self, db: &mut DiagnosticBuilder<'_>) {
         let position = db.span.primary_span().map(|span| {
             let loc = self.cm.lookup_char_pos(span.lo);
-            (u32::try_from(loc.line).unwrap_or(u32::MAX), u32::try_from(loc.col.0 + 1).unwrap_or(u32::MAX))
+            (
+                u32::try_from(loc.line).unwrap_or(u32::MAX),
+                u32::try_from(loc.col.0 + 1).unwrap_or(u32::MAX),
+            )
         });
         if let Ok(mut out) = self.out.lock() {
             out.push((db.message(), position));
@@ -111,7 +134,11 @@ mod tests {
         let out = strip("a.ts", source).expect("strips");
         assert_eq!(out.lines().count(), source.lines().count());
         let line = out.lines().nth(1).expect("line 2");
-        assert_eq!(line.find("a.x"), source.lines().nth(1).and_then(|l| l.find("a.x")), "columns are kept");
+        assert_eq!(
+            line.find("a.x"),
+            source.lines().nth(1).and_then(|l| l.find("a.x")),
+            "columns are kept"
+        );
         assert!(!out.contains("interface") && !out.contains("number"));
     }
 
@@ -119,7 +146,11 @@ mod tests {
     fn an_enum_is_refused_with_its_position_and_advice() {
         let error = strip("e.ts", "const a = 1;\n  enum Mood { Calm }\n").expect_err("enum");
         assert!(error.unsupported);
-        assert!(error.message.contains("enum") && error.message.contains("union of string literals"), "{}", error.message);
+        assert!(
+            error.message.contains("enum") && error.message.contains("union of string literals"),
+            "{}",
+            error.message
+        );
         assert_eq!(error.position, Some((2, 3)));
     }
 

@@ -22,10 +22,20 @@ fn expression() -> impl Strategy<Value = String> {
     ];
     leaf.prop_recursive(6, 64, 6, |inner| {
         prop_oneof![
-            prop::collection::vec(inner.clone(), 0..6).prop_map(|items| format!("[{}]", items.join(", "))),
             prop::collection::vec(inner.clone(), 0..6)
-                .prop_map(|items| format!("({{{}}})", items.iter().enumerate().map(|(i, v)| format!("k{i}: {v}")).collect::<Vec<_>>().join(", "))),
-            inner.clone().prop_map(|v| format!("((a) => {{ for (let i = 0; i < 20; i++) a = [a, a]; return a; }})({v})")),
+                .prop_map(|items| format!("[{}]", items.join(", "))),
+            prop::collection::vec(inner.clone(), 0..6).prop_map(|items| format!(
+                "({{{}}})",
+                items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| format!("k{i}: {v}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+            inner.clone().prop_map(|v| format!(
+                "((a) => {{ for (let i = 0; i < 20; i++) a = [a, a]; return a; }})({v})"
+            )),
         ]
     })
 }

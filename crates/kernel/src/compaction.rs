@@ -25,10 +25,18 @@ pub struct Windows {
 }
 
 impl Windows {
-    pub fn new(story_window: u32, story_reserve: u32, fast_window: u32, fast_reserve: u32) -> Windows {
+    pub fn new(
+        story_window: u32,
+        story_reserve: u32,
+        fast_window: u32,
+        fast_reserve: u32,
+    ) -> Windows {
         let input_window = fast_window.saturating_sub(fast_reserve).max(1);
         let story = story_window.saturating_sub(story_reserve).max(1);
-        Windows { context_window: input_window.min(story), input_window }
+        Windows {
+            context_window: input_window.min(story),
+            input_window,
+        }
     }
 }
 
@@ -48,22 +56,34 @@ impl Budget {
         let w = u64::from(window);
         let max_tokens = (w * 12 / 100).clamp(128, 8192).min(w).max(1);
         let max_segment_tokens = (w * 4 / 100).clamp(128, 2048).min(max_tokens);
-        Budget { max_tokens, max_segment_tokens, max_segments: MAX_SEGMENTS }
+        Budget {
+            max_tokens,
+            max_segment_tokens,
+            max_segments: MAX_SEGMENTS,
+        }
     }
 }
 
 /// The estimate that decides whether to compact: the system prompt, the uncompacted messages
 /// and the existing summaries.
 pub fn estimate(system_prompt: &str, messages: &[Value], summaries: &[Value]) -> u64 {
-    let text = |v: &Value| estimate_tokens(v.get("content").and_then(Value::as_str).unwrap_or_default());
+    let text =
+        |v: &Value| estimate_tokens(v.get("content").and_then(Value::as_str).unwrap_or_default());
     estimate_tokens(system_prompt)
-        + messages.iter().filter(|m| !is_compacted(m)).map(text).sum::<u64>()
+        + messages
+            .iter()
+            .filter(|m| !is_compacted(m))
+            .map(text)
+            .sum::<u64>()
         + summaries.iter().map(text).sum::<u64>()
 }
 
 /// Whether a message was already replaced by a summary.
 pub fn is_compacted(message: &Value) -> bool {
-    message.get("compactedAtTurnId").and_then(Value::as_str).is_some_and(|t| !t.is_empty())
+    message
+        .get("compactedAtTurnId")
+        .and_then(Value::as_str)
+        .is_some_and(|t| !t.is_empty())
 }
 
 /// Whether an estimate is over the threshold (equal does not trigger).
@@ -72,7 +92,13 @@ pub fn over_threshold(estimated: u64, windows: Windows) -> bool {
 }
 
 /// The provider's input.
-pub fn input(messages: &[Value], summaries: &[Value], windows: Windows, estimated: u64, locale: &str) -> Value {
+pub fn input(
+    messages: &[Value],
+    summaries: &[Value],
+    windows: Windows,
+    estimated: u64,
+    locale: &str,
+) -> Value {
     let budget = Budget::for_window(windows.context_window);
     json!({
         "messages": messages,
@@ -112,12 +138,21 @@ pub struct Verdict {
 impl Verdict {
     /// The first broken rule, as the failure reason.
     pub fn reason(&self) -> Option<String> {
-        self.rules.iter().find(|r| !r.ok).map(|r| format!("{}: {}", r.rule, r.detail))
+        self.rules
+            .iter()
+            .find(|r| !r.ok)
+            .map(|r| format!("{}: {}", r.rule, r.detail))
     }
 }
 
 fn strings(value: &Value, field: &str) -> Vec<String> {
-    value.get(field).and_then(Value::as_array).into_iter().flatten().filter_map(|v| v.as_str().map(str::to_string)).collect()
+    value
+        .get(field)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.as_str().map(str::to_string))
+        .collect()
 }
 
 fn id_of(value: &Value) -> &str {
@@ -125,15 +160,40 @@ fn id_of(value: &Value) -> &str {
 }
 
 /// Validates a provider's output against the session's history before anything is written.
-pub fn validate(output: &Value, session_id: &str, messages: &[Value], summaries: &[Value], budget: Budget) -> Verdict {
+pub fn validate(
+    output: &Value,
+    session_id: &str,
+    messages: &[Value],
+    summaries: &[Value],
+    budget: Budget,
+) -> Verdict {
     let mut rules = Vec::new();
-    let mut check = |rule: &'static str, ok: bool, detail: String| rules.push(RuleCheck { rule, ok, detail });
+    let mut check =
+        |rule: &'static str, ok: bool, detail: String| rules.push(RuleCheck { rule, ok, detail });
     if output.is_null() {
-        return Verdict { nothing_to_compact: true, accepted: false, rules, deferred: None, total_segments: summaries.len() as u32, total_tokens: 0 };
+        return Verdict {
+            nothing_to_compact: true,
+            accepted: false,
+            rules,
+            deferred: None,
+            total_segments: summaries.len() as u32,
+            total_tokens: 0,
+        };
     }
-    let segments = output.get("summaries").and_then(Value::as_array).cloned().unwrap_or_default();
-    let deferred = output.pointer("/deferred/reason").and_then(Value::as_str).map(str::to_string);
-    check("non-empty", !segments.is_empty(), format!("{} summary segments", segments.len()));
+    let segments = output
+        .get("summaries")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let deferred = output
+        .pointer("/deferred/reason")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    check(
+        "non-empty",
+        !segments.is_empty(),
+        format!("{} summary segments", segments.len()),
+    );
 
     let untagged: Vec<&Value> = messages.iter().filter(|m| !is_compacted(m)).collect();
     let mut message_cursor = 0usize;
@@ -143,29 +203,52 @@ pub fn validate(output: &Value, session_id: &str, messages: &[Value], summaries:
     let mut new_tokens = 0u64;
     let mut replaced = BTreeSet::new();
     for (index, segment) in segments.iter().enumerate() {
-        let content = segment.get("content").and_then(Value::as_str).unwrap_or_default();
+        let content = segment
+            .get("content")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         let message_ids = strings(segment, "messageIds");
         let replaces = strings(segment, "replacesSummaryIds");
         let tokens = estimate_tokens(content);
         new_tokens += tokens;
-        check("content-not-blank", !content.trim().is_empty(), format!("segment {index} has {} characters", content.trim().len()));
+        check(
+            "content-not-blank",
+            !content.trim().is_empty(),
+            format!("segment {index} has {} characters", content.trim().len()),
+        );
         let one_kind = message_ids.is_empty() != replaces.is_empty();
         check(
             "covers-one-kind",
             one_kind,
             if one_kind {
-                format!("segment {index} covers {}", if replaces.is_empty() { "new messages" } else { "old summaries" })
+                format!(
+                    "segment {index} covers {}",
+                    if replaces.is_empty() {
+                        "new messages"
+                    } else {
+                        "old summaries"
+                    }
+                )
             } else {
-                format!("segment {index} must cover either new messages or old summaries, not both or neither")
+                format!(
+                    "segment {index} must cover either new messages or old summaries, not both or neither"
+                )
             },
         );
         check(
             "segment-budget",
             tokens <= budget.max_segment_tokens,
-            format!("segment {index} is about {tokens} tokens; the limit is {}", budget.max_segment_tokens),
+            format!(
+                "segment {index} is about {tokens} tokens; the limit is {}",
+                budget.max_segment_tokens
+            ),
         );
         if deferred.is_some() {
-            check("deferred-only-new", replaces.is_empty(), format!("segment {index}: a deferred result may carry only new summaries"));
+            check(
+                "deferred-only-new",
+                replaces.is_empty(),
+                format!("segment {index}: a deferred result may carry only new summaries"),
+            );
         }
         // One verdict per rule and segment: the first reference that breaks it, if any.
         let mut foreign = None;
@@ -173,22 +256,33 @@ pub fn validate(output: &Value, session_id: &str, messages: &[Value], summaries:
         let mut out_of_order = None;
         for id in &replaces {
             let expected = summaries.get(summary_cursor).map(id_of);
-            let owned = summaries.iter().find(|s| id_of(s) == id).is_some_and(|s| s.get("sessionId").and_then(Value::as_str) == Some(session_id));
+            let owned = summaries
+                .iter()
+                .find(|s| id_of(s) == id)
+                .is_some_and(|s| s.get("sessionId").and_then(Value::as_str) == Some(session_id));
             if !owned && foreign.is_none() {
-                foreign = Some(format!("summary `{id}` is not an existing summary of this session"));
+                foreign = Some(format!(
+                    "summary `{id}` is not an existing summary of this session"
+                ));
             }
             if !seen_summaries.insert(id.clone()) && duplicate.is_none() {
                 duplicate = Some(format!("summary `{id}` is replaced twice"));
             }
             if expected != Some(id.as_str()) && out_of_order.is_none() {
-                out_of_order = Some(format!("replaces `{id}`, but the oldest remaining summary is `{}`", expected.unwrap_or("(none)")));
+                out_of_order = Some(format!(
+                    "replaces `{id}`, but the oldest remaining summary is `{}`",
+                    expected.unwrap_or("(none)")
+                ));
             }
             summary_cursor += 1;
             replaced.insert(id.clone());
         }
         for id in &message_ids {
             let expected = untagged.get(message_cursor).map(|m| id_of(m));
-            let owned = messages.iter().find(|m| id_of(m) == id).is_some_and(|m| m.get("sessionId").and_then(Value::as_str) == Some(session_id));
+            let owned = messages
+                .iter()
+                .find(|m| id_of(m) == id)
+                .is_some_and(|m| m.get("sessionId").and_then(Value::as_str) == Some(session_id));
             if !owned && foreign.is_none() {
                 foreign = Some(format!("message `{id}` is not a message of this session"));
             }
@@ -196,7 +290,10 @@ pub fn validate(output: &Value, session_id: &str, messages: &[Value], summaries:
                 duplicate = Some(format!("message `{id}` is covered twice"));
             }
             if expected != Some(id.as_str()) && out_of_order.is_none() {
-                out_of_order = Some(format!("covers `{id}`, but the next uncompacted message is `{}`", expected.unwrap_or("(none)")));
+                out_of_order = Some(format!(
+                    "covers `{id}`, but the next uncompacted message is `{}`",
+                    expected.unwrap_or("(none)")
+                ));
             }
             message_cursor += 1;
         }
@@ -205,14 +302,49 @@ pub fn validate(output: &Value, session_id: &str, messages: &[Value], summaries:
         } else {
             format!("{} summaries", replaces.len())
         };
-        check("same-session", foreign.is_none(), format!("segment {index}: {}", foreign.unwrap_or_else(|| format!("all {covered} belong to this session"))));
-        check("no-duplicates", duplicate.is_none(), format!("segment {index}: {}", duplicate.unwrap_or_else(|| format!("{covered}, none repeated"))));
-        let order_rule = if replaces.is_empty() { "message-prefix-in-order" } else { "oldest-summaries-in-order" };
-        let in_order = if replaces.is_empty() { "a continuous prefix of the uncompacted messages" } else { "the oldest continuous run of summaries" };
-        check(order_rule, out_of_order.is_none(), format!("segment {index}: {}", out_of_order.unwrap_or_else(|| format!("{covered}, {in_order}"))));
+        check(
+            "same-session",
+            foreign.is_none(),
+            format!(
+                "segment {index}: {}",
+                foreign.unwrap_or_else(|| format!("all {covered} belong to this session"))
+            ),
+        );
+        check(
+            "no-duplicates",
+            duplicate.is_none(),
+            format!(
+                "segment {index}: {}",
+                duplicate.unwrap_or_else(|| format!("{covered}, none repeated"))
+            ),
+        );
+        let order_rule = if replaces.is_empty() {
+            "message-prefix-in-order"
+        } else {
+            "oldest-summaries-in-order"
+        };
+        let in_order = if replaces.is_empty() {
+            "a continuous prefix of the uncompacted messages"
+        } else {
+            "the oldest continuous run of summaries"
+        };
+        check(
+            order_rule,
+            out_of_order.is_none(),
+            format!(
+                "segment {index}: {}",
+                out_of_order.unwrap_or_else(|| format!("{covered}, {in_order}"))
+            ),
+        );
     }
-    let retained: Vec<&Value> = summaries.iter().filter(|s| !replaced.contains(id_of(s))).collect();
-    let retained_tokens: u64 = retained.iter().map(|s| estimate_tokens(s.get("content").and_then(Value::as_str).unwrap_or_default())).sum();
+    let retained: Vec<&Value> = summaries
+        .iter()
+        .filter(|s| !replaced.contains(id_of(s)))
+        .collect();
+    let retained_tokens: u64 = retained
+        .iter()
+        .map(|s| estimate_tokens(s.get("content").and_then(Value::as_str).unwrap_or_default()))
+        .sum();
     let total_segments = (retained.len() + segments.len()) as u32;
     let total_tokens = retained_tokens + new_tokens;
     // A deferred merge may leave up to twice the budget for a while; past that it is rejected.
@@ -220,15 +352,28 @@ pub fn validate(output: &Value, session_id: &str, messages: &[Value], summaries:
     check(
         "segment-count",
         total_segments <= budget.max_segments * factor,
-        format!("{total_segments} segments after applying; the limit is {}", budget.max_segments * factor),
+        format!(
+            "{total_segments} segments after applying; the limit is {}",
+            budget.max_segments * factor
+        ),
     );
     check(
         "total-tokens",
         total_tokens <= budget.max_tokens * u64::from(factor),
-        format!("about {total_tokens} summary tokens after applying; the limit is {}", budget.max_tokens * u64::from(factor)),
+        format!(
+            "about {total_tokens} summary tokens after applying; the limit is {}",
+            budget.max_tokens * u64::from(factor)
+        ),
     );
     let accepted = rules.iter().all(|r| r.ok);
-    Verdict { nothing_to_compact: false, accepted, rules, deferred, total_segments, total_tokens }
+    Verdict {
+        nothing_to_compact: false,
+        accepted,
+        rules,
+        deferred,
+        total_segments,
+        total_tokens,
+    }
 }
 
 /// The history after applying an accepted output, in one step.
@@ -244,22 +389,58 @@ pub struct Applied {
 /// Applies an accepted output: replaces only the listed summaries (a merge keeps the oldest
 /// replaced summary's id, start and creation time) and marks the covered messages.
 /// `new_id` makes ids for fresh records; `now` is the creation time of fresh records.
-pub fn apply(output: &Value, session_id: &str, messages: &[Value], summaries: &[Value], mut new_id: impl FnMut() -> String, now: &str) -> Applied {
+pub fn apply(
+    output: &Value,
+    session_id: &str,
+    messages: &[Value],
+    summaries: &[Value],
+    mut new_id: impl FnMut() -> String,
+    now: &str,
+) -> Applied {
     let mut summaries_out: Vec<Value> = summaries.to_vec();
     let mut messages_out: Vec<Value> = messages.to_vec();
     let mut written = Vec::new();
-    let latest = summaries.iter().filter_map(|s| s.get("createdAt").and_then(Value::as_str)).max().unwrap_or(now).to_string();
+    let latest = summaries
+        .iter()
+        .filter_map(|s| s.get("createdAt").and_then(Value::as_str))
+        .max()
+        .unwrap_or(now)
+        .to_string();
     let mut fresh_index = 0;
-    for segment in output.get("summaries").and_then(Value::as_array).into_iter().flatten() {
+    for segment in output
+        .get("summaries")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         let replaces = strings(segment, "replacesSummaryIds");
         let message_ids = strings(segment, "messageIds");
-        let focus = segment.get("focusSections").cloned().unwrap_or_else(|| json!([]));
+        let focus = segment
+            .get("focusSections")
+            .cloned()
+            .unwrap_or_else(|| json!([]));
         let content = segment.get("content").cloned().unwrap_or_else(|| json!(""));
         if let Some(first) = replaces.first() {
-            let old: Vec<Value> = summaries_out.iter().filter(|s| replaces.iter().any(|r| r == id_of(s))).cloned().collect();
-            let start = old.first().and_then(|s| s.get("turnRangeStart")).cloned().unwrap_or(Value::Null);
-            let end = old.last().and_then(|s| s.get("turnRangeEnd")).cloned().unwrap_or(Value::Null);
-            let created = old.first().and_then(|s| s.get("createdAt")).cloned().unwrap_or(Value::Null);
+            let old: Vec<Value> = summaries_out
+                .iter()
+                .filter(|s| replaces.iter().any(|r| r == id_of(s)))
+                .cloned()
+                .collect();
+            let start = old
+                .first()
+                .and_then(|s| s.get("turnRangeStart"))
+                .cloned()
+                .unwrap_or(Value::Null);
+            let end = old
+                .last()
+                .and_then(|s| s.get("turnRangeEnd"))
+                .cloned()
+                .unwrap_or(Value::Null);
+            let created = old
+                .first()
+                .and_then(|s| s.get("createdAt"))
+                .cloned()
+                .unwrap_or(Value::Null);
             let record = json!({"id": first, "sessionId": session_id, "turnRangeStart": start, "turnRangeEnd": end,
                                 "content": content, "focusSections": focus, "createdAt": created});
             // Messages of the merged summaries now belong to the merged record.
@@ -270,14 +451,24 @@ pub fn apply(output: &Value, session_id: &str, messages: &[Value], summaries: &[
                     m["compactedAtTurnId"] = json!(first);
                 }
             }
-            let position = summaries_out.iter().position(|s| id_of(s) == first).unwrap_or(0);
+            let position = summaries_out
+                .iter()
+                .position(|s| id_of(s) == first)
+                .unwrap_or(0);
             summaries_out.retain(|s| !replaces.iter().any(|r| r == id_of(s)));
             summaries_out.insert(position.min(summaries_out.len()), record);
             written.push(first.clone());
         } else {
             let id = new_id();
-            let covered: Vec<&Value> = message_ids.iter().filter_map(|id| messages.iter().find(|m| id_of(m) == id)).collect();
-            let turn = |m: Option<&&Value>| m.and_then(|m| m.get("turnId")).cloned().unwrap_or(Value::Null);
+            let covered: Vec<&Value> = message_ids
+                .iter()
+                .filter_map(|id| messages.iter().find(|m| id_of(m) == id))
+                .collect();
+            let turn = |m: Option<&&Value>| {
+                m.and_then(|m| m.get("turnId"))
+                    .cloned()
+                    .unwrap_or(Value::Null)
+            };
             fresh_index += 1;
             let created = format!("{latest}+{fresh_index}");
             let record = json!({"id": id, "sessionId": session_id, "turnRangeStart": turn(covered.first()), "turnRangeEnd": turn(covered.last()),
@@ -291,7 +482,11 @@ pub fn apply(output: &Value, session_id: &str, messages: &[Value], summaries: &[
             written.push(id);
         }
     }
-    Applied { summaries: summaries_out, messages: messages_out, written }
+    Applied {
+        summaries: summaries_out,
+        messages: messages_out,
+        written,
+    }
 }
 
 /// A trace event of the compaction host.
@@ -311,7 +506,13 @@ pub struct FailureCounter {
 impl FailureCounter {
     /// Records a failure; returns the events to emit (the failure, and every third time the
     /// failed-task notice).
-    pub fn fail(&mut self, plugin_id: &str, extension_id: &str, reason: &str, turn_id: &str) -> Vec<TraceEvent> {
+    pub fn fail(
+        &mut self,
+        plugin_id: &str,
+        extension_id: &str,
+        reason: &str,
+        turn_id: &str,
+    ) -> Vec<TraceEvent> {
         self.consecutive += 1;
         let mut events = vec![TraceEvent {
             topic: "context.compaction.failed",

@@ -194,9 +194,13 @@ impl ExecutionContext {
     /// handler context and memoized answers while it holds.
     pub fn visible_key(&self, plugin_id: &str) -> u64 {
         let shared = *self.shared_key.get_or_init(|| {
-            hash_str(&serde_json::json!([self.session_id, self.locale, self.world, self.http]).to_string())
+            hash_str(
+                &serde_json::json!([self.session_id, self.locale, self.world, self.http])
+                    .to_string(),
+            )
         });
-        let own = serde_json::json!([self.plugin_data.get(plugin_id), self.plugins.get(plugin_id)]).to_string();
+        let own = serde_json::json!([self.plugin_data.get(plugin_id), self.plugins.get(plugin_id)])
+            .to_string();
         hash_str(&own) ^ shared.rotate_left(17)
     }
 
@@ -211,7 +215,10 @@ impl ExecutionContext {
     ) -> ExecutionContext {
         let mut plugin_data: BTreeMap<String, Vec<DataRow>> = BTreeMap::new();
         for row in &session.plugin_data {
-            plugin_data.entry(row.plugin_id.clone()).or_default().push(row.clone());
+            plugin_data
+                .entry(row.plugin_id.clone())
+                .or_default()
+                .push(row.clone());
         }
         // `list()` answers in creation order; the sort is stable, so file order breaks ties.
         for rows in plugin_data.values_mut() {
@@ -220,8 +227,15 @@ impl ExecutionContext {
         let plugins = manifests
             .into_iter()
             .map(|manifest| {
-                let settings = crate::settings::merged(&manifest.settings, session.settings.get(&manifest.id));
-                (manifest.id.clone(), PluginScope { settings, http: manifest.http_grants() })
+                let settings =
+                    crate::settings::merged(&manifest.settings, session.settings.get(&manifest.id));
+                (
+                    manifest.id.clone(),
+                    PluginScope {
+                        settings,
+                        http: manifest.http_grants(),
+                    },
+                )
             })
             .collect();
         ExecutionContext {
@@ -229,7 +243,11 @@ impl ExecutionContext {
             session_id: session.id.clone(),
             locale: session.locale.clone(),
             turn_id,
-            world: crate::world::world_view(&session.world, &session.plugin_data, dimension_providers),
+            world: crate::world::world_view(
+                &session.world,
+                &session.plugin_data,
+                dimension_providers,
+            ),
             plugin_data,
             plugins,
             http: session.http.clone(),
@@ -243,9 +261,18 @@ impl ExecutionContext {
     /// handler gets those of the session's locale. Hidden namespaces (`_hidden.*`) are left out
     /// here, once: a handler cannot read them, because its output goes into the prompt or to
     /// the client.
-    pub fn handler_context(&self, plugin_id: &str, messages: &BTreeMap<String, Map<String, Value>>) -> HandlerContext {
+    pub fn handler_context(
+        &self,
+        plugin_id: &str,
+        messages: &BTreeMap<String, Map<String, Value>>,
+    ) -> HandlerContext {
         let mut plugin_data: Vec<NamespaceRows> = Vec::new();
-        let readable = self.plugin_data.get(plugin_id).into_iter().flatten().filter(|row| !is_hidden_namespace(&row.namespace));
+        let readable = self
+            .plugin_data
+            .get(plugin_id)
+            .into_iter()
+            .flatten()
+            .filter(|row| !is_hidden_namespace(&row.namespace));
         for row in readable {
             let record = ReadableRow {
                 key: row.key.clone(),
@@ -253,17 +280,29 @@ impl ExecutionContext {
                 created_at: row.created_at.clone(),
                 updated_at: row.updated_at.clone(),
             };
-            match plugin_data.iter_mut().find(|group| group.namespace == row.namespace) {
+            match plugin_data
+                .iter_mut()
+                .find(|group| group.namespace == row.namespace)
+            {
                 Some(group) => group.rows.push(record),
-                None => plugin_data.push(NamespaceRows { namespace: row.namespace.clone(), rows: vec![record] }),
+                None => plugin_data.push(NamespaceRows {
+                    namespace: row.namespace.clone(),
+                    rows: vec![record],
+                }),
             }
         }
         HandlerContext {
             session_id: self.session_id.clone(),
             locale: self.locale.clone(),
             world: self.world.clone(),
-            settings: self.plugins.get(plugin_id).map(|scope| scope.settings.clone()).unwrap_or_default(),
-            messages: crate::locale::messages_for_locale(messages, &self.locale).cloned().unwrap_or_default(),
+            settings: self
+                .plugins
+                .get(plugin_id)
+                .map(|scope| scope.settings.clone())
+                .unwrap_or_default(),
+            messages: crate::locale::messages_for_locale(messages, &self.locale)
+                .cloned()
+                .unwrap_or_default(),
             plugin_data,
         }
     }

@@ -80,7 +80,39 @@ pub enum Code {
 
 impl Code {
     /// Every code, in declaration order (for documentation checks).
-    pub const ALL: [Code; 31] = [Code::ManifestUnreadable, Code::ManifestFrontmatter, Code::ManifestSchema, Code::IdMismatch, Code::InvalidField, Code::RetiredContract, Code::UnknownContract, Code::InvalidConflict, Code::RoleTag, Code::MissingFile, Code::PathEscapesRoot, Code::NotRegularFile, Code::FileTooLarge, Code::RuntimeLayout, Code::EntrySyntax, Code::EntryThrew, Code::EntryTimeout, Code::EntryShape, Code::ImportUnavailable, Code::TypescriptUnsupported, Code::UndeclaredExtension, Code::MissingExtension, Code::DuplicateExtension, Code::InvalidExtension, Code::ReservedExtensionId, Code::UndeclaredRegistration, Code::MissingRegistration, Code::RegistrationClosed, Code::SessionSchema, Code::RowShapedRead, Code::Internal];
+    pub const ALL: [Code; 31] = [
+        Code::ManifestUnreadable,
+        Code::ManifestFrontmatter,
+        Code::ManifestSchema,
+        Code::IdMismatch,
+        Code::InvalidField,
+        Code::RetiredContract,
+        Code::UnknownContract,
+        Code::InvalidConflict,
+        Code::RoleTag,
+        Code::MissingFile,
+        Code::PathEscapesRoot,
+        Code::NotRegularFile,
+        Code::FileTooLarge,
+        Code::RuntimeLayout,
+        Code::EntrySyntax,
+        Code::EntryThrew,
+        Code::EntryTimeout,
+        Code::EntryShape,
+        Code::ImportUnavailable,
+        Code::TypescriptUnsupported,
+        Code::UndeclaredExtension,
+        Code::MissingExtension,
+        Code::DuplicateExtension,
+        Code::InvalidExtension,
+        Code::ReservedExtensionId,
+        Code::UndeclaredRegistration,
+        Code::MissingRegistration,
+        Code::RegistrationClosed,
+        Code::SessionSchema,
+        Code::RowShapedRead,
+        Code::Internal,
+    ];
 
     /// The stable string form, as serialized.
     pub fn as_str(self) -> &'static str {
@@ -147,7 +179,14 @@ pub struct Diagnostic {
 
 impl Diagnostic {
     pub fn new(code: Code, message: impl Into<String>) -> Self {
-        Self { code, message: message.into(), plugin: None, file: None, line: None, column: None }
+        Self {
+            code,
+            message: message.into(),
+            plugin: None,
+            file: None,
+            line: None,
+            column: None,
+        }
     }
 
     pub fn plugin(mut self, plugin: impl Into<String>) -> Self {

@@ -41,7 +41,9 @@ impl FileRefusal {
 pub fn read_confined(root: &Path, path: &Path, limit: u64) -> Result<String, FileRefusal> {
     let unreadable = |e: std::io::Error| FileRefusal::Unreadable(path.to_path_buf(), e.to_string());
     let canonical = path.canonicalize().map_err(unreadable)?;
-    let canonical_root = root.canonicalize().map_err(|e| FileRefusal::Unreadable(root.to_path_buf(), e.to_string()))?;
+    let canonical_root = root
+        .canonicalize()
+        .map_err(|e| FileRefusal::Unreadable(root.to_path_buf(), e.to_string()))?;
     if !canonical.starts_with(&canonical_root) {
         return Err(FileRefusal::OutsideRoot(path.to_path_buf()));
     }
@@ -64,7 +66,11 @@ pub fn read_regular(path: &Path, limit: u64) -> Result<String, FileRefusal> {
     }
     // The size can change between the check and the read: never read past the limit.
     let mut text = String::new();
-    fs::File::open(path).map_err(unreadable)?.take(limit + 1).read_to_string(&mut text).map_err(unreadable)?;
+    fs::File::open(path)
+        .map_err(unreadable)?
+        .take(limit + 1)
+        .read_to_string(&mut text)
+        .map_err(unreadable)?;
     if text.len() as u64 > limit {
         return Err(FileRefusal::TooLarge(path.to_path_buf(), limit));
     }
@@ -81,12 +87,25 @@ mod tests {
         let root = dir.path().join("plugin");
         fs::create_dir_all(&root).expect("mkdir");
         fs::write(dir.path().join("secret.txt"), "secret").expect("write");
-        std::os::unix::fs::symlink(dir.path().join("secret.txt"), root.join("link.md")).expect("symlink");
-        assert!(matches!(read_confined(&root, &root.join("link.md"), 100), Err(FileRefusal::OutsideRoot(_))));
+        std::os::unix::fs::symlink(dir.path().join("secret.txt"), root.join("link.md"))
+            .expect("symlink");
+        assert!(matches!(
+            read_confined(&root, &root.join("link.md"), 100),
+            Err(FileRefusal::OutsideRoot(_))
+        ));
         fs::write(root.join("big.md"), "x".repeat(200)).expect("write");
-        assert!(matches!(read_confined(&root, &root.join("big.md"), 100), Err(FileRefusal::TooLarge(..))));
-        assert!(matches!(read_confined(&root, &root, 100), Err(FileRefusal::NotRegular(_))));
+        assert!(matches!(
+            read_confined(&root, &root.join("big.md"), 100),
+            Err(FileRefusal::TooLarge(..))
+        ));
+        assert!(matches!(
+            read_confined(&root, &root, 100),
+            Err(FileRefusal::NotRegular(_))
+        ));
         fs::write(root.join("ok.md"), "fine").expect("write");
-        assert_eq!(read_confined(&root, &root.join("ok.md"), 100).as_deref(), Ok("fine"));
+        assert_eq!(
+            read_confined(&root, &root.join("ok.md"), 100).as_deref(),
+            Ok("fine")
+        );
     }
 }

@@ -11,8 +11,8 @@
 //! - [`locale`]: the locale fallback rule shared with the SDK and the UI.
 //! - [`test_session`]: the `test:` section of a session file (scripted turns, expectations).
 
-pub mod context;
 pub mod compaction;
+pub mod context;
 pub mod contract;
 pub mod diagnostic;
 pub mod files;

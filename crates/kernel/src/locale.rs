@@ -32,26 +32,90 @@ pub const INSTRUCTION_LOCALES: [&str; 2] = ["en", "zh"];
 
 // Deprecated and overlong language subtags, mapped as CLDR canonicalization maps them.
 const LANGUAGE_ALIASES: &[(&str, &str)] = &[
-    ("iw", "he"), ("in", "id"), ("ji", "yi"), ("jw", "jv"), ("mo", "ro"), ("tl", "fil"), ("cmn", "zh"),
-    ("zho", "zh"), ("chi", "zh"), ("eng", "en"), ("rus", "ru"), ("jpn", "ja"), ("kor", "ko"), ("fra", "fr"),
-    ("fre", "fr"), ("deu", "de"), ("ger", "de"), ("spa", "es"), ("por", "pt"), ("ita", "it"), ("ara", "ar"),
-    ("hin", "hi"), ("vie", "vi"), ("tha", "th"), ("tur", "tr"), ("pol", "pl"), ("nld", "nl"), ("dut", "nl"),
-    ("ukr", "uk"), ("heb", "he"), ("ind", "id"), ("msa", "ms"), ("may", "ms"), ("fas", "fa"), ("per", "fa"),
-    ("ell", "el"), ("gre", "el"), ("swe", "sv"), ("nor", "no"), ("dan", "da"), ("fin", "fi"), ("ces", "cs"),
-    ("cze", "cs"), ("hun", "hu"), ("ron", "ro"), ("rum", "ro"), ("bul", "bg"), ("srp", "sr"), ("hrv", "hr"),
-    ("slk", "sk"), ("slo", "sk"), ("slv", "sl"), ("lit", "lt"), ("lav", "lv"), ("est", "et"), ("cat", "ca"),
-    ("eus", "eu"), ("baq", "eu"), ("glg", "gl"), ("ben", "bn"), ("tam", "ta"), ("tel", "te"), ("urd", "ur"),
+    ("iw", "he"),
+    ("in", "id"),
+    ("ji", "yi"),
+    ("jw", "jv"),
+    ("mo", "ro"),
+    ("tl", "fil"),
+    ("cmn", "zh"),
+    ("zho", "zh"),
+    ("chi", "zh"),
+    ("eng", "en"),
+    ("rus", "ru"),
+    ("jpn", "ja"),
+    ("kor", "ko"),
+    ("fra", "fr"),
+    ("fre", "fr"),
+    ("deu", "de"),
+    ("ger", "de"),
+    ("spa", "es"),
+    ("por", "pt"),
+    ("ita", "it"),
+    ("ara", "ar"),
+    ("hin", "hi"),
+    ("vie", "vi"),
+    ("tha", "th"),
+    ("tur", "tr"),
+    ("pol", "pl"),
+    ("nld", "nl"),
+    ("dut", "nl"),
+    ("ukr", "uk"),
+    ("heb", "he"),
+    ("ind", "id"),
+    ("msa", "ms"),
+    ("may", "ms"),
+    ("fas", "fa"),
+    ("per", "fa"),
+    ("ell", "el"),
+    ("gre", "el"),
+    ("swe", "sv"),
+    ("nor", "no"),
+    ("dan", "da"),
+    ("fin", "fi"),
+    ("ces", "cs"),
+    ("cze", "cs"),
+    ("hun", "hu"),
+    ("ron", "ro"),
+    ("rum", "ro"),
+    ("bul", "bg"),
+    ("srp", "sr"),
+    ("hrv", "hr"),
+    ("slk", "sk"),
+    ("slo", "sk"),
+    ("slv", "sl"),
+    ("lit", "lt"),
+    ("lav", "lv"),
+    ("est", "et"),
+    ("cat", "ca"),
+    ("eus", "eu"),
+    ("baq", "eu"),
+    ("glg", "gl"),
+    ("ben", "bn"),
+    ("tam", "ta"),
+    ("tel", "te"),
+    ("urd", "ur"),
     ("tgl", "fil"),
 ];
-const REGION_ALIASES: &[(&str, &str)] =
-    &[("UK", "GB"), ("BU", "MM"), ("DD", "DE"), ("FX", "FR"), ("TP", "TL"), ("YD", "YE"), ("ZR", "CD")];
+const REGION_ALIASES: &[(&str, &str)] = &[
+    ("UK", "GB"),
+    ("BU", "MM"),
+    ("DD", "DE"),
+    ("FX", "FR"),
+    ("TP", "TL"),
+    ("YD", "YE"),
+    ("ZR", "CD"),
+];
 // Whole-tag aliases that carry a script.
 const TAG_ALIASES: &[(&str, (&str, &str))] = &[("sh", ("sr", "Latn"))];
 
 // The usual script of a language (CLDR likely subtags, reduced to what the SDK needs). The
 // first group naming a language wins; names with `_` are notes, not languages.
 const SCRIPT_GROUPS: &[(&str, &str)] = &[
-    ("Cyrl", "ru uk be bg mk sr kk ky tg mn ba cv ce os tt av kv sah ab cu"),
+    (
+        "Cyrl",
+        "ru uk be bg mk sr kk ky tg mn ba cv ce os tt av kv sah ab cu",
+    ),
     ("Arab", "ar fa ur ps ug ks sd ckb lrc mzn bal"),
     ("Hebr", "he yi"),
     ("Grek", "el"),
@@ -121,9 +185,21 @@ struct Definition {
 
 /// The locales Covel ships (the SDK's `LOCALE_DEFINITIONS`).
 const DEFINITIONS: &[Definition] = &[
-    Definition { code: "zh-CN", aliases: &["zh", "zh-Hans"], fallbacks: &["en-US"] },
-    Definition { code: "en-US", aliases: &["en"], fallbacks: &[] },
-    Definition { code: "ru-RU", aliases: &["ru"], fallbacks: &["en-US"] },
+    Definition {
+        code: "zh-CN",
+        aliases: &["zh", "zh-Hans"],
+        fallbacks: &["en-US"],
+    },
+    Definition {
+        code: "en-US",
+        aliases: &["en"],
+        fallbacks: &[],
+    },
+    Definition {
+        code: "ru-RU",
+        aliases: &["ru"],
+        fallbacks: &["en-US"],
+    },
 ];
 
 fn lookup<'a, V: Copy>(table: &'a [(&'a str, V)], key: &str) -> Option<V> {
@@ -135,8 +211,14 @@ fn js_trim(s: &str) -> &str {
     let js_space = |c: char| {
         matches!(
             c,
-            '\t' | '\n' | '\u{b}' | '\u{c}' | '\r' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'..='\u{200a}'
-                | '\u{2028}' | '\u{2029}' | '\u{202f}' | '\u{205f}' | '\u{3000}' | '\u{feff}'
+            '\t' | '\n' | '\u{b}' | '\u{c}' | '\r' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'
+                ..='\u{200a}'
+                    | '\u{2028}'
+                    | '\u{2029}'
+                    | '\u{202f}'
+                    | '\u{205f}'
+                    | '\u{3000}'
+                    | '\u{feff}'
         )
     };
     s.trim_matches(js_space)
@@ -176,7 +258,10 @@ fn canonical_tag(candidate: &str) -> Option<String> {
         script = Some(title_case(parts[i]));
         i += 1;
     }
-    if i < parts.len() && ((parts[i].len() == 2 && is_alpha(parts[i])) || (parts[i].len() == 3 && is_digits(parts[i]))) {
+    if i < parts.len()
+        && ((parts[i].len() == 2 && is_alpha(parts[i]))
+            || (parts[i].len() == 3 && is_digits(parts[i])))
+    {
         region = Some(parts[i].to_ascii_uppercase());
         i += 1;
     }
@@ -248,7 +333,8 @@ fn canonical_tag(candidate: &str) -> Option<String> {
 }
 
 fn is_variant(part: &str) -> bool {
-    is_alnum(part) && (matches!(part.len(), 5..=8) || (part.len() == 4 && part.as_bytes()[0].is_ascii_digit()))
+    is_alnum(part)
+        && (matches!(part.len(), 5..=8) || (part.len() == 4 && part.as_bytes()[0].is_ascii_digit()))
 }
 
 /// The canonical form of a safe BCP 47 locale (`ru_ru` → `ru-RU`, `zh-hans-cn` →
@@ -259,7 +345,9 @@ pub fn canonicalize_locale(locale: &str) -> Option<String> {
         return None;
     }
     let candidate = trimmed.replace('_', "-");
-    let well_formed = candidate.split('-').all(|part| matches!(part.len(), 1..=8) && is_alnum(part));
+    let well_formed = candidate
+        .split('-')
+        .all(|part| matches!(part.len(), 1..=8) && is_alnum(part));
     if candidate.len() > MAX_LOCALE_CODE_LENGTH || !well_formed {
         return None;
     }
@@ -294,8 +382,12 @@ fn locale_script(locale: &str) -> Option<String> {
     if b.len() == 4 && b[0].is_ascii_uppercase() && b[1..].iter().all(u8::is_ascii_lowercase) {
         return Some(next.to_string());
     }
-    let is_region = (b.len() == 2 && b.iter().all(u8::is_ascii_uppercase)) || (b.len() == 3 && is_digits(next));
-    if is_region && let Some(script) = lookup(REGION_SCRIPT, language).and_then(|regions| lookup(regions, next)) {
+    let is_region =
+        (b.len() == 2 && b.iter().all(u8::is_ascii_uppercase)) || (b.len() == 3 && is_digits(next));
+    if is_region
+        && let Some(script) =
+            lookup(REGION_SCRIPT, language).and_then(|regions| lookup(regions, next))
+    {
         return Some(script.to_string());
     }
     SCRIPT_GROUPS
@@ -307,7 +399,9 @@ fn locale_script(locale: &str) -> Option<String> {
 /// Whether two locales share their primary language and their (usual) script: `en-GB` and
 /// `en` do; `zh-Hant`/`zh-TW` and `zh` (Simplified) do not.
 pub fn locales_share_language_and_script(first: &str, second: &str) -> bool {
-    let Some(a) = locale_language(first) else { return false };
+    let Some(a) = locale_language(first) else {
+        return false;
+    };
     if locale_language(second).as_deref() != Some(a.as_str()) {
         return false;
     }
@@ -318,9 +412,14 @@ pub fn locales_share_language_and_script(first: &str, second: &str) -> bool {
 /// is written in the same script (`zh-CN` → `zh-CN`, `zh`; `zh-TW` → `zh-TW`). Empty for
 /// invalid input.
 pub fn locale_lookup_candidates(locale: &str) -> Vec<String> {
-    let Some(canonical) = canonicalize_locale(locale) else { return Vec::new() };
+    let Some(canonical) = canonicalize_locale(locale) else {
+        return Vec::new();
+    };
     match locale_language(&canonical) {
-        Some(language) if language != normalize_locale(&canonical) && locales_share_language_and_script(&canonical, &language) => {
+        Some(language)
+            if language != normalize_locale(&canonical)
+                && locales_share_language_and_script(&canonical, &language) =>
+        {
             vec![canonical, language]
         }
         _ => vec![canonical],
@@ -335,7 +434,11 @@ pub fn registered_locale(locale: &str) -> Option<&'static str> {
     DEFINITIONS
         .iter()
         .find(|d| same(d.code))
-        .or_else(|| DEFINITIONS.iter().find(|d| d.aliases.iter().any(|a| same(a))))
+        .or_else(|| {
+            DEFINITIONS
+                .iter()
+                .find(|d| d.aliases.iter().any(|a| same(a)))
+        })
         .map(|d| d.code)
 }
 
@@ -347,8 +450,11 @@ pub fn is_default_locale(locale: &str) -> bool {
 /// The registry's fallbacks for a locale: its definition's own, then `en-US` (none for `en-US`
 /// itself and its aliases).
 pub fn fallback_locales_for(locale: &str) -> Vec<String> {
-    let definition = registered_locale(locale).and_then(|code| DEFINITIONS.iter().find(|d| d.code == code));
-    let mut list: Vec<String> = definition.map(|d| d.fallbacks.iter().map(|f| f.to_string()).collect()).unwrap_or_default();
+    let definition =
+        registered_locale(locale).and_then(|code| DEFINITIONS.iter().find(|d| d.code == code));
+    let mut list: Vec<String> = definition
+        .map(|d| d.fallbacks.iter().map(|f| f.to_string()).collect())
+        .unwrap_or_default();
     if definition.map(|d| d.code) != Some(DEFAULT_FALLBACK_LOCALE) {
         list.push(DEFAULT_FALLBACK_LOCALE.to_string());
     }
@@ -369,7 +475,11 @@ pub fn fallback_locales_for(locale: &str) -> Vec<String> {
 pub fn locale_resource_candidates(locale: &str) -> Vec<String> {
     let canonical = canonicalize_locale(locale);
     let mut out: Vec<String> = Vec::new();
-    for tag in canonical.iter().cloned().chain(fallback_locales_for(locale)) {
+    for tag in canonical
+        .iter()
+        .cloned()
+        .chain(fallback_locales_for(locale))
+    {
         for candidate in locale_lookup_candidates(&tag) {
             if !out.contains(&candidate) {
                 out.push(candidate);
@@ -383,10 +493,16 @@ pub fn locale_resource_candidates(locale: &str) -> Vec<String> {
 /// keyed by file name: the first file whose name is one of the locale's resource candidates
 /// (see [`locale_resource_candidates`]), names compared as locale keys (`zh_cn.yaml` is
 /// `zh-CN`; `zh-TW` never reads `zh`).
-pub fn messages_for_locale<'a, M>(messages: &'a std::collections::BTreeMap<String, M>, locale: &str) -> Option<&'a M> {
+pub fn messages_for_locale<'a, M>(
+    messages: &'a std::collections::BTreeMap<String, M>,
+    locale: &str,
+) -> Option<&'a M> {
     locale_resource_candidates(locale).iter().find_map(|tag| {
         let wanted = normalize_locale(tag);
-        messages.iter().find(|(name, _)| normalize_locale(name) == wanted).map(|(_, m)| m)
+        messages
+            .iter()
+            .find(|(name, _)| normalize_locale(name) == wanted)
+            .map(|(_, m)| m)
     })
 }
 
@@ -409,16 +525,27 @@ pub fn instruction_locale_override(value: Option<&str>) -> Option<&'static str> 
 /// `zh` for a Simplified-Chinese locale (not `zh-TW`/`zh-Hant`), `en` for every other; an
 /// override (see [`instruction_locale_override`]) wins.
 pub fn instruction_locale_for(locale: &str, override_locale: Option<&'static str>) -> &'static str {
-    override_locale.unwrap_or(if is_simplified_chinese(locale) { "zh" } else { "en" })
+    override_locale.unwrap_or(if is_simplified_chinese(locale) {
+        "zh"
+    } else {
+        "en"
+    })
 }
 
 /// Locale tags of the instruction variant files to try before the English file (`zh-CN` →
 /// `zh-CN`, `zh`); empty when the locale reads English.
-pub fn instruction_variant_candidates(locale: &str, override_locale: Option<&'static str>) -> Vec<String> {
+pub fn instruction_variant_candidates(
+    locale: &str,
+    override_locale: Option<&'static str>,
+) -> Vec<String> {
     if instruction_locale_for(locale, override_locale) != "zh" {
         return Vec::new();
     }
-    let mut out = if is_simplified_chinese(locale) { locale_lookup_candidates(locale) } else { Vec::new() };
+    let mut out = if is_simplified_chinese(locale) {
+        locale_lookup_candidates(locale)
+    } else {
+        Vec::new()
+    };
     if !out.iter().any(|c| c == "zh") {
         out.push("zh".into());
     }
@@ -434,7 +561,9 @@ pub fn is_instruction_variant_locale(locale: &str) -> bool {
 /// instruction variant candidates reach the tag `zh`. Upstream:
 /// Simplified-Chinese sessions read the variant; every other language reads canonical.
 pub fn reads_instruction_variant(locale: &str) -> bool {
-    instruction_variant_candidates(locale, None).iter().any(|tag| normalize_locale(tag) == "zh")
+    instruction_variant_candidates(locale, None)
+        .iter()
+        .any(|tag| normalize_locale(tag) == "zh")
 }
 
 /// `zh` for the default locale's own spellings (`zh`, `zh-CN`, `zh-Hans`, any case, `_` or
@@ -454,15 +583,24 @@ fn usable(value: &Value) -> Option<&str> {
 
 fn locale_entry<'a>(entries: &[(String, &'a Value)], locale: &str) -> Option<&'a str> {
     let wanted = normalize_locale(locale);
-    entries.iter().filter(|(key, _)| normalize_locale(key) == wanted).find_map(|(_, v)| usable(v))
+    entries
+        .iter()
+        .filter(|(key, _)| normalize_locale(key) == wanted)
+        .find_map(|(_, v)| usable(v))
 }
 
 fn same_script_entry<'a>(entries: &[(String, &'a Value)], locale: &str) -> Option<&'a str> {
-    entries.iter().find(|(key, v)| usable(v).is_some() && locales_share_language_and_script(locale, key)).and_then(|(_, v)| usable(v))
+    entries
+        .iter()
+        .find(|(key, v)| usable(v).is_some() && locales_share_language_and_script(locale, key))
+        .and_then(|(_, v)| usable(v))
 }
 
 fn first_text<'a>(entries: &[(String, &'a Value)]) -> Option<&'a str> {
-    entries.iter().find_map(|(_, v)| usable(v)).or_else(|| entries.iter().find_map(|(_, v)| v.as_str()))
+    entries
+        .iter()
+        .find_map(|(_, v)| usable(v))
+        .or_else(|| entries.iter().find_map(|(_, v)| v.as_str()))
 }
 
 /// The text of an I18nText (a string or a locale map) for `locale`: the exact key, then the
@@ -474,10 +612,16 @@ pub fn resolve_i18n_text(text: &Value, locale: &str) -> String {
         Value::String(s) => return s.clone(),
         Value::Object(map) => map.iter().map(|(k, v)| (k.clone(), v)).collect(),
         // An array is a JavaScript object keyed by index.
-        Value::Array(items) => items.iter().enumerate().map(|(i, v)| (i.to_string(), v)).collect(),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (i.to_string(), v))
+            .collect(),
         _ => return String::new(),
     };
-    resolve_entries(&entries, locale).unwrap_or_default().to_string()
+    resolve_entries(&entries, locale)
+        .unwrap_or_default()
+        .to_string()
 }
 
 fn resolve_entries<'a>(entries: &[(String, &'a Value)], locale: &str) -> Option<&'a str> {
@@ -513,14 +657,24 @@ mod tests {
 
     #[test]
     fn messages_follow_the_locale_rule() {
-        let messages: std::collections::BTreeMap<String, &str> =
-            ["zh", "fr", "en", "zh_hk"].into_iter().map(|name| (name.to_string(), name)).collect();
+        let messages: std::collections::BTreeMap<String, &str> = ["zh", "fr", "en", "zh_hk"]
+            .into_iter()
+            .map(|name| (name.to_string(), name))
+            .collect();
         let read = |locale: &str| messages_for_locale(&messages, locale).copied();
         assert_eq!(read("zh-CN"), Some("zh"));
         assert_eq!(read("ZH_cn"), Some("zh"));
         assert_eq!(read("fr_CA"), Some("fr"));
-        assert_eq!(read("zh-HK"), Some("zh_hk"), "file names compare as locale keys");
-        assert_eq!(read("zh-TW"), Some("en"), "Traditional never reads Simplified");
+        assert_eq!(
+            read("zh-HK"),
+            Some("zh_hk"),
+            "file names compare as locale keys"
+        );
+        assert_eq!(
+            read("zh-TW"),
+            Some("en"),
+            "Traditional never reads Simplified"
+        );
         assert_eq!(read("ja"), Some("en"));
         assert_eq!(read("../zh"), Some("en"));
         let none: std::collections::BTreeMap<String, &str> = std::collections::BTreeMap::new();
@@ -532,8 +686,14 @@ mod tests {
     #[test]
     fn canonical_tags() {
         assert_eq!(canonicalize_locale("sh").as_deref(), Some("sr-Latn"));
-        assert_eq!(canonicalize_locale("en-u-ca-gregory-a-bc").as_deref(), Some("en-a-bc-u-ca-gregory"));
-        assert_eq!(canonicalize_locale("en-x-Private").as_deref(), Some("en-x-private"));
+        assert_eq!(
+            canonicalize_locale("en-u-ca-gregory-a-bc").as_deref(),
+            Some("en-a-bc-u-ca-gregory")
+        );
+        assert_eq!(
+            canonicalize_locale("en-x-Private").as_deref(),
+            Some("en-x-private")
+        );
         assert_eq!(canonicalize_locale("de-UK").as_deref(), Some("de-GB"));
         assert_eq!(canonicalize_locale("es-419").as_deref(), Some("es-419"));
         assert_eq!(canonicalize_locale("en-x"), None);
@@ -541,30 +701,49 @@ mod tests {
         assert_eq!(canonicalize_locale("en-u-ca-u-nu"), None);
         assert_eq!(canonicalize_locale("zh-yue-HK"), None, "extlang");
         assert_eq!(canonicalize_locale("en--US"), None);
-        assert_eq!(canonicalize_locale("\u{feff}en\u{3000}").as_deref(), Some("en"), "JavaScript's trim");
+        assert_eq!(
+            canonicalize_locale("\u{feff}en\u{3000}").as_deref(),
+            Some("en"),
+            "JavaScript's trim"
+        );
     }
 
     #[test]
     fn scripts_decide_shared_lookups() {
         assert_eq!(locale_lookup_candidates("zh-HK"), vec!["zh-HK"]);
-        assert_eq!(locale_lookup_candidates("zh-Hans-CN"), vec!["zh-Hans-CN", "zh"]);
+        assert_eq!(
+            locale_lookup_candidates("zh-Hans-CN"),
+            vec!["zh-Hans-CN", "zh"]
+        );
         assert_eq!(locale_lookup_candidates("sr-ME"), vec!["sr-ME"]);
         assert_eq!(locale_lookup_candidates("en"), vec!["en"]);
         assert!(locales_share_language_and_script("zh-TW", "zh-Hant"));
-        assert!(!locales_share_language_and_script("iw", "he"), "languages compare as written");
+        assert!(
+            !locales_share_language_and_script("iw", "he"),
+            "languages compare as written"
+        );
     }
 
     #[test]
     fn resources_fall_back_to_english() {
-        assert_eq!(locale_resource_candidates("fr_CA"), vec!["fr-CA", "fr", "en-US", "en"]);
-        assert_eq!(locale_resource_candidates("zh-TW"), vec!["zh-TW", "en-US", "en"]);
+        assert_eq!(
+            locale_resource_candidates("fr_CA"),
+            vec!["fr-CA", "fr", "en-US", "en"]
+        );
+        assert_eq!(
+            locale_resource_candidates("zh-TW"),
+            vec!["zh-TW", "en-US", "en"]
+        );
         assert_eq!(locale_resource_candidates("en"), vec!["en"]);
         assert_eq!(locale_resource_candidates("../x"), vec!["en-US", "en"]);
     }
 
     #[test]
     fn english_keys_are_reached_through_fallbacks() {
-        assert_eq!(resolve_i18n_text(&json!({"fr": "Quête", "en-GB": "Quest"}), "ja"), "Quest");
+        assert_eq!(
+            resolve_i18n_text(&json!({"fr": "Quête", "en-GB": "Quest"}), "ja"),
+            "Quest"
+        );
         assert_eq!(resolve_i18n_text(&json!({"a": ""}), "ja"), "");
         assert_eq!(resolve_i18n_text(&json!(3), "ja"), "");
     }
@@ -574,10 +753,26 @@ mod tests {
         for locale in ["zh", "ZH_cn", "zh-SG", "zh-Hans-HK", "cmn"] {
             assert!(reads_instruction_variant(locale), "{locale}");
         }
-        for locale in ["zh-TW", "zh_tw", "zh-HK", "zh-Hant", "zh-Hant-CN", "en", "ja", "", "../zh"] {
+        for locale in [
+            "zh-TW",
+            "zh_tw",
+            "zh-HK",
+            "zh-Hant",
+            "zh-Hant-CN",
+            "en",
+            "ja",
+            "",
+            "../zh",
+        ] {
             assert!(!reads_instruction_variant(locale), "{locale}");
         }
-        assert_eq!(instruction_variant_candidates("zh-TW", instruction_locale_override(Some(" ZH "))), vec!["zh"]);
-        assert_eq!(instruction_locale_for("zh-CN", instruction_locale_override(Some("en"))), "en");
+        assert_eq!(
+            instruction_variant_candidates("zh-TW", instruction_locale_override(Some(" ZH "))),
+            vec!["zh"]
+        );
+        assert_eq!(
+            instruction_locale_for("zh-CN", instruction_locale_override(Some("en"))),
+            "en"
+        );
     }
 }

@@ -64,7 +64,11 @@ impl Package {
 
     /// The prompt body (PLUGIN.md below the frontmatter) for a locale.
     pub fn body_for(&self, locale: &str) -> &str {
-        match self.zh.as_ref().filter(|v| reads_zh_variant(locale) && !v.body.trim().is_empty()) {
+        match self
+            .zh
+            .as_ref()
+            .filter(|v| reads_zh_variant(locale) && !v.body.trim().is_empty())
+        {
             Some(variant) => &variant.body,
             None => &self.manifest.body,
         }
@@ -111,14 +115,26 @@ pub fn discover(plugins_dir: &Path) -> std::io::Result<Vec<PathBuf>> {
 
 /// Reads and statically checks one plugin folder.
 pub fn load_package(folder: &Path) -> PackageLoad {
-    let name = folder.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = folder
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let shown = |file: &str| PathBuf::from(&name).join(file);
     let mut diagnostics = Vec::new();
     let manifest_path = folder.join("PLUGIN.md");
     let text = match files::read_confined(folder, &manifest_path, files::MAX_PLUGIN_FILE_BYTES) {
         Ok(text) => text,
         Err(refusal) => {
-            diagnostics.push(Diagnostic::new(refusal.code(), format!("cannot read PLUGIN.md: {}", shown_refusal(&refusal, folder, &name))).file(shown("PLUGIN.md")));
+            diagnostics.push(
+                Diagnostic::new(
+                    refusal.code(),
+                    format!(
+                        "cannot read PLUGIN.md: {}",
+                        shown_refusal(&refusal, folder, &name)
+                    ),
+                )
+                .file(shown("PLUGIN.md")),
+            );
             return finish(folder, name, None, diagnostics);
         }
     };
@@ -135,9 +151,12 @@ pub fn load_package(folder: &Path) -> PackageLoad {
         match manifest::resolve_inside(folder, &entry) {
             Ok(_) => {}
             Err(Code::PathEscapesRoot) => diagnostics.push(
-                Diagnostic::new(Code::PathEscapesRoot, format!("entry `{entry}` resolves outside the plugin root"))
-                    .file(shown("PLUGIN.md"))
-                    .at_opt(manifest.entry_position),
+                Diagnostic::new(
+                    Code::PathEscapesRoot,
+                    format!("entry `{entry}` resolves outside the plugin root"),
+                )
+                .file(shown("PLUGIN.md"))
+                .at_opt(manifest.entry_position),
             ),
             Err(_) if manifest.entry_explicit => diagnostics.push(
                 Diagnostic::new(Code::MissingFile, format!("entry file not found: {entry}"))
@@ -151,11 +170,21 @@ pub fn load_package(folder: &Path) -> PackageLoad {
 
     let messages = load_messages(folder, &name, &mut diagnostics);
     let zh = load_prompt_variant(folder, &name, &manifest, &mut diagnostics);
-    let package = Package { root: folder.to_path_buf(), manifest, messages, zh };
+    let package = Package {
+        root: folder.to_path_buf(),
+        manifest,
+        messages,
+        zh,
+    };
     finish(folder, name, Some(package), diagnostics)
 }
 
-fn finish(folder: &Path, name: String, package: Option<Package>, mut diagnostics: Vec<Diagnostic>) -> PackageLoad {
+fn finish(
+    folder: &Path,
+    name: String,
+    package: Option<Package>,
+    mut diagnostics: Vec<Diagnostic>,
+) -> PackageLoad {
     for d in &mut diagnostics {
         if d.plugin.is_none() {
             d.plugin = Some(name.clone());
@@ -163,31 +192,58 @@ fn finish(folder: &Path, name: String, package: Option<Package>, mut diagnostics
     }
     // A package with errors is not runnable; what its manifest declares stays known, so the
     // resolver can say "X provides it but failed to load".
-    let (package, declared) = if diagnostics.is_empty() { (package, None) } else { (None, package.map(|p| p.manifest)) };
-    PackageLoad { folder: folder.to_path_buf(), name, package, declared, diagnostics }
+    let (package, declared) = if diagnostics.is_empty() {
+        (package, None)
+    } else {
+        (None, package.map(|p| p.manifest))
+    };
+    PackageLoad {
+        folder: folder.to_path_buf(),
+        name,
+        package,
+        declared,
+        diagnostics,
+    }
 }
 
-fn load_runtimes(folder: &Path, name: &str, manifest: &mut Manifest, diagnostics: &mut Vec<Diagnostic>) {
+fn load_runtimes(
+    folder: &Path,
+    name: &str,
+    manifest: &mut Manifest,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
     let runtimes_dir = folder.join("runtimes");
     if !runtimes_dir.is_dir() {
         return;
     }
     if !manifest.runtimes.is_empty() {
         diagnostics.push(
-            Diagnostic::new(Code::RuntimeLayout, "an inline `runtime` and a `runtimes/` folder cannot coexist")
-                .file(PathBuf::from(name).join("PLUGIN.md")),
+            Diagnostic::new(
+                Code::RuntimeLayout,
+                "an inline `runtime` and a `runtimes/` folder cannot coexist",
+            )
+            .file(PathBuf::from(name).join("PLUGIN.md")),
         );
         return;
     }
-    let Ok(entries) = fs::read_dir(&runtimes_dir) else { return };
-    let mut dirs: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_dir()).collect();
+    let Ok(entries) = fs::read_dir(&runtimes_dir) else {
+        return;
+    };
+    let mut dirs: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .collect();
     dirs.sort();
     for dir in dirs {
-        let dir_name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let dir_name = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let rel = PathBuf::from(name).join("runtimes").join(&dir_name);
         if dir.join("PLUGIN.md").is_file() {
             diagnostics.push(
-                Diagnostic::new(Code::RuntimeLayout, "rename child PLUGIN.md to RUNTIME.md").file(rel.join("PLUGIN.md")),
+                Diagnostic::new(Code::RuntimeLayout, "rename child PLUGIN.md to RUNTIME.md")
+                    .file(rel.join("PLUGIN.md")),
             );
             continue;
         }
@@ -195,15 +251,22 @@ fn load_runtimes(folder: &Path, name: &str, manifest: &mut Manifest, diagnostics
         let text = match files::read_confined(folder, &file, files::MAX_PLUGIN_FILE_BYTES) {
             Ok(text) => text,
             Err(files::FileRefusal::Unreadable(..)) if fs::symlink_metadata(&file).is_err() => {
-                diagnostics.push(Diagnostic::new(Code::MissingFile, "runtime folder without RUNTIME.md").file(rel.join("RUNTIME.md")));
+                diagnostics.push(
+                    Diagnostic::new(Code::MissingFile, "runtime folder without RUNTIME.md")
+                        .file(rel.join("RUNTIME.md")),
+                );
                 continue;
             }
             Err(refusal) => {
-                diagnostics.push(Diagnostic::new(refusal.code(), shown_refusal(&refusal, folder, name)).file(rel.join("RUNTIME.md")));
+                diagnostics.push(
+                    Diagnostic::new(refusal.code(), shown_refusal(&refusal, folder, name))
+                        .file(rel.join("RUNTIME.md")),
+                );
                 continue;
             }
         };
-        let (info, diags) = manifest::parse_runtime_md(&text, &rel.join("RUNTIME.md"), &manifest.id, &dir_name);
+        let (info, diags) =
+            manifest::parse_runtime_md(&text, &rel.join("RUNTIME.md"), &manifest.id, &dir_name);
         diagnostics.extend(diags);
         if let Some(info) = info {
             manifest.runtimes.push(info);
@@ -214,31 +277,53 @@ fn load_runtimes(folder: &Path, name: &str, manifest: &mut Manifest, diagnostics
 /// A refusal with the plugin folder shown as the plugin's name (never the checkout's path).
 fn shown_refusal(refusal: &files::FileRefusal, folder: &Path, name: &str) -> String {
     let mut text = refusal.to_string();
-    for root in [folder.canonicalize().ok(), Some(folder.to_path_buf())].into_iter().flatten() {
+    for root in [folder.canonicalize().ok(), Some(folder.to_path_buf())]
+        .into_iter()
+        .flatten()
+    {
         text = text.replace(&root.to_string_lossy().into_owned(), name);
     }
     text
 }
 
-fn load_messages(folder: &Path, name: &str, diagnostics: &mut Vec<Diagnostic>) -> BTreeMap<String, Map<String, Value>> {
+fn load_messages(
+    folder: &Path,
+    name: &str,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> BTreeMap<String, Map<String, Value>> {
     let mut out = BTreeMap::new();
-    let Ok(entries) = fs::read_dir(folder.join("locales")) else { return out };
+    let Ok(entries) = fs::read_dir(folder.join("locales")) else {
+        return out;
+    };
     for entry in entries.flatten() {
         let path = entry.path();
-        let Some(locale) = path.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix(".yaml")) else {
+        let Some(locale) = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_suffix(".yaml"))
+        else {
             continue;
         };
-        let rel = PathBuf::from(name).join("locales").join(format!("{locale}.yaml"));
+        let rel = PathBuf::from(name)
+            .join("locales")
+            .join(format!("{locale}.yaml"));
         let text = match files::read_confined(folder, &path, files::MAX_PLUGIN_FILE_BYTES) {
             Ok(text) => text,
             Err(refusal) => {
-                diagnostics.push(Diagnostic::new(refusal.code(), shown_refusal(&refusal, folder, name)).file(rel));
+                diagnostics.push(
+                    Diagnostic::new(refusal.code(), shown_refusal(&refusal, folder, name))
+                        .file(rel),
+                );
                 continue;
             }
         };
         match serde_saphyr::from_str::<Value>(&text) {
             Ok(value) => {
-                let messages = value.get("messages").and_then(Value::as_object).cloned().unwrap_or_default();
+                let messages = value
+                    .get("messages")
+                    .and_then(Value::as_object)
+                    .cloned()
+                    .unwrap_or_default();
                 out.insert(locale.to_string(), messages);
             }
             Err(e) => diagnostics.push(manifest::yaml_diagnostic(&e, &rel, 0)),
@@ -247,14 +332,21 @@ fn load_messages(folder: &Path, name: &str, diagnostics: &mut Vec<Diagnostic>) -
     out
 }
 
-fn load_prompt_variant(folder: &Path, name: &str, manifest: &Manifest, diagnostics: &mut Vec<Diagnostic>) -> Option<PromptVariant> {
+fn load_prompt_variant(
+    folder: &Path,
+    name: &str,
+    manifest: &Manifest,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Option<PromptVariant> {
     let path = folder.join("PLUGIN.zh.md");
     fs::symlink_metadata(&path).ok()?;
     let rel = PathBuf::from(name).join("PLUGIN.zh.md");
     let text = match files::read_confined(folder, &path, files::MAX_PLUGIN_FILE_BYTES) {
         Ok(text) => text,
         Err(refusal) => {
-            diagnostics.push(Diagnostic::new(refusal.code(), shown_refusal(&refusal, folder, name)).file(rel));
+            diagnostics.push(
+                Diagnostic::new(refusal.code(), shown_refusal(&refusal, folder, name)).file(rel),
+            );
             return None;
         }
     };
@@ -262,21 +354,38 @@ fn load_prompt_variant(folder: &Path, name: &str, manifest: &Manifest, diagnosti
     let value = match serde_saphyr::from_str::<Option<Value>>(split.yaml) {
         Ok(value) => value.unwrap_or(Value::Null),
         Err(e) => {
-            diagnostics.push(manifest::yaml_diagnostic(&e, &rel, split.yaml_first_line - 1));
+            diagnostics.push(manifest::yaml_diagnostic(
+                &e,
+                &rel,
+                split.yaml_first_line - 1,
+            ));
             return None;
         }
     };
-    let translated: Vec<&Value> = value.pointer("/contributes/prompt").and_then(Value::as_array).map(|a| a.iter().collect()).unwrap_or_default();
+    let translated: Vec<&Value> = value
+        .pointer("/contributes/prompt")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().collect())
+        .unwrap_or_default();
     let static_prompt = manifest
         .static_prompt
         .iter()
         .enumerate()
         .map(|(i, canonical)| {
             // Ids, where the variant writes them, pick the segment; otherwise position does.
-            let by_id = translated.iter().find(|t| t.get("id").and_then(Value::as_str) == Some(canonical.id.as_str()));
+            let by_id = translated
+                .iter()
+                .find(|t| t.get("id").and_then(Value::as_str) == Some(canonical.id.as_str()));
             let by_index = translated.get(i).filter(|t| t.get("id").is_none());
-            by_id.or(by_index).and_then(|t| t.get("content")).and_then(Value::as_str).map(str::to_string)
+            by_id
+                .or(by_index)
+                .and_then(|t| t.get("content"))
+                .and_then(Value::as_str)
+                .map(str::to_string)
         })
         .collect();
-    Some(PromptVariant { body: split.body.to_string(), static_prompt })
+    Some(PromptVariant {
+        body: split.body.to_string(),
+        static_prompt,
+    })
 }

@@ -51,7 +51,11 @@ pub struct Registrations {
 impl Registrations {
     /// The site of the `nth` (0-based) registration with this `kind:name` key.
     pub fn site_of(&self, key: &str, nth: usize) -> Option<&Site> {
-        self.sites.iter().filter(|(k, _)| k == key).nth(nth).map(|(_, site)| site)
+        self.sites
+            .iter()
+            .filter(|(k, _)| k == key)
+            .nth(nth)
+            .map(|(_, site)| site)
     }
 }
 
@@ -66,7 +70,11 @@ enum At<'a> {
 /// Checks registrations against the manifest; returns one diagnostic per mismatch. A problem
 /// with something declared points at the declaration's item in PLUGIN.md; a problem with a
 /// registration call points at the call.
-pub fn check(manifest: &Manifest, registered: &Registrations, file: &std::path::Path) -> Vec<Diagnostic> {
+pub fn check(
+    manifest: &Manifest,
+    registered: &Registrations,
+    file: &std::path::Path,
+) -> Vec<Diagnostic> {
     let pid = &manifest.id;
     let mut diags = Vec::new();
     let mut push = |code: Code, message: String, at: At<'_>| {
@@ -81,7 +89,11 @@ pub fn check(manifest: &Manifest, registered: &Registrations, file: &std::path::
 
     // Every key the entry tried to provide, valid or not: a bad provide is reported once, not
     // again as a missing implementation.
-    let attempted: BTreeSet<String> = registered.extensions.iter().map(|e| format!("{}/{}", e.point, e.id)).collect();
+    let attempted: BTreeSet<String> = registered
+        .extensions
+        .iter()
+        .map(|e| format!("{}/{}", e.point, e.id))
+        .collect();
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
     for ext in &registered.extensions {
         let key = format!("{}/{}", ext.point, ext.id);
@@ -93,27 +105,54 @@ pub fn check(manifest: &Manifest, registered: &Registrations, file: &std::path::
                     KernelLookupError::Retired { .. } => Code::RetiredContract,
                     _ => Code::InvalidExtension,
                 };
-                push(code, format!("Invalid extension implementation: {pid}/{key}: {e}"), call);
+                push(
+                    code,
+                    format!("Invalid extension implementation: {pid}/{key}: {e}"),
+                    call,
+                );
                 continue;
             }
         };
         if point == contract::PointId::PromptSegment && ext.id == STATIC_PROMPT_ID {
-            push(Code::ReservedExtensionId, format!("{pid}/{key}: `{STATIC_PROMPT_ID}` is reserved for contributes.prompt"), call);
+            push(
+                Code::ReservedExtensionId,
+                format!("{pid}/{key}: `{STATIC_PROMPT_ID}` is reserved for contributes.prompt"),
+                call,
+            );
             continue;
         }
         if !manifest::is_declaration_id(&ext.id) {
-            push(Code::InvalidExtension, format!("Invalid extension implementation: {pid}/{key}: bad id"), call);
+            push(
+                Code::InvalidExtension,
+                format!("Invalid extension implementation: {pid}/{key}: bad id"),
+                call,
+            );
             continue;
         }
-        let declared = manifest.extensions.iter().find(|d| d.point == point && d.id == ext.id);
+        let declared = manifest
+            .extensions
+            .iter()
+            .find(|d| d.point == point && d.id == ext.id);
         if !ext.handler_is_function {
-            push(Code::InvalidExtension, format!("Invalid extension implementation: {pid}/{key}: extension requires a handler function"), call);
+            push(
+                Code::InvalidExtension,
+                format!(
+                    "Invalid extension implementation: {pid}/{key}: extension requires a handler function"
+                ),
+                call,
+            );
             continue;
         }
         let count = seen.entry(key.clone()).or_default();
         *count += 1;
         if *count == 2 {
-            push(Code::DuplicateExtension, format!("Duplicate extension: {pid}/{key} (covel.provideExtension is called twice for it)"), call);
+            push(
+                Code::DuplicateExtension,
+                format!(
+                    "Duplicate extension: {pid}/{key} (covel.provideExtension is called twice for it)"
+                ),
+                call,
+            );
             continue;
         }
         if declared.is_none() {
@@ -129,7 +168,10 @@ pub fn check(manifest: &Manifest, registered: &Registrations, file: &std::path::
             };
             push(
                 Code::UndeclaredExtension,
-                format!("Undeclared extension: {pid}/{key} (add {{point: {}, id: {}}} to contributes.extensions){advice}", ext.point, ext.id),
+                format!(
+                    "Undeclared extension: {pid}/{key} (add {{point: {}, id: {}}} to contributes.extensions){advice}",
+                    ext.point, ext.id
+                ),
                 call,
             );
         }
@@ -138,7 +180,10 @@ pub fn check(manifest: &Manifest, registered: &Registrations, file: &std::path::
         if !attempted.contains(&decl.key()) {
             push(
                 Code::MissingExtension,
-                format!("Missing extension implementation: {pid}/{} (the entry never called covel.provideExtension for it)", decl.key()),
+                format!(
+                    "Missing extension implementation: {pid}/{} (the entry never called covel.provideExtension for it)",
+                    decl.key()
+                ),
                 At::Manifest(decl.position),
             );
         }
@@ -160,17 +205,36 @@ pub fn check(manifest: &Manifest, registered: &Registrations, file: &std::path::
         for (name, count) in &counts {
             let allowed = declared.iter().filter(|d| d.as_str() == *name).count();
             // Several handlers for one declared hook pair are allowed.
-            let too_many = if kind == "hook" { allowed == 0 } else { *count > allowed };
+            let too_many = if kind == "hook" {
+                allowed == 0
+            } else {
+                *count > allowed
+            };
             if too_many {
                 // The first call beyond what is declared (the only one for an undeclared name).
-                let site = registered.site_of(&format!("{kind}:{name}"), if kind == "hook" { 0 } else { allowed });
-                push(Code::UndeclaredRegistration, format!("Undeclared or duplicate registration: {kind}:{name}"), At::Call(site));
+                let site = registered.site_of(
+                    &format!("{kind}:{name}"),
+                    if kind == "hook" { 0 } else { allowed },
+                );
+                push(
+                    Code::UndeclaredRegistration,
+                    format!("Undeclared or duplicate registration: {kind}:{name}"),
+                    At::Call(site),
+                );
             }
         }
         for name in declared {
             if !counts.contains_key(name.as_str()) {
-                let position = manifest.declared.positions.get(&format!("{kind}:{name}")).copied();
-                push(Code::MissingRegistration, format!("Missing registration: {kind}:{name}"), At::Manifest(position));
+                let position = manifest
+                    .declared
+                    .positions
+                    .get(&format!("{kind}:{name}"))
+                    .copied();
+                push(
+                    Code::MissingRegistration,
+                    format!("Missing registration: {kind}:{name}"),
+                    At::Manifest(position),
+                );
             }
         }
     }
@@ -179,7 +243,13 @@ pub fn check(manifest: &Manifest, registered: &Registrations, file: &std::path::
         let nth = late_seen.entry(late.as_str()).or_default();
         let site = registered.site_of(&format!("late:{late}"), *nth);
         *nth += 1;
-        push(Code::RegistrationClosed, format!("plugin entry registration is closed: {late} was registered after the entry settled"), At::Call(site));
+        push(
+            Code::RegistrationClosed,
+            format!(
+                "plugin entry registration is closed: {late} was registered after the entry settled"
+            ),
+            At::Call(site),
+        );
     }
     diags
 }

@@ -93,7 +93,10 @@ impl Candidate {
     }
 
     fn contracts(&self) -> impl Iterator<Item = &str> {
-        self.provides.iter().map(|(c, _)| c.as_str()).chain(self.implements.iter().map(String::as_str))
+        self.provides
+            .iter()
+            .map(|(c, _)| c.as_str())
+            .chain(self.implements.iter().map(String::as_str))
     }
 
     fn provides_contract(&self, contract: &str) -> bool {
@@ -101,7 +104,8 @@ impl Candidate {
     }
 
     fn is_default_for(&self, contract: &str) -> bool {
-        self.provides.iter().any(|(c, d)| c == contract && *d) && !self.implements.contains(contract)
+        self.provides.iter().any(|(c, d)| c == contract && *d)
+            && !self.implements.contains(contract)
     }
 }
 
@@ -180,7 +184,10 @@ pub struct Request<'a> {
 
 enum Choice {
     Pick(String),
-    None { code: RejectionCode, candidates: Vec<String> },
+    None {
+        code: RejectionCode,
+        candidates: Vec<String>,
+    },
 }
 
 struct State<'a> {
@@ -196,12 +203,26 @@ impl<'a> State<'a> {
         self.rejected.iter().any(|r| r.plugin == id)
     }
 
-    fn reject(&mut self, plugin: &str, code: RejectionCode, message: String, candidates: Vec<String>, contract: Option<String>) {
+    fn reject(
+        &mut self,
+        plugin: &str,
+        code: RejectionCode,
+        message: String,
+        candidates: Vec<String>,
+        contract: Option<String>,
+    ) {
         if self.is_rejected(plugin) {
             return;
         }
         self.active.retain(|p| p != plugin);
-        self.rejected.push(Rejection { plugin: plugin.to_string(), code, message, candidates, contract, load_code: None });
+        self.rejected.push(Rejection {
+            plugin: plugin.to_string(),
+            code,
+            message,
+            candidates,
+            contract,
+            load_code: None,
+        });
     }
 
     fn add(&mut self, id: &str, auto: bool) {
@@ -209,18 +230,40 @@ impl<'a> State<'a> {
             return;
         }
         let Some(candidate) = self.by_id.get(id).copied() else {
-            self.reject(id, RejectionCode::UnknownPlugin, format!("no plugin `{id}` in the folder"), Vec::new(), None);
+            self.reject(
+                id,
+                RejectionCode::UnknownPlugin,
+                format!("no plugin `{id}` in the folder"),
+                Vec::new(),
+                None,
+            );
             return;
         };
         if self.request.excluded.iter().any(|e| e == id) {
-            self.reject(id, RejectionCode::Excluded, format!("`{id}` is excluded by the session"), Vec::new(), None);
+            self.reject(
+                id,
+                RejectionCode::Excluded,
+                format!("`{id}` is excluded by the session"),
+                Vec::new(),
+                None,
+            );
             return;
         }
         if !candidate.authorized {
-            self.reject(id, RejectionCode::ApprovalRequired, format!("`{id}` is community code the session has not approved"), Vec::new(), None);
+            self.reject(
+                id,
+                RejectionCode::ApprovalRequired,
+                format!("`{id}` is community code the session has not approved"),
+                Vec::new(),
+                None,
+            );
             return;
         }
-        if let Some(bad) = candidate.conflicts.iter().find(|c| contract::is_kernel_contract_name(c)) {
+        if let Some(bad) = candidate
+            .conflicts
+            .iter()
+            .find(|c| contract::is_kernel_contract_name(c))
+        {
             self.reject(
                 id,
                 RejectionCode::InvalidConflict,
@@ -231,10 +274,17 @@ impl<'a> State<'a> {
             return;
         }
         if let Some(failure) = &candidate.load_failure {
-            let message = format!("`{id}` failed to load ([{}] {})", failure.code, failure.message);
+            let message = format!(
+                "`{id}` failed to load ([{}] {})",
+                failure.code, failure.message
+            );
             // The seed: a `conflicts` entry naming a kernel contract is `invalid-conflict` for
             // author validation and the resolver alike.
-            let code = if failure.code == "invalid-conflict" { RejectionCode::InvalidConflict } else { RejectionCode::LoadFailed };
+            let code = if failure.code == "invalid-conflict" {
+                RejectionCode::InvalidConflict
+            } else {
+                RejectionCode::LoadFailed
+            };
             self.reject(id, code, message, Vec::new(), None);
             if let Some(last) = self.rejected.last_mut() {
                 last.load_code = Some(failure.code.clone());
@@ -248,25 +298,47 @@ impl<'a> State<'a> {
     }
 
     fn provided(&self, contract: &str) -> bool {
-        self.active.iter().filter_map(|id| self.by_id.get(id.as_str())).any(|c| c.provides_contract(contract))
+        self.active
+            .iter()
+            .filter_map(|id| self.by_id.get(id.as_str()))
+            .any(|c| c.provides_contract(contract))
     }
 
     fn choose(&self, contract: &str) -> Choice {
-        let providers: Vec<&Candidate> = self.request.plugins.iter().filter(|c| c.provides_contract(contract)).collect();
+        let providers: Vec<&Candidate> = self
+            .request
+            .plugins
+            .iter()
+            .filter(|c| c.provides_contract(contract))
+            .collect();
         let eligible: Vec<&&Candidate> = providers
             .iter()
-            .filter(|c| c.authorized && c.load_failure.is_none() && !self.request.excluded.contains(&c.id) && !self.is_rejected(&c.id))
+            .filter(|c| {
+                c.authorized
+                    && c.load_failure.is_none()
+                    && !self.request.excluded.contains(&c.id)
+                    && !self.is_rejected(&c.id)
+            })
             .collect();
-        let non_default: Vec<&&&Candidate> = eligible.iter().filter(|c| !c.is_default_for(contract)).collect();
+        let non_default: Vec<&&&Candidate> = eligible
+            .iter()
+            .filter(|c| !c.is_default_for(contract))
+            .collect();
         if non_default.len() == 1 {
             return Choice::Pick(non_default[0].id.clone());
         }
-        let defaults: Vec<&&&Candidate> = eligible.iter().filter(|c| c.is_default_for(contract)).collect();
+        let defaults: Vec<&&&Candidate> = eligible
+            .iter()
+            .filter(|c| c.is_default_for(contract))
+            .collect();
         if non_default.is_empty() && defaults.len() == 1 {
             return Choice::Pick(defaults[0].id.clone());
         }
         if !eligible.is_empty() {
-            return Choice::None { code: RejectionCode::AmbiguousProvider, candidates: eligible.iter().map(|c| c.id.clone()).collect() };
+            return Choice::None {
+                code: RejectionCode::AmbiguousProvider,
+                candidates: eligible.iter().map(|c| c.id.clone()).collect(),
+            };
         }
         let (code, candidates) = self.unavailable(contract);
         Choice::None { code, candidates }
@@ -278,8 +350,17 @@ impl<'a> State<'a> {
     /// by the session → `excluded`; otherwise `missing-provider` (none, failed to load, or
     /// rejected for another reason).
     fn unavailable(&self, contract: &str) -> (RejectionCode, Vec<String>) {
-        let providers: Vec<&Candidate> = self.request.plugins.iter().filter(|c| c.provides_contract(contract)).collect();
-        let unauthorized: Vec<String> = providers.iter().filter(|c| !c.authorized).map(|c| c.id.clone()).collect();
+        let providers: Vec<&Candidate> = self
+            .request
+            .plugins
+            .iter()
+            .filter(|c| c.provides_contract(contract))
+            .collect();
+        let unauthorized: Vec<String> = providers
+            .iter()
+            .filter(|c| !c.authorized)
+            .map(|c| c.id.clone())
+            .collect();
         if !unauthorized.is_empty() {
             return (RejectionCode::ApprovalRequired, unauthorized);
         }
@@ -305,7 +386,11 @@ pub fn resolve(request: &Request<'_>) -> Resolution {
     for id in request.requested {
         s.add(id, false);
     }
-    for c in request.plugins.iter().filter(|c| c.kind == PluginKind::Core) {
+    for c in request
+        .plugins
+        .iter()
+        .filter(|c| c.kind == PluginKind::Core)
+    {
         if !request.requested.contains(&c.id) {
             s.add(&c.id, true);
         }
@@ -322,7 +407,11 @@ pub fn resolve(request: &Request<'_>) -> Resolution {
     let mut index = 0;
     while index < s.active.len() {
         let id = s.active[index].clone();
-        let requires = s.by_id.get(id.as_str()).map(|c| c.requires.clone()).unwrap_or_default();
+        let requires = s
+            .by_id
+            .get(id.as_str())
+            .map(|c| c.requires.clone())
+            .unwrap_or_default();
         for contract in requires {
             if s.provided(&contract) {
                 continue;
@@ -330,7 +419,10 @@ pub fn resolve(request: &Request<'_>) -> Resolution {
             match s.choose(&contract) {
                 Choice::Pick(provider) => s.add(&provider, true),
                 Choice::None { code, candidates } => {
-                    let message = format!("requires `{contract}`, and {}", explain(code, &candidates, &s.by_id, &contract));
+                    let message = format!(
+                        "requires `{contract}`, and {}",
+                        explain(code, &candidates, &s.by_id, &contract)
+                    );
                     s.reject(&id, code, message, candidates, Some(contract.clone()));
                     break;
                 }
@@ -343,7 +435,9 @@ pub fn resolve(request: &Request<'_>) -> Resolution {
 
     // 5. A default provider steps aside when another active plugin provides the contract.
     for id in s.active.clone() {
-        let Some(candidate) = s.by_id.get(id.as_str()).copied() else { continue };
+        let Some(candidate) = s.by_id.get(id.as_str()).copied() else {
+            continue;
+        };
         for (contract, default) in &candidate.provides {
             if !default {
                 continue;
@@ -353,33 +447,73 @@ pub fn resolve(request: &Request<'_>) -> Resolution {
                 .iter()
                 .filter(|other| **other != id)
                 .filter_map(|other| s.by_id.get(other.as_str()))
-                .filter(|other| other.provides_contract(contract) && !other.is_default_for(contract))
+                .filter(|other| {
+                    other.provides_contract(contract) && !other.is_default_for(contract)
+                })
                 .map(|other| other.id.clone())
                 .collect();
             if !replacement.is_empty() {
-                let message = format!("default provider of `{contract}` replaced by {}", replacement.join(", "));
-                s.reject(&id, RejectionCode::DefaultReplaced, message, replacement, Some(contract.clone()));
+                let message = format!(
+                    "default provider of `{contract}` replaced by {}",
+                    replacement.join(", ")
+                );
+                s.reject(
+                    &id,
+                    RejectionCode::DefaultReplaced,
+                    message,
+                    replacement,
+                    Some(contract.clone()),
+                );
                 break;
             }
         }
     }
 
     // 6. Conflicts and single points, requested plugins first.
-    let mut ordered: Vec<String> = s.active.iter().filter(|id| request.requested.contains(id)).cloned().collect();
-    ordered.extend(s.active.iter().filter(|id| !request.requested.contains(id)).cloned());
+    let mut ordered: Vec<String> = s
+        .active
+        .iter()
+        .filter(|id| request.requested.contains(id))
+        .cloned()
+        .collect();
+    ordered.extend(
+        s.active
+            .iter()
+            .filter(|id| !request.requested.contains(id))
+            .cloned(),
+    );
     let mut accepted: Vec<&Candidate> = Vec::new();
     for id in ordered {
-        let Some(candidate) = s.by_id.get(id.as_str()).copied() else { continue };
+        let Some(candidate) = s.by_id.get(id.as_str()).copied() else {
+            continue;
+        };
         let clash = accepted.iter().find(|other| {
-            candidate.conflicts.iter().any(|c| other.provides_contract(c)) || other.conflicts.iter().any(|c| candidate.provides_contract(c))
+            candidate
+                .conflicts
+                .iter()
+                .any(|c| other.provides_contract(c))
+                || other
+                    .conflicts
+                    .iter()
+                    .any(|c| candidate.provides_contract(c))
         });
         if let Some(other) = clash {
             let other_id = other.id.clone();
-            s.reject(&id, RejectionCode::Conflict, format!("Conflicts with {other_id}"), vec![other_id], None);
+            s.reject(
+                &id,
+                RejectionCode::Conflict,
+                format!("Conflicts with {other_id}"),
+                vec![other_id],
+                None,
+            );
             continue;
         }
         let single = accepted.iter().find_map(|other| {
-            candidate.single_points.intersection(&other.single_points).next().map(|p| (other.id.clone(), *p))
+            candidate
+                .single_points
+                .intersection(&other.single_points)
+                .next()
+                .map(|p| (other.id.clone(), *p))
         });
         if let Some((other_id, point)) = single {
             s.reject(
@@ -398,10 +532,17 @@ pub fn resolve(request: &Request<'_>) -> Resolution {
     loop {
         let mut changed = false;
         for id in s.active.clone() {
-            let requires = s.by_id.get(id.as_str()).map(|c| c.requires.clone()).unwrap_or_default();
+            let requires = s
+                .by_id
+                .get(id.as_str())
+                .map(|c| c.requires.clone())
+                .unwrap_or_default();
             if let Some(contract) = requires.iter().find(|c| !s.provided(c)) {
                 let (code, providers) = s.unavailable(contract);
-                let message = format!("requires `{contract}`, and {}", explain(code, &providers, &s.by_id, contract));
+                let message = format!(
+                    "requires `{contract}`, and {}",
+                    explain(code, &providers, &s.by_id, contract)
+                );
                 s.reject(&id, code, message, providers, Some(contract.clone()));
                 changed = true;
             }
@@ -417,17 +558,31 @@ pub fn resolve(request: &Request<'_>) -> Resolution {
         .iter()
         .filter(|id| {
             request.requested.contains(id)
-                || s.by_id.get(id.as_str()).is_some_and(|c| c.kind == PluginKind::Core)
-                || request.required_contracts.iter().any(|rc| s.by_id.get(id.as_str()).is_some_and(|c| c.provides_contract(rc)))
+                || s.by_id
+                    .get(id.as_str())
+                    .is_some_and(|c| c.kind == PluginKind::Core)
+                || request.required_contracts.iter().any(|rc| {
+                    s.by_id
+                        .get(id.as_str())
+                        .is_some_and(|c| c.provides_contract(rc))
+                })
         })
         .cloned()
         .collect();
     let mut reachable: BTreeSet<String> = roots.iter().cloned().collect();
     while let Some(id) = roots.pop() {
-        let requires = s.by_id.get(id.as_str()).map(|c| c.requires.clone()).unwrap_or_default();
+        let requires = s
+            .by_id
+            .get(id.as_str())
+            .map(|c| c.requires.clone())
+            .unwrap_or_default();
         for contract in requires {
             for other in &s.active {
-                if !reachable.contains(other) && s.by_id.get(other.as_str()).is_some_and(|c| c.provides_contract(&contract)) {
+                if !reachable.contains(other)
+                    && s.by_id
+                        .get(other.as_str())
+                        .is_some_and(|c| c.provides_contract(&contract))
+                {
                     reachable.insert(other.clone());
                     roots.push(other.clone());
                 }
@@ -447,31 +602,73 @@ pub fn resolve(request: &Request<'_>) -> Resolution {
                 // A provider could be chosen but is not active (dropped as unreachable).
                 Choice::Pick(id) => (RejectionCode::MissingProvider, vec![id]),
             };
-            let blocking = matches!(code, RejectionCode::MissingProvider | RejectionCode::AmbiguousProvider);
-            Unmet { contract: c.clone(), code, candidates, blocking }
+            let blocking = matches!(
+                code,
+                RejectionCode::MissingProvider | RejectionCode::AmbiguousProvider
+            );
+            Unmet {
+                contract: c.clone(),
+                code,
+                candidates,
+                blocking,
+            }
         })
         .collect();
 
-    let auto_added = s.active.iter().filter(|id| s.auto.contains(*id)).cloned().collect();
-    Resolution { active: s.active, auto_added, rejected: s.rejected, unmet }
+    let auto_added = s
+        .active
+        .iter()
+        .filter(|id| s.auto.contains(*id))
+        .cloned()
+        .collect();
+    Resolution {
+        active: s.active,
+        auto_added,
+        rejected: s.rejected,
+        unmet,
+    }
 }
 
-fn explain(code: RejectionCode, candidates: &[String], by_id: &BTreeMap<&str, &Candidate>, contract: &str) -> String {
+fn explain(
+    code: RejectionCode,
+    candidates: &[String],
+    by_id: &BTreeMap<&str, &Candidate>,
+    contract: &str,
+) -> String {
     let failed: Vec<String> = candidates
         .iter()
         .filter_map(|id| by_id.get(id.as_str()))
-        .filter_map(|c| c.load_failure.as_ref().map(|f| format!("`{}` provides `{contract}` but failed to load ([{}] {})", c.id, f.code, f.message)))
+        .filter_map(|c| {
+            c.load_failure.as_ref().map(|f| {
+                format!(
+                    "`{}` provides `{contract}` but failed to load ([{}] {})",
+                    c.id, f.code, f.message
+                )
+            })
+        })
         .collect();
     if code == RejectionCode::MissingProvider && !failed.is_empty() {
         return failed.join("; ");
     }
     match code {
-        RejectionCode::AmbiguousProvider => format!("several plugins could provide it ({}); request one", candidates.join(", ")),
+        RejectionCode::AmbiguousProvider => format!(
+            "several plugins could provide it ({}); request one",
+            candidates.join(", ")
+        ),
         RejectionCode::ApprovalRequired if !candidates.is_empty() => {
-            format!("its providers ({}) are not approved for this session", candidates.join(", "))
+            format!(
+                "its providers ({}) are not approved for this session",
+                candidates.join(", ")
+            )
         }
-        RejectionCode::Excluded => format!("the session excludes its providers ({}) in `plugins.excluded`", candidates.join(", ")),
+        RejectionCode::Excluded => format!(
+            "the session excludes its providers ({}) in `plugins.excluded`",
+            candidates.join(", ")
+        ),
         _ if candidates.is_empty() => "no plugin in the folder provides it".to_string(),
-        _ => format!("its providers ({}) are not available", candidates.join(", ")),
+        _ => format!(
+            "its providers ({}) are not available",
+            candidates.join(", ")
+        ),
     }
 }

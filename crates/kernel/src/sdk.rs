@@ -6,9 +6,10 @@
 use serde_json::Value;
 
 pub use crate::locale::{
-    DEFAULT_FALLBACK_LOCALE, DEFAULT_LOCALE, canonicalize_locale, fallback_locales_for, instruction_locale_for,
-    instruction_locale_override, instruction_variant_candidates, is_default_locale, is_instruction_variant_locale,
-    locale_lookup_candidates, locale_resource_candidates, locales_share_language_and_script, normalize_locale,
+    DEFAULT_FALLBACK_LOCALE, DEFAULT_LOCALE, canonicalize_locale, fallback_locales_for,
+    instruction_locale_for, instruction_locale_override, instruction_variant_candidates,
+    is_default_locale, is_instruction_variant_locale, locale_lookup_candidates,
+    locale_resource_candidates, locales_share_language_and_script, normalize_locale,
     pick_locale_text, reads_instruction_variant, resolve_i18n_text,
 };
 
@@ -32,8 +33,13 @@ pub fn estimate_tokens(text: &str) -> u64 {
 /// current character; with no actions, the primary seat's (else the first seat's); with no
 /// seats, the only `player` character if there is exactly one, else none. Never "the first
 /// player".
-pub fn acting_character_of<'a>(actions: &[Value], characters: &'a [Value], seats: &[Value]) -> Option<&'a Value> {
-    let by_id = |id: Option<&Value>| id.and_then(|id| characters.iter().find(|c| c.get("id") == Some(id)));
+pub fn acting_character_of<'a>(
+    actions: &[Value],
+    characters: &'a [Value],
+    seats: &[Value],
+) -> Option<&'a Value> {
+    let by_id =
+        |id: Option<&Value>| id.and_then(|id| characters.iter().find(|c| c.get("id") == Some(id)));
     for action in actions {
         if let Some(seat_id) = action.get("seatId")
             && let Some(seat) = seats.iter().find(|s| s.get("id") == Some(seat_id))
@@ -41,16 +47,23 @@ pub fn acting_character_of<'a>(actions: &[Value], characters: &'a [Value], seats
             return by_id(seat.get("characterId"));
         }
         if let Some(character_id) = action.get("characterId")
-            && let Some(seat) = seats.iter().find(|s| s.get("characterId") == Some(character_id))
+            && let Some(seat) = seats
+                .iter()
+                .find(|s| s.get("characterId") == Some(character_id))
         {
             return by_id(seat.get("characterId"));
         }
     }
     if let Some(first) = seats.first() {
-        let seat = seats.iter().find(|s| s.get("primary") == Some(&Value::Bool(true))).unwrap_or(first);
+        let seat = seats
+            .iter()
+            .find(|s| s.get("primary") == Some(&Value::Bool(true)))
+            .unwrap_or(first);
         return by_id(seat.get("characterId"));
     }
-    let mut players = characters.iter().filter(|c| c.get("type").and_then(Value::as_str) == Some("player"));
+    let mut players = characters
+        .iter()
+        .filter(|c| c.get("type").and_then(Value::as_str) == Some("player"));
     match (players.next(), players.next()) {
         (Some(only), None) => Some(only),
         _ => None,
@@ -72,9 +85,22 @@ mod tests {
 
     #[test]
     fn two_players_with_seats_pick_the_primary_seat() {
-        let characters = vec![json!({"id": "a", "type": "player"}), json!({"id": "b", "type": "player"})];
-        let seats = vec![json!({"id": "s1", "characterId": "a"}), json!({"id": "s2", "characterId": "b", "primary": true})];
-        assert_eq!(acting_character_of(&[], &characters, &seats).and_then(|c| c.get("id")), Some(&json!("b")));
-        assert_eq!(acting_character_of(&[], &characters, &[]), None, "never the first player");
+        let characters = vec![
+            json!({"id": "a", "type": "player"}),
+            json!({"id": "b", "type": "player"}),
+        ];
+        let seats = vec![
+            json!({"id": "s1", "characterId": "a"}),
+            json!({"id": "s2", "characterId": "b", "primary": true}),
+        ];
+        assert_eq!(
+            acting_character_of(&[], &characters, &seats).and_then(|c| c.get("id")),
+            Some(&json!("b"))
+        );
+        assert_eq!(
+            acting_character_of(&[], &characters, &[]),
+            None,
+            "never the first player"
+        );
     }
 }

@@ -44,7 +44,10 @@ pub struct Session {
     pub following_message: Option<String>,
     /// Scripted turns and expectations for `covel test` (`docs/testing.md`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<serde_json::Value>", description = "Scripted turns and expectations for `covel test` (docs/testing.md).")]
+    #[schemars(
+        with = "Option<serde_json::Value>",
+        description = "Scripted turns and expectations for `covel test` (docs/testing.md)."
+    )]
     pub test: Option<crate::test_session::TestSpec>,
 }
 
@@ -149,10 +152,19 @@ fn summary_list_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
 /// generated from these types: `docs/session.schema.json`.
 pub fn json_schema() -> Value {
     let generator = schemars::generate::SchemaSettings::draft07().into_generator();
-    let mut schema = serde_json::to_value(generator.into_root_schema_for::<Session>()).unwrap_or(Value::Null);
+    let mut schema =
+        serde_json::to_value(generator.into_root_schema_for::<Session>()).unwrap_or(Value::Null);
     if let Some(map) = schema.as_object_mut() {
-        map.insert("title".into(), Value::String("Covel Studio test session".into()));
-        map.insert("description".into(), Value::String("A test session for Covel plugin authors (docs/session-format.md).".into()));
+        map.insert(
+            "title".into(),
+            Value::String("Covel Studio test session".into()),
+        );
+        map.insert(
+            "description".into(),
+            Value::String(
+                "A test session for Covel plugin authors (docs/session-format.md).".into(),
+            ),
+        );
     }
     schema
 }
@@ -169,7 +181,10 @@ pub struct Models {
 
 impl Default for Models {
     fn default() -> Self {
-        Models { story: Model::story_default(), fast: Model::fast_default() }
+        Models {
+            story: Model::story_default(),
+            fast: Model::fast_default(),
+        }
     }
 }
 
@@ -232,7 +247,11 @@ impl Model {
     }
 
     fn fast_default() -> Model {
-        Model { context_window: 16_384, reserved_for_response: 2000, ..Self::story_default() }
+        Model {
+            context_window: 16_384,
+            reserved_for_response: 2000,
+            ..Self::story_default()
+        }
     }
 }
 
@@ -248,16 +267,30 @@ pub fn parse_session(text: &str, file: &Path) -> Result<Session, Diagnostic> {
     }
     for (index, row) in session.plugin_data.iter().enumerate() {
         if row.plugin_id.is_empty() || row.namespace.is_empty() {
-            return Err(Diagnostic::new(Code::SessionSchema, format!("pluginData[{index}] needs pluginId and namespace")).file(file));
+            return Err(Diagnostic::new(
+                Code::SessionSchema,
+                format!("pluginData[{index}] needs pluginId and namespace"),
+            )
+            .file(file));
         }
     }
     let id = session.id.clone();
-    crate::session_history::derive(&mut session.history.messages, &mut session.history.summaries, &id, text, file)?;
+    crate::session_history::derive(
+        &mut session.history.messages,
+        &mut session.history.summaries,
+        &id,
+        text,
+        file,
+    )?;
     // Rows keep their file order as creation order; missing timestamps are filled in that
     // order so `list()` and `createdAt` agree.
     for (index, row) in session.plugin_data.iter_mut().enumerate() {
         if row.created_at.is_none() {
-            row.created_at = Some(format!("2026-01-01T00:00:{:02}.{:03}Z", (index / 1000) % 60, index % 1000));
+            row.created_at = Some(format!(
+                "2026-01-01T00:00:{:02}.{:03}Z",
+                (index / 1000) % 60,
+                index % 1000
+            ));
         }
         if row.updated_at.is_none() {
             row.updated_at = row.created_at.clone();

@@ -45,14 +45,31 @@ impl List {
 
 /// Fills in the derivable fields of every history message and summary, or says at which line
 /// and column something that cannot be derived is missing or wrong.
-pub(crate) fn derive(messages: &mut [Value], summaries: &mut [Value], session_id: &str, text: &str, file: &Path) -> Result<(), Diagnostic> {
+pub(crate) fn derive(
+    messages: &mut [Value],
+    summaries: &mut [Value],
+    session_id: &str,
+    text: &str,
+    file: &Path,
+) -> Result<(), Diagnostic> {
     let fail = |list: List, index: usize, field: Option<&str>, message: String| {
-        Diagnostic::new(Code::SessionSchema, format!("`{}[{index}]`{}: {message}", list.name(), field.map(|f| format!(".{f}")).unwrap_or_default()))
-            .file(file)
-            .at_opt(position(text, list, index, field))
+        Diagnostic::new(
+            Code::SessionSchema,
+            format!(
+                "`{}[{index}]`{}: {message}",
+                list.name(),
+                field.map(|f| format!(".{f}")).unwrap_or_default()
+            ),
+        )
+        .file(file)
+        .at_opt(position(text, list, index, field))
     };
-    derive_messages(messages, session_id).map_err(|(index, field, message)| fail(List::Messages, index, field.as_deref(), message))?;
-    derive_summaries(summaries, session_id).map_err(|(index, field, message)| fail(List::Summaries, index, field.as_deref(), message))?;
+    derive_messages(messages, session_id).map_err(|(index, field, message)| {
+        fail(List::Messages, index, field.as_deref(), message)
+    })?;
+    derive_summaries(summaries, session_id).map_err(|(index, field, message)| {
+        fail(List::Summaries, index, field.as_deref(), message)
+    })?;
     Ok(())
 }
 
@@ -62,20 +79,34 @@ type Failure = (usize, Option<String>, String);
 /// one clock of history messages, whether the loader derives it or a played turn appends.
 pub fn created_at(index: usize) -> String {
     let seconds = index % 86_400;
-    format!("2026-01-01T{:02}:{:02}:{:02}Z", seconds / 3600, (seconds / 60) % 60, seconds % 60)
+    format!(
+        "2026-01-01T{:02}:{:02}:{:02}Z",
+        seconds / 3600,
+        (seconds / 60) % 60,
+        seconds % 60
+    )
 }
 
 /// The two messages one exchange appends to a history of `order` messages: the player's
 /// (`{turn_id}-user`) and the runtime's reply (`{turn_id}-assistant`), with every field the
 /// loader would derive, on the same clock.
-pub fn exchange(session_id: &str, turn_id: &str, player: &str, reply: &str, order: usize) -> [Value; 2] {
+pub fn exchange(
+    session_id: &str,
+    turn_id: &str,
+    player: &str,
+    reply: &str,
+    order: usize,
+) -> [Value; 2] {
     let message = |i: usize, role: &str, source: &str, content: &str| {
         serde_json::json!({
             "id": format!("{turn_id}-{role}"), "sessionId": session_id, "turnId": turn_id, "sourceType": source,
             "role": role, "content": content, "order": order + i + 1, "createdAt": created_at(order + i),
         })
     };
-    [message(0, "user", "player", player), message(1, "assistant", "runtime", reply)]
+    [
+        message(0, "user", "player", player),
+        message(1, "assistant", "runtime", reply),
+    ]
 }
 
 /// A fresh id `{prefix}{n}` not in `taken`, starting at `n`.
@@ -90,15 +121,27 @@ fn fresh(prefix: &str, mut n: usize, taken: &BTreeSet<String>) -> String {
 }
 
 fn explicit_strings(items: &[Value], key: &str) -> BTreeSet<String> {
-    items.iter().filter_map(|m| m.get(key).and_then(Value::as_str)).map(str::to_string).collect()
+    items
+        .iter()
+        .filter_map(|m| m.get(key).and_then(Value::as_str))
+        .map(str::to_string)
+        .collect()
 }
 
 /// Checks that `key`, when given, is a string; returns it.
-fn string_field(map: &Map<String, Value>, index: usize, key: &str) -> Result<Option<String>, Failure> {
+fn string_field(
+    map: &Map<String, Value>,
+    index: usize,
+    key: &str,
+) -> Result<Option<String>, Failure> {
     match map.get(key) {
         None => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(other) => Err((index, Some(key.to_string()), format!("must be a string, not {}", kind(other)))),
+        Some(other) => Err((
+            index,
+            Some(key.to_string()),
+            format!("must be a string, not {}", kind(other)),
+        )),
     }
 }
 
@@ -117,7 +160,12 @@ fn kind(value: &Value) -> &'static str {
 fn violation(error: &crate::contract::SchemaError) -> (Option<String>, String) {
     match error.violations.first() {
         Some((path, message)) => {
-            let field = path.trim_start_matches('/').split('/').next().filter(|f| !f.is_empty()).map(str::to_string);
+            let field = path
+                .trim_start_matches('/')
+                .split('/')
+                .next()
+                .filter(|f| !f.is_empty())
+                .map(str::to_string);
             (field, message.clone())
         }
         None => (None, error.to_string()),
@@ -130,7 +178,11 @@ fn derive_messages(messages: &mut [Value], session_id: &str) -> Result<(), Failu
         if let Some(id) = message.get("id").and_then(Value::as_str)
             && !taken.insert(id.to_string())
         {
-            return Err((index, Some("id".into()), format!("`{id}` is the id of an earlier message; ids must be unique")));
+            return Err((
+                index,
+                Some("id".into()),
+                format!("`{id}` is the id of an earlier message; ids must be unique"),
+            ));
         }
     }
     let explicit_turns = explicit_strings(messages, "turnId");
@@ -138,13 +190,28 @@ fn derive_messages(messages: &mut [Value], session_id: &str) -> Result<(), Failu
     let mut current: Option<String> = None;
     for (index, message) in messages.iter_mut().enumerate() {
         let Some(map) = message.as_object_mut() else {
-            return Err((index, None, format!("must be a mapping such as `{{role: user, content: Hello}}`, not {}", kind(message))));
+            return Err((
+                index,
+                None,
+                format!(
+                    "must be a mapping such as `{{role: user, content: Hello}}`, not {}",
+                    kind(message)
+                ),
+            ));
         };
         let role = string_field(map, index, "role")?.ok_or_else(|| {
-            (index, None, "needs `role` (user, assistant or system); the studio cannot derive it".to_string())
+            (
+                index,
+                None,
+                "needs `role` (user, assistant or system); the studio cannot derive it".to_string(),
+            )
         })?;
         if !map.contains_key("content") {
-            return Err((index, None, "needs `content` (the text of the message); the studio cannot derive it".into()));
+            return Err((
+                index,
+                None,
+                "needs `content` (the text of the message); the studio cannot derive it".into(),
+            ));
         }
         string_field(map, index, "content")?;
         let id = string_field(map, index, "id")?;
@@ -185,7 +252,9 @@ fn derive_messages(messages: &mut [Value], session_id: &str) -> Result<(), Failu
                     return Err((
                         index,
                         Some("role".into()),
-                        format!("`{other}` is not user, assistant or system, so `sourceType` cannot be derived; write it"),
+                        format!(
+                            "`{other}` is not user, assistant or system, so `sourceType` cannot be derived; write it"
+                        ),
                     ));
                 }
             };
@@ -211,16 +280,31 @@ fn derive_summaries(summaries: &mut [Value], session_id: &str) -> Result<(), Fai
         if let Some(id) = summary.get("id").and_then(Value::as_str)
             && !taken.insert(id.to_string())
         {
-            return Err((index, Some("id".into()), format!("`{id}` is the id of an earlier summary; ids must be unique")));
+            return Err((
+                index,
+                Some("id".into()),
+                format!("`{id}` is the id of an earlier summary; ids must be unique"),
+            ));
         }
     }
     for (index, summary) in summaries.iter_mut().enumerate() {
         let Some(map) = summary.as_object_mut() else {
-            return Err((index, None, format!("must be a mapping with `content`, `turnRangeStart` and `turnRangeEnd`, not {}", kind(summary))));
+            return Err((
+                index,
+                None,
+                format!(
+                    "must be a mapping with `content`, `turnRangeStart` and `turnRangeEnd`, not {}",
+                    kind(summary)
+                ),
+            ));
         };
         for required in ["content", "turnRangeStart", "turnRangeEnd"] {
             if !map.contains_key(required) {
-                return Err((index, None, format!("needs `{required}`; the studio cannot derive it")));
+                return Err((
+                    index,
+                    None,
+                    format!("needs `{required}`; the studio cannot derive it"),
+                ));
             }
         }
         if string_field(map, index, "id")?.is_none() {
@@ -265,11 +349,20 @@ impl<'de> Deserialize<'de> for ItemPositions {
                 let mut out = ItemPositions::default();
                 while let Some(key) = map.next_key::<String>()? {
                     let value: Spanned<IgnoredAny> = map.next_value()?;
-                    out.fields.insert(key, (to_u32(value.referenced.line()), to_u32(value.referenced.column())));
+                    out.fields.insert(
+                        key,
+                        (
+                            to_u32(value.referenced.line()),
+                            to_u32(value.referenced.column()),
+                        ),
+                    );
                 }
                 Ok(out)
             }
-            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<ItemPositions, A::Error> {
+            fn visit_seq<A: de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<ItemPositions, A::Error> {
                 while seq.next_element::<IgnoredAny>()?.is_some() {}
                 Ok(ItemPositions::default())
             }
@@ -327,6 +420,14 @@ fn position(text: &str, list: List, index: usize, field: Option<&str>) -> Option
         List::Summaries => history.summaries,
     };
     let item = items.into_iter().nth(index)?;
-    let at = (to_u32(item.referenced.line()), to_u32(item.referenced.column()));
-    Some(field.and_then(|f| item.value.fields.get(f).copied()).unwrap_or(at)).filter(|(line, _)| *line > 0)
+    let at = (
+        to_u32(item.referenced.line()),
+        to_u32(item.referenced.column()),
+    );
+    Some(
+        field
+            .and_then(|f| item.value.fields.get(f).copied())
+            .unwrap_or(at),
+    )
+    .filter(|(line, _)| *line > 0)
 }

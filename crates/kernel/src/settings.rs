@@ -13,7 +13,10 @@ use std::path::Path;
 /// A plugin's settings in a session: the declared defaults of `contributes.settings`,
 /// overridden by the session's `settings.<plugin>` (what `ctx.getOwnSettings()` returns and
 /// what a prompt template's `userSettings` reads).
-pub fn merged(declared: &[SettingDecl], overrides: Option<&Map<String, Value>>) -> Map<String, Value> {
+pub fn merged(
+    declared: &[SettingDecl],
+    overrides: Option<&Map<String, Value>>,
+) -> Map<String, Value> {
     let mut settings = Map::new();
     for decl in declared {
         if let Some(default) = &decl.default {
@@ -33,12 +36,19 @@ fn mismatch(decl: &SettingDecl, value: &Value) -> Option<String> {
         "number" | "slider" => value.is_number(),
         "integer" => value.as_i64().is_some() || value.as_u64().is_some(),
         "toggle" => value.is_boolean(),
-        "select" => decl.options.iter().any(|o| o.get("value").unwrap_or(o) == value),
+        "select" => decl
+            .options
+            .iter()
+            .any(|o| o.get("value").unwrap_or(o) == value),
         _ => true,
     };
     if !ok {
         let expected = if decl.kind == "select" {
-            let values: Vec<String> = decl.options.iter().map(|o| o.get("value").unwrap_or(o).to_string()).collect();
+            let values: Vec<String> = decl
+                .options
+                .iter()
+                .map(|o| o.get("value").unwrap_or(o).to_string())
+                .collect();
             format!("one of {}", values.join(", "))
         } else {
             format!("a {} value", decl.kind)
@@ -60,11 +70,16 @@ fn mismatch(decl: &SettingDecl, value: &Value) -> Option<String> {
 fn key_column(line: &str, key: &str, from: usize) -> Option<usize> {
     let trimmed = line.trim_start();
     let indent = line.len() - trimmed.len();
-    if from <= indent && (trimmed.starts_with(&format!("{key}:")) || trimmed.starts_with(&format!("\"{key}\":"))) {
+    if from <= indent
+        && (trimmed.starts_with(&format!("{key}:")) || trimmed.starts_with(&format!("\"{key}\":")))
+    {
         return Some(indent);
     }
     let rest = line.get(from..)?;
-    ["{ ", "{", ", ", ","].iter().find_map(|sep| rest.find(&format!("{sep}{key}:")).map(|at| from + at + sep.len()))
+    ["{ ", "{", ", ", ","].iter().find_map(|sep| {
+        rest.find(&format!("{sep}{key}:"))
+            .map(|at| from + at + sep.len())
+    })
 }
 
 /// Where a key path (`settings` → plugin → key) is written in the session text (1-based line
@@ -103,9 +118,12 @@ pub fn check(
     for (plugin, values) in settings {
         let Some(decls) = declared.get(plugin) else {
             out.push(
-                Diagnostic::new(Code::SessionSchema, format!("settings.{plugin}: there is no plugin `{plugin}` in the folder"))
-                    .file(file)
-                    .at_opt(at(&["settings", plugin])),
+                Diagnostic::new(
+                    Code::SessionSchema,
+                    format!("settings.{plugin}: there is no plugin `{plugin}` in the folder"),
+                )
+                .file(file)
+                .at_opt(at(&["settings", plugin])),
             );
             continue;
         };
@@ -116,13 +134,28 @@ pub fn check(
                     let known: Vec<&str> = decls.iter().map(|d| d.key.as_str()).collect();
                     let message = format!(
                         "settings.{plugin}.{key}: `{plugin}` declares no setting `{key}` (its settings: {})",
-                        if known.is_empty() { "none".to_string() } else { known.join(", ") }
+                        if known.is_empty() {
+                            "none".to_string()
+                        } else {
+                            known.join(", ")
+                        }
                     );
-                    out.push(Diagnostic::new(Code::SessionSchema, message).file(file).at_opt(position));
+                    out.push(
+                        Diagnostic::new(Code::SessionSchema, message)
+                            .file(file)
+                            .at_opt(position),
+                    );
                 }
                 Some(decl) => {
                     if let Some(why) = mismatch(decl, value) {
-                        out.push(Diagnostic::new(Code::SessionSchema, format!("settings.{plugin}.{key} {why}")).file(file).at_opt(position));
+                        out.push(
+                            Diagnostic::new(
+                                Code::SessionSchema,
+                                format!("settings.{plugin}.{key} {why}"),
+                            )
+                            .file(file)
+                            .at_opt(position),
+                        );
                     }
                 }
             }

@@ -44,7 +44,10 @@ pub struct SlotView {
 /// The revision of a slot value.
 pub fn revision_of(value: &Value) -> String {
     let text = serde_json::to_string(value).unwrap_or_default();
-    Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// The `ui.slot@1` input for one slot.
@@ -56,17 +59,39 @@ pub fn slot_input(slot: SlotId, events: &[Value]) -> Value {
 /// (a single keyless null when there are none).
 pub fn views_of(slot: SlotId, result: RunResult) -> Vec<SlotView> {
     if slot != SlotId::CharacterVisual {
-        return vec![SlotView { slot, key: None, revision: revision_of(&result.result), value: result.result, chain: result.calls, error: result.error }];
+        return vec![SlotView {
+            slot,
+            key: None,
+            revision: revision_of(&result.result),
+            value: result.result,
+            chain: result.calls,
+            error: result.error,
+        }];
     }
-    let characters = result.result.get("characters").and_then(Value::as_array).cloned().unwrap_or_default();
+    let characters = result
+        .result
+        .get("characters")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     if characters.is_empty() {
-        return vec![SlotView { slot, key: None, value: Value::Null, revision: revision_of(&Value::Null), chain: result.calls, error: result.error }];
+        return vec![SlotView {
+            slot,
+            key: None,
+            value: Value::Null,
+            revision: revision_of(&Value::Null),
+            chain: result.calls,
+            error: result.error,
+        }];
     }
     characters
         .into_iter()
         .map(|character| SlotView {
             slot,
-            key: character.get("characterId").and_then(Value::as_str).map(str::to_string),
+            key: character
+                .get("characterId")
+                .and_then(Value::as_str)
+                .map(str::to_string),
             revision: revision_of(&character),
             value: character,
             chain: result.calls.clone(),
@@ -77,8 +102,22 @@ pub fn views_of(slot: SlotId, result: RunResult) -> Vec<SlotView> {
 
 /// Projects one slot over `providers` in one execution: runs the `ui.slot@1` pipeline and
 /// splits the answer into views.
-pub fn project(providers: &[Provider], context: &Arc<ExecutionContext>, slot: SlotId, events: &[Value]) -> Vec<SlotView> {
-    let result = runner::run(PointId::UiSlot, slot_input(slot, events), providers, context, &RunOptions { slot: Some(slot), timeout: None });
+pub fn project(
+    providers: &[Provider],
+    context: &Arc<ExecutionContext>,
+    slot: SlotId,
+    events: &[Value],
+) -> Vec<SlotView> {
+    let result = runner::run(
+        PointId::UiSlot,
+        slot_input(slot, events),
+        providers,
+        context,
+        &RunOptions {
+            slot: Some(slot),
+            timeout: None,
+        },
+    );
     views_of(slot, result)
 }
 
@@ -101,9 +140,17 @@ pub enum Trigger {
     /// First projection, or a full refresh.
     All,
     /// A plugin wrote data in these namespaces.
-    PluginData { plugin_id: String, namespaces: Vec<String> },
+    PluginData {
+        plugin_id: String,
+        namespaces: Vec<String>,
+    },
     /// A domain event was previewed during a turn.
-    EventPreviewed { turn_id: String, topic: String, data: Value, plugin_id: Option<String> },
+    EventPreviewed {
+        turn_id: String,
+        topic: String,
+        data: Value,
+        plugin_id: Option<String>,
+    },
     /// A plugin was enabled or disabled, or reloaded.
     PluginsChanged,
     /// A character was added or changed.
@@ -148,23 +195,42 @@ impl SlotHost {
     pub fn affected(&self, providers: &[Provider], trigger: &Trigger) -> BTreeSet<SlotId> {
         let slot_providers = providers.iter().filter(|p| p.decl.point == PointId::UiSlot);
         match trigger {
-            Trigger::All | Trigger::PluginsChanged | Trigger::CharacterChanged | Trigger::TurnEnded { .. } => SlotId::ALL.into_iter().collect(),
-            Trigger::PluginData { plugin_id, namespaces } => slot_providers
-                .filter(|p| &p.plugin_id == plugin_id && p.decl.watch.iter().any(|w| namespaces.contains(w)))
+            Trigger::All
+            | Trigger::PluginsChanged
+            | Trigger::CharacterChanged
+            | Trigger::TurnEnded { .. } => SlotId::ALL.into_iter().collect(),
+            Trigger::PluginData {
+                plugin_id,
+                namespaces,
+            } => slot_providers
+                .filter(|p| {
+                    &p.plugin_id == plugin_id && p.decl.watch.iter().any(|w| namespaces.contains(w))
+                })
                 .filter_map(|p| p.decl.slot)
                 .collect(),
-            Trigger::EventPreviewed { topic, .. } => {
-                slot_providers.filter(|p| p.decl.preview.contains(topic)).filter_map(|p| p.decl.slot).collect()
-            }
+            Trigger::EventPreviewed { topic, .. } => slot_providers
+                .filter(|p| p.decl.preview.contains(topic))
+                .filter_map(|p| p.decl.slot)
+                .collect(),
         }
     }
 
     /// Applies a trigger and returns the values whose revision changed.
-    pub fn apply(&mut self, providers: &[Provider], projector: &impl Projector, trigger: &Trigger) -> Vec<SlotChange> {
+    pub fn apply(
+        &mut self,
+        providers: &[Provider],
+        projector: &impl Projector,
+        trigger: &Trigger,
+    ) -> Vec<SlotChange> {
         let slots = self.affected(providers, trigger);
         self.last_projected = slots.clone();
         match trigger {
-            Trigger::EventPreviewed { turn_id, topic, data, plugin_id } => {
+            Trigger::EventPreviewed {
+                turn_id,
+                topic,
+                data,
+                plugin_id,
+            } => {
                 let buffer = self.events.entry(turn_id.clone()).or_default();
                 let mut event = json!({"topic": topic, "data": data, "turnId": turn_id});
                 if let (Some(plugin), Some(map)) = (plugin_id, event.as_object_mut()) {
@@ -179,7 +245,14 @@ impl SlotHost {
                 slots
                     .into_iter()
                     .flat_map(|slot| projector.project(slot, &events, Some(turn_id)))
-                    .map(|view| SlotChange { slot: view.slot, key: view.key, value: view.value, revision: view.revision, preview_turn: Some(turn_id.clone()), error: view.error })
+                    .map(|view| SlotChange {
+                        slot: view.slot,
+                        key: view.key,
+                        value: view.value,
+                        revision: view.revision,
+                        preview_turn: Some(turn_id.clone()),
+                        error: view.error,
+                    })
                     .collect()
             }
             _ => {
@@ -189,20 +262,46 @@ impl SlotHost {
                 let mut changes = Vec::new();
                 for slot in slots {
                     let views = projector.project(slot, &[], None);
-                    let fresh: BTreeSet<Option<String>> = views.iter().map(|v| v.key.clone()).collect();
+                    let fresh: BTreeSet<Option<String>> =
+                        views.iter().map(|v| v.key.clone()).collect();
                     // Keys of character.visual@1 that disappeared are announced as null.
-                    let gone: Vec<(SlotId, Option<String>)> =
-                        self.committed.keys().filter(|(s, k)| *s == slot && !fresh.contains(k)).cloned().collect();
+                    let gone: Vec<(SlotId, Option<String>)> = self
+                        .committed
+                        .keys()
+                        .filter(|(s, k)| *s == slot && !fresh.contains(k))
+                        .cloned()
+                        .collect();
                     for key in gone {
                         self.committed.remove(&key);
-                        changes.push(SlotChange { slot, key: key.1, value: Value::Null, revision: revision_of(&Value::Null), preview_turn: None, error: None });
+                        changes.push(SlotChange {
+                            slot,
+                            key: key.1,
+                            value: Value::Null,
+                            revision: revision_of(&Value::Null),
+                            preview_turn: None,
+                            error: None,
+                        });
                     }
                     for view in views {
                         let id = (view.slot, view.key.clone());
-                        let changed = self.committed.get(&id).is_none_or(|old| old.revision != view.revision || old.error != view.error);
+                        let changed = self.committed.get(&id).is_none_or(|old| {
+                            old.revision != view.revision || old.error != view.error
+                        });
                         if changed {
-                            let (key, value, revision, error) = (view.key.clone(), view.value.clone(), view.revision.clone(), view.error.clone());
-                            changes.push(SlotChange { slot, key, value, revision, preview_turn: None, error });
+                            let (key, value, revision, error) = (
+                                view.key.clone(),
+                                view.value.clone(),
+                                view.revision.clone(),
+                                view.error.clone(),
+                            );
+                            changes.push(SlotChange {
+                                slot,
+                                key,
+                                value,
+                                revision,
+                                preview_turn: None,
+                                error,
+                            });
                         }
                         self.committed.insert(id, view);
                     }
@@ -214,6 +313,9 @@ impl SlotHost {
 
     /// Events buffered for a turn.
     pub fn events(&self, turn_id: &str) -> &[Value] {
-        self.events.get(turn_id).map(Vec::as_slice).unwrap_or_default()
+        self.events
+            .get(turn_id)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
     }
 }

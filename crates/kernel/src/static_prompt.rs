@@ -32,13 +32,26 @@ impl StaticPrompt {
                 preview: Vec::new(),
                 position: None,
             },
-            runtime_ids: Arc::new(package.manifest.runtimes.iter().map(|r| r.id.clone()).collect()),
-            invoker: Arc::new(StaticPrompt { package: package.clone() }),
+            runtime_ids: Arc::new(
+                package
+                    .manifest
+                    .runtimes
+                    .iter()
+                    .map(|r| r.id.clone())
+                    .collect(),
+            ),
+            invoker: Arc::new(StaticPrompt {
+                package: package.clone(),
+            }),
         })
     }
 
     fn segments(&self, locale: &str) -> Value {
-        let volatility = if self.package.has_prompt_variants() { "turn" } else { "session" };
+        let volatility = if self.package.has_prompt_variants() {
+            "turn"
+        } else {
+            "session"
+        };
         Value::Array(
             self.package
                 .static_prompt_for(locale)
@@ -63,6 +76,12 @@ impl StaticPrompt {
 
 impl Invoker for StaticPrompt {
     fn start(&self, call: ProviderCall) -> PendingCall {
-        PendingCall::ready(CallReport { result: Ok(self.segments(&call.context.locale)), duration: Duration::ZERO, logs: Vec::new(), cached: false, not_cached: None })
+        PendingCall::ready(CallReport {
+            result: Ok(self.segments(&call.context.locale)),
+            duration: Duration::ZERO,
+            logs: Vec::new(),
+            cached: false,
+            not_cached: None,
+        })
     }
 }

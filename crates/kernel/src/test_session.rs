@@ -199,8 +199,15 @@ mod tests {
         let yaml = "turns:\n  - say: Hello\n    reply: Hi.\n    expect:\n      - system: { contains: Vell }\n      - segment: { id: a/b, block: stable-segments, before: c/d }\n      - slot: { slot: stage.backdrop@1, pointer: /name, equals: Harbour }\n      - cache: { boundaries: 3, stableNextTurn: true }\n";
         let spec: TestSpec = serde_saphyr::from_str(yaml).expect("parses");
         assert_eq!(spec.turns[0].expect.len(), 4);
-        assert!(matches!(&spec.turns[0].expect[1], Expectation::Segment(s) if s.before.as_deref() == Some("c/d")));
-        assert!(serde_saphyr::from_str::<TestSpec>("turns:\n  - say: x\n    expect:\n      - system: { contain: x }\n").is_err());
+        assert!(
+            matches!(&spec.turns[0].expect[1], Expectation::Segment(s) if s.before.as_deref() == Some("c/d"))
+        );
+        assert!(
+            serde_saphyr::from_str::<TestSpec>(
+                "turns:\n  - say: x\n    expect:\n      - system: { contain: x }\n"
+            )
+            .is_err()
+        );
         assert!(serde_saphyr::from_str::<TestSpec>("expect:\n  - nonsense: {}\n").is_err());
     }
 }

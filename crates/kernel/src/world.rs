@@ -17,14 +17,23 @@ pub const DIMENSIONS_NAMESPACE: &str = "_dimensions";
 /// The contracts the session's world requires of its plugins: `world.dimensions@1` when the
 /// world declares dimensions.
 pub fn required_contracts(world: &World) -> Vec<String> {
-    if world.dimensions.is_empty() { Vec::new() } else { vec![DIMENSIONS_CONTRACT.to_string()] }
+    if world.dimensions.is_empty() {
+        Vec::new()
+    } else {
+        vec![DIMENSIONS_CONTRACT.to_string()]
+    }
 }
 
 /// The plugins among the active ones that provide `world.dimensions@1`, by id.
 pub fn dimension_providers<'a>(active: impl IntoIterator<Item = &'a Manifest>) -> Vec<String> {
     active
         .into_iter()
-        .filter(|manifest| manifest.provides.iter().any(|p| p.contract == DIMENSIONS_CONTRACT))
+        .filter(|manifest| {
+            manifest
+                .provides
+                .iter()
+                .any(|p| p.contract == DIMENSIONS_CONTRACT)
+        })
         .map(|manifest| manifest.id.clone())
         .collect()
 }
@@ -38,7 +47,11 @@ pub fn dimension_rule_violation(world: &World, dimension_providers: &[String]) -
     let found = if dimension_providers.is_empty() {
         "none is enabled".to_string()
     } else {
-        format!("{} are enabled ({})", dimension_providers.len(), dimension_providers.join(", "))
+        format!(
+            "{} are enabled ({})",
+            dimension_providers.len(),
+            dimension_providers.join(", ")
+        )
     };
     Some(format!(
         "the world declares dimensions, so the session needs exactly one enabled world.dimensions@1 provider, but {found}; the author's initial values are never used instead"
@@ -71,7 +84,10 @@ pub fn world_view(world: &World, plugin_data: &[DataRow], dimension_providers: &
 /// provider's committed `_dimensions` records (no initial values, no rules).
 pub fn dimension_snapshot(plugin_data: &[DataRow], provider: &str) -> Map<String, Value> {
     let mut out = Map::new();
-    for row in plugin_data.iter().filter(|r| r.plugin_id == provider && r.namespace == DIMENSIONS_NAMESPACE) {
+    for row in plugin_data
+        .iter()
+        .filter(|r| r.plugin_id == provider && r.namespace == DIMENSIONS_NAMESPACE)
+    {
         let definition = row.value.get("definition");
         let mut entry = json!({
             "name": definition.and_then(|d| d.get("name")).cloned().unwrap_or(Value::Null),
@@ -79,7 +95,10 @@ pub fn dimension_snapshot(plugin_data: &[DataRow], provider: &str) -> Map<String
             "value": row.value.get("value").cloned().unwrap_or(Value::Null),
             "version": row.value.get("version").cloned().unwrap_or(json!(1)),
         });
-        if let (Some(description), Some(map)) = (definition.and_then(|d| d.get("description")), entry.as_object_mut()) {
+        if let (Some(description), Some(map)) = (
+            definition.and_then(|d| d.get("description")),
+            entry.as_object_mut(),
+        ) {
             map.insert("description".into(), description.clone());
         }
         out.insert(row.key.clone(), entry);

@@ -3,7 +3,9 @@
 
 use crate::models::{Backend, FastGateway};
 use crate::workspace::Workspace;
-use covel_kernel::compaction::{self, Applied, Budget, FailureCounter, TraceEvent, Verdict, Windows};
+use covel_kernel::compaction::{
+    self, Applied, Budget, FailureCounter, TraceEvent, Verdict, Windows,
+};
 use covel_kernel::context::{ExecutionContext, Gateway};
 use covel_kernel::contract::PointId;
 use covel_kernel::runner::{self, CallRecord, Outcome, RunOptions};
@@ -79,23 +81,44 @@ impl Workspace {
     /// The compaction windows from the session's models.
     pub fn windows(&self) -> Windows {
         let m = &self.session.models;
-        Windows::new(m.story.context_window, m.story.reserved_for_response, m.fast.context_window, m.fast.reserved_for_response)
+        Windows::new(
+            m.story.context_window,
+            m.story.reserved_for_response,
+            m.fast.context_window,
+            m.fast.reserved_for_response,
+        )
     }
 
     /// A gateway over the session's fast model.
     pub fn fast_gateway(&self) -> Gateway {
-        Gateway(Arc::new(FastGateway { fast: Backend::for_session(&self.session.models.fast, self.session_path.as_deref()) }))
+        Gateway(Arc::new(FastGateway {
+            fast: Backend::for_session(&self.session.models.fast, self.session_path.as_deref()),
+        }))
     }
 
     /// Runs compaction over the session's history; applies an accepted result to the session.
-    pub fn compact(&mut self, turn_id: &str, system_prompt: &str, options: &CompactionOptions, counter: &mut FailureCounter) -> CompactionRun {
+    pub fn compact(
+        &mut self,
+        turn_id: &str,
+        system_prompt: &str,
+        options: &CompactionOptions,
+        counter: &mut FailureCounter,
+    ) -> CompactionRun {
         let windows = self.windows();
         let budget = Budget::for_window(windows.context_window);
         let messages = self.session.history.messages.clone();
         let summaries = self.session.history.summaries.clone();
         let estimated = compaction::estimate(system_prompt, &messages, &summaries);
-        let triggered = options.force || options.output.is_some() || compaction::over_threshold(estimated, windows);
-        let input = compaction::input(&messages, &summaries, windows, estimated, &self.session.locale);
+        let triggered = options.force
+            || options.output.is_some()
+            || compaction::over_threshold(estimated, windows);
+        let input = compaction::input(
+            &messages,
+            &summaries,
+            windows,
+            estimated,
+            &self.session.locale,
+        );
         let mut run = CompactionRun {
             estimated_tokens: estimated,
             triggered,
@@ -109,12 +132,21 @@ impl Workspace {
             return run;
         }
         let (output, provider) = match &options.output {
-            Some(output) => (output.clone(), ("(hand-written)".to_string(), String::new())),
+            Some(output) => (
+                output.clone(),
+                ("(hand-written)".to_string(), String::new()),
+            ),
             None => {
                 let mut ctx = (*self.execution(Some(turn_id.to_string()))).clone();
                 ctx.execution_id = ExecutionContext::next_id();
                 ctx.gateway = Some(self.fast_gateway());
-                let result = runner::run(PointId::HistoryCompact, input, &self.active_providers(), &Arc::new(ctx), &RunOptions::default());
+                let result = runner::run(
+                    PointId::HistoryCompact,
+                    input,
+                    &self.active_providers(),
+                    &Arc::new(ctx),
+                    &RunOptions::default(),
+                );
                 run.calls = result.calls.clone();
                 run.provided_by = result.provided_by.clone();
                 if result.calls.is_empty() && result.error.is_none() {
@@ -124,15 +156,27 @@ impl Workspace {
                     ));
                     return run;
                 }
-                let provider = result.calls.first().map(|c| (c.plugin_id.clone(), c.provider_id.clone())).unwrap_or_default();
+                let provider = result
+                    .calls
+                    .first()
+                    .map(|c| (c.plugin_id.clone(), c.provider_id.clone()))
+                    .unwrap_or_default();
                 if let Some(failed) = result.calls.iter().find(|c| c.outcome != Outcome::Success) {
-                    let reason = failed.message.clone().unwrap_or_else(|| format!("{:?}", failed.outcome));
+                    let reason = failed
+                        .message
+                        .clone()
+                        .unwrap_or_else(|| format!("{:?}", failed.outcome));
                     run.events = counter.fail(&provider.0, &provider.1, &reason, turn_id);
                     run.consecutive_failures = counter.consecutive;
                     return run;
                 }
                 if let Some(error) = result.error {
-                    run.events = counter.fail(PointId::HistoryCompact.as_str(), "", &error.to_string(), turn_id);
+                    run.events = counter.fail(
+                        PointId::HistoryCompact.as_str(),
+                        "",
+                        &error.to_string(),
+                        turn_id,
+                    );
                     run.consecutive_failures = counter.consecutive;
                     return run;
                 }
@@ -140,11 +184,15 @@ impl Workspace {
             }
         };
         run.output = output.clone();
-        let verdict = compaction::validate(&output, &self.session.id, &messages, &summaries, budget);
+        let verdict =
+            compaction::validate(&output, &self.session.id, &messages, &summaries, budget);
         if verdict.nothing_to_compact {
             counter.succeed();
         } else if !verdict.accepted {
-            let reason = format!("Invalid history compaction result: {}", verdict.reason().unwrap_or_default());
+            let reason = format!(
+                "Invalid history compaction result: {}",
+                verdict.reason().unwrap_or_default()
+            );
             run.events = counter.fail(&provider.0, &provider.1, &reason, turn_id);
         } else {
             let mut next = self.session.history.summaries.len();
@@ -174,11 +222,17 @@ impl Workspace {
             });
             match &verdict.deferred {
                 // Saved as usual, and counted as one failure.
-                Some(reason) => run.events.extend(counter.fail(&provider.0, &provider.1, reason, turn_id)),
+                Some(reason) => {
+                    run.events
+                        .extend(counter.fail(&provider.0, &provider.1, reason, turn_id))
+                }
                 None => counter.succeed(),
             }
             run.applied = Some(applied);
-            run.replaced = Some(covel_kernel::session::History { messages, summaries });
+            run.replaced = Some(covel_kernel::session::History {
+                messages,
+                summaries,
+            });
         }
         run.verdict = Some(verdict);
         run.consecutive_failures = counter.consecutive;

@@ -91,7 +91,10 @@ pub struct PreviewDiff {
 
 impl PreviewDiff {
     pub fn is_empty(&self) -> bool {
-        self.segments.is_empty() && self.slots.is_empty() && self.world_context.is_none() && self.boundaries.is_empty()
+        self.segments.is_empty()
+            && self.slots.is_empty()
+            && self.world_context.is_none()
+            && self.boundaries.is_empty()
     }
 
     /// Plugins named by any change.
@@ -118,7 +121,15 @@ pub fn diff(before: &Preview, after: &Preview) -> PreviewDiff {
     let state = |p: &Preview, index: &HashMap<(&str, &str), usize>, plugin: &str, id: &str| {
         index.get(&(plugin, id)).map(|&i| {
             let s = &p.segments[i];
-            (SegmentState { index: i, placement: s.placement, sort_key: s.sort_key.clone(), included: s.included }, s.content.clone())
+            (
+                SegmentState {
+                    index: i,
+                    placement: s.placement,
+                    sort_key: s.sort_key.clone(),
+                    included: s.included,
+                },
+                s.content.clone(),
+            )
         })
     };
     let mut segments = Vec::new();
@@ -128,7 +139,10 @@ pub fn diff(before: &Preview, after: &Preview) -> PreviewDiff {
         let (kind, before_state) = match (&was, &now) {
             (None, _) => (Some(SegmentChangeKind::Added), None),
             (Some((b, content_b)), Some((a, content_a))) => {
-                let moved = b.placement != a.placement || b.sort_key != a.sort_key || b.included != a.included || order.changed(&row.plugin, &row.id);
+                let moved = b.placement != a.placement
+                    || b.sort_key != a.sort_key
+                    || b.included != a.included
+                    || order.changed(&row.plugin, &row.id);
                 let kind = if content_b != content_a {
                     Some(SegmentChangeKind::Changed)
                 } else if moved {
@@ -141,7 +155,13 @@ pub fn diff(before: &Preview, after: &Preview) -> PreviewDiff {
             (Some(_), None) => (None, None),
         };
         if let Some(kind) = kind {
-            segments.push(SegmentChange { kind, plugin: row.plugin.clone(), id: row.id.clone(), before: before_state, after: now.map(|n| n.0) });
+            segments.push(SegmentChange {
+                kind,
+                plugin: row.plugin.clone(),
+                id: row.id.clone(),
+                before: before_state,
+                after: now.map(|n| n.0),
+            });
         }
     }
     for row in &before.segments {
@@ -158,7 +178,10 @@ pub fn diff(before: &Preview, after: &Preview) -> PreviewDiff {
 
     let mut slots = Vec::new();
     for view in &after.slots {
-        let old = before.slots.iter().find(|o| o.slot == view.slot && o.key == view.key);
+        let old = before
+            .slots
+            .iter()
+            .find(|o| o.slot == view.slot && o.key == view.key);
         if old.map(|o| &o.revision) != Some(&view.revision) {
             let mut plugins: Vec<String> = view.chain.iter().map(|c| c.plugin_id.clone()).collect();
             plugins.dedup();
@@ -172,11 +195,16 @@ pub fn diff(before: &Preview, after: &Preview) -> PreviewDiff {
         }
     }
 
-    let world_context = (before.world_context.snapshot != after.world_context.snapshot).then(|| WorldDiff {
-        before: before.world_context.snapshot.clone(),
-        after: after.world_context.snapshot.clone(),
-        plugin: after.world_context.provided_by.clone().or(before.world_context.provided_by.clone()),
-    });
+    let world_context =
+        (before.world_context.snapshot != after.world_context.snapshot).then(|| WorldDiff {
+            before: before.world_context.snapshot.clone(),
+            after: after.world_context.snapshot.clone(),
+            plugin: after
+                .world_context
+                .provided_by
+                .clone()
+                .or(before.world_context.provided_by.clone()),
+        });
 
     let mut boundaries = Vec::new();
     let prefix = |p: &Preview, n: usize| -> Option<(String, u64)> {
@@ -184,13 +212,21 @@ pub fn diff(before: &Preview, after: &Preview) -> PreviewDiff {
         let tokens = covel_kernel::sdk::estimate_tokens(&text);
         Some((text, tokens))
     };
-    let count = covel_kernel::prompt::boundary_count(&before.prompt.system.blocks).max(covel_kernel::prompt::boundary_count(&after.prompt.system.blocks));
+    let count = covel_kernel::prompt::boundary_count(&before.prompt.system.blocks).max(
+        covel_kernel::prompt::boundary_count(&after.prompt.system.blocks),
+    );
     for index in 0..count {
         let (b, a) = (prefix(before, index), prefix(after, index));
         if b.as_ref().map(|x| &x.0) != a.as_ref().map(|x| &x.0) {
             let culprit = segments.iter().find(|s| {
                 let key = format!("{}/{}", s.plugin, s.id);
-                before.prompt.system.blocks.iter().chain(after.prompt.system.blocks.iter()).any(|blk| blk.segments.contains(&key))
+                before
+                    .prompt
+                    .system
+                    .blocks
+                    .iter()
+                    .chain(after.prompt.system.blocks.iter())
+                    .any(|blk| blk.segments.contains(&key))
             });
             boundaries.push(BoundaryDiff {
                 index,
@@ -201,7 +237,12 @@ pub fn diff(before: &Preview, after: &Preview) -> PreviewDiff {
             });
         }
     }
-    PreviewDiff { segments, slots, world_context, boundaries }
+    PreviewDiff {
+        segments,
+        slots,
+        world_context,
+        boundaries,
+    }
 }
 
 /// Whether the segments ahead of this one in its placement changed (among segments present in
@@ -228,7 +269,12 @@ struct RelativeOrder<'a> {
 }
 
 impl<'a> RelativeOrder<'a> {
-    fn new(before: &'a Preview, after: &'a Preview, index_before: &'a HashMap<(&'a str, &'a str), usize>, index_after: &'a HashMap<(&'a str, &'a str), usize>) -> Self {
+    fn new(
+        before: &'a Preview,
+        after: &'a Preview,
+        index_before: &'a HashMap<(&'a str, &'a str), usize>,
+        index_after: &'a HashMap<(&'a str, &'a str), usize>,
+    ) -> Self {
         let lanes = |p: &'a Preview| {
             let mut lanes: Vec<(Placement, Vec<(&'a str, &'a str)>)> = Vec::new();
             for s in p.segments.iter().filter(|s| s.included) {
@@ -236,28 +282,48 @@ impl<'a> RelativeOrder<'a> {
                 if !(index_before.contains_key(&key) && index_after.contains_key(&key)) {
                     continue;
                 }
-                match lanes.iter_mut().find(|(placement, _)| *placement == s.placement) {
+                match lanes
+                    .iter_mut()
+                    .find(|(placement, _)| *placement == s.placement)
+                {
                     Some((_, lane)) => lane.push(key),
                     None => lanes.push((s.placement, vec![key])),
                 }
             }
             lanes
         };
-        RelativeOrder { before, after, index_before, index_after, lanes_before: lanes(before), lanes_after: lanes(after) }
+        RelativeOrder {
+            before,
+            after,
+            index_before,
+            index_after,
+            lanes_before: lanes(before),
+            lanes_after: lanes(after),
+        }
     }
 
     /// The segments ahead of (plugin, id) in its placement's lane: up to its first place in
     /// the lane, or the whole lane when it is not in it (not included).
-    fn ahead<'l>(preview: &Preview, index: &HashMap<(&str, &str), usize>, lanes: &'l [(Placement, Vec<(&'a str, &'a str)>)], key: (&str, &str)) -> &'l [(&'a str, &'a str)] {
-        let Some(&i) = index.get(&key) else { return &[] };
+    fn ahead<'l>(
+        preview: &Preview,
+        index: &HashMap<(&str, &str), usize>,
+        lanes: &'l [(Placement, Vec<(&'a str, &'a str)>)],
+        key: (&str, &str),
+    ) -> &'l [(&'a str, &'a str)] {
+        let Some(&i) = index.get(&key) else {
+            return &[];
+        };
         let placement = preview.segments[i].placement;
-        let Some((_, lane)) = lanes.iter().find(|(p, _)| *p == placement) else { return &[] };
+        let Some((_, lane)) = lanes.iter().find(|(p, _)| *p == placement) else {
+            return &[];
+        };
         let end = lane.iter().position(|k| *k == key).unwrap_or(lane.len());
         &lane[..end]
     }
 
     fn changed(&self, plugin: &str, id: &str) -> bool {
         let key = (plugin, id);
-        Self::ahead(self.before, self.index_before, &self.lanes_before, key) != Self::ahead(self.after, self.index_after, &self.lanes_after, key)
+        Self::ahead(self.before, self.index_before, &self.lanes_before, key)
+            != Self::ahead(self.after, self.index_after, &self.lanes_after, key)
     }
 }

@@ -19,7 +19,11 @@ pub enum FactsError {
     #[error("the model facts {path} are not valid: {reason}")]
     Invalid { path: String, reason: String },
     #[error("no model named `{name}` in the model facts ({date}); known: {known}")]
-    UnknownModel { name: String, date: String, known: String },
+    UnknownModel {
+        name: String,
+        date: String,
+        known: String,
+    },
 }
 
 /// A source a fact was taken from.
@@ -156,12 +160,21 @@ impl ModelProfile {
     /// The estimate rule when counts are estimated (Claude), `None` when they are exact.
     pub fn estimate(&self) -> Option<EstimateRule> {
         let t = &self.provider.tokenizer;
-        (t.kind == "estimate").then(|| EstimateRule { factor: t.factor.unwrap_or(1.0), low: t.low.unwrap_or(1.0), high: t.high.unwrap_or(1.0) })
+        (t.kind == "estimate").then(|| EstimateRule {
+            factor: t.factor.unwrap_or(1.0),
+            low: t.low.unwrap_or(1.0),
+            high: t.high.unwrap_or(1.0),
+        })
     }
 
     /// A TTL in seconds by name, else the provider's first.
     pub fn ttl_seconds(&self, name: &str) -> u64 {
-        self.provider.ttl_seconds.get(name).or_else(|| self.provider.ttl_seconds.values().next()).copied().unwrap_or(300)
+        self.provider
+            .ttl_seconds
+            .get(name)
+            .or_else(|| self.provider.ttl_seconds.values().next())
+            .copied()
+            .unwrap_or(300)
     }
 }
 
@@ -174,18 +187,37 @@ impl ModelFacts {
     /// Facts from a file.
     pub fn load(path: &Path) -> Result<ModelFacts, FactsError> {
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| FactsError::Read { path: shown.clone(), reason: e.to_string() })?;
+        let text = std::fs::read_to_string(path).map_err(|e| FactsError::Read {
+            path: shown.clone(),
+            reason: e.to_string(),
+        })?;
         Self::parse(&text, &shown)
     }
 
     fn parse(text: &str, shown: &str) -> Result<ModelFacts, FactsError> {
-        let facts: ModelFacts = serde_json::from_str(text).map_err(|e| FactsError::Invalid { path: shown.into(), reason: e.to_string() })?;
+        let facts: ModelFacts = serde_json::from_str(text).map_err(|e| FactsError::Invalid {
+            path: shown.into(),
+            reason: e.to_string(),
+        })?;
         for model in &facts.models {
             if !facts.providers.contains_key(&model.provider) {
-                return Err(FactsError::Invalid { path: shown.into(), reason: format!("model {} names unknown provider {}", model.id, model.provider) });
+                return Err(FactsError::Invalid {
+                    path: shown.into(),
+                    reason: format!(
+                        "model {} names unknown provider {}",
+                        model.id, model.provider
+                    ),
+                });
             }
-            if let Some(missing) = model.sources.iter().find(|s| !facts.sources.contains_key(*s)) {
-                return Err(FactsError::Invalid { path: shown.into(), reason: format!("model {} cites unknown source {missing}", model.id) });
+            if let Some(missing) = model
+                .sources
+                .iter()
+                .find(|s| !facts.sources.contains_key(*s))
+            {
+                return Err(FactsError::Invalid {
+                    path: shown.into(),
+                    reason: format!("model {} cites unknown source {missing}", model.id),
+                });
             }
         }
         Ok(facts)
@@ -194,19 +226,53 @@ impl ModelFacts {
     /// The model named `name`: its id or an alias, else the longest id that starts `name`
     /// (`claude-sonnet-4-5-20250929` finds `claude-sonnet-4-5`).
     pub fn profile(&self, name: &str) -> Result<ModelProfile, FactsError> {
-        let exact = self.models.iter().find(|m| m.id == name || m.aliases.iter().any(|a| a == name));
-        let prefix = || self.models.iter().filter(|m| name.starts_with(m.id.as_str())).max_by_key(|m| m.id.len());
+        let exact = self
+            .models
+            .iter()
+            .find(|m| m.id == name || m.aliases.iter().any(|a| a == name));
+        let prefix = || {
+            self.models
+                .iter()
+                .filter(|m| name.starts_with(m.id.as_str()))
+                .max_by_key(|m| m.id.len())
+        };
         let Some(model) = exact.or_else(prefix) else {
             return Err(FactsError::UnknownModel {
                 name: name.into(),
                 date: self.date.clone(),
-                known: self.models.iter().map(|m| m.id.as_str()).collect::<Vec<_>>().join(", "),
+                known: self
+                    .models
+                    .iter()
+                    .map(|m| m.id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
             });
         };
-        let provider = self.providers.get(&model.provider).cloned().ok_or_else(|| FactsError::Invalid { path: "facts".into(), reason: format!("no provider {}", model.provider) })?;
-        let cited: Vec<&String> = model.sources.iter().chain(provider.sources.iter()).collect();
-        let sources = self.sources.iter().filter(|(k, _)| cited.contains(k)).map(|(k, v)| (k.clone(), v.clone())).collect();
-        Ok(ModelProfile { model: model.clone(), provider, facts_date: self.date.clone(), sources })
+        let provider = self
+            .providers
+            .get(&model.provider)
+            .cloned()
+            .ok_or_else(|| FactsError::Invalid {
+                path: "facts".into(),
+                reason: format!("no provider {}", model.provider),
+            })?;
+        let cited: Vec<&String> = model
+            .sources
+            .iter()
+            .chain(provider.sources.iter())
+            .collect();
+        let sources = self
+            .sources
+            .iter()
+            .filter(|(k, _)| cited.contains(k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        Ok(ModelProfile {
+            model: model.clone(),
+            provider,
+            facts_date: self.date.clone(),
+            sources,
+        })
     }
 }
 
@@ -219,15 +285,23 @@ mod tests {
         let facts = ModelFacts::embedded().expect("valid facts");
         assert_eq!(facts.date.len(), 10, "an ISO date");
         assert!(facts.models.iter().all(|m| !m.sources.is_empty()));
-        let claude = facts.profile("claude-sonnet-4-5-20250929").expect("prefix match");
+        let claude = facts
+            .profile("claude-sonnet-4-5-20250929")
+            .expect("prefix match");
         assert_eq!(claude.provider.caching, Caching::ExplicitBreakpoints);
         assert_eq!(claude.provider.lookback_blocks, Some(20));
         assert!(claude.estimate().is_some(), "Claude counts are estimates");
         let gpt = facts.profile("gpt-4o").expect("exact");
         assert_eq!(gpt.provider.caching, Caching::AutomaticPrefix);
-        assert_eq!((gpt.provider.min_cacheable_tokens, gpt.provider.step_tokens), (Some(1024), Some(128)));
+        assert_eq!(
+            (gpt.provider.min_cacheable_tokens, gpt.provider.step_tokens),
+            (Some(1024), Some(128))
+        );
         assert_eq!(gpt.encoding(), Encoding::O200kBase);
         assert!(gpt.estimate().is_none());
-        assert!(matches!(facts.profile("nonsense"), Err(FactsError::UnknownModel { .. })));
+        assert!(matches!(
+            facts.profile("nonsense"),
+            Err(FactsError::UnknownModel { .. })
+        ));
     }
 }

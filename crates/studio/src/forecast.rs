@@ -37,7 +37,10 @@ pub struct ForecastOptions {
 
 impl Default for ForecastOptions {
     fn default() -> Self {
-        ForecastOptions { pace_seconds: 60.0, ttl: "5m".into() }
+        ForecastOptions {
+            pace_seconds: 60.0,
+            ttl: "5m".into(),
+        }
     }
 }
 
@@ -57,22 +60,49 @@ pub struct PlayedTurn {
 /// session's story model (scripted, replay, or a real backend). Stops at a failed turn and
 /// returns its error.
 pub fn play(workspace: Workspace, turns: Option<usize>) -> (Vec<PlayedTurn>, Option<String>) {
-    let scripted = workspace.session.test.as_ref().map(|t| t.turns.clone()).unwrap_or_default();
-    let count = turns.unwrap_or(if scripted.is_empty() { 3 } else { scripted.len() });
-    let mut extra = vec![workspace.session.next_message.clone(), workspace.session.following_message.clone().unwrap_or_default()];
+    let scripted = workspace
+        .session
+        .test
+        .as_ref()
+        .map(|t| t.turns.clone())
+        .unwrap_or_default();
+    let count = turns.unwrap_or(if scripted.is_empty() {
+        3
+    } else {
+        scripted.len()
+    });
+    let mut extra = vec![
+        workspace.session.next_message.clone(),
+        workspace
+            .session
+            .following_message
+            .clone()
+            .unwrap_or_default(),
+    ];
     extra.retain(|m| !m.trim().is_empty());
     let mut play = Playtest::new(workspace);
     let mut out = Vec::new();
     for index in 0..count {
         let (say, reply) = match scripted.get(index) {
             Some(turn) => (turn.say.clone(), turn.reply.clone()),
-            None => (extra.get(index - scripted.len()).cloned().unwrap_or_else(|| "I continue.".into()), None),
+            None => (
+                extra
+                    .get(index - scripted.len())
+                    .cloned()
+                    .unwrap_or_else(|| "I continue.".into()),
+                None,
+            ),
         };
         let report = play.play_scripted(&say, reply.as_deref());
         if let Some(error) = report.error {
             return (out, Some(format!("{}: {error}", report.turn_id)));
         }
-        out.push(PlayedTurn { turn_id: report.turn_id, say, usage: report.reply.and_then(|r| r.usage), preview: report.preview });
+        out.push(PlayedTurn {
+            turn_id: report.turn_id,
+            say,
+            usage: report.reply.and_then(|r| r.usage),
+            preview: report.preview,
+        });
     }
     (out, None)
 }
@@ -130,10 +160,22 @@ impl Counting<'_> {
 }
 
 fn attributed(parts: Vec<Part>, total: u64, counting: &Counting<'_>) -> Vec<ItemPart> {
-    let mut out: Vec<ItemPart> = parts.into_iter().map(|p| ItemPart { tokens: counting.tokens(&p.text), part: p }).collect();
+    let mut out: Vec<ItemPart> = parts
+        .into_iter()
+        .map(|p| ItemPart {
+            tokens: counting.tokens(&p.text),
+            part: p,
+        })
+        .collect();
     let sum: u64 = out.iter().map(|p| p.tokens).sum();
     if total > sum {
-        out.push(ItemPart { part: Part { from: "framing".into(), text: String::new() }, tokens: total - sum });
+        out.push(ItemPart {
+            part: Part {
+                from: "framing".into(),
+                text: String::new(),
+            },
+            tokens: total - sum,
+        });
     } else if sum > total {
         // Tokens merge across joins: take the excess from the largest part.
         let mut excess = sum - total;
@@ -160,7 +202,10 @@ fn without_cache_control(block: &Value) -> Value {
 }
 
 fn block_kind(kind: covel_kernel::prompt::BlockKind) -> String {
-    serde_json::to_value(kind).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+    serde_json::to_value(kind)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
 }
 
 fn message_label(index: usize, message: &covel_kernel::prompt::Message) -> String {
@@ -180,7 +225,13 @@ fn anthropic_items(preview: &Preview, counting: &Counting<'_>) -> Vec<Item> {
     let body = &preview.prompt.requests.anthropic;
     let rows = &preview.segments;
     let mut items = Vec::new();
-    for (block, json) in preview.prompt.system.blocks.iter().zip(body["system"].as_array().into_iter().flatten()) {
+    for (block, json) in preview
+        .prompt
+        .system
+        .blocks
+        .iter()
+        .zip(body["system"].as_array().into_iter().flatten())
+    {
         let text = json["text"].as_str().unwrap_or_default().to_string();
         let base = counting.base(&text);
         let tokens = counting.tokens(&text);
@@ -201,8 +252,15 @@ fn anthropic_items(preview: &Preview, counting: &Counting<'_>) -> Vec<Item> {
     let mut source = preview.prompt.messages.iter().enumerate();
     for message in body["messages"].as_array().into_iter().flatten() {
         let role = message["role"].as_str().unwrap_or_default();
-        for (position, json) in message["content"].as_array().into_iter().flatten().enumerate() {
-            let Some((index, origin)) = source.next() else { break };
+        for (position, json) in message["content"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            let Some((index, origin)) = source.next() else {
+                break;
+            };
             let text = json["text"].as_str().unwrap_or_default().to_string();
             let tokens = counting.tokens(&text);
             let tag = format!("{role}|{}", position == 0);
@@ -223,7 +281,12 @@ fn anthropic_items(preview: &Preview, counting: &Counting<'_>) -> Vec<Item> {
 }
 
 /// The OpenAI request's messages: the system message (every block), then each message.
-fn openai_items(preview: &Preview, counting: &Counting<'_>, overhead: u64, priming: u64) -> Vec<Item> {
+fn openai_items(
+    preview: &Preview,
+    counting: &Counting<'_>,
+    overhead: u64,
+    priming: u64,
+) -> Vec<Item> {
     let body = &preview.prompt.requests.openai;
     let rows = &preview.segments;
     let messages = body["messages"].as_array().cloned().unwrap_or_default();
@@ -233,7 +296,16 @@ fn openai_items(preview: &Preview, counting: &Counting<'_>, overhead: u64, primi
         let text = json["content"].as_str().unwrap_or_default().to_string();
         let tokens = counting.tokens(&text) + overhead;
         let (label, parts) = if index == 0 {
-            ("system message".to_string(), preview.prompt.system.blocks.iter().flat_map(|b| parts::block_parts(b, rows)).collect())
+            (
+                "system message".to_string(),
+                preview
+                    .prompt
+                    .system
+                    .blocks
+                    .iter()
+                    .flat_map(|b| parts::block_parts(b, rows))
+                    .collect(),
+            )
         } else {
             match preview.prompt.messages.get(index - 1) {
                 Some(m) => (message_label(index - 1, m), parts::message_parts(m, rows)),
@@ -254,7 +326,13 @@ fn openai_items(preview: &Preview, counting: &Counting<'_>, overhead: u64, primi
     }
     if let Some(last) = items.last_mut() {
         last.tokens += priming;
-        last.parts.push(ItemPart { part: Part { from: "framing".into(), text: String::new() }, tokens: priming });
+        last.parts.push(ItemPart {
+            part: Part {
+                from: "framing".into(),
+                text: String::new(),
+            },
+            tokens: priming,
+        });
     }
     items
 }
@@ -466,7 +544,11 @@ pub struct SegmentTokens {
 
 /// The included segments of a preview with both counts; unchanged segments are not recounted
 /// (the counter remembers every text).
-pub fn segment_tokens(preview: &Preview, profile: &ModelProfile, counter: &TokenCounter) -> Vec<SegmentTokens> {
+pub fn segment_tokens(
+    preview: &Preview,
+    profile: &ModelProfile,
+    counter: &TokenCounter,
+) -> Vec<SegmentTokens> {
     let encoding = profile.encoding();
     let estimate = profile.estimate();
     preview
@@ -482,7 +564,14 @@ pub fn segment_tokens(preview: &Preview, profile: &ModelProfile, counter: &Token
                 }
                 None => (base, None),
             };
-            SegmentTokens { segment: format!("{}/{}", r.plugin, r.id), plugin: r.plugin.clone(), estimate_tokens: r.tokens, tokens, range, exact: estimate.is_none() }
+            SegmentTokens {
+                segment: format!("{}/{}", r.plugin, r.id),
+                plugin: r.plugin.clone(),
+                estimate_tokens: r.tokens,
+                tokens,
+                range,
+                exact: estimate.is_none(),
+            }
         })
         .collect()
 }
@@ -551,14 +640,29 @@ fn cumulative(items: &[Item]) -> Vec<u64> {
 
 /// The first block that differs between two requests, and the part of it that changed.
 fn first_difference(before: &[Item], now: &[Item]) -> Option<(usize, Option<Part>)> {
-    let index = before.iter().zip(now.iter()).position(|(a, b)| a.key != b.key).or_else(|| (before.len() != now.len()).then(|| before.len().min(now.len())))?;
-    let (Some(a), Some(b)) = (before.get(index), now.get(index)) else { return Some((index, None)) };
+    let index = before
+        .iter()
+        .zip(now.iter())
+        .position(|(a, b)| a.key != b.key)
+        .or_else(|| (before.len() != now.len()).then(|| before.len().min(now.len())))?;
+    let (Some(a), Some(b)) = (before.get(index), now.get(index)) else {
+        return Some((index, None));
+    };
     let part = b
         .parts
         .iter()
         .filter(|p| p.part.from != "framing")
-        .find(|p| !a.parts.iter().any(|q| q.part.from == p.part.from && q.part.text == p.part.text))
-        .or_else(|| a.parts.iter().filter(|p| p.part.from != "framing").find(|p| !b.parts.iter().any(|q| q.part.from == p.part.from)))
+        .find(|p| {
+            !a.parts
+                .iter()
+                .any(|q| q.part.from == p.part.from && q.part.text == p.part.text)
+        })
+        .or_else(|| {
+            a.parts
+                .iter()
+                .filter(|p| p.part.from != "framing")
+                .find(|p| !b.parts.iter().any(|q| q.part.from == p.part.from))
+        })
         .map(|p| p.part.clone());
     Some((index, part))
 }
@@ -586,11 +690,29 @@ impl Sim<'_> {
             let now = t as f64 * self.options.pace_seconds;
             let hashes = chain(items, &self.profile.model.id);
             let cum = cumulative(items);
-            let valid = |h: &[u8; 32], cache: &HashMap<[u8; 32], Entry>| cache.get(h).is_some_and(|e| now - e.last_used <= self.ttl);
-            let breakpoints: Vec<usize> = items.iter().enumerate().filter(|(_, i)| i.breakpoint).map(|(j, _)| j).collect();
-            let read_at = breakpoints.iter().filter_map(|&k| (k.saturating_sub(lookback)..=k).rev().find(|&j| valid(&hashes[j], &cache))).max();
+            let valid = |h: &[u8; 32], cache: &HashMap<[u8; 32], Entry>| {
+                cache.get(h).is_some_and(|e| now - e.last_used <= self.ttl)
+            };
+            let breakpoints: Vec<usize> = items
+                .iter()
+                .enumerate()
+                .filter(|(_, i)| i.breakpoint)
+                .map(|(j, _)| j)
+                .collect();
+            let read_at = breakpoints
+                .iter()
+                .filter_map(|&k| {
+                    (k.saturating_sub(lookback)..=k)
+                        .rev()
+                        .find(|&j| valid(&hashes[j], &cache))
+                })
+                .max();
             let read = read_at.map_or(0, |r| cum[r]);
-            let last_cacheable = breakpoints.iter().copied().filter(|&k| cum[k] >= self.min).max();
+            let last_cacheable = breakpoints
+                .iter()
+                .copied()
+                .filter(|&k| cum[k] >= self.min)
+                .max();
             let written_to = last_cacheable.filter(|&k| read_at.is_none_or(|r| k > r));
             let write = written_to.map_or(0, |k| cum[k] - read);
             let previous = t.checked_sub(1).map(|p| &turns[p]);
@@ -601,12 +723,27 @@ impl Sim<'_> {
                 let prefix_tokens = cum[k];
                 let row = |outcome, reason_code, reason: String, part: &Option<Part>| {
                     let (_, segment, plugin) = who(part);
-                    BreakpointForecast { index, at: items[k].label.clone(), prefix_tokens, outcome, reason_code, reason, segment, plugin }
+                    BreakpointForecast {
+                        index,
+                        at: items[k].label.clone(),
+                        prefix_tokens,
+                        outcome,
+                        reason_code,
+                        reason,
+                        segment,
+                        plugin,
+                    }
                 };
                 if let Some(r) = read_at.filter(|&r| k <= r) {
                     let reason = match cache.get(&hashes[k]).filter(|_| valid(&hashes[k], &cache)) {
-                        Some(e) => format!("the prefix is read from the cache (written at turn {})", e.written_turn + 1),
-                        None => format!("read as part of the longer cached prefix up to {}", items[r].label),
+                        Some(e) => format!(
+                            "the prefix is read from the cache (written at turn {})",
+                            e.written_turn + 1
+                        ),
+                        None => format!(
+                            "read as part of the longer cached prefix up to {}",
+                            items[r].label
+                        ),
                     };
                     rows.push(row(Outcome::Hit, "read", reason, &None));
                     continue;
@@ -620,7 +757,14 @@ impl Sim<'_> {
                     ));
                     continue;
                 }
-                let reads = read_at.map(|r| format!(" (after reading {} tokens cached up to {})", cum[r], items[r].label)).unwrap_or_default();
+                let reads = read_at
+                    .map(|r| {
+                        format!(
+                            " (after reading {} tokens cached up to {})",
+                            cum[r], items[r].label
+                        )
+                    })
+                    .unwrap_or_default();
                 if let Some(entry) = cache.get(&hashes[k]) {
                     rows.push(row(
                         Outcome::Write,
@@ -636,7 +780,9 @@ impl Sim<'_> {
                     ));
                     continue;
                 }
-                let far = (0..k.saturating_sub(lookback)).rev().find(|&j| valid(&hashes[j], &cache));
+                let far = (0..k.saturating_sub(lookback))
+                    .rev()
+                    .find(|&j| valid(&hashes[j], &cache));
                 if let Some(j) = far {
                     rows.push(row(
                         Outcome::Write,
@@ -678,8 +824,17 @@ impl Sim<'_> {
                     e.last_used = now;
                 }
             }
-            for &k in breakpoints.iter().filter(|&&k| read_at.is_none_or(|r| k > r) && cum[k] >= self.min) {
-                cache.insert(hashes[k], Entry { written_turn: t, last_used: now });
+            for &k in breakpoints
+                .iter()
+                .filter(|&&k| read_at.is_none_or(|r| k > r) && cum[k] >= self.min)
+            {
+                cache.insert(
+                    hashes[k],
+                    Entry {
+                        written_turn: t,
+                        last_used: now,
+                    },
+                );
             }
             let last_breakpoint = breakpoints.last().copied();
             let per_item = items
@@ -696,7 +851,12 @@ impl Sim<'_> {
                     }
                 })
                 .collect();
-            out.push(TurnSim { breakpoints: rows, read, write, per_item });
+            out.push(TurnSim {
+                breakpoints: rows,
+                read,
+                write,
+                per_item,
+            });
         }
         out
     }
@@ -711,7 +871,10 @@ impl Sim<'_> {
             }
             if a.tag == b.tag {
                 let encoding = self.profile.encoding();
-                let (x, y) = (self.counter.encode(encoding, &a.content), self.counter.encode(encoding, &b.content));
+                let (x, y) = (
+                    self.counter.encode(encoding, &a.content),
+                    self.counter.encode(encoding, &b.content),
+                );
                 let same = x.iter().zip(y.iter()).take_while(|(p, q)| p == q).count() as u64;
                 tokens += self.profile.provider.message_overhead_tokens.unwrap_or(0) + same;
             }
@@ -732,28 +895,66 @@ impl Sim<'_> {
                 .filter(|(_, used)| now - used <= self.ttl)
                 .map(|(p, _)| (*p, self.common_prefix(&turns[*p], items)))
                 .max_by_key(|(_, (tokens, _))| *tokens);
-            let expired = seen.iter().filter(|(_, used)| now - used > self.ttl).map(|(p, used)| (*p, *used, self.common_prefix(&turns[*p], items).0)).max_by_key(|x| x.2);
+            let expired = seen
+                .iter()
+                .filter(|(_, used)| now - used > self.ttl)
+                .map(|(p, used)| (*p, *used, self.common_prefix(&turns[*p], items).0))
+                .max_by_key(|x| x.2);
             let common = best.map_or(0, |(_, (tokens, _))| tokens.min(total));
-            let read = if total >= self.min && common >= self.min { common / step * step } else { 0 };
-            let difference = t.checked_sub(1).and_then(|p| first_difference(&turns[p], items));
+            let read = if total >= self.min && common >= self.min {
+                common / step * step
+            } else {
+                0
+            };
+            let difference = t
+                .checked_sub(1)
+                .and_then(|p| first_difference(&turns[p], items));
             let at = "automatic prefix".to_string();
             let row = |outcome, reason_code, reason: String, part: &Option<Part>| {
                 let (_, segment, plugin) = who(part);
-                BreakpointForecast { index: 0, at: at.clone(), prefix_tokens: common, outcome, reason_code, reason, segment, plugin }
+                BreakpointForecast {
+                    index: 0,
+                    at: at.clone(),
+                    prefix_tokens: common,
+                    outcome,
+                    reason_code,
+                    reason,
+                    segment,
+                    plugin,
+                }
             };
             let previous_len = t.checked_sub(1).map_or(0, |p| turns[p].len());
             let changed = |what: &str| match difference.as_ref() {
-                Some((d, None)) if *d >= previous_len => (None, format!("{what}; this request extends turn {t}'s with new messages")),
+                Some((d, None)) if *d >= previous_len => (
+                    None,
+                    format!("{what}; this request extends turn {t}'s with new messages"),
+                ),
                 Some((d, part)) if *d < items.len() => {
                     let (text, _, _) = who(part);
-                    (Some(part.clone()), format!("{what}; the prefix changed at {}: {text} differs from turn {t}", items[*d].label))
+                    (
+                        Some(part.clone()),
+                        format!(
+                            "{what}; the prefix changed at {}: {text} differs from turn {t}",
+                            items[*d].label
+                        ),
+                    )
                 }
                 _ => (None, what.to_string()),
             };
             let row = if total < self.min {
-                row(Outcome::Miss, "below-minimum", format!("the prompt is {total} tokens, under the {}-token minimum: nothing is cached", self.min), &None)
+                row(
+                    Outcome::Miss,
+                    "below-minimum",
+                    format!(
+                        "the prompt is {total} tokens, under the {}-token minimum: nothing is cached",
+                        self.min
+                    ),
+                    &None,
+                )
             } else if read > 0 {
-                let (part, text) = changed(&format!("{read} of the {common} tokens shared with an earlier request are read ({step}-token steps)"));
+                let (part, text) = changed(&format!(
+                    "{read} of the {common} tokens shared with an earlier request are read ({step}-token steps)"
+                ));
                 row(Outcome::Hit, "read", text, &part.flatten())
             } else if t == 0 {
                 row(Outcome::Miss, "cold", "first request: nothing is cached yet (the prefix is cached for the next request at no extra cost)".into(), &None)
@@ -761,11 +962,20 @@ impl Sim<'_> {
                 row(
                     Outcome::Miss,
                     "ttl-expired",
-                    format!("turn {} shared {tokens} tokens but its cache expired: {:.0} s since its last use at {:.0} s per turn, over the {:.0} s TTL", p + 1, now - used, self.options.pace_seconds, self.ttl),
+                    format!(
+                        "turn {} shared {tokens} tokens but its cache expired: {:.0} s since its last use at {:.0} s per turn, over the {:.0} s TTL",
+                        p + 1,
+                        now - used,
+                        self.options.pace_seconds,
+                        self.ttl
+                    ),
                     &None,
                 )
             } else {
-                let (part, text) = changed(&format!("only {common} tokens are shared with earlier requests, under the {}-token minimum", self.min));
+                let (part, text) = changed(&format!(
+                    "only {common} tokens are shared with earlier requests, under the {}-token minimum",
+                    self.min
+                ));
                 row(Outcome::Miss, "prefix-changed", text, &part.flatten())
             };
             if let Some((p, _)) = best.filter(|_| read > 0)
@@ -784,7 +994,12 @@ impl Sim<'_> {
                     (r, 0, r > 0)
                 })
                 .collect();
-            out.push(TurnSim { breakpoints: vec![row], read, write: 0, per_item });
+            out.push(TurnSim {
+                breakpoints: vec![row],
+                read,
+                write: 0,
+                per_item,
+            });
         }
         out
     }
@@ -806,9 +1021,17 @@ impl Sim<'_> {
 
     fn price(&self, uncached: u64, write: u64, read: u64) -> Cost {
         let prices = &self.profile.model.prices;
-        let (input, cache_write, cache_read) =
-            (uncached as f64 * prices.input / 1e6, write as f64 * self.write_price() / 1e6, read as f64 * prices.cache_read / 1e6);
-        Cost { input, cache_write, cache_read, total: input + cache_write + cache_read }
+        let (input, cache_write, cache_read) = (
+            uncached as f64 * prices.input / 1e6,
+            write as f64 * self.write_price() / 1e6,
+            read as f64 * prices.cache_read / 1e6,
+        );
+        Cost {
+            input,
+            cache_write,
+            cache_read,
+            total: input + cache_write + cache_read,
+        }
     }
 
     fn total_cost(&self, turns: &[Vec<Item>]) -> f64 {
@@ -817,7 +1040,8 @@ impl Sim<'_> {
             .zip(turns)
             .map(|(sim, items)| {
                 let total: u64 = items.iter().map(|i| i.tokens).sum();
-                self.price(total - sim.read - sim.write, sim.write, sim.read).total
+                self.price(total - sim.read - sim.write, sim.write, sim.read)
+                    .total
             })
             .sum()
     }
@@ -828,7 +1052,10 @@ impl Sim<'_> {
 /// Reads the usage an API reported (Anthropic or OpenAI shape).
 pub fn reported_usage(usage: &Value) -> Option<Reported> {
     let n = |v: Option<&Value>| v.and_then(Value::as_u64);
-    if usage.get("cache_creation_input_tokens").is_some() || usage.get("cache_read_input_tokens").is_some() || usage.get("input_tokens").is_some() {
+    if usage.get("cache_creation_input_tokens").is_some()
+        || usage.get("cache_read_input_tokens").is_some()
+        || usage.get("input_tokens").is_some()
+    {
         return Some(Reported {
             input_tokens: n(usage.get("input_tokens")).unwrap_or(0),
             cache_write_tokens: n(usage.get("cache_creation_input_tokens")).unwrap_or(0),
@@ -838,7 +1065,12 @@ pub fn reported_usage(usage: &Value) -> Option<Reported> {
     }
     let prompt = n(usage.get("prompt_tokens"))?;
     let cached = n(usage.pointer("/prompt_tokens_details/cached_tokens")).unwrap_or(0);
-    Some(Reported { input_tokens: prompt.saturating_sub(cached), cache_write_tokens: 0, cache_read_tokens: cached, output_tokens: n(usage.get("completion_tokens")).unwrap_or(0) })
+    Some(Reported {
+        input_tokens: prompt.saturating_sub(cached),
+        cache_write_tokens: 0,
+        cache_read_tokens: cached,
+        output_tokens: n(usage.get("completion_tokens")).unwrap_or(0),
+    })
 }
 
 /// The part at a token offset of a request (the first one the offset does not cover).
@@ -852,15 +1084,27 @@ fn part_at(items: &[Item], offset: u64) -> (String, Option<Part>) {
             }
         }
     }
-    (items.last().map(|i| i.label.clone()).unwrap_or_default(), None)
+    (
+        items.last().map(|i| i.label.clone()).unwrap_or_default(),
+        None,
+    )
 }
 
-fn mismatches(profile: &ModelProfile, items: &[Item], predicted: (u64, u64), reported: &Reported) -> Vec<Mismatch> {
+fn mismatches(
+    profile: &ModelProfile,
+    items: &[Item],
+    predicted: (u64, u64),
+    reported: &Reported,
+) -> Vec<Mismatch> {
     let (read, write) = predicted;
     // Claude counts are estimates: a reported figure inside the error bar agrees.
     let (low, high, slack) = match profile.estimate() {
         Some(rule) => (rule.low / rule.factor, rule.high / rule.factor, 16.0),
-        None => (1.0, 1.0, profile.provider.step_tokens.unwrap_or(0) as f64 + 8.0),
+        None => (
+            1.0,
+            1.0,
+            profile.provider.step_tokens.unwrap_or(0) as f64 + 8.0,
+        ),
     };
     let agrees = |p: u64, r: u64| {
         if (p == 0) != (r == 0) {
@@ -870,21 +1114,51 @@ fn mismatches(profile: &ModelProfile, items: &[Item], predicted: (u64, u64), rep
         r >= p * low - slack && r <= p * high + slack
     };
     let mut out = Vec::new();
-    for (field, p, r) in [("cacheRead", read, reported.cache_read_tokens), ("cacheWrite", write, reported.cache_write_tokens)] {
+    for (field, p, r) in [
+        ("cacheRead", read, reported.cache_read_tokens),
+        ("cacheWrite", write, reported.cache_write_tokens),
+    ] {
         if agrees(p, r) {
             continue;
         }
         // Where the provider's cached prefix ended, in our token positions.
-        let scale = if p > 0 && r > 0 { 1.0 } else { profile.estimate().map_or(1.0, |rule| rule.factor) };
-        let offset = if field == "cacheRead" { (r as f64 * scale) as u64 } else { ((reported.cache_read_tokens + r) as f64 * scale) as u64 };
-        let (at, part) = part_at(items, offset.min(if field == "cacheRead" { read } else { read + write }));
+        let scale = if p > 0 && r > 0 {
+            1.0
+        } else {
+            profile.estimate().map_or(1.0, |rule| rule.factor)
+        };
+        let offset = if field == "cacheRead" {
+            (r as f64 * scale) as u64
+        } else {
+            ((reported.cache_read_tokens + r) as f64 * scale) as u64
+        };
+        let (at, part) = part_at(
+            items,
+            offset.min(if field == "cacheRead" {
+                read
+            } else {
+                read + write
+            }),
+        );
         let (text, segment, plugin) = who(&part);
         let message = if r < p {
-            format!("the provider reported {r} {field} tokens where {p} were predicted: its cache stopped before {text} ({at}), the first segment that differed from what it had cached")
+            format!(
+                "the provider reported {r} {field} tokens where {p} were predicted: its cache stopped before {text} ({at}), the first segment that differed from what it had cached"
+            )
         } else {
-            format!("the provider reported {r} {field} tokens where {p} were predicted: it cached beyond the predicted point; check {text} ({at})")
+            format!(
+                "the provider reported {r} {field} tokens where {p} were predicted: it cached beyond the predicted point; check {text} ({at})"
+            )
         };
-        out.push(Mismatch { field, predicted: p, reported: r, segment, plugin, at, message });
+        out.push(Mismatch {
+            field,
+            predicted: p,
+            reported: r,
+            segment,
+            plugin,
+            at,
+            message,
+        });
     }
     out
 }
@@ -930,7 +1204,11 @@ fn without_segment(turns: &[Vec<Item>], segment: &str) -> Vec<Vec<Item>> {
             let mut items = items.clone();
             let mut moved = 0;
             for item in items.iter_mut() {
-                if let Some(at) = item.parts.iter().position(|p| p.part.segment() == Some(segment)) {
+                if let Some(at) = item
+                    .parts
+                    .iter()
+                    .position(|p| p.part.segment() == Some(segment))
+                {
                     let part = item.parts.remove(at);
                     item.tokens = item.tokens.saturating_sub(part.tokens);
                     moved += part.tokens;
@@ -953,7 +1231,11 @@ fn into_stable(turns: &[Vec<Item>], segment: &str) -> Vec<Vec<Item>> {
             let mut items = items.clone();
             let mut moved: Option<ItemPart> = None;
             for item in items.iter_mut() {
-                if let Some(at) = item.parts.iter().position(|p| p.part.segment() == Some(segment)) {
+                if let Some(at) = item
+                    .parts
+                    .iter()
+                    .position(|p| p.part.segment() == Some(segment))
+                {
                     let part = item.parts.remove(at);
                     item.tokens = item.tokens.saturating_sub(part.tokens);
                     rekey(item);
@@ -961,7 +1243,10 @@ fn into_stable(turns: &[Vec<Item>], segment: &str) -> Vec<Vec<Item>> {
                 }
             }
             if let Some(part) = moved {
-                let target = items.iter().position(|i| i.slot == Slot::System("stable-segments".into())).or_else(|| items.iter().position(|i| matches!(i.slot, Slot::System(_))));
+                let target = items
+                    .iter()
+                    .position(|i| i.slot == Slot::System("stable-segments".into()))
+                    .or_else(|| items.iter().position(|i| matches!(i.slot, Slot::System(_))));
                 if let Some(target) = target {
                     items[target].tokens += part.tokens;
                     items[target].parts.push(part);
@@ -975,7 +1260,9 @@ fn into_stable(turns: &[Vec<Item>], segment: &str) -> Vec<Vec<Item>> {
 
 fn advice(sim: &Sim<'_>, turns: &[Vec<Item>], current_cost: f64) -> Advice {
     let mut notes = Vec::new();
-    let (current_layout, best_layouts) = if sim.profile.provider.caching == Caching::ExplicitBreakpoints {
+    let (current_layout, best_layouts) = if sim.profile.provider.caching
+        == Caching::ExplicitBreakpoints
+    {
         let mut candidates: Vec<String> = Vec::new();
         for item in turns.iter().flatten() {
             if let Slot::System(kind) = &item.slot
@@ -984,7 +1271,11 @@ fn advice(sim: &Sim<'_>, turns: &[Vec<Item>], current_cost: f64) -> Advice {
                 candidates.push(kind.clone());
             }
         }
-        if turns.iter().flatten().any(|i| i.slot == Slot::HistoryNewest) {
+        if turns
+            .iter()
+            .flatten()
+            .any(|i| i.slot == Slot::HistoryNewest)
+        {
             candidates.push("history".into());
         }
         let mut current: Vec<String> = Vec::new();
@@ -1004,19 +1295,41 @@ fn advice(sim: &Sim<'_>, turns: &[Vec<Item>], current_cost: f64) -> Advice {
             if mask.count_ones() as usize > max {
                 continue;
             }
-            let layout: Vec<String> = candidates.iter().enumerate().filter(|(i, _)| mask & (1 << i) != 0).map(|(_, c)| c.clone()).collect();
+            let layout: Vec<String> = candidates
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| mask & (1 << i) != 0)
+                .map(|(_, c)| c.clone())
+                .collect();
             let cost = sim.total_cost(&with_layout(turns, &layout));
-            layouts.push(Layout { breakpoints: layout, cost, saving: current_cost - cost });
+            layouts.push(Layout {
+                breakpoints: layout,
+                cost,
+                saving: current_cost - cost,
+            });
         }
-        layouts.sort_by(|a, b| a.cost.total_cmp(&b.cost).then(a.breakpoints.len().cmp(&b.breakpoints.len())));
+        layouts.sort_by(|a, b| {
+            a.cost
+                .total_cmp(&b.cost)
+                .then(a.breakpoints.len().cmp(&b.breakpoints.len()))
+        });
         // One layout per cost (the one with the fewest breakpoints), and only cheaper ones.
         layouts.dedup_by(|a, b| (a.cost - b.cost).abs() < 1e-12);
         layouts.retain(|l| l.saving > 1e-12);
         layouts.truncate(3);
         if layouts.is_empty() {
-            notes.push("No breakpoint layout is cheaper than the current one for this session.".into());
+            notes.push(
+                "No breakpoint layout is cheaper than the current one for this session.".into(),
+            );
         }
-        (Some(Layout { breakpoints: current, cost: current_cost, saving: 0.0 }), layouts)
+        (
+            Some(Layout {
+                breakpoints: current,
+                cost: current_cost,
+                saving: 0.0,
+            }),
+            layouts,
+        )
     } else {
         notes.push("OpenAI caches the longest common prefix automatically: there are no breakpoints to place; keep what changes at the end.".into());
         (None, Vec::new())
@@ -1033,7 +1346,9 @@ fn advice(sim: &Sim<'_>, turns: &[Vec<Item>], current_cost: f64) -> Advice {
             };
             for part in &item.parts {
                 if let Some(segment) = part.part.segment() {
-                    let entry = texts.entry(segment.to_string()).or_insert_with(|| (vec![None; turns.len()], false, false));
+                    let entry = texts
+                        .entry(segment.to_string())
+                        .or_insert_with(|| (vec![None; turns.len()], false, false));
                     entry.0[t] = Some(part.part.text.clone());
                     if cacheable {
                         entry.1 = true;
@@ -1052,31 +1367,58 @@ fn advice(sim: &Sim<'_>, turns: &[Vec<Item>], current_cost: f64) -> Advice {
         let (change, why, simulated) = if *in_cached && changes > 0 {
             (
                 "declare it `turn` (or move it after the last breakpoint)".to_string(),
-                format!("its text changes {changes} time(s) in {} turns inside the cached prefix, rewriting everything after it", turns.len()),
+                format!(
+                    "its text changes {changes} time(s) in {} turns inside the cached prefix, rewriting everything after it",
+                    turns.len()
+                ),
                 without_segment(turns, segment),
             )
-        } else if *in_uncached && !*in_cached && changes == 0 && present.len() == turns.len() && turns.len() > 1 {
+        } else if *in_uncached
+            && !*in_cached
+            && changes == 0
+            && present.len() == turns.len()
+            && turns.len() > 1
+        {
             (
                 "declare it `session` (it never changed)".to_string(),
-                format!("its text is the same in all {} turns but sits after the last breakpoint, so it is paid at full price every turn", turns.len()),
+                format!(
+                    "its text is the same in all {} turns but sits after the last breakpoint, so it is paid at full price every turn",
+                    turns.len()
+                ),
                 into_stable(turns, segment),
             )
         } else {
             continue;
         };
         let cost_after = sim.total_cost(&simulated);
-        volatility.push(VolatilityAdvice { segment: segment.clone(), plugin, change, why, cost_after, saving: current_cost - cost_after });
+        volatility.push(VolatilityAdvice {
+            segment: segment.clone(),
+            plugin,
+            change,
+            why,
+            cost_after,
+            saving: current_cost - cost_after,
+        });
     }
     volatility.retain(|v| v.saving > 1e-12);
     volatility.sort_by(|a, b| b.saving.total_cmp(&a.saving));
-    let largest = turns.iter().map(|items| items.iter().map(|i| i.tokens).sum::<u64>()).max().unwrap_or(0);
+    let largest = turns
+        .iter()
+        .map(|items| items.iter().map(|i| i.tokens).sum::<u64>())
+        .max()
+        .unwrap_or(0);
     if largest < sim.min {
         notes.push(format!(
             "The prompt never reaches {}'s minimum cacheable {} tokens (largest: {largest}): caching saves nothing for this session until the cacheable prefix grows.",
             sim.profile.model.id, sim.min
         ));
     }
-    Advice { current_layout, best_layouts, volatility, notes }
+    Advice {
+        current_layout,
+        best_layouts,
+        volatility,
+        notes,
+    }
 }
 
 // ---- the Cache panel ------------------------------------------------------------------------
@@ -1088,22 +1430,58 @@ impl crate::live::LiveStudio {
     /// The Cache panel: the turns played in the studio (with the usage a real backend reported)
     /// and the next turn, forecast for `model` (default: the story model's name, else
     /// [`DEFAULT_MODEL`]). Token counts are remembered across calls.
-    pub fn forecast(&mut self, model: Option<&str>, options: &ForecastOptions) -> Result<Forecast, String> {
+    pub fn forecast(
+        &mut self,
+        model: Option<&str>,
+        options: &ForecastOptions,
+    ) -> Result<Forecast, String> {
         let facts = crate::facts::ModelFacts::embedded().map_err(|e| e.to_string())?;
         let story = &self.workspace().session.models.story;
-        let name = model.filter(|m| !m.trim().is_empty()).map(str::to_string).or_else(|| story.model.clone()).unwrap_or_else(|| DEFAULT_MODEL.into());
-        let profile = facts.profile(&name).or_else(|_| facts.profile(DEFAULT_MODEL)).map_err(|e| e.to_string())?;
-        let succeeded: Vec<_> = self.turns.iter().filter(|t| t.error.is_none()).map(|t| (t.turn_id.clone(), t.player_message.clone(), t.reply.as_ref().and_then(|r| r.usage.clone()))).collect();
+        let name = model
+            .filter(|m| !m.trim().is_empty())
+            .map(str::to_string)
+            .or_else(|| story.model.clone())
+            .unwrap_or_else(|| DEFAULT_MODEL.into());
+        let profile = facts
+            .profile(&name)
+            .or_else(|_| facts.profile(DEFAULT_MODEL))
+            .map_err(|e| e.to_string())?;
+        let succeeded: Vec<_> = self
+            .turns
+            .iter()
+            .filter(|t| t.error.is_none())
+            .map(|t| {
+                (
+                    t.turn_id.clone(),
+                    t.player_message.clone(),
+                    t.reply.as_ref().and_then(|r| r.usage.clone()),
+                )
+            })
+            .collect();
         let mut played = Vec::with_capacity(succeeded.len() + 1);
         for (turn_id, say, usage) in succeeded {
             if let Some(preview) = self.turn_preview(&turn_id) {
-                played.push(PlayedTurn { turn_id, say, preview, usage });
+                played.push(PlayedTurn {
+                    turn_id,
+                    say,
+                    preview,
+                    usage,
+                });
             }
         }
-        let next = if self.target == crate::RuntimeTarget::Story { self.preview.clone() } else { self.workspace().preview(&crate::RuntimeTarget::Story) };
+        let next = if self.target == crate::RuntimeTarget::Story {
+            self.preview.clone()
+        } else {
+            self.workspace().preview(&crate::RuntimeTarget::Story)
+        };
         // The message the preview assembled the next turn for (never empty).
         let say = self.workspace().previewed_player_message();
-        played.push(PlayedTurn { turn_id: next.turn_id.clone(), say, preview: next, usage: None });
+        played.push(PlayedTurn {
+            turn_id: next.turn_id.clone(),
+            say,
+            preview: next,
+            usage: None,
+        });
         Ok(forecast(&played, &profile, options, &self.counter))
     }
 }
@@ -1111,21 +1489,43 @@ impl crate::live::LiveStudio {
 // ---- the forecast ---------------------------------------------------------------------------
 
 /// Forecasts caching and cost for played turns against a model.
-pub fn forecast(played: &[PlayedTurn], profile: &ModelProfile, options: &ForecastOptions, counter: &TokenCounter) -> Forecast {
-    let counting = Counting { counter, encoding: profile.encoding(), estimate: profile.estimate() };
+pub fn forecast(
+    played: &[PlayedTurn],
+    profile: &ModelProfile,
+    options: &ForecastOptions,
+    counter: &TokenCounter,
+) -> Forecast {
+    let counting = Counting {
+        counter,
+        encoding: profile.encoding(),
+        estimate: profile.estimate(),
+    };
     let explicit = profile.provider.caching == Caching::ExplicitBreakpoints;
     let overhead = profile.provider.message_overhead_tokens.unwrap_or(0);
     let priming = profile.provider.reply_priming_tokens.unwrap_or(0);
     let turns: Vec<Vec<Item>> = played
         .iter()
-        .map(|t| if explicit { anthropic_items(&t.preview, &counting) } else { openai_items(&t.preview, &counting, overhead, priming) })
+        .map(|t| {
+            if explicit {
+                anthropic_items(&t.preview, &counting)
+            } else {
+                openai_items(&t.preview, &counting, overhead, priming)
+            }
+        })
         .collect();
-    let ttl_name = if explicit { options.ttl.as_str() } else { "default" };
+    let ttl_name = if explicit {
+        options.ttl.as_str()
+    } else {
+        "default"
+    };
     let sim = Sim {
         profile,
         options,
         ttl: profile.ttl_seconds(ttl_name) as f64,
-        min: profile.model.min_cacheable_tokens.max(profile.provider.min_cacheable_tokens.unwrap_or(0)),
+        min: profile
+            .model
+            .min_cacheable_tokens
+            .max(profile.provider.min_cacheable_tokens.unwrap_or(0)),
         counter,
     };
     let sims = sim.run(&turns);
@@ -1142,7 +1542,9 @@ pub fn forecast(played: &[PlayedTurn], profile: &ModelProfile, options: &Forecas
             (e.low, e.high)
         });
         let reported = turn.usage.as_ref().and_then(reported_usage);
-        let mismatches = reported.map(|r| mismatches(profile, items, (result.read, result.write), &r)).unwrap_or_default();
+        let mismatches = reported
+            .map(|r| mismatches(profile, items, (result.read, result.write), &r))
+            .unwrap_or_default();
         for (item, &(read, write, cacheable)) in items.iter().zip(&result.per_item) {
             // Split the item's billing over its parts in order (a prefix is read first).
             let (mut r_left, mut w_left) = (read, write);
@@ -1152,7 +1554,11 @@ pub fn forecast(played: &[PlayedTurn], profile: &ModelProfile, options: &Forecas
                 let w = w_left.min(part.tokens - r);
                 w_left -= w;
                 let u = part.tokens - r - w;
-                let owner = if part.part.from == "framing" { "(framework)".to_string() } else { part.part.owner() };
+                let owner = if part.part.from == "framing" {
+                    "(framework)".to_string()
+                } else {
+                    part.part.owner()
+                };
                 let row = ledger.entry(owner.clone()).or_insert_with(|| LedgerRow {
                     is_plugin: !owner.starts_with('('),
                     owner,
@@ -1164,7 +1570,11 @@ pub fn forecast(played: &[PlayedTurn], profile: &ModelProfile, options: &Forecas
                     cost: 0.0,
                     share: 0.0,
                 });
-                let cached_part = if explicit { if cacheable { part.tokens } else { 0 } } else { r };
+                let cached_part = if explicit {
+                    if cacheable { part.tokens } else { 0 }
+                } else {
+                    r
+                };
                 row.cached_part_tokens += cached_part;
                 row.uncached_part_tokens += part.tokens - cached_part;
                 row.cache_read_tokens += r;
@@ -1206,7 +1616,11 @@ pub fn forecast(played: &[PlayedTurn], profile: &ModelProfile, options: &Forecas
     totals.saving = totals.cost_without_cache - totals.cost.total;
     let mut ledger: Vec<LedgerRow> = ledger.into_values().collect();
     for row in &mut ledger {
-        row.share = if totals.cost.total > 0.0 { row.cost / totals.cost.total } else { 0.0 };
+        row.share = if totals.cost.total > 0.0 {
+            row.cost / totals.cost.total
+        } else {
+            0.0
+        };
     }
     ledger.sort_by(|a, b| b.cost.total_cmp(&a.cost).then(a.owner.cmp(&b.owner)));
     let advice = advice(&sim, &turns, totals.cost.total);
@@ -1227,14 +1641,28 @@ pub fn forecast(played: &[PlayedTurn], profile: &ModelProfile, options: &Forecas
                 rule.high,
                 profile.provider.tokenizer.note
             ),
-            None => format!("exact {} counts, plus {overhead} tokens per message and {priming} for the reply", counting.encoding.name()),
+            None => format!(
+                "exact {} counts, plus {overhead} tokens per message and {priming} for the reply",
+                counting.encoding.name()
+            ),
         },
         facts_date: profile.facts_date.clone(),
         verified: profile.model.verified && profile.provider.verified,
         sources: profile.sources.values().map(|s| s.url.clone()).collect(),
     };
-    let segment_tokens = played.last().map(|t| segment_tokens(&t.preview, profile, counter)).unwrap_or_default();
-    Forecast { model, turns: rows, totals, ledger, advice, segment_tokens, counting: counter.stats() }
+    let segment_tokens = played
+        .last()
+        .map(|t| segment_tokens(&t.preview, profile, counter))
+        .unwrap_or_default();
+    Forecast {
+        model,
+        turns: rows,
+        totals,
+        ledger,
+        advice,
+        segment_tokens,
+        counting: counter.stats(),
+    }
 }
 
 #[cfg(test)]
@@ -1250,7 +1678,13 @@ mod tests {
             base: tokens,
             breakpoint,
             slot: Slot::Other,
-            parts: vec![ItemPart { part: Part { from: format!("history m{n}"), text: format!("block {n}") }, tokens }],
+            parts: vec![ItemPart {
+                part: Part {
+                    from: format!("history m{n}"),
+                    text: format!("block {n}"),
+                },
+                tokens,
+            }],
             content: format!("block {n}"),
         }
     }
@@ -1258,9 +1692,18 @@ mod tests {
     fn sim_turns(turns: &[Vec<Item>], pace: f64) -> Vec<TurnSim> {
         let facts = crate::facts::ModelFacts::embedded().expect("facts");
         let profile = facts.profile("claude-sonnet-4-5").expect("model");
-        let options = ForecastOptions { pace_seconds: pace, ttl: "5m".into() };
+        let options = ForecastOptions {
+            pace_seconds: pace,
+            ttl: "5m".into(),
+        };
         let counter = TokenCounter::new();
-        let sim = Sim { profile: &profile, options: &options, ttl: 300.0, min: 1024, counter: &counter };
+        let sim = Sim {
+            profile: &profile,
+            options: &options,
+            ttl: 300.0,
+            min: 1024,
+            counter: &counter,
+        };
         sim.run(turns)
     }
 
@@ -1271,7 +1714,12 @@ mod tests {
         let second: Vec<Item> = (0..35).map(|n| item(n, 200, n == 34)).collect();
         let sims = sim_turns(&[first.clone(), second], 10.0);
         let row = &sims[1].breakpoints[0];
-        assert_eq!((row.outcome, row.reason_code), (Outcome::Write, "beyond-lookback"), "{}", row.reason);
+        assert_eq!(
+            (row.outcome, row.reason_code),
+            (Outcome::Write, "beyond-lookback"),
+            "{}",
+            row.reason
+        );
         assert_eq!(sims[1].read, 0);
         // Within 20 blocks the earlier prefix is found and only the new blocks are written.
         let near: Vec<Item> = (0..25).map(|n| item(n, 200, n == 24)).collect();
@@ -1284,7 +1732,11 @@ mod tests {
     fn a_slow_pace_expires_the_cache_between_turns() {
         let turn: Vec<Item> = (0..8).map(|n| item(n, 200, n == 7)).collect();
         let sims = sim_turns(&[turn.clone(), turn.clone()], 400.0);
-        assert_eq!(sims[1].breakpoints[0].reason_code, "ttl-expired", "{}", sims[1].breakpoints[0].reason);
+        assert_eq!(
+            sims[1].breakpoints[0].reason_code, "ttl-expired",
+            "{}",
+            sims[1].breakpoints[0].reason
+        );
         assert_eq!((sims[1].read, sims[1].write), (0, 1600));
         let sims = sim_turns(&[turn.clone(), turn], 60.0);
         assert_eq!((sims[1].read, sims[1].write), (1600, 0));

@@ -201,7 +201,11 @@ impl LiveStudio {
     }
 
     /// Plays a turn that `cancel` can stop before anything is appended.
-    pub fn play_turn_cancellable(&mut self, message: &str, cancel: &std::sync::atomic::AtomicBool) -> TurnReport {
+    pub fn play_turn_cancellable(
+        &mut self,
+        message: &str,
+        cancel: &std::sync::atomic::AtomicBool,
+    ) -> TurnReport {
         let played = self.play.turns();
         let report = self.play.play_cancellable(message, cancel);
         match &report.error {
@@ -217,7 +221,8 @@ impl LiveStudio {
             if self.recent.len() >= RECENT_PREVIEWS {
                 self.recent.pop_front();
             }
-            self.recent.push_back((report.turn_id.clone(), report.preview.clone()));
+            self.recent
+                .push_back((report.turn_id.clone(), report.preview.clone()));
         }
         self.refresh();
         report
@@ -234,7 +239,12 @@ impl LiveStudio {
         let before = self.play.session_before(turn_id)?;
         let workspace = &mut self.play.workspace;
         let current = std::mem::replace(&mut workspace.session, before);
-        workspace.session.next_message = self.turns.iter().find(|t| t.turn_id == turn_id).map(|t| t.player_message.clone()).unwrap_or_default();
+        workspace.session.next_message = self
+            .turns
+            .iter()
+            .find(|t| t.turn_id == turn_id)
+            .map(|t| t.player_message.clone())
+            .unwrap_or_default();
         let preview = workspace.preview(&RuntimeTarget::Story);
         workspace.session = current;
         Some(preview)
@@ -246,13 +256,19 @@ impl LiveStudio {
     /// text is adopted in memory only.
     pub fn save_session_text(&mut self, text: &str) -> Result<(), SessionSaveError> {
         let path = self.play.workspace.session_path.clone();
-        let file = path.clone().unwrap_or_else(|| PathBuf::from("session.yaml"));
-        let session = covel_kernel::session::parse_session(text, &file).map_err(SessionSaveError::Invalid)?;
+        let file = path
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("session.yaml"));
+        let session =
+            covel_kernel::session::parse_session(text, &file).map_err(SessionSaveError::Invalid)?;
         if let Some(path) = &path {
             let before = crate::workspace::read_session_text(path).ok();
             crate::save::write_session_text(path, text).map_err(SessionSaveError::Save)?;
             if let Some(before) = before.filter(|b| b != text) {
-                self.undo.push(UndoEntry::SessionEdit { before, after: text.to_string() });
+                self.undo.push(UndoEntry::SessionEdit {
+                    before,
+                    after: text.to_string(),
+                });
             }
         }
         self.adopt_session(session, text);
@@ -262,7 +278,12 @@ impl LiveStudio {
     /// Applies structured edits to the authored session text in place (see [`crate::document`])
     /// and saves it like [`LiveStudio::save_session_text`].
     pub fn edit_session(&mut self, edits: &[SessionEdit]) -> Result<(), SessionSaveError> {
-        let current = self.play.workspace.session_text.clone().unwrap_or_else(|| format!("id: {}\n", self.play.workspace.session.id));
+        let current = self
+            .play
+            .workspace
+            .session_text
+            .clone()
+            .unwrap_or_else(|| format!("id: {}\n", self.play.workspace.session.id));
         let text = crate::document::apply_edits(&current, edits).map_err(SessionSaveError::Edit)?;
         self.save_session_text(&text)
     }
@@ -275,7 +296,9 @@ impl LiveStudio {
         workspace.session_error = None;
         workspace.resolve();
         self.restart_playtest();
-        self.play.workspace.apply_slots(&mut self.play.slots, &Trigger::All);
+        self.play
+            .workspace
+            .apply_slots(&mut self.play.slots, &Trigger::All);
         self.refresh();
     }
 
@@ -285,16 +308,25 @@ impl LiveStudio {
         self.play.restart();
         self.turns.clear();
         self.recent.clear();
-        self.undo.retain(|u| matches!(u, UndoEntry::SessionEdit { .. }));
+        self.undo
+            .retain(|u| matches!(u, UndoEntry::SessionEdit { .. }));
     }
 
     /// Played sessions are new files: saves the played session as YAML to `path`, or to
     /// `<name>.played.session.yaml` beside the authored session. Writing it over the authored
     /// session needs `overwrite_authored` (and keeps the previous text as `.bak`).
-    pub fn save_played(&self, path: Option<&Path>, overwrite_authored: bool) -> Result<PathBuf, SessionSaveError> {
-        let target = path.map(Path::to_path_buf).unwrap_or_else(|| self.played_default_path());
+    pub fn save_played(
+        &self,
+        path: Option<&Path>,
+        overwrite_authored: bool,
+    ) -> Result<PathBuf, SessionSaveError> {
+        let target = path
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| self.played_default_path());
         let authored = self.play.workspace.session_path.as_deref();
-        if authored.is_some_and(|a| a == target || crate::save::same_file(&target, a)) && !overwrite_authored {
+        if authored.is_some_and(|a| a == target || crate::save::same_file(&target, a))
+            && !overwrite_authored
+        {
             return Err(SessionSaveError::WouldOverwriteAuthored(target));
         }
         self.play.save(&target).map_err(SessionSaveError::Save)
@@ -334,13 +366,16 @@ impl LiveStudio {
                 Ok(Some(UndoKind::Turn))
             }
             Some(UndoEntry::SessionEdit { before, after }) => {
-                let Some(path) = self.play.workspace.session_path.clone() else { return Ok(None) };
+                let Some(path) = self.play.workspace.session_path.clone() else {
+                    return Ok(None);
+                };
                 let disk = crate::workspace::read_session_text(&path).ok();
                 if disk.as_deref() != Some(after.as_str()) {
                     self.undo.push(UndoEntry::SessionEdit { before, after });
                     return Err(SessionSaveError::ChangedOnDisk(path));
                 }
-                let session = covel_kernel::session::parse_session(&before, &path).map_err(SessionSaveError::Invalid)?;
+                let session = covel_kernel::session::parse_session(&before, &path)
+                    .map_err(SessionSaveError::Invalid)?;
                 crate::save::write_session_text(&path, &before).map_err(SessionSaveError::Save)?;
                 self.adopt_session(session, &before);
                 Ok(Some(UndoKind::SessionEdit))
@@ -356,40 +391,74 @@ impl LiveStudio {
     /// reload that finds a freshly broken plugin waits up to `grace` for more events, and when
     /// they come, reloads again and reports only the settled result — no flash of a bogus
     /// syntax error for a half-written file.
-    pub fn follow(&mut self, watcher: &mut FolderWatcher, timeout: Duration, grace: Duration) -> Option<Followed> {
+    pub fn follow(
+        &mut self,
+        watcher: &mut FolderWatcher,
+        timeout: Duration,
+        grace: Duration,
+    ) -> Option<Followed> {
         let batch = watcher.next(timeout)?;
         Some(self.follow_batch(batch, watcher, grace))
     }
 
     /// The reload step of [`LiveStudio::follow`] for a batch already taken from the watcher (the
     /// desktop app waits for the batch without holding its state lock).
-    pub fn follow_batch(&mut self, batch: Batch, watcher: &mut FolderWatcher, grace: Duration) -> Followed {
+    pub fn follow_batch(
+        &mut self,
+        batch: Batch,
+        watcher: &mut FolderWatcher,
+        grace: Duration,
+    ) -> Followed {
         let note = batch.note.clone();
-        let mut changes = if batch.rescan { self.classify_all() } else { self.classify(&batch.paths) };
+        let mut changes = if batch.rescan {
+            self.classify_all()
+        } else {
+            self.classify(&batch.paths)
+        };
         if changes.plugins.is_empty() && !changes.session {
             return Followed { entry: None, note };
         }
         let mut entry = self.reload(&changes, batch.first_event);
-        let freshly_broken = |entry: &ReloadEntry| entry.plugins.values().any(|r| matches!(r, PluginReload::KeptLastGood | PluginReload::Failed));
+        let freshly_broken = |entry: &ReloadEntry| {
+            entry
+                .plugins
+                .values()
+                .any(|r| matches!(r, PluginReload::KeptLastGood | PluginReload::Failed))
+        };
         while freshly_broken(&entry) && !grace.is_zero() {
-            let Some(more) = watcher.next(grace) else { break };
-            let next = if more.rescan { self.classify_all() } else { self.classify(&more.paths) };
+            let Some(more) = watcher.next(grace) else {
+                break;
+            };
+            let next = if more.rescan {
+                self.classify_all()
+            } else {
+                self.classify(&more.paths)
+            };
             if next.plugins.is_empty() && !next.session {
                 break;
             }
             changes.merge(next);
             entry = self.reload(&changes, batch.first_event);
         }
-        Followed { entry: Some(entry), note }
+        Followed {
+            entry: Some(entry),
+            note,
+        }
     }
 
     /// Every plugin folder on disk and every loaded plugin, plus the session: for when the
     /// plugins folder itself was replaced and its events cannot be trusted.
     pub fn classify_all(&self) -> ChangeSet {
         let workspace = &self.play.workspace;
-        let mut set = ChangeSet { session: workspace.session_path.is_some(), ..ChangeSet::default() };
+        let mut set = ChangeSet {
+            session: workspace.session_path.is_some(),
+            ..ChangeSet::default()
+        };
         let on_disk = covel_kernel::package::discover(&workspace.plugins_dir).unwrap_or_default();
-        let names = on_disk.iter().filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned())).chain(workspace.plugins.iter().map(|p| p.name.clone()));
+        let names = on_disk
+            .iter()
+            .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .chain(workspace.plugins.iter().map(|p| p.name.clone()));
         for name in names {
             if !set.plugins.contains(&name) {
                 set.paths.push(name.clone());
@@ -403,21 +472,38 @@ impl LiveStudio {
 
     pub fn classify(&self, paths: &[PathBuf]) -> ChangeSet {
         let workspace = &self.play.workspace;
-        let root = workspace.plugins_dir.canonicalize().unwrap_or_else(|_| workspace.plugins_dir.clone());
-        let session = workspace.session_path.as_ref().map(|p| p.canonicalize().unwrap_or_else(|_| p.clone()));
+        let root = workspace
+            .plugins_dir
+            .canonicalize()
+            .unwrap_or_else(|_| workspace.plugins_dir.clone());
+        let session = workspace
+            .session_path
+            .as_ref()
+            .map(|p| p.canonicalize().unwrap_or_else(|_| p.clone()));
         let mut set = ChangeSet::default();
         for path in paths {
             let canonical = canonical_or_parent(path);
             if session.as_ref() == Some(&canonical) {
                 set.session = true;
-                set.paths.push(path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default());
+                set.paths.push(
+                    path.file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default(),
+                );
                 continue;
             }
-            let Ok(relative) = canonical.strip_prefix(&root) else { continue };
-            let Some(first) = relative.components().next() else { continue };
+            let Ok(relative) = canonical.strip_prefix(&root) else {
+                continue;
+            };
+            let Some(first) = relative.components().next() else {
+                continue;
+            };
             let name = first.as_os_str().to_string_lossy().into_owned();
             // Files directly in the plugins folder (the demo session, a README) are not plugins.
-            if relative.components().count() == 1 && !canonical.is_dir() && workspace.plugins.iter().all(|p| p.name != name) {
+            if relative.components().count() == 1
+                && !canonical.is_dir()
+                && workspace.plugins.iter().all(|p| p.name != name)
+            {
                 continue;
             }
             if name.starts_with('.') {
@@ -465,9 +551,13 @@ impl LiveStudio {
         if session_reloaded {
             // The authored session changed on disk: the playtest starts again from it.
             self.restart_playtest();
-            self.play.workspace.apply_slots(&mut self.play.slots, &Trigger::All);
+            self.play
+                .workspace
+                .apply_slots(&mut self.play.slots, &Trigger::All);
         } else {
-            self.play.workspace.apply_slots(&mut self.play.slots, &Trigger::PluginsChanged);
+            self.play
+                .workspace
+                .apply_slots(&mut self.play.slots, &Trigger::PluginsChanged);
         }
         let entry = ReloadEntry {
             paths: changes.paths.clone(),
@@ -524,7 +614,10 @@ fn canonical_or_parent(path: &Path) -> PathBuf {
 
 /// Debounced file events of a plugins folder and a session file.
 pub struct FolderWatcher {
-    debouncer: notify_debouncer_full::Debouncer<notify_debouncer_full::notify::RecommendedWatcher, notify_debouncer_full::RecommendedCache>,
+    debouncer: notify_debouncer_full::Debouncer<
+        notify_debouncer_full::notify::RecommendedWatcher,
+        notify_debouncer_full::RecommendedCache,
+    >,
     events: Receiver<DebounceEventResult>,
     debounce: Duration,
     plugins_dir: PathBuf,
@@ -547,25 +640,48 @@ pub struct Batch {
 
 impl FolderWatcher {
     /// Watches `plugins_dir` recursively (and the session file's folder).
-    pub fn new(plugins_dir: &Path, session: Option<&Path>, debounce: Duration) -> notify_debouncer_full::notify::Result<FolderWatcher> {
+    pub fn new(
+        plugins_dir: &Path,
+        session: Option<&Path>,
+        debounce: Duration,
+    ) -> notify_debouncer_full::notify::Result<FolderWatcher> {
         let (tx, events) = mpsc::channel();
         let mut debouncer = new_debouncer(debounce, None, tx)?;
         // Events name paths the way the watch was given: watch canonical paths, compare canonical.
-        let plugins_dir = &plugins_dir.canonicalize().unwrap_or_else(|_| plugins_dir.to_path_buf());
+        let plugins_dir = &plugins_dir
+            .canonicalize()
+            .unwrap_or_else(|_| plugins_dir.to_path_buf());
         debouncer.watch(plugins_dir, RecursiveMode::Recursive)?;
         // The parent sees the plugins folder itself deleted and created again.
-        if let Some(parent) = plugins_dir.canonicalize().ok().and_then(|p| p.parent().map(Path::to_path_buf)) {
+        if let Some(parent) = plugins_dir
+            .canonicalize()
+            .ok()
+            .and_then(|p| p.parent().map(Path::to_path_buf))
+        {
             let _ = debouncer.watch(&parent, RecursiveMode::NonRecursive);
         }
         let mut session_dir = None;
-        if let Some(dir) = session.and_then(Path::parent).filter(|d| !d.as_os_str().is_empty())
-            && !dir.canonicalize().ok().zip(plugins_dir.canonicalize().ok()).is_some_and(|(d, p)| d.starts_with(p))
+        if let Some(dir) = session
+            .and_then(Path::parent)
+            .filter(|d| !d.as_os_str().is_empty())
+            && !dir
+                .canonicalize()
+                .ok()
+                .zip(plugins_dir.canonicalize().ok())
+                .is_some_and(|(d, p)| d.starts_with(p))
         {
             let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
             debouncer.watch(&dir, RecursiveMode::NonRecursive)?;
             session_dir = Some(dir);
         }
-        Ok(FolderWatcher { debouncer, events, debounce, plugins_dir: plugins_dir.clone(), session_dir, present: true })
+        Ok(FolderWatcher {
+            debouncer,
+            events,
+            debounce,
+            plugins_dir: plugins_dir.clone(),
+            session_dir,
+            present: true,
+        })
     }
 
     /// Notices the plugins folder going away or coming back, re-arming its watch.
@@ -577,12 +693,17 @@ impl FolderWatcher {
         self.present = exists;
         let shown = self.plugins_dir.display();
         if exists {
-            match self.debouncer.watch(&self.plugins_dir, RecursiveMode::Recursive) {
+            match self
+                .debouncer
+                .watch(&self.plugins_dir, RecursiveMode::Recursive)
+            {
                 Ok(()) => Some(format!("{shown} is back; watching it again")),
                 Err(e) => Some(format!("{shown} is back, but it cannot be watched: {e}")),
             }
         } else {
-            Some(format!("{shown} was deleted; waiting for it to be created again"))
+            Some(format!(
+                "{shown} was deleted; waiting for it to be created again"
+            ))
         }
     }
 
@@ -595,7 +716,13 @@ impl FolderWatcher {
         // not the studio's business.
         let relevant = |e: &notify_debouncer_full::DebouncedEvent| {
             is_change(&e.kind)
-                && e.event.paths.iter().any(|p| p.starts_with(&self.plugins_dir) || self.session_dir.as_ref().is_some_and(|d| p.parent() == Some(d.as_path())))
+                && e.event.paths.iter().any(|p| {
+                    p.starts_with(&self.plugins_dir)
+                        || self
+                            .session_dir
+                            .as_ref()
+                            .is_some_and(|d| p.parent() == Some(d.as_path()))
+                })
         };
         while changes.is_empty() {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -607,13 +734,22 @@ impl FolderWatcher {
         while let Ok(more) = self.events.recv_timeout(self.debounce / 2) {
             changes.extend(more.unwrap_or_default().into_iter().filter(relevant));
         }
-        let first_event = changes.iter().map(|e| e.time).min().unwrap_or_else(Instant::now);
+        let first_event = changes
+            .iter()
+            .map(|e| e.time)
+            .min()
+            .unwrap_or_else(Instant::now);
         let mut paths: Vec<PathBuf> = changes.into_iter().flat_map(|e| e.event.paths).collect();
         paths.sort();
         paths.dedup();
         let note = self.check_folder();
         let rescan = note.is_some() && self.present;
-        Some(Batch { paths, first_event, note, rescan })
+        Some(Batch {
+            paths,
+            first_event,
+            note,
+            rescan,
+        })
     }
 }
 

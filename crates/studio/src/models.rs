@@ -4,12 +4,12 @@
 //! recording of one of those ([`crate::replay`]). API keys come from the environment variable
 //! the session names, and go only to origins the user trusts ([`crate::secrets`]).
 
+use crate::replay::{Exchange, Recording, ReplayError};
 use covel_kernel::context::TextGateway;
 use covel_kernel::sdk::estimate_tokens;
 use covel_kernel::session::Model;
 use serde::Serialize;
 use serde_json::{Value, json};
-use crate::replay::{Exchange, Recording, ReplayError};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -36,7 +36,10 @@ pub enum ModelError {
     #[error("{0}")]
     UntrustedKey(String),
     #[error("{backend} request failed: {message}")]
-    Request { backend: &'static str, message: String },
+    Request {
+        backend: &'static str,
+        message: String,
+    },
     #[error("{backend} answered without text: {body}")]
     NoText { backend: &'static str, body: String },
     #[error("the model request was cancelled")]
@@ -74,12 +77,21 @@ impl Backend {
 
     /// A backend for a session file: its `recording` path is relative to the file's folder.
     pub fn for_session(config: &Model, session_path: Option<&Path>) -> Backend {
-        Backend { base_dir: session_path.and_then(Path::parent).map(Path::to_path_buf), ..Backend::new(config) }
+        Backend {
+            base_dir: session_path.and_then(Path::parent).map(Path::to_path_buf),
+            ..Backend::new(config)
+        }
     }
 
     /// What this backend sent and got over HTTP, as a recording for the `replay` backend.
     pub fn recording(&self) -> Recording {
-        Recording::new(&self.config.backend, self.exchanges.lock().unwrap_or_else(|e| e.into_inner()).clone())
+        Recording::new(
+            &self.config.backend,
+            self.exchanges
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone(),
+        )
     }
 
     pub fn name(&self) -> &str {
@@ -95,7 +107,12 @@ impl Backend {
     /// [`Backend::complete`] that gives up as soon as `cancel` is set, also while an HTTP
     /// request is in flight: the call returns [`ModelError::Cancelled`] within a poll interval,
     /// and the abandoned request's answer is discarded when it arrives (or at its timeout).
-    pub fn complete_cancellable(&self, anthropic: &Value, openai: &Value, cancel: &AtomicBool) -> Result<Reply, ModelError> {
+    pub fn complete_cancellable(
+        &self,
+        anthropic: &Value,
+        openai: &Value,
+        cancel: &AtomicBool,
+    ) -> Result<Reply, ModelError> {
         if cancel.load(Ordering::SeqCst) {
             return Err(ModelError::Cancelled);
         }
@@ -113,8 +130,15 @@ impl Backend {
         let recording = self
             .replay
             .get_or_init(|| {
-                let path = self.config.recording.as_deref().ok_or_else(|| ReplayError::NoRecording.to_string())?;
-                let path = self.base_dir.as_deref().map_or_else(|| PathBuf::from(path), |dir| dir.join(path));
+                let path = self
+                    .config
+                    .recording
+                    .as_deref()
+                    .ok_or_else(|| ReplayError::NoRecording.to_string())?;
+                let path = self
+                    .base_dir
+                    .as_deref()
+                    .map_or_else(|| PathBuf::from(path), |dir| dir.join(path));
                 Recording::load(&path).map_err(|e| e.to_string())
             })
             .as_ref()
@@ -124,8 +148,14 @@ impl Backend {
             _ => (self.with_model(openai), "openai"),
         };
         let mut used = self.replay_used.lock().unwrap_or_else(|e| e.into_inner());
-        let answer = recording.answer(&body, &mut used).map_err(|e| ModelError::Replay(e.to_string()))?;
-        if backend == "anthropic" { anthropic_reply(&answer) } else { openai_reply(&answer) }
+        let answer = recording
+            .answer(&body, &mut used)
+            .map_err(|e| ModelError::Replay(e.to_string()))?;
+        if backend == "anthropic" {
+            anthropic_reply(&answer)
+        } else {
+            openai_reply(&answer)
+        }
     }
 
     fn scripted_story(&self, openai: &Value) -> Reply {
@@ -135,25 +165,44 @@ impl Backend {
             .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
             .and_then(|m| m["content"].as_str())
             .unwrap_or_default();
-        Reply { text: scripted_reply(&self.config.script, turn, last_user), finish_reason: "stop".into(), usage: None }
+        Reply {
+            text: scripted_reply(&self.config.script, turn, last_user),
+            finish_reason: "stop".into(),
+            usage: None,
+        }
     }
 
     /// The key to send to `base`, if the user trusts that pair (see [`crate::secrets`]).
     fn key(&self, base: &str) -> Result<Option<String>, ModelError> {
         let trusted = crate::secrets::trusted_keys().map_err(ModelError::UntrustedKey)?;
-        match crate::secrets::key_use(self.config.api_key_env.as_deref(), base, &trusted).map_err(ModelError::UntrustedKey)? {
+        match crate::secrets::key_use(self.config.api_key_env.as_deref(), base, &trusted)
+            .map_err(ModelError::UntrustedKey)?
+        {
             crate::secrets::KeyUse::None => Ok(None),
-            crate::secrets::KeyUse::Send(var) => std::env::var(&var).map(Some).map_err(|_| ModelError::MissingKey(var)),
+            crate::secrets::KeyUse::Send(var) => std::env::var(&var)
+                .map(Some)
+                .map_err(|_| ModelError::MissingKey(var)),
         }
     }
 
     fn agent(&self) -> ureq::Agent {
-        ureq::Agent::config_builder().timeout_global(Some(Duration::from_secs(120))).http_status_as_error(false).build().into()
+        ureq::Agent::config_builder()
+            .timeout_global(Some(Duration::from_secs(120)))
+            .http_status_as_error(false)
+            .build()
+            .into()
     }
 
     /// POSTs a JSON body. The blocking request runs on its own thread while this one watches
     /// `cancel`, so a cancelled call returns at once instead of at the server's answer.
-    fn post(&self, backend: &'static str, url: &str, headers: &[(&str, String)], body: &Value, cancel: &AtomicBool) -> Result<Value, ModelError> {
+    fn post(
+        &self,
+        backend: &'static str,
+        url: &str,
+        headers: &[(&str, String)],
+        body: &Value,
+        cancel: &AtomicBool,
+    ) -> Result<Value, ModelError> {
         let mut request = self.agent().post(url);
         for (name, value) in headers {
             request = request.header(*name, value);
@@ -163,11 +212,24 @@ impl Backend {
         let (tx, rx) = std::sync::mpsc::channel();
         let send = move || {
             let answer = (|| {
-                let mut response = request.send_json(&body).map_err(|e| ModelError::Request { backend, message: e.to_string() })?;
+                let mut response = request.send_json(&body).map_err(|e| ModelError::Request {
+                    backend,
+                    message: e.to_string(),
+                })?;
                 let status = response.status();
-                let answer: Value = response.body_mut().read_json().map_err(|e| ModelError::Request { backend, message: e.to_string() })?;
+                let answer: Value =
+                    response
+                        .body_mut()
+                        .read_json()
+                        .map_err(|e| ModelError::Request {
+                            backend,
+                            message: e.to_string(),
+                        })?;
                 if !status.is_success() {
-                    return Err(ModelError::Request { backend, message: format!("HTTP {status}: {answer}") });
+                    return Err(ModelError::Request {
+                        backend,
+                        message: format!("HTTP {status}: {answer}"),
+                    });
                 }
                 Ok(answer)
             })();
@@ -177,20 +239,36 @@ impl Backend {
         std::thread::Builder::new()
             .name(format!("covel-{backend}-request"))
             .spawn(send)
-            .map_err(|e| ModelError::Request { backend, message: format!("cannot start the request: {e}") })?;
+            .map_err(|e| ModelError::Request {
+                backend,
+                message: format!("cannot start the request: {e}"),
+            })?;
         loop {
             match rx.recv_timeout(CANCEL_POLL) {
                 Ok(answer) => {
                     // A recording (`covel play --record`) keeps every answered exchange.
                     if let Ok(answer) = &answer {
-                        self.exchanges.lock().unwrap_or_else(|e| e.into_inner()).push(Exchange { request: request_body, response: answer.clone() });
+                        self.exchanges
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .push(Exchange {
+                                request: request_body,
+                                response: answer.clone(),
+                            });
                     }
                     return answer;
                 }
-                Err(std::sync::mpsc::RecvTimeoutError::Timeout) if cancel.load(Ordering::SeqCst) => return Err(ModelError::Cancelled),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+                    if cancel.load(Ordering::SeqCst) =>
+                {
+                    return Err(ModelError::Cancelled);
+                }
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
                 Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                    return Err(ModelError::Request { backend, message: "the request ended without an answer".into() });
+                    return Err(ModelError::Request {
+                        backend,
+                        message: "the request ended without an answer".into(),
+                    });
                 }
             }
         }
@@ -205,22 +283,42 @@ impl Backend {
     }
 
     fn openai(&self, body: &Value, cancel: &AtomicBool) -> Result<Reply, ModelError> {
-        let base = self.config.base_url.clone().unwrap_or_else(|| "http://127.0.0.1:11434/v1".into());
+        let base = self
+            .config
+            .base_url
+            .clone()
+            .unwrap_or_else(|| "http://127.0.0.1:11434/v1".into());
         let mut headers = Vec::new();
         if let Some(key) = self.key(&base)? {
             headers.push(("authorization", format!("Bearer {key}")));
         }
-        let answer = self.post("openai", &format!("{}/chat/completions", base.trim_end_matches('/')), &headers, &self.with_model(body), cancel)?;
+        let answer = self.post(
+            "openai",
+            &format!("{}/chat/completions", base.trim_end_matches('/')),
+            &headers,
+            &self.with_model(body),
+            cancel,
+        )?;
         openai_reply(&answer)
     }
 
     fn anthropic(&self, body: &Value, cancel: &AtomicBool) -> Result<Reply, ModelError> {
-        let base = self.config.base_url.clone().unwrap_or_else(|| "https://api.anthropic.com".into());
+        let base = self
+            .config
+            .base_url
+            .clone()
+            .unwrap_or_else(|| "https://api.anthropic.com".into());
         let mut headers = vec![("anthropic-version", "2023-06-01".to_string())];
         if let Some(key) = self.key(&base)? {
             headers.push(("x-api-key", key));
         }
-        let answer = self.post("anthropic", &format!("{}/v1/messages", base.trim_end_matches('/')), &headers, &self.with_model(body), cancel)?;
+        let answer = self.post(
+            "anthropic",
+            &format!("{}/v1/messages", base.trim_end_matches('/')),
+            &headers,
+            &self.with_model(body),
+            cancel,
+        )?;
         anthropic_reply(&answer)
     }
 
@@ -228,10 +326,20 @@ impl Backend {
     pub fn generate_text(&self, request: &Value) -> Result<Reply, ModelError> {
         let system = request["system"].as_str().unwrap_or_default();
         let prompt = request["prompt"].as_str().unwrap_or_default();
-        let max_tokens = request["maxOutputTokens"].as_u64().unwrap_or(u64::from(self.config.reserved_for_response));
+        let max_tokens = request["maxOutputTokens"]
+            .as_u64()
+            .unwrap_or(u64::from(self.config.reserved_for_response));
         if self.config.backend == "scripted" {
-            if let Some(fault) = self.config.scripted_failures.iter().find(|f| prompt.contains(f.as_str())) {
-                return Err(ModelError::Request { backend: "scripted", message: format!("scripted failure (the prompt contains `{fault}`)") });
+            if let Some(fault) = self
+                .config
+                .scripted_failures
+                .iter()
+                .find(|f| prompt.contains(f.as_str()))
+            {
+                return Err(ModelError::Request {
+                    backend: "scripted",
+                    message: format!("scripted failure (the prompt contains `{fault}`)"),
+                });
             }
             return Ok(scripted_summary(prompt, max_tokens));
         }
@@ -257,28 +365,56 @@ pub const UNSCRIPTED_REPLY: &str = "(The story continues.)";
 /// narration is in `plugins-sample/demo.session.yaml`).
 pub fn scripted_reply(script: &[String], turn: usize, message: &str) -> String {
     match script.get(turn % script.len().max(1)) {
-        Some(line) => line.replace("{turn}", &(turn + 1).to_string()).replace("{player}", message.trim()),
+        Some(line) => line
+            .replace("{turn}", &(turn + 1).to_string())
+            .replace("{player}", message.trim()),
         None => UNSCRIPTED_REPLY.to_string(),
     }
 }
 
 /// The reply in an OpenAI chat answer.
 fn openai_reply(answer: &Value) -> Result<Reply, ModelError> {
-    let text = answer.pointer("/choices/0/message/content").and_then(Value::as_str);
-    let Some(text) = text else { return Err(ModelError::NoText { backend: "openai", body: answer.to_string() }) };
-    let finish = answer.pointer("/choices/0/finish_reason").and_then(Value::as_str).unwrap_or("stop");
-    Ok(Reply { text: text.to_string(), finish_reason: finish.to_string(), usage: answer.get("usage").cloned() })
+    let text = answer
+        .pointer("/choices/0/message/content")
+        .and_then(Value::as_str);
+    let Some(text) = text else {
+        return Err(ModelError::NoText {
+            backend: "openai",
+            body: answer.to_string(),
+        });
+    };
+    let finish = answer
+        .pointer("/choices/0/finish_reason")
+        .and_then(Value::as_str)
+        .unwrap_or("stop");
+    Ok(Reply {
+        text: text.to_string(),
+        finish_reason: finish.to_string(),
+        usage: answer.get("usage").cloned(),
+    })
 }
 
 /// The reply in an Anthropic Messages answer.
 fn anthropic_reply(answer: &Value) -> Result<Reply, ModelError> {
-    let text: String =
-        answer["content"].as_array().into_iter().flatten().filter(|b| b["type"] == "text").filter_map(|b| b["text"].as_str()).collect();
+    let text: String = answer["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|b| b["type"] == "text")
+        .filter_map(|b| b["text"].as_str())
+        .collect();
     if text.is_empty() {
-        return Err(ModelError::NoText { backend: "anthropic", body: answer.to_string() });
+        return Err(ModelError::NoText {
+            backend: "anthropic",
+            body: answer.to_string(),
+        });
     }
     let finish = answer["stop_reason"].as_str().unwrap_or("end_turn");
-    Ok(Reply { text, finish_reason: finish.to_string(), usage: answer.get("usage").cloned() })
+    Ok(Reply {
+        text,
+        finish_reason: finish.to_string(),
+        usage: answer.get("usage").cloned(),
+    })
 }
 
 /// The scripted model's summary: the first sentence of each rendered message, kept within the
@@ -286,15 +422,27 @@ fn anthropic_reply(answer: &Value) -> Result<Reply, ModelError> {
 fn scripted_summary(prompt: &str, max_tokens: u64) -> Reply {
     let mut lines = Vec::new();
     for block in prompt.split("\n\n") {
-        let Some(rest) = block.strip_prefix('[') else { continue };
-        let Some((role, content)) = rest.split_once("]: ") else { continue };
-        let first = content.split(['.', '!', '?']).next().unwrap_or(content).trim();
+        let Some(rest) = block.strip_prefix('[') else {
+            continue;
+        };
+        let Some((role, content)) = rest.split_once("]: ") else {
+            continue;
+        };
+        let first = content
+            .split(['.', '!', '?'])
+            .next()
+            .unwrap_or(content)
+            .trim();
         let first: String = first.chars().take(80).collect();
         lines.push(format!("{role}: {first}."));
     }
     if lines.is_empty() {
         // Merging summaries: keep the opening of each selected summary.
-        lines = prompt.split("\n---\n").map(|s| s.trim().chars().take(120).collect::<String>()).filter(|s| !s.is_empty()).collect();
+        lines = prompt
+            .split("\n---\n")
+            .map(|s| s.trim().chars().take(120).collect::<String>())
+            .filter(|s| !s.is_empty())
+            .collect();
     }
     let budget = (max_tokens.max(8) * 4) as usize;
     let mut text = String::from("Earlier: ");
@@ -306,7 +454,11 @@ fn scripted_summary(prompt: &str, max_tokens: u64) -> Reply {
         text.push_str(&line);
     }
     let text: String = text.chars().take(budget).collect();
-    Reply { text, finish_reason: "stop".into(), usage: None }
+    Reply {
+        text,
+        finish_reason: "stop".into(),
+        usage: None,
+    }
 }
 
 /// `ctx.gateway` over the session's fast model.
@@ -316,7 +468,10 @@ pub struct FastGateway {
 
 impl TextGateway for FastGateway {
     fn generate(&self, request: &Value) -> Result<Value, String> {
-        let reply = self.fast.generate_text(request).map_err(|e| e.to_string())?;
+        let reply = self
+            .fast
+            .generate_text(request)
+            .map_err(|e| e.to_string())?;
         serde_json::to_value(reply).map_err(|e| e.to_string())
     }
 }
@@ -331,6 +486,10 @@ mod tests {
         assert_eq!(scripted_reply(&script, 0, " I swim. "), "turn 1: I swim.");
         assert_eq!(scripted_reply(&script, 1, "x"), "second");
         assert_eq!(scripted_reply(&script, 2, "I dive."), "turn 3: I dive.");
-        assert_eq!(scripted_reply(&[], 5, "anything"), UNSCRIPTED_REPLY, "no narration of its own without a script");
+        assert_eq!(
+            scripted_reply(&[], 5, "anything"),
+            UNSCRIPTED_REPLY,
+            "no narration of its own without a script"
+        );
     }
 }

@@ -18,7 +18,10 @@ pub struct Part {
 
 impl Part {
     fn new(from: impl Into<String>, text: impl Into<String>) -> Part {
-        Part { from: from.into(), text: text.into() }
+        Part {
+            from: from.into(),
+            text: text.into(),
+        }
     }
 
     /// The segment (`plugin/id`) this part is, if it is one.
@@ -50,11 +53,16 @@ impl Part {
 }
 
 fn segment_text(rows: &[SegmentRow], key: &str) -> String {
-    rows.iter().find(|r| r.included && format!("{}/{}", r.plugin, r.id) == key).map(|r| r.content.clone()).unwrap_or_default()
+    rows.iter()
+        .find(|r| r.included && format!("{}/{}", r.plugin, r.id) == key)
+        .map(|r| r.content.clone())
+        .unwrap_or_default()
 }
 
 fn segments(keys: &[String], rows: &[SegmentRow]) -> Vec<Part> {
-    keys.iter().map(|key| Part::new(format!("segment {key}"), segment_text(rows, key))).collect()
+    keys.iter()
+        .map(|key| Part::new(format!("segment {key}"), segment_text(rows, key)))
+        .collect()
 }
 
 /// The parts of one system-prompt block.
@@ -67,7 +75,10 @@ pub fn block_parts(block: &Block, rows: &[SegmentRow]) -> Vec<Part> {
             if block.text.starts_with("<world-lore>")
                 && let Some(end) = block.text.find("</world-lore>")
             {
-                parts.push(Part::new("world lore", &block.text[..end + "</world-lore>".len()]));
+                parts.push(Part::new(
+                    "world lore",
+                    &block.text[..end + "</world-lore>".len()],
+                ));
             }
             parts.extend(segments(&block.segments, rows));
             parts
@@ -81,7 +92,10 @@ pub fn message_parts(message: &Message, rows: &[SegmentRow]) -> Vec<Part> {
     match &message.origin {
         Origin::History { id } => vec![Part::new(format!("history {id}"), message.content.clone())],
         Origin::Summary { id } => vec![Part::new(format!("summary {id}"), message.content.clone())],
-        Origin::Segment { plugin, segment } => vec![Part::new(format!("segment {plugin}/{segment}"), message.content.clone())],
+        Origin::Segment { plugin, segment } => vec![Part::new(
+            format!("segment {plugin}/{segment}"),
+            message.content.clone(),
+        )],
         Origin::TurnContext { segments: keys } => segments(keys, rows),
         Origin::PlayerInput => vec![Part::new("player input", message.content.clone())],
     }
@@ -90,5 +104,7 @@ pub fn message_parts(message: &Message, rows: &[SegmentRow]) -> Vec<Part> {
 /// Index of the message that carries the moving history breakpoint (the newest history or
 /// summary message), as the Anthropic request places it.
 pub fn history_breakpoint(messages: &[Message]) -> Option<usize> {
-    messages.iter().rposition(|m| matches!(m.origin, Origin::History { .. } | Origin::Summary { .. }))
+    messages
+        .iter()
+        .rposition(|m| matches!(m.origin, Origin::History { .. } | Origin::Summary { .. }))
 }

@@ -58,7 +58,11 @@ pub struct TurnRecord {
 
 impl From<&TurnReport> for TurnRecord {
     fn from(turn: &TurnReport) -> TurnRecord {
-        let compaction = turn.compaction.triggered.then(|| CompactionRun { input: serde_json::Value::Null, applied: None, ..turn.compaction.clone() });
+        let compaction = turn.compaction.triggered.then(|| CompactionRun {
+            input: serde_json::Value::Null,
+            applied: None,
+            ..turn.compaction.clone()
+        });
         TurnRecord {
             turn_id: turn.turn_id.clone(),
             player_message: turn.player_message.clone(),
@@ -105,10 +109,14 @@ pub fn extract_events(reply: &str) -> (String, Vec<(String, serde_json::Value)>)
     while let Some(start) = rest.find("<event topic=\"") {
         text.push_str(&rest[..start]);
         let after = &rest[start + 14..];
-        let parsed = after.split_once("\">").and_then(|(topic, tail)| tail.split_once("</event>").map(|(body, tail)| (topic, body, tail)));
+        let parsed = after.split_once("\">").and_then(|(topic, tail)| {
+            tail.split_once("</event>")
+                .map(|(body, tail)| (topic, body, tail))
+        });
         match parsed {
             Some((topic, body, tail)) => {
-                let data = serde_json::from_str(body.trim()).unwrap_or_else(|_| json!({"text": body.trim()}));
+                let data = serde_json::from_str(body.trim())
+                    .unwrap_or_else(|_| json!({"text": body.trim()}));
                 events.push((topic.to_string(), data));
                 rest = tail;
             }
@@ -119,7 +127,10 @@ pub fn extract_events(reply: &str) -> (String, Vec<(String, serde_json::Value)>)
         }
     }
     text.push_str(rest);
-    (text.split_whitespace().collect::<Vec<_>>().join(" "), events)
+    (
+        text.split_whitespace().collect::<Vec<_>>().join(" "),
+        events,
+    )
 }
 
 /// A playtest over a workspace.
@@ -134,10 +145,19 @@ pub struct Playtest {
 
 impl Playtest {
     pub fn new(workspace: Workspace) -> Playtest {
-        let story = Backend::for_session(&workspace.session.models.story, workspace.session_path.as_deref());
+        let story = Backend::for_session(
+            &workspace.session.models.story,
+            workspace.session_path.as_deref(),
+        );
         let mut slots = SlotHost::default();
         workspace.apply_slots(&mut slots, &Trigger::All);
-        Playtest { workspace, story, history: Vec::new(), failures: FailureCounter::default(), slots }
+        Playtest {
+            workspace,
+            story,
+            history: Vec::new(),
+            failures: FailureCounter::default(),
+            slots,
+        }
     }
 
     /// Number of turns played (and not undone).
@@ -154,7 +174,11 @@ impl Playtest {
     /// leaves the session as it was. The flag is watched during the story model's call too, so
     /// cancelling a turn that waits for a slow model returns at once (the abandoned request's
     /// answer is discarded). Compaction after an appended reply is part of the committed turn.
-    pub fn play_cancellable(&mut self, message: &str, cancel: &std::sync::atomic::AtomicBool) -> TurnReport {
+    pub fn play_cancellable(
+        &mut self,
+        message: &str,
+        cancel: &std::sync::atomic::AtomicBool,
+    ) -> TurnReport {
         self.play_turn(message, cancel, None)
     }
 
@@ -172,7 +196,10 @@ impl Playtest {
     /// The session as it was before the played turn `turn_id` (None when no such turn is in
     /// the undo history): what recomputes an older turn's preview on demand.
     pub fn session_before(&self, turn_id: &str) -> Option<Session> {
-        let index = self.history.iter().rposition(|u| u.turn_id.as_deref() == Some(turn_id))?;
+        let index = self
+            .history
+            .iter()
+            .rposition(|u| u.turn_id.as_deref() == Some(turn_id))?;
         let mut session = self.workspace.session.clone();
         for undo in self.history[index..].iter().rev() {
             undo.apply(&mut session);
@@ -180,8 +207,16 @@ impl Playtest {
         Some(session)
     }
 
-    fn play_turn(&mut self, message: &str, cancel: &std::sync::atomic::AtomicBool, scripted: Option<&str>) -> TurnReport {
-        let before_message = std::mem::replace(&mut self.workspace.session.next_message, message.to_string());
+    fn play_turn(
+        &mut self,
+        message: &str,
+        cancel: &std::sync::atomic::AtomicBool,
+        scripted: Option<&str>,
+    ) -> TurnReport {
+        let before_message = std::mem::replace(
+            &mut self.workspace.session.next_message,
+            message.to_string(),
+        );
         let preview = self.workspace.preview(&RuntimeTarget::Story);
         let turn_id = preview.turn_id.clone();
         let idle = |preview: Preview, error: String, ws: &Workspace| TurnReport {
@@ -199,7 +234,13 @@ impl Playtest {
         let prompt_failure = preview
             .errors
             .iter()
-            .find(|e| e.turn == "this-turn" && matches!(e.point, PointId::PromptHistoryTransform | PointId::PromptSegment))
+            .find(|e| {
+                e.turn == "this-turn"
+                    && matches!(
+                        e.point,
+                        PointId::PromptHistoryTransform | PointId::PromptSegment
+                    )
+            })
             .map(|e| format!("{}: {}", e.point, e.message));
         if let Some(error) = preview.world_context.error.clone().or(prompt_failure) {
             let error = format!("the turn failed: {error}");
@@ -209,13 +250,25 @@ impl Playtest {
         }
         const CANCELLED: &str = "the turn was cancelled; nothing was appended";
         let answer = match scripted {
-            Some(text) => Ok(Reply { text: text.to_string(), finish_reason: "stop".into(), usage: None }),
-            None => self.story.complete_cancellable(&preview.prompt.requests.anthropic, &preview.prompt.requests.openai, cancel),
+            Some(text) => Ok(Reply {
+                text: text.to_string(),
+                finish_reason: "stop".into(),
+                usage: None,
+            }),
+            None => self.story.complete_cancellable(
+                &preview.prompt.requests.anthropic,
+                &preview.prompt.requests.openai,
+                cancel,
+            ),
         };
         let mut reply = match answer {
             Ok(reply) => reply,
             Err(e) => {
-                let error = if e == crate::models::ModelError::Cancelled { CANCELLED.to_string() } else { format!("the story model failed: {e}") };
+                let error = if e == crate::models::ModelError::Cancelled {
+                    CANCELLED.to_string()
+                } else {
+                    format!("the story model failed: {e}")
+                };
                 let report = idle(preview, error, &self.workspace);
                 self.workspace.session.next_message = before_message;
                 return report;
@@ -232,22 +285,61 @@ impl Playtest {
         let mut events = Vec::new();
         for (topic, data) in emitted {
             events.push(json!({"topic": topic, "data": data, "turnId": turn_id}));
-            let trigger = Trigger::EventPreviewed { turn_id: turn_id.clone(), topic, data, plugin_id: None };
+            let trigger = Trigger::EventPreviewed {
+                turn_id: turn_id.clone(),
+                topic,
+                data,
+                plugin_id: None,
+            };
             slot_changes.extend(self.workspace.apply_slots(&mut self.slots, &trigger));
         }
         let session = &mut self.workspace.session;
         let order = session.history.messages.len();
-        let undo = TurnUndo { turn_id: Some(turn_id.clone()), next_message: before_message, messages: order, summaries: session.history.summaries.len(), rewritten: None };
-        session.history.messages.extend(covel_kernel::session_history::exchange(&session.id, &turn_id, message, &reply.text, order));
+        let undo = TurnUndo {
+            turn_id: Some(turn_id.clone()),
+            next_message: before_message,
+            messages: order,
+            summaries: session.history.summaries.len(),
+            rewritten: None,
+        };
+        session
+            .history
+            .messages
+            .extend(covel_kernel::session_history::exchange(
+                &session.id,
+                &turn_id,
+                message,
+                &reply.text,
+                order,
+            ));
         session.next_message = String::new();
         // The system prompt plus the turn context is what the compaction estimate counts.
         let system = preview.prompt.system_and_turn_context();
         let mut undo = undo;
-        let mut compaction = self.workspace.compact(&turn_id, &system, &CompactionOptions::default(), &mut self.failures);
+        let mut compaction = self.workspace.compact(
+            &turn_id,
+            &system,
+            &CompactionOptions::default(),
+            &mut self.failures,
+        );
         undo.rewritten = compaction.replaced.take();
         self.history.push(undo);
-        slot_changes.extend(self.workspace.apply_slots(&mut self.slots, &Trigger::TurnEnded { turn_id: turn_id.clone() }));
-        TurnReport { turn_id, player_message: message.to_string(), preview, reply: Some(reply), error: None, compaction, events, slot_changes }
+        slot_changes.extend(self.workspace.apply_slots(
+            &mut self.slots,
+            &Trigger::TurnEnded {
+                turn_id: turn_id.clone(),
+            },
+        ));
+        TurnReport {
+            turn_id,
+            player_message: message.to_string(),
+            preview,
+            reply: Some(reply),
+            error: None,
+            compaction,
+            events,
+            slot_changes,
+        }
     }
 
     /// Runs compaction now, even under the threshold (the studio's "compact now"); an accepted
@@ -257,14 +349,38 @@ impl Playtest {
         let before = &self.workspace.session;
         let preview = self.workspace.preview(&RuntimeTarget::Story);
         // The turn the compaction happens after: the newest in the history.
-        let turn_id = before.history.messages.iter().rev().find_map(|m| m.get("turnId").and_then(serde_json::Value::as_str)).map_or_else(|| preview.turn_id.clone(), str::to_string);
+        let turn_id = before
+            .history
+            .messages
+            .iter()
+            .rev()
+            .find_map(|m| m.get("turnId").and_then(serde_json::Value::as_str))
+            .map_or_else(|| preview.turn_id.clone(), str::to_string);
         let system = preview.prompt.system_and_turn_context();
-        let (next_message, messages, summaries) = (before.next_message.clone(), before.history.messages.len(), before.history.summaries.len());
-        let mut run = self.workspace.compact(&turn_id, &system, &CompactionOptions { force: true, output: None }, &mut self.failures);
+        let (next_message, messages, summaries) = (
+            before.next_message.clone(),
+            before.history.messages.len(),
+            before.history.summaries.len(),
+        );
+        let mut run = self.workspace.compact(
+            &turn_id,
+            &system,
+            &CompactionOptions {
+                force: true,
+                output: None,
+            },
+            &mut self.failures,
+        );
         let rewritten = run.replaced.take();
         let changed = rewritten.is_some();
         if changed {
-            self.history.push(TurnUndo { turn_id: None, next_message, messages, summaries, rewritten });
+            self.history.push(TurnUndo {
+                turn_id: None,
+                next_message,
+                messages,
+                summaries,
+                rewritten,
+            });
             self.workspace.apply_slots(&mut self.slots, &Trigger::All);
         }
         (run, changed)
@@ -300,6 +416,9 @@ impl Playtest {
 
 /// Writes a session as YAML, safely (see [`crate::save`]).
 pub fn save_session(session: &Session, path: &Path) -> Result<PathBuf, crate::save::SaveError> {
-    let text = crate::save::session_yaml(session, "# Saved by Covel Studio after a playtest (docs/session-format.md).\n")?;
+    let text = crate::save::session_yaml(
+        session,
+        "# Saved by Covel Studio after a playtest (docs/session-format.md).\n",
+    )?;
     crate::save::write_session_text(path, &text)
 }

@@ -6,7 +6,9 @@
 use crate::workspace::{Calls, Workspace};
 use covel_kernel::contract::{PointId, SlotId};
 use covel_kernel::prompt::template::{self, TemplateScope};
-use covel_kernel::prompt::{self, Assembly, AssemblyInput, CacheReport, RequestOptions, RuntimeView, Segment, SegmentRow};
+use covel_kernel::prompt::{
+    self, Assembly, AssemblyInput, CacheReport, RequestOptions, RuntimeView, Segment, SegmentRow,
+};
 use covel_kernel::runner::{CallRecord, RunError, RunResult};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -108,7 +110,13 @@ pub struct PreviewError {
 
 impl PreviewError {
     fn of(result: &RunResult, turn: &'static str) -> Option<PreviewError> {
-        result.error.as_ref().map(|error| PreviewError { point: result.point, slot: result.slot, turn, error: error.clone(), message: error.to_string() })
+        result.error.as_ref().map(|error| PreviewError {
+            point: result.point,
+            slot: result.slot,
+            turn,
+            error: error.clone(),
+            message: error.to_string(),
+        })
     }
 }
 
@@ -192,9 +200,16 @@ pub struct HistoryRewrite {
 }
 
 /// Compares the history before and after the transform pipeline, message by message (by id).
-fn history_rewrites(before: &[Value], after: &[Value], calls: &[CallRecord]) -> Vec<HistoryRewrite> {
-    let providers: Vec<String> =
-        calls.iter().filter(|c| c.outcome == covel_kernel::runner::Outcome::Success).map(|c| format!("{}/{}", c.plugin_id, c.provider_id)).collect();
+fn history_rewrites(
+    before: &[Value],
+    after: &[Value],
+    calls: &[CallRecord],
+) -> Vec<HistoryRewrite> {
+    let providers: Vec<String> = calls
+        .iter()
+        .filter(|c| c.outcome == covel_kernel::runner::Outcome::Success)
+        .map(|c| format!("{}/{}", c.plugin_id, c.provider_id))
+        .collect();
     if providers.is_empty() {
         return Vec::new();
     }
@@ -206,10 +221,21 @@ fn history_rewrites(before: &[Value], after: &[Value], calls: &[CallRecord]) -> 
             Some(_) => "rewritten",
             None => "added",
         };
-        out.push(HistoryRewrite { id: id_of(message), change, providers: providers.clone() });
+        out.push(HistoryRewrite {
+            id: id_of(message),
+            change,
+            providers: providers.clone(),
+        });
     }
-    for message in before.iter().filter(|b| !after.iter().any(|a| id_of(a) == id_of(b))) {
-        out.push(HistoryRewrite { id: id_of(message), change: "dropped", providers: providers.clone() });
+    for message in before
+        .iter()
+        .filter(|b| !after.iter().any(|a| id_of(a) == id_of(b)))
+    {
+        out.push(HistoryRewrite {
+            id: id_of(message),
+            change: "dropped",
+            providers: providers.clone(),
+        });
     }
     out
 }
@@ -231,38 +257,82 @@ impl Workspace {
         if !next.is_empty() {
             return self.session.next_message.clone();
         }
-        self.session.following_message.clone().filter(|m| !m.trim().is_empty()).unwrap_or_else(|| DEFAULT_FOLLOWING.to_string())
+        self.session
+            .following_message
+            .clone()
+            .filter(|m| !m.trim().is_empty())
+            .unwrap_or_else(|| DEFAULT_FOLLOWING.to_string())
     }
 
     /// The id of the turn after the session's history.
     pub fn next_turn_id(&self, history: &[Value]) -> String {
-        let mut turns: Vec<&str> = history.iter().filter_map(|m| m.get("turnId").and_then(Value::as_str)).collect();
+        let mut turns: Vec<&str> = history
+            .iter()
+            .filter_map(|m| m.get("turnId").and_then(Value::as_str))
+            .collect();
         turns.dedup();
         format!("turn-{}", turns.len() + 1)
     }
 
     fn runtime_view(&self, target: &RuntimeTarget) -> (RuntimeView, String) {
-        let packages = || self.plugins.iter().filter(|p| self.resolution.is_active(&p.name)).filter_map(|p| p.package.as_ref());
+        let packages = || {
+            self.plugins
+                .iter()
+                .filter(|p| self.resolution.is_active(&p.name))
+                .filter_map(|p| p.package.as_ref())
+        };
         // A plugin's body in the session's language, with its template variables filled.
         let body_of = |p: &covel_kernel::package::Package| -> String {
             let settings = self.plugin_settings(p);
-            let scope = TemplateScope { world: self.session.world.world_record.as_ref(), user_settings: Some(&settings) };
+            let scope = TemplateScope {
+                world: self.session.world.world_record.as_ref(),
+                user_settings: Some(&settings),
+            };
             template::render(p.body_for(&self.session.locale).trim(), scope)
         };
         match target {
             RuntimeTarget::Story => {
-                let scope = TemplateScope { world: self.session.world.world_record.as_ref(), user_settings: None };
-                (RuntimeView::story(), template::render(self.session.story_prompt.as_deref().unwrap_or(DEFAULT_STORY_PROMPT), scope))
+                let scope = TemplateScope {
+                    world: self.session.world.world_record.as_ref(),
+                    user_settings: None,
+                };
+                (
+                    RuntimeView::story(),
+                    template::render(
+                        self.session
+                            .story_prompt
+                            .as_deref()
+                            .unwrap_or(DEFAULT_STORY_PROMPT),
+                        scope,
+                    ),
+                )
             }
             RuntimeTarget::Plugin(id) => {
                 let package = packages().find(|p| p.id() == id);
-                let output_contract = package.and_then(|p| p.manifest.runtimes.iter().find_map(|r| r.output_contract.clone()));
+                let output_contract = package.and_then(|p| {
+                    p.manifest
+                        .runtimes
+                        .iter()
+                        .find_map(|r| r.output_contract.clone())
+                });
                 let story_output = output_contract.as_deref() == Some("narrative-engine@1");
                 let body = package.map(body_of).unwrap_or_default();
-                (RuntimeView { plugin_id: Some(id.clone()), story_output, output_contract }, body)
+                (
+                    RuntimeView {
+                        plugin_id: Some(id.clone()),
+                        story_output,
+                        output_contract,
+                    },
+                    body,
+                )
             }
             RuntimeTarget::Contract(contract) => {
-                let package = packages().find(|p| p.manifest.runtimes.iter().any(|r| r.output_contract.as_deref() == Some(contract.as_str())));
+                let package = packages().find(|p| {
+                    p.manifest
+                        .runtimes
+                        .iter()
+                        .any(|r| r.output_contract.as_deref() == Some(contract.as_str()))
+                });
                 let view = RuntimeView {
                     plugin_id: package.map(|p| p.id().to_string()),
                     story_output: contract == "narrative-engine@1",
@@ -283,10 +353,15 @@ impl Workspace {
                     return None;
                 }
                 if let Some(rejection) = self.resolution.rejected.iter().find(|r| r.plugin == *id) {
-                    return Some(format!("plugin `{id}` is not active in this session: {}", rejection.message));
+                    return Some(format!(
+                        "plugin `{id}` is not active in this session: {}",
+                        rejection.message
+                    ));
                 }
                 if self.plugins.iter().any(|p| p.name == *id) {
-                    return Some(format!("plugin `{id}` is not active in this session (not requested, and nothing requires it)"));
+                    return Some(format!(
+                        "plugin `{id}` is not active in this session (not requested, and nothing requires it)"
+                    ));
                 }
                 Some(format!("there is no plugin `{id}` in the folder"))
             }
@@ -296,8 +371,15 @@ impl Workspace {
                     .iter()
                     .filter(|p| self.resolution.is_active(&p.name))
                     .filter_map(|p| p.package.as_ref())
-                    .any(|p| p.manifest.runtimes.iter().any(|r| r.output_contract.as_deref() == Some(contract.as_str())));
-                (!produced).then(|| format!("no active plugin has a runtime whose output contract is `{contract}`"))
+                    .any(|p| {
+                        p.manifest
+                            .runtimes
+                            .iter()
+                            .any(|r| r.output_contract.as_deref() == Some(contract.as_str()))
+                    });
+                (!produced).then(|| {
+                    format!("no active plugin has a runtime whose output contract is `{contract}`")
+                })
             }
         }
     }
@@ -314,28 +396,52 @@ impl Workspace {
     fn world_context_run(&self, calls: &Calls<'_>) -> (WorldContextView, Option<PreviewError>) {
         let result = calls.run(PointId::SessionWorldContext, json!({}), None, None);
         let failed = PreviewError::of(&result, "this-turn");
-        let error = result.error.as_ref().map(ToString::to_string).or_else(|| self.dimension_rule_violation());
-        (WorldContextView { snapshot: result.result, provided_by: result.provided_by, error, calls: result.calls }, failed)
+        let error = result
+            .error
+            .as_ref()
+            .map(ToString::to_string)
+            .or_else(|| self.dimension_rule_violation());
+        (
+            WorldContextView {
+                snapshot: result.result,
+                provided_by: result.provided_by,
+                error,
+                calls: result.calls,
+            },
+            failed,
+        )
     }
 
     /// Runs the history transforms over a copy of the given history.
     pub fn transformed_history(&self, history: &[Value], turn_id: &str) -> RunResult {
-        self.calls().run(PointId::PromptHistoryTransform, json!({"messages": history, "turnId": turn_id}), None, Some(turn_id))
+        self.calls().run(
+            PointId::PromptHistoryTransform,
+            json!({"messages": history, "turnId": turn_id}),
+            None,
+            Some(turn_id),
+        )
     }
 
     /// Projects one slot. Outside a turn it reads the committed state with no events; during a
     /// turn it sees that turn's previewed events. `character.visual@1` is split into one value
     /// per character (a single keyless null when there are none).
-    pub fn project_slot(&self, slot: SlotId, events: &[Value], turn_id: Option<String>) -> Vec<SlotView> {
+    pub fn project_slot(
+        &self,
+        slot: SlotId,
+        events: &[Value],
+        turn_id: Option<String>,
+    ) -> Vec<SlotView> {
         self.calls().project_slot(slot, events, turn_id.as_deref())
     }
 
     /// Projects every kernel slot from the committed state (no turn).
     pub fn slots(&self) -> Vec<SlotView> {
         let calls = self.calls();
-        SlotId::ALL.into_iter().flat_map(|slot| calls.project_slot(slot, &[], None)).collect()
+        SlotId::ALL
+            .into_iter()
+            .flat_map(|slot| calls.project_slot(slot, &[], None))
+            .collect()
     }
-
 
     fn assemble_turn(
         &self,
@@ -346,17 +452,42 @@ impl Workspace {
         player_message: &str,
         log: TurnLog<'_>,
     ) -> (Assembly, Vec<HistoryRewrite>) {
-        let TurnLog { calls, errors, turn } = log;
-        let transformed = scope.run(PointId::PromptHistoryTransform, json!({"messages": history, "turnId": turn_id}), None, Some(turn_id));
+        let TurnLog {
+            calls,
+            errors,
+            turn,
+        } = log;
+        let transformed = scope.run(
+            PointId::PromptHistoryTransform,
+            json!({"messages": history, "turnId": turn_id}),
+            None,
+            Some(turn_id),
+        );
         calls.extend(transformed.calls.iter().cloned());
         errors.extend(PreviewError::of(&transformed, turn));
-        let messages = transformed.result.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
+        let messages = transformed
+            .result
+            .get("messages")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
         let rewrites = history_rewrites(history, &messages, &transformed.calls);
-        let segments = scope.run(PointId::PromptSegment, json!({"turnId": turn_id, "playerMessage": player_message}), None, Some(turn_id));
+        let segments = scope.run(
+            PointId::PromptSegment,
+            json!({"turnId": turn_id, "playerMessage": player_message}),
+            None,
+            Some(turn_id),
+        );
         calls.extend(segments.calls.iter().cloned());
         errors.extend(PreviewError::of(&segments, turn));
         let (runtime, body) = self.runtime_view(target);
-        let lore = self.session.world.world_record.as_ref().and_then(|w| w.get("lore")).and_then(Value::as_str);
+        let lore = self
+            .session
+            .world
+            .world_record
+            .as_ref()
+            .and_then(|w| w.get("lore"))
+            .and_then(Value::as_str);
         let assembly = prompt::assemble(&AssemblyInput {
             segments: &Segment::parse_all(&segments.result),
             runtime: &runtime,
@@ -375,7 +506,11 @@ impl Workspace {
         let model = &self.session.models.story;
         model.min_cacheable_tokens.unwrap_or_else(|| {
             let name = model.model.as_deref().unwrap_or_default();
-            if model.backend == "anthropic" && name.contains("haiku") { 2048 } else { 1024 }
+            if model.backend == "anthropic" && name.contains("haiku") {
+                2048
+            } else {
+                1024
+            }
         })
     }
 
@@ -385,10 +520,21 @@ impl Workspace {
         let scope = self.calls();
         let turn = Some("t1");
         let mut errors = Vec::new();
-        let segments = scope.run(PointId::PromptSegment, json!({"turnId": "t1", "playerMessage": player_message}), None, turn);
+        let segments = scope.run(
+            PointId::PromptSegment,
+            json!({"turnId": "t1", "playerMessage": player_message}),
+            None,
+            turn,
+        );
         errors.extend(PreviewError::of(&segments, "this-turn"));
         let mut slots = 0;
-        for slot in [SlotId::StageBackdrop, SlotId::StageCast, SlotId::StageChoices, SlotId::SessionSummary, SlotId::StageMusic] {
+        for slot in [
+            SlotId::StageBackdrop,
+            SlotId::StageCast,
+            SlotId::StageChoices,
+            SlotId::SessionSummary,
+            SlotId::StageMusic,
+        ] {
             let input = json!({"slot": slot.as_str(), "previous": null, "events": []});
             let result = scope.run(PointId::UiSlot, input, Some(slot), turn);
             errors.extend(PreviewError::of(&result, "this-turn"));
@@ -396,7 +542,12 @@ impl Workspace {
         }
         let world = scope.run(PointId::SessionWorldContext, json!({}), None, turn);
         errors.extend(PreviewError::of(&world, "this-turn"));
-        QuickPreview { segments: segments.result.as_array().map_or(0, Vec::len), slots, world: !world.result.is_null(), errors }
+        QuickPreview {
+            segments: segments.result.as_array().map_or(0, Vec::len),
+            slots,
+            world: !world.result.is_null(),
+            errors,
+        }
     }
 
     /// The full preview for one runtime.
@@ -416,7 +567,18 @@ impl Workspace {
         let turn_id = self.next_turn_id(&history);
         let say = self.previewed_player_message();
         let t = Instant::now();
-        let (this, rewrites) = self.assemble_turn(&scope, target, &history, &turn_id, &say, TurnLog { calls: &mut calls, errors: &mut errors, turn: "this-turn" });
+        let (this, rewrites) = self.assemble_turn(
+            &scope,
+            target,
+            &history,
+            &turn_id,
+            &say,
+            TurnLog {
+                calls: &mut calls,
+                errors: &mut errors,
+                turn: "this-turn",
+            },
+        );
         let segments_ms = ms(t);
 
         // The next turn: one more exchange in the history, the following player message.
@@ -424,35 +586,85 @@ impl Workspace {
         let mut next_history = history.clone();
         let reply = crate::models::scripted_reply(&self.session.models.story.script, 0, &say);
         let order = next_history.len();
-        next_history.extend(covel_kernel::session_history::exchange(&self.session.id, &turn_id, &say, &reply, order));
+        next_history.extend(covel_kernel::session_history::exchange(
+            &self.session.id,
+            &turn_id,
+            &say,
+            &reply,
+            order,
+        ));
         let next_turn = self.next_turn_id(&next_history);
-        let following = self.session.following_message.clone().unwrap_or_else(|| DEFAULT_FOLLOWING.to_string());
+        let following = self
+            .session
+            .following_message
+            .clone()
+            .unwrap_or_else(|| DEFAULT_FOLLOWING.to_string());
         let mut next_calls = Vec::new();
-        let (next, _) = self.assemble_turn(&scope, target, &next_history, &next_turn, &following, TurnLog { calls: &mut next_calls, errors: &mut errors, turn: "next-turn" });
+        let (next, _) = self.assemble_turn(
+            &scope,
+            target,
+            &next_history,
+            &next_turn,
+            &following,
+            TurnLog {
+                calls: &mut next_calls,
+                errors: &mut errors,
+                turn: "next-turn",
+            },
+        );
         let cache = prompt::analyse(&this, &next, self.min_cacheable_tokens());
         let next_turn_ms = ms(t);
 
         let t = Instant::now();
-        let slots: Vec<SlotView> = SlotId::ALL.into_iter().flat_map(|slot| scope.project_slot(slot, &[], None)).collect();
-        let once = slots.iter().filter(|s| s.key.is_none() || s.slot != SlotId::CharacterVisual);
+        let slots: Vec<SlotView> = SlotId::ALL
+            .into_iter()
+            .flat_map(|slot| scope.project_slot(slot, &[], None))
+            .collect();
+        let once = slots
+            .iter()
+            .filter(|s| s.key.is_none() || s.slot != SlotId::CharacterVisual);
         calls.extend(once.clone().flat_map(|s| s.chain.iter().cloned()));
-        errors.extend(once.filter_map(|s| s.error.clone().map(|error| PreviewError { point: PointId::UiSlot, slot: Some(s.slot), turn: "this-turn", message: error.to_string(), error })));
+        errors.extend(once.filter_map(|s| {
+            s.error.clone().map(|error| PreviewError {
+                point: PointId::UiSlot,
+                slot: Some(s.slot),
+                turn: "this-turn",
+                message: error.to_string(),
+                error,
+            })
+        }));
         let slots_ms = ms(t);
         let flow = scope.run(PointId::MediaImageFlow, json!({}), None, None);
         calls.extend(flow.calls.iter().cloned());
         errors.extend(PreviewError::of(&flow, "this-turn"));
-        let image_flow =
-            ImageFlowView { flow: flow.result, provided_by: flow.provided_by, error: flow.error.map(|e| e.to_string()), calls: flow.calls };
+        let image_flow = ImageFlowView {
+            flow: flow.result,
+            provided_by: flow.provided_by,
+            error: flow.error.map(|e| e.to_string()),
+            calls: flow.calls,
+        };
 
         let options = RequestOptions {
-            model: self.session.models.story.model.clone().unwrap_or_else(|| "story".into()),
+            model: self
+                .session
+                .models
+                .story
+                .model
+                .clone()
+                .unwrap_or_else(|| "story".into()),
             max_tokens: self.session.models.story.reserved_for_response,
         };
         let prompt_view = PromptView {
-            system: SystemView { tokens: this.blocks.iter().map(|b| b.tokens).sum(), blocks: this.blocks.clone() },
+            system: SystemView {
+                tokens: this.blocks.iter().map(|b| b.tokens).sum(),
+                blocks: this.blocks.clone(),
+            },
             messages: this.messages.clone(),
             turn_context: this.turn_context.clone(),
-            requests: Requests { anthropic: prompt::anthropic_request(&this, &options), openai: prompt::openai_request(&this, &options) },
+            requests: Requests {
+                anthropic: prompt::anthropic_request(&this, &options),
+                openai: prompt::openai_request(&this, &options),
+            },
         };
         Preview {
             session: self.session.id.clone(),
@@ -467,7 +679,13 @@ impl Workspace {
             history_rewrites: rewrites,
             calls,
             errors,
-            timings: PreviewTimings { world_context_ms, segments_ms, next_turn_ms, slots_ms, total_ms: ms(started) },
+            timings: PreviewTimings {
+                world_context_ms,
+                segments_ms,
+                next_turn_ms,
+                slots_ms,
+                total_ms: ms(started),
+            },
         }
     }
 }

@@ -38,49 +38,83 @@ pub struct Recording {
 /// Why a recording could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {
-    #[error("the replay backend needs `recording: FILE` in the session's model (written by `covel play --record FILE`)")]
+    #[error(
+        "the replay backend needs `recording: FILE` in the session's model (written by `covel play --record FILE`)"
+    )]
     NoRecording,
     #[error("cannot read the recording {path}: {reason}")]
     Read { path: PathBuf, reason: String },
     #[error("the recording {path} is not a {FORMAT} file: {reason}")]
     Invalid { path: PathBuf, reason: String },
     #[error("cannot write the recording {path}: {source}")]
-    Write { path: PathBuf, source: std::io::Error },
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{0}")]
     Miss(String),
 }
 
 impl Recording {
     pub fn new(backend: &str, exchanges: Vec<Exchange>) -> Recording {
-        Recording { format: FORMAT.into(), backend: backend.into(), exchanges }
+        Recording {
+            format: FORMAT.into(),
+            backend: backend.into(),
+            exchanges,
+        }
     }
 
     /// Reads a recording file.
     pub fn load(path: &Path) -> Result<Recording, ReplayError> {
-        let text = covel_kernel::files::read_regular(path, MAX_RECORDING_BYTES)
-            .map_err(|e| ReplayError::Read { path: path.to_path_buf(), reason: e.to_string() })?;
+        let text = covel_kernel::files::read_regular(path, MAX_RECORDING_BYTES).map_err(|e| {
+            ReplayError::Read {
+                path: path.to_path_buf(),
+                reason: e.to_string(),
+            }
+        })?;
         let recording: Recording =
-            serde_json::from_str(&text).map_err(|e| ReplayError::Invalid { path: path.to_path_buf(), reason: e.to_string() })?;
+            serde_json::from_str(&text).map_err(|e| ReplayError::Invalid {
+                path: path.to_path_buf(),
+                reason: e.to_string(),
+            })?;
         if recording.format != FORMAT {
-            return Err(ReplayError::Invalid { path: path.to_path_buf(), reason: format!("format is `{}`", recording.format) });
+            return Err(ReplayError::Invalid {
+                path: path.to_path_buf(),
+                reason: format!("format is `{}`", recording.format),
+            });
         }
         if !matches!(recording.backend.as_str(), "anthropic" | "openai") {
-            return Err(ReplayError::Invalid { path: path.to_path_buf(), reason: format!("unknown backend `{}`", recording.backend) });
+            return Err(ReplayError::Invalid {
+                path: path.to_path_buf(),
+                reason: format!("unknown backend `{}`", recording.backend),
+            });
         }
         Ok(recording)
     }
 
     /// Writes the recording as pretty JSON.
     pub fn save(&self, path: &Path) -> Result<(), ReplayError> {
-        let text = serde_json::to_string_pretty(self).map_err(|e| ReplayError::Write { path: path.to_path_buf(), source: std::io::Error::other(e) })?;
-        std::fs::write(path, text + "\n").map_err(|source| ReplayError::Write { path: path.to_path_buf(), source })
+        let text = serde_json::to_string_pretty(self).map_err(|e| ReplayError::Write {
+            path: path.to_path_buf(),
+            source: std::io::Error::other(e),
+        })?;
+        std::fs::write(path, text + "\n").map_err(|source| ReplayError::Write {
+            path: path.to_path_buf(),
+            source,
+        })
     }
 
     /// The answer to `request`: the first unused exchange whose request is equal (then any
     /// equal one); a miss names the nearest recorded request and how this one differs.
     pub fn answer(&self, request: &Value, used: &mut Vec<bool>) -> Result<Value, ReplayError> {
         used.resize(self.exchanges.len(), false);
-        let equal: Vec<usize> = self.exchanges.iter().enumerate().filter(|(_, e)| &e.request == request).map(|(i, _)| i).collect();
+        let equal: Vec<usize> = self
+            .exchanges
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| &e.request == request)
+            .map(|(i, _)| i)
+            .collect();
         if let Some(&index) = equal.iter().find(|&&i| !used[i]).or(equal.first()) {
             used[index] = true;
             return Ok(self.exchanges[index].response.clone());
@@ -96,11 +130,17 @@ impl Recording {
             .enumerate()
             .map(|(i, e)| {
                 let recorded = serde_json::to_string_pretty(&e.request).unwrap_or_default();
-                (i, similar::TextDiff::from_words(recorded.as_str(), this.as_str()).ratio())
+                (
+                    i,
+                    similar::TextDiff::from_words(recorded.as_str(), this.as_str()).ratio(),
+                )
             })
             .max_by(|a, b| a.1.total_cmp(&b.1));
         let Some((index, ratio)) = nearest else {
-            return format!("replay miss: the recording ({} backend) has no exchanges", self.backend);
+            return format!(
+                "replay miss: the recording ({} backend) has no exchanges",
+                self.backend
+            );
         };
         let changes = textdiff::json(&self.exchanges[index].request, request, 8);
         let mut text = format!(
@@ -128,15 +168,37 @@ mod tests {
         let recording = Recording::new(
             "anthropic",
             vec![
-                Exchange { request: json!({"system": [{"text": "The narrator is grave."}], "messages": []}), response: json!({"n": 1}) },
-                Exchange { request: json!({"system": [{"text": "Something else entirely."}], "messages": [1, 2]}), response: json!({"n": 2}) },
+                Exchange {
+                    request: json!({"system": [{"text": "The narrator is grave."}], "messages": []}),
+                    response: json!({"n": 1}),
+                },
+                Exchange {
+                    request: json!({"system": [{"text": "Something else entirely."}], "messages": [1, 2]}),
+                    response: json!({"n": 2}),
+                },
             ],
         );
         let mut used = Vec::new();
-        assert_eq!(recording.answer(&json!({"system": [{"text": "The narrator is grave."}], "messages": []}), &mut used).ok(), Some(json!({"n": 1})));
-        let miss = recording.answer(&json!({"system": [{"text": "The narrator is wry."}], "messages": []}), &mut used);
-        let Err(ReplayError::Miss(text)) = miss else { panic!("expected a miss") };
+        assert_eq!(
+            recording
+                .answer(
+                    &json!({"system": [{"text": "The narrator is grave."}], "messages": []}),
+                    &mut used
+                )
+                .ok(),
+            Some(json!({"n": 1}))
+        );
+        let miss = recording.answer(
+            &json!({"system": [{"text": "The narrator is wry."}], "messages": []}),
+            &mut used,
+        );
+        let Err(ReplayError::Miss(text)) = miss else {
+            panic!("expected a miss")
+        };
         assert!(text.contains("nearest is exchange #1"), "{text}");
-        assert!(text.contains("/system/0/text: ") && text.contains("[-grave.-]{+wry.+}"), "{text}");
+        assert!(
+            text.contains("/system/0/text: ") && text.contains("[-grave.-]{+wry.+}"),
+            "{text}"
+        );
     }
 }

@@ -25,13 +25,19 @@ pub enum SaveError {
     #[error("the session would be {0} bytes; session files are at most {MAX_SESSION_BYTES} bytes")]
     TooLarge(usize),
     #[error("{path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("cannot write the session as YAML: {0}")]
     Serialize(String),
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> SaveError + '_ {
-    move |source| SaveError::Io { path: path.to_path_buf(), source }
+    move |source| SaveError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
 }
 
 /// A session as YAML in the documented format (`docs/session-format.md`).
@@ -42,8 +48,15 @@ pub fn session_yaml(session: &Session, header: &str) -> Result<String, SaveError
 
 /// The default new file for a played session beside `authored`: `<name>.played.yaml`.
 pub fn played_file_for(authored: &Path) -> PathBuf {
-    let stem = authored.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "session".into());
-    let stem = stem.strip_suffix(".yaml").or_else(|| stem.strip_suffix(".yml")).unwrap_or(&stem).to_string();
+    let stem = authored
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "session".into());
+    let stem = stem
+        .strip_suffix(".yaml")
+        .or_else(|| stem.strip_suffix(".yml"))
+        .unwrap_or(&stem)
+        .to_string();
     let stem = stem.strip_suffix(".session").unwrap_or(&stem).to_string();
     authored.with_file_name(format!("{stem}.played.session.yaml"))
 }
@@ -64,10 +77,14 @@ pub fn write_session_text(path: &Path, text: &str) -> Result<PathBuf, SaveError>
     }
     session::parse_session(text, path).map_err(SaveError::Invalid)?;
     let target = match std::fs::symlink_metadata(path) {
-        Ok(meta) if meta.file_type().is_symlink() => std::fs::canonicalize(path).map_err(io(path))?,
+        Ok(meta) if meta.file_type().is_symlink() => {
+            std::fs::canonicalize(path).map_err(io(path))?
+        }
         _ => path.to_path_buf(),
     };
-    let previous = std::fs::metadata(&target).ok().filter(std::fs::Metadata::is_file);
+    let previous = std::fs::metadata(&target)
+        .ok()
+        .filter(std::fs::Metadata::is_file);
     if previous.is_some() {
         let old = std::fs::read(&target).map_err(io(&target))?;
         atomic_write(&backup_path(&target), &old, previous.as_ref())?;
@@ -78,7 +95,10 @@ pub fn write_session_text(path: &Path, text: &str) -> Result<PathBuf, SaveError>
 
 /// `<file>.bak` beside the file.
 pub fn backup_path(file: &Path) -> PathBuf {
-    let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     file.with_file_name(format!("{name}.bak"))
 }
 
@@ -89,7 +109,9 @@ fn temp_prefix(name: &str) -> String {
 /// Removes temporary files an earlier, killed save of the same file left behind.
 fn clean_stale_temps(dir: &Path, name: &str) {
     let prefix = temp_prefix(name);
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
     for entry in entries.flatten() {
         let file = entry.file_name().to_string_lossy().into_owned();
         if file.starts_with(&prefix) && file.ends_with(".covel-tmp") {
@@ -101,13 +123,30 @@ fn clean_stale_temps(dir: &Path, name: &str) {
 /// Writes bytes to a temporary file beside `path`, syncs it, gives it the permissions of
 /// `like`, and renames it over `path`; the temporary file never outlives a failure. The one
 /// atomic write of the studio and the app (sessions, the recent-folders list).
-pub fn atomic_write(path: &Path, bytes: &[u8], like: Option<&std::fs::Metadata>) -> Result<(), SaveError> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "session".into());
+pub fn atomic_write(
+    path: &Path,
+    bytes: &[u8],
+    like: Option<&std::fs::Metadata>,
+) -> Result<(), SaveError> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "session".into());
     clean_stale_temps(dir, &name);
-    let temp = dir.join(format!("{}{}.covel-tmp", temp_prefix(&name), std::process::id()));
+    let temp = dir.join(format!(
+        "{}{}.covel-tmp",
+        temp_prefix(&name),
+        std::process::id()
+    ));
     let written = (|| -> std::io::Result<()> {
-        let mut file = std::fs::OpenOptions::new().write(true).create_new(true).open(&temp)?;
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temp)?;
         file.write_all(bytes)?;
         if let Some(meta) = like {
             file.set_permissions(meta.permissions())?;
@@ -117,7 +156,10 @@ pub fn atomic_write(path: &Path, bytes: &[u8], like: Option<&std::fs::Metadata>)
     })();
     if let Err(source) = written {
         let _ = std::fs::remove_file(&temp);
-        return Err(SaveError::Io { path: path.to_path_buf(), source });
+        return Err(SaveError::Io {
+            path: path.to_path_buf(),
+            source,
+        });
     }
     Ok(())
 }
@@ -139,11 +181,30 @@ mod tests {
         std::os::unix::fs::symlink(&real, &link).expect("symlink");
         let written = write_session_text(&link, "id: s\nlocale: fr\n").expect("saves");
         assert_eq!(written, real.canonicalize().expect("canonical"));
-        assert!(std::fs::symlink_metadata(&link).expect("meta").file_type().is_symlink(), "the symlink stays a symlink");
-        assert_eq!(std::fs::read_to_string(&real).expect("read"), "id: s\nlocale: fr\n");
-        assert_eq!(std::fs::metadata(&real).expect("meta").permissions().mode() & 0o777, 0o600);
-        assert_eq!(std::fs::read_to_string(backup_path(&written)).expect("backup"), SESSION);
-        let leftovers: Vec<_> = std::fs::read_dir(dir.path()).expect("ls").flatten().filter(|e| e.file_name().to_string_lossy().ends_with(".covel-tmp")).collect();
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .expect("meta")
+                .file_type()
+                .is_symlink(),
+            "the symlink stays a symlink"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&real).expect("read"),
+            "id: s\nlocale: fr\n"
+        );
+        assert_eq!(
+            std::fs::metadata(&real).expect("meta").permissions().mode() & 0o777,
+            0o600
+        );
+        assert_eq!(
+            std::fs::read_to_string(backup_path(&written)).expect("backup"),
+            SESSION
+        );
+        let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+            .expect("ls")
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".covel-tmp"))
+            .collect();
         assert!(leftovers.is_empty());
     }
 
@@ -152,22 +213,36 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let file = dir.path().join("s.session.yaml");
         std::fs::write(&file, SESSION).expect("write");
-        assert!(matches!(write_session_text(&file, "id: [unclosed\n"), Err(SaveError::Invalid(_))));
-        assert_eq!(std::fs::read_to_string(&file).expect("read"), SESSION, "the author's file is untouched");
+        assert!(matches!(
+            write_session_text(&file, "id: [unclosed\n"),
+            Err(SaveError::Invalid(_))
+        ));
+        assert_eq!(
+            std::fs::read_to_string(&file).expect("read"),
+            SESSION,
+            "the author's file is untouched"
+        );
     }
 
     #[test]
     fn a_temporary_file_left_by_a_killed_save_is_cleaned() {
         let dir = tempfile::tempdir().expect("tempdir");
         let file = dir.path().join("s.session.yaml");
-        std::fs::write(dir.path().join(".s.session.yaml.4242.covel-tmp"), "partial").expect("write");
+        std::fs::write(dir.path().join(".s.session.yaml.4242.covel-tmp"), "partial")
+            .expect("write");
         write_session_text(&file, SESSION).expect("saves");
         assert!(!dir.path().join(".s.session.yaml.4242.covel-tmp").exists());
     }
 
     #[test]
     fn played_sessions_go_to_a_new_file_beside_the_authored_one() {
-        assert_eq!(played_file_for(Path::new("/x/demo.session.yaml")), PathBuf::from("/x/demo.played.session.yaml"));
-        assert_eq!(played_file_for(Path::new("/x/notes.yaml")), PathBuf::from("/x/notes.played.session.yaml"));
+        assert_eq!(
+            played_file_for(Path::new("/x/demo.session.yaml")),
+            PathBuf::from("/x/demo.played.session.yaml")
+        );
+        assert_eq!(
+            played_file_for(Path::new("/x/notes.yaml")),
+            PathBuf::from("/x/notes.played.session.yaml")
+        );
     }
 }

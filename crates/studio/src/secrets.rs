@@ -9,7 +9,10 @@ use serde::Deserialize;
 use std::path::PathBuf;
 
 /// Keys trusted without any setting: each provider's official endpoint.
-const BUILT_IN: &[(&str, &str)] = &[("ANTHROPIC_API_KEY", "https://api.anthropic.com"), ("OPENAI_API_KEY", "https://api.openai.com")];
+const BUILT_IN: &[(&str, &str)] = &[
+    ("ANTHROPIC_API_KEY", "https://api.anthropic.com"),
+    ("OPENAI_API_KEY", "https://api.openai.com"),
+];
 
 /// One trusted pair of the user's settings.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -46,7 +49,8 @@ pub fn trusted_keys() -> Result<Vec<TrustedKey>, String> {
         return Ok(Vec::new());
     }
     let text = covel_kernel::files::read_regular(&path, 1024 * 1024).map_err(|e| e.to_string())?;
-    let settings: Settings = serde_saphyr::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let settings: Settings =
+        serde_saphyr::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(settings.trusted_keys)
 }
 
@@ -61,19 +65,31 @@ pub enum KeyUse {
 
 /// Whether an origin is this machine.
 fn is_loopback(origin: &str) -> bool {
-    url::Url::parse(origin).ok().and_then(|u| u.host().map(|h| h.to_owned())).is_some_and(|host| match host {
-        url::Host::Domain(d) => d.eq_ignore_ascii_case("localhost"),
-        url::Host::Ipv4(ip) => ip.is_loopback(),
-        url::Host::Ipv6(ip) => ip.is_loopback(),
-    })
+    url::Url::parse(origin)
+        .ok()
+        .and_then(|u| u.host().map(|h| h.to_owned()))
+        .is_some_and(|host| match host {
+            url::Host::Domain(d) => d.eq_ignore_ascii_case("localhost"),
+            url::Host::Ipv4(ip) => ip.is_loopback(),
+            url::Host::Ipv6(ip) => ip.is_loopback(),
+        })
 }
 
 /// Decides whether the key in `env` may be sent to `base_url`.
-pub fn key_use(env: Option<&str>, base_url: &str, trusted: &[TrustedKey]) -> Result<KeyUse, String> {
+pub fn key_use(
+    env: Option<&str>,
+    base_url: &str,
+    trusted: &[TrustedKey],
+) -> Result<KeyUse, String> {
     let origin = covel_kernel::http::origin_of(base_url)?;
-    let Some(env) = env else { return Ok(KeyUse::None) };
-    let listed = |e: &str, o: &str| e == env && covel_kernel::http::origin_of(o).is_ok_and(|o| o == origin);
-    if BUILT_IN.iter().any(|(e, o)| listed(e, o)) || trusted.iter().any(|t| listed(&t.env, &t.origin)) {
+    let Some(env) = env else {
+        return Ok(KeyUse::None);
+    };
+    let listed =
+        |e: &str, o: &str| e == env && covel_kernel::http::origin_of(o).is_ok_and(|o| o == origin);
+    if BUILT_IN.iter().any(|(e, o)| listed(e, o))
+        || trusted.iter().any(|t| listed(&t.env, &t.origin))
+    {
         return Ok(KeyUse::Send(env.to_string()));
     }
     if is_loopback(&origin) {
@@ -91,11 +107,34 @@ mod tests {
 
     #[test]
     fn official_endpoints_are_trusted_and_nothing_else_without_a_setting() {
-        assert_eq!(key_use(Some("ANTHROPIC_API_KEY"), "https://api.anthropic.com", &[]), Ok(KeyUse::Send("ANTHROPIC_API_KEY".into())));
-        assert!(key_use(Some("ANTHROPIC_API_KEY"), "https://evil.example.org", &[]).is_err(), "a session cannot redirect a key");
-        assert!(key_use(Some("HOME"), "https://api.anthropic.com", &[]).is_err(), "nor send any variable to a trusted host");
-        assert_eq!(key_use(Some("ANY"), "http://127.0.0.1:8080/v1", &[]), Ok(KeyUse::None), "a loopback server needs no key");
-        let trusted = [TrustedKey { env: "ROUTER_KEY".into(), origin: "https://router.example.net".into() }];
-        assert_eq!(key_use(Some("ROUTER_KEY"), "https://router.example.net/v1", &trusted), Ok(KeyUse::Send("ROUTER_KEY".into())));
+        assert_eq!(
+            key_use(Some("ANTHROPIC_API_KEY"), "https://api.anthropic.com", &[]),
+            Ok(KeyUse::Send("ANTHROPIC_API_KEY".into()))
+        );
+        assert!(
+            key_use(Some("ANTHROPIC_API_KEY"), "https://evil.example.org", &[]).is_err(),
+            "a session cannot redirect a key"
+        );
+        assert!(
+            key_use(Some("HOME"), "https://api.anthropic.com", &[]).is_err(),
+            "nor send any variable to a trusted host"
+        );
+        assert_eq!(
+            key_use(Some("ANY"), "http://127.0.0.1:8080/v1", &[]),
+            Ok(KeyUse::None),
+            "a loopback server needs no key"
+        );
+        let trusted = [TrustedKey {
+            env: "ROUTER_KEY".into(),
+            origin: "https://router.example.net".into(),
+        }];
+        assert_eq!(
+            key_use(
+                Some("ROUTER_KEY"),
+                "https://router.example.net/v1",
+                &trusted
+            ),
+            Ok(KeyUse::Send("ROUTER_KEY".into()))
+        );
     }
 }

@@ -11,7 +11,9 @@ impl Workspace {
     /// whose revision changed.
     pub fn apply_slots(&self, host: &mut SlotHost, trigger: &Trigger) -> Vec<SlotChange> {
         let calls = self.calls();
-        let project = |slot, events: &[serde_json::Value], turn_id: Option<&str>| calls.project_slot(slot, events, turn_id);
+        let project = |slot, events: &[serde_json::Value], turn_id: Option<&str>| {
+            calls.project_slot(slot, events, turn_id)
+        };
         host.apply(calls.providers(), &project, trigger)
     }
 }

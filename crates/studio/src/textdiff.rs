@@ -78,7 +78,11 @@ pub fn json(old: &Value, new: &Value, limit: usize) -> Vec<JsonChange> {
 
 fn brief(value: &Value) -> String {
     let text = value.to_string();
-    if text.chars().count() > 160 { format!("{}…", text.chars().take(160).collect::<String>()) } else { text }
+    if text.chars().count() > 160 {
+        format!("{}…", text.chars().take(160).collect::<String>())
+    } else {
+        text
+    }
 }
 
 fn walk(old: &Value, new: &Value, pointer: String, out: &mut Vec<JsonChange>, limit: usize) {
@@ -91,14 +95,20 @@ fn walk(old: &Value, new: &Value, pointer: String, out: &mut Vec<JsonChange>, li
                 let child = format!("{pointer}/{}", key.replace('~', "~0").replace('/', "~1"));
                 match b.get(key) {
                     Some(other) => walk(value, other, child, out, limit),
-                    None if out.len() < limit => out.push(JsonChange { pointer: child, diff: format!("removed {}", brief(value)) }),
+                    None if out.len() < limit => out.push(JsonChange {
+                        pointer: child,
+                        diff: format!("removed {}", brief(value)),
+                    }),
                     None => {}
                 }
             }
             for (key, value) in b.iter().filter(|(k, _)| !a.contains_key(*k)) {
                 if out.len() < limit {
                     let child = format!("{pointer}/{}", key.replace('~', "~0").replace('/', "~1"));
-                    out.push(JsonChange { pointer: child, diff: format!("added {}", brief(value)) });
+                    out.push(JsonChange {
+                        pointer: child,
+                        diff: format!("added {}", brief(value)),
+                    });
                 }
             }
         }
@@ -108,17 +118,29 @@ fn walk(old: &Value, new: &Value, pointer: String, out: &mut Vec<JsonChange>, li
             }
             for (index, value) in a.iter().enumerate().skip(b.len()) {
                 if out.len() < limit {
-                    out.push(JsonChange { pointer: format!("{pointer}/{index}"), diff: format!("removed {}", brief(value)) });
+                    out.push(JsonChange {
+                        pointer: format!("{pointer}/{index}"),
+                        diff: format!("removed {}", brief(value)),
+                    });
                 }
             }
             for (index, value) in b.iter().enumerate().skip(a.len()) {
                 if out.len() < limit {
-                    out.push(JsonChange { pointer: format!("{pointer}/{index}"), diff: format!("added {}", brief(value)) });
+                    out.push(JsonChange {
+                        pointer: format!("{pointer}/{index}"),
+                        diff: format!("added {}", brief(value)),
+                    });
                 }
             }
         }
-        (Value::String(a), Value::String(b)) => out.push(JsonChange { pointer, diff: words(a, b) }),
-        _ => out.push(JsonChange { pointer, diff: format!("{} → {}", brief(old), brief(new)) }),
+        (Value::String(a), Value::String(b)) => out.push(JsonChange {
+            pointer,
+            diff: words(a, b),
+        }),
+        _ => out.push(JsonChange {
+            pointer,
+            diff: format!("{} → {}", brief(old), brief(new)),
+        }),
     }
 }
 
@@ -138,7 +160,11 @@ mod tests {
 
     #[test]
     fn json_diff_names_pointers_and_diffs_strings_by_word() {
-        let changes = json(&json!({"a": {"b": "cold water"}, "c": [1, 2]}), &json!({"a": {"b": "warm water"}, "c": [1], "d": true}), 10);
+        let changes = json(
+            &json!({"a": {"b": "cold water"}, "c": [1, 2]}),
+            &json!({"a": {"b": "warm water"}, "c": [1], "d": true}),
+            10,
+        );
         let pointers: Vec<&str> = changes.iter().map(|c| c.pointer.as_str()).collect();
         assert_eq!(pointers, ["/a/b", "/c/1", "/d"]);
         assert!(changes[0].diff.contains("[-cold-]{+warm+}"));

@@ -73,7 +73,13 @@ impl TokenCounter {
         if text.is_empty() {
             return 0;
         }
-        if let Some(&n) = self.counts.lock().unwrap_or_else(|e| e.into_inner()).get(&encoding).and_then(|m| m.get(text)) {
+        if let Some(&n) = self
+            .counts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&encoding)
+            .and_then(|m| m.get(text))
+        {
             self.reused.fetch_add(1, Ordering::Relaxed);
             return n;
         }
@@ -94,7 +100,10 @@ impl TokenCounter {
     }
 
     pub fn stats(&self) -> CountStats {
-        CountStats { computed: self.computed.load(Ordering::Relaxed), reused: self.reused.load(Ordering::Relaxed) }
+        CountStats {
+            computed: self.computed.load(Ordering::Relaxed),
+            reused: self.reused.load(Ordering::Relaxed),
+        }
     }
 }
 
@@ -120,7 +129,11 @@ impl EstimateRule {
     /// The estimate for a text whose exact `base` count is known.
     pub fn apply(&self, base: u64) -> Estimate {
         let scale = |f: f64| (base as f64 * f).ceil() as u64;
-        Estimate { tokens: scale(self.factor), low: scale(self.low), high: scale(self.high) }
+        Estimate {
+            tokens: scale(self.factor),
+            low: scale(self.low),
+            high: scale(self.high),
+        }
     }
 }
 
@@ -131,7 +144,10 @@ mod tests {
     #[test]
     fn openai_counts_are_exact_token_ids_of_the_encoding() {
         let counter = TokenCounter::new();
-        assert_eq!(counter.encode(Encoding::Cl100kBase, "hello world"), [15339, 1917]);
+        assert_eq!(
+            counter.encode(Encoding::Cl100kBase, "hello world"),
+            [15339, 1917]
+        );
         assert_eq!(counter.count(Encoding::Cl100kBase, "hello world"), 2);
         assert_eq!(counter.count(Encoding::O200kBase, "hello world"), 2);
         assert_eq!(counter.count(Encoding::O200kBase, ""), 0);
@@ -143,12 +159,29 @@ mod tests {
         counter.count(Encoding::O200kBase, "The bell tolls once.");
         counter.count(Encoding::O200kBase, "The bell tolls once.");
         counter.count(Encoding::O200kBase, "The bell tolls twice.");
-        assert_eq!(counter.stats(), CountStats { computed: 2, reused: 1 });
+        assert_eq!(
+            counter.stats(),
+            CountStats {
+                computed: 2,
+                reused: 1
+            }
+        );
     }
 
     #[test]
     fn a_claude_estimate_states_its_error_bar() {
-        let rule = EstimateRule { factor: 1.2, low: 1.05, high: 1.35 };
-        assert_eq!(rule.apply(100), Estimate { tokens: 120, low: 105, high: 135 });
+        let rule = EstimateRule {
+            factor: 1.2,
+            low: 1.05,
+            high: 1.35,
+        };
+        assert_eq!(
+            rule.apply(100),
+            Estimate {
+                tokens: 120,
+                low: 105,
+                high: 135
+            }
+        );
     }
 }

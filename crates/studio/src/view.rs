@@ -112,7 +112,12 @@ impl LiveStudio {
             .iter()
             .map(|p| {
                 let manifest = p.package.as_ref().map(|pkg| &pkg.manifest);
-                let rejection = ws.resolution.rejected.iter().find(|r| r.plugin == p.name).cloned();
+                let rejection = ws
+                    .resolution
+                    .rejected
+                    .iter()
+                    .find(|r| r.plugin == p.name)
+                    .cloned();
                 let status = if ws.reload_failures.contains_key(&p.name) {
                     PluginStatus::LastGood
                 } else if !p.ok() {
@@ -130,14 +135,19 @@ impl LiveStudio {
                 for call in self.preview.calls.iter().filter(|c| c.plugin_id == p.name) {
                     for line in call.logs.iter().filter_map(|l| l.strip_prefix("[studio] ")) {
                         if !hints.iter().any(|h| h.message == line) {
-                            hints.push(Diagnostic::new(covel_kernel::Code::RowShapedRead, line).plugin(&p.name));
+                            hints.push(
+                                Diagnostic::new(covel_kernel::Code::RowShapedRead, line)
+                                    .plugin(&p.name),
+                            );
                         }
                     }
                 }
                 PluginView {
                     name: p.name.clone(),
                     status,
-                    display_name: manifest.and_then(|m| m.display_name.as_ref()).and_then(|d| serde_json::to_value(d).ok()),
+                    display_name: manifest
+                        .and_then(|m| m.display_name.as_ref())
+                        .and_then(|d| serde_json::to_value(d).ok()),
                     description: manifest.and_then(|m| serde_json::to_value(&m.description).ok()),
                     rejection,
                     diagnostics,
@@ -145,13 +155,19 @@ impl LiveStudio {
                     providers: manifest.map(|m| m.extensions.clone()).unwrap_or_default(),
                     has_static_prompt: manifest.is_some_and(|m| !m.static_prompt.is_empty()),
                     inventory: p.registrations.clone(),
-                    runtimes: manifest.map(|m| m.runtimes.iter().map(|r| r.id.clone()).collect()).unwrap_or_default(),
+                    runtimes: manifest
+                        .map(|m| m.runtimes.iter().map(|r| r.id.clone()).collect())
+                        .unwrap_or_default(),
                     load_ms: p.load_time.as_secs_f64() * 1000.0,
                 }
             })
             .collect();
         let windows = ws.windows();
-        let estimated = compaction::estimate(&self.preview.prompt.system_and_turn_context(), &ws.session.history.messages, &ws.session.history.summaries);
+        let estimated = compaction::estimate(
+            &self.preview.prompt.system_and_turn_context(),
+            &ws.session.history.messages,
+            &ws.session.history.summaries,
+        );
         Snapshot {
             plugins_dir: ws.plugins_dir.display().to_string(),
             session_path: ws.session_path.as_ref().map(|p| p.display().to_string()),
@@ -159,9 +175,23 @@ impl LiveStudio {
             session_text: ws.session_text.clone(),
             session_error: ws.session_error.clone(),
             undo: self.next_undo().map(|u| match u {
-                UndoEntry::Turn => UndoView { kind: UndoKind::Turn, label: format!("Undo {}", self.turns.last().map_or("the last turn", |t| t.turn_id.as_str())) },
-                UndoEntry::SessionEdit { .. } => UndoView { kind: UndoKind::SessionEdit, label: "Undo the session edit (restores the file)".into() },
-                UndoEntry::Compaction => UndoView { kind: UndoKind::Compaction, label: "Undo the compaction".into() },
+                UndoEntry::Turn => UndoView {
+                    kind: UndoKind::Turn,
+                    label: format!(
+                        "Undo {}",
+                        self.turns
+                            .last()
+                            .map_or("the last turn", |t| t.turn_id.as_str())
+                    ),
+                },
+                UndoEntry::SessionEdit { .. } => UndoView {
+                    kind: UndoKind::SessionEdit,
+                    label: "Undo the session edit (restores the file)".into(),
+                },
+                UndoEntry::Compaction => UndoView {
+                    kind: UndoKind::Compaction,
+                    label: "Undo the compaction".into(),
+                },
             }),
             played_path: self.played_default_path().display().to_string(),
             plugins,
@@ -174,7 +204,10 @@ impl LiveStudio {
                 threshold_tokens: f64::from(windows.context_window) * compaction::THRESHOLD,
                 summaries: ws.session.history.summaries.clone(),
                 consecutive_failures: self.play.failures.consecutive,
-                last_run: self.forced_compaction.clone().or_else(|| self.turns.iter().rev().find_map(|t| t.compaction.clone())),
+                last_run: self
+                    .forced_compaction
+                    .clone()
+                    .or_else(|| self.turns.iter().rev().find_map(|t| t.compaction.clone())),
             },
             turns: self.turns.clone(),
             last_reload: self.last_reload.clone(),

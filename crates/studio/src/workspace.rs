@@ -5,7 +5,7 @@ use covel_js::{Limits, LoadedPlugin, load_folder};
 use covel_kernel::context::ExecutionContext;
 use covel_kernel::contract::{PointId, SlotId};
 use covel_kernel::diagnostic::Diagnostic;
-use covel_kernel::resolver::{LoadFailure, self, Candidate, Resolution};
+use covel_kernel::resolver::{self, Candidate, LoadFailure, Resolution};
 use covel_kernel::runner::{self, Provider, RunOptions, RunResult};
 use covel_kernel::session::{self, Session};
 use serde_json::{Map, Value};
@@ -20,7 +20,10 @@ pub use covel_kernel::world::{DIMENSIONS_CONTRACT, DIMENSIONS_NAMESPACE};
 #[derive(Debug, thiserror::Error)]
 pub enum WorkspaceError {
     #[error("cannot read plugins folder {path}: {source}")]
-    PluginsFolder { path: PathBuf, source: std::io::Error },
+    PluginsFolder {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("cannot read the session file: {0}")]
     SessionFile(covel_kernel::files::FileRefusal),
     #[error("invalid session file {0}")]
@@ -32,7 +35,9 @@ impl WorkspaceError {
     /// and column: what the app shows when a folder or session cannot be opened.
     pub fn diagnostic(&self) -> Diagnostic {
         match self {
-            WorkspaceError::PluginsFolder { path, .. } => Diagnostic::new(covel_kernel::Code::MissingFile, self.to_string()).file(path),
+            WorkspaceError::PluginsFolder { path, .. } => {
+                Diagnostic::new(covel_kernel::Code::MissingFile, self.to_string()).file(path)
+            }
             WorkspaceError::SessionFile(refusal) => {
                 let file = match refusal {
                     covel_kernel::files::FileRefusal::Unreadable(p, _)
@@ -70,17 +75,33 @@ pub struct Workspace {
 
 impl Workspace {
     /// Loads every plugin of the folder and the session (an empty one when none is given).
-    pub fn open(plugins_dir: &Path, session_path: Option<&Path>, limits: &Limits) -> Result<Workspace, WorkspaceError> {
+    pub fn open(
+        plugins_dir: &Path,
+        session_path: Option<&Path>,
+        limits: &Limits,
+    ) -> Result<Workspace, WorkspaceError> {
         let (session, session_text) = match session_path {
             Some(path) => {
-                let text = read_session_text(path)
-                    .map_err(WorkspaceError::SessionFile)?;
-                (session::parse_session(&text, path).map_err(WorkspaceError::Session)?, Some(text))
+                let text = read_session_text(path).map_err(WorkspaceError::SessionFile)?;
+                (
+                    session::parse_session(&text, path).map_err(WorkspaceError::Session)?,
+                    Some(text),
+                )
             }
-            None => (Session { id: "studio".into(), locale: "en".into(), ..Session::default() }, None),
+            None => (
+                Session {
+                    id: "studio".into(),
+                    locale: "en".into(),
+                    ..Session::default()
+                },
+                None,
+            ),
         };
         let plugins =
-            load_folder(plugins_dir, limits).map_err(|source| WorkspaceError::PluginsFolder { path: plugins_dir.to_path_buf(), source })?;
+            load_folder(plugins_dir, limits).map_err(|source| WorkspaceError::PluginsFolder {
+                path: plugins_dir.to_path_buf(),
+                source,
+            })?;
         let mut workspace = Workspace {
             plugins_dir: plugins_dir.to_path_buf(),
             session_path: session_path.map(Path::to_path_buf),
@@ -126,16 +147,25 @@ impl Workspace {
                 let ok = fresh.ok();
                 self.plugins.push(fresh);
                 self.plugins.sort_by(|a, b| a.name.cmp(&b.name));
-                if ok { PluginReload::Added } else { PluginReload::Failed }
+                if ok {
+                    PluginReload::Added
+                } else {
+                    PluginReload::Failed
+                }
             }
             Some(i) if fresh.ok() || !self.plugins[i].ok() => {
                 self.reload_failures.remove(name);
                 let ok = fresh.ok();
                 self.plugins[i] = fresh;
-                if ok { PluginReload::Replaced } else { PluginReload::Failed }
+                if ok {
+                    PluginReload::Replaced
+                } else {
+                    PluginReload::Failed
+                }
             }
             Some(_) => {
-                self.reload_failures.insert(name.to_string(), fresh.diagnostics.clone());
+                self.reload_failures
+                    .insert(name.to_string(), fresh.diagnostics.clone());
                 PluginReload::KeptLastGood
             }
         }
@@ -144,11 +174,16 @@ impl Workspace {
     /// Re-reads the session file; a broken file keeps the previous session and records why.
     /// Returns whether the session changed (text the studio itself wrote last is no change).
     pub fn reload_session(&mut self) -> bool {
-        let Some(path) = self.session_path.clone() else { return false };
+        let Some(path) = self.session_path.clone() else {
+            return false;
+        };
         let text = match read_session_text(&path) {
             Ok(text) => text,
             Err(e) => {
-                self.session_error = Some(Diagnostic::new(e.code(), format!("cannot read the session file: {e}")).file(&path));
+                self.session_error = Some(
+                    Diagnostic::new(e.code(), format!("cannot read the session file: {e}"))
+                        .file(&path),
+                );
                 return false;
             }
         };
@@ -176,16 +211,33 @@ impl Workspace {
         let declared: BTreeMap<String, Vec<covel_kernel::manifest::raw::SettingDecl>> = self
             .plugins
             .iter()
-            .map(|p| (p.name.clone(), p.package.as_ref().map(|pkg| pkg.manifest.settings.clone()).unwrap_or_default()))
+            .map(|p| {
+                (
+                    p.name.clone(),
+                    p.package
+                        .as_ref()
+                        .map(|pkg| pkg.manifest.settings.clone())
+                        .unwrap_or_default(),
+                )
+            })
             .collect();
-        let text = self.session_path.as_deref().and_then(|p| read_session_text(p).ok());
-        let file = self.session_path.clone().unwrap_or_else(|| PathBuf::from("(session)"));
+        let text = self
+            .session_path
+            .as_deref()
+            .and_then(|p| read_session_text(p).ok());
+        let file = self
+            .session_path
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("(session)"));
         covel_kernel::settings::check(&self.session.settings, &declared, text.as_deref(), &file)
     }
 
     /// A plugin's settings for this session (the kernel's rule, `covel_kernel::settings::merged`).
     pub fn plugin_settings(&self, pkg: &covel_kernel::package::Package) -> Map<String, Value> {
-        covel_kernel::settings::merged(&pkg.manifest.settings, self.session.settings.get(&pkg.manifest.id))
+        covel_kernel::settings::merged(
+            &pkg.manifest.settings,
+            self.session.settings.get(&pkg.manifest.id),
+        )
     }
 
     /// Re-runs the session resolver (after plugins or the session changed).
@@ -196,19 +248,41 @@ impl Workspace {
             .plugins
             .iter()
             .map(|p| {
-                let failure = p.diagnostics.first().map(|d| LoadFailure { code: d.code.as_str().to_string(), message: d.message.clone() });
-                match (p.package.as_ref().map(|pkg| &pkg.manifest).or(p.declared.as_ref()), failure) {
+                let failure = p.diagnostics.first().map(|d| LoadFailure {
+                    code: d.code.as_str().to_string(),
+                    message: d.message.clone(),
+                });
+                match (
+                    p.package
+                        .as_ref()
+                        .map(|pkg| &pkg.manifest)
+                        .or(p.declared.as_ref()),
+                    failure,
+                ) {
                     (Some(manifest), failure) => Candidate {
                         load_failure: failure,
-                        ..Candidate::from_manifest(manifest, !self.session.plugins.unauthorized.contains(&manifest.id))
+                        ..Candidate::from_manifest(
+                            manifest,
+                            !self.session.plugins.unauthorized.contains(&manifest.id),
+                        )
                     },
                     (None, Some(failure)) => Candidate::unloadable(&p.name, failure),
-                    (None, None) => Candidate::unloadable(&p.name, LoadFailure { code: "internal".into(), message: "the plugin did not load".into() }),
+                    (None, None) => Candidate::unloadable(
+                        &p.name,
+                        LoadFailure {
+                            code: "internal".into(),
+                            message: "the plugin did not load".into(),
+                        },
+                    ),
                 }
             })
             .collect();
-        let requested: Vec<String> =
-            self.session.plugins.requested.clone().unwrap_or_else(|| candidates.iter().map(|c| c.id.clone()).collect());
+        let requested: Vec<String> = self
+            .session
+            .plugins
+            .requested
+            .clone()
+            .unwrap_or_else(|| candidates.iter().map(|c| c.id.clone()).collect());
         let required = covel_kernel::world::required_contracts(&self.session.world);
         self.session_problems = self.check_settings();
         self.resolution = resolver::resolve(&resolver::Request {
@@ -231,47 +305,96 @@ impl Workspace {
 
     /// The active plugins that provide `world.dimensions@1` (the rule needs exactly one).
     pub fn dimension_providers(&self) -> Vec<String> {
-        let active = self.plugins.iter().filter(|p| self.resolution.is_active(&p.name)).filter_map(|p| p.package.as_ref());
+        let active = self
+            .plugins
+            .iter()
+            .filter(|p| self.resolution.is_active(&p.name))
+            .filter_map(|p| p.package.as_ref());
         covel_kernel::world::dimension_providers(active.map(|pkg| &pkg.manifest))
     }
 
     /// The committed World Model view of the session (the kernel's, `covel_kernel::world`).
     pub fn world_view(&self) -> Value {
-        covel_kernel::world::world_view(&self.session.world, &self.session.plugin_data, &self.dimension_providers())
+        covel_kernel::world::world_view(
+            &self.session.world,
+            &self.session.plugin_data,
+            &self.dimension_providers(),
+        )
     }
 
     /// The dimension rule (`covel_kernel::world::dimension_rule_violation`) for this session.
     pub fn dimension_rule_violation(&self) -> Option<String> {
-        covel_kernel::world::dimension_rule_violation(&self.session.world, &self.dimension_providers())
+        covel_kernel::world::dimension_rule_violation(
+            &self.session.world,
+            &self.dimension_providers(),
+        )
     }
 
     /// A fresh execution over the committed session state, built by the kernel.
     pub fn execution(&self, turn_id: Option<String>) -> Arc<ExecutionContext> {
-        let manifests = self.plugins.iter().filter_map(|p| p.package.as_ref()).map(|pkg| &pkg.manifest);
-        Arc::new(ExecutionContext::from_session(&self.session, manifests, &self.dimension_providers(), turn_id))
+        let manifests = self
+            .plugins
+            .iter()
+            .filter_map(|p| p.package.as_ref())
+            .map(|pkg| &pkg.manifest);
+        Arc::new(ExecutionContext::from_session(
+            &self.session,
+            manifests,
+            &self.dimension_providers(),
+            turn_id,
+        ))
     }
 
     /// Providers of every plugin that loaded, ignoring the session's selection (for running a
     /// point over a whole folder, as `covel call` does without a session).
     pub fn all_providers(&self) -> Vec<Provider> {
-        self.plugins.iter().flat_map(LoadedPlugin::providers).collect()
+        self.plugins
+            .iter()
+            .flat_map(LoadedPlugin::providers)
+            .collect()
     }
 
     /// Runs one point over the active providers.
-    pub fn call(&self, point: PointId, input: Value, slot: Option<SlotId>, turn_id: Option<String>) -> RunResult {
+    pub fn call(
+        &self,
+        point: PointId,
+        input: Value,
+        slot: Option<SlotId>,
+        turn_id: Option<String>,
+    ) -> RunResult {
         self.calls().run(point, input, slot, turn_id.as_deref())
     }
 
     /// A scope for several calls over the same state (a preview, a turn): the active providers
     /// and one execution per turn id are built once, not once per call.
     pub fn calls(&self) -> Calls<'_> {
-        Calls { workspace: self, providers: self.active_providers(), contexts: RefCell::new(BTreeMap::new()) }
+        Calls {
+            workspace: self,
+            providers: self.active_providers(),
+            contexts: RefCell::new(BTreeMap::new()),
+        }
     }
 
     /// Runs one point over the given providers, in this session's context.
-    pub fn call_over(&self, providers: &[Provider], point: PointId, input: Value, slot: Option<SlotId>, turn_id: Option<String>) -> RunResult {
+    pub fn call_over(
+        &self,
+        providers: &[Provider],
+        point: PointId,
+        input: Value,
+        slot: Option<SlotId>,
+        turn_id: Option<String>,
+    ) -> RunResult {
         let ctx = self.execution(turn_id);
-        runner::run(point, input, providers, &ctx, &RunOptions { slot, timeout: None })
+        runner::run(
+            point,
+            input,
+            providers,
+            &ctx,
+            &RunOptions {
+                slot,
+                timeout: None,
+            },
+        )
     }
 
     /// Diagnostics of every plugin that failed to load, of failed reloads, and of the session.
@@ -294,10 +417,30 @@ pub struct Calls<'a> {
 
 impl Calls<'_> {
     /// Runs one point; calls with the same turn id share one execution.
-    pub fn run(&self, point: PointId, input: Value, slot: Option<SlotId>, turn_id: Option<&str>) -> RunResult {
+    pub fn run(
+        &self,
+        point: PointId,
+        input: Value,
+        slot: Option<SlotId>,
+        turn_id: Option<&str>,
+    ) -> RunResult {
         let key = turn_id.map(str::to_string);
-        let ctx = Arc::clone(self.contexts.borrow_mut().entry(key.clone()).or_insert_with(|| self.workspace.execution(key)));
-        runner::run(point, input, &self.providers, &ctx, &RunOptions { slot, timeout: None })
+        let ctx = Arc::clone(
+            self.contexts
+                .borrow_mut()
+                .entry(key.clone())
+                .or_insert_with(|| self.workspace.execution(key)),
+        );
+        runner::run(
+            point,
+            input,
+            &self.providers,
+            &ctx,
+            &RunOptions {
+                slot,
+                timeout: None,
+            },
+        )
     }
 
     /// The active providers of this scope.
@@ -306,8 +449,21 @@ impl Calls<'_> {
     }
 
     /// Projects one slot (the kernel's projection) in this scope's execution for `turn_id`.
-    pub fn project_slot(&self, slot: SlotId, events: &[Value], turn_id: Option<&str>) -> Vec<covel_kernel::slot_host::SlotView> {
-        covel_kernel::slot_host::views_of(slot, self.run(PointId::UiSlot, covel_kernel::slot_host::slot_input(slot, events), Some(slot), turn_id))
+    pub fn project_slot(
+        &self,
+        slot: SlotId,
+        events: &[Value],
+        turn_id: Option<&str>,
+    ) -> Vec<covel_kernel::slot_host::SlotView> {
+        covel_kernel::slot_host::views_of(
+            slot,
+            self.run(
+                PointId::UiSlot,
+                covel_kernel::slot_host::slot_input(slot, events),
+                Some(slot),
+                turn_id,
+            ),
+        )
     }
 }
 

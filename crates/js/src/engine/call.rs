@@ -27,7 +27,14 @@ impl Engine {
         let memo_key = memoizable.then(|| {
             use std::hash::{Hash, Hasher};
             let mut hasher = std::collections::hash_map::DefaultHasher::new();
-            (call.point.as_str(), &call.provider_id, &call.context.turn_id, call.input_key, call.timeout).hash(&mut hasher);
+            (
+                call.point.as_str(),
+                &call.provider_id,
+                &call.context.turn_id,
+                call.input_key,
+                call.timeout,
+            )
+                .hash(&mut hasher);
             hasher.finish()
         });
         if memo_key.is_some() {
@@ -37,7 +44,11 @@ impl Engine {
             self.memo.turn(hasher.finish());
         }
         if let Some(report) = memo_key.and_then(|k| self.memo.answer(k)) {
-            return CallReport { duration: started.elapsed(), cached: true, ..report.clone() };
+            return CallReport {
+                duration: started.elapsed(),
+                cached: true,
+                ..report.clone()
+            };
         }
         let _ = modules::take_random_used();
         self.arm(call.timeout);
@@ -45,14 +56,23 @@ impl Engine {
         if let Ok(mut slot) = self.http.lock() {
             *slot = Some(crate::http::CallHttp {
                 plugin: self.plugin_id.clone(),
-                grants: call.context.plugins.get(&self.plugin_id).map(|s| s.http.clone()).unwrap_or_default(),
+                grants: call
+                    .context
+                    .plugins
+                    .get(&self.plugin_id)
+                    .map(|s| s.http.clone())
+                    .unwrap_or_default(),
                 policy: call.context.http.clone(),
                 deadline: Instant::now() + call.timeout,
             });
         }
         GATEWAY.with(|g| *g.borrow_mut() = call.context.gateway.clone());
-        let (result, logs, impure) = self.context.with(|ctx| self.call_in(&ctx, call, execution.as_ref()));
-        let impure = impure.or_else(|| modules::take_random_used().then(|| "uses randomness (crypto)".to_string()));
+        let (result, logs, impure) = self
+            .context
+            .with(|ctx| self.call_in(&ctx, call, execution.as_ref()));
+        let impure = impure.or_else(|| {
+            modules::take_random_used().then(|| "uses randomness (crypto)".to_string())
+        });
         GATEWAY.with(|g| *g.borrow_mut() = None);
         if let Ok(mut slot) = self.http.lock() {
             *slot = None;
@@ -64,7 +84,13 @@ impl Engine {
         if matches!(&result, Err(f) if f.kind == FailureKind::OutOfMemory) {
             self.runtime.run_gc();
         }
-        let mut report = CallReport { result, duration: started.elapsed(), logs, cached: false, not_cached: None };
+        let mut report = CallReport {
+            result,
+            duration: started.elapsed(),
+            logs,
+            cached: false,
+            not_cached: None,
+        };
         report.not_cached = match memo_key {
             Some(key) => self.memo.record(key, &report, impure.as_deref()),
             None => Some("it can reach the network or a model".into()),
@@ -72,66 +98,135 @@ impl Engine {
         report
     }
 
-    pub(super) fn call_in<'js>(&self, ctx: &Ctx<'js>, call: &ProviderCall, execution: Option<&Json>) -> (Result<Json, ProviderFailure>, Vec<String>, Option<String>) {
+    pub(super) fn call_in<'js>(
+        &self,
+        ctx: &Ctx<'js>,
+        call: &ProviderCall,
+        execution: Option<&Json>,
+    ) -> (Result<Json, ProviderFailure>, Vec<String>, Option<String>) {
         let fail = |kind, message: String| Err(ProviderFailure { kind, message });
         let covel: Object = match self.internals(ctx) {
             Ok(c) => c,
-            Err(e) => return (fail(FailureKind::Unavailable, e.to_string()), Vec::new(), None),
+            Err(e) => {
+                return (
+                    fail(FailureKind::Unavailable, e.to_string()),
+                    Vec::new(),
+                    None,
+                );
+            }
         };
         if let Some(data) = execution {
-            let set = covel.get::<_, Function>("setExecution").and_then(|f| to_js(ctx, data).and_then(|d| f.call::<_, ()>((d,))));
+            let set = covel
+                .get::<_, Function>("setExecution")
+                .and_then(|f| to_js(ctx, data).and_then(|d| f.call::<_, ()>((d,))));
             if set.is_err() {
                 let t = thrown(ctx);
-                return (fail(FailureKind::Error, format!("cannot build the handler context: {}", t.text())), Vec::new(), None);
+                return (
+                    fail(
+                        FailureKind::Error,
+                        format!("cannot build the handler context: {}", t.text()),
+                    ),
+                    Vec::new(),
+                    None,
+                );
             }
         }
         let input = match to_js(ctx, &call.input) {
             Ok(v) => v,
-            Err(e) => return (fail(self.classify_kind(&e.to_string()), format!("cannot pass the input: {e}")), Vec::new(), None),
+            Err(e) => {
+                return (
+                    fail(
+                        self.classify_kind(&e.to_string()),
+                        format!("cannot pass the input: {e}"),
+                    ),
+                    Vec::new(),
+                    None,
+                );
+            }
         };
         let key = format!("{}/{}", call.point, call.provider_id);
-        let started: Result<Object, _> =
-            covel.get::<_, Function>("call").and_then(|f| f.call((key.as_str(), input, call.context.turn_id.as_deref())));
+        let started: Result<Object, _> = covel
+            .get::<_, Function>("call")
+            .and_then(|f| f.call((key.as_str(), input, call.context.turn_id.as_deref())));
         let (settled, signal) = match started {
             Ok(started) => {
                 let signal: Option<Value> = started.get("signal").ok();
-                let result: Value = started.get("result").unwrap_or_else(|_| Value::new_undefined(ctx.clone()));
+                let result: Value = started
+                    .get("result")
+                    .unwrap_or_else(|_| Value::new_undefined(ctx.clone()));
                 (self.drive(ctx, &covel, result), signal)
             }
             Err(_) => (Settled::Threw(thrown(ctx)), None),
         };
         let outcome = match settled {
             Settled::Value(value) => match value.type_of() {
-                rquickjs::Type::Undefined => fail(FailureKind::Error, "the handler returned undefined (return null for \"nothing\")".into()),
+                rquickjs::Type::Undefined => fail(
+                    FailureKind::Error,
+                    "the handler returned undefined (return null for \"nothing\")".into(),
+                ),
                 _ => {
                     let expired = || self.expired();
                     match from_js_within(&value, ConversionBudget::OUTPUT, &expired) {
                         Ok(json) => Ok(json),
-                        Err(FromJsError::Deadline) => fail(FailureKind::Timeout, format!("the handler's result was still being read at its {} ms limit", call.timeout.as_millis())),
+                        Err(FromJsError::Deadline) => fail(
+                            FailureKind::Timeout,
+                            format!(
+                                "the handler's result was still being read at its {} ms limit",
+                                call.timeout.as_millis()
+                            ),
+                        ),
                         // An interrupt inside a getter or proxy trap during the read is the deadline too.
-                        Err(FromJsError::Engine(_)) if self.expired() => {
-                            fail(FailureKind::Timeout, format!("reading the handler's result ran past its {} ms limit (a getter or proxy kept running)", call.timeout.as_millis()))
-                        }
-                        Err(e @ (FromJsError::OverBudget(_) | FromJsError::Unsupported { .. } | FromJsError::TooDeep(_))) => {
-                            fail(FailureKind::InvalidOutput, e.to_string())
-                        }
-                        Err(FromJsError::Engine(e)) if self.memory.take_refused() => fail(FailureKind::OutOfMemory, format!("reading the handler's result exhausted the plugin's memory limit: {e}")),
+                        Err(FromJsError::Engine(_)) if self.expired() => fail(
+                            FailureKind::Timeout,
+                            format!(
+                                "reading the handler's result ran past its {} ms limit (a getter or proxy kept running)",
+                                call.timeout.as_millis()
+                            ),
+                        ),
+                        Err(
+                            e @ (FromJsError::OverBudget(_)
+                            | FromJsError::Unsupported { .. }
+                            | FromJsError::TooDeep(_)),
+                        ) => fail(FailureKind::InvalidOutput, e.to_string()),
+                        Err(FromJsError::Engine(e)) if self.memory.take_refused() => fail(
+                            FailureKind::OutOfMemory,
+                            format!(
+                                "reading the handler's result exhausted the plugin's memory limit: {e}"
+                            ),
+                        ),
                         Err(e) => fail(FailureKind::Error, e.to_string()),
                     }
                 }
             },
-            Settled::Timeout(why) => fail(FailureKind::Timeout, format!("no result within {} ms: {why}", call.timeout.as_millis())),
+            Settled::Timeout(why) => fail(
+                FailureKind::Timeout,
+                format!("no result within {} ms: {why}", call.timeout.as_millis()),
+            ),
             Settled::Threw(t) => {
                 if self.expired() {
-                    fail(FailureKind::Timeout, format!("the handler ran past its {} ms limit and was interrupted", call.timeout.as_millis()))
+                    fail(
+                        FailureKind::Timeout,
+                        format!(
+                            "the handler ran past its {} ms limit and was interrupted",
+                            call.timeout.as_millis()
+                        ),
+                    )
                 } else {
                     match self.classify_kind(&t.text()) {
                         FailureKind::OutOfMemory => fail(
                             FailureKind::OutOfMemory,
-                            format!("the handler exhausted the plugin's memory limit ({} MiB)", self.memory_limit / (1024 * 1024)),
+                            format!(
+                                "the handler exhausted the plugin's memory limit ({} MiB)",
+                                self.memory_limit / (1024 * 1024)
+                            ),
                         ),
                         kind => {
-                            let at = t.stack.as_deref().and_then(first_frame).map(|(f, (l, c))| format!(" (at {}:{l}:{c})", short(&f))).unwrap_or_default();
+                            let at = t
+                                .stack
+                                .as_deref()
+                                .and_then(first_frame)
+                                .map(|(f, (l, c))| format!(" (at {}:{l}:{c})", short(&f)))
+                                .unwrap_or_default();
                             fail(kind, format!("{}{at}", t.text()))
                         }
                     }
@@ -141,13 +236,22 @@ impl Engine {
         self.disarm();
         let (logs, impure) = match (covel.get::<_, Function>("finish"), signal) {
             (Ok(finish), Some(signal)) => match finish.call::<_, rquickjs::Array>((signal,)) {
-                Ok(done) => (done.get::<Vec<String>>(0).unwrap_or_default(), done.get::<Option<String>>(1).ok().flatten()),
+                Ok(done) => (
+                    done.get::<Vec<String>>(0).unwrap_or_default(),
+                    done.get::<Option<String>>(1).ok().flatten(),
+                ),
                 Err(_) => (Vec::new(), None),
             },
             _ => {
                 // The call never started (no signal): its timers and notes still go.
-                let _ = covel.get::<_, Function>("clearTimers").and_then(|f| f.call::<_, ()>(()));
-                let impure = covel.get::<_, Function>("takeImpure").and_then(|f| f.call::<_, Option<String>>(())).ok().flatten();
+                let _ = covel
+                    .get::<_, Function>("clearTimers")
+                    .and_then(|f| f.call::<_, ()>(()));
+                let impure = covel
+                    .get::<_, Function>("takeImpure")
+                    .and_then(|f| f.call::<_, Option<String>>(()))
+                    .ok()
+                    .flatten();
                 (Vec::new(), impure)
             }
         };
@@ -155,11 +259,16 @@ impl Engine {
     }
 
     pub(super) fn classify_kind(&self, message: &str) -> FailureKind {
-        if self.memory.take_refused() || message.contains("out of memory") { FailureKind::OutOfMemory } else { FailureKind::Error }
+        if self.memory.take_refused() || message.contains("out of memory") {
+            FailureKind::OutOfMemory
+        } else {
+            FailureKind::Error
+        }
     }
 
     /// The kernel's handler context for this plugin, as the value `setExecution` consumes.
     pub(super) fn execution_data(&self, context: &ExecutionContext) -> Json {
-        serde_json::to_value(context.handler_context(&self.plugin_id, &self.messages)).unwrap_or(Json::Null)
+        serde_json::to_value(context.handler_context(&self.plugin_id, &self.messages))
+            .unwrap_or(Json::Null)
     }
 }

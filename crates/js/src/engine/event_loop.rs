@@ -12,7 +12,12 @@ pub(super) enum Settled<'js> {
 impl Engine {
     /// Runs a value to completion: a promise is driven through the job queue and the timers
     /// until it settles or the deadline passes.
-    pub(super) fn drive<'js>(&self, ctx: &Ctx<'js>, covel: &Object<'js>, value: Value<'js>) -> Settled<'js> {
+    pub(super) fn drive<'js>(
+        &self,
+        ctx: &Ctx<'js>,
+        covel: &Object<'js>,
+        value: Value<'js>,
+    ) -> Settled<'js> {
         let Some(promise) = value.as_promise().cloned() else {
             return Settled::Value(value);
         };
@@ -31,14 +36,21 @@ impl Engine {
                 PromiseState::Pending => {}
             }
             if self.expired() {
-                return Settled::Timeout("the deadline passed while the promise was pending".into());
+                return Settled::Timeout(
+                    "the deadline passed while the promise was pending".into(),
+                );
             }
             if ctx.execute_pending_job() {
                 continue;
             }
-            let due: f64 = covel.get::<_, Function>("nextTimerDue").and_then(|f| f.call(())).unwrap_or(-1.0);
+            let due: f64 = covel
+                .get::<_, Function>("nextTimerDue")
+                .and_then(|f| f.call(()))
+                .unwrap_or(-1.0);
             if due < 0.0 {
-                return Settled::Timeout("the promise can never settle: no job or timer is pending".into());
+                return Settled::Timeout(
+                    "the promise can never settle: no job or timer is pending".into(),
+                );
             }
             let now_ms = self.epoch.elapsed().as_secs_f64() * 1000.0;
             let wait = Duration::from_secs_f64(((due - now_ms).max(0.0)) / 1000.0);

@@ -13,54 +13,91 @@ impl Engine {
     pub(super) fn install_host<'js>(&self, ctx: &Ctx<'js>) -> rquickjs::Result<()> {
         let host = Object::new(ctx.clone())?;
         let epoch = self.epoch;
-        host.set("now", Function::new(ctx.clone(), move || epoch.elapsed().as_secs_f64() * 1000.0)?)?;
+        host.set(
+            "now",
+            Function::new(ctx.clone(), move || epoch.elapsed().as_secs_f64() * 1000.0)?,
+        )?;
         // Plugin HTTP: the host decides for the running call (crate::http); plugin code only asks.
         let slot = Arc::clone(&self.http);
         host.set(
             "fetch",
-            Function::new(ctx.clone(), move |ctx: Ctx<'js>, method: String, url: String, body: Option<String>| -> rquickjs::Result<Value<'js>> {
-                match crate::http::fetch(&slot, &method, &url, body.as_deref()) {
-                    Ok(answer) => to_js(&ctx, &answer),
-                    Err(message) => Err(rquickjs::Exception::throw_message(&ctx, &message)),
-                }
-            })?,
+            Function::new(
+                ctx.clone(),
+                move |ctx: Ctx<'js>,
+                      method: String,
+                      url: String,
+                      body: Option<String>|
+                      -> rquickjs::Result<Value<'js>> {
+                    match crate::http::fetch(&slot, &method, &url, body.as_deref()) {
+                        Ok(answer) => to_js(&ctx, &answer),
+                        Err(message) => Err(rquickjs::Exception::throw_message(&ctx, &message)),
+                    }
+                },
+            )?,
         )?;
         let slot = Arc::clone(&self.http);
-        host.set("httpRefusal", Function::new(ctx.clone(), move |method: String, url: String| crate::http::refusal(&slot, &method, &url))?)?;
+        host.set(
+            "httpRefusal",
+            Function::new(ctx.clone(), move |method: String, url: String| {
+                crate::http::refusal(&slot, &method, &url)
+            })?,
+        )?;
         host.set(
             "hasGateway",
             Function::new(ctx.clone(), || GATEWAY.with(|g| g.borrow().is_some()))?,
         )?;
         host.set(
             "generateText",
-            Function::new(ctx.clone(), |ctx: Ctx<'js>, request: Value<'js>| -> rquickjs::Result<Value<'js>> {
-                let request = from_js(&request).map_err(|e| rquickjs::Error::new_from_js_message("value", "request", e.to_string()))?;
-                let gateway = GATEWAY.with(|g| g.borrow().clone());
-                let Some(gateway) = gateway else {
-                    return Err(rquickjs::Exception::throw_message(&ctx, "no model gateway is available to this call"));
-                };
-                match gateway.0.generate(&request) {
-                    Ok(answer) => to_js(&ctx, &answer),
-                    Err(message) => Err(rquickjs::Exception::throw_message(&ctx, &message)),
-                }
-            })?,
+            Function::new(
+                ctx.clone(),
+                |ctx: Ctx<'js>, request: Value<'js>| -> rquickjs::Result<Value<'js>> {
+                    let request = from_js(&request).map_err(|e| {
+                        rquickjs::Error::new_from_js_message("value", "request", e.to_string())
+                    })?;
+                    let gateway = GATEWAY.with(|g| g.borrow().clone());
+                    let Some(gateway) = gateway else {
+                        return Err(rquickjs::Exception::throw_message(
+                            &ctx,
+                            "no model gateway is available to this call",
+                        ));
+                    };
+                    match gateway.0.generate(&request) {
+                        Ok(answer) => to_js(&ctx, &answer),
+                        Err(message) => Err(rquickjs::Exception::throw_message(&ctx, &message)),
+                    }
+                },
+            )?,
         )?;
         // The facade's `z` and Node's globals (`URL`, `crypto`) import their module on first
         // use: the module is linked and evaluated here, synchronously (none of them awaits at
         // the top level), and shared with any static import of the same name.
         host.set(
             "requireModule",
-            Function::new(ctx.clone(), |ctx: Ctx<'js>, name: String| -> rquickjs::Result<Object<'js>> {
-                if !matches!(name.as_str(), modules::ZOD | "node:url" | "node:crypto") {
-                    return Err(rquickjs::Exception::throw_type(&ctx, "not a module the host serves"));
-                }
-                let promise = Module::import(&ctx, name.as_bytes().to_vec())?;
-                while promise.state() == PromiseState::Pending && ctx.execute_pending_job() {}
-                match promise.state() {
-                    PromiseState::Resolved => promise.result::<Object>().unwrap_or_else(|| Err(rquickjs::Exception::throw_message(&ctx, "module did not evaluate"))),
-                    _ => Err(rquickjs::Exception::throw_message(&ctx, &format!("`{name}` could not be loaded"))),
-                }
-            })?,
+            Function::new(
+                ctx.clone(),
+                |ctx: Ctx<'js>, name: String| -> rquickjs::Result<Object<'js>> {
+                    if !matches!(name.as_str(), modules::ZOD | "node:url" | "node:crypto") {
+                        return Err(rquickjs::Exception::throw_type(
+                            &ctx,
+                            "not a module the host serves",
+                        ));
+                    }
+                    let promise = Module::import(&ctx, name.as_bytes().to_vec())?;
+                    while promise.state() == PromiseState::Pending && ctx.execute_pending_job() {}
+                    match promise.state() {
+                        PromiseState::Resolved => promise.result::<Object>().unwrap_or_else(|| {
+                            Err(rquickjs::Exception::throw_message(
+                                &ctx,
+                                "module did not evaluate",
+                            ))
+                        }),
+                        _ => Err(rquickjs::Exception::throw_message(
+                            &ctx,
+                            &format!("`{name}` could not be loaded"),
+                        )),
+                    }
+                },
+            )?,
         )?;
         ctx.globals().set("__host", host)?;
         Ok(())

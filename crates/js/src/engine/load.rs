@@ -47,7 +47,12 @@ pub fn load(spec: &LoadSpec) -> (Option<Engine>, LoadReport) {
             let report = LoadReport {
                 registrations: Registrations::default(),
                 modules: Vec::new(),
-                failure: Some(LoadFailure { code: Code::Internal, message, file: None, position: None }),
+                failure: Some(LoadFailure {
+                    code: Code::Internal,
+                    message,
+                    file: None,
+                    position: None,
+                }),
                 duration: started.elapsed(),
             };
             return (None, report);
@@ -67,42 +72,84 @@ impl Engine {
         self.arm(spec.limits.load_timeout);
         let outcome = self.context.with(|ctx| self.load_in(&ctx, spec));
         self.disarm();
-        let modules = self.loaded_files.lock().map(|f| f.clone()).unwrap_or_default();
+        let modules = self
+            .loaded_files
+            .lock()
+            .map(|f| f.clone())
+            .unwrap_or_default();
         match outcome {
-            Ok(registrations) => LoadReport { registrations, modules, failure: None, duration: Duration::ZERO },
-            Err(failure) => LoadReport { registrations: Registrations::default(), modules, failure: Some(failure), duration: Duration::ZERO },
+            Ok(registrations) => LoadReport {
+                registrations,
+                modules,
+                failure: None,
+                duration: Duration::ZERO,
+            },
+            Err(failure) => LoadReport {
+                registrations: Registrations::default(),
+                modules,
+                failure: Some(failure),
+                duration: Duration::ZERO,
+            },
         }
     }
 
-    pub(super) fn load_in<'js>(&self, ctx: &Ctx<'js>, spec: &LoadSpec) -> Result<Registrations, LoadFailure> {
+    pub(super) fn load_in<'js>(
+        &self,
+        ctx: &Ctx<'js>,
+        spec: &LoadSpec,
+    ) -> Result<Registrations, LoadFailure> {
         let _ = modules::take_refusal();
         let _ = modules::take_typescript_failure();
-        let internal = |e: rquickjs::Error| LoadFailure { code: Code::Internal, message: e.to_string(), file: None, position: None };
-        self.install_host(ctx).map_err(internal)?;
-        let covel: Object = ctx.eval::<Object, _>(BOOTSTRAP).catch(ctx).map_err(|e| LoadFailure {
+        let internal = |e: rquickjs::Error| LoadFailure {
             code: Code::Internal,
-            message: format!("host bootstrap failed: {e}"),
+            message: e.to_string(),
             file: None,
             position: None,
-        })?;
-        *self.internals.borrow_mut() = Some(Internals(rquickjs::Persistent::save(ctx, covel.clone())));
+        };
+        self.install_host(ctx).map_err(internal)?;
+        let covel: Object =
+            ctx.eval::<Object, _>(BOOTSTRAP)
+                .catch(ctx)
+                .map_err(|e| LoadFailure {
+                    code: Code::Internal,
+                    message: format!("host bootstrap failed: {e}"),
+                    file: None,
+                    position: None,
+                })?;
+        *self.internals.borrow_mut() =
+            Some(Internals(rquickjs::Persistent::save(ctx, covel.clone())));
         let make: Function = covel.get("makeFacade").map_err(internal)?;
         let facade: Value = make.call((spec.plugin_id.as_str(),)).map_err(internal)?;
 
-        let entry = spec.entry.canonicalize().unwrap_or_else(|_| spec.entry.clone());
+        let entry = spec
+            .entry
+            .canonicalize()
+            .unwrap_or_else(|_| spec.entry.clone());
         let entry_name = entry.to_string_lossy().into_owned();
         let import = Module::import(ctx, entry_name.as_bytes().to_vec());
         let namespace = match import {
             Ok(promise) => self.drive(ctx, &covel, promise.into_value()),
             Err(rquickjs::Error::Exception) => Settled::Threw(thrown(ctx)),
-            Err(e) => Settled::Threw(Thrown { name: String::new(), message: e.to_string(), stack: None }),
+            Err(e) => Settled::Threw(Thrown {
+                name: String::new(),
+                message: e.to_string(),
+                stack: None,
+            }),
         };
         let namespace = match namespace {
             Settled::Value(ns) => ns,
-            Settled::Timeout(why) => return Err(self.entry_failure(Code::EntryTimeout, format!("importing the entry did not finish: {why}"), None)),
+            Settled::Timeout(why) => {
+                return Err(self.entry_failure(
+                    Code::EntryTimeout,
+                    format!("importing the entry did not finish: {why}"),
+                    None,
+                ));
+            }
             Settled::Threw(t) => return Err(self.classify_import_error(&t)),
         };
-        let default: Option<Function> = namespace.as_object().and_then(|ns| ns.get::<_, Option<Function>>("default").ok().flatten());
+        let default: Option<Function> = namespace
+            .as_object()
+            .and_then(|ns| ns.get::<_, Option<Function>>("default").ok().flatten());
         // Failures of the default export point at its declaration in the entry module.
         let at_default = || LoadFailure {
             code: Code::Internal,
@@ -112,7 +159,11 @@ impl Engine {
         };
         let Some(default) = default else {
             let message = "entry must default-export a function (covel) => { ... }".to_string();
-            return Err(LoadFailure { code: Code::EntryShape, message, ..at_default() });
+            return Err(LoadFailure {
+                code: Code::EntryShape,
+                message,
+                ..at_default()
+            });
         };
         let result: Result<Value, _> = default.call((facade,));
         let settled = match result {
@@ -123,42 +174,96 @@ impl Engine {
             Settled::Value(_) => {}
             Settled::Timeout(why) => {
                 let message = format!("the entry's default export did not settle: {why}");
-                return Err(LoadFailure { code: Code::EntryTimeout, message, ..at_default() });
+                return Err(LoadFailure {
+                    code: Code::EntryTimeout,
+                    message,
+                    ..at_default()
+                });
             }
             Settled::Threw(t) => {
                 if self.expired() {
                     // The interrupted frame is not where the loop is; the default export that
                     // ran too long is.
-                    let message = format!("the entry's default export ran past the {} ms load limit", spec.limits.load_timeout.as_millis());
-                    return Err(LoadFailure { code: Code::EntryTimeout, message, ..at_default() });
+                    let message = format!(
+                        "the entry's default export ran past the {} ms load limit",
+                        spec.limits.load_timeout.as_millis()
+                    );
+                    return Err(LoadFailure {
+                        code: Code::EntryTimeout,
+                        message,
+                        ..at_default()
+                    });
                 }
-                return Err(self.entry_failure(Code::EntryThrew, format!("the entry threw: {}", t.text()), t.stack.as_deref()));
+                return Err(self.entry_failure(
+                    Code::EntryThrew,
+                    format!("the entry threw: {}", t.text()),
+                    t.stack.as_deref(),
+                ));
             }
         }
         let close: Function = covel.get("close").map_err(internal)?;
         let staged: Value = close.call(()).map_err(internal)?;
-        let staged = from_js(&staged).map_err(|e| LoadFailure { code: Code::Internal, message: e.to_string(), file: None, position: None })?;
+        let staged = from_js(&staged).map_err(|e| LoadFailure {
+            code: Code::Internal,
+            message: e.to_string(),
+            file: None,
+            position: None,
+        })?;
         Ok(registrations_from(&staged, &self.root))
     }
 
     pub(super) fn classify_import_error(&self, t: &Thrown) -> LoadFailure {
         if let Some(failure) = modules::take_typescript_failure() {
-            let code = if failure.error.unsupported { Code::TypescriptUnsupported } else { Code::EntrySyntax };
-            let message = if failure.error.unsupported { failure.error.message } else { format!("syntax error: {}", failure.error.message) };
-            return LoadFailure { code, message, file: Some(failure.file), position: failure.error.position };
+            let code = if failure.error.unsupported {
+                Code::TypescriptUnsupported
+            } else {
+                Code::EntrySyntax
+            };
+            let message = if failure.error.unsupported {
+                failure.error.message
+            } else {
+                format!("syntax error: {}", failure.error.message)
+            };
+            return LoadFailure {
+                code,
+                message,
+                file: Some(failure.file),
+                position: failure.error.position,
+            };
         }
         if let Some(refusal) = modules::take_refusal() {
-            return LoadFailure { code: Code::ImportUnavailable, message: format!("import failed: {}", refusal.message), file: refusal.file, position: refusal.position };
+            return LoadFailure {
+                code: Code::ImportUnavailable,
+                message: format!("import failed: {}", refusal.message),
+                file: refusal.file,
+                position: refusal.position,
+            };
         }
         let text = t.text();
         if self.expired() {
-            return self.entry_failure(Code::EntryTimeout, "the entry module ran past the load limit while being evaluated".into(), None);
+            return self.entry_failure(
+                Code::EntryTimeout,
+                "the entry module ran past the load limit while being evaluated".into(),
+                None,
+            );
         }
-        let loaded = self.loaded_files.lock().map(|f| f.clone()).unwrap_or_default();
+        let loaded = self
+            .loaded_files
+            .lock()
+            .map(|f| f.clone())
+            .unwrap_or_default();
         if let Some(missing) = crate::imports::missing_exports(&text, &loaded) {
-            return LoadFailure { code: Code::ImportUnavailable, message: missing.message, file: Some(missing.file), position: Some(missing.position) };
+            return LoadFailure {
+                code: Code::ImportUnavailable,
+                message: missing.message,
+                file: Some(missing.file),
+                position: Some(missing.position),
+            };
         }
-        let code = if text.contains("resolving module") || text.contains("Could not find export") || text.contains("could not find export") {
+        let code = if text.contains("resolving module")
+            || text.contains("Could not find export")
+            || text.contains("could not find export")
+        {
             Code::ImportUnavailable
         } else if t.name == "SyntaxError" {
             Code::EntrySyntax
@@ -177,8 +282,20 @@ impl Engine {
         self.entry_failure(code, message, Some(&position_source))
     }
 
-    pub(super) fn entry_failure(&self, code: Code, message: String, stack: Option<&str>) -> LoadFailure {
-        let (file, position) = stack.and_then(first_frame).map_or((None, None), |(f, p)| (Some(f), Some(p)));
-        LoadFailure { code, message, file, position }
+    pub(super) fn entry_failure(
+        &self,
+        code: Code,
+        message: String,
+        stack: Option<&str>,
+    ) -> LoadFailure {
+        let (file, position) = stack
+            .and_then(first_frame)
+            .map_or((None, None), |(f, p)| (Some(f), Some(p)));
+        LoadFailure {
+            code,
+            message,
+            file,
+            position,
+        }
     }
 }

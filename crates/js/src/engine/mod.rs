@@ -147,9 +147,13 @@ impl Engine {
     fn new(spec: &LoadSpec) -> Result<Engine, String> {
         // The allocator enforces the plugin's limit and the shared budget (QuickJS's own limit
         // stays off, so every refusal is seen and classified).
-        let memory = crate::memory::RuntimeMemory::new(spec.limits.memory_bytes, Arc::clone(&spec.limits.shared_memory));
-        let runtime = Runtime::new_with_alloc(crate::memory::BudgetAllocator::new(Arc::clone(&memory)))
-            .map_err(|e| format!("cannot create a QuickJS runtime: {e}"))?;
+        let memory = crate::memory::RuntimeMemory::new(
+            spec.limits.memory_bytes,
+            Arc::clone(&spec.limits.shared_memory),
+        );
+        let runtime =
+            Runtime::new_with_alloc(crate::memory::BudgetAllocator::new(Arc::clone(&memory)))
+                .map_err(|e| format!("cannot create a QuickJS runtime: {e}"))?;
         runtime.set_max_stack_size(spec.limits.stack_bytes);
         let deadline = Arc::new(AtomicU64::new(0));
         let epoch = Instant::now();
@@ -161,8 +165,16 @@ impl Engine {
             })));
         }
         let loaded_files: LoadedFiles = Default::default();
-        runtime.set_loader(PluginResolver { root: spec.root.clone() }, PluginLoader { loaded: loaded_files.clone() });
-        let context = Context::full(&runtime).map_err(|e| format!("cannot create a QuickJS context: {e}"))?;
+        runtime.set_loader(
+            PluginResolver {
+                root: spec.root.clone(),
+            },
+            PluginLoader {
+                loaded: loaded_files.clone(),
+            },
+        );
+        let context =
+            Context::full(&runtime).map_err(|e| format!("cannot create a QuickJS context: {e}"))?;
         Ok(Engine {
             context,
             runtime,
@@ -185,7 +197,9 @@ impl Engine {
     }
 
     fn arm(&self, timeout: Duration) {
-        let at = nanos_since(self.epoch).saturating_add(u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX)).max(1);
+        let at = nanos_since(self.epoch)
+            .saturating_add(u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX))
+            .max(1);
         self.deadline.store(at, Ordering::Relaxed);
     }
 
@@ -235,7 +249,10 @@ impl Engine {
 
     /// A handle that reports this engine's shutdown after it happened.
     pub fn watch(&self) -> RuntimeWatch {
-        RuntimeWatch { shutdown: Arc::clone(&self.shutdown), memory: Arc::clone(&self.memory) }
+        RuntimeWatch {
+            shutdown: Arc::clone(&self.shutdown),
+            memory: Arc::clone(&self.memory),
+        }
     }
 }
 

@@ -81,7 +81,10 @@ impl PointId {
     /// The point's definition: mode, timeout, onError and schemas.
     pub fn point(self) -> &'static ExtensionPoint {
         let table = points();
-        &table[PointId::ALL.iter().position(|p| *p == self).unwrap_or_default()]
+        &table[PointId::ALL
+            .iter()
+            .position(|p| *p == self)
+            .unwrap_or_default()]
     }
 }
 
@@ -136,7 +139,10 @@ impl SlotId {
     /// The validator of what a provider of this slot returns (for `character.visual@1`, the
     /// collection `{characters: [...]}`).
     pub fn value_validator(self) -> &'static Validator {
-        let index = SlotId::ALL.iter().position(|s| *s == self).unwrap_or_default();
+        let index = SlotId::ALL
+            .iter()
+            .position(|s| *s == self)
+            .unwrap_or_default();
         &slot_validators()[index]
     }
 }
@@ -201,7 +207,9 @@ fn slot_validators() -> &'static [Validator] {
 /// The validator of one `character.visual@1` value, after the host splits the collection.
 pub fn character_visual_validator() -> &'static Validator {
     static ONE: OnceLock<Validator> = OnceLock::new();
-    ONE.get_or_init(|| Validator::compile("character.visual@1 value", schemas::character_visual_one()))
+    ONE.get_or_init(|| {
+        Validator::compile("character.visual@1 value", schemas::character_visual_one())
+    })
 }
 
 /// The validator of one history message (`prompt.history-transform@1` input items): what a test
@@ -228,9 +236,15 @@ pub enum KernelContract {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum KernelLookupError {
     /// The name exists with another version; `current` is the one in force.
-    Retired { requested: String, current: &'static str },
+    Retired {
+        requested: String,
+        current: &'static str,
+    },
     /// A version that used to exist and was removed with no successor.
-    Removed { requested: String, note: &'static str },
+    Removed {
+        requested: String,
+        note: &'static str,
+    },
     /// Not a kernel contract at all.
     Unknown { requested: String },
 }
@@ -264,10 +278,18 @@ pub fn lookup_point(requested: &str) -> Result<PointId, KernelLookupError> {
         return Ok(point);
     }
     let name = requested.split('@').next().unwrap_or(requested);
-    if let Some(current) = PointId::ALL.iter().find(|p| p.as_str().split('@').next() == Some(name)) {
-        return Err(KernelLookupError::Retired { requested: requested.to_string(), current: current.as_str() });
+    if let Some(current) = PointId::ALL
+        .iter()
+        .find(|p| p.as_str().split('@').next() == Some(name))
+    {
+        return Err(KernelLookupError::Retired {
+            requested: requested.to_string(),
+            current: current.as_str(),
+        });
     }
-    Err(KernelLookupError::Unknown { requested: requested.to_string() })
+    Err(KernelLookupError::Unknown {
+        requested: requested.to_string(),
+    })
 }
 
 /// Looks up a kernel UI slot by id, explaining retired and removed versions.
@@ -276,13 +298,24 @@ pub fn lookup_slot(requested: &str) -> Result<SlotId, KernelLookupError> {
         return Ok(slot);
     }
     if let Some((_, note)) = REMOVED.iter().find(|(id, _)| *id == requested) {
-        return Err(KernelLookupError::Removed { requested: requested.to_string(), note });
+        return Err(KernelLookupError::Removed {
+            requested: requested.to_string(),
+            note,
+        });
     }
     let name = requested.split('@').next().unwrap_or(requested);
-    if let Some(current) = SlotId::ALL.iter().find(|s| s.as_str().split('@').next() == Some(name)) {
-        return Err(KernelLookupError::Retired { requested: requested.to_string(), current: current.as_str() });
+    if let Some(current) = SlotId::ALL
+        .iter()
+        .find(|s| s.as_str().split('@').next() == Some(name))
+    {
+        return Err(KernelLookupError::Retired {
+            requested: requested.to_string(),
+            current: current.as_str(),
+        });
     }
-    Err(KernelLookupError::Unknown { requested: format!("{requested} (as a UI slot)") })
+    Err(KernelLookupError::Unknown {
+        requested: format!("{requested} (as a UI slot)"),
+    })
 }
 
 /// Whether a contract id names a kernel point or slot (current or any other version of one):
@@ -299,7 +332,13 @@ pub fn kernel_contract(id: &str) -> Option<KernelContract> {
 /// retired version of a kernel point is a kernel contract, not a plugin one).
 pub fn is_kernel_contract_name(id: &str) -> bool {
     let name = id.split('@').next().unwrap_or(id);
-    PointId::ALL.iter().any(|p| p.as_str().split('@').next() == Some(name))
-        || SlotId::ALL.iter().any(|s| s.as_str().split('@').next() == Some(name))
-        || REMOVED.iter().any(|(r, _)| r.split('@').next() == Some(name))
+    PointId::ALL
+        .iter()
+        .any(|p| p.as_str().split('@').next() == Some(name))
+        || SlotId::ALL
+            .iter()
+            .any(|s| s.as_str().split('@').next() == Some(name))
+        || REMOVED
+            .iter()
+            .any(|(r, _)| r.split('@').next() == Some(name))
 }

@@ -17,7 +17,9 @@ pub struct Validator {
 
 impl std::fmt::Debug for Validator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Validator").field("name", &self.name).finish_non_exhaustive()
+        f.debug_struct("Validator")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
     }
 }
 
@@ -38,7 +40,14 @@ fn shorten(message: &str) -> String {
         return message.to_string();
     }
     let head: String = message.chars().take(LIMIT / 2).collect();
-    let tail: String = message.chars().rev().take(LIMIT / 2).collect::<Vec<_>>().into_iter().rev().collect();
+    let tail: String = message
+        .chars()
+        .rev()
+        .take(LIMIT / 2)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
     format!("{head} … {tail}")
 }
 
@@ -60,7 +69,11 @@ impl Validator {
     pub(super) fn compile(name: &str, schema: Value) -> Validator {
         let compiled = jsonschema::draft202012::new(&schema)
             .unwrap_or_else(|e| panic!("kernel schema `{name}` does not compile: {e}"));
-        Validator { name: name.to_string(), schema, compiled }
+        Validator {
+            name: name.to_string(),
+            schema,
+            compiled,
+        }
     }
 
     /// Validates a value, returning every violation.
@@ -73,7 +86,10 @@ impl Validator {
             .iter_errors(value)
             .map(|e| (e.instance_path().to_string(), shorten(&e.to_string())))
             .collect();
-        Err(SchemaError { schema: self.name.clone(), violations })
+        Err(SchemaError {
+            schema: self.name.clone(),
+            violations,
+        })
     }
 
     pub fn name(&self) -> &str {
@@ -187,7 +203,12 @@ fn dimension_snapshot() -> Value {
 }
 
 fn slot_names() -> Value {
-    Value::Array(SlotId::ALL.iter().map(|s| Value::String(s.as_str().into())).collect())
+    Value::Array(
+        SlotId::ALL
+            .iter()
+            .map(|s| Value::String(s.as_str().into()))
+            .collect(),
+    )
 }
 
 /// Input and output schemas of a point.

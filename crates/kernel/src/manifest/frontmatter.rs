@@ -14,7 +14,9 @@ pub struct Split<'a> {
 pub enum FrontmatterError {
     #[error("the file must start with a `---` line opening a plain YAML frontmatter block")]
     NoOpening,
-    #[error("`{0}` opens an engine-specific frontmatter; manifests need plain YAML between `---` lines")]
+    #[error(
+        "`{0}` opens an engine-specific frontmatter; manifests need plain YAML between `---` lines"
+    )]
     EngineDirective(String),
     #[error("the frontmatter opened on line 1 is never closed by a `---` line")]
     Unclosed,
@@ -42,7 +44,11 @@ pub fn split(text: &str) -> Result<Split<'_>, FrontmatterError> {
         if line.trim_end_matches(['\r', '\n']) == "---" {
             let yaml = &rest[..offset];
             let body = &rest[offset + line.len()..];
-            return Ok(Split { yaml, body, yaml_first_line: 2 });
+            return Ok(Split {
+                yaml,
+                body,
+                yaml_first_line: 2,
+            });
         }
         offset += line.len();
     }
@@ -68,7 +74,10 @@ mod tests {
 
     #[test]
     fn rejects_engine_directives_and_missing_fences() {
-        assert!(matches!(split("---js\nx\n---\n"), Err(FrontmatterError::EngineDirective(_))));
+        assert!(matches!(
+            split("---js\nx\n---\n"),
+            Err(FrontmatterError::EngineDirective(_))
+        ));
         assert_eq!(split("id: a\n"), Err(FrontmatterError::NoOpening));
         assert_eq!(split("---\nid: a\n"), Err(FrontmatterError::Unclosed));
     }

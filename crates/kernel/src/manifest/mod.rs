@@ -149,7 +149,8 @@ impl Manifest {
     /// Every origin the package may reach, with its methods (`permissions.http` of all its
     /// runtimes).
     pub fn http_grants(&self) -> Vec<crate::http::HttpGrant> {
-        let mut grants: Vec<crate::http::HttpGrant> = self.runtimes.iter().flat_map(|r| r.http.clone()).collect();
+        let mut grants: Vec<crate::http::HttpGrant> =
+            self.runtimes.iter().flat_map(|r| r.http.clone()).collect();
         grants.sort_by(|a, b| a.origin.cmp(&b.origin));
         grants.dedup();
         grants
@@ -158,12 +159,20 @@ impl Manifest {
 
 /// Parses and checks a root PLUGIN.md. `file` is the path shown in diagnostics and `folder_name`
 /// the plugin's directory name (the id must equal it).
-pub fn parse_plugin_md(text: &str, file: &Path, folder_name: &str) -> (Option<Manifest>, Vec<Diagnostic>) {
+pub fn parse_plugin_md(
+    text: &str,
+    file: &Path,
+    folder_name: &str,
+) -> (Option<Manifest>, Vec<Diagnostic>) {
     let mut diags = Vec::new();
     let split = match frontmatter::split(text) {
         Ok(split) => split,
         Err(e) => {
-            diags.push(Diagnostic::new(Code::ManifestFrontmatter, e.to_string()).file(file).at(1, 1));
+            diags.push(
+                Diagnostic::new(Code::ManifestFrontmatter, e.to_string())
+                    .file(file)
+                    .at(1, 1),
+            );
             return (None, diags);
         }
     };
@@ -179,7 +188,12 @@ pub fn parse_plugin_md(text: &str, file: &Path, folder_name: &str) -> (Option<Ma
             return (None, diags);
         }
     };
-    let mut checker = Checker { file, offset, yaml: split.yaml, diags };
+    let mut checker = Checker {
+        file,
+        offset,
+        yaml: split.yaml,
+        diags,
+    };
     let manifest = checker.check(raw, split.body, folder_name);
     let diags = checker.diags;
     (Some(manifest), diags)
@@ -190,8 +204,14 @@ const FLAT_FIELDS: &[(&str, &str)] = &[
     ("name", "`id` (equal to the folder name) and `displayName`"),
     ("pluginType", "`kind`"),
     ("outputKind", "the runtime's `io.output.contract`"),
-    ("capabilities", "`contributes.tools` / `contributes.extensions`"),
-    ("runtimeType", "the `runtime:` block (`type: function | agent`)"),
+    (
+        "capabilities",
+        "`contributes.tools` / `contributes.extensions`",
+    ),
+    (
+        "runtimeType",
+        "the `runtime:` block (`type: function | agent`)",
+    ),
     ("userSettings", "`contributes.settings`"),
     ("dataSchemas", "`contributes.data`"),
 ];
@@ -201,17 +221,30 @@ const FLAT_FIELDS: &[(&str, &str)] = &[
 fn flat_manifest(yaml: &str, file: &Path, offset: u32) -> Option<Diagnostic> {
     let top_level_key = |line: &str| -> Option<String> {
         let key = line.split(':').next()?;
-        (!line.starts_with([' ', '\t', '#', '-']) && line.contains(':') && !key.is_empty()).then(|| key.trim().to_string())
+        (!line.starts_with([' ', '\t', '#', '-']) && line.contains(':') && !key.is_empty())
+            .then(|| key.trim().to_string())
     };
-    let keys: Vec<(usize, String)> = yaml.lines().enumerate().filter_map(|(i, l)| top_level_key(l).map(|k| (i, k))).collect();
-    let flat: Vec<&(usize, String)> = keys.iter().filter(|(_, k)| FLAT_FIELDS.iter().any(|(f, _)| f == k)).collect();
+    let keys: Vec<(usize, String)> = yaml
+        .lines()
+        .enumerate()
+        .filter_map(|(i, l)| top_level_key(l).map(|k| (i, k)))
+        .collect();
+    let flat: Vec<&(usize, String)> = keys
+        .iter()
+        .filter(|(_, k)| FLAT_FIELDS.iter().any(|(f, _)| f == k))
+        .collect();
     // `name` alone is a plausible typo; the format is recognised from two flat fields on.
     if flat.len() < 2 || keys.iter().any(|(_, k)| k == "contributes") {
         return None;
     }
     let moves: Vec<String> = flat
         .iter()
-        .filter_map(|(_, k)| FLAT_FIELDS.iter().find(|(f, _)| f == k).map(|(f, to)| format!("`{f}` → {to}")))
+        .filter_map(|(_, k)| {
+            FLAT_FIELDS
+                .iter()
+                .find(|(f, _)| f == k)
+                .map(|(f, to)| format!("`{f}` → {to}"))
+        })
         .collect();
     let first_line = flat.first().map_or(0, |(i, _)| *i);
     Some(
@@ -228,22 +261,38 @@ fn flat_manifest(yaml: &str, file: &Path, offset: u32) -> Option<Diagnostic> {
 }
 
 /// Parses and checks a `runtimes/<dir>/RUNTIME.md`.
-pub fn parse_runtime_md(text: &str, file: &Path, plugin_id: &str, dir: &str) -> (Option<RuntimeInfo>, Vec<Diagnostic>) {
+pub fn parse_runtime_md(
+    text: &str,
+    file: &Path,
+    plugin_id: &str,
+    dir: &str,
+) -> (Option<RuntimeInfo>, Vec<Diagnostic>) {
     let mut diags = Vec::new();
     if !is_runtime_dir_name(dir) {
         diags.push(
-            Diagnostic::new(Code::InvalidField, format!("runtime folder `{dir}` must match ^[a-z][a-z0-9-]*$")).file(file),
+            Diagnostic::new(
+                Code::InvalidField,
+                format!("runtime folder `{dir}` must match ^[a-z][a-z0-9-]*$"),
+            )
+            .file(file),
         );
     }
     let split = match frontmatter::split(text) {
         Ok(split) => split,
         Err(e) => {
-            diags.push(Diagnostic::new(Code::ManifestFrontmatter, e.to_string()).file(file).at(1, 1));
+            diags.push(
+                Diagnostic::new(Code::ManifestFrontmatter, e.to_string())
+                    .file(file)
+                    .at(1, 1),
+            );
             return (None, diags);
         }
     };
     match serde_saphyr::from_str::<RawRuntime>(split.yaml) {
-        Ok(raw) => (Some(runtime_info(format!("{plugin_id}/{dir}"), &raw)), diags),
+        Ok(raw) => (
+            Some(runtime_info(format!("{plugin_id}/{dir}"), &raw)),
+            diags,
+        ),
         Err(e) => {
             diags.push(yaml_diagnostic(&e, file, split.yaml_first_line - 1));
             (None, diags)
@@ -261,9 +310,22 @@ fn runtime_info(id: String, raw: &RawRuntime) -> RuntimeInfo {
     let http = raw
         .permissions
         .as_ref()
-        .map(|p| p.http.iter().map(|h| crate::http::HttpGrant { origin: h.origin.clone(), methods: h.methods.clone() }).collect())
+        .map(|p| {
+            p.http
+                .iter()
+                .map(|h| crate::http::HttpGrant {
+                    origin: h.origin.clone(),
+                    methods: h.methods.clone(),
+                })
+                .collect()
+        })
         .unwrap_or_default();
-    RuntimeInfo { id, kind: raw.kind.clone(), output_contract, http }
+    RuntimeInfo {
+        id,
+        kind: raw.kind.clone(),
+        output_contract,
+        http,
+    }
 }
 
 /// Turns a serde-saphyr error into a diagnostic at the right file line.
@@ -276,8 +338,12 @@ pub fn yaml_diagnostic(error: &serde_saphyr::Error, file: &Path, line_offset: u3
         Some((prefix, rest)) if prefix.starts_with("line ") => rest.to_string(),
         _ => first.to_string(),
     };
-    let position = error.location().map(|l| (to_u32(l.line()) + line_offset, to_u32(l.column())));
-    Diagnostic::new(Code::ManifestSchema, message).file(file).at_opt(position)
+    let position = error
+        .location()
+        .map(|l| (to_u32(l.line()) + line_offset, to_u32(l.column())));
+    Diagnostic::new(Code::ManifestSchema, message)
+        .file(file)
+        .at_opt(position)
 }
 
 fn to_u32(n: u64) -> u32 {
@@ -311,7 +377,12 @@ struct Checker<'a> {
 
 impl Checker<'_> {
     fn at(&self, location: &Location) -> Option<(u32, u32)> {
-        (location.line() > 0).then(|| (to_u32(location.line()) + self.offset, to_u32(location.column())))
+        (location.line() > 0).then(|| {
+            (
+                to_u32(location.line()) + self.offset,
+                to_u32(location.column()),
+            )
+        })
     }
 
     /// Where a sequence item starts: its `-` indicator when only blanks separate it from the
@@ -324,10 +395,15 @@ impl Checker<'_> {
         let lines: Vec<&str> = self.yaml.lines().collect();
         let (mut l, mut c) = (line as usize - 1, column as usize - 1);
         loop {
-            let chars: Vec<char> = lines.get(l).map(|t| t.chars().collect()).unwrap_or_default();
+            let chars: Vec<char> = lines
+                .get(l)
+                .map(|t| t.chars().collect())
+                .unwrap_or_default();
             let before = &chars[..c.min(chars.len())];
             match before.iter().rposition(|ch| !ch.is_whitespace()) {
-                Some(i) if before[i] == '-' => return Some((to_u32(l as u64 + 1) + self.offset, to_u32(i as u64 + 1))),
+                Some(i) if before[i] == '-' => {
+                    return Some((to_u32(l as u64 + 1) + self.offset, to_u32(i as u64 + 1)));
+                }
                 Some(_) => return self.at(location),
                 None if l == 0 => return self.at(location),
                 None => {
@@ -340,11 +416,16 @@ impl Checker<'_> {
 
     fn push<T>(&mut self, code: Code, message: String, spanned: &Spanned<T>) {
         let position = self.at(&spanned.referenced);
-        self.diags.push(Diagnostic::new(code, message).file(self.file).at_opt(position));
+        self.diags.push(
+            Diagnostic::new(code, message)
+                .file(self.file)
+                .at_opt(position),
+        );
     }
 
     fn push_plain(&mut self, code: Code, message: String) {
-        self.diags.push(Diagnostic::new(code, message).file(self.file));
+        self.diags
+            .push(Diagnostic::new(code, message).file(self.file));
     }
 
     fn check_contract_list(&mut self, field: &str, items: &[Spanned<String>]) -> Vec<String> {
@@ -354,7 +435,11 @@ impl Checker<'_> {
                 Err(e) => self.push(Code::InvalidField, format!("{field}[{index}]: {e}"), item),
                 Ok(_) => {
                     if let Some(problem) = retired_kernel_reference(&item.value) {
-                        self.push(Code::RetiredContract, format!("{field}[{index}]: {problem}"), item);
+                        self.push(
+                            Code::RetiredContract,
+                            format!("{field}[{index}]: {problem}"),
+                            item,
+                        );
                     }
                 }
             }
@@ -366,17 +451,30 @@ impl Checker<'_> {
     fn check(&mut self, raw: RawManifest, body: &str, folder_name: &str) -> Manifest {
         let id = raw.id.value.clone();
         if !is_plugin_id(&id) {
-            self.push(Code::InvalidField, format!("id `{id}` must match ^[a-z][a-z0-9-]*$"), &raw.id);
+            self.push(
+                Code::InvalidField,
+                format!("id `{id}` must match ^[a-z][a-z0-9-]*$"),
+                &raw.id,
+            );
         } else if id != folder_name {
             self.push(
                 Code::IdMismatch,
-                format!("id `{id}` must match plugin directory `{folder_name}` (rename one of them)"),
+                format!(
+                    "id `{id}` must match plugin directory `{folder_name}` (rename one of them)"
+                ),
                 &raw.id,
             );
         }
         for tag in &raw.tags {
             if tag.value.starts_with("role:") {
-                self.push(Code::RoleTag, format!("tag `{}`: role tags are replaced by contracts (use `provides`)", tag.value), tag);
+                self.push(
+                    Code::RoleTag,
+                    format!(
+                        "tag `{}`: role tags are replaced by contracts (use `provides`)",
+                        tag.value
+                    ),
+                    tag,
+                );
             }
         }
         let mut provides = Vec::new();
@@ -385,7 +483,10 @@ impl Checker<'_> {
             if let Err(e) = ContractId::parse(&contract) {
                 self.push_plain(Code::InvalidField, format!("provides: {e}"));
             }
-            provides.push(Provided { contract, default: entry.is_default() });
+            provides.push(Provided {
+                contract,
+                default: entry.is_default(),
+            });
         }
         let requires = self.check_contract_list("requires", &raw.requires);
         let optional = self.check_contract_list("optional", &raw.optional);
@@ -418,10 +519,17 @@ impl Checker<'_> {
         let extensions = self.check_extensions(&contributes.extensions);
         let static_prompt = self.check_static_prompt(&contributes.prompt);
         for command in &contributes.commands {
-            if !contributes.actions.iter().any(|a| a.value == command.action.value) {
+            if !contributes
+                .actions
+                .iter()
+                .any(|a| a.value == command.action.value)
+            {
                 self.push(
                     Code::InvalidField,
-                    format!("command `{}` uses action `{}`, which contributes.actions does not declare", command.name, command.action.value),
+                    format!(
+                        "command `{}` uses action `{}`, which contributes.actions does not declare",
+                        command.name, command.action.value
+                    ),
                     &command.action,
                 );
             }
@@ -430,7 +538,9 @@ impl Checker<'_> {
         let mut names = |kind: &str, items: &[Spanned<String>]| -> Vec<String> {
             for item in items {
                 if let Some(at) = self.item_at(&item.referenced) {
-                    positions.entry(format!("{kind}:{}", item.value)).or_insert(at);
+                    positions
+                        .entry(format!("{kind}:{}", item.value))
+                        .or_insert(at);
                 }
             }
             items.iter().map(|i| i.value.clone()).collect()
@@ -444,14 +554,30 @@ impl Checker<'_> {
         );
         let mut hooks = Vec::new();
         for hook in &contributes.hooks {
-            let key = format!("{}:{}", hook.value.event, hook.value.enforce.as_deref().unwrap_or("normal"));
+            let key = format!(
+                "{}:{}",
+                hook.value.event,
+                hook.value.enforce.as_deref().unwrap_or("normal")
+            );
             if let Some(at) = self.item_at(&hook.referenced) {
                 positions.entry(format!("hook:{key}")).or_insert(at);
             }
             hooks.push(key);
         }
-        let declared = DeclaredInventory { tools, actions, services, forms, wires, hooks, positions };
-        let runtimes = raw.runtime.as_ref().map(|r| vec![runtime_info(id.clone(), r)]).unwrap_or_default();
+        let declared = DeclaredInventory {
+            tools,
+            actions,
+            services,
+            forms,
+            wires,
+            hooks,
+            positions,
+        };
+        let runtimes = raw
+            .runtime
+            .as_ref()
+            .map(|r| vec![runtime_info(id.clone(), r)])
+            .unwrap_or_default();
 
         Manifest {
             id,
@@ -478,9 +604,20 @@ impl Checker<'_> {
     fn check_entry_path(&mut self, entry: &Spanned<String>) {
         let path = entry.value.as_str();
         if path.starts_with('/') || path.split(['/', '\\']).any(|part| part == "..") {
-            self.push(Code::PathEscapesRoot, format!("entry `{path}` must be a plugin-relative path without `..`"), entry);
-        } else if ![".js", ".mjs", ".cjs", ".ts", ".mts"].iter().any(|ext| path.ends_with(ext)) {
-            self.push(Code::InvalidField, format!("entry `{path}` must be a .js, .mjs, .cjs, .ts or .mts module"), entry);
+            self.push(
+                Code::PathEscapesRoot,
+                format!("entry `{path}` must be a plugin-relative path without `..`"),
+                entry,
+            );
+        } else if ![".js", ".mjs", ".cjs", ".ts", ".mts"]
+            .iter()
+            .any(|ext| path.ends_with(ext))
+        {
+            self.push(
+                Code::InvalidField,
+                format!("entry `{path}` must be a .js, .mjs, .cjs, .ts or .mts module"),
+                entry,
+            );
         }
     }
 
@@ -490,7 +627,11 @@ impl Checker<'_> {
             let ext = &item.value;
             let where_ = format!("contributes.extensions[{index}]");
             if let Err(e) = ContractId::parse(&ext.point.value) {
-                self.push(Code::InvalidField, format!("{where_}.point: {e}"), &ext.point);
+                self.push(
+                    Code::InvalidField,
+                    format!("{where_}.point: {e}"),
+                    &ext.point,
+                );
                 continue;
             }
             let point = match contract::lookup_point(&ext.point.value) {
@@ -505,7 +646,14 @@ impl Checker<'_> {
                 }
             };
             if !is_declaration_id(&ext.id.value) {
-                self.push(Code::InvalidField, format!("{where_}.id `{}` must match ^[a-zA-Z0-9][\\w.-]*$", ext.id.value), &ext.id);
+                self.push(
+                    Code::InvalidField,
+                    format!(
+                        "{where_}.id `{}` must match ^[a-zA-Z0-9][\\w.-]*$",
+                        ext.id.value
+                    ),
+                    &ext.id,
+                );
                 continue;
             }
             if point == PointId::PromptSegment && ext.id.value == STATIC_PROMPT_ID {
@@ -521,7 +669,9 @@ impl Checker<'_> {
                     Ok(slot) => Some(slot),
                     Err(e) => {
                         let (code, advice) = match e {
-                            KernelLookupError::Unknown { .. } => (Code::UnknownContract, String::new()),
+                            KernelLookupError::Unknown { .. } => {
+                                (Code::UnknownContract, String::new())
+                            }
                             // No successor: the provider goes away entirely, on both sides, or
                             // the loader then reports the remaining call as undeclared.
                             KernelLookupError::Removed { .. } => (
@@ -531,7 +681,9 @@ impl Checker<'_> {
                                     ext.id.value
                                 ),
                             ),
-                            KernelLookupError::Retired { .. } => (Code::RetiredContract, String::new()),
+                            KernelLookupError::Retired { .. } => {
+                                (Code::RetiredContract, String::new())
+                            }
                         };
                         self.push(code, format!("{where_}.slot: {e}{advice}"), slot);
                         continue;
@@ -546,16 +698,26 @@ impl Checker<'_> {
                     continue;
                 }
                 (Some(slot), _) => {
-                    self.push(Code::InvalidField, format!("{where_}.slot: only ui.slot@1 providers declare a slot"), slot);
+                    self.push(
+                        Code::InvalidField,
+                        format!("{where_}.slot: only ui.slot@1 providers declare a slot"),
+                        slot,
+                    );
                     continue;
                 }
                 (None, _) => None,
             };
             let order = match &ext.order {
                 None => 0,
-                Some(order) if order.value.fract() == 0.0 && order.value.abs() < 9.0e15 => order.value as i64,
+                Some(order) if order.value.fract() == 0.0 && order.value.abs() < 9.0e15 => {
+                    order.value as i64
+                }
                 Some(order) => {
-                    self.push(Code::InvalidField, format!("{where_}.order must be an integer (got {})", order.value), order);
+                    self.push(
+                        Code::InvalidField,
+                        format!("{where_}.order must be an integer (got {})", order.value),
+                        order,
+                    );
                     continue;
                 }
             };
@@ -569,7 +731,11 @@ impl Checker<'_> {
                 position: self.item_at(&item.referenced),
             };
             if out.iter().any(|d| d.point == decl.point && d.id == decl.id) {
-                self.push(Code::DuplicateExtension, format!("{where_}: `{}` is declared twice", decl.key()), &ext.id);
+                self.push(
+                    Code::DuplicateExtension,
+                    format!("{where_}: `{}` is declared twice", decl.key()),
+                    &ext.id,
+                );
                 continue;
             }
             out.push(decl);
@@ -595,10 +761,18 @@ impl Checker<'_> {
                 continue;
             }
             if seg.id.is_empty() {
-                self.push_plain(Code::InvalidField, format!("contributes.prompt[{index}].id must not be empty"));
+                self.push_plain(
+                    Code::InvalidField,
+                    format!("contributes.prompt[{index}].id must not be empty"),
+                );
                 continue;
             }
-            out.push(StaticSegment { id: seg.id.clone(), content: seg.content.clone(), position, role: seg.role.clone() });
+            out.push(StaticSegment {
+                id: seg.id.clone(),
+                content: seg.content.clone(),
+                position,
+                role: seg.role.clone(),
+            });
         }
         out
     }
@@ -612,9 +786,8 @@ fn retired_kernel_reference(id: &str) -> Option<String> {
     let point = contract::lookup_point(id).err();
     let slot = contract::lookup_slot(id).err();
     match (point, slot) {
-        (Some(e @ KernelLookupError::Retired { .. }), _) | (_, Some(e @ KernelLookupError::Retired { .. })) => {
-            Some(e.to_string())
-        }
+        (Some(e @ KernelLookupError::Retired { .. }), _)
+        | (_, Some(e @ KernelLookupError::Retired { .. })) => Some(e.to_string()),
         (_, Some(e @ KernelLookupError::Removed { .. })) => Some(e.to_string()),
         _ => None,
     }
@@ -625,7 +798,11 @@ pub fn resolve_inside(root: &Path, relative: &str) -> Result<PathBuf, Code> {
     let joined = root.join(relative.trim_start_matches("./"));
     let canonical_root = root.canonicalize().map_err(|_| Code::MissingFile)?;
     let canonical = joined.canonicalize().map_err(|_| Code::MissingFile)?;
-    if canonical.starts_with(&canonical_root) { Ok(canonical) } else { Err(Code::PathEscapesRoot) }
+    if canonical.starts_with(&canonical_root) {
+        Ok(canonical)
+    } else {
+        Err(Code::PathEscapesRoot)
+    }
 }
 
 #[cfg(test)]
@@ -635,11 +812,16 @@ mod tests {
     type ItemAt = Option<(u32, u32)>;
 
     fn declared_at(yaml_body: &str) -> (Vec<ItemAt>, BTreeMap<String, (u32, u32)>) {
-        let text = format!("---\nid: probe\nkind: plugin\ndescription: Positions.\ncontributes:\n{yaml_body}---\n");
+        let text = format!(
+            "---\nid: probe\nkind: plugin\ndescription: Positions.\ncontributes:\n{yaml_body}---\n"
+        );
         let (manifest, diags) = parse_plugin_md(&text, Path::new("probe/PLUGIN.md"), "probe");
         assert!(diags.is_empty(), "{diags:?}");
         let manifest = manifest.expect("parses");
-        (manifest.extensions.iter().map(|e| e.position).collect(), manifest.declared.positions)
+        (
+            manifest.extensions.iter().map(|e| e.position).collect(),
+            manifest.declared.positions,
+        )
     }
 
     #[test]
@@ -648,10 +830,20 @@ mod tests {
         let (extensions, _) = declared_at(
             "  extensions:\n    - point: prompt.segment@1\n      id: a\n    - { point: prompt.segment@1, id: b }\n    -\n      id: c\n      point: prompt.segment@1\n",
         );
-        assert_eq!(extensions, [Some((7, 5)), Some((9, 5)), Some((10, 5))], "the `-` of each item, also when it stands alone");
-        let (_, positions) = declared_at("  tools:\n    - roll\n  hooks:\n    - event: TurnStart\n  actions: [reset, undo]\n");
+        assert_eq!(
+            extensions,
+            [Some((7, 5)), Some((9, 5)), Some((10, 5))],
+            "the `-` of each item, also when it stands alone"
+        );
+        let (_, positions) = declared_at(
+            "  tools:\n    - roll\n  hooks:\n    - event: TurnStart\n  actions: [reset, undo]\n",
+        );
         assert_eq!(positions["tool:roll"], (7, 5));
         assert_eq!(positions["hook:TurnStart:normal"], (9, 5));
-        assert_eq!(positions["action:undo"], (10, 20), "a flow sequence item starts at its value");
+        assert_eq!(
+            positions["action:undo"],
+            (10, 20),
+            "a flow sequence item starts at its value"
+        );
     }
 }

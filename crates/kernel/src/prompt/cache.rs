@@ -8,7 +8,7 @@
 //! whose content changed, and warns about prefixes shorter than the model caches.
 
 use super::assemble::{Assembly, BlockKind};
-use super::requests::{AnthropicRequest, Place, PartOrigin, RequestPart};
+use super::requests::{AnthropicRequest, PartOrigin, Place, RequestPart};
 use super::segment::{Placement, Volatility};
 use crate::sdk::estimate_tokens;
 use serde::Serialize;
@@ -127,7 +127,11 @@ pub fn analyse(this: &Assembly, next: &Assembly, min_cacheable_tokens: u32) -> C
     let parts = this_request.parts();
     let next_parts = next_request.parts();
     // The first block where the two requests part ways (if within this request).
-    let split = parts.iter().zip(next_parts.iter()).position(|(a, b)| !same(a, b)).or_else(|| (next_parts.len() < parts.len()).then_some(next_parts.len()));
+    let split = parts
+        .iter()
+        .zip(next_parts.iter())
+        .position(|(a, b)| !same(a, b))
+        .or_else(|| (next_parts.len() < parts.len()).then_some(next_parts.len()));
     let difference = split.map(|at| difference_at(this, next, &parts, &next_parts, at));
 
     let mut breakpoints = Vec::new();
@@ -163,9 +167,18 @@ pub fn analyse(this: &Assembly, next: &Assembly, min_cacheable_tokens: u32) -> C
         });
     }
     let history_prefix_stable = breakpoints.iter().find(|b| b.moving).map(|b| b.stable);
-    let advice = difference.iter().filter_map(|d| advise(this, &breakpoints, d)).collect();
+    let advice = difference
+        .iter()
+        .filter_map(|d| advise(this, &breakpoints, d))
+        .collect();
     let lint = lint(this, next, &parts, &breakpoints);
-    CacheReport { breakpoints, history_prefix_stable, advice, lint, warnings }
+    CacheReport {
+        breakpoints,
+        history_prefix_stable,
+        advice,
+        lint,
+        warnings,
+    }
 }
 
 fn segment_of(origin: &PartOrigin) -> Option<String> {
@@ -176,8 +189,18 @@ fn segment_of(origin: &PartOrigin) -> Option<String> {
 }
 
 /// The first segment inside a system block or turn context whose content or presence differs.
-fn first_changed_segment(this: &Assembly, next: &Assembly, mine: &[String], theirs: &[String]) -> Option<String> {
-    let content = |asm: &Assembly, key: &str| asm.segments.iter().find(|s| format!("{}/{}", s.plugin, s.id) == key).map(|s| s.content.clone());
+fn first_changed_segment(
+    this: &Assembly,
+    next: &Assembly,
+    mine: &[String],
+    theirs: &[String],
+) -> Option<String> {
+    let content = |asm: &Assembly, key: &str| {
+        asm.segments
+            .iter()
+            .find(|s| format!("{}/{}", s.plugin, s.id) == key)
+            .map(|s| s.content.clone())
+    };
     mine.iter()
         .enumerate()
         .find(|(i, key)| theirs.get(*i) != Some(*key) || content(this, key) != content(next, key))
@@ -185,43 +208,97 @@ fn first_changed_segment(this: &Assembly, next: &Assembly, mine: &[String], thei
         .or_else(|| theirs.get(mine.len()).cloned())
 }
 
-fn difference_at(this: &Assembly, next: &Assembly, parts: &[(Place, &RequestPart)], next_parts: &[(Place, &RequestPart)], at: usize) -> Difference {
+fn difference_at(
+    this: &Assembly,
+    next: &Assembly,
+    parts: &[(Place, &RequestPart)],
+    next_parts: &[(Place, &RequestPart)],
+    at: usize,
+) -> Difference {
     let (place, part) = &parts[at];
     let theirs = next_parts.get(at).map(|(_, p)| p.origin.clone());
     let segment = match (&part.origin, &theirs) {
-        (PartOrigin::System { segments, .. }, Some(PartOrigin::System { segments: other, .. }))
-        | (PartOrigin::TurnContext { segments }, Some(PartOrigin::TurnContext { segments: other })) => first_changed_segment(this, next, segments, other),
-        (PartOrigin::System { segments, .. } | PartOrigin::TurnContext { segments }, _) => segments.first().cloned(),
+        (
+            PartOrigin::System { segments, .. },
+            Some(PartOrigin::System {
+                segments: other, ..
+            }),
+        )
+        | (
+            PartOrigin::TurnContext { segments },
+            Some(PartOrigin::TurnContext { segments: other }),
+        ) => first_changed_segment(this, next, segments, other),
+        (PartOrigin::System { segments, .. } | PartOrigin::TurnContext { segments }, _) => {
+            segments.first().cloned()
+        }
         (mine, other) => segment_of(mine).or_else(|| other.as_ref().and_then(segment_of)),
     };
-    let plugin = segment.as_ref().and_then(|s| s.split('/').next()).map(str::to_string);
-    Difference { place: *place, this_turn: part.origin.clone(), next_turn: theirs, segment, plugin }
+    let plugin = segment
+        .as_ref()
+        .and_then(|s| s.split('/').next())
+        .map(str::to_string);
+    Difference {
+        place: *place,
+        this_turn: part.origin.clone(),
+        next_turn: theirs,
+        segment,
+        plugin,
+    }
 }
 
 /// Base messages (history, summaries, the player's input) after the newest history message:
 /// a depth up to this count lands behind the moving breakpoint.
 fn messages_after_newest_history(this: &Assembly) -> usize {
     use super::assemble::Origin;
-    let newest = this.messages.iter().rposition(|m| matches!(m.origin, Origin::History { .. } | Origin::Summary { .. }));
-    newest.map_or(0, |n| this.messages[n + 1..].iter().filter(|m| m.origin == Origin::PlayerInput).count())
+    let newest = this
+        .messages
+        .iter()
+        .rposition(|m| matches!(m.origin, Origin::History { .. } | Origin::Summary { .. }));
+    newest.map_or(0, |n| {
+        this.messages[n + 1..]
+            .iter()
+            .filter(|m| m.origin == Origin::PlayerInput)
+            .count()
+    })
 }
 
 fn advise(this: &Assembly, breakpoints: &[Breakpoint], d: &Difference) -> Option<CacheAdvice> {
     let broken: Vec<&Breakpoint> = breakpoints.iter().filter(|b| !b.stable).collect();
     let last = broken.last()?;
-    let still_cached_tokens = breakpoints.iter().filter(|b| b.stable).map(|b| b.prefix_tokens).max().unwrap_or(0);
+    let still_cached_tokens = breakpoints
+        .iter()
+        .filter(|b| b.stable)
+        .map(|b| b.prefix_tokens)
+        .max()
+        .unwrap_or(0);
     let lost_tokens = last.prefix_tokens.saturating_sub(still_cached_tokens);
     let indexes: Vec<usize> = broken.iter().map(|b| b.index).collect();
     let which = match indexes.as_slice() {
         [one] => format!("breakpoint {one} ({})", last.closes.describe()),
-        many => format!("breakpoints {} (the last on {})", many.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "), last.closes.describe()),
+        many => format!(
+            "breakpoints {} (the last on {})",
+            many.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+            last.closes.describe()
+        ),
     };
     let cost = format!(
         "the {} tokens cached up to {which} are never read again: the next turn reads {still_cached_tokens} tokens from the cache, {lost_tokens} fewer",
         last.prefix_tokens
     );
-    let there_next = d.next_turn.as_ref().map_or("the request ends there".to_string(), |o| format!("{} is there instead", o.describe()));
-    let row = d.segment.as_ref().and_then(|key| this.segments.iter().find(|s| format!("{}/{}", s.plugin, s.id) == *key));
+    let there_next = d
+        .next_turn
+        .as_ref()
+        .map_or("the request ends there".to_string(), |o| {
+            format!("{} is there instead", o.describe())
+        });
+    let row = d.segment.as_ref().and_then(|key| {
+        this.segments
+            .iter()
+            .find(|s| format!("{}/{}", s.plugin, s.id) == *key)
+    });
     let (code, message, fix) = match (&d.this_turn, row) {
         (PartOrigin::Segment { .. }, Some(row)) if matches!(row.placement, Placement::Depth(_)) => {
             let Placement::Depth(depth) = row.placement else { return None };
@@ -275,7 +352,16 @@ fn advise(this: &Assembly, breakpoints: &[Breakpoint], d: &Difference) -> Option
             "Keep everything ahead of the moving breakpoint identical from turn to turn.".to_string(),
         ),
     };
-    Some(CacheAdvice { code, breakpoints: indexes, plugin: d.plugin.clone(), segment: d.segment.clone(), lost_tokens, still_cached_tokens, message, fix })
+    Some(CacheAdvice {
+        code,
+        breakpoints: indexes,
+        plugin: d.plugin.clone(),
+        segment: d.segment.clone(),
+        lost_tokens,
+        still_cached_tokens,
+        message,
+        fix,
+    })
 }
 
 /// ", between `m3` and `m4`" for a message placed among history messages.
@@ -289,7 +375,10 @@ fn neighbours_of(this: &Assembly, plugin: &str, id: &str) -> String {
         Some(Origin::PlayerInput) => Some("the player's input".to_string()),
         _ => None,
     };
-    match (name(at.checked_sub(1).and_then(|i| this.messages.get(i))), name(this.messages.get(at + 1))) {
+    match (
+        name(at.checked_sub(1).and_then(|i| this.messages.get(i))),
+        name(this.messages.get(at + 1)),
+    ) {
         (Some(before), Some(after)) => format!(", between {before} and {after}"),
         (None, Some(after)) => format!(", before {after}"),
         (Some(before), None) => format!(", after {before}"),
@@ -297,29 +386,60 @@ fn neighbours_of(this: &Assembly, plugin: &str, id: &str) -> String {
     }
 }
 
-fn lint(this: &Assembly, next: &Assembly, parts: &[(Place, &RequestPart)], breakpoints: &[Breakpoint]) -> Vec<LintFinding> {
+fn lint(
+    this: &Assembly,
+    next: &Assembly,
+    parts: &[(Place, &RequestPart)],
+    breakpoints: &[Breakpoint],
+) -> Vec<LintFinding> {
     let mut out = Vec::new();
-    let breakpoint_positions: Vec<usize> = parts.iter().enumerate().filter(|(_, (_, p))| p.cache_control).map(|(i, _)| i).collect();
-    for row in this.segments.iter().filter(|r| r.volatility != Volatility::Turn) {
-        let Some(other) = next.segments.iter().find(|o| o.plugin == row.plugin && o.id == row.id) else { continue };
+    let breakpoint_positions: Vec<usize> = parts
+        .iter()
+        .enumerate()
+        .filter(|(_, (_, p))| p.cache_control)
+        .map(|(i, _)| i)
+        .collect();
+    for row in this
+        .segments
+        .iter()
+        .filter(|r| r.volatility != Volatility::Turn)
+    {
+        let Some(other) = next
+            .segments
+            .iter()
+            .find(|o| o.plugin == row.plugin && o.id == row.id)
+        else {
+            continue;
+        };
         if other.content == row.content {
             continue;
         }
         let key = format!("{}/{}", row.plugin, row.id);
         let sent_at = parts.iter().position(|(_, p)| match &p.origin {
-            PartOrigin::System { segments, .. } | PartOrigin::TurnContext { segments } => segments.contains(&key),
+            PartOrigin::System { segments, .. } | PartOrigin::TurnContext { segments } => {
+                segments.contains(&key)
+            }
             origin => segment_of(origin).as_deref() == Some(key.as_str()),
         });
-        let breaks_breakpoint = sent_at.and_then(|at| breakpoint_positions.iter().position(|b| *b >= at)).filter(|i| *i < breakpoints.len());
+        let breaks_breakpoint = sent_at
+            .and_then(|at| breakpoint_positions.iter().position(|b| *b >= at))
+            .filter(|i| *i < breakpoints.len());
         let volatility = match row.volatility {
             Volatility::Stable => "stable",
             _ => "session",
         };
         let consequence = match (breaks_breakpoint, row.volatility_applies) {
-            _ if !row.included => "this runtime does not receive it, but the declaration is still wrong".to_string(),
-            (Some(i), true) => format!("it sits before cache breakpoint {i}, so every turn rewrites the cached prefix"),
-            (Some(i), false) => format!("its position ignores volatility, and it sits before cache breakpoint {i}, so every turn rewrites the cached prefix"),
-            (None, _) => "it sits after every cache breakpoint, but the declaration is still wrong".to_string(),
+            _ if !row.included => {
+                "this runtime does not receive it, but the declaration is still wrong".to_string()
+            }
+            (Some(i), true) => format!(
+                "it sits before cache breakpoint {i}, so every turn rewrites the cached prefix"
+            ),
+            (Some(i), false) => format!(
+                "its position ignores volatility, and it sits before cache breakpoint {i}, so every turn rewrites the cached prefix"
+            ),
+            (None, _) => "it sits after every cache breakpoint, but the declaration is still wrong"
+                .to_string(),
         };
         out.push(LintFinding {
             code: "volatility-lint",

@@ -8,11 +8,20 @@ mod requests;
 mod segment;
 pub mod template;
 
-pub use assemble::{Assembly, AssemblyInput, Block, BlockKind, Message, Origin, SegmentRow, assemble, boundary_count, prefix_before_boundary, system_text};
-pub use cache::{Breakpoint, CacheAdvice, CacheReport, CacheWarning, Difference, LintFinding, analyse};
-pub use requests::{AnthropicRequest, PartOrigin, Place, RequestMessage, RequestOptions, RequestPart, anthropic_request, openai_request};
+pub use assemble::{
+    Assembly, AssemblyInput, Block, BlockKind, Message, Origin, SegmentRow, assemble,
+    boundary_count, prefix_before_boundary, system_text,
+};
+pub use cache::{
+    Breakpoint, CacheAdvice, CacheReport, CacheWarning, Difference, LintFinding, analyse,
+};
+pub use requests::{
+    AnthropicRequest, PartOrigin, Place, RequestMessage, RequestOptions, RequestPart,
+    anthropic_request, openai_request,
+};
 pub use segment::{
-    Audience, NamedAudience, Placement, RuntimeView, Segment, SegmentKey, Volatility, sort_segments, tie_broken_by_plugin_id,
+    Audience, NamedAudience, Placement, RuntimeView, Segment, SegmentKey, Volatility,
+    sort_segments, tie_broken_by_plugin_id,
 };
 
 /// The framework's fixed preamble, first block of every system prompt.

@@ -27,7 +27,10 @@ const MAX_BREAKPOINTS: usize = 4;
 #[serde(rename_all = "kebab-case", tag = "kind")]
 pub enum PartOrigin {
     /// A system-prompt block and the segments inside it (`plugin/id`, in order).
-    System { block: BlockKind, segments: Vec<String> },
+    System {
+        block: BlockKind,
+        segments: Vec<String>,
+    },
     /// A history message, by id.
     History { id: String },
     /// A stored summary, by id.
@@ -45,8 +48,13 @@ impl PartOrigin {
         match origin {
             Origin::History { id } => PartOrigin::History { id: id.clone() },
             Origin::Summary { id } => PartOrigin::Summary { id: id.clone() },
-            Origin::Segment { plugin, segment } => PartOrigin::Segment { plugin: plugin.clone(), segment: segment.clone() },
-            Origin::TurnContext { segments } => PartOrigin::TurnContext { segments: segments.clone() },
+            Origin::Segment { plugin, segment } => PartOrigin::Segment {
+                plugin: plugin.clone(),
+                segment: segment.clone(),
+            },
+            Origin::TurnContext { segments } => PartOrigin::TurnContext {
+                segments: segments.clone(),
+            },
             Origin::PlayerInput => PartOrigin::PlayerInput,
         }
     }
@@ -55,13 +63,18 @@ impl PartOrigin {
     pub fn describe(&self) -> String {
         match self {
             PartOrigin::System { block, .. } => {
-                let kind = serde_json::to_value(block).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+                let kind = serde_json::to_value(block)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default();
                 format!("system block {kind}")
             }
             PartOrigin::History { id } => format!("history message {id}"),
             PartOrigin::Summary { id } => format!("summary {id}"),
             PartOrigin::Segment { plugin, segment } => format!("segment {plugin}/{segment}"),
-            PartOrigin::TurnContext { segments } => format!("turn context ({})", segments.join(", ")),
+            PartOrigin::TurnContext { segments } => {
+                format!("turn context ({})", segments.join(", "))
+            }
             PartOrigin::PlayerInput => "player input".into(),
         }
     }
@@ -103,7 +116,11 @@ pub enum Place {
     /// The `index`-th block of `system`.
     System { index: usize },
     /// The `block`-th content block of the `message`-th message.
-    Message { message: usize, role: &'static str, block: usize },
+    Message {
+        message: usize,
+        role: &'static str,
+        block: usize,
+    },
 }
 
 /// The Anthropic Messages request, block by block.
@@ -134,7 +151,10 @@ impl AnthropicRequest {
                 RequestPart {
                     text: b.text.trim_end().to_string(),
                     cache_control,
-                    origin: PartOrigin::System { block: b.kind, segments: b.segments.clone() },
+                    origin: PartOrigin::System {
+                        block: b.kind,
+                        segments: b.segments.clone(),
+                    },
                 }
             })
             .collect();
@@ -142,19 +162,35 @@ impl AnthropicRequest {
         // System messages inside the conversation travel as user text in tags, in place. A
         // message without text is left out: the API refuses an empty text block.
         let sent = |m: &&super::assemble::Message| !m.content.trim().is_empty();
-        let newest_history =
-            assembly.messages.iter().rposition(|m| sent(&m) && matches!(m.origin, Origin::History { .. } | Origin::Summary { .. }));
+        let newest_history = assembly.messages.iter().rposition(|m| {
+            sent(&m) && matches!(m.origin, Origin::History { .. } | Origin::Summary { .. })
+        });
         let mut messages: Vec<RequestMessage> = Vec::new();
-        for (index, m) in assembly.messages.iter().enumerate().filter(|(_, m)| sent(m)) {
+        for (index, m) in assembly
+            .messages
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| sent(m))
+        {
             let (role, text) = match m.role.as_str() {
-                "system" => ("user", format!("<system-instruction>\n{}\n</system-instruction>", m.content)),
+                "system" => (
+                    "user",
+                    format!("<system-instruction>\n{}\n</system-instruction>", m.content),
+                ),
                 "assistant" => ("assistant", m.content.clone()),
                 _ => ("user", m.content.clone()),
             };
-            let part = RequestPart { text, cache_control: Some(index) == newest_history, origin: PartOrigin::of_message(&m.origin) };
+            let part = RequestPart {
+                text,
+                cache_control: Some(index) == newest_history,
+                origin: PartOrigin::of_message(&m.origin),
+            };
             match messages.last_mut() {
                 Some(last) if last.role == role => last.content.push(part),
-                _ => messages.push(RequestMessage { role, content: vec![part] }),
+                _ => messages.push(RequestMessage {
+                    role,
+                    content: vec![part],
+                }),
             }
         }
         AnthropicRequest { system, messages }
@@ -162,12 +198,23 @@ impl AnthropicRequest {
 
     /// Every content block in the order the provider reads them (system, then messages).
     pub fn parts(&self) -> Vec<(Place, &RequestPart)> {
-        let system = self.system.iter().enumerate().map(|(index, part)| (Place::System { index }, part));
-        let messages = self
-            .messages
+        let system = self
+            .system
             .iter()
             .enumerate()
-            .flat_map(|(message, m)| m.content.iter().enumerate().map(move |(block, part)| (Place::Message { message, role: m.role, block }, part)));
+            .map(|(index, part)| (Place::System { index }, part));
+        let messages = self.messages.iter().enumerate().flat_map(|(message, m)| {
+            m.content.iter().enumerate().map(move |(block, part)| {
+                (
+                    Place::Message {
+                        message,
+                        role: m.role,
+                        block,
+                    },
+                    part,
+                )
+            })
+        });
         system.chain(messages).collect()
     }
 
@@ -193,7 +240,12 @@ pub fn anthropic_request(assembly: &Assembly, options: &RequestOptions) -> Value
 /// The OpenAI chat body.
 pub fn openai_request(assembly: &Assembly, options: &RequestOptions) -> Value {
     let mut messages = vec![json!({"role": "system", "content": assembly.system_text()})];
-    messages.extend(assembly.messages.iter().map(|m| json!({"role": m.role, "content": m.content})));
+    messages.extend(
+        assembly
+            .messages
+            .iter()
+            .map(|m| json!({"role": m.role, "content": m.content})),
+    );
     json!({"model": options.model, "max_tokens": options.max_tokens, "messages": messages})
 }
 
@@ -203,7 +255,12 @@ mod tests {
     use crate::prompt::assemble::{Assembly, Message};
 
     fn message(role: &str, content: &str, origin: Origin) -> Message {
-        Message { role: role.into(), content: content.into(), tokens: 0, origin }
+        Message {
+            role: role.into(),
+            content: content.into(),
+            tokens: 0,
+            origin,
+        }
     }
 
     #[test]
@@ -219,9 +276,21 @@ mod tests {
             turn_context: String::new(),
         };
         let request = AnthropicRequest::of(&assembly);
-        let texts: Vec<&str> = request.parts().into_iter().map(|(_, p)| p.text.as_str()).collect();
+        let texts: Vec<&str> = request
+            .parts()
+            .into_iter()
+            .map(|(_, p)| p.text.as_str())
+            .collect();
         assert_eq!(texts, ["hello"]);
-        let history: Vec<bool> = request.parts().into_iter().map(|(_, p)| p.cache_control).collect();
-        assert_eq!(history, [true], "the moving breakpoint sits on the newest history message that is sent");
+        let history: Vec<bool> = request
+            .parts()
+            .into_iter()
+            .map(|(_, p)| p.cache_control)
+            .collect();
+        assert_eq!(
+            history,
+            [true],
+            "the moving breakpoint sits on the newest history message that is sent"
+        );
     }
 }

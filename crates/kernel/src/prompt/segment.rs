@@ -55,7 +55,12 @@ pub struct Segment {
 impl Segment {
     /// Parses the (already schema-validated) output of a `prompt.segment@1` run.
     pub fn parse_all(value: &Value) -> Vec<Segment> {
-        value.as_array().into_iter().flatten().filter_map(|v| serde_json::from_value(v.clone()).ok()).collect()
+        value
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|v| serde_json::from_value(v.clone()).ok())
+            .collect()
     }
 
     pub fn order(&self) -> i64 {
@@ -76,8 +81,14 @@ impl Segment {
         match (&self.position, self.volatility) {
             (Position::Named(NamedPosition::System), Volatility::Turn) => Placement::TurnContext,
             (Position::Named(NamedPosition::System), _) => Placement::SystemStable,
-            (Position::Named(NamedPosition::PreHistory), Volatility::Turn) if self.is_system_role() => Placement::SystemTurnTail,
-            (Position::Named(NamedPosition::PreHistory), _) if self.is_system_role() => Placement::SystemStable,
+            (Position::Named(NamedPosition::PreHistory), Volatility::Turn)
+                if self.is_system_role() =>
+            {
+                Placement::SystemTurnTail
+            }
+            (Position::Named(NamedPosition::PreHistory), _) if self.is_system_role() => {
+                Placement::SystemStable
+            }
             (Position::Named(NamedPosition::PreHistory), _) => Placement::PreHistoryMessage,
             (Position::Named(NamedPosition::PostHistory), _) => Placement::PostHistoryMessage,
             (Position::Depth { depth }, _) => Placement::Depth(*depth),
@@ -106,7 +117,10 @@ pub enum Placement {
 impl Placement {
     /// Volatility only decides placement for system and system-role pre-history segments.
     pub fn volatility_applies(self) -> bool {
-        matches!(self, Placement::SystemStable | Placement::SystemTurnTail | Placement::TurnContext)
+        matches!(
+            self,
+            Placement::SystemStable | Placement::SystemTurnTail | Placement::TurnContext
+        )
     }
 }
 
@@ -127,7 +141,11 @@ pub struct RuntimeView {
 impl RuntimeView {
     /// The session's story runtime (the narrator).
     pub fn story() -> RuntimeView {
-        RuntimeView { plugin_id: None, story_output: true, output_contract: Some("narrative-engine@1".into()) }
+        RuntimeView {
+            plugin_id: None,
+            story_output: true,
+            output_contract: Some("narrative-engine@1".into()),
+        }
     }
 
     /// Whether a segment is for this runtime; `Err` explains why not.
@@ -135,13 +153,26 @@ impl RuntimeView {
         match &segment.audience {
             Audience::Named(NamedAudience::All) => Ok(()),
             Audience::Named(NamedAudience::Story) if self.story_output => Ok(()),
-            Audience::Named(NamedAudience::Story) => Err("audience `story`: this runtime does not write the story".into()),
-            Audience::Named(NamedAudience::Own) if self.plugin_id.as_deref() == Some(segment.provider_plugin_id.as_str()) => Ok(()),
-            Audience::Named(NamedAudience::Own) => {
-                Err(format!("audience `self`: only {}'s own runtimes see it", segment.provider_plugin_id))
+            Audience::Named(NamedAudience::Story) => {
+                Err("audience `story`: this runtime does not write the story".into())
             }
-            Audience::Contract { contract } if self.output_contract.as_deref() == Some(contract.as_str()) => Ok(()),
-            Audience::Contract { contract } => Err(format!("audience `{{contract: {contract}}}`: this runtime's output contract differs")),
+            Audience::Named(NamedAudience::Own)
+                if self.plugin_id.as_deref() == Some(segment.provider_plugin_id.as_str()) =>
+            {
+                Ok(())
+            }
+            Audience::Named(NamedAudience::Own) => Err(format!(
+                "audience `self`: only {}'s own runtimes see it",
+                segment.provider_plugin_id
+            )),
+            Audience::Contract { contract }
+                if self.output_contract.as_deref() == Some(contract.as_str()) =>
+            {
+                Ok(())
+            }
+            Audience::Contract { contract } => Err(format!(
+                "audience `{{contract: {contract}}}`: this runtime's output contract differs"
+            )),
         }
     }
 }

@@ -24,9 +24,11 @@ pub fn render_value(value: &Value) -> String {
     match value {
         Value::Null => String::new(),
         Value::String(s) => s.clone(),
-        Value::Array(items) if items.iter().all(|v| !v.is_object() && !v.is_array()) => {
-            items.iter().map(render_value).collect::<Vec<_>>().join(", ")
-        }
+        Value::Array(items) if items.iter().all(|v| !v.is_object() && !v.is_array()) => items
+            .iter()
+            .map(render_value)
+            .collect::<Vec<_>>()
+            .join(", "),
         other => other.to_string(),
     }
 }
@@ -36,7 +38,9 @@ pub fn render(body: &str, scope: TemplateScope<'_>) -> String {
     let mut out = String::with_capacity(body.len());
     let mut rest = body;
     while let Some(start) = rest.find("{{") {
-        let Some(len) = rest[start..].find("}}") else { break };
+        let Some(len) = rest[start..].find("}}") else {
+            break;
+        };
         let inner = rest[start + 2..start + len].trim();
         out.push_str(&rest[..start]);
         match lookup(inner, scope) {
@@ -53,7 +57,12 @@ fn lookup(path: &str, scope: TemplateScope<'_>) -> Option<String> {
     let mut parts = path.split('.');
     let root: Option<Value> = match parts.next()? {
         "world" => Some(scope.world.cloned().unwrap_or(Value::Null)),
-        "userSettings" => Some(scope.user_settings.map(|m| Value::Object(m.clone())).unwrap_or(Value::Null)),
+        "userSettings" => Some(
+            scope
+                .user_settings
+                .map(|m| Value::Object(m.clone()))
+                .unwrap_or(Value::Null),
+        ),
         _ => None,
     };
     let mut value = root?;
@@ -72,14 +81,23 @@ mod tests {
     fn world_fields_and_user_settings_are_filled() {
         let world = json!({"name": "Ashfall", "tags": ["grim", "sea"], "meta": {"era": 3}});
         let settings = json!({"narrativePerson": "second"});
-        let scope = TemplateScope { world: Some(&world), user_settings: settings.as_object() };
+        let scope = TemplateScope {
+            world: Some(&world),
+            user_settings: settings.as_object(),
+        };
         let body = "{{ world.name }} · {{world.tags}} · {{ world.meta }} · {{ userSettings.narrativePerson }} · {{ userSettings.none }}|";
-        assert_eq!(render(body, scope), "Ashfall · grim, sea · {\"era\":3} · second · |");
+        assert_eq!(
+            render(body, scope),
+            "Ashfall · grim, sea · {\"era\":3} · second · |"
+        );
     }
 
     #[test]
     fn unknown_roots_and_unclosed_braces_stay_as_written() {
         let scope = TemplateScope::default();
-        assert_eq!(render("{{ player.name }} and {{ open", scope), "{{ player.name }} and {{ open");
+        assert_eq!(
+            render("{{ player.name }} and {{ open", scope),
+            "{{ player.name }} and {{ open"
+        );
     }
 }

@@ -6,7 +6,11 @@ use crate::contract::PointId;
 use serde_json::Value;
 
 /// Stamps provenance on a validated output, or explains why the output is not acceptable.
-pub(super) fn attribute(point: PointId, provider: &Provider, mut value: Value) -> Result<Value, String> {
+pub(super) fn attribute(
+    point: PointId,
+    provider: &Provider,
+    mut value: Value,
+) -> Result<Value, String> {
     let pid = &provider.plugin_id;
     match point {
         PointId::PromptSegment => {
@@ -19,17 +23,30 @@ pub(super) fn attribute(point: PointId, provider: &Provider, mut value: Value) -
         PointId::MediaImageFlow => {
             // Ownership is decided on whole path components and on the runtimes the provider
             // really registered: `attacker/../victim/generate` is neither.
-            let ids = std::iter::once(value.get("entryRuntimeId"))
-                .chain(value.get("assetRuntimeIds").and_then(Value::as_array).into_iter().flatten().map(Some));
+            let ids = std::iter::once(value.get("entryRuntimeId")).chain(
+                value
+                    .get("assetRuntimeIds")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .map(Some),
+            );
             for id in ids.flatten().filter_map(Value::as_str) {
-                let components_ok = id.split('/').next() == Some(pid.as_str()) && !id.split('/').any(|c| c.is_empty() || c == "." || c == "..");
+                let components_ok = id.split('/').next() == Some(pid.as_str())
+                    && !id.split('/').any(|c| c.is_empty() || c == "." || c == "..");
                 if !components_ok {
-                    return Err(format!("Image flow can only declare its provider's runtimes: `{id}` does not belong to `{pid}`"));
+                    return Err(format!(
+                        "Image flow can only declare its provider's runtimes: `{id}` does not belong to `{pid}`"
+                    ));
                 }
                 if !provider.runtime_ids.iter().any(|r| r == id) {
                     return Err(format!(
                         "Image flow names runtime `{id}`, which `{pid}` does not have (its runtimes: {})",
-                        if provider.runtime_ids.is_empty() { "none".to_string() } else { provider.runtime_ids.join(", ") }
+                        if provider.runtime_ids.is_empty() {
+                            "none".to_string()
+                        } else {
+                            provider.runtime_ids.join(", ")
+                        }
                     ));
                 }
             }
@@ -40,7 +57,10 @@ pub(super) fn attribute(point: PointId, provider: &Provider, mut value: Value) -
         PointId::SessionWorldContext => {
             if let Some(recovery) = value.get("dimensionRecovery") {
                 for field in ["editorRuntimeId", "trackerRuntimeId"] {
-                    let id = recovery.get(field).and_then(Value::as_str).unwrap_or_default();
+                    let id = recovery
+                        .get(field)
+                        .and_then(Value::as_str)
+                        .unwrap_or_default();
                     if !provider.runtime_ids.iter().any(|r| r == id) {
                         return Err(format!(
                             "Dimension recovery runtime is not owned by the active provider: {field} `{id}` is not a runtime of `{pid}`"
@@ -49,7 +69,10 @@ pub(super) fn attribute(point: PointId, provider: &Provider, mut value: Value) -
                 }
             }
             if let Some(map) = value.as_object_mut() {
-                map.insert("dimensionProviderPluginId".into(), Value::String(pid.clone()));
+                map.insert(
+                    "dimensionProviderPluginId".into(),
+                    Value::String(pid.clone()),
+                );
             }
         }
         PointId::PromptHistoryTransform | PointId::UiSlot | PointId::HistoryCompact => {}

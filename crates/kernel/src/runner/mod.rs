@@ -112,7 +112,10 @@ pub struct Provider {
 
 impl std::fmt::Debug for Provider {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Provider").field("plugin_id", &self.plugin_id).field("decl", &self.decl).finish_non_exhaustive()
+        f.debug_struct("Provider")
+            .field("plugin_id", &self.plugin_id)
+            .field("decl", &self.decl)
+            .finish_non_exhaustive()
     }
 }
 
@@ -125,10 +128,17 @@ pub enum RunError {
     InvalidInput { detail: String },
     /// A `single` point with more than one provider; raised before any provider runs.
     #[error("conflicting providers for single extension point {point}: {}", providers.join(", "))]
-    ConflictingProviders { point: String, providers: Vec<String> },
+    ConflictingProviders {
+        point: String,
+        providers: Vec<String>,
+    },
     /// A provider of a `fail-turn` point failed; the whole turn fails.
     #[error("provider {provider} of {point} failed and the point fails the turn: {message}")]
-    FailTurn { point: String, provider: String, message: String },
+    FailTurn {
+        point: String,
+        provider: String,
+        message: String,
+    },
     /// A pipeline output could not become the next input: the kernel contract itself broke.
     #[error("pipeline contract broken after {provider}: {detail}")]
     PipelineContract { provider: String, detail: String },
@@ -163,9 +173,20 @@ pub struct RunOptions {
 }
 
 /// Runs one extension point over the given providers (the active, authorized ones).
-pub fn run(point_id: PointId, input: Value, providers: &[Provider], ctx: &Arc<ExecutionContext>, options: &RunOptions) -> RunResult {
+pub fn run(
+    point_id: PointId,
+    input: Value,
+    providers: &[Provider],
+    ctx: &Arc<ExecutionContext>,
+    options: &RunOptions,
+) -> RunResult {
     let point = point_id.point();
-    let slot = options.slot.or_else(|| input.get("slot").and_then(Value::as_str).and_then(SlotId::parse));
+    let slot = options.slot.or_else(|| {
+        input
+            .get("slot")
+            .and_then(Value::as_str)
+            .and_then(SlotId::parse)
+    });
     let mut out = RunResult {
         point: point_id,
         mode: point.mode,
@@ -176,14 +197,21 @@ pub fn run(point_id: PointId, input: Value, providers: &[Provider], ctx: &Arc<Ex
         error: None,
     };
     if let Err(e) = point.input.check(&input) {
-        out.error = Some(RunError::InvalidInput { detail: e.to_string() });
+        out.error = Some(RunError::InvalidInput {
+            detail: e.to_string(),
+        });
         return out;
     }
-    let chain = sort_providers(providers.iter().filter(|p| p.decl.point == point_id && (point_id != PointId::UiSlot || p.decl.slot == slot)));
+    let chain = sort_providers(providers.iter().filter(|p| {
+        p.decl.point == point_id && (point_id != PointId::UiSlot || p.decl.slot == slot)
+    }));
     if point.mode == Mode::Single && chain.len() > 1 {
         out.error = Some(RunError::ConflictingProviders {
             point: point_id.to_string(),
-            providers: chain.iter().map(|p| format!("{}/{}", p.plugin_id, p.decl.id)).collect(),
+            providers: chain
+                .iter()
+                .map(|p| format!("{}/{}", p.plugin_id, p.decl.id))
+                .collect(),
         });
         return out;
     }
@@ -225,7 +253,10 @@ pub fn run(point_id: PointId, input: Value, providers: &[Provider], ctx: &Arc<Ex
                         timeout,
                     })
                     .collect();
-                for (&i, call) in members.iter().zip(chain[members[0]].invoker.start_batch(calls)) {
+                for (&i, call) in members
+                    .iter()
+                    .zip(chain[members[0]].invoker.start_batch(calls))
+                {
                     pending[i] = Some(call);
                 }
             }
@@ -244,7 +275,12 @@ pub fn run(point_id: PointId, input: Value, providers: &[Provider], ctx: &Arc<Ex
                 }
             }
             out.result = if point_id == PointId::PromptSegment {
-                Value::Array(gathered.into_iter().flat_map(|v| v.as_array().cloned().unwrap_or_default()).collect())
+                Value::Array(
+                    gathered
+                        .into_iter()
+                        .flat_map(|v| v.as_array().cloned().unwrap_or_default())
+                        .collect(),
+                )
             } else {
                 Value::Array(gathered)
             };
@@ -261,7 +297,10 @@ pub fn run(point_id: PointId, input: Value, providers: &[Provider], ctx: &Arc<Ex
                             Ok(next) => current = next,
                             Err(detail) => {
                                 out.error = Some(RunError::PipelineContract {
-                                    provider: format!("{}/{}", provider.plugin_id, provider.decl.id),
+                                    provider: format!(
+                                        "{}/{}",
+                                        provider.plugin_id, provider.decl.id
+                                    ),
                                     detail,
                                 });
                                 return out;
@@ -304,7 +343,11 @@ pub fn run(point_id: PointId, input: Value, providers: &[Provider], ctx: &Arc<Ex
 }
 
 fn fail_turn(point: PointId, provider: &Provider, message: String) -> RunError {
-    RunError::FailTurn { point: point.to_string(), provider: format!("{}/{}", provider.plugin_id, provider.decl.id), message }
+    RunError::FailTurn {
+        point: point.to_string(),
+        provider: format!("{}/{}", provider.plugin_id, provider.decl.id),
+        message,
+    }
 }
 
 /// Validates and attributes one report, records it, and returns the output or the reason.
@@ -316,14 +359,20 @@ fn settle(
     started: Instant,
     calls: &mut Vec<CallRecord>,
 ) -> Result<Value, String> {
-    let duration = if report.duration.is_zero() { started.elapsed() } else { report.duration };
+    let duration = if report.duration.is_zero() {
+        started.elapsed()
+    } else {
+        report.duration
+    };
     let mut record = CallRecord::new(point, provider, duration);
     record.logs = report.logs;
     record.cached = report.cached;
     record.not_cached = report.not_cached.clone();
     let outcome = match report.result {
         Err(failure) => Err((Outcome::from(failure.kind), failure.message)),
-        Ok(value) => match check_output(point, slot, &value).and_then(|()| attribution::attribute(point, provider, value)) {
+        Ok(value) => match check_output(point, slot, &value)
+            .and_then(|()| attribution::attribute(point, provider, value))
+        {
             Ok(value) => Ok(value),
             Err(detail) => Err((Outcome::InvalidOutput, detail)),
         },
@@ -372,7 +421,11 @@ fn next_input(point: PointId, current: &Value, output: &Value) -> Result<Value, 
             _ => output.clone(),
         },
     };
-    point.point().input.check(&next).map_err(|e| e.to_string())?;
+    point
+        .point()
+        .input
+        .check(&next)
+        .map_err(|e| e.to_string())?;
     Ok(next)
 }
 

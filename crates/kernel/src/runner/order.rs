@@ -22,7 +22,11 @@ pub struct SortKey {
 
 impl SortKey {
     pub fn of(provider: &Provider) -> SortKey {
-        SortKey { order: provider.decl.order, plugin_id: provider.plugin_id.clone(), id: provider.decl.id.clone() }
+        SortKey {
+            order: provider.decl.order,
+            plugin_id: provider.plugin_id.clone(),
+            id: provider.decl.id.clone(),
+        }
     }
 
     pub fn cmp_key(&self, other: &SortKey) -> Ordering {

@@ -23,7 +23,12 @@ pub struct CheckResult {
 }
 
 fn result(rule: &'static str, description: String, failure: Option<String>) -> CheckResult {
-    CheckResult { rule, description, passed: failure.is_none(), detail: failure }
+    CheckResult {
+        rule,
+        description,
+        passed: failure.is_none(),
+        detail: failure,
+    }
 }
 
 fn text_check(rule: &'static str, what: &str, text: &str, check: &TextCheck) -> CheckResult {
@@ -32,7 +37,10 @@ fn text_check(rule: &'static str, what: &str, text: &str, check: &TextCheck) -> 
     if let Some(needle) = &check.contains {
         parts.push(format!("{what} contains {needle:?}"));
         if !text.contains(needle.as_str()) {
-            failure = Some(format!("{needle:?} is not in the {what} ({} characters)", text.chars().count()));
+            failure = Some(format!(
+                "{needle:?} is not in the {what} ({} characters)",
+                text.chars().count()
+            ));
         }
     }
     if let Some(needle) = &check.not_contains {
@@ -42,7 +50,11 @@ fn text_check(rule: &'static str, what: &str, text: &str, check: &TextCheck) -> 
         }
     }
     if parts.is_empty() {
-        return result(rule, format!("{what}: nothing to check"), Some("give `contains` or `notContains`".into()));
+        return result(
+            rule,
+            format!("{what}: nothing to check"),
+            Some("give `contains` or `notContains`".into()),
+        );
     }
     result(rule, parts.join(", "), failure)
 }
@@ -61,7 +73,12 @@ fn block_name(placement: Placement) -> &'static str {
 /// Segment keys in the order they appear in the request: system blocks, then messages.
 fn prompt_order(capture: &TurnCapture) -> Vec<String> {
     let prompt = &capture.preview.prompt;
-    let mut keys: Vec<String> = prompt.system.blocks.iter().flat_map(|b| b.segments.iter().cloned()).collect();
+    let mut keys: Vec<String> = prompt
+        .system
+        .blocks
+        .iter()
+        .flat_map(|b| b.segments.iter().cloned())
+        .collect();
     for message in &prompt.messages {
         match &message.origin {
             Origin::Segment { plugin, segment } => keys.push(format!("{plugin}/{segment}")),
@@ -76,16 +93,36 @@ fn pointer_value<'a>(value: &'a Value, pointer: &str) -> Option<&'a Value> {
     value.pointer(pointer).filter(|v| !v.is_null())
 }
 
-fn value_check(rule: &'static str, what: String, found: Option<&Value>, equals: Option<&Value>, absent: bool) -> CheckResult {
+fn value_check(
+    rule: &'static str,
+    what: String,
+    found: Option<&Value>,
+    equals: Option<&Value>,
+    absent: bool,
+) -> CheckResult {
     if absent {
         let failure = found.map(|v| format!("found {v}"));
         return result(rule, format!("{what} is absent"), failure);
     }
     match (equals, found) {
-        (Some(expected), Some(v)) if v == expected => result(rule, format!("{what} = {expected}"), None),
-        (Some(expected), Some(v)) => result(rule, format!("{what} = {expected}"), Some(format!("found {v}"))),
-        (Some(expected), None) => result(rule, format!("{what} = {expected}"), Some("nothing there".into())),
-        (None, found) => result(rule, format!("{what} exists"), found.is_none().then(|| "nothing there".into())),
+        (Some(expected), Some(v)) if v == expected => {
+            result(rule, format!("{what} = {expected}"), None)
+        }
+        (Some(expected), Some(v)) => result(
+            rule,
+            format!("{what} = {expected}"),
+            Some(format!("found {v}")),
+        ),
+        (Some(expected), None) => result(
+            rule,
+            format!("{what} = {expected}"),
+            Some("nothing there".into()),
+        ),
+        (None, found) => result(
+            rule,
+            format!("{what} exists"),
+            found.is_none().then(|| "nothing there".into()),
+        ),
     }
 }
 
@@ -98,16 +135,28 @@ pub fn evaluate(expectation: &Expectation, capture: &TurnCapture) -> CheckResult
             let text = prompt.system.text();
             text_check("system-text", "system prompt", &text, check)
         }
-        Expectation::TurnContext(check) => text_check("turn-context-text", "turn context", &prompt.turn_context, check),
+        Expectation::TurnContext(check) => text_check(
+            "turn-context-text",
+            "turn context",
+            &prompt.turn_context,
+            check,
+        ),
         Expectation::Message(check) => {
-            let messages: Vec<&covel_kernel::prompt::Message> =
-                prompt.messages.iter().filter(|m| check.role.as_deref().is_none_or(|r| r == m.role)).collect();
+            let messages: Vec<&covel_kernel::prompt::Message> = prompt
+                .messages
+                .iter()
+                .filter(|m| check.role.as_deref().is_none_or(|r| r == m.role))
+                .collect();
             let chosen: Vec<&covel_kernel::prompt::Message> = match check.index {
                 None => messages.clone(),
                 Some(i) => {
                     let len = messages.len() as i64;
                     let at = if i < 0 { len + i } else { i };
-                    messages.get(usize::try_from(at).unwrap_or(usize::MAX)).copied().into_iter().collect()
+                    messages
+                        .get(usize::try_from(at).unwrap_or(usize::MAX))
+                        .copied()
+                        .into_iter()
+                        .collect()
                 }
             };
             let which = match (check.index, &check.role) {
@@ -117,25 +166,54 @@ pub fn evaluate(expectation: &Expectation, capture: &TurnCapture) -> CheckResult
                 (None, None) => "any message".into(),
             };
             if chosen.is_empty() {
-                return result("message-text", which.clone(), Some(format!("there is no {which} ({} messages)", prompt.messages.len())));
+                return result(
+                    "message-text",
+                    which.clone(),
+                    Some(format!(
+                        "there is no {which} ({} messages)",
+                        prompt.messages.len()
+                    )),
+                );
             }
-            let text_check = TextCheck { contains: check.contains.clone(), not_contains: check.not_contains.clone() };
+            let text_check = TextCheck {
+                contains: check.contains.clone(),
+                not_contains: check.not_contains.clone(),
+            };
             // Any chosen message may contain the text; none may contain the forbidden text.
-            let contains_ok = check.contains.as_ref().is_none_or(|n| chosen.iter().any(|m| m.content.contains(n.as_str())));
-            let excludes_ok = check.not_contains.as_ref().is_none_or(|n| !chosen.iter().any(|m| m.content.contains(n.as_str())));
-            let joined = chosen.iter().map(|m| m.content.as_str()).collect::<Vec<_>>().join("\n");
+            let contains_ok = check
+                .contains
+                .as_ref()
+                .is_none_or(|n| chosen.iter().any(|m| m.content.contains(n.as_str())));
+            let excludes_ok = check
+                .not_contains
+                .as_ref()
+                .is_none_or(|n| !chosen.iter().any(|m| m.content.contains(n.as_str())));
+            let joined = chosen
+                .iter()
+                .map(|m| m.content.as_str())
+                .collect::<Vec<_>>()
+                .join("\n");
             let mut r = self::text_check("message-text", &which, &joined, &text_check);
-            r.passed = contains_ok && excludes_ok && (check.contains.is_some() || check.not_contains.is_some());
+            r.passed = contains_ok
+                && excludes_ok
+                && (check.contains.is_some() || check.not_contains.is_some());
             if r.passed {
                 r.detail = None;
             }
             r
         }
         Expectation::Segment(check) => {
-            let row = preview.segments.iter().find(|r| format!("{}/{}", r.plugin, r.id) == check.id);
+            let row = preview
+                .segments
+                .iter()
+                .find(|r| format!("{}/{}", r.plugin, r.id) == check.id);
             let included = row.filter(|r| r.included);
             if check.absent {
-                return result("segment-placement", format!("segment {} is absent", check.id), included.map(|r| format!("it is in {}", block_name(r.placement))));
+                return result(
+                    "segment-placement",
+                    format!("segment {} is absent", check.id),
+                    included.map(|r| format!("it is in {}", block_name(r.placement))),
+                );
             }
             let mut description = vec![format!("segment {}", check.id)];
             let mut failure: Option<String> = None;
@@ -148,31 +226,67 @@ pub fn evaluate(expectation: &Expectation, capture: &TurnCapture) -> CheckResult
                 description.push(format!("in {block}"));
                 match (row, block.as_str()) {
                     (None, _) => fail("no provider returned it".into()),
-                    (Some(r), "excluded") if r.included => fail(format!("it is included, in {}", block_name(r.placement))),
+                    (Some(r), "excluded") if r.included => {
+                        fail(format!("it is included, in {}", block_name(r.placement)))
+                    }
                     (Some(_), "excluded") => {}
-                    (Some(r), _) if !r.included => fail(format!("it is excluded: {}", r.excluded_because.clone().unwrap_or_default())),
-                    (Some(r), expected) if block_name(r.placement) != expected => fail(format!("it is in {}", block_name(r.placement))),
+                    (Some(r), _) if !r.included => fail(format!(
+                        "it is excluded: {}",
+                        r.excluded_because.clone().unwrap_or_default()
+                    )),
+                    (Some(r), expected) if block_name(r.placement) != expected => {
+                        fail(format!("it is in {}", block_name(r.placement)))
+                    }
                     _ => {}
                 }
             } else if included.is_none() {
-                fail(row.map_or_else(|| "no provider returned it".into(), |r| format!("it is excluded: {}", r.excluded_because.clone().unwrap_or_default())));
+                fail(row.map_or_else(
+                    || "no provider returned it".into(),
+                    |r| {
+                        format!(
+                            "it is excluded: {}",
+                            r.excluded_because.clone().unwrap_or_default()
+                        )
+                    },
+                ));
             }
             if let (Some(position), Some(r)) = (check.position, included) {
                 description.push(format!("at position {position}"));
-                let group: Vec<String> =
-                    preview.segments.iter().filter(|o| o.included && block_name(o.placement) == block_name(r.placement)).map(|o| format!("{}/{}", o.plugin, o.id)).collect();
+                let group: Vec<String> = preview
+                    .segments
+                    .iter()
+                    .filter(|o| o.included && block_name(o.placement) == block_name(r.placement))
+                    .map(|o| format!("{}/{}", o.plugin, o.id))
+                    .collect();
                 let at = group.iter().position(|k| *k == check.id);
                 if at != Some(position) {
-                    fail(format!("it is at position {} of {} ({})", at.map_or("?".into(), |a| a.to_string()), block_name(r.placement), group.join(", ")));
+                    fail(format!(
+                        "it is at position {} of {} ({})",
+                        at.map_or("?".into(), |a| a.to_string()),
+                        block_name(r.placement),
+                        group.join(", ")
+                    ));
                 }
             }
             let order = prompt_order(capture);
             let index_of = |key: &str| order.iter().position(|k| k == key);
-            for (other, before) in check.before.iter().map(|o| (o, true)).chain(check.after.iter().map(|o| (o, false))) {
-                description.push(format!("{} {other}", if before { "before" } else { "after" }));
+            for (other, before) in check
+                .before
+                .iter()
+                .map(|o| (o, true))
+                .chain(check.after.iter().map(|o| (o, false)))
+            {
+                description.push(format!(
+                    "{} {other}",
+                    if before { "before" } else { "after" }
+                ));
                 match (index_of(&check.id), index_of(other)) {
                     (Some(a), Some(b)) if (a < b) == before => {}
-                    (Some(_), Some(_)) => fail(format!("it comes {} {other} (prompt order: {})", if before { "after" } else { "before" }, order.join(", "))),
+                    (Some(_), Some(_)) => fail(format!(
+                        "it comes {} {other} (prompt order: {})",
+                        if before { "after" } else { "before" },
+                        order.join(", ")
+                    )),
                     (_, None) => fail(format!("{other} is not in the prompt")),
                     (None, _) => fail(format!("{} is not in the prompt", check.id)),
                 }
@@ -180,18 +294,46 @@ pub fn evaluate(expectation: &Expectation, capture: &TurnCapture) -> CheckResult
             result("segment-placement", description.join(" "), failure)
         }
         Expectation::Slot(check) => {
-            let slot = capture.slots.iter().find(|s| s.slot.as_str() == check.slot && (check.key.is_none() || s.key == check.key));
-            let what = format!("slot {}{}{}", check.slot, check.key.as_ref().map(|k| format!("[{k}]")).unwrap_or_default(), check.pointer);
+            let slot = capture.slots.iter().find(|s| {
+                s.slot.as_str() == check.slot && (check.key.is_none() || s.key == check.key)
+            });
+            let what = format!(
+                "slot {}{}{}",
+                check.slot,
+                check
+                    .key
+                    .as_ref()
+                    .map(|k| format!("[{k}]"))
+                    .unwrap_or_default(),
+                check.pointer
+            );
             let found = slot.and_then(|s| pointer_value(&s.value, &check.pointer));
-            value_check("slot-value", what, found, check.equals.as_ref(), check.absent)
+            value_check(
+                "slot-value",
+                what,
+                found,
+                check.equals.as_ref(),
+                check.absent,
+            )
         }
         Expectation::World(check) => {
             let found = pointer_value(&capture.world, &check.pointer);
-            value_check("world-value", format!("world{}", check.pointer), found, check.equals.as_ref(), check.absent)
+            value_check(
+                "world-value",
+                format!("world{}", check.pointer),
+                found,
+                check.equals.as_ref(),
+                check.absent,
+            )
         }
         Expectation::Cache(check) => {
             // The system prompt's boundaries (the moving history breakpoint is not one of them).
-            let boundaries: Vec<&covel_kernel::prompt::Breakpoint> = preview.cache.breakpoints.iter().filter(|b| !b.moving).collect();
+            let boundaries: Vec<&covel_kernel::prompt::Breakpoint> = preview
+                .cache
+                .breakpoints
+                .iter()
+                .filter(|b| !b.moving)
+                .collect();
             let mut description = Vec::new();
             let mut failure = None;
             if let Some(count) = check.boundaries {
@@ -204,23 +346,45 @@ pub fn evaluate(expectation: &Expectation, capture: &TurnCapture) -> CheckResult
                 .iter()
                 .filter(|b| !b.stable)
                 .map(|b| {
-                    let culprit = b.first_difference.as_ref().map(|d| format!(" (first change: {})", d.this_turn.describe())).unwrap_or_default();
+                    let culprit = b
+                        .first_difference
+                        .as_ref()
+                        .map(|d| format!(" (first change: {})", d.this_turn.describe()))
+                        .unwrap_or_default();
                     format!("boundary {}{culprit}", b.index)
                 })
                 .collect();
             if let Some(stable) = check.stable_next_turn {
-                description.push(if stable { "stable next turn".into() } else { "changes next turn".to_string() });
+                description.push(if stable {
+                    "stable next turn".into()
+                } else {
+                    "changes next turn".to_string()
+                });
                 if failure.is_none() && stable != changed.is_empty() {
-                    failure = Some(if stable { format!("{} changes next turn", changed.join(", ")) } else { "every boundary stays stable".into() });
+                    failure = Some(if stable {
+                        format!("{} changes next turn", changed.join(", "))
+                    } else {
+                        "every boundary stays stable".into()
+                    });
                 }
             }
             for index in &check.stable {
                 description.push(format!("boundary {index} stable"));
-                let stable = boundaries.iter().find(|b| b.index == *index).map(|b| b.stable);
+                let stable = boundaries
+                    .iter()
+                    .find(|b| b.index == *index)
+                    .map(|b| b.stable);
                 if failure.is_none() && stable != Some(true) {
                     failure = Some(match stable {
                         None => format!("there is no boundary {index}"),
-                        _ => changed.iter().find(|c| c.starts_with(&format!("boundary {index}"))).cloned().unwrap_or_default() + " changes next turn",
+                        _ => {
+                            changed
+                                .iter()
+                                .find(|c| c.starts_with(&format!("boundary {index}")))
+                                .cloned()
+                                .unwrap_or_default()
+                                + " changes next turn"
+                        }
                     });
                 }
             }
@@ -230,15 +394,47 @@ pub fn evaluate(expectation: &Expectation, capture: &TurnCapture) -> CheckResult
             let (what, tokens) = match (&check.plugin, check.part.as_deref()) {
                 (Some(plugin), _) => (
                     format!("tokens of {plugin}'s segments"),
-                    Some(preview.segments.iter().filter(|r| r.included && r.plugin == *plugin).map(|r| r.tokens).sum::<u64>()),
+                    Some(
+                        preview
+                            .segments
+                            .iter()
+                            .filter(|r| r.included && r.plugin == *plugin)
+                            .map(|r| r.tokens)
+                            .sum::<u64>(),
+                    ),
                 ),
-                (None, Some("system")) => ("system prompt tokens".into(), Some(prompt.system.tokens)),
-                (None, Some("turn-context")) => ("turn context tokens".into(), Some(estimate_tokens(&prompt.turn_context))),
-                (None, Some("messages")) => ("message tokens".into(), Some(prompt.messages.iter().map(|m| m.tokens).sum())),
-                (None, Some("total")) => ("total tokens".into(), Some(prompt.system.tokens + prompt.messages.iter().map(|m| m.tokens).sum::<u64>())),
+                (None, Some("system")) => {
+                    ("system prompt tokens".into(), Some(prompt.system.tokens))
+                }
+                (None, Some("turn-context")) => (
+                    "turn context tokens".into(),
+                    Some(estimate_tokens(&prompt.turn_context)),
+                ),
+                (None, Some("messages")) => (
+                    "message tokens".into(),
+                    Some(prompt.messages.iter().map(|m| m.tokens).sum()),
+                ),
+                (None, Some("total")) => (
+                    "total tokens".into(),
+                    Some(
+                        prompt.system.tokens
+                            + prompt.messages.iter().map(|m| m.tokens).sum::<u64>(),
+                    ),
+                ),
                 (None, Some(block)) => (
                     format!("{block} block tokens"),
-                    prompt.system.blocks.iter().find(|b| serde_json::to_value(b.kind).ok().and_then(|v| v.as_str().map(str::to_string)).as_deref() == Some(block)).map(|b| b.tokens),
+                    prompt
+                        .system
+                        .blocks
+                        .iter()
+                        .find(|b| {
+                            serde_json::to_value(b.kind)
+                                .ok()
+                                .and_then(|v| v.as_str().map(str::to_string))
+                                .as_deref()
+                                == Some(block)
+                        })
+                        .map(|b| b.tokens),
                 ),
                 (None, None) => ("tokens".into(), None),
             };
@@ -272,18 +468,40 @@ pub fn evaluate(expectation: &Expectation, capture: &TurnCapture) -> CheckResult
             let who = format!(
                 "{}{}{}",
                 check.plugin,
-                check.provider.as_ref().map(|p| format!("/{p}")).unwrap_or_default(),
-                check.point.as_ref().map(|p| format!(" on {p}")).unwrap_or_default()
+                check
+                    .provider
+                    .as_ref()
+                    .map(|p| format!("/{p}"))
+                    .unwrap_or_default(),
+                check
+                    .point
+                    .as_ref()
+                    .map(|p| format!(" on {p}"))
+                    .unwrap_or_default()
             );
             let description = format!("provider {who} → {}", check.outcome);
-            let outcome = |c: &covel_kernel::runner::CallRecord| serde_json::to_value(c.outcome).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+            let outcome = |c: &covel_kernel::runner::CallRecord| {
+                serde_json::to_value(c.outcome)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default()
+            };
             let failure = if calls.is_empty() {
                 Some("it was not called this turn".to_string())
             } else {
-                calls
-                    .iter()
-                    .find(|c| outcome(c) != check.outcome)
-                    .map(|c| format!("{}/{} on {} → {}{}", c.plugin_id, c.provider_id, c.point.as_str(), outcome(c), c.message.as_ref().map(|m| format!(": {m}")).unwrap_or_default()))
+                calls.iter().find(|c| outcome(c) != check.outcome).map(|c| {
+                    format!(
+                        "{}/{} on {} → {}{}",
+                        c.plugin_id,
+                        c.provider_id,
+                        c.point.as_str(),
+                        outcome(c),
+                        c.message
+                            .as_ref()
+                            .map(|m| format!(": {m}"))
+                            .unwrap_or_default()
+                    )
+                })
             };
             result("provider-outcome", description, failure)
         }

@@ -80,14 +80,23 @@ pub struct Difference {
 
 /// The golden file of a session: `x.session.yaml` → `x.golden.yaml` beside it.
 pub fn path_for(session: &Path) -> PathBuf {
-    let name = session.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "session".into());
-    let stem = name.strip_suffix(".yaml").or_else(|| name.strip_suffix(".yml")).unwrap_or(&name);
+    let name = session
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "session".into());
+    let stem = name
+        .strip_suffix(".yaml")
+        .or_else(|| name.strip_suffix(".yml"))
+        .unwrap_or(&name);
     let stem = stem.strip_suffix(".session").unwrap_or(stem);
     session.with_file_name(format!("{stem}.golden.yaml"))
 }
 
 fn block_name(kind: covel_kernel::prompt::BlockKind) -> String {
-    serde_json::to_value(kind).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+    serde_json::to_value(kind)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
 }
 
 /// The golden turn of a captured turn.
@@ -99,7 +108,11 @@ pub fn turn_of(capture: &TurnCapture) -> GoldenTurn {
         .system
         .blocks
         .iter()
-        .map(|b| GoldenBlock { block: block_name(b.kind), cache_boundary: b.cache_boundary, parts: parts::block_parts(b, rows) })
+        .map(|b| GoldenBlock {
+            block: block_name(b.kind),
+            cache_boundary: b.cache_boundary,
+            parts: parts::block_parts(b, rows),
+        })
         .collect();
     let breakpoint = parts::history_breakpoint(&preview.prompt.messages);
     let messages = preview
@@ -107,10 +120,29 @@ pub fn turn_of(capture: &TurnCapture) -> GoldenTurn {
         .messages
         .iter()
         .enumerate()
-        .map(|(i, m)| GoldenMessage { role: m.role.clone(), cache_breakpoint: Some(i) == breakpoint, parts: parts::message_parts(m, rows) })
+        .map(|(i, m)| GoldenMessage {
+            role: m.role.clone(),
+            cache_breakpoint: Some(i) == breakpoint,
+            parts: parts::message_parts(m, rows),
+        })
         .collect();
-    let slots = capture.slots.iter().map(|s| GoldenSlot { slot: s.slot.as_str().to_string(), key: s.key.clone(), value: s.value.clone() }).collect();
-    GoldenTurn { turn: capture.turn_id.clone(), say: capture.say.clone(), system, messages, slots, world: capture.world.clone() }
+    let slots = capture
+        .slots
+        .iter()
+        .map(|s| GoldenSlot {
+            slot: s.slot.as_str().to_string(),
+            key: s.key.clone(),
+            value: s.value.clone(),
+        })
+        .collect();
+    GoldenTurn {
+        turn: capture.turn_id.clone(),
+        say: capture.say.clone(),
+        system,
+        messages,
+        slots,
+        world: capture.world.clone(),
+    }
 }
 
 /// Reads a golden file.
@@ -125,14 +157,23 @@ pub fn load(path: &Path) -> Result<Golden, String> {
 
 /// The golden file's text.
 pub fn render(golden: &Golden, session: &Path) -> Result<String, String> {
-    let name = session.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = session
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let body = serde_saphyr::to_string(golden).map_err(|e| e.to_string())?;
-    Ok(format!("# Golden snapshot of {name}, written by `covel test --update` (docs/testing.md): per turn, the\n# assembled prompt, the slot values and the world snapshot. Review changes like code.\n{body}"))
+    Ok(format!(
+        "# Golden snapshot of {name}, written by `covel test --update` (docs/testing.md): per turn, the\n# assembled prompt, the slot values and the world snapshot. Review changes like code.\n{body}"
+    ))
 }
 
 fn short(text: &str) -> String {
     let flat = text.replace('\n', "⏎");
-    if flat.chars().count() > 200 { format!("{}…", flat.chars().take(200).collect::<String>()) } else { flat }
+    if flat.chars().count() > 200 {
+        format!("{}…", flat.chars().take(200).collect::<String>())
+    } else {
+        flat
+    }
 }
 
 /// Compares two part lists (aligned by what wrote them) and records the differences.
@@ -156,11 +197,27 @@ fn diff_parts(place: &str, old: &[Part], new: &[Part], out: &mut Vec<Difference>
                     }
                 }
             }
-            similar::DiffTag::Delete => out.extend(old[old_range].iter().map(|p| record(p, "removed", short(&p.text)))),
-            similar::DiffTag::Insert => out.extend(new[new_range].iter().map(|p| record(p, "added", short(&p.text)))),
+            similar::DiffTag::Delete => out.extend(
+                old[old_range]
+                    .iter()
+                    .map(|p| record(p, "removed", short(&p.text))),
+            ),
+            similar::DiffTag::Insert => out.extend(
+                new[new_range]
+                    .iter()
+                    .map(|p| record(p, "added", short(&p.text))),
+            ),
             similar::DiffTag::Replace => {
-                out.extend(old[old_range].iter().map(|p| record(p, "removed", short(&p.text))));
-                out.extend(new[new_range].iter().map(|p| record(p, "added", short(&p.text))));
+                out.extend(
+                    old[old_range]
+                        .iter()
+                        .map(|p| record(p, "removed", short(&p.text))),
+                );
+                out.extend(
+                    new[new_range]
+                        .iter()
+                        .map(|p| record(p, "added", short(&p.text))),
+                );
             }
         }
     }
@@ -168,32 +225,86 @@ fn diff_parts(place: &str, old: &[Part], new: &[Part], out: &mut Vec<Difference>
 
 /// Everything that differs between a golden turn and this run's turn. `providers` names, for a
 /// slot id or `world`, the plugins whose providers produced the current value.
-pub fn compare(old: &GoldenTurn, new: &GoldenTurn, providers: &dyn Fn(&str) -> Option<String>) -> Vec<Difference> {
+pub fn compare(
+    old: &GoldenTurn,
+    new: &GoldenTurn,
+    providers: &dyn Fn(&str) -> Option<String>,
+) -> Vec<Difference> {
     let mut out = Vec::new();
-    let plain = |place: String, change: &'static str, diff: String| Difference { place, from: None, plugin: None, change, diff };
+    let plain = |place: String, change: &'static str, diff: String| Difference {
+        place,
+        from: None,
+        plugin: None,
+        change,
+        diff,
+    };
     if old.say != new.say {
-        out.push(plain("player message".into(), "changed", textdiff::words(&old.say, &new.say)));
+        out.push(plain(
+            "player message".into(),
+            "changed",
+            textdiff::words(&old.say, &new.say),
+        ));
     }
     // System blocks, aligned by kind.
     for block in &old.system {
         let place = format!("system block {}", block.block);
         match new.system.iter().find(|b| b.block == block.block) {
-            None => out.push(plain(place, "removed", short(&block.parts.iter().map(|p| p.text.as_str()).collect::<Vec<_>>().join(" ")))),
+            None => out.push(plain(
+                place,
+                "removed",
+                short(
+                    &block
+                        .parts
+                        .iter()
+                        .map(|p| p.text.as_str())
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                ),
+            )),
             Some(now) => {
                 if now.cache_boundary != block.cache_boundary {
-                    let diff = format!("cache boundary {}", if now.cache_boundary { "added" } else { "removed" });
+                    let diff = format!(
+                        "cache boundary {}",
+                        if now.cache_boundary {
+                            "added"
+                        } else {
+                            "removed"
+                        }
+                    );
                     out.push(plain(place.clone(), "changed", diff));
                 }
                 diff_parts(&place, &block.parts, &now.parts, &mut out);
             }
         }
     }
-    for block in new.system.iter().filter(|b| !old.system.iter().any(|o| o.block == b.block)) {
-        diff_parts(&format!("system block {}", block.block), &[], &block.parts, &mut out);
+    for block in new
+        .system
+        .iter()
+        .filter(|b| !old.system.iter().any(|o| o.block == b.block))
+    {
+        diff_parts(
+            &format!("system block {}", block.block),
+            &[],
+            &block.parts,
+            &mut out,
+        );
     }
     // Messages, aligned by what wrote them.
-    let key = |m: &GoldenMessage| format!("{}|{}", m.role, m.parts.iter().map(|p| p.from.as_str()).collect::<Vec<_>>().join(","));
-    let (old_keys, new_keys): (Vec<String>, Vec<String>) = (old.messages.iter().map(key).collect(), new.messages.iter().map(key).collect());
+    let key = |m: &GoldenMessage| {
+        format!(
+            "{}|{}",
+            m.role,
+            m.parts
+                .iter()
+                .map(|p| p.from.as_str())
+                .collect::<Vec<_>>()
+                .join(",")
+        )
+    };
+    let (old_keys, new_keys): (Vec<String>, Vec<String>) = (
+        old.messages.iter().map(key).collect(),
+        new.messages.iter().map(key).collect(),
+    );
     for op in similar::capture_diff_slices(similar::Algorithm::Myers, &old_keys, &new_keys) {
         let (tag, old_range, new_range) = op.as_tag_tuple();
         let place = |i: usize, m: &GoldenMessage| format!("message {} ({})", i + 1, m.role);
@@ -203,33 +314,66 @@ pub fn compare(old: &GoldenTurn, new: &GoldenTurn, providers: &dyn Fn(&str) -> O
                 for (i, j) in pairs.clone() {
                     let (a, b) = (&old.messages[i], &new.messages[j]);
                     if a.cache_breakpoint != b.cache_breakpoint {
-                        let diff = format!("cache breakpoint {}", if b.cache_breakpoint { "moved here" } else { "moved away" });
+                        let diff = format!(
+                            "cache breakpoint {}",
+                            if b.cache_breakpoint {
+                                "moved here"
+                            } else {
+                                "moved away"
+                            }
+                        );
                         out.push(plain(place(j, b), "changed", diff));
                     }
                     diff_parts(&place(j, b), &a.parts, &b.parts, &mut out);
                 }
                 let paired = pairs.count();
                 for i in old_range.skip(paired) {
-                    diff_parts(&place(i, &old.messages[i]), &old.messages[i].parts, &[], &mut out);
+                    diff_parts(
+                        &place(i, &old.messages[i]),
+                        &old.messages[i].parts,
+                        &[],
+                        &mut out,
+                    );
                 }
                 for j in new_range.skip(paired) {
-                    diff_parts(&place(j, &new.messages[j]), &[], &new.messages[j].parts, &mut out);
+                    diff_parts(
+                        &place(j, &new.messages[j]),
+                        &[],
+                        &new.messages[j].parts,
+                        &mut out,
+                    );
                 }
             }
             similar::DiffTag::Delete => {
                 for i in old_range {
-                    diff_parts(&place(i, &old.messages[i]), &old.messages[i].parts, &[], &mut out);
+                    diff_parts(
+                        &place(i, &old.messages[i]),
+                        &old.messages[i].parts,
+                        &[],
+                        &mut out,
+                    );
                 }
             }
             similar::DiffTag::Insert => {
                 for j in new_range {
-                    diff_parts(&place(j, &new.messages[j]), &[], &new.messages[j].parts, &mut out);
+                    diff_parts(
+                        &place(j, &new.messages[j]),
+                        &[],
+                        &new.messages[j].parts,
+                        &mut out,
+                    );
                 }
             }
         }
     }
     // Slots and the world, by JSON pointer.
-    let slot_key = |s: &GoldenSlot| format!("{}{}", s.slot, s.key.as_ref().map(|k| format!("[{k}]")).unwrap_or_default());
+    let slot_key = |s: &GoldenSlot| {
+        format!(
+            "{}{}",
+            s.slot,
+            s.key.as_ref().map(|k| format!("[{k}]")).unwrap_or_default()
+        )
+    };
     for slot in &old.slots {
         let now = new.slots.iter().find(|s| slot_key(s) == slot_key(slot));
         let value = now.map_or(Value::Null, |s| s.value.clone());
@@ -243,11 +387,27 @@ pub fn compare(old: &GoldenTurn, new: &GoldenTurn, providers: &dyn Fn(&str) -> O
             });
         }
     }
-    for slot in new.slots.iter().filter(|s| !old.slots.iter().any(|o| slot_key(o) == slot_key(s))) {
-        out.push(Difference { place: format!("slot {}", slot_key(slot)), from: None, plugin: providers(&slot.slot), change: "added", diff: short(&slot.value.to_string()) });
+    for slot in new
+        .slots
+        .iter()
+        .filter(|s| !old.slots.iter().any(|o| slot_key(o) == slot_key(s)))
+    {
+        out.push(Difference {
+            place: format!("slot {}", slot_key(slot)),
+            from: None,
+            plugin: providers(&slot.slot),
+            change: "added",
+            diff: short(&slot.value.to_string()),
+        });
     }
     for change in textdiff::json(&old.world, &new.world, 8) {
-        out.push(Difference { place: format!("world{}", change.pointer), from: None, plugin: providers("world"), change: "changed", diff: change.diff });
+        out.push(Difference {
+            place: format!("world{}", change.pointer),
+            from: None,
+            plugin: providers("world"),
+            change: "changed",
+            diff: change.diff,
+        });
     }
     out
 }

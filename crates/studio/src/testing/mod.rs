@@ -26,7 +26,10 @@ pub enum TestError {
     #[error("{0}: no such file or folder")]
     Missing(PathBuf),
     #[error("cannot read {path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{0} holds no test sessions (*.session.yaml)")]
     NoSessions(PathBuf),
 }
@@ -103,7 +106,10 @@ pub fn discover(paths: &[PathBuf]) -> Result<Vec<Target>, TestError> {
     let mut out = Vec::new();
     for path in paths {
         if path.is_file() {
-            out.push(Target { session: path.clone(), found_in: None });
+            out.push(Target {
+                session: path.clone(),
+                found_in: None,
+            });
         } else if path.is_dir() {
             let mut found = Vec::new();
             collect(path, 0, &mut found)?;
@@ -111,7 +117,10 @@ pub fn discover(paths: &[PathBuf]) -> Result<Vec<Target>, TestError> {
                 return Err(TestError::NoSessions(path.clone()));
             }
             found.sort();
-            out.extend(found.into_iter().map(|session| Target { session, found_in: Some(path.clone()) }));
+            out.extend(found.into_iter().map(|session| Target {
+                session,
+                found_in: Some(path.clone()),
+            }));
         } else {
             return Err(TestError::Missing(path.clone()));
         }
@@ -120,13 +129,32 @@ pub fn discover(paths: &[PathBuf]) -> Result<Vec<Target>, TestError> {
 }
 
 fn collect(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) -> Result<(), TestError> {
-    let entries = std::fs::read_dir(dir).map_err(|source| TestError::Io { path: dir.to_path_buf(), source })?;
+    let entries = std::fs::read_dir(dir).map_err(|source| TestError::Io {
+        path: dir.to_path_buf(),
+        source,
+    })?;
     for entry in entries {
-        let path = entry.map_err(|source| TestError::Io { path: dir.to_path_buf(), source })?.path();
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        if path.is_file() && name.ends_with(".session.yaml") && !name.ends_with(".played.session.yaml") {
+        let path = entry
+            .map_err(|source| TestError::Io {
+                path: dir.to_path_buf(),
+                source,
+            })?
+            .path();
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if path.is_file()
+            && name.ends_with(".session.yaml")
+            && !name.ends_with(".played.session.yaml")
+        {
             out.push(path);
-        } else if path.is_dir() && depth < 2 && !name.starts_with('.') && name != "node_modules" && !path.join("PLUGIN.md").is_file() {
+        } else if path.is_dir()
+            && depth < 2
+            && !name.starts_with('.')
+            && name != "node_modules"
+            && !path.join("PLUGIN.md").is_file()
+        {
             collect(&path, depth + 1, out)?;
         }
     }
@@ -136,8 +164,15 @@ fn collect(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) -> Result<(), TestE
 /// The plugins folder of a session: the one it names (`test.plugins`, relative to the file),
 /// else the folder it was found in, else the folder it sits in.
 pub fn plugins_dir_of(target: &Target, session: Option<&Session>) -> PathBuf {
-    let parent = target.session.parent().map(Path::to_path_buf).unwrap_or_default();
-    match session.and_then(|s| s.test.as_ref()).and_then(|t| t.plugins.as_deref()) {
+    let parent = target
+        .session
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    match session
+        .and_then(|s| s.test.as_ref())
+        .and_then(|t| t.plugins.as_deref())
+    {
         Some(named) => parent.join(named),
         None => target.found_in.clone().unwrap_or(parent),
     }
@@ -158,14 +193,32 @@ fn failed_session(target: &Target, plugins_dir: PathBuf, error: String) -> Sessi
 /// Plays (or previews) a session's turns and captures each one. Stops at the first turn that
 /// fails to run; returns the captures so far and that turn's error.
 pub fn capture_turns(workspace: Workspace) -> (Vec<TurnCapture>, Option<(String, String, String)>) {
-    let turns = workspace.session.test.as_ref().map(|t| t.turns.clone()).unwrap_or_default();
+    let turns = workspace
+        .session
+        .test
+        .as_ref()
+        .map(|t| t.turns.clone())
+        .unwrap_or_default();
     if turns.is_empty() {
         let preview = workspace.preview(&RuntimeTarget::Story);
         let say = workspace.session.next_message.clone();
         if let Some(error) = &preview.world_context.error {
-            return (Vec::new(), Some((preview.turn_id.clone(), say, format!("the turn would fail: {error}"))));
+            return (
+                Vec::new(),
+                Some((
+                    preview.turn_id.clone(),
+                    say,
+                    format!("the turn would fail: {error}"),
+                )),
+            );
         }
-        let capture = TurnCapture { turn_id: preview.turn_id.clone(), say, slots: preview.slots.clone(), world: preview.world_context.snapshot.clone(), preview };
+        let capture = TurnCapture {
+            turn_id: preview.turn_id.clone(),
+            say,
+            slots: preview.slots.clone(),
+            world: preview.world_context.snapshot.clone(),
+            preview,
+        };
         return (vec![capture], None);
     }
     let mut play = Playtest::new(workspace);
@@ -176,14 +229,24 @@ pub fn capture_turns(workspace: Workspace) -> (Vec<TurnCapture>, Option<(String,
             return (captures, Some((report.turn_id, turn.say.clone(), error)));
         }
         let world = report.preview.world_context.snapshot.clone();
-        captures.push(TurnCapture { turn_id: report.turn_id, say: turn.say.clone(), preview: report.preview, slots: play.slots.values(), world });
+        captures.push(TurnCapture {
+            turn_id: report.turn_id,
+            say: turn.say.clone(),
+            preview: report.preview,
+            slots: play.slots.values(),
+            world,
+        });
     }
     (captures, None)
 }
 
 /// Why a session's model would reach the network in a test, if it would.
 fn live_backend(session: &Session) -> Option<String> {
-    let turns = session.test.as_ref().map(|t| t.turns.as_slice()).unwrap_or_default();
+    let turns = session
+        .test
+        .as_ref()
+        .map(|t| t.turns.as_slice())
+        .unwrap_or_default();
     let story = &session.models.story;
     let needs_model = turns.iter().any(|t| t.reply.is_none());
     (needs_model && matches!(story.backend.as_str(), "openai" | "anthropic")).then(|| {
@@ -198,11 +261,23 @@ fn live_backend(session: &Session) -> Option<String> {
 pub fn run_session(target: &Target, update: bool, limits: &Limits) -> SessionResult {
     let text = match crate::workspace::read_session_text(&target.session) {
         Ok(text) => text,
-        Err(e) => return failed_session(target, plugins_dir_of(target, None), format!("cannot read the session: {e}")),
+        Err(e) => {
+            return failed_session(
+                target,
+                plugins_dir_of(target, None),
+                format!("cannot read the session: {e}"),
+            );
+        }
     };
     let parsed = match session::parse_session(&text, &target.session) {
         Ok(s) => s,
-        Err(d) => return failed_session(target, plugins_dir_of(target, None), format!("invalid session file {d}")),
+        Err(d) => {
+            return failed_session(
+                target,
+                plugins_dir_of(target, None),
+                format!("invalid session file {d}"),
+            );
+        }
     };
     let plugins_dir = plugins_dir_of(target, Some(&parsed));
     if let Some(why) = live_backend(&parsed) {
@@ -212,10 +287,16 @@ pub fn run_session(target: &Target, update: bool, limits: &Limits) -> SessionRes
         Ok(ws) => ws,
         Err(e) => return failed_session(target, plugins_dir, e.to_string()),
     };
-    let broken: Vec<String> = workspace.diagnostics().map(|d| format!("{}: {d}", d.plugin.as_deref().unwrap_or("session"))).collect();
+    let broken: Vec<String> = workspace
+        .diagnostics()
+        .map(|d| format!("{}: {d}", d.plugin.as_deref().unwrap_or("session")))
+        .collect();
     let spec = parsed.test.clone().unwrap_or_default();
-    let expectations: Vec<Vec<Expectation>> =
-        if spec.turns.is_empty() { vec![spec.expect.clone()] } else { spec.turns.iter().map(|t| t.expect.clone()).collect() };
+    let expectations: Vec<Vec<Expectation>> = if spec.turns.is_empty() {
+        vec![spec.expect.clone()]
+    } else {
+        spec.turns.iter().map(|t| t.expect.clone()).collect()
+    };
     let has_expectations = expectations.iter().any(|e| !e.is_empty());
     let session_id = workspace.session.id.clone();
     let (captures, failure) = capture_turns(workspace);
@@ -224,17 +305,43 @@ pub fn run_session(target: &Target, update: bool, limits: &Limits) -> SessionRes
         .iter()
         .zip(&expectations)
         .map(|(capture, expect)| {
-            let checks: Vec<CheckResult> = expect.iter().map(|e| checks::evaluate(e, capture)).collect();
-            TurnResult { turn_id: capture.turn_id.clone(), say: capture.say.clone(), passed: checks.iter().all(|c| c.passed), checks, golden_differences: Vec::new(), error: None }
+            let checks: Vec<CheckResult> = expect
+                .iter()
+                .map(|e| checks::evaluate(e, capture))
+                .collect();
+            TurnResult {
+                turn_id: capture.turn_id.clone(),
+                say: capture.say.clone(),
+                passed: checks.iter().all(|c| c.passed),
+                checks,
+                golden_differences: Vec::new(),
+                error: None,
+            }
         })
         .collect();
     if let Some((turn_id, say, error)) = &failure {
-        turns.push(TurnResult { turn_id: turn_id.clone(), say: say.clone(), passed: false, checks: Vec::new(), golden_differences: Vec::new(), error: Some(error.clone()) });
+        turns.push(TurnResult {
+            turn_id: turn_id.clone(),
+            say: say.clone(),
+            passed: false,
+            checks: Vec::new(),
+            golden_differences: Vec::new(),
+            error: Some(error.clone()),
+        });
     }
 
     let golden_file = golden::path_for(&target.session);
-    let current = Golden { format: golden::FORMAT.into(), session: session_id, turns: captures.iter().map(golden::turn_of).collect() };
-    let mut error = (!broken.is_empty()).then(|| format!("plugins or the session have problems: {}", broken.join("; ")));
+    let current = Golden {
+        format: golden::FORMAT.into(),
+        session: session_id,
+        turns: captures.iter().map(golden::turn_of).collect(),
+    };
+    let mut error = (!broken.is_empty()).then(|| {
+        format!(
+            "plugins or the session have problems: {}",
+            broken.join("; ")
+        )
+    });
     let status = if failure.is_some() {
         GoldenStatus::Skipped
     } else if update {
@@ -242,7 +349,9 @@ pub fn run_session(target: &Target, update: bool, limits: &Limits) -> SessionRes
         if unchanged {
             GoldenStatus::Unchanged
         } else {
-            match golden::render(&current, &target.session).and_then(|t| std::fs::write(&golden_file, t).map_err(|e| e.to_string())) {
+            match golden::render(&current, &target.session)
+                .and_then(|t| std::fs::write(&golden_file, t).map_err(|e| e.to_string()))
+            {
                 Ok(()) => GoldenStatus::Written,
                 Err(e) => {
                     error.get_or_insert(format!("cannot write {}: {e}", golden_file.display()));
@@ -255,13 +364,22 @@ pub fn run_session(target: &Target, update: bool, limits: &Limits) -> SessionRes
     } else {
         match golden::load(&golden_file) {
             Err(e) => {
-                error.get_or_insert(format!("cannot read the golden snapshot {}: {e} (run `covel test --update`)", golden_file.display()));
+                error.get_or_insert(format!(
+                    "cannot read the golden snapshot {}: {e} (run `covel test --update`)",
+                    golden_file.display()
+                ));
                 GoldenStatus::Differs
             }
             Ok(old) => {
                 let mut differs = old.turns.len() != current.turns.len();
                 for (index, turn) in turns.iter_mut().enumerate() {
-                    let (Some(old_turn), Some(new_turn), Some(capture)) = (old.turns.get(index), current.turns.get(index), captures.get(index)) else { continue };
+                    let (Some(old_turn), Some(new_turn), Some(capture)) = (
+                        old.turns.get(index),
+                        current.turns.get(index),
+                        captures.get(index),
+                    ) else {
+                        continue;
+                    };
                     let providers = |slot: &str| providers_of(capture, slot);
                     turn.golden_differences = golden::compare(old_turn, new_turn, &providers);
                     if !turn.golden_differences.is_empty() {
@@ -270,17 +388,37 @@ pub fn run_session(target: &Target, update: bool, limits: &Limits) -> SessionRes
                     }
                 }
                 if old.turns.len() != current.turns.len() {
-                    error.get_or_insert(format!("the golden snapshot has {} turns, this run {} (run `covel test --update`)", old.turns.len(), current.turns.len()));
+                    error.get_or_insert(format!(
+                        "the golden snapshot has {} turns, this run {} (run `covel test --update`)",
+                        old.turns.len(),
+                        current.turns.len()
+                    ));
                 }
-                if differs { GoldenStatus::Differs } else { GoldenStatus::Matches }
+                if differs {
+                    GoldenStatus::Differs
+                } else {
+                    GoldenStatus::Matches
+                }
             }
         }
     };
     if status == GoldenStatus::Missing && !has_expectations {
-        error.get_or_insert(format!("no golden snapshot ({}) and no expectations: run `covel test --update` to write one", golden_file.display()));
+        error.get_or_insert(format!(
+            "no golden snapshot ({}) and no expectations: run `covel test --update` to write one",
+            golden_file.display()
+        ));
     }
-    let passed = error.is_none() && turns.iter().all(|t| t.passed) && status != GoldenStatus::Differs;
-    SessionResult { session: target.session.clone(), plugins_dir, golden_file, golden: status, passed, turns, error }
+    let passed =
+        error.is_none() && turns.iter().all(|t| t.passed) && status != GoldenStatus::Differs;
+    SessionResult {
+        session: target.session.clone(),
+        plugins_dir,
+        golden_file,
+        golden: status,
+        passed,
+        turns,
+        error,
+    }
 }
 
 /// The plugins whose providers produced a slot's value (or the world snapshot, for `world`).
@@ -301,6 +439,13 @@ fn providers_of(capture: &TurnCapture, slot: &str) -> Option<String> {
 }
 
 /// Runs every test session of a plugins folder (the Tests panel).
-pub fn run_folder(plugins_dir: &Path, update: bool, limits: &Limits) -> Result<Vec<SessionResult>, TestError> {
-    Ok(discover(&[plugins_dir.to_path_buf()])?.iter().map(|t| run_session(t, update, limits)).collect())
+pub fn run_folder(
+    plugins_dir: &Path,
+    update: bool,
+    limits: &Limits,
+) -> Result<Vec<SessionResult>, TestError> {
+    Ok(discover(&[plugins_dir.to_path_buf()])?
+        .iter()
+        .map(|t| run_session(t, update, limits))
+        .collect())
 }
