@@ -129,12 +129,12 @@ async fn compact_now(state: State<'_, AppState>) -> Result<Json, String> {
 }
 
 /// The prompt a played turn sent (the last turn's is kept; older ones are recomputed from the
-/// session as it was before the turn, with the plugins as they are now).
+/// session as it was before the turn, flagged when plugins were reloaded since).
 #[tauri::command]
 #[specta::specta]
-async fn turn_preview(state: State<'_, AppState>, turn_id: String) -> Result<Json, String> {
+async fn turn_prompt(state: State<'_, AppState>, turn_id: String) -> Result<Json, String> {
     with_studio(&state, move |s| {
-        s.turn_preview(&turn_id)
+        s.turn_prompt(&turn_id)
             .map(|p| Json::of(&p))
             .ok_or_else(|| format!("`{turn_id}` is not a played turn"))
     })
@@ -302,7 +302,7 @@ pub fn builder() -> Builder<tauri::Wry> {
             play_turn,
             compact_now,
             run_everything_again,
-            turn_preview,
+            turn_prompt,
             cancel_work,
             undo,
             save_played_session,

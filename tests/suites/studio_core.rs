@@ -511,6 +511,32 @@ fn compact_now_between_turns_keeps_earlier_turn_previews_and_undo_order() {
     );
 }
 
+/// A turn's prompt recomputed after a plugin reload says so: it may differ from what was sent.
+/// The last turn's prompt is kept as sent; a reload that changes no plugin changes nothing.
+#[test]
+fn a_turn_prompt_recomputed_after_a_plugin_reload_is_marked() {
+    let dir = sample_copy();
+    let mut studio = live(dir.path());
+    let first = studio.play_turn("I walk to the pier.").turn_id;
+    let second = studio.play_turn("I ask Oren about the bell.").turn_id;
+    let marked =
+        |s: &mut LiveStudio, id: &str| s.turn_prompt(id).expect("a played turn").with_newer_plugins;
+    assert!(!marked(&mut studio, &first) && !marked(&mut studio, &second));
+    let module = dir.path().join("story-director/server/lib/text.js");
+    edit(&module, "grave, unhurried", "grave, patient");
+    reload(&mut studio, &[module]);
+    assert!(
+        marked(&mut studio, &first),
+        "recomputed with the edited plugin"
+    );
+    assert!(
+        !marked(&mut studio, &second),
+        "the last turn's prompt is kept as sent"
+    );
+    let third = studio.play_turn("I swim to the tower.").turn_id;
+    assert!(!marked(&mut studio, &third));
+}
+
 #[test]
 fn turns_can_be_undone_back_to_the_session_files_state_and_saved_atomically() {
     let mut play = demo_play();

@@ -94,11 +94,22 @@ pub struct LiveStudio {
     pub counter: crate::tokens::TokenCounter,
     /// The last "compact now" run, until a turn is played or it is undone.
     pub forced_compaction: Option<crate::compaction::CompactionRun>,
+    /// Reloads that changed plugins so far (tells a recomputed turn prompt from the one sent).
+    plugin_reloads: u64,
 }
 
 /// How many played turns keep their whole preview in memory (older ones are recomputed): a
 /// preview holds the history three times (prompt messages, both request bodies).
 pub const RECENT_PREVIEWS: usize = 1;
+
+/// A played turn's prompt, as the turn inspector shows it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnPrompt {
+    pub preview: Preview,
+    /// Recomputed with plugins reloaded after the turn: it may differ from what was sent.
+    pub with_newer_plugins: bool,
+}
 
 /// One step the author can undo.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -150,6 +161,7 @@ impl LiveStudio {
             undo: Vec::new(),
             counter: Default::default(),
             forced_compaction: None,
+            plugin_reloads: 0,
         }
     }
 
@@ -216,7 +228,10 @@ impl LiveStudio {
             self.undo.push(UndoEntry::Turn);
             self.forced_compaction = None;
         }
-        self.turns.push(TurnRecord::from(&report));
+        self.turns.push(TurnRecord {
+            plugin_reloads: self.plugin_reloads,
+            ..TurnRecord::from(&report)
+        });
         if report.error.is_none() {
             if self.recent.len() >= RECENT_PREVIEWS {
                 self.recent.pop_front();
@@ -248,6 +263,22 @@ impl LiveStudio {
         let preview = workspace.preview(&RuntimeTarget::Story);
         workspace.session = current;
         Some(preview)
+    }
+
+    /// A played turn's prompt for the turn inspector, and whether it can differ from what was
+    /// sent: the plugins were reloaded since the turn and its preview had to be recomputed.
+    pub fn turn_prompt(&mut self, turn_id: &str) -> Option<TurnPrompt> {
+        let kept = self.recent.iter().any(|(id, _)| id == turn_id);
+        let reloaded_since = self
+            .turns
+            .iter()
+            .find(|t| t.turn_id == turn_id)
+            .is_some_and(|t| t.plugin_reloads != self.plugin_reloads);
+        let preview = self.turn_preview(turn_id)?;
+        Some(TurnPrompt {
+            preview,
+            with_newer_plugins: !kept && reloaded_since,
+        })
     }
 
     /// Saves new text for the authored session file (checked, atomic, the previous text kept as
@@ -537,6 +568,9 @@ impl LiveStudio {
             plugins.insert(name.clone(), workspace.reload_plugin(name));
         }
         let session_reloaded = changes.session && workspace.reload_session();
+        if !changes.plugins.is_empty() {
+            self.plugin_reloads += 1;
+        }
         let load_ms = ms(started);
         let t = Instant::now();
         workspace.resolve();

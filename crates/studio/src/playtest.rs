@@ -54,6 +54,10 @@ pub struct TurnRecord {
     pub compaction: Option<CompactionRun>,
     pub events: Vec<serde_json::Value>,
     pub slot_changes: Vec<SlotChange>,
+    /// How many plugin reloads the studio had seen when the turn was played (a recomputed
+    /// prompt of this turn uses the plugins as they are now; see `LiveStudio::turn_prompt`).
+    #[serde(skip)]
+    pub plugin_reloads: u64,
 }
 
 impl From<&TurnReport> for TurnRecord {
@@ -71,6 +75,7 @@ impl From<&TurnReport> for TurnRecord {
             compaction,
             events: turn.events.clone(),
             slot_changes: turn.slot_changes.clone(),
+            plugin_reloads: 0,
         }
     }
 }

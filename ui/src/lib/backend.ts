@@ -1,7 +1,7 @@
 // The only module that talks to the desktop shell. Everything else imports `backend` and stays
 // plain; browser tests build with `--mode fake` and get the fake, fed by fixtures the Rust
 // tests write (ui/fixtures/*.json).
-import type { Diagnostic, Forecast, OpenStatus, Preview, SessionEdit, Snapshot, TestRun } from "./types";
+import type { Diagnostic, Forecast, OpenStatus, SessionEdit, Snapshot, TestRun, TurnPrompt } from "./types";
 
 export interface StudioEvent {
   reason: string;
@@ -26,9 +26,10 @@ export interface Backend {
   runEverythingAgain(): Promise<Snapshot>;
   /**
    * The prompt a played turn sent: the last turn's is kept, older ones are recomputed from the
-   * session as it was before the turn (with the plugins as they are now).
+   * session as it was before the turn — `withNewerPlugins` when plugins were reloaded since, so
+   * the recomputed prompt may differ from what was sent.
    */
-  turnPreview(turnId: string): Promise<Preview>;
+  turnPrompt(turnId: string): Promise<TurnPrompt>;
   /** Asks the running work to stop (a turn then appends nothing). */
   cancel(): Promise<void>;
   /** Undoes the last turn or session edit (a session edit's undo writes the file back). */

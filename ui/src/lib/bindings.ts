@@ -20,9 +20,9 @@ export const commands = {
 	runEverythingAgain: () => typedError<Json, string>(__TAURI_INVOKE("run_everything_again")),
 	/**
 	 *  The prompt a played turn sent (the last turn's is kept; older ones are recomputed from the
-	 *  session as it was before the turn, with the plugins as they are now).
+	 *  session as it was before the turn, flagged when plugins were reloaded since).
 	 */
-	turnPreview: (turnId: string) => typedError<Json, string>(__TAURI_INVOKE("turn_preview", { turnId })),
+	turnPrompt: (turnId: string) => typedError<Json, string>(__TAURI_INVOKE("turn_prompt", { turnId })),
 	cancelWork: () => typedError<null, string>(__TAURI_INVOKE("cancel_work")),
 	undo: () => typedError<Json, string>(__TAURI_INVOKE("undo")),
 	/**

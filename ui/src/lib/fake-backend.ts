@@ -13,7 +13,7 @@ import storyDirectorRuntime from "../../fixtures/runtime-plugin-story-director.j
 import excludesSoundtrack from "../../fixtures/session-excludes-soundtrack.json";
 import { parseDocument } from "yaml";
 import type { Backend, StudioEvent } from "./backend";
-import type { Diagnostic, Forecast, OpenStatus, Preview, SessionEdit, Snapshot, TestRun } from "./types";
+import type { Diagnostic, Forecast, OpenStatus, SessionEdit, Snapshot, TestRun, TurnPrompt } from "./types";
 
 function check(text: string): Diagnostic[] {
   const doc = parseDocument(text, { prettyErrors: true });
@@ -97,11 +97,12 @@ export function fakeBackend(): Backend {
     cancel: async () => {
       calls.push(["cancel"]);
     },
-    turnPreview: async (turnId) => {
-      calls.push(["turnPreview", turnId]);
-      const preview = previews[turnId];
-      if (!preview) throw new Error(`\`${turnId}\` is not a played turn`);
-      return preview as Preview;
+    turnPrompt: async (turnId) => {
+      calls.push(["turnPrompt", turnId]);
+      const found = previews[turnId] as any;
+      if (!found) throw new Error(`\`${turnId}\` is not a played turn`);
+      // A test may give `{ preview, withNewerPlugins }`; a bare preview was sent as it is.
+      return (found.preview ? found : { preview: found, withNewerPlugins: false }) as TurnPrompt;
     },
     runEverythingAgain: async () => {
       calls.push(["runEverythingAgain"]);

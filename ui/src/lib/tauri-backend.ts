@@ -2,7 +2,7 @@
 import { commands, events } from "./bindings";
 import { open as openDialog } from "@tauri-apps/plugin-dialog";
 import type { Backend } from "./backend";
-import type { Diagnostic, Forecast, OpenStatus, Preview, Snapshot, TestRun } from "./types";
+import type { Diagnostic, Forecast, OpenStatus, Snapshot, TestRun, TurnPrompt } from "./types";
 
 type Result<T> = { status: "ok"; data: T } | { status: "error"; error: string };
 
@@ -20,7 +20,7 @@ export function tauriBackend(): Backend {
     playTurn: (message) => snap(commands.playTurn(message)),
     compactNow: () => snap(commands.compactNow()),
     runEverythingAgain: () => snap(commands.runEverythingAgain()),
-    turnPreview: async (turnId) => unwrap(await commands.turnPreview(turnId)) as Preview,
+    turnPrompt: async (turnId) => unwrap(await commands.turnPrompt(turnId)) as TurnPrompt,
     cancel: async () => {
       unwrap(await commands.cancelWork());
     },

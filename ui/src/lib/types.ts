@@ -199,6 +199,12 @@ export interface CompactionView {
   lastRun?: { output: unknown; verdict?: Verdict; events: { topic: string; payload: any }[]; providedBy?: string };
 }
 
+/** A played turn's prompt; `withNewerPlugins`: recomputed after a plugin reload, may differ from what was sent. */
+export interface TurnPrompt {
+  preview: Preview;
+  withNewerPlugins: boolean;
+}
+
 export interface TurnReport {
   turnId: string;
   playerMessage: string;

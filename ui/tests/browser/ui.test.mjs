@@ -306,7 +306,7 @@ test("the turn inspector shows the played turn's prompt with its boundaries, rep
   await page.locator('[data-tab="Playtest"]').click();
   const inspector = page.getByTestId("turn-inspector");
   await inspector.getByTestId("turn-prompt").waitFor();
-  assert.ok((await fakeCalls()).some((c) => c[0] === "turnPreview" && c[1] === turn.turnId), "the prompt is asked for on demand");
+  assert.ok((await fakeCalls()).some((c) => c[0] === "turnPrompt" && c[1] === turn.turnId), "the prompt is asked for on demand");
   assert.equal(await inspector.getByTestId("turn-boundary").count(), sent.prompt.system.blocks.filter((b) => b.cacheBoundary).length);
   assert.equal(await inspector.getByTestId("turn-prompt").locator("li:not(.boundary-line)").count(), sent.prompt.system.blocks.length + sent.prompt.messages.length);
   assert.equal(await inspector.getByTestId("turn-reply").textContent(), turn.reply.text);
@@ -625,12 +625,13 @@ test("the turn inspector diffs a turn against any other played turn, earlier to 
   const p = await context.newPage();
   await p.goto(url);
   await p.getByTestId("system-prompt").waitFor();
-  await p.evaluate(([s, prompts]) => window.__fakeSnapshot(s, prompts), [{ ...after, turns: [first, second, third] }, { "turn-4": sentSecond, "turn-5": sentThird }]);
+  await p.evaluate(([s, prompts]) => window.__fakeSnapshot(s, prompts), [{ ...after, turns: [first, second, third] }, { "turn-4": { preview: sentSecond, withNewerPlugins: true }, "turn-5": sentThird }]);
   await p.locator('[data-tab="Playtest"]').click();
   await p.getByTestId("turn-pick").nth(2).click();
   const changes = () => p.getByTestId("turn-change").evaluateAll((all) => all.map((c) => c.querySelector(".muted").textContent));
   await p.getByTestId("turn-change").first().waitFor();
   assert.equal(await p.getByTestId("turn-compare").inputValue(), "turn-4", "the turn before by default");
+  assert.match(await p.getByTestId("turn-newer-plugins").textContent(), /reloaded after turn-4/, "a recomputed prompt says it may differ from what was sent");
   assert.deepEqual(await changes(), ["segment story-director/focus"]);
   await p.getByTestId("turn-compare").selectOption(first.turnId);
   await p.getByTestId("turn-compare-title").filter({ hasText: `from ${first.turnId} to turn-5` }).waitFor();
