@@ -136,16 +136,24 @@ fn every_upstream_sdk_export_exists() {
     );
 }
 
+/// The resolver's rejection of `plugin`.
+fn rejection<'a>(
+    ws: &'a Workspace,
+    plugin: &str,
+    why: &str,
+) -> &'a covel_kernel::resolver::Rejection {
+    ws.resolution
+        .rejected
+        .iter()
+        .find(|r| r.plugin == plugin)
+        .expect(why)
+}
+
 #[test]
 fn a_provider_that_failed_to_load_is_named_by_the_plugin_that_needs_it() {
     let ws =
         Workspace::open(&fixture("ecosystem-resolver"), None, &Limits::default()).expect("opens");
-    let uses = ws
-        .resolution
-        .rejected
-        .iter()
-        .find(|r| r.plugin == "uses-world-ir")
-        .expect("uses-world-ir is rejected");
+    let uses = rejection(&ws, "uses-world-ir", "uses-world-ir is rejected");
     assert_eq!(uses.code, RejectionCode::MissingProvider);
     assert!(
         uses.message.contains(
@@ -154,12 +162,7 @@ fn a_provider_that_failed_to_load_is_named_by_the_plugin_that_needs_it() {
         "{}",
         uses.message
     );
-    let failed = ws
-        .resolution
-        .rejected
-        .iter()
-        .find(|r| r.plugin == "world-ir")
-        .expect("world-ir is reported");
+    let failed = rejection(&ws, "world-ir", "world-ir is reported");
     assert_eq!(failed.code, RejectionCode::LoadFailed);
     assert_eq!(failed.load_code.as_deref(), Some("entry-syntax"));
 }
@@ -168,12 +171,7 @@ fn a_provider_that_failed_to_load_is_named_by_the_plugin_that_needs_it() {
 fn a_provider_whose_manifest_failed_its_checks_is_named_too() {
     let ws =
         Workspace::open(&fixture("ecosystem-resolver"), None, &Limits::default()).expect("opens");
-    let uses = ws
-        .resolution
-        .rejected
-        .iter()
-        .find(|r| r.plugin == "uses-old-slot")
-        .expect("uses-old-slot is rejected");
+    let uses = rejection(&ws, "uses-old-slot", "uses-old-slot is rejected");
     assert!(
         uses.message.contains(
             "`old-slot` provides `speaker-names@1` but failed to load ([retired-contract]"
@@ -186,12 +184,7 @@ fn a_provider_whose_manifest_failed_its_checks_is_named_too() {
 #[test]
 fn a_requested_plugin_with_a_kernel_conflict_is_invalid_conflict_for_the_resolver_too() {
     let ws = Workspace::open(&fixture("broken"), None, &Limits::default()).expect("opens");
-    let rejection = ws
-        .resolution
-        .rejected
-        .iter()
-        .find(|r| r.plugin == "conflicts-kernel-point")
-        .expect("reported");
+    let rejection = rejection(&ws, "conflicts-kernel-point", "reported");
     assert_eq!(rejection.code, RejectionCode::InvalidConflict);
 }
 

@@ -443,14 +443,19 @@ fn the_demo_session_parses_and_resolves_every_sample_plugin() {
 
 // ---- What a handler can get -------------------------------------------------------------------
 
-fn probe() -> (Value, Value) {
+/// The context plugins on the probe session.
+fn probe_workspace() -> Workspace {
     let session = fixture("context/probe.session.yaml");
-    let ws = Workspace::open(
+    Workspace::open(
         &fixture("context/plugins"),
         Some(&session),
         &Limits::default(),
     )
-    .expect("opens");
+    .expect("opens")
+}
+
+fn probe() -> (Value, Value) {
+    let ws = probe_workspace();
     let result = ws.call(
         PointId::PromptSegment,
         json!({"turnId": "t7", "playerMessage": "x"}),
@@ -950,13 +955,7 @@ fn sdk_sub_entries_and_helpers_behave_as_documented() {
 
 #[test]
 fn reading_plugin_data_in_the_old_row_shape_is_explained_in_the_trace() {
-    let session = fixture("context/probe.session.yaml");
-    let ws = Workspace::open(
-        &fixture("context/plugins"),
-        Some(&session),
-        &Limits::default(),
-    )
-    .expect("opens");
+    let ws = probe_workspace();
     let result = ws.call(
         PointId::PromptSegment,
         json!({"turnId": "t", "playerMessage": ""}),

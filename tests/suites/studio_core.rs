@@ -21,6 +21,12 @@ fn sample_dir() -> PathBuf {
 }
 
 /// A temporary copy of plugins-sample.
+/// The sample plugins on their demo session.
+fn demo_workspace() -> Workspace {
+    let session = sample_dir().join("demo.session.yaml");
+    Workspace::open(&sample_dir(), Some(&session), &Limits::default()).expect("opens")
+}
+
 fn sample_copy() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("temp dir");
     copy_dir(&sample_dir(), dir.path());
@@ -318,12 +324,7 @@ fn switching_to_a_runtime_nobody_produces_is_refused_and_keeps_the_current_one()
 // ---- Playtesting -------------------------------------------------------------------------------
 
 fn demo_play() -> Playtest {
-    let ws = Workspace::open(
-        &sample_dir(),
-        Some(&sample_dir().join("demo.session.yaml")),
-        &Limits::default(),
-    )
-    .expect("opens");
+    let ws = demo_workspace();
     Playtest::new(ws)
 }
 
@@ -617,12 +618,7 @@ fn fake_server(reply: Value) -> (String, Recorded) {
 }
 
 fn play_with(backend: &str, url: &str) -> (Playtest, covel_studio::playtest::TurnReport) {
-    let ws = Workspace::open(
-        &sample_dir(),
-        Some(&sample_dir().join("demo.session.yaml")),
-        &Limits::default(),
-    )
-    .expect("opens");
+    let ws = demo_workspace();
     let mut ws = ws;
     ws.session.models.story.backend = backend.into();
     ws.session.models.story.base_url = Some(url.into());
@@ -691,12 +687,7 @@ fn the_anthropic_backend_sends_cache_control_and_reports_cache_usage() {
 
 #[test]
 fn events_the_story_emits_preview_their_slots_and_end_with_the_turn() {
-    let mut ws = Workspace::open(
-        &sample_dir(),
-        Some(&sample_dir().join("demo.session.yaml")),
-        &Limits::default(),
-    )
-    .expect("opens");
+    let mut ws = demo_workspace();
     ws.session.models.story.script =
         vec![r#"You swim out. <event topic="scene.set">{"sceneId": "tower", "name": "The Bell Tower"}</event> The bell is close."#.into()];
     let mut play = Playtest::new(ws);
@@ -861,12 +852,7 @@ fn cancelling_a_turn_while_the_model_call_is_in_flight_returns_at_once_and_appen
     let server = stalling_server(
         json!({"choices": [{"message": {"role": "assistant", "content": "Too late."}, "finish_reason": "stop"}]}),
     );
-    let mut ws = Workspace::open(
-        &sample_dir(),
-        Some(&sample_dir().join("demo.session.yaml")),
-        &Limits::default(),
-    )
-    .expect("opens");
+    let mut ws = demo_workspace();
     ws.session.models.story.backend = "openai".into();
     ws.session.models.story.base_url = Some(server.url.clone());
     let mut play = Playtest::new(ws);
@@ -910,12 +896,7 @@ fn cancelling_a_turn_while_the_model_call_is_in_flight_returns_at_once_and_appen
 
 #[test]
 fn a_history_transform_whose_input_fails_its_schema_is_a_preview_error_and_fails_the_turn() {
-    let mut ws = Workspace::open(
-        &sample_dir(),
-        Some(&sample_dir().join("demo.session.yaml")),
-        &Limits::default(),
-    )
-    .expect("opens");
+    let mut ws = demo_workspace();
     // What the session file can no longer produce (the loader derives or refuses), but an
     // in-memory edit could: a message without the fields the transform's input requires.
     ws.session
@@ -989,12 +970,7 @@ fn a_failing_world_context_is_a_preview_error_and_in_the_quick_preview() {
 
 #[test]
 fn a_slot_run_that_fails_as_a_whole_is_in_the_slot_change() {
-    let mut ws = Workspace::open(
-        &sample_dir(),
-        Some(&sample_dir().join("demo.session.yaml")),
-        &Limits::default(),
-    )
-    .expect("opens");
+    let mut ws = demo_workspace();
     // An event whose data is not an object fails ui.slot@1's input schema.
     ws.session.models.story.script =
         vec![r#"You swim. <event topic="scene.set">42</event>"#.into()];
@@ -1012,12 +988,7 @@ fn a_slot_run_that_fails_as_a_whole_is_in_the_slot_change() {
 
 #[test]
 fn a_compaction_run_that_fails_as_a_whole_counts_as_a_failure() {
-    let mut ws = Workspace::open(
-        &sample_dir(),
-        Some(&sample_dir().join("demo.session.yaml")),
-        &Limits::default(),
-    )
-    .expect("opens");
+    let mut ws = demo_workspace();
     ws.session
         .history
         .messages
@@ -1040,12 +1011,7 @@ fn a_compaction_run_that_fails_as_a_whole_counts_as_a_failure() {
 
 #[test]
 fn a_played_turn_keeps_what_the_ui_shows_and_recomputes_its_preview_on_demand() {
-    let ws = Workspace::open(
-        &sample_dir(),
-        Some(&sample_dir().join("demo.session.yaml")),
-        &Limits::default(),
-    )
-    .expect("opens");
+    let ws = demo_workspace();
     let mut studio = LiveStudio::new(ws, RuntimeTarget::Story);
     let turns = covel_studio::live::RECENT_PREVIEWS + 3;
     let mut asked = Vec::new();

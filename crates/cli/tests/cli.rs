@@ -17,6 +17,16 @@ fn covel(args: &[&str]) -> Output {
         .expect("covel runs")
 }
 
+/// Asserts the exit code, showing what the command wrote to stderr when it differs.
+fn assert_exit(output: &Output, code: i32) {
+    assert_eq!(
+        output.status.code(),
+        Some(code),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
 fn json_of(output: &Output) -> Value {
     serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
         panic!(
@@ -212,12 +222,7 @@ fn call_runs_with_the_sessions_context() {
         "plugins-sample/demo.session.yaml",
         "--json",
     ]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let report = json_of(&out);
     assert_eq!(report["result"]["dimensions"]["trust"]["value"], 4);
     assert_eq!(report["result"]["entries"]["era"], "after the flood");
@@ -262,12 +267,7 @@ fn preview_of_the_demo_session_matches_its_snapshot() {
         "plugins-sample/demo.session.yaml",
         "--json",
     ]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let mut report = json_of(&out);
     for field in [
         "prompt",
@@ -447,12 +447,7 @@ fn play_runs_scripted_turns_and_saves_the_session() {
         saved.to_str().expect("utf-8"),
         "--json",
     ]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let report = json_of(&out);
     assert_eq!(report["turns"].as_array().map(Vec::len), Some(2));
     assert!(
@@ -507,12 +502,7 @@ fn play_never_writes_played_turns_into_the_authored_session_unasked() {
         "I swim.",
         "--save",
     ]);
-    assert_eq!(
-        default_save.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&default_save.stderr)
-    );
+    assert_exit(&default_save, 0);
     assert!(
         dir.path().join("mine.played.session.yaml").is_file(),
         "a new file beside the session"
@@ -588,12 +578,7 @@ fn compact_force_runs_under_the_threshold_and_applies_the_summary() {
     let mut forced_args = args.to_vec();
     forced_args.push("--force");
     let forced = covel(&forced_args);
-    assert_eq!(
-        forced.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&forced.stderr)
-    );
+    assert_exit(&forced, 0);
     let report = json_of(&forced);
     assert_eq!(report["run"]["triggered"], true);
     assert_eq!(report["run"]["verdict"]["accepted"], true);
@@ -624,12 +609,7 @@ fn play_exits_1_when_a_turn_fails_and_plays_no_further() {
         "Hello again.",
         "--json",
     ]);
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 1);
     let report = json_of(&out);
     let turns = report["turns"].as_array().expect("turns");
     assert_eq!(
@@ -658,12 +638,7 @@ fn preview_assembles_for_the_runtime_of_an_output_contract() {
         "contract:other@1",
         "--json",
     ]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let report = json_of(&out);
     assert_eq!(
         report["runtime"],
@@ -711,12 +686,7 @@ fn preview_shows_minimal_history_messages_in_order_with_derived_fields() {
         "tests/fixtures/sessions/minimal-history.session.yaml",
         "--json",
     ]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let report = json_of(&out);
     let history: Vec<(String, String)> = report["prompt"]["messages"]
         .as_array()
@@ -1055,12 +1025,7 @@ fn play_records_a_real_backend_and_the_replay_backend_answers_from_the_recording
         "--record",
         recording.to_str().expect("utf-8"),
     ]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     fake.join().expect("the fake stops by itself");
     let recorded: Value =
         serde_json::from_str(&std::fs::read_to_string(&recording).expect("recorded"))
@@ -1115,12 +1080,7 @@ fn forecast_predicts_per_turn_and_per_breakpoint_and_names_the_segment_that_brea
         "tests/fixtures/forecast/storm.session.yaml",
         "--json",
     ]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let report = json_of(&out);
     assert_eq!(
         report["model"]["id"], "claude-sonnet-4-5",
