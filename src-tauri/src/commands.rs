@@ -109,9 +109,24 @@ async fn play_turn(state: State<'_, AppState>, message: String) -> Result<Json, 
     state
         .cancel
         .store(false, std::sync::atomic::Ordering::SeqCst);
-    let cancel = std::sync::Arc::clone(&state.cancel);
+    let cancel = Arc::clone(&state.cancel);
+    // Three steps, the state lock held only for the first and the last: a slow model does not
+    // keep reloads (or cancel) waiting. A session changed meanwhile makes the last step refuse
+    // the reply (see `Playtest::finish_turn`).
+    let pending = with_studio(&state, move |s| Ok(s.begin_turn(&message))).await?;
+    let Ok(pending) = pending else {
+        return with_studio(&state, |s| Ok(Json::of(&s.snapshot()))).await;
+    };
+    let (pending, answer) = off_runtime({
+        let cancel = Arc::clone(&cancel);
+        move || {
+            let answer = pending.ask(&cancel);
+            Ok((pending, answer))
+        }
+    })
+    .await?;
     with_studio(&state, move |s| {
-        s.play_turn_cancellable(&message, &cancel);
+        s.finish_turn(pending, answer, &cancel);
         Ok(Json::of(&s.snapshot()))
     })
     .await

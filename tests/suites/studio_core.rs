@@ -13,6 +13,7 @@ use covel_tests::{copy_dir, redact_timings};
 use serde_json::{Value, json};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -536,6 +537,88 @@ fn a_turn_prompt_recomputed_after_a_plugin_reload_is_marked() {
     );
     let third = studio.play_turn("I swim to the tower.").turn_id;
     assert!(!marked(&mut studio, &third));
+}
+
+#[test]
+fn a_plugin_reload_while_the_model_answers_runs_and_the_reply_is_appended_to_the_prompt_sent() {
+    let dir = sample_copy();
+    let mut studio = live(dir.path());
+    let cancel = AtomicBool::new(false);
+    let authored = studio.workspace().session.history.messages.len();
+    let pending = studio.begin_turn("I walk to the pier.").expect("a prompt");
+    let turn_id = pending.turn_id().to_string();
+    let sent = pending.preview().prompt.system_and_turn_context();
+    // The studio is free while the model answers: a reload goes through.
+    let module = dir.path().join("story-director/server/lib/text.js");
+    edit(&module, "grave, unhurried", "grave, patient");
+    let entry = reload(&mut studio, &[module]);
+    assert!(
+        !entry.diff.segments.is_empty(),
+        "the reload changed the prompt"
+    );
+    let answer = pending.ask(&cancel);
+    let report = studio.finish_turn(pending, answer, &cancel);
+    assert_eq!(report.error, None);
+    assert_eq!(report.turn_id, turn_id);
+    assert_eq!(
+        report.preview.prompt.system_and_turn_context(),
+        sent,
+        "the report keeps the prompt that was sent"
+    );
+    assert!(sent.contains("grave, unhurried"));
+    let prompt = studio.turn_prompt(&turn_id).expect("played");
+    assert!(
+        !prompt.with_newer_plugins,
+        "the last turn's prompt is kept as sent"
+    );
+    assert_eq!(
+        studio.workspace().session.history.messages.len(),
+        authored + 2
+    );
+    assert!(
+        studio
+            .preview
+            .prompt
+            .system_and_turn_context()
+            .contains("grave, patient"),
+        "the next turn uses the reloaded plugin"
+    );
+}
+
+#[test]
+fn a_reply_for_a_session_that_changed_while_the_model_answered_is_not_appended() {
+    let dir = sample_copy();
+    let mut studio = live(dir.path());
+    let cancel = AtomicBool::new(false);
+    let messages = |s: &LiveStudio| s.workspace().session.history.messages.len();
+    let authored = messages(&studio);
+    studio.play_turn("I walk to the pier.");
+    // An undo while the model answers: the reply would follow the wrong history.
+    let pending = studio
+        .begin_turn("I ask Oren about the bell.")
+        .expect("a prompt");
+    studio.undo().expect("undo");
+    let answer = pending.ask(&cancel);
+    let report = studio.finish_turn(pending, answer, &cancel);
+    let error = report.error.expect("refused");
+    assert!(
+        error.contains("the session changed while the story model answered"),
+        "{error}"
+    );
+    assert_eq!(messages(&studio), authored);
+    // Two turns in flight at once: the first to finish is appended, the second refused.
+    let first = studio.begin_turn("I walk to the pier.").expect("a prompt");
+    let second = studio.begin_turn("I swim to the tower.").expect("a prompt");
+    let (a, b) = (first.ask(&cancel), second.ask(&cancel));
+    assert_eq!(studio.finish_turn(first, a, &cancel).error, None);
+    assert!(studio.finish_turn(second, b, &cancel).error.is_some());
+    assert_eq!(messages(&studio), authored + 2);
+    // A turn begun in one studio is never appended by another (a folder opened again).
+    let mut other = live(dir.path());
+    let foreign = studio.begin_turn("I dive.").expect("a prompt");
+    let answer = foreign.ask(&cancel);
+    assert!(other.finish_turn(foreign, answer, &cancel).error.is_some());
+    assert_eq!(messages(&other), authored);
 }
 
 #[test]

@@ -5,7 +5,7 @@
 
 use crate::diff::{PreviewDiff, diff};
 use crate::document::SessionEdit;
-use crate::playtest::{Playtest, TurnRecord, TurnReport};
+use crate::playtest::{Playtest, TurnInFlight, TurnRecord, TurnReport};
 use crate::preview::{Preview, RuntimeTarget};
 use crate::slots::Trigger;
 use crate::workspace::{PluginReload, Workspace};
@@ -148,6 +148,34 @@ pub enum SessionSaveError {
     ChangedOnDisk(PathBuf),
 }
 
+/// A played turn waiting for the story model, taken out of the studio (see
+/// [`LiveStudio::begin_turn`]).
+pub struct PendingTurn {
+    turn: TurnInFlight,
+    /// The plugin reloads seen when the prompt was built: a later reload makes a recomputed
+    /// prompt of this turn differ from the one sent.
+    plugin_reloads: u64,
+}
+
+impl PendingTurn {
+    pub fn turn_id(&self) -> &str {
+        self.turn.turn_id()
+    }
+
+    /// The preview the model is asked with.
+    pub fn preview(&self) -> &Preview {
+        self.turn.preview()
+    }
+
+    /// Asks the story model; needs no access to the studio.
+    pub fn ask(
+        &self,
+        cancel: &std::sync::atomic::AtomicBool,
+    ) -> Result<crate::models::Reply, crate::models::ModelError> {
+        self.turn.ask(cancel)
+    }
+}
+
 impl LiveStudio {
     pub fn new(workspace: Workspace, target: RuntimeTarget) -> LiveStudio {
         let preview = workspace.preview(&target);
@@ -218,18 +246,56 @@ impl LiveStudio {
         message: &str,
         cancel: &std::sync::atomic::AtomicBool,
     ) -> TurnReport {
-        let played = self.play.turns();
-        let report = self.play.play_cancellable(message, cancel);
-        match &report.error {
-            Some(error) => tracing::warn!(turn = %report.turn_id, %error, "turn failed"),
-            None => tracing::info!(turn = %report.turn_id, "turn played"),
+        match self.begin_turn(message) {
+            Ok(turn) => {
+                let answer = turn.ask(cancel);
+                self.finish_turn(turn, answer, cancel)
+            }
+            Err(failed) => *failed,
         }
+    }
+
+    /// The first step of a played turn (see [`Playtest::prepare_turn`]): the studio needs no
+    /// lock while [`PendingTurn::ask`] waits for the model, so reloads go on meanwhile. A turn
+    /// whose prompt failed is recorded and answered at once (`Err`).
+    pub fn begin_turn(&mut self, message: &str) -> Result<PendingTurn, Box<TurnReport>> {
+        match self.play.prepare_turn(message, None) {
+            Ok(turn) => Ok(PendingTurn {
+                turn,
+                plugin_reloads: self.plugin_reloads,
+            }),
+            Err(failed) => Err(Box::new(self.record_turn(*failed, self.plugin_reloads))),
+        }
+    }
+
+    /// The last step of a played turn (see [`Playtest::finish_turn`]): appends the reply when
+    /// the session is still the one the prompt was built from, records the turn and refreshes
+    /// the preview.
+    pub fn finish_turn(
+        &mut self,
+        pending: PendingTurn,
+        answer: Result<crate::models::Reply, crate::models::ModelError>,
+        cancel: &std::sync::atomic::AtomicBool,
+    ) -> TurnReport {
+        let played = self.play.turns();
+        let report = self.play.finish_turn(pending.turn, answer, cancel);
         if self.play.turns() > played {
             self.undo.push(UndoEntry::Turn);
             self.forced_compaction = None;
         }
+        let report = self.record_turn(report, pending.plugin_reloads);
+        self.refresh();
+        report
+    }
+
+    /// Keeps what the UI and saves need of a turn (and the prompt of the last few played ones).
+    fn record_turn(&mut self, report: TurnReport, plugin_reloads: u64) -> TurnReport {
+        match &report.error {
+            Some(error) => tracing::warn!(turn = %report.turn_id, %error, "turn failed"),
+            None => tracing::info!(turn = %report.turn_id, "turn played"),
+        }
         self.turns.push(TurnRecord {
-            plugin_reloads: self.plugin_reloads,
+            plugin_reloads,
             ..TurnRecord::from(&report)
         });
         if report.error.is_none() {
@@ -239,10 +305,8 @@ impl LiveStudio {
             self.recent
                 .push_back((report.turn_id.clone(), report.preview.clone()));
         }
-        self.refresh();
         report
     }
-
     /// The preview a played turn's story model was asked with: kept for the last
     /// [`RECENT_PREVIEWS`] turns, recomputed for older ones from the session as it was before
     /// the turn (with the plugins as they are now). None for a turn that is not played (or

@@ -4,7 +4,7 @@
 //! state, and the played session saved as a new session file (atomically).
 
 use crate::compaction::{CompactionOptions, CompactionRun};
-use crate::models::{Backend, Reply};
+use crate::models::{Backend, ModelError, Reply};
 use crate::preview::{Preview, RuntimeTarget};
 use crate::slots::{SlotChange, SlotHost, Trigger};
 use crate::workspace::Workspace;
@@ -15,6 +15,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// One played turn.
 #[derive(Debug, Clone, Serialize)]
@@ -138,10 +139,76 @@ pub fn extract_events(reply: &str) -> (String, Vec<(String, serde_json::Value)>)
     )
 }
 
+/// A new session version, unique in the process: a turn prepared by one playtest can never be
+/// appended by another (a folder opened again while a model answered).
+fn next_session_version() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// A turn whose prompt is built and whose story model is still to answer (see
+/// [`Playtest::prepare_turn`]). It owns what asking needs, so no lock is held while a model
+/// answers.
+pub struct TurnInFlight {
+    turn_id: String,
+    message: String,
+    /// The preview the model is asked with.
+    preview: Preview,
+    story: Arc<Backend>,
+    /// A test session's scripted reply: the model is not asked.
+    scripted: Option<String>,
+    session_version: u64,
+}
+
+impl TurnInFlight {
+    pub fn turn_id(&self) -> &str {
+        &self.turn_id
+    }
+
+    /// The preview the model is asked with.
+    pub fn preview(&self) -> &Preview {
+        &self.preview
+    }
+
+    /// Asks the story model (or answers with the scripted reply); returns as soon as `cancel`
+    /// is set, also while a request is in flight.
+    pub fn ask(&self, cancel: &std::sync::atomic::AtomicBool) -> Result<Reply, ModelError> {
+        match &self.scripted {
+            Some(text) => Ok(Reply {
+                text: text.clone(),
+                finish_reason: "stop".into(),
+                usage: None,
+            }),
+            None => self.story.complete_cancellable(
+                &self.preview.prompt.requests.anthropic,
+                &self.preview.prompt.requests.openai,
+                cancel,
+            ),
+        }
+    }
+
+    /// The report of this turn failing: nothing was appended.
+    fn failed(self, error: String, workspace: &Workspace) -> TurnReport {
+        TurnReport {
+            turn_id: self.turn_id,
+            player_message: self.message,
+            compaction: CompactionRun::not_run(workspace.windows()),
+            preview: self.preview,
+            reply: None,
+            error: Some(error),
+            events: Vec::new(),
+            slot_changes: Vec::new(),
+        }
+    }
+}
+
 /// A playtest over a workspace.
 pub struct Playtest {
     pub workspace: Workspace,
-    story: Backend,
+    story: Arc<Backend>,
+    /// Changes with the session's history (turns appended, compactions, undo, restarts): a
+    /// reply is appended only to the version its prompt was built from.
+    session_version: u64,
     /// How to go back before each played turn (for undo).
     history: Vec<TurnUndo>,
     pub failures: FailureCounter,
@@ -158,7 +225,8 @@ impl Playtest {
         workspace.apply_slots(&mut slots, &Trigger::All);
         Playtest {
             workspace,
-            story,
+            story: Arc::new(story),
+            session_version: next_session_version(),
             history: Vec::new(),
             failures: FailureCounter::default(),
             slots,
@@ -218,22 +286,28 @@ impl Playtest {
         cancel: &std::sync::atomic::AtomicBool,
         scripted: Option<&str>,
     ) -> TurnReport {
-        let before_message = std::mem::replace(
-            &mut self.workspace.session.next_message,
-            message.to_string(),
-        );
+        match self.prepare_turn(message, scripted) {
+            Ok(turn) => {
+                let answer = turn.ask(cancel);
+                self.finish_turn(turn, answer, cancel)
+            }
+            Err(failed) => *failed,
+        }
+    }
+
+    /// The first step of a turn: the prompt for `message` (the session is left as it is). A
+    /// turn whose prompt failed is answered at once (`Err`, nothing to ask). Asking the model
+    /// ([`TurnInFlight::ask`]) needs no access to the playtest, so a studio can release its lock
+    /// while a slow model answers and let reloads run meanwhile.
+    pub fn prepare_turn(
+        &mut self,
+        message: &str,
+        scripted: Option<&str>,
+    ) -> Result<TurnInFlight, Box<TurnReport>> {
+        let session = &mut self.workspace.session;
+        let before_message = std::mem::replace(&mut session.next_message, message.to_string());
         let preview = self.workspace.preview(&RuntimeTarget::Story);
-        let turn_id = preview.turn_id.clone();
-        let idle = |preview: Preview, error: String, ws: &Workspace| TurnReport {
-            turn_id: turn_id.clone(),
-            player_message: message.to_string(),
-            compaction: CompactionRun::not_run(ws.windows()),
-            preview,
-            reply: None,
-            error: Some(error),
-            events: Vec::new(),
-            slot_changes: Vec::new(),
-        };
+        self.workspace.session.next_message = before_message;
         // The prompt must be what the providers said: a history transform or segment run that
         // failed as a whole fails the turn (never a prompt silently without its history).
         let prompt_failure = preview
@@ -247,43 +321,58 @@ impl Playtest {
                     )
             })
             .map(|e| format!("{}: {}", e.point, e.message));
-        if let Some(error) = preview.world_context.error.clone().or(prompt_failure) {
-            let error = format!("the turn failed: {error}");
-            let report = idle(preview, error, &self.workspace);
-            self.workspace.session.next_message = before_message;
-            return report;
-        }
-        const CANCELLED: &str = "the turn was cancelled; nothing was appended";
-        let answer = match scripted {
-            Some(text) => Ok(Reply {
-                text: text.to_string(),
-                finish_reason: "stop".into(),
-                usage: None,
-            }),
-            None => self.story.complete_cancellable(
-                &preview.prompt.requests.anthropic,
-                &preview.prompt.requests.openai,
-                cancel,
-            ),
+        let turn = TurnInFlight {
+            turn_id: preview.turn_id.clone(),
+            message: message.to_string(),
+            preview,
+            story: Arc::clone(&self.story),
+            scripted: scripted.map(str::to_string),
+            session_version: self.session_version,
         };
+        match turn.preview.world_context.error.clone().or(prompt_failure) {
+            Some(error) => Err(Box::new(
+                turn.failed(format!("the turn failed: {error}"), &self.workspace),
+            )),
+            None => Ok(turn),
+        }
+    }
+
+    /// The last step of a turn: appends the exchange when the model answered, the turn was not
+    /// cancelled and the session is still the one the prompt was built from (an undo, a session
+    /// edit or another turn in between would put the reply after the wrong history: then
+    /// nothing is appended and the report says why). Plugin reloads in between do not matter:
+    /// the reply answers the prompt that was sent, which the report keeps.
+    pub fn finish_turn(
+        &mut self,
+        turn: TurnInFlight,
+        answer: Result<Reply, ModelError>,
+        cancel: &std::sync::atomic::AtomicBool,
+    ) -> TurnReport {
+        const CANCELLED: &str = "the turn was cancelled; nothing was appended";
         let mut reply = match answer {
             Ok(reply) => reply,
+            Err(ModelError::Cancelled) => {
+                return turn.failed(CANCELLED.into(), &self.workspace);
+            }
             Err(e) => {
-                let error = if e == crate::models::ModelError::Cancelled {
-                    CANCELLED.to_string()
-                } else {
-                    format!("the story model failed: {e}")
-                };
-                let report = idle(preview, error, &self.workspace);
-                self.workspace.session.next_message = before_message;
-                return report;
+                let error = format!("the story model failed: {e}");
+                return turn.failed(error, &self.workspace);
             }
         };
         if cancel.load(std::sync::atomic::Ordering::SeqCst) {
-            let report = idle(preview, CANCELLED.into(), &self.workspace);
-            self.workspace.session.next_message = before_message;
-            return report;
+            return turn.failed(CANCELLED.into(), &self.workspace);
         }
+        if turn.session_version != self.session_version {
+            let error = "the session changed while the story model answered (an undo, a session \
+                         edit or another turn); nothing was appended: play the turn again";
+            return turn.failed(error.into(), &self.workspace);
+        }
+        let TurnInFlight {
+            turn_id,
+            message,
+            preview,
+            ..
+        } = turn;
         let (narration, emitted) = extract_events(&reply.text);
         reply.text = narration;
         let mut slot_changes = Vec::new();
@@ -300,9 +389,9 @@ impl Playtest {
         }
         let session = &mut self.workspace.session;
         let order = session.history.messages.len();
-        let undo = TurnUndo {
+        let mut undo = TurnUndo {
             turn_id: Some(turn_id.clone()),
-            next_message: before_message,
+            next_message: std::mem::take(&mut session.next_message),
             messages: order,
             summaries: session.history.summaries.len(),
             rewritten: None,
@@ -313,14 +402,13 @@ impl Playtest {
             .extend(covel_kernel::session_history::exchange(
                 &session.id,
                 &turn_id,
-                message,
+                &message,
                 &reply.text,
                 order,
             ));
-        session.next_message = String::new();
+        self.session_version = next_session_version();
         // The system prompt plus the turn context is what the compaction estimate counts.
         let system = preview.prompt.system_and_turn_context();
-        let mut undo = undo;
         let mut compaction = self.workspace.compact(
             &turn_id,
             &system,
@@ -337,7 +425,7 @@ impl Playtest {
         ));
         TurnReport {
             turn_id,
-            player_message: message.to_string(),
+            player_message: message,
             preview,
             reply: Some(reply),
             error: None,
@@ -379,6 +467,7 @@ impl Playtest {
         let rewritten = run.replaced.take();
         let changed = rewritten.is_some();
         if changed {
+            self.session_version = next_session_version();
             self.history.push(TurnUndo {
                 turn_id: None,
                 next_message,
@@ -396,8 +485,12 @@ impl Playtest {
     /// projects the slots again). Called when the authored session changed.
     pub fn restart(&mut self) {
         self.history.clear();
+        self.session_version = next_session_version();
         self.failures = FailureCounter::default();
-        self.story = Backend::new(&self.workspace.session.models.story);
+        self.story = Arc::new(Backend::for_session(
+            &self.workspace.session.models.story,
+            self.workspace.session_path.as_deref(),
+        ));
     }
 
     /// Undoes the last turn; false when back at the session file's state.
@@ -405,6 +498,7 @@ impl Playtest {
         match self.history.pop() {
             Some(undo) => {
                 undo.apply(&mut self.workspace.session);
+                self.session_version = next_session_version();
                 self.workspace.apply_slots(&mut self.slots, &Trigger::All);
                 true
             }
