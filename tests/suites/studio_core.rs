@@ -622,6 +622,24 @@ fn a_reply_for_a_session_that_changed_while_the_model_answered_is_not_appended()
 }
 
 #[test]
+fn after_a_session_edit_a_replay_recording_is_still_found_beside_the_session_file() {
+    let dir = sample_copy();
+    let session = dir.path().join("tests/replayed.session.yaml");
+    let ws = Workspace::open(dir.path(), Some(&session), &Limits::default()).expect("opens");
+    let mut studio = LiveStudio::new(ws, RuntimeTarget::Story);
+    let text = std::fs::read_to_string(&session).expect("read");
+    // The edit restarts the playtest with a new story backend.
+    studio
+        .save_session_text(&format!("{text}\n# edited\n"))
+        .expect("saved");
+    let report = studio.play_turn("I dive for the bell.");
+    assert_eq!(
+        report.error, None,
+        "the recording is relative to the session file"
+    );
+}
+
+#[test]
 fn turns_can_be_undone_back_to_the_session_files_state_and_saved_atomically() {
     let mut play = demo_play();
     let original = play.workspace.session.clone();
