@@ -8,11 +8,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// What a session file says about testing it.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct TestSpec {
     /// The plugins folder, relative to the session file (default: the folder it sits in).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plugins: Option<String>,
     /// Scripted turns, played in order. None: the session is tested on its next turn
     /// (`nextMessage`) without calling a model.
@@ -24,6 +24,7 @@ pub struct TestSpec {
 }
 
 /// One scripted turn.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ScriptedTurn {
@@ -31,7 +32,6 @@ pub struct ScriptedTurn {
     pub say: String,
     /// The story's reply. Absent: the session's story model answers (scripted, or `replay`
     /// from a recording).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reply: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub expect: Vec<Expectation>,
@@ -63,31 +63,28 @@ pub enum Expectation {
 }
 
 /// Text present or absent.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct TextCheck {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub contains: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_contains: Option<String>,
 }
 
 /// Text in a message.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct MessageCheck {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub index: Option<i64>,
     /// Only messages with this role (`system`, `user`, `assistant`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub role: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub contains: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_contains: Option<String>,
 }
 
 /// A segment's placement.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct SegmentCheck {
@@ -95,16 +92,12 @@ pub struct SegmentCheck {
     pub id: String,
     /// Where it must land: `stable-segments`, `turn-tail`, `turn-context`, `pre-history`,
     /// `post-history`, `depth` or `excluded`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub block: Option<String>,
     /// Its 0-based position among the segments of that block (or message group).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub position: Option<usize>,
     /// Another segment (`plugin/segment`) it must come before, in prompt order.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub before: Option<String>,
     /// Another segment it must come after, in prompt order.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after: Option<String>,
     /// The segment must not be in the prompt at all.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -112,18 +105,17 @@ pub struct SegmentCheck {
 }
 
 /// A slot value.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct SlotCheck {
     /// The slot id, e.g. `stage.backdrop@1`.
     pub slot: String,
     /// The value's key (`character.visual@1` has one value per character id).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
     /// JSON pointer into the value ("" is the whole value).
     #[serde(default)]
     pub pointer: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub equals: Option<Value>,
     /// Nothing (or null) at the pointer.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -131,27 +123,26 @@ pub struct SlotCheck {
 }
 
 /// A world-snapshot value.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct WorldCheck {
     #[serde(default)]
     pub pointer: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub equals: Option<Value>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub absent: bool,
 }
 
 /// Cache boundaries.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CacheCheck {
     /// Number of system-prompt cache boundaries.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub boundaries: Option<usize>,
     /// Every boundary's prefix is byte-identical next turn (true), or at least one changes
     /// (false).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stable_next_turn: Option<bool>,
     /// These boundaries (0-based) stay stable next turn.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -159,32 +150,28 @@ pub struct CacheCheck {
 }
 
 /// A token budget, counted with the SDK's `estimateTokens`.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct TokenCheck {
     /// The tokens of this plugin's included segments.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plugin: Option<String>,
     /// A part of the prompt: `system`, `turn-context`, `messages`, `total`, or a system block
     /// kind (`preamble`, `body`, `stable-segments`, `turn-tail`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub part: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min: Option<u64>,
 }
 
 /// A provider's outcome.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ProviderCheck {
     pub plugin: String,
     /// The provider id (default: any provider of the plugin).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider: Option<String>,
     /// The point, e.g. `prompt.segment@1` (default: any).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub point: Option<String>,
     /// `success`, `timeout`, `error`, `invalid-output`, `out-of-memory`, `unavailable`.
     pub outcome: String,

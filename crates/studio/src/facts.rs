@@ -46,40 +46,32 @@ pub enum Caching {
 }
 
 /// How a provider's tokens are counted.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Tokenizer {
     /// `exact` (the model's own encoding) or `estimate` (from `base` with `factor`).
     pub kind: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub factor: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub low: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub high: Option<f64>,
     pub note: String,
 }
 
 /// What is true of every model of a provider.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Provider {
     pub caching: Caching,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_breakpoints: Option<usize>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lookback_blocks: Option<usize>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_cacheable_tokens: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step_tokens: Option<u64>,
     /// Named TTLs in seconds (`5m`, `1h`, `default`).
     pub ttl_seconds: BTreeMap<String, u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message_overhead_tokens: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reply_priming_tokens: Option<u64>,
     pub tokenizer: Tokenizer,
     pub sources: Vec<String>,
@@ -87,21 +79,21 @@ pub struct Provider {
 }
 
 /// Prices in USD per million tokens.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Prices {
     pub input: f64,
     /// Anthropic: writing the cache with the 5-minute TTL.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_write5m: Option<f64>,
     /// Anthropic: writing the cache with the 1-hour TTL.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_write1h: Option<f64>,
     pub cache_read: f64,
     pub output: f64,
 }
 
 /// One model.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Model {
@@ -110,13 +102,11 @@ pub struct Model {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub aliases: Vec<String>,
     /// OpenAI models: their encoding.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub encoding: Option<String>,
     pub min_cacheable_tokens: u64,
     pub prices: Prices,
     pub sources: Vec<String>,
     pub verified: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
 
