@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
-import snapshot from "../../fixtures/snapshot.json";
-import type { Snapshot } from "./types";
+import { fixture as snapshot } from "../../fixtures/snapshot";
+import type { Snapshot } from "./wire";
 import { callTarget, failingCalls, inventoryItem, inventoryLines, problemCounts, problems, runtimeValue } from "./view";
 
-const demo = () => structuredClone(snapshot) as unknown as Snapshot;
+const demo = (): Snapshot => structuredClone(snapshot);
 
 describe("the plugins panel's inventory", () => {
   it("names each registered extension by point and id, never [object Object]", () => {
@@ -153,7 +153,7 @@ describe("the providers panel's chains", () => {
 });
 
 import { boundaryBanner, wordDiff } from "./view";
-import afterReload from "../../fixtures/after-reload.json";
+import { fixture as afterReload } from "../../fixtures/after-reload";
 
 describe("diffs of the last reload", () => {
   it("diffs words, keeping what stayed", () => {
@@ -167,7 +167,7 @@ describe("diffs of the last reload", () => {
     expect(wordDiff("a b", "a b")).toEqual([{ kind: "same", text: "a b" }]);
   });
   it("names the boundary an edit moved and the segment responsible", () => {
-    const entry = (afterReload as any).lastReload;
+    const entry = afterReload.lastReload;
     const lines = boundaryBanner(entry);
     expect(lines.length).toBe(entry.diff.boundaries.length);
     expect(lines[0]).toContain(`cache boundary ${entry.diff.boundaries[0].index} by segment ${entry.diff.boundaries[0].segment}`);
@@ -175,15 +175,15 @@ describe("diffs of the last reload", () => {
   });
 });
 
-import afterTurn from "../../fixtures/after-turn.json";
-import turnPreviews from "../../fixtures/turn-previews.json";
+import { fixture as afterTurn } from "../../fixtures/after-turn";
+import { fixture as turnPreviews } from "../../fixtures/turn-previews";
 import { turnSummary } from "./view";
 
 describe("the turn inspector", () => {
   it("sums up a played turn from its record and the prompt it sent", () => {
-    const turn = (afterTurn as any).turns[0];
+    const turn = afterTurn.turns[0];
     expect(turn.preview, "a played turn keeps no preview").toBeUndefined();
-    const sent = (turnPreviews as any)[turn.turnId];
+    const sent = turnPreviews[turn.turnId];
     const p = sent.prompt;
     const tokens = p.system.tokens + p.messages.reduce((n: number, m: any) => n + m.tokens, 0);
     const words = turn.reply.text.split(/\s+/).filter(Boolean).length;

@@ -5,7 +5,8 @@
 import { backend } from "./backend";
 import { draftAfterSnapshot, type Draft, type Tab } from "./view";
 import { tick } from "svelte";
-import type { Diagnostic, Snapshot } from "./types";
+import { applyPatch, isSnapshot } from "./patch";
+import type { Diagnostic, Snapshot, SnapshotPatch } from "./wire";
 
 class Studio {
   // Raw: a snapshot is replaced whole, never mutated, and a deep proxy over 200 plugins made
@@ -73,13 +74,17 @@ class Studio {
       }
       if (event.reason === "open-failed") {
         this.busy = null;
-        this.openError = event.error ?? { code: "internal", message: "the folder could not be opened" };
+        this.openError = event.error;
       }
-      if (event.snapshot) {
-        const started = performance.now();
+      if (event.reason === "opened") {
         this.adopt(event.snapshot);
         this.busy = null;
-        if (event.reason === "reload") requestAnimationFrame(() => setTimeout(() => (this.applyMs = performance.now() - started), 0));
+      }
+      if (event.reason === "reload" && this.snapshot) {
+        const started = performance.now();
+        this.adopt(applyPatch(this.snapshot, event.patch));
+        this.busy = null;
+        requestAnimationFrame(() => setTimeout(() => (this.applyMs = performance.now() - started), 0));
       }
     });
     try {
@@ -132,7 +137,7 @@ class Studio {
   }
 
   /** Runs a backend action with progress; `cancel()` stops waiting for it. */
-  async run(label: string, action: (b: Awaited<typeof backend>) => Promise<Snapshot | void>): Promise<boolean> {
+  async run(label: string, action: (b: Awaited<typeof backend>) => Promise<Snapshot | SnapshotPatch | void>): Promise<boolean> {
     const ticket = ++this.ticket;
     this.actions++;
     this.busy = label;
@@ -140,7 +145,8 @@ class Studio {
     try {
       const result = await action(await backend);
       if (ticket !== this.ticket) return false;
-      if (result) this.adopt(result);
+      if (result && isSnapshot(result)) this.adopt(result);
+      else if (result && this.snapshot) this.adopt(applyPatch(this.snapshot, result));
       return true;
     } catch (e) {
       if (ticket === this.ticket) this.error = e instanceof Error ? e.message : String(e);

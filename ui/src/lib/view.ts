@@ -1,6 +1,6 @@
 // View logic: pure functions over the snapshot, unit-tested with Vitest. Components stay thin.
 import { resolveI18nText } from "./locale";
-import type { Breakpoint, CacheReport, CallRecord, Forecast, GoldenDifference, I18n, Message, PartOrigin, PluginView, ReloadEntry, SegmentRow, Snapshot, TestRun } from "./types";
+import type { Breakpoint, CacheReport, CallRecord, Forecast, GoldenDifference, I18n, Message, PartOrigin, PluginView, ReloadEntry, SegmentRow, Snapshot, TestRun } from "./wire";
 
 /**
  * Text for a locale from a string or a locale map, by the locale rule the kernel and the SDK
@@ -655,7 +655,7 @@ export function boundaryBanner(entry: ReloadEntry | undefined): string[] {
  * length, events, slots, compaction. A played turn records a compaction run only when one was
  * due; a failed turn ran none.
  */
-export function turnSummary(turn: import("./types").TurnReport, sent?: Snapshot["preview"]): string {
+export function turnSummary(turn: import("./wire").TurnRecord, sent?: Snapshot["preview"]): string {
   const p = sent?.prompt;
   const prompt = p ? `${p.system.tokens + p.messages.reduce((n, m) => n + m.tokens, 0)} tokens sent over ${p.system.blocks.filter((b) => b.cacheBoundary).length} cache boundaries · ` : "";
   const reply = turn.reply ? `${turn.reply.text.split(/\s+/).filter(Boolean).length}-word reply` : "no reply";

@@ -1,0 +1,28 @@
+// The studio's wire types, as the UI imports them: re-exports of the bindings tauri-specta
+// generates from Rust (covel_studio::wire, src-tauri/src/commands.rs). Nothing is declared here.
+export type {
+  Block,
+  Breakpoint,
+  CacheReport,
+  CallRecord,
+  Diagnostic,
+  Forecast,
+  GoldenDifference,
+  I18n,
+  JsonValue,
+  Message,
+  OpenStatus,
+  PartOrigin,
+  PluginView,
+  Preview,
+  RecentFolder,
+  ReloadEntry,
+  SegmentRow,
+  SessionEdit,
+  Snapshot,
+  SnapshotPatch,
+  StudioChanged,
+  TestRun,
+  TurnPrompt,
+  TurnRecord,
+} from "./bindings";
