@@ -326,9 +326,6 @@ async fn recent_folders(app: AppHandle) -> Result<Vec<RecentFolder>, String> {
 /// The commands and events, for the invoke handler and the TypeScript export.
 pub fn builder() -> Builder<tauri::Wry> {
     Builder::<tauri::Wry>::new()
-        // One TypeScript type per wire type: the wire is only serialized (arguments are plain
-        // values or `SessionEdit`, whose two shapes agree), so no `_Serialize`/`_Deserialize` pairs.
-        .disable_serde_phases()
         .commands(collect_commands![
             open_workspace,
             snapshot,

@@ -140,7 +140,7 @@ fn ui_fixtures_are_fresh() {
             other => other,
         };
         let fresh = format!(
-            "// Written by tests/suites/ui_fixtures.rs (`UPDATE_UI_FIXTURES=1 cargo test -p covel-tests --test ui_fixtures`); do not edit.\nimport type {{ {imported} }} from \"../src/lib/bindings\";\n\nexport const fixture: {ty} = {};\n",
+            "// Written by tests/suites/ui_fixtures.rs (`UPDATE_UI_FIXTURES=1 cargo test -p covel-tests --test ui_fixtures`); do not edit.\nimport type {{ {imported} }} from \"../src/lib/wire\";\n\nexport const fixture: {ty} = {};\n",
             serde_json::to_string_pretty(&value).expect("json")
         );
         if update {

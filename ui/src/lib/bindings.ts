@@ -7,61 +7,73 @@ import * as __TAURI_EVENT from "@tauri-apps/api/event";
 
 /** Commands */
 export const commands = {
-	openWorkspace: (plugins: string, session: string | null) => typedError<Snapshot, string>(__TAURI_INVOKE("open_workspace", { plugins, session })),
-	snapshot: () => typedError<Snapshot, string>(__TAURI_INVOKE("snapshot")),
-	setRuntime: (target: string) => typedError<SnapshotPatch, string>(__TAURI_INVOKE("set_runtime", { target })),
-	playTurn: (message: string) => typedError<SnapshotPatch, string>(__TAURI_INVOKE("play_turn", { message })),
+	openWorkspace: (plugins: string, session: string | null) => typedError<Snapshot_Serialize, string>(__TAURI_INVOKE("open_workspace", { plugins, session })),
+	snapshot: () => typedError<Snapshot_Serialize, string>(__TAURI_INVOKE("snapshot")),
+	setRuntime: (target: string) => typedError<SnapshotPatch_Serialize, string>(__TAURI_INVOKE("set_runtime", { target })),
+	playTurn: (message: string) => typedError<SnapshotPatch_Serialize, string>(__TAURI_INVOKE("play_turn", { message })),
 	/**  Runs compaction now, even under the threshold ("compact now"); undo puts the session back. */
-	compactNow: () => typedError<SnapshotPatch, string>(__TAURI_INVOKE("compact_now")),
+	compactNow: () => typedError<SnapshotPatch_Serialize, string>(__TAURI_INVOKE("compact_now")),
 	/**
 	 *  Reloads every plugin and the session into fresh runtimes: every provider runs again (no
 	 *  answer from the memo).
 	 */
-	runEverythingAgain: () => typedError<SnapshotPatch, string>(__TAURI_INVOKE("run_everything_again")),
+	runEverythingAgain: () => typedError<SnapshotPatch_Serialize, string>(__TAURI_INVOKE("run_everything_again")),
 	/**
 	 *  The prompt a played turn sent (the last turn's is kept; older ones are recomputed from the
 	 *  session as it was before the turn, flagged when plugins were reloaded since).
 	 */
-	turnPrompt: (turnId: string) => typedError<TurnPrompt, string>(__TAURI_INVOKE("turn_prompt", { turnId })),
+	turnPrompt: (turnId: string) => typedError<TurnPrompt_Serialize, string>(__TAURI_INVOKE("turn_prompt", { turnId })),
 	cancelWork: () => typedError<null, string>(__TAURI_INVOKE("cancel_work")),
-	undo: () => typedError<SnapshotPatch, string>(__TAURI_INVOKE("undo")),
+	undo: () => typedError<SnapshotPatch_Serialize, string>(__TAURI_INVOKE("undo")),
 	/**
 	 *  Saves the played session; `path` defaults to `<name>.played.session.yaml` beside the
 	 *  authored session. Returns the file written.
 	 */
 	savePlayedSession: (path: string | null, overwriteAuthored: boolean) => typedError<string, string>(__TAURI_INVOKE("save_played_session", { path, overwriteAuthored })),
 	/**  Writes new text for the authored session file (checked first, atomic, `.bak` kept). */
-	saveSessionText: (text: string) => typedError<SnapshotPatch, string>(__TAURI_INVOKE("save_session_text", { text })),
+	saveSessionText: (text: string) => typedError<SnapshotPatch_Serialize, string>(__TAURI_INVOKE("save_session_text", { text })),
 	/**
 	 *  Applies structured edits (`covel_studio::document::SessionEdit`) to session text and returns
 	 *  the new text; nothing is saved.
 	 */
-	applySessionEdits: (text: string, edits: SessionEdit[]) => typedError<string, string>(__TAURI_INVOKE("apply_session_edits", { text, edits })),
+	applySessionEdits: (text: string, edits: SessionEdit_Deserialize[]) => typedError<string, string>(__TAURI_INVOKE("apply_session_edits", { text, edits })),
 	/**
 	 *  What the loader says about session text: its diagnostics with line and column (empty when
 	 *  the text is a valid session).
 	 */
-	checkSessionText: (text: string) => typedError<Diagnostic[], string>(__TAURI_INVOKE("check_session_text", { text })),
-	openStatus: () => typedError<OpenStatus, string>(__TAURI_INVOKE("open_status")),
-	recentFolders: () => typedError<RecentFolder[], string>(__TAURI_INVOKE("recent_folders")),
+	checkSessionText: (text: string) => typedError<Diagnostic_Serialize[], string>(__TAURI_INVOKE("check_session_text", { text })),
+	openStatus: () => typedError<OpenStatus_Serialize, string>(__TAURI_INVOKE("open_status")),
+	recentFolders: () => typedError<RecentFolder_Serialize[], string>(__TAURI_INVOKE("recent_folders")),
 	/**  The Cache panel: the played turns and the next one, forecast for a model. */
-	forecast: (model: string | null, pace: number | null, ttl: string) => typedError<Forecast, string>(__TAURI_INVOKE("forecast", { model, pace, ttl })),
+	forecast: (model: string | null, pace: number | null, ttl: string) => typedError<Forecast_Serialize, string>(__TAURI_INVOKE("forecast", { model, pace, ttl })),
 	/**  The Tests panel: every test session of the open folder (`update` rewrites golden snapshots). */
-	runTests: (update: boolean) => typedError<TestRun, string>(__TAURI_INVOKE("run_tests", { update })),
+	runTests: (update: boolean) => typedError<TestRun_Serialize, string>(__TAURI_INVOKE("run_tests", { update })),
 	/**  Where this run's log file is (`None` when none could be created), for the UI to show. */
 	logFile: () => typedError<string | null, string>(__TAURI_INVOKE("log_file")),
 };
 
 /** Events */
 export const events = {
-	studioChanged: makeEvent<StudioChanged, StudioChanged>("studio-changed"),
+	studioChanged: makeEvent<StudioChanged_Serialize, StudioChanged_Deserialize>("studio-changed"),
 };
 
 /* Types */
 /**  Advice for this session. */
-export type Advice = {
+export type Advice = Advice_Serialize | Advice_Deserialize;
+
+/**  Advice for this session. */
+export type Advice_Deserialize = {
 	/**  Anthropic: the current layout and the best ones (at most the provider's breakpoints). */
 	currentLayout?: Layout | null,
+	bestLayouts: Layout[],
+	volatility: VolatilityAdvice[],
+	notes: string[],
+};
+
+/**  Advice for this session. */
+export type Advice_Serialize = {
+	/**  Anthropic: the current layout and the best ones (at most the provider's breakpoints). */
+	currentLayout?: Layout,
 	bestLayouts: Layout[],
 	volatility: VolatilityAdvice[],
 	notes: string[],
@@ -90,7 +102,10 @@ export type Block = {
 export type BlockKind = "preamble" | "body" | "stable-segments" | "turn-tail";
 
 /**  A cache boundary that moved. */
-export type BoundaryDiff = {
+export type BoundaryDiff = BoundaryDiff_Serialize | BoundaryDiff_Deserialize;
+
+/**  A cache boundary that moved. */
+export type BoundaryDiff_Deserialize = {
 	index: number,
 	beforeTokens: number,
 	afterTokens: number,
@@ -98,20 +113,23 @@ export type BoundaryDiff = {
 	segment?: string | null,
 };
 
-/**  One cache breakpoint judged against the next turn. */
-export type Breakpoint = {
+/**  A cache boundary that moved. */
+export type BoundaryDiff_Serialize = {
 	index: number,
-	place: Place,
-	closes: PartOrigin,
-	/**  The moving breakpoint on the newest history message. */
-	moving: boolean,
-	prefixTokens: number,
-	stable: boolean,
-	firstDifference?: Difference | null,
+	beforeTokens: number,
+	afterTokens: number,
+	plugin?: string,
+	segment?: string,
 };
 
+/**  One cache breakpoint judged against the next turn. */
+export type Breakpoint = Breakpoint_Serialize | Breakpoint_Deserialize;
+
 /**  One breakpoint (Anthropic) or the automatic prefix (OpenAI) in one turn. */
-export type BreakpointForecast = {
+export type BreakpointForecast = BreakpointForecast_Serialize | BreakpointForecast_Deserialize;
+
+/**  One breakpoint (Anthropic) or the automatic prefix (OpenAI) in one turn. */
+export type BreakpointForecast_Deserialize = {
 	index: number,
 	/**
 	 *  The block it closes (`system block stable-segments`, `message 7 (history m4)`,
@@ -132,6 +150,52 @@ export type BreakpointForecast = {
 	plugin?: string | null,
 };
 
+/**  One breakpoint (Anthropic) or the automatic prefix (OpenAI) in one turn. */
+export type BreakpointForecast_Serialize = {
+	index: number,
+	/**
+	 *  The block it closes (`system block stable-segments`, `message 7 (history m4)`,
+	 *  `automatic prefix`).
+	 */
+	at: string,
+	/**  Tokens in the prefix up to and including that block. */
+	prefixTokens: number,
+	outcome: CacheOutcome,
+	/**
+	 *  `read`, `cold`, `extends`, `prefix-changed`, `new-prefix`, `below-minimum`,
+	 *  `beyond-lookback`, `ttl-expired`.
+	 */
+	reasonCode: string,
+	reason: string,
+	/**  The segment whose change broke the prefix, when one did. */
+	segment?: string,
+	plugin?: string,
+};
+
+/**  One cache breakpoint judged against the next turn. */
+export type Breakpoint_Deserialize = {
+	index: number,
+	place: Place,
+	closes: PartOrigin,
+	/**  The moving breakpoint on the newest history message. */
+	moving: boolean,
+	prefixTokens: number,
+	stable: boolean,
+	firstDifference?: Difference_Deserialize | null,
+};
+
+/**  One cache breakpoint judged against the next turn. */
+export type Breakpoint_Serialize = {
+	index: number,
+	place: Place,
+	closes: PartOrigin,
+	/**  The moving breakpoint on the newest history message. */
+	moving: boolean,
+	prefixTokens: number,
+	stable: boolean,
+	firstDifference?: Difference_Serialize,
+};
+
 /**  What a compaction answer may hold. */
 export type Budget = {
 	maxTokens: number,
@@ -140,11 +204,26 @@ export type Budget = {
 };
 
 /**  What keeps a cached prefix stable. */
-export type CacheAdvice = {
+export type CacheAdvice = CacheAdvice_Serialize | CacheAdvice_Deserialize;
+
+/**  What keeps a cached prefix stable. */
+export type CacheAdvice_Deserialize = {
 	code: string,
 	breakpoints: number[],
 	plugin?: string | null,
 	segment?: string | null,
+	lostTokens: number,
+	stillCachedTokens: number,
+	message: string,
+	fix: string,
+};
+
+/**  What keeps a cached prefix stable. */
+export type CacheAdvice_Serialize = {
+	code: string,
+	breakpoints: number[],
+	plugin?: string,
+	segment?: string,
 	lostTokens: number,
 	stillCachedTokens: number,
 	message: string,
@@ -161,12 +240,25 @@ export type CacheOutcome =
 "miss";
 
 /**  Cache stability of every breakpoint. */
-export type CacheReport = {
-	breakpoints: Breakpoint[],
+export type CacheReport = CacheReport_Serialize | CacheReport_Deserialize;
+
+/**  Cache stability of every breakpoint. */
+export type CacheReport_Deserialize = {
+	breakpoints: Breakpoint_Deserialize[],
+	/**  null when there is no history to cache. */
+	historyPrefixStable?: boolean | null,
+	advice: CacheAdvice_Deserialize[],
+	lint: LintFinding_Deserialize[],
+	warnings: CacheWarning[],
+};
+
+/**  Cache stability of every breakpoint. */
+export type CacheReport_Serialize = {
+	breakpoints: Breakpoint_Serialize[],
 	/**  null when there is no history to cache. */
 	historyPrefixStable: boolean | null,
-	advice: CacheAdvice[],
-	lint: LintFinding[],
+	advice: CacheAdvice_Serialize[],
+	lint: LintFinding_Serialize[],
 	warnings: CacheWarning[],
 };
 
@@ -190,7 +282,10 @@ export type Caching =
 export type CallOutcome = "success" | "timeout" | "error" | "invalid-output" | "out-of-memory" | "unavailable";
 
 /**  One provider call: who ran, in which order, how it ended, what it logged. */
-export type CallRecord = {
+export type CallRecord = CallRecord_Serialize | CallRecord_Deserialize;
+
+/**  One provider call: who ran, in which order, how it ended, what it logged. */
+export type CallRecord_Deserialize = {
 	point: PointId,
 	pluginId: string,
 	providerId: string,
@@ -206,8 +301,28 @@ export type CallRecord = {
 	notCached?: string | null,
 };
 
+/**  One provider call: who ran, in which order, how it ended, what it logged. */
+export type CallRecord_Serialize = {
+	point: PointId,
+	pluginId: string,
+	providerId: string,
+	slot?: SlotId,
+	order: number,
+	outcome: CallOutcome,
+	errorCode?: string,
+	message?: string,
+	durationMs: number,
+	logs?: string[],
+	/**  Answered from the engine's memo: nothing the provider can see changed. */
+	cached?: boolean,
+	notCached?: string,
+};
+
 /**  The result of one expectation. */
-export type CheckResult = {
+export type CheckResult = CheckResult_Serialize | CheckResult_Deserialize;
+
+/**  The result of one expectation. */
+export type CheckResult_Deserialize = {
 	/**
 	 *  The rule: `system-text`, `turn-context-text`, `message-text`, `segment-placement`,
 	 *  `slot-value`, `world-value`, `cache-boundaries`, `token-budget`, `provider-outcome`.
@@ -219,8 +334,24 @@ export type CheckResult = {
 	detail?: string | null,
 };
 
+/**  The result of one expectation. */
+export type CheckResult_Serialize = {
+	/**
+	 *  The rule: `system-text`, `turn-context-text`, `message-text`, `segment-placement`,
+	 *  `slot-value`, `world-value`, `cache-boundaries`, `token-budget`, `provider-outcome`.
+	 */
+	rule: string,
+	description: string,
+	passed: boolean,
+	/**  What was found instead, on failure. */
+	detail?: string,
+};
+
 /**  One compaction run. */
-export type CompactionRun = {
+export type CompactionRun = CompactionRun_Serialize | CompactionRun_Deserialize;
+
+/**  One compaction run. */
+export type CompactionRun_Deserialize = {
 	windows: Windows,
 	budget: Budget,
 	estimatedTokens: number,
@@ -229,16 +360,37 @@ export type CompactionRun = {
 	input: JsonValue,
 	output: JsonValue,
 	providedBy?: string | null,
-	calls: CallRecord[],
-	verdict?: Verdict | null,
+	calls: CallRecord_Deserialize[],
+	verdict?: Verdict_Deserialize | null,
 	applied?: Applied | null,
 	events: TraceEvent[],
 	consecutiveFailures: number,
 	notCompactedBecause?: string | null,
 };
 
+/**  One compaction run. */
+export type CompactionRun_Serialize = {
+	windows: Windows,
+	budget: Budget,
+	estimatedTokens: number,
+	thresholdTokens: number,
+	triggered: boolean,
+	input: JsonValue,
+	output: JsonValue,
+	providedBy?: string,
+	calls: CallRecord_Serialize[],
+	verdict?: Verdict_Serialize,
+	applied?: Applied,
+	events: TraceEvent[],
+	consecutiveFailures: number,
+	notCompactedBecause?: string,
+};
+
 /**  The Compaction panel: where the session stands against the threshold. */
-export type CompactionView = {
+export type CompactionView = CompactionView_Serialize | CompactionView_Deserialize;
+
+/**  The Compaction panel: where the session stands against the threshold. */
+export type CompactionView_Deserialize = {
 	windows: Windows,
 	budget: Budget,
 	estimatedTokens: number,
@@ -246,7 +398,19 @@ export type CompactionView = {
 	summaries: JsonValue[],
 	consecutiveFailures: number,
 	/**  The last run during a playtest, with its provider output and verdict. */
-	lastRun?: CompactionRun | null,
+	lastRun?: CompactionRun_Deserialize | null,
+};
+
+/**  The Compaction panel: where the session stands against the threshold. */
+export type CompactionView_Serialize = {
+	windows: Windows,
+	budget: Budget,
+	estimatedTokens: number,
+	thresholdTokens: number,
+	summaries: JsonValue[],
+	consecutiveFailures: number,
+	/**  The last run during a playtest, with its provider output and verdict. */
+	lastRun?: CompactionRun_Serialize,
 };
 
 /**  Costs in USD. */
@@ -267,7 +431,13 @@ export type CountStats = {
  *  A problem with a plugin, the session or a run: a stable code, the message and, where known,
  *  the plugin, file, line and column.
  */
-export type Diagnostic = {
+export type Diagnostic = Diagnostic_Serialize | Diagnostic_Deserialize;
+
+/**
+ *  A problem with a plugin, the session or a run: a stable code, the message and, where known,
+ *  the plugin, file, line and column.
+ */
+export type Diagnostic_Deserialize = {
 	/**  A stable code (ARCHITECTURE.md lists them). */
 	code: string,
 	message: string,
@@ -277,8 +447,25 @@ export type Diagnostic = {
 	column?: number | null,
 };
 
+/**
+ *  A problem with a plugin, the session or a run: a stable code, the message and, where known,
+ *  the plugin, file, line and column.
+ */
+export type Diagnostic_Serialize = {
+	/**  A stable code (ARCHITECTURE.md lists them). */
+	code: string,
+	message: string,
+	plugin?: string,
+	file?: string,
+	line?: number,
+	column?: number,
+};
+
 /**  The first block that differs on the next turn. */
-export type Difference = {
+export type Difference = Difference_Serialize | Difference_Deserialize;
+
+/**  The first block that differs on the next turn. */
+export type Difference_Deserialize = {
 	place: Place,
 	thisTurn: PartOrigin,
 	nextTurn?: PartOrigin | null,
@@ -286,8 +473,20 @@ export type Difference = {
 	plugin?: string | null,
 };
 
+/**  The first block that differs on the next turn. */
+export type Difference_Serialize = {
+	place: Place,
+	thisTurn: PartOrigin,
+	nextTurn?: PartOrigin,
+	segment?: string,
+	plugin?: string,
+};
+
 /**  A provider declared in PLUGIN.md. */
-export type ExtensionDecl = {
+export type ExtensionDecl = ExtensionDecl_Serialize | ExtensionDecl_Deserialize;
+
+/**  A provider declared in PLUGIN.md. */
+export type ExtensionDecl_Deserialize = {
 	point: PointId,
 	id: string,
 	order: number,
@@ -296,27 +495,69 @@ export type ExtensionDecl = {
 	preview?: string[],
 };
 
+/**  A provider declared in PLUGIN.md. */
+export type ExtensionDecl_Serialize = {
+	point: PointId,
+	id: string,
+	order: number,
+	slot?: SlotId,
+	watch?: string[],
+	preview?: string[],
+};
+
 /**  The whole forecast. */
-export type Forecast = {
-	model: ModelSummary,
-	turns: TurnForecast[],
+export type Forecast = Forecast_Serialize | Forecast_Deserialize;
+
+/**  The whole forecast. */
+export type Forecast_Deserialize = {
+	model: ModelSummary_Deserialize,
+	turns: TurnForecast_Deserialize[],
 	totals: Totals,
 	ledger: LedgerRow[],
-	advice: Advice,
+	advice: Advice_Deserialize,
 	/**  The last turn's segments: `estimateTokens` beside the model's count. */
-	segmentTokens: SegmentTokens[],
+	segmentTokens: SegmentTokens_Deserialize[],
+	/**  How many token counts were computed and how many reused. */
+	counting: CountStats,
+};
+
+/**  The whole forecast. */
+export type Forecast_Serialize = {
+	model: ModelSummary_Serialize,
+	turns: TurnForecast_Serialize[],
+	totals: Totals,
+	ledger: LedgerRow[],
+	advice: Advice_Serialize,
+	/**  The last turn's segments: `estimateTokens` beside the model's count. */
+	segmentTokens: SegmentTokens_Serialize[],
 	/**  How many token counts were computed and how many reused. */
 	counting: CountStats,
 };
 
 /**  One difference from the golden snapshot. */
-export type GoldenDifference = {
+export type GoldenDifference = GoldenDifference_Serialize | GoldenDifference_Deserialize;
+
+/**  One difference from the golden snapshot. */
+export type GoldenDifference_Deserialize = {
 	/**  Where: `system block stable-segments`, `message 5 (user)`, `slot stage.cast@1`, `world`… */
 	place: string,
 	/**  What wrote the text (`segment story-director/tone`, `history m2`…), when known. */
 	from?: string | null,
 	/**  The plugin responsible, when a plugin is. */
 	plugin?: string | null,
+	/**  `changed`, `added` or `removed`. */
+	change: string,
+	diff: string,
+};
+
+/**  One difference from the golden snapshot. */
+export type GoldenDifference_Serialize = {
+	/**  Where: `system block stable-segments`, `message 5 (user)`, `slot stage.cast@1`, `world`… */
+	place: string,
+	/**  What wrote the text (`segment story-director/tone`, `history m2`…), when known. */
+	from?: string,
+	/**  The plugin responsible, when a plugin is. */
+	plugin?: string,
 	/**  `changed`, `added` or `removed`. */
 	change: string,
 	diff: string,
@@ -346,11 +587,22 @@ export type HistoryRewrite = {
 export type I18n = string | { [key in string]: string };
 
 /**  The image flow and who provides it. */
-export type ImageFlowView = {
+export type ImageFlowView = ImageFlowView_Serialize | ImageFlowView_Deserialize;
+
+/**  The image flow and who provides it. */
+export type ImageFlowView_Deserialize = {
 	flow: JsonValue,
 	providedBy?: string | null,
 	error?: string | null,
-	calls: CallRecord[],
+	calls: CallRecord_Deserialize[],
+};
+
+/**  The image flow and who provides it. */
+export type ImageFlowView_Serialize = {
+	flow: JsonValue,
+	providedBy?: string,
+	error?: string,
+	calls: CallRecord_Serialize[],
 };
 
 /**  Any JSON value (slot values, the world snapshot, request bodies, handler outputs). */
@@ -389,12 +641,25 @@ export type LedgerRow = {
 };
 
 /**  The volatility lint. */
-export type LintFinding = {
+export type LintFinding = LintFinding_Serialize | LintFinding_Deserialize;
+
+/**  The volatility lint. */
+export type LintFinding_Deserialize = {
 	code: string,
 	plugin: string,
 	segment: string,
 	volatility: Volatility,
 	breaksBreakpoint?: number | null,
+	message: string,
+};
+
+/**  The volatility lint. */
+export type LintFinding_Serialize = {
+	code: string,
+	plugin: string,
+	segment: string,
+	volatility: Volatility,
+	breaksBreakpoint?: number,
 	message: string,
 };
 
@@ -407,7 +672,10 @@ export type Message = {
 };
 
 /**  A prediction the reported usage contradicts. */
-export type Mismatch = {
+export type Mismatch = Mismatch_Serialize | Mismatch_Deserialize;
+
+/**  A prediction the reported usage contradicts. */
+export type Mismatch_Deserialize = {
 	/**  `cacheRead` or `cacheWrite`. */
 	field: string,
 	predicted: number,
@@ -419,15 +687,46 @@ export type Mismatch = {
 	message: string,
 };
 
+/**  A prediction the reported usage contradicts. */
+export type Mismatch_Serialize = {
+	/**  `cacheRead` or `cacheWrite`. */
+	field: string,
+	predicted: number,
+	reported: number,
+	/**  The first segment (or block) the provider's cache did not cover as predicted. */
+	segment?: string,
+	plugin?: string,
+	at: string,
+	message: string,
+};
+
 /**  The model the forecast priced. */
-export type ModelSummary = {
+export type ModelSummary = ModelSummary_Serialize | ModelSummary_Deserialize;
+
+/**  The model the forecast priced. */
+export type ModelSummary_Deserialize = {
 	id: string,
 	provider: string,
 	caching: Caching,
 	minCacheableTokens: number,
 	ttlSeconds: number,
 	paceSeconds: number,
-	prices: Prices,
+	prices: Prices_Deserialize,
+	counts: string,
+	factsDate: string,
+	verified: boolean,
+	sources: string[],
+};
+
+/**  The model the forecast priced. */
+export type ModelSummary_Serialize = {
+	id: string,
+	provider: string,
+	caching: Caching,
+	minCacheableTokens: number,
+	ttlSeconds: number,
+	paceSeconds: number,
+	prices: Prices_Serialize,
 	counts: string,
 	factsDate: string,
 	verified: boolean,
@@ -441,13 +740,26 @@ export type NamedAudience = "all" | "story" | "self";
 export type NamedPosition = "system" | "pre-history" | "post-history";
 
 /**  Whether a folder is being opened, and why the last open failed. */
-export type OpenStatus = {
+export type OpenStatus = OpenStatus_Serialize | OpenStatus_Deserialize;
+
+/**  Whether a folder is being opened, and why the last open failed. */
+export type OpenStatus_Deserialize = {
+	opening: boolean,
+	/**  The folder being opened or last tried. */
+	plugins?: string | null,
+	session?: string | null,
+	/**  A diagnostic with file, line and column. */
+	error?: Diagnostic_Deserialize | null,
+};
+
+/**  Whether a folder is being opened, and why the last open failed. */
+export type OpenStatus_Serialize = {
 	opening: boolean,
 	/**  The folder being opened or last tried. */
 	plugins: string | null,
 	session: string | null,
 	/**  A diagnostic with file, line and column. */
-	error: Diagnostic | null,
+	error: Diagnostic_Serialize | null,
 };
 
 /**  Where a message came from. */
@@ -472,16 +784,36 @@ export type PluginReload = "added" | "replaced" | "removed" | "kept-last-good" |
 export type PluginStatus = "active" | "rejected" | "inactive" | "failed" | "last-good";
 
 /**  One plugin for the Plugins panel. */
-export type PluginView = {
+export type PluginView = PluginView_Serialize | PluginView_Deserialize;
+
+/**  One plugin for the Plugins panel. */
+export type PluginView_Deserialize = {
 	name: string,
 	status: PluginStatus,
 	displayName?: I18n | null,
 	description?: I18n | null,
-	rejection?: Rejection | null,
-	diagnostics: Diagnostic[],
+	rejection?: Rejection_Deserialize | null,
+	diagnostics: Diagnostic_Deserialize[],
 	/**  Hints that do not stop the plugin. */
-	hints: Diagnostic[],
-	providers: ExtensionDecl[],
+	hints: Diagnostic_Deserialize[],
+	providers: ExtensionDecl_Deserialize[],
+	hasStaticPrompt: boolean,
+	inventory: Registrations,
+	runtimes: string[],
+	loadMs: number,
+};
+
+/**  One plugin for the Plugins panel. */
+export type PluginView_Serialize = {
+	name: string,
+	status: PluginStatus,
+	displayName?: I18n,
+	description?: I18n,
+	rejection?: Rejection_Serialize,
+	diagnostics: Diagnostic_Serialize[],
+	/**  Hints that do not stop the plugin. */
+	hints: Diagnostic_Serialize[],
+	providers: ExtensionDecl_Serialize[],
 	hasStaticPrompt: boolean,
 	inventory: Registrations,
 	runtimes: string[],
@@ -495,35 +827,44 @@ export type PointId = "prompt.segment@1" | "prompt.history-transform@1" | "ui.sl
 export type Position = NamedPosition | { depth: number };
 
 /**  Everything the providers contribute for one session. */
-export type Preview = {
-	session: string,
-	runtime: RuntimeTarget,
-	turnId: string,
-	prompt: PromptView,
-	segments: SegmentRow[],
-	cache: CacheReport,
-	worldContext: WorldContextView,
-	slots: SlotView[],
-	imageFlow: ImageFlowView,
-	historyRewrites?: HistoryRewrite[],
-	calls: CallRecord[],
-	/**  Runs that failed as a whole (never silently dropped). */
-	errors: PreviewError[],
-	timings: PreviewTimings,
+export type Preview = Preview_Serialize | Preview_Deserialize;
+
+/**  What a reload changed in the preview. */
+export type PreviewDiff = PreviewDiff_Serialize | PreviewDiff_Deserialize;
+
+/**  What a reload changed in the preview. */
+export type PreviewDiff_Deserialize = {
+	segments: SegmentChange_Deserialize[],
+	slots: SlotDiff_Deserialize[],
+	worldContext?: WorldDiff_Deserialize | null,
+	boundaries: BoundaryDiff_Deserialize[],
 };
 
 /**  What a reload changed in the preview. */
-export type PreviewDiff = {
-	segments: SegmentChange[],
-	slots: SlotDiff[],
-	worldContext?: WorldDiff | null,
-	boundaries: BoundaryDiff[],
+export type PreviewDiff_Serialize = {
+	segments: SegmentChange_Serialize[],
+	slots: SlotDiff_Serialize[],
+	worldContext?: WorldDiff_Serialize,
+	boundaries: BoundaryDiff_Serialize[],
 };
 
 /**  A run of the preview that failed as a whole. */
-export type PreviewError = {
+export type PreviewError = PreviewError_Serialize | PreviewError_Deserialize;
+
+/**  A run of the preview that failed as a whole. */
+export type PreviewError_Deserialize = {
 	point: PointId,
 	slot?: SlotId | null,
+	/**  `this-turn` (what the prompt shows) or `next-turn` (the assembly for cache stability). */
+	turn: TurnSide,
+	error: RunError,
+	message: string,
+};
+
+/**  A run of the preview that failed as a whole. */
+export type PreviewError_Serialize = {
+	point: PointId,
+	slot?: SlotId,
 	/**  `this-turn` (what the prompt shows) or `next-turn` (the assembly for cache stability). */
 	turn: TurnSide,
 	error: RunError,
@@ -539,13 +880,63 @@ export type PreviewTimings = {
 	totalMs: number,
 };
 
+/**  Everything the providers contribute for one session. */
+export type Preview_Deserialize = {
+	session: string,
+	runtime: RuntimeTarget,
+	turnId: string,
+	prompt: PromptView,
+	segments: SegmentRow_Deserialize[],
+	cache: CacheReport_Deserialize,
+	worldContext: WorldContextView_Deserialize,
+	slots: SlotView_Deserialize[],
+	imageFlow: ImageFlowView_Deserialize,
+	historyRewrites?: HistoryRewrite[],
+	calls: CallRecord_Deserialize[],
+	/**  Runs that failed as a whole (never silently dropped). */
+	errors: PreviewError_Deserialize[],
+	timings: PreviewTimings,
+};
+
+/**  Everything the providers contribute for one session. */
+export type Preview_Serialize = {
+	session: string,
+	runtime: RuntimeTarget,
+	turnId: string,
+	prompt: PromptView,
+	segments: SegmentRow_Serialize[],
+	cache: CacheReport_Serialize,
+	worldContext: WorldContextView_Serialize,
+	slots: SlotView_Serialize[],
+	imageFlow: ImageFlowView_Serialize,
+	historyRewrites?: HistoryRewrite[],
+	calls: CallRecord_Serialize[],
+	/**  Runs that failed as a whole (never silently dropped). */
+	errors: PreviewError_Serialize[],
+	timings: PreviewTimings,
+};
+
 /**  Prices in USD per million tokens. */
-export type Prices = {
+export type Prices = Prices_Serialize | Prices_Deserialize;
+
+/**  Prices in USD per million tokens. */
+export type Prices_Deserialize = {
 	input: number,
 	/**  Anthropic: writing the cache with the 5-minute TTL. */
 	cacheWrite5m?: number | null,
 	/**  Anthropic: writing the cache with the 1-hour TTL. */
 	cacheWrite1h?: number | null,
+	cacheRead: number,
+	output: number,
+};
+
+/**  Prices in USD per million tokens. */
+export type Prices_Serialize = {
+	input: number,
+	/**  Anthropic: writing the cache with the 5-minute TTL. */
+	cacheWrite5m?: number,
+	/**  Anthropic: writing the cache with the 1-hour TTL. */
+	cacheWrite1h?: number,
 	cacheRead: number,
 	output: number,
 };
@@ -566,7 +957,16 @@ export type ProvidedExtension = {
 };
 
 /**  A recently opened folder. */
-export type RecentFolder = {
+export type RecentFolder = RecentFolder_Serialize | RecentFolder_Deserialize;
+
+/**  A recently opened folder. */
+export type RecentFolder_Deserialize = {
+	plugins: string,
+	session?: string | null,
+};
+
+/**  A recently opened folder. */
+export type RecentFolder_Serialize = {
 	plugins: string,
 	session: string | null,
 };
@@ -584,7 +984,13 @@ export type Registrations = {
 };
 
 /**  A plugin the session will not run, and why. */
-export type Rejection = {
+export type Rejection = Rejection_Serialize | Rejection_Deserialize;
+
+/**  Why the resolver did not activate a plugin (or could not satisfy a contract). */
+export type RejectionCode = "invalid-conflict" | "unknown-plugin" | "approval-required" | "excluded" | "missing-provider" | "ambiguous-provider" | "conflict" | "single-provider-conflict" | "default-replaced" | "load-failed";
+
+/**  A plugin the session will not run, and why. */
+export type Rejection_Deserialize = {
 	plugin: string,
 	code: RejectionCode,
 	message: string,
@@ -593,16 +999,36 @@ export type Rejection = {
 	loadCode?: string | null,
 };
 
-/**  Why the resolver did not activate a plugin (or could not satisfy a contract). */
-export type RejectionCode = "invalid-conflict" | "unknown-plugin" | "approval-required" | "excluded" | "missing-provider" | "ambiguous-provider" | "conflict" | "single-provider-conflict" | "default-replaced" | "load-failed";
+/**  A plugin the session will not run, and why. */
+export type Rejection_Serialize = {
+	plugin: string,
+	code: RejectionCode,
+	message: string,
+	candidates: string[],
+	contract?: string,
+	loadCode?: string,
+};
 
 /**  One reload: the paths that changed, what happened to each plugin, what changed. */
-export type ReloadEntry = {
+export type ReloadEntry = ReloadEntry_Serialize | ReloadEntry_Deserialize;
+
+/**  One reload: the paths that changed, what happened to each plugin, what changed. */
+export type ReloadEntry_Deserialize = {
 	paths: string[],
 	plugins: { [key in string]: PluginReload },
 	sessionReloaded: boolean,
-	diff: PreviewDiff,
-	diagnostics: Diagnostic[],
+	diff: PreviewDiff_Deserialize,
+	diagnostics: Diagnostic_Deserialize[],
+	timings: ReloadTimings,
+};
+
+/**  One reload: the paths that changed, what happened to each plugin, what changed. */
+export type ReloadEntry_Serialize = {
+	paths: string[],
+	plugins: { [key in string]: PluginReload },
+	sessionReloaded: boolean,
+	diff: PreviewDiff_Serialize,
+	diagnostics: Diagnostic_Serialize[],
 	timings: ReloadTimings,
 };
 
@@ -616,11 +1042,22 @@ export type ReloadTimings = {
 };
 
 /**  The model's reply. */
-export type Reply = {
+export type Reply = Reply_Serialize | Reply_Deserialize;
+
+/**  The model's reply. */
+export type Reply_Deserialize = {
 	text: string,
 	finishReason: string,
 	/**  The usage the backend reported, as it sent it. */
 	usage?: JsonValue | null,
+};
+
+/**  The model's reply. */
+export type Reply_Serialize = {
+	text: string,
+	finishReason: string,
+	/**  The usage the backend reported, as it sent it. */
+	usage?: JsonValue,
 };
 
 /**  What the backend reported for a turn. */
@@ -639,10 +1076,21 @@ export type Requests = {
 };
 
 /**  The resolver's answer. */
-export type Resolution = {
+export type Resolution = Resolution_Serialize | Resolution_Deserialize;
+
+/**  The resolver's answer. */
+export type Resolution_Deserialize = {
 	active: string[],
 	autoAdded: string[],
-	rejected: Rejection[],
+	rejected: Rejection_Deserialize[],
+	unmet: Unmet[],
+};
+
+/**  The resolver's answer. */
+export type Resolution_Serialize = {
+	active: string[],
+	autoAdded: string[],
+	rejected: Rejection_Serialize[],
 	unmet: Unmet[],
 };
 
@@ -660,7 +1108,13 @@ export type RunError = { code: "invalid-input"; detail: string } | { code: "conf
 export type RuntimeTarget = { kind: "story" } | { kind: "plugin"; id: string } | { kind: "contract"; id: string };
 
 /**  A segment that changed. */
-export type SegmentChange = {
+export type SegmentChange = SegmentChange_Serialize | SegmentChange_Deserialize;
+
+/**  How a segment changed. */
+export type SegmentChangeKind = "added" | "removed" | "moved" | "changed";
+
+/**  A segment that changed. */
+export type SegmentChange_Deserialize = {
 	kind: SegmentChangeKind,
 	plugin: string,
 	id: string,
@@ -668,11 +1122,20 @@ export type SegmentChange = {
 	after?: SegmentState | null,
 };
 
-/**  How a segment changed. */
-export type SegmentChangeKind = "added" | "removed" | "moved" | "changed";
+/**  A segment that changed. */
+export type SegmentChange_Serialize = {
+	kind: SegmentChangeKind,
+	plugin: string,
+	id: string,
+	before?: SegmentState,
+	after?: SegmentState,
+};
 
 /**  One row of the segment table. */
-export type SegmentRow = {
+export type SegmentRow = SegmentRow_Serialize | SegmentRow_Deserialize;
+
+/**  One row of the segment table. */
+export type SegmentRow_Deserialize = {
 	plugin: string,
 	id: string,
 	volatility: Volatility,
@@ -690,6 +1153,25 @@ export type SegmentRow = {
 	content: string,
 };
 
+/**  One row of the segment table. */
+export type SegmentRow_Serialize = {
+	plugin: string,
+	id: string,
+	volatility: Volatility,
+	order: number,
+	position: Position,
+	role: string,
+	audience: Audience,
+	placement: Placement,
+	volatilityApplies: boolean,
+	sortKey: SortKey,
+	tieBrokenByPluginId: boolean,
+	included: boolean,
+	excludedBecause?: string,
+	tokens: number,
+	content: string,
+};
+
 /**  Where a segment was, before or after. */
 export type SegmentState = {
 	index: number,
@@ -699,7 +1181,10 @@ export type SegmentState = {
 };
 
 /**  One segment's size: the SDK's `estimateTokens` (what budgets use) beside the model's count. */
-export type SegmentTokens = {
+export type SegmentTokens = SegmentTokens_Serialize | SegmentTokens_Deserialize;
+
+/**  One segment's size: the SDK's `estimateTokens` (what budgets use) beside the model's count. */
+export type SegmentTokens_Deserialize = {
 	/**  `plugin/id`. */
 	segment: string,
 	plugin: string,
@@ -712,8 +1197,25 @@ export type SegmentTokens = {
 	exact: boolean,
 };
 
+/**  One segment's size: the SDK's `estimateTokens` (what budgets use) beside the model's count. */
+export type SegmentTokens_Serialize = {
+	/**  `plugin/id`. */
+	segment: string,
+	plugin: string,
+	/**  `estimateTokens`, as the contract defines it. */
+	estimateTokens: number,
+	/**  The model's count: exact for OpenAI encodings, the stated estimate for Claude. */
+	tokens: number,
+	/**  Claude: the estimate's error bar. */
+	range?: [number, number],
+	exact: boolean,
+};
+
 /**  An edit the studio makes to a session document. */
-export type SessionEdit = 
+export type SessionEdit = SessionEdit_Serialize | SessionEdit_Deserialize;
+
+/**  An edit the studio makes to a session document. */
+export type SessionEdit_Deserialize = 
 /**  `locale: …`. */
 { kind: "set-locale"; locale: string } | 
 /**  Turns a plugin on or off, keeping `plugins.requested` as written (see the module doc). */
@@ -731,8 +1233,30 @@ export type SessionEdit =
 /**  Removes a mapping key or a list item. */
 { kind: "remove"; path: PathSegment[] };
 
+/**  An edit the studio makes to a session document. */
+export type SessionEdit_Serialize = 
+/**  `locale: …`. */
+{ kind: "set-locale"; locale: string } | 
+/**  Turns a plugin on or off, keeping `plugins.requested` as written (see the module doc). */
+{ kind: "set-plugin-enabled"; plugin: string; enabled: boolean } | 
+/**  `settings.<plugin>.<key>`; `null` or absent removes the override. */
+{ kind: "set-setting"; plugin: string; key: string; value: JsonValue | null } | 
+/**  Replaces `world.characters[index]`. */
+{ kind: "set-character"; index: number; character: JsonValue } | 
+/**  Appends to `world.characters`. */
+{ kind: "add-character"; character: JsonValue } | 
+/**  Removes `world.characters[index]`. */
+{ kind: "remove-character"; index: number } | 
+/**  Sets any value (creating the mappings on the way). */
+{ kind: "set"; path: PathSegment[]; value: JsonValue } | 
+/**  Removes a mapping key or a list item. */
+{ kind: "remove"; path: PathSegment[] };
+
 /**  A slot value that changed during a turn. */
-export type SlotChange = {
+export type SlotChange = SlotChange_Serialize | SlotChange_Deserialize;
+
+/**  A slot value that changed during a turn. */
+export type SlotChange_Deserialize = {
 	slot: SlotId,
 	key?: string | null,
 	value: JsonValue,
@@ -741,10 +1265,32 @@ export type SlotChange = {
 	error?: RunError | null,
 };
 
+/**  A slot value that changed during a turn. */
+export type SlotChange_Serialize = {
+	slot: SlotId,
+	key?: string,
+	value: JsonValue,
+	revision: string,
+	previewTurn?: string,
+	error?: RunError,
+};
+
 /**  A slot value that changed. */
-export type SlotDiff = {
+export type SlotDiff = SlotDiff_Serialize | SlotDiff_Deserialize;
+
+/**  A slot value that changed. */
+export type SlotDiff_Deserialize = {
 	slot: string,
 	key?: string | null,
+	before: JsonValue,
+	after: JsonValue,
+	plugins: string[],
+};
+
+/**  A slot value that changed. */
+export type SlotDiff_Serialize = {
+	slot: string,
+	key?: string,
 	before: JsonValue,
 	after: JsonValue,
 	plugins: string[],
@@ -754,36 +1300,59 @@ export type SlotDiff = {
 export type SlotId = "stage.backdrop@1" | "stage.cast@1" | "stage.choices@1" | "character.visual@1" | "session.summary@1" | "stage.music@1";
 
 /**  One slot's value with its chain. */
-export type SlotView = {
+export type SlotView = SlotView_Serialize | SlotView_Deserialize;
+
+/**  One slot's value with its chain. */
+export type SlotView_Deserialize = {
 	slot: SlotId,
 	key?: string | null,
 	value: JsonValue,
 	revision: string,
-	chain: CallRecord[],
+	chain: CallRecord_Deserialize[],
 	error?: RunError | null,
 };
 
+/**  One slot's value with its chain. */
+export type SlotView_Serialize = {
+	slot: SlotId,
+	key?: string,
+	value: JsonValue,
+	revision: string,
+	chain: CallRecord_Serialize[],
+	error?: RunError,
+};
+
 /**  Everything the desktop UI shows. */
-export type Snapshot = {
-	pluginsDir: string,
+export type Snapshot = Snapshot_Serialize | Snapshot_Deserialize;
+
+/**
+ *  The parts of a [`Snapshot`] that changed since the UI last received one. A part is absent
+ *  when unchanged; a part the snapshot may omit (`sessionPath`, `undo`, …) is `null` when it
+ *  is gone.
+ */
+export type SnapshotPatch = SnapshotPatch_Serialize | SnapshotPatch_Deserialize;
+
+/**
+ *  The parts of a [`Snapshot`] that changed since the UI last received one. A part is absent
+ *  when unchanged; a part the snapshot may omit (`sessionPath`, `undo`, …) is `null` when it
+ *  is gone.
+ */
+export type SnapshotPatch_Deserialize = {
+	pluginsDir?: string | null,
 	sessionPath?: string | null,
-	/**  The session in use, as the loader read it. */
-	session: JsonValue,
-	/**  The session file's text as on disk (what the Session panel edits), when there is a file. */
+	session?: JsonValue | null,
 	sessionText?: string | null,
-	/**  Why the session file as on disk cannot be used (the previous good session stays in use). */
-	sessionError?: Diagnostic | null,
-	/**  What Undo would undo, for the button's label. */
+	sessionError?: Diagnostic_Deserialize | null,
 	undo?: UndoView | null,
-	/**  Where "Save played session" writes unless the author picks another file. */
-	playedPath: string,
-	plugins: PluginView[],
-	resolution: Resolution,
-	preview: Preview,
-	compaction: CompactionView,
-	turns: TurnRecord[],
-	lastReload?: ReloadEntry | null,
-	diagnostics: Diagnostic[],
+	playedPath?: string | null,
+	plugins?: PluginView_Deserialize[] | null,
+	resolution?: Resolution_Deserialize | null,
+	preview?: Preview_Deserialize | null,
+	compaction?: CompactionView_Deserialize | null,
+	turns?: Turns_Deserialize | null,
+	/**  The reload that caused this patch (or `null` once there is none). */
+	lastReload?: ReloadEntry_Deserialize | null,
+	diagnostics?: Diagnostic_Deserialize[] | null,
 };
 
 /**
@@ -791,22 +1360,68 @@ export type Snapshot = {
  *  when unchanged; a part the snapshot may omit (`sessionPath`, `undo`, …) is `null` when it
  *  is gone.
  */
-export type SnapshotPatch = {
-	pluginsDir?: string | null,
+export type SnapshotPatch_Serialize = {
+	pluginsDir?: string,
 	sessionPath?: string | null,
-	session?: JsonValue | null,
+	session?: JsonValue,
 	sessionText?: string | null,
-	sessionError?: Diagnostic | null,
+	sessionError?: Diagnostic_Serialize | null,
 	undo?: UndoView | null,
-	playedPath?: string | null,
-	plugins?: PluginView[] | null,
-	resolution?: Resolution | null,
-	preview?: Preview | null,
-	compaction?: CompactionView | null,
-	turns?: Turns | null,
+	playedPath?: string,
+	plugins?: PluginView_Serialize[],
+	resolution?: Resolution_Serialize,
+	preview?: Preview_Serialize,
+	compaction?: CompactionView_Serialize,
+	turns?: Turns_Serialize,
 	/**  The reload that caused this patch (or `null` once there is none). */
-	lastReload?: ReloadEntry | null,
-	diagnostics?: Diagnostic[] | null,
+	lastReload?: ReloadEntry_Serialize | null,
+	diagnostics?: Diagnostic_Serialize[],
+};
+
+/**  Everything the desktop UI shows. */
+export type Snapshot_Deserialize = {
+	pluginsDir: string,
+	sessionPath?: string | null,
+	/**  The session in use, as the loader read it. */
+	session: JsonValue,
+	/**  The session file's text as on disk (what the Session panel edits), when there is a file. */
+	sessionText?: string | null,
+	/**  Why the session file as on disk cannot be used (the previous good session stays in use). */
+	sessionError?: Diagnostic_Deserialize | null,
+	/**  What Undo would undo, for the button's label. */
+	undo?: UndoView | null,
+	/**  Where "Save played session" writes unless the author picks another file. */
+	playedPath: string,
+	plugins: PluginView_Deserialize[],
+	resolution: Resolution_Deserialize,
+	preview: Preview_Deserialize,
+	compaction: CompactionView_Deserialize,
+	turns: TurnRecord_Deserialize[],
+	lastReload?: ReloadEntry_Deserialize | null,
+	diagnostics: Diagnostic_Deserialize[],
+};
+
+/**  Everything the desktop UI shows. */
+export type Snapshot_Serialize = {
+	pluginsDir: string,
+	sessionPath?: string,
+	/**  The session in use, as the loader read it. */
+	session: JsonValue,
+	/**  The session file's text as on disk (what the Session panel edits), when there is a file. */
+	sessionText?: string,
+	/**  Why the session file as on disk cannot be used (the previous good session stays in use). */
+	sessionError?: Diagnostic_Serialize,
+	/**  What Undo would undo, for the button's label. */
+	undo?: UndoView,
+	/**  Where "Save played session" writes unless the author picks another file. */
+	playedPath: string,
+	plugins: PluginView_Serialize[],
+	resolution: Resolution_Serialize,
+	preview: Preview_Serialize,
+	compaction: CompactionView_Serialize,
+	turns: TurnRecord_Serialize[],
+	lastReload?: ReloadEntry_Serialize,
+	diagnostics: Diagnostic_Serialize[],
 };
 
 /**  A segment's sort key. */
@@ -818,13 +1433,25 @@ export type SortKey = {
 };
 
 /**  Sent after the studio changed on its own (a reload) or while it opens a folder. */
-export type StudioChanged = { reason: "opening" } | 
+export type StudioChanged = StudioChanged_Serialize | StudioChanged_Deserialize;
+
+/**  Sent after the studio changed on its own (a reload) or while it opens a folder. */
+export type StudioChanged_Deserialize = { reason: "opening" } | 
 /**  The folder opened: the whole snapshot. */
-{ reason: "opened"; snapshot: Snapshot } | 
+{ reason: "opened"; snapshot: Snapshot_Deserialize } | 
 /**  Why the folder or session could not be opened (file, line and column). */
-{ reason: "open-failed"; error: Diagnostic } | { reason: "watch-failed" } | 
+{ reason: "open-failed"; error: Diagnostic_Deserialize } | { reason: "watch-failed" } | 
 /**  A reload: its entry (`patch.lastReload`) and the parts it changed. */
-{ reason: "reload"; patch: SnapshotPatch };
+{ reason: "reload"; patch: SnapshotPatch_Deserialize };
+
+/**  Sent after the studio changed on its own (a reload) or while it opens a folder. */
+export type StudioChanged_Serialize = { reason: "opening" } | 
+/**  The folder opened: the whole snapshot. */
+{ reason: "opened"; snapshot: Snapshot_Serialize } | 
+/**  Why the folder or session could not be opened (file, line and column). */
+{ reason: "open-failed"; error: Diagnostic_Serialize } | { reason: "watch-failed" } | 
+/**  A reload: its entry (`patch.lastReload`) and the parts it changed. */
+{ reason: "reload"; patch: SnapshotPatch_Serialize };
 
 /**  The system prompt. */
 export type SystemView = {
@@ -833,33 +1460,72 @@ export type SystemView = {
 };
 
 /**  The Tests panel: every test session of the open folder. */
-export type TestRun = {
+export type TestRun = TestRun_Serialize | TestRun_Deserialize;
+
+/**  The Tests panel: every test session of the open folder. */
+export type TestRun_Deserialize = {
 	passed: boolean,
-	sessions: TestSession[],
+	sessions: TestSession_Deserialize[],
+};
+
+/**  The Tests panel: every test session of the open folder. */
+export type TestRun_Serialize = {
+	passed: boolean,
+	sessions: TestSession_Serialize[],
 };
 
 /**  The result of one test session. */
-export type TestSession = {
+export type TestSession = TestSession_Serialize | TestSession_Deserialize;
+
+/**  The result of one test session. */
+export type TestSession_Deserialize = {
 	session: string,
 	pluginsDir: string,
 	goldenFile: string,
 	golden: GoldenStatus,
 	passed: boolean,
-	turns: TestTurn[],
+	turns: TestTurn_Deserialize[],
 	/**  Why the session could not be tested at all (unreadable, invalid, a live backend…). */
 	error?: string | null,
 };
 
+/**  The result of one test session. */
+export type TestSession_Serialize = {
+	session: string,
+	pluginsDir: string,
+	goldenFile: string,
+	golden: GoldenStatus,
+	passed: boolean,
+	turns: TestTurn_Serialize[],
+	/**  Why the session could not be tested at all (unreadable, invalid, a live backend…). */
+	error?: string,
+};
+
 /**  The result of one turn. */
-export type TestTurn = {
+export type TestTurn = TestTurn_Serialize | TestTurn_Deserialize;
+
+/**  The result of one turn. */
+export type TestTurn_Deserialize = {
 	turnId: string,
 	say: string,
 	passed: boolean,
-	checks: CheckResult[],
+	checks: CheckResult_Deserialize[],
 	/**  Differences from the golden snapshot (empty when it matches, or when there is none). */
-	goldenDifferences: GoldenDifference[],
+	goldenDifferences: GoldenDifference_Deserialize[],
 	/**  Why the turn failed to run (a failing world context, a replay miss…). */
 	error?: string | null,
+};
+
+/**  The result of one turn. */
+export type TestTurn_Serialize = {
+	turnId: string,
+	say: string,
+	passed: boolean,
+	checks: CheckResult_Serialize[],
+	/**  Differences from the golden snapshot (empty when it matches, or when there is none). */
+	goldenDifferences: GoldenDifference_Serialize[],
+	/**  Why the turn failed to run (a failing world context, a replay miss…). */
+	error?: string,
 };
 
 /**  Sums over every turn. */
@@ -881,7 +1547,10 @@ export type TraceEvent = {
 };
 
 /**  One turn of the forecast. */
-export type TurnForecast = {
+export type TurnForecast = TurnForecast_Serialize | TurnForecast_Deserialize;
+
+/**  One turn of the forecast. */
+export type TurnForecast_Deserialize = {
 	/**  1-based. */
 	turn: number,
 	turnId: string,
@@ -891,44 +1560,104 @@ export type TurnForecast = {
 	inputTokens: number,
 	/**  Claude: the estimate's error bar on `inputTokens`. */
 	inputTokensRange?: [number, number] | null,
-	breakpoints: BreakpointForecast[],
+	breakpoints: BreakpointForecast_Deserialize[],
 	uncachedTokens: number,
 	cacheWriteTokens: number,
 	cacheReadTokens: number,
 	cost: Cost,
 	costWithoutCache: number,
 	reported?: Reported | null,
-	mismatches?: Mismatch[],
+	mismatches: Mismatch_Deserialize[],
+};
+
+/**  One turn of the forecast. */
+export type TurnForecast_Serialize = {
+	/**  1-based. */
+	turn: number,
+	turnId: string,
+	say: string,
+	/**  Seconds since the first turn at the assumed pace. */
+	atSeconds: number,
+	inputTokens: number,
+	/**  Claude: the estimate's error bar on `inputTokens`. */
+	inputTokensRange?: [number, number],
+	breakpoints: BreakpointForecast_Serialize[],
+	uncachedTokens: number,
+	cacheWriteTokens: number,
+	cacheReadTokens: number,
+	cost: Cost,
+	costWithoutCache: number,
+	reported?: Reported,
+	mismatches?: Mismatch_Serialize[],
 };
 
 /**
  *  A played turn's prompt; `withNewerPlugins`: recomputed after a plugin reload, it may differ
  *  from what was sent.
  */
-export type TurnPrompt = {
-	preview: Preview,
+export type TurnPrompt = TurnPrompt_Serialize | TurnPrompt_Deserialize;
+
+/**
+ *  A played turn's prompt; `withNewerPlugins`: recomputed after a plugin reload, it may differ
+ *  from what was sent.
+ */
+export type TurnPrompt_Deserialize = {
+	preview: Preview_Deserialize,
+	withNewerPlugins: boolean,
+};
+
+/**
+ *  A played turn's prompt; `withNewerPlugins`: recomputed after a plugin reload, it may differ
+ *  from what was sent.
+ */
+export type TurnPrompt_Serialize = {
+	preview: Preview_Serialize,
 	withNewerPlugins: boolean,
 };
 
 /**  One played turn, as the Playtest panel lists it (its prompt is asked for separately). */
-export type TurnRecord = {
+export type TurnRecord = TurnRecord_Serialize | TurnRecord_Deserialize;
+
+/**  One played turn, as the Playtest panel lists it (its prompt is asked for separately). */
+export type TurnRecord_Deserialize = {
 	turnId: string,
 	playerMessage: string,
-	reply?: Reply | null,
+	reply?: Reply_Deserialize | null,
 	error?: string | null,
 	/**  The compaction run after the turn. */
-	compaction?: CompactionRun | null,
+	compaction?: CompactionRun_Deserialize | null,
 	events: JsonValue[],
-	slotChanges: SlotChange[],
+	slotChanges: SlotChange_Deserialize[],
+};
+
+/**  One played turn, as the Playtest panel lists it (its prompt is asked for separately). */
+export type TurnRecord_Serialize = {
+	turnId: string,
+	playerMessage: string,
+	reply?: Reply_Serialize,
+	error?: string,
+	/**  The compaction run after the turn. */
+	compaction?: CompactionRun_Serialize,
+	events: JsonValue[],
+	slotChanges: SlotChange_Serialize[],
 };
 
 /**  Which assembly a failed run belongs to. */
 export type TurnSide = "this-turn" | "next-turn";
 
 /**  The played turns: keep the first `keep` the UI has, then append these. */
-export type Turns = {
+export type Turns = Turns_Serialize | Turns_Deserialize;
+
+/**  The played turns: keep the first `keep` the UI has, then append these. */
+export type Turns_Deserialize = {
 	keep: number,
-	append: TurnRecord[],
+	append: TurnRecord_Deserialize[],
+};
+
+/**  The played turns: keep the first `keep` the UI has, then append these. */
+export type Turns_Serialize = {
+	keep: number,
+	append: TurnRecord_Serialize[],
 };
 
 /**  What the next undo step undoes. */
@@ -949,11 +1678,24 @@ export type Unmet = {
 };
 
 /**  Whether a compaction answer was accepted, rule by rule. */
-export type Verdict = {
+export type Verdict = Verdict_Serialize | Verdict_Deserialize;
+
+/**  Whether a compaction answer was accepted, rule by rule. */
+export type Verdict_Deserialize = {
 	nothingToCompact: boolean,
 	accepted: boolean,
 	rules: RuleCheck[],
 	deferred?: string | null,
+	totalSegments: number,
+	totalTokens: number,
+};
+
+/**  Whether a compaction answer was accepted, rule by rule. */
+export type Verdict_Serialize = {
+	nothingToCompact: boolean,
+	accepted: boolean,
+	rules: RuleCheck[],
+	deferred?: string,
 	totalSegments: number,
 	totalTokens: number,
 };
@@ -979,18 +1721,39 @@ export type Windows = {
 };
 
 /**  The world-context snapshot and who provided it. */
-export type WorldContextView = {
+export type WorldContextView = WorldContextView_Serialize | WorldContextView_Deserialize;
+
+/**  The world-context snapshot and who provided it. */
+export type WorldContextView_Deserialize = {
 	snapshot: JsonValue,
 	providedBy?: string | null,
 	error?: string | null,
-	calls: CallRecord[],
+	calls: CallRecord_Deserialize[],
+};
+
+/**  The world-context snapshot and who provided it. */
+export type WorldContextView_Serialize = {
+	snapshot: JsonValue,
+	providedBy?: string,
+	error?: string,
+	calls: CallRecord_Serialize[],
 };
 
 /**  The world context before and after. */
-export type WorldDiff = {
+export type WorldDiff = WorldDiff_Serialize | WorldDiff_Deserialize;
+
+/**  The world context before and after. */
+export type WorldDiff_Deserialize = {
 	before: JsonValue,
 	after: JsonValue,
 	plugin?: string | null,
+};
+
+/**  The world context before and after. */
+export type WorldDiff_Serialize = {
+	before: JsonValue,
+	after: JsonValue,
+	plugin?: string,
 };
 
 /* Tauri Specta runtime */

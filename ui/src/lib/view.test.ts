@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { fixture as snapshot } from "../../fixtures/snapshot";
 import { fixture as forecast } from "../../fixtures/forecast";
 import { fixture as tests } from "../../fixtures/tests";
-import type { CallRecord, Forecast, Snapshot, TestRun } from "./wire";
+import type { CallRecord, Snapshot, SlotId } from "./wire";
 import { activeActor, breakpointLabel, cacheReason, sdkCall, chains, providerChains, changedSegments, differenceLabel, draftAfterSnapshot, forecastSummary, listView, meter, movingBreakpoint, nextTurnCacheRead, placementLabel, summaryEntries, systemBreakpoint, testCounts, text, usd, where } from "./view";
 
 const demo: Snapshot = snapshot;
@@ -38,7 +38,7 @@ describe("stage", () => {
 });
 
 describe("provider chains", () => {
-  const call = (pluginId: string, providerId: string, order: number, slot?: string): CallRecord => ({
+  const call = (pluginId: string, providerId: string, order: number, slot?: SlotId): CallRecord => ({
     point: "ui.slot@1", pluginId, providerId, order, slot, outcome: "success", durationMs: 0,
   });
   it("groups calls per point and slot and flags ties broken by plugin id", () => {
