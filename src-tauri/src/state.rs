@@ -87,17 +87,16 @@ pub fn open(app: &AppHandle, plugins: &str, session: Option<&str>) -> Result<Sna
     };
     let studio = LiveStudio::new(workspace, RuntimeTarget::Story);
     let snapshot = studio.snapshot();
-    {
+    let snapshot = {
         let mut open = state.studio.lock().map_err(|_| "studio state poisoned")?;
         *open = Some(studio);
         // The UI gets the whole snapshot: what it last received starts again from it.
-        let snapshot = snapshot.clone();
         state
             .wire
             .lock()
             .map_err(|_| "studio state poisoned")?
-            .full(snapshot);
-    }
+            .full(snapshot)
+    };
     set_status(
         &state,
         OpenStatus {

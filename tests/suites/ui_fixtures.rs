@@ -249,10 +249,13 @@ fn a_patch_sends_only_what_changed_and_a_played_turn_once() {
     .expect("opens");
     let mut studio = LiveStudio::new(workspace, RuntimeTarget::Story);
     let mut wire = covel_studio::wire::WireState::default();
-    wire.full(studio.snapshot());
-    assert!(
-        wire.patch(studio.snapshot()).is_empty(),
-        "nothing changed, nothing is sent"
+    assert_eq!(wire.full(studio.snapshot()).version, 1);
+    let nothing = wire.patch(studio.snapshot());
+    assert!(nothing.is_empty(), "nothing changed, nothing is sent");
+    assert_eq!(
+        (nothing.since, nothing.version),
+        (1, 2),
+        "a patch names the version it applies to"
     );
 
     // A played turn crosses once: appended to the none the UI has.
@@ -260,6 +263,7 @@ fn a_patch_sends_only_what_changed_and_a_played_turn_once() {
     let played = wire.patch(studio.snapshot());
     let turns = played.turns.as_ref().expect("the turns changed");
     assert_eq!((turns.keep, turns.append.len()), (0, 1));
+    assert_eq!((played.since, played.version), (2, 3));
     assert!(played.preview.is_some() && played.undo.is_some());
     assert_eq!(played.plugins_dir, None, "the folder is the same");
     studio.play_turn("I ring the bell.");

@@ -1338,6 +1338,13 @@ export type SnapshotPatch = SnapshotPatch_Serialize | SnapshotPatch_Deserialize;
  *  is gone.
  */
 export type SnapshotPatch_Deserialize = {
+	/**
+	 *  The version of the snapshot this patch applies to; a UI holding another version (a
+	 *  patch arrived out of order) asks for the whole snapshot instead.
+	 */
+	since: number,
+	/**  The version of the snapshot after it. */
+	version: number,
 	pluginsDir?: string | null,
 	sessionPath?: string | null,
 	session?: JsonValue | null,
@@ -1361,6 +1368,13 @@ export type SnapshotPatch_Deserialize = {
  *  is gone.
  */
 export type SnapshotPatch_Serialize = {
+	/**
+	 *  The version of the snapshot this patch applies to; a UI holding another version (a
+	 *  patch arrived out of order) asks for the whole snapshot instead.
+	 */
+	since: number,
+	/**  The version of the snapshot after it. */
+	version: number,
 	pluginsDir?: string,
 	sessionPath?: string | null,
 	session?: JsonValue,
@@ -1380,6 +1394,11 @@ export type SnapshotPatch_Serialize = {
 
 /**  Everything the desktop UI shows. */
 export type Snapshot_Deserialize = {
+	/**
+	 *  Which state of the studio this is, as the wire counts them ([`super::WireState`]): a
+	 *  patch applies to the snapshot whose version is its `since` (0 before it was sent).
+	 */
+	version: number,
 	pluginsDir: string,
 	sessionPath?: string | null,
 	/**  The session in use, as the loader read it. */
@@ -1403,6 +1422,11 @@ export type Snapshot_Deserialize = {
 
 /**  Everything the desktop UI shows. */
 export type Snapshot_Serialize = {
+	/**
+	 *  Which state of the studio this is, as the wire counts them ([`super::WireState`]): a
+	 *  patch applies to the snapshot whose version is its `since` (0 before it was sent).
+	 */
+	version: number,
 	pluginsDir: string,
 	sessionPath?: string,
 	/**  The session in use, as the loader read it. */

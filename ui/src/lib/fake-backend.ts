@@ -14,7 +14,7 @@ import { fixture as excludesSoundtrack } from "../../fixtures/session-excludes-s
 import { parseDocument } from "yaml";
 import type { Backend, StudioEvent } from "./backend";
 import { patchOf } from "./patch";
-import type { Diagnostic, OpenStatus, Preview, SessionEdit, Snapshot, TurnPrompt } from "./wire";
+import type { Diagnostic, OpenStatus, Preview, SessionEdit, Snapshot, SnapshotPatch, TurnPrompt } from "./wire";
 
 function check(text: string): Diagnostic[] {
   const doc = parseDocument(text, { prettyErrors: true });
@@ -51,19 +51,24 @@ export function fakeBackend(): Backend {
   const calls: [string, ...unknown[]][] = [];
   (globalThis as any).__fakeCalls = calls;
   const runtimes: Record<string, Snapshot> = { story: initial, "plugin:story-director": storyDirectorRuntime };
-  // A reload sends the whole snapshot as a patch (the real shell sends only what changed).
-  const reload = () => {
-    for (const l of listeners) l({ reason: "reload", patch: patchOf(current) });
+  // Moves to the next snapshot, answered as a patch of every part (the real shell sends only
+  // what changed) on the version the UI holds.
+  const advance = (next: Snapshot): SnapshotPatch => {
+    const patch = patchOf(next, current.version);
+    current = { ...next, version: patch.version };
+    return patch;
+  };
+  const reload = (next: Snapshot) => {
+    const patch = advance(next);
+    for (const l of listeners) l({ reason: "reload", patch });
   };
   // Tests trigger a reload from the page: `window.__fakeReload()`, and a change of the session
   // file on disk: `window.__fakeSessionChanged(text)`, and any snapshot: `window.__fakeSnapshot(s)`.
   (globalThis as any).__fakeReload = () => {
-    current = { ...afterReload, sessionText: current.sessionText };
-    reload();
+    reload({ ...afterReload, sessionText: current.sessionText });
   };
   (globalThis as any).__fakeSessionChanged = (text: string) => {
-    current = { ...current, sessionText: text };
-    reload();
+    reload({ ...current, sessionText: text });
   };
   (globalThis as any).__fakeSaved = () => current.sessionText;
   // Played turns' prompts: the fixture's, plus any a test adds with its snapshot.
@@ -72,8 +77,7 @@ export function fakeBackend(): Backend {
   // with the prompts of any played turns it made up.
   (globalThis as any).__fakeSnapshot = (next: Snapshot, turnPrompts: Record<string, Preview | TurnPrompt> = {}) => {
     Object.assign(previews, turnPrompts);
-    current = { ...next, sessionText: current.sessionText };
-    reload();
+    reload({ ...next, sessionText: current.sessionText });
   };
   return {
     open: async (plugins, session) => {
@@ -88,11 +92,11 @@ export function fakeBackend(): Backend {
       calls.push(["setRuntime", target]);
       const answer = runtimes[target];
       if (!answer) throw new Error(`the fake backend has no fixture for runtime ${target}`);
-      return patchOf((current = { ...answer, sessionText: current.sessionText }));
+      return advance({ ...answer, sessionText: current.sessionText });
     },
     playTurn: async (message) => {
       calls.push(["playTurn", message]);
-      return patchOf((current = { ...afterTurn, sessionText: current.sessionText }));
+      return advance({ ...afterTurn, sessionText: current.sessionText });
     },
     cancel: async () => {
       calls.push(["cancel"]);
@@ -106,15 +110,15 @@ export function fakeBackend(): Backend {
     },
     runEverythingAgain: async () => {
       calls.push(["runEverythingAgain"]);
-      return patchOf(current);
+      return advance(current);
     },
     compactNow: async () => {
       calls.push(["compactNow"]);
-      return patchOf(current);
+      return advance(current);
     },
     undo: async () => {
       calls.push(["undo"]);
-      return patchOf((current = { ...initial, sessionText: current.sessionText }));
+      return advance({ ...initial, sessionText: current.sessionText });
     },
     savePlayedSession: async (path) => {
       calls.push(["savePlayedSession", path]);
@@ -127,7 +131,7 @@ export function fakeBackend(): Backend {
       // The one session edit a fixture covers: soundtrack excluded, which the resolver rejects.
       const excluded: unknown = (parseDocument(text).toJS() as any)?.plugins?.excluded;
       const base = Array.isArray(excluded) && excluded.includes("soundtrack") ? excludesSoundtrack : current;
-      return patchOf((current = { ...base, sessionText: text, undo: { kind: "session-edit", label: "Undo the session edit (restores the file)" } }));
+      return advance({ ...base, sessionText: text, undo: { kind: "session-edit", label: "Undo the session edit (restores the file)" } });
     },
     applySessionEdits: async (text, edits) => {
       calls.push(["applySessionEdits", edits]);

@@ -1,7 +1,9 @@
 // Merging what the shell sends after the first snapshot: a `SnapshotPatch` holds only the parts
 // that changed since the UI last received them (covel_studio::wire::patch); a part the snapshot
 // may omit is `null` when it is gone; the played turns come as `{ keep, append }`, so a turn
-// crosses once and an undo keeps one fewer.
+// crosses once and an undo keeps one fewer. A patch names the snapshot version it applies to
+// (`since`): one that arrives out of order does not apply, and the store asks for the whole
+// snapshot instead.
 import type { Snapshot, SnapshotPatch } from "./wire";
 
 /** Whether an answer is a whole snapshot (its turns are a list) rather than a patch. */
@@ -9,9 +11,10 @@ export function isSnapshot(answer: Snapshot | SnapshotPatch): answer is Snapshot
   return Array.isArray(answer.turns);
 }
 
-/** The snapshot after a patch; the snapshot given is not changed. */
-export function applyPatch(snapshot: Snapshot, patch: SnapshotPatch): Snapshot {
-  const next: Snapshot = { ...snapshot };
+/** The snapshot after a patch (null when the patch applies to another version); the snapshot given is not changed. */
+export function applyPatch(snapshot: Snapshot, patch: SnapshotPatch): Snapshot | null {
+  if (patch.since !== snapshot.version) return null;
+  const next: Snapshot = { ...snapshot, version: patch.version };
   if (patch.pluginsDir !== undefined) next.pluginsDir = patch.pluginsDir;
   if (patch.sessionPath !== undefined) next.sessionPath = patch.sessionPath ?? undefined;
   if (patch.session !== undefined) next.session = patch.session;
@@ -32,10 +35,12 @@ export function applyPatch(snapshot: Snapshot, patch: SnapshotPatch): Snapshot {
   return next;
 }
 
-/** A whole snapshot as a patch: every part, every turn appended (what the fake backend answers). */
-export function patchOf(snapshot: Snapshot): SnapshotPatch {
+/** A whole snapshot as a patch on version `since`: every part, every turn appended (what the fake backend answers). */
+export function patchOf(snapshot: Snapshot, since: number): SnapshotPatch {
   return {
     ...snapshot,
+    since,
+    version: since + 1,
     sessionPath: snapshot.sessionPath ?? null,
     sessionText: snapshot.sessionText ?? null,
     sessionError: snapshot.sessionError ?? null,

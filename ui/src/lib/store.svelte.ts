@@ -65,7 +65,7 @@ class Studio {
 
   async start() {
     const b = await backend;
-    await b.onChange((event) => {
+    await b.onChange(async (event) => {
       this.lastEvent = event.reason;
       if (event.reason === "reload") this.reloads++;
       if (event.reason === "opening") {
@@ -82,7 +82,7 @@ class Studio {
       }
       if (event.reason === "reload" && this.snapshot) {
         const started = performance.now();
-        this.adopt(applyPatch(this.snapshot, event.patch));
+        await this.merge(event.patch);
         this.busy = null;
         requestAnimationFrame(() => setTimeout(() => (this.applyMs = performance.now() - started), 0));
       }
@@ -118,6 +118,12 @@ class Studio {
     this.openError = null;
   }
 
+  /** Merges a patch; one that does not apply to the snapshot held (it arrived out of order) is replaced by the whole snapshot. */
+  async merge(patch: SnapshotPatch) {
+    const merged = this.snapshot && applyPatch(this.snapshot, patch);
+    this.adopt(merged ?? (await (await backend).snapshot()));
+  }
+
   /** The editor's text changed. */
   setDraft(text: string) {
     const base = this.draft?.base ?? this.snapshot?.sessionText ?? "";
@@ -146,7 +152,7 @@ class Studio {
       const result = await action(await backend);
       if (ticket !== this.ticket) return false;
       if (result && isSnapshot(result)) this.adopt(result);
-      else if (result && this.snapshot) this.adopt(applyPatch(this.snapshot, result));
+      else if (result) await this.merge(result);
       return true;
     } catch (e) {
       if (ticket === this.ticket) this.error = e instanceof Error ? e.message : String(e);

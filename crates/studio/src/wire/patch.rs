@@ -28,6 +28,11 @@ pub struct Turns {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Type)]
 #[serde(rename_all = "camelCase")]
 pub struct SnapshotPatch {
+    /// The version of the snapshot this patch applies to; a UI holding another version (a
+    /// patch arrived out of order) asks for the whole snapshot instead.
+    pub since: u32,
+    /// The version of the snapshot after it.
+    pub version: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub plugins_dir: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -63,7 +68,12 @@ pub struct SnapshotPatch {
 impl SnapshotPatch {
     /// Whether nothing changed.
     pub fn is_empty(&self) -> bool {
-        *self == SnapshotPatch::default()
+        *self
+            == SnapshotPatch {
+                since: self.since,
+                version: self.version,
+                ..SnapshotPatch::default()
+            }
     }
 }
 
@@ -105,15 +115,19 @@ impl Sent {
     }
 }
 
-/// What the UI last received; `None` before the first snapshot.
+/// What the UI last received (`None` before the first snapshot) and its version, counted up by
+/// every snapshot and patch sent.
 #[derive(Debug, Clone, Default)]
 pub struct WireState {
     sent: Option<Sent>,
+    version: u32,
 }
 
 impl WireState {
     /// The whole snapshot (on open, or when the UI asks for it), remembered as sent.
-    pub fn full(&mut self, snapshot: Snapshot) -> Snapshot {
+    pub fn full(&mut self, mut snapshot: Snapshot) -> Snapshot {
+        self.version = self.version.wrapping_add(1);
+        snapshot.version = self.version;
         self.sent = Some(Sent::of(&snapshot));
         snapshot
     }
@@ -121,6 +135,8 @@ impl WireState {
     /// Only the parts of `snapshot` that differ from what was sent, remembered as sent. Before
     /// any snapshot was sent, every part.
     pub fn patch(&mut self, snapshot: Snapshot) -> SnapshotPatch {
+        let since = self.version;
+        self.version = self.version.wrapping_add(1);
         let now = Sent::of(&snapshot);
         let before = self.sent.replace(now.clone());
         let changed = |i: usize| before.as_ref().is_none_or(|b| b.parts[i] != now.parts[i]);
@@ -133,6 +149,7 @@ impl WireState {
         });
         let turns_changed = before.as_ref().is_none_or(|b| b.turns != now.turns);
         let Snapshot {
+            version: _,
             plugins_dir,
             session_path,
             session,
@@ -149,6 +166,8 @@ impl WireState {
             diagnostics,
         } = snapshot;
         SnapshotPatch {
+            since,
+            version: self.version,
             plugins_dir: changed(0).then_some(plugins_dir),
             session_path: changed(1).then_some(session_path),
             session: changed(2).then_some(session),

@@ -36,6 +36,9 @@ pub struct UndoView {
 #[derive(Debug, Clone, PartialEq, Serialize, Type)]
 #[serde(rename_all = "camelCase")]
 pub struct Snapshot {
+    /// Which state of the studio this is, as the wire counts them ([`super::WireState`]): a
+    /// patch applies to the snapshot whose version is its `since` (0 before it was sent).
+    pub version: u32,
     pub plugins_dir: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_path: Option<String>,
@@ -127,6 +130,7 @@ impl LiveStudio {
             &ws.session.history.summaries,
         );
         Snapshot {
+            version: 0,
             plugins_dir: ws.plugins_dir.display().to_string(),
             session_path: ws.session_path.as_ref().map(|p| p.display().to_string()),
             session: serde_json::to_value(&ws.session).unwrap_or(JsonValue::Null),
