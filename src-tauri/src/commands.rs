@@ -1,45 +1,53 @@
-//! Tauri commands and events. Payloads are the studio's serializable views, passed as JSON
-//! typed `unknown` in TypeScript (the UI declares the view shapes it reads). Studio work runs
-//! off the async runtime (`spawn_blocking`), so no runtime worker waits on the state lock.
+//! Tauri commands and events over the studio's typed wire (`covel_studio::wire`): every
+//! argument and result is a wire type, exported to TypeScript by tauri-specta
+//! (`ui/src/lib/bindings.ts`, type-checked by the UI's `npm run check`). `snapshot` and
+//! `open_workspace` return the whole `Snapshot`; commands that change the studio return a
+//! `SnapshotPatch` of the parts that changed since the UI last received them, and the
+//! `StudioChanged` event carries the same patch after a reload (`WireState` decides what
+//! changed). Studio work runs off the async runtime (`spawn_blocking`), so no runtime worker
+//! waits on the state lock.
 
 use crate::state::{self, AppState};
 use covel_studio::RuntimeTarget;
 use covel_studio::live::LiveStudio;
+use covel_studio::wire::results::{Forecast, SessionEdit, TestRun};
+use covel_studio::wire::turns::TurnPrompt;
+use covel_studio::wire::{Diagnostic, Snapshot, SnapshotPatch};
 use serde::{Deserialize, Serialize};
 use specta::Type;
 use std::sync::Arc;
 use tauri::{AppHandle, State};
 use tauri_specta::{Builder, collect_commands, collect_events};
 
-/// A JSON value; TypeScript sees `unknown`.
-#[derive(Debug, Clone, Serialize, Deserialize, Type)]
-#[serde(transparent)]
-pub struct Json(#[specta(type = specta_typescript::Unknown)] pub serde_json::Value);
-
-impl Json {
-    pub fn of<T: Serialize>(value: &T) -> Json {
-        Json(serde_json::to_value(value).unwrap_or(serde_json::Value::Null))
-    }
-}
-
 /// Sent after the studio changed on its own (a reload) or while it opens a folder.
-#[derive(Debug, Clone, Serialize, Deserialize, Type, tauri_specta::Event)]
-pub struct StudioChanged {
-    pub reason: String,
-    pub snapshot: Option<Json>,
-    /// With reason `open-failed`: why (a diagnostic with file, line and column).
-    pub error: Option<Json>,
+#[derive(Debug, Clone, Serialize, Type, tauri_specta::Event)]
+#[serde(tag = "reason", rename_all = "kebab-case")]
+pub enum StudioChanged {
+    Opening,
+    /// The folder opened: the whole snapshot.
+    Opened {
+        snapshot: Box<Snapshot>,
+    },
+    /// Why the folder or session could not be opened (file, line and column).
+    OpenFailed {
+        error: Diagnostic,
+    },
+    WatchFailed,
+    /// A reload: its entry (`patch.lastReload`) and the parts it changed.
+    Reload {
+        patch: Box<SnapshotPatch>,
+    },
 }
 
 /// Whether a folder is being opened, and why the last open failed.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, Type)]
+#[derive(Debug, Clone, Default, Serialize, Type)]
 pub struct OpenStatus {
     pub opening: bool,
     /// The folder being opened or last tried.
     pub plugins: Option<String>,
     pub session: Option<String>,
     /// A diagnostic with file, line and column.
-    pub error: Option<Json>,
+    pub error: Option<Diagnostic>,
 }
 
 /// A recently opened folder.
@@ -66,6 +74,24 @@ async fn with_studio<T: Send + 'static>(
     .await
 }
 
+/// Runs `f` on the open studio like [`with_studio`], then answers the parts of the snapshot
+/// that changed since the UI last received them.
+async fn with_studio_patch(
+    state: &State<'_, AppState>,
+    f: impl FnOnce(&mut LiveStudio) -> Result<(), String> + Send + 'static,
+) -> Result<SnapshotPatch, String> {
+    let wire = Arc::clone(&state.wire);
+    with_studio(state, move |s| {
+        f(s)?;
+        let snapshot = s.snapshot();
+        let mut wire = wire
+            .lock()
+            .map_err(|_| "studio state poisoned".to_string())?;
+        Ok(wire.patch(snapshot))
+    })
+    .await
+}
+
 /// Runs blocking work (loading a folder, playing a turn) off the async runtime.
 async fn off_runtime<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, String> + Send + 'static,
@@ -81,31 +107,35 @@ async fn open_workspace(
     app: AppHandle,
     plugins: String,
     session: Option<String>,
-) -> Result<Json, String> {
+) -> Result<Snapshot, String> {
     off_runtime(move || state::open(&app, &plugins, session.as_deref())).await
 }
 
 #[tauri::command]
 #[specta::specta]
-async fn snapshot(state: State<'_, AppState>) -> Result<Json, String> {
-    with_studio(&state, move |s| Ok(Json::of(&s.snapshot()))).await
-}
-
-#[tauri::command]
-#[specta::specta]
-async fn set_runtime(state: State<'_, AppState>, target: String) -> Result<Json, String> {
-    let target = RuntimeTarget::parse(&target)
-        .ok_or_else(|| format!("`{target}` is not story, plugin:ID or contract:C"))?;
+async fn snapshot(state: State<'_, AppState>) -> Result<Snapshot, String> {
+    let wire = Arc::clone(&state.wire);
     with_studio(&state, move |s| {
-        s.switch_target(target)?;
-        Ok(Json::of(&s.snapshot()))
+        let snapshot = s.snapshot();
+        let mut wire = wire
+            .lock()
+            .map_err(|_| "studio state poisoned".to_string())?;
+        Ok(wire.full(snapshot))
     })
     .await
 }
 
 #[tauri::command]
 #[specta::specta]
-async fn play_turn(state: State<'_, AppState>, message: String) -> Result<Json, String> {
+async fn set_runtime(state: State<'_, AppState>, target: String) -> Result<SnapshotPatch, String> {
+    let target = RuntimeTarget::parse(&target)
+        .ok_or_else(|| format!("`{target}` is not story, plugin:ID or contract:C"))?;
+    with_studio_patch(&state, move |s| s.switch_target(target)).await
+}
+
+#[tauri::command]
+#[specta::specta]
+async fn play_turn(state: State<'_, AppState>, message: String) -> Result<SnapshotPatch, String> {
     state
         .cancel
         .store(false, std::sync::atomic::Ordering::SeqCst);
@@ -115,7 +145,7 @@ async fn play_turn(state: State<'_, AppState>, message: String) -> Result<Json, 
     // the reply (see `Playtest::finish_turn`).
     let pending = with_studio(&state, move |s| Ok(s.begin_turn(&message))).await?;
     let Ok(pending) = pending else {
-        return with_studio(&state, |s| Ok(Json::of(&s.snapshot()))).await;
+        return with_studio_patch(&state, |_| Ok(())).await;
     };
     let (pending, answer) = off_runtime({
         let cancel = Arc::clone(&cancel);
@@ -125,9 +155,9 @@ async fn play_turn(state: State<'_, AppState>, message: String) -> Result<Json, 
         }
     })
     .await?;
-    with_studio(&state, move |s| {
+    with_studio_patch(&state, move |s| {
         s.finish_turn(pending, answer, &cancel);
-        Ok(Json::of(&s.snapshot()))
+        Ok(())
     })
     .await
 }
@@ -135,10 +165,10 @@ async fn play_turn(state: State<'_, AppState>, message: String) -> Result<Json, 
 /// Runs compaction now, even under the threshold ("compact now"); undo puts the session back.
 #[tauri::command]
 #[specta::specta]
-async fn compact_now(state: State<'_, AppState>) -> Result<Json, String> {
-    with_studio(&state, |s| {
+async fn compact_now(state: State<'_, AppState>) -> Result<SnapshotPatch, String> {
+    with_studio_patch(&state, |s| {
         s.compact_now();
-        Ok(Json::of(&s.snapshot()))
+        Ok(())
     })
     .await
 }
@@ -147,10 +177,10 @@ async fn compact_now(state: State<'_, AppState>) -> Result<Json, String> {
 /// session as it was before the turn, flagged when plugins were reloaded since).
 #[tauri::command]
 #[specta::specta]
-async fn turn_prompt(state: State<'_, AppState>, turn_id: String) -> Result<Json, String> {
+async fn turn_prompt(state: State<'_, AppState>, turn_id: String) -> Result<TurnPrompt, String> {
     with_studio(&state, move |s| {
         s.turn_prompt(&turn_id)
-            .map(|p| Json::of(&p))
+            .map(|p| TurnPrompt::from(&p))
             .ok_or_else(|| format!("`{turn_id}` is not a played turn"))
     })
     .await
@@ -160,10 +190,10 @@ async fn turn_prompt(state: State<'_, AppState>, turn_id: String) -> Result<Json
 /// answer from the memo).
 #[tauri::command]
 #[specta::specta]
-async fn run_everything_again(state: State<'_, AppState>) -> Result<Json, String> {
-    with_studio(&state, |s| {
+async fn run_everything_again(state: State<'_, AppState>) -> Result<SnapshotPatch, String> {
+    with_studio_patch(&state, |s| {
         s.run_everything_again();
-        Ok(Json::of(&s.snapshot()))
+        Ok(())
     })
     .await
 }
@@ -179,10 +209,10 @@ async fn cancel_work(state: State<'_, AppState>) -> Result<(), String> {
 
 #[tauri::command]
 #[specta::specta]
-async fn undo(state: State<'_, AppState>) -> Result<Json, String> {
-    with_studio(&state, move |s| {
+async fn undo(state: State<'_, AppState>) -> Result<SnapshotPatch, String> {
+    with_studio_patch(&state, move |s| {
         s.undo().map_err(|e| e.to_string())?;
-        Ok(Json::of(&s.snapshot()))
+        Ok(())
     })
     .await
 }
@@ -211,10 +241,12 @@ async fn save_played_session(
 /// Writes new text for the authored session file (checked first, atomic, `.bak` kept).
 #[tauri::command]
 #[specta::specta]
-async fn save_session_text(state: State<'_, AppState>, text: String) -> Result<Json, String> {
-    with_studio(&state, move |s| {
-        s.save_session_text(&text).map_err(|e| e.to_string())?;
-        Ok(Json::of(&s.snapshot()))
+async fn save_session_text(
+    state: State<'_, AppState>,
+    text: String,
+) -> Result<SnapshotPatch, String> {
+    with_studio_patch(&state, move |s| {
+        s.save_session_text(&text).map_err(|e| e.to_string())
     })
     .await
 }
@@ -223,9 +255,7 @@ async fn save_session_text(state: State<'_, AppState>, text: String) -> Result<J
 /// the new text; nothing is saved.
 #[tauri::command]
 #[specta::specta]
-async fn apply_session_edits(text: String, edits: Json) -> Result<String, String> {
-    let edits: Vec<covel_studio::document::SessionEdit> =
-        serde_json::from_value(edits.0).map_err(|e| format!("not session edits: {e}"))?;
+async fn apply_session_edits(text: String, edits: Vec<SessionEdit>) -> Result<String, String> {
     covel_studio::document::apply_edits(&text, &edits).map_err(|e| e.to_string())
 }
 
@@ -233,7 +263,10 @@ async fn apply_session_edits(text: String, edits: Json) -> Result<String, String
 /// the text is a valid session).
 #[tauri::command]
 #[specta::specta]
-async fn check_session_text(state: State<'_, AppState>, text: String) -> Result<Json, String> {
+async fn check_session_text(
+    state: State<'_, AppState>,
+    text: String,
+) -> Result<Vec<Diagnostic>, String> {
     let studio = Arc::clone(&state.studio);
     off_runtime(move || {
         let file = studio
@@ -241,11 +274,11 @@ async fn check_session_text(state: State<'_, AppState>, text: String) -> Result<
             .ok()
             .and_then(|g| g.as_ref().and_then(|s| s.workspace().session_path.clone()))
             .unwrap_or_else(|| std::path::PathBuf::from("session.yaml"));
-        let diagnostics: Vec<_> = covel_kernel::session::parse_session(&text, &file)
+        Ok(covel_kernel::session::parse_session(&text, &file)
             .err()
-            .into_iter()
-            .collect();
-        Ok(Json::of(&diagnostics))
+            .iter()
+            .map(Diagnostic::from)
+            .collect())
     })
     .await
 }
@@ -268,25 +301,23 @@ async fn forecast(
     model: Option<String>,
     pace: f64,
     ttl: String,
-) -> Result<Json, String> {
+) -> Result<Forecast, String> {
     let options = covel_studio::forecast::ForecastOptions {
         pace_seconds: pace,
         ttl,
     };
-    with_studio(&state, move |s| {
-        s.forecast(model.as_deref(), &options).map(|f| Json::of(&f))
-    })
-    .await
+    with_studio(&state, move |s| s.forecast(model.as_deref(), &options)).await
 }
 
 /// The Tests panel: every test session of the open folder (`update` rewrites golden snapshots).
 #[tauri::command]
 #[specta::specta]
-async fn run_tests(state: State<'_, AppState>, update: bool) -> Result<Json, String> {
+async fn run_tests(state: State<'_, AppState>, update: bool) -> Result<TestRun, String> {
     with_studio(&state, move |s| {
         let dir = s.workspace().plugins_dir.clone();
-        let results = covel_studio::testing::run_folder(&dir, update, &s.workspace().limits).map_err(|e| e.to_string())?;
-        Ok(Json(serde_json::json!({"passed": results.iter().all(|r| r.passed), "sessions": Json::of(&results).0})))
+        covel_studio::testing::run_folder(&dir, update, &s.workspace().limits)
+            .map(TestRun::of)
+            .map_err(|e| e.to_string())
     })
     .await
 }
@@ -333,6 +364,20 @@ pub fn builder() -> Builder<tauri::Wry> {
         .events(collect_events![StudioChanged])
 }
 
+/// Writes the TypeScript bindings the UI imports (`ui/src/lib/bindings.ts`): the one place
+/// that configures the exporter, for the app's `COVEL_EXPORT_BINDINGS=1` and the freshness test.
+pub fn export_bindings(path: &std::path::Path) -> Result<(), String> {
+    builder()
+        .export(
+            specta_typescript::Typescript::default().header(
+                "// The studio's wire (covel_studio::wire), generated by tauri-specta from \
+                 src-tauri/src/commands.rs.\n",
+            ),
+            path,
+        )
+        .map_err(|e| e.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -340,12 +385,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("covel-bindings-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("temp dir");
         let fresh = dir.join("bindings.ts");
-        super::builder()
-            .export(
-                specta_typescript::Typescript::default().header("// @ts-nocheck\n"),
-                &fresh,
-            )
-            .expect("export");
+        super::export_bindings(&fresh).expect("export");
         let committed =
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../ui/src/lib/bindings.ts");
         let expected = std::fs::read_to_string(&fresh).expect("fresh bindings");

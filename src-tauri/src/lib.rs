@@ -1,6 +1,6 @@
 //! The Tauri shell over covel-studio: commands and events, typed with tauri-specta. It holds
-//! one `LiveStudio`, follows its folder with a watcher thread, and sends the UI a fresh
-//! snapshot after every reload. No studio logic lives here.
+//! one `LiveStudio`, follows its folder with a watcher thread, and sends the UI what changed
+//! after every reload (`covel_studio::wire`). No studio logic lives here.
 
 mod commands;
 mod logging;
@@ -16,11 +16,7 @@ pub fn run(plugins: Option<String>, session: Option<String>) -> anyhow::Result<(
     if std::env::var_os("COVEL_EXPORT_BINDINGS").is_some() {
         let path =
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../ui/src/lib/bindings.ts");
-        builder
-            .export(
-                specta_typescript::Typescript::default().header("// @ts-nocheck\n"),
-                &path,
-            )
+        commands::export_bindings(&path)
             .map_err(|e| anyhow::anyhow!("exporting TypeScript bindings: {e}"))?;
     }
     let initial = state::initial_folder(plugins, session);

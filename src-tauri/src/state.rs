@@ -1,8 +1,9 @@
 //! The app's state: the open studio, its watcher thread, and the recent folders.
 
-use crate::commands::{Json, OpenStatus, StudioChanged};
+use crate::commands::{OpenStatus, StudioChanged};
 use covel_js::Limits;
 use covel_studio::live::{FolderWatcher, LiveStudio};
+use covel_studio::wire::{Diagnostic, Snapshot, WireState};
 use covel_studio::{RuntimeTarget, Workspace};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,6 +23,9 @@ pub struct AppState {
     /// Whether a folder is being opened and why the last open failed (the UI asks at start, so
     /// an open that failed before it listened is never missed).
     pub status: Arc<Mutex<OpenStatus>>,
+    /// What the UI last received, so commands and reloads send only what changed. Locked
+    /// while the studio lock is held, never the other way round.
+    pub wire: Arc<Mutex<WireState>>,
 }
 
 /// The folder to open at start: the command line's, else plugins-sample/ with its demo.
@@ -46,7 +50,7 @@ pub fn initial_folder(
 /// Opens a folder, remembers it, starts watching it and tells the UI. A folder or session that
 /// cannot be opened is an `open-failed` event with the diagnostic (file, line, column), and the
 /// open status keeps it; the previous folder, if any, stays open.
-pub fn open(app: &AppHandle, plugins: &str, session: Option<&str>) -> Result<Json, String> {
+pub fn open(app: &AppHandle, plugins: &str, session: Option<&str>) -> Result<Snapshot, String> {
     let state = app.state::<AppState>();
     set_status(
         &state,
@@ -57,7 +61,7 @@ pub fn open(app: &AppHandle, plugins: &str, session: Option<&str>) -> Result<Jso
             error: None,
         },
     );
-    emit(app, "opening", None, None);
+    emit(app, StudioChanged::Opening);
     let workspace = match Workspace::open(
         Path::new(plugins),
         session.map(Path::new),
@@ -67,7 +71,7 @@ pub fn open(app: &AppHandle, plugins: &str, session: Option<&str>) -> Result<Jso
         Err(e) => {
             // Also on stderr: whoever started the app from a terminal sees why nothing opened.
             eprintln!("covel-studio: could not open {plugins}: {}", e.diagnostic());
-            let error = Json::of(&e.diagnostic());
+            let error = Diagnostic::from(&e.diagnostic());
             set_status(
                 &state,
                 OpenStatus {
@@ -77,13 +81,22 @@ pub fn open(app: &AppHandle, plugins: &str, session: Option<&str>) -> Result<Jso
                     error: Some(error.clone()),
                 },
             );
-            emit(app, "open-failed", None, Some(error));
+            emit(app, StudioChanged::OpenFailed { error });
             return Err(e.diagnostic().to_string());
         }
     };
     let studio = LiveStudio::new(workspace, RuntimeTarget::Story);
-    let snapshot = Json::of(&studio.snapshot());
-    *state.studio.lock().map_err(|_| "studio state poisoned")? = Some(studio);
+    let snapshot = studio.snapshot();
+    let snapshot = {
+        let mut open = state.studio.lock().map_err(|_| "studio state poisoned")?;
+        *open = Some(studio);
+        // The UI gets the whole snapshot: what it last received starts again from it.
+        state
+            .wire
+            .lock()
+            .map_err(|_| "studio state poisoned")?
+            .full(snapshot)
+    };
     set_status(
         &state,
         OpenStatus {
@@ -101,7 +114,12 @@ pub fn open(app: &AppHandle, plugins: &str, session: Option<&str>) -> Result<Jso
         session.map(PathBuf::from),
         generation,
     );
-    emit(app, "opened", Some(snapshot.clone()), None);
+    emit(
+        app,
+        StudioChanged::Opened {
+            snapshot: Box::new(snapshot.clone()),
+        },
+    );
     Ok(snapshot)
 }
 
@@ -111,13 +129,8 @@ fn set_status(state: &AppState, status: OpenStatus) {
     }
 }
 
-fn emit(app: &AppHandle, reason: &str, snapshot: Option<Json>, error: Option<Json>) {
-    let _ = StudioChanged {
-        reason: reason.to_string(),
-        snapshot,
-        error,
-    }
-    .emit(app);
+fn emit(app: &AppHandle, change: StudioChanged) {
+    let _ = change.emit(app);
 }
 
 /// How long a reload that found a freshly broken plugin waits for the rest of an editor's save.
@@ -128,7 +141,7 @@ fn watch(app: AppHandle, plugins: PathBuf, session: Option<PathBuf>, generation:
         let Ok(mut watcher) =
             FolderWatcher::new(&plugins, session.as_deref(), Duration::from_millis(10))
         else {
-            emit(&app, "watch-failed", None, None);
+            emit(&app, StudioChanged::WatchFailed);
             return;
         };
         let state = app.state::<AppState>();
@@ -137,7 +150,7 @@ fn watch(app: AppHandle, plugins: PathBuf, session: Option<PathBuf>, generation:
             let Some(batch) = watcher.next(Duration::from_millis(500)) else {
                 continue;
             };
-            let snapshot = {
+            let patch = {
                 let Ok(mut guard) = state.studio.lock() else {
                     return;
                 };
@@ -152,9 +165,18 @@ fn watch(app: AppHandle, plugins: PathBuf, session: Option<PathBuf>, generation:
                 {
                     continue;
                 }
-                Json::of(&studio.snapshot())
+                let snapshot = studio.snapshot();
+                let Ok(mut wire) = state.wire.lock() else {
+                    return;
+                };
+                wire.patch(snapshot)
             };
-            emit(&app, "reload", Some(snapshot), None);
+            emit(
+                &app,
+                StudioChanged::Reload {
+                    patch: Box::new(patch),
+                },
+            );
         }
     });
 }

@@ -314,7 +314,7 @@ fn switching_to_a_runtime_nobody_produces_is_refused_and_keeps_the_current_one()
     );
     assert_eq!(
         studio.snapshot().preview.runtime,
-        RuntimeTarget::Plugin("story-director".into())
+        covel_studio::wire::preview::RuntimeTarget::Plugin("story-director".into())
     );
     let error = studio
         .switch_target(RuntimeTarget::Plugin("nobody".into()))

@@ -1,8 +1,13 @@
-//! The JSON the desktop UI's tests are fed (ui/fixtures/*.json): real studio snapshots of the
+//! The data the desktop UI's tests are fed (ui/fixtures/*.ts): real studio snapshots of the
 //! demo session — as opened, after a played turn, after a reload — and the Cache panel's forecast
-//! and the Tests panel's results, so browser tests exercise the UI against what the Rust side
-//! produces. Fails when the committed fixtures are stale; run with
-//! `UPDATE_UI_FIXTURES=1` to rewrite them.
+//! and the Tests panel's results, as the wire sends them (`covel_studio::wire`), so browser tests
+//! exercise the UI against what the Rust side produces. Each is a TypeScript module
+//! (`export const fixture: Snapshot = {…}`), so `npm run check` checks the Rust-produced data
+//! against the Rust-generated types (a JSON import would widen its literals). Fails when the
+//! committed fixtures are stale; run with `UPDATE_UI_FIXTURES=1` to rewrite them.
+//!
+//! Also here: the wire keeps the JSON shape of the studio types it converts, and a patch sends
+//! only what changed.
 
 use covel_js::Limits;
 use covel_studio::live::LiveStudio;
@@ -51,19 +56,22 @@ fn ui_fixtures_are_fresh() {
     let mut studio = LiveStudio::new(workspace, RuntimeTarget::Story);
     let mut outputs = Vec::new();
     outputs.push((
-        "snapshot.json",
+        "snapshot",
+        "Snapshot",
         serde_json::to_value(studio.snapshot()).expect("json"),
     ));
     // The runtime switch: the Prompt panel assembling for story-director's own runtime.
     studio.set_target(RuntimeTarget::Plugin("story-director".into()));
     outputs.push((
-        "runtime-plugin-story-director.json",
+        "runtime-plugin-story-director",
+        "Snapshot",
         serde_json::to_value(studio.snapshot()).expect("json"),
     ));
     studio.set_target(RuntimeTarget::Story);
     studio.play_turn("I swim to the bell tower.");
     outputs.push((
-        "after-turn.json",
+        "after-turn",
+        "Snapshot",
         serde_json::to_value(studio.snapshot()).expect("json"),
     ));
     // The Playtest turn inspector asks for each played turn's prompt on demand.
@@ -72,10 +80,15 @@ fn ui_fixtures_are_fresh() {
         .into_iter()
         .map(|id| {
             let preview = studio.turn_preview(&id).expect("a played turn");
+            let preview = covel_studio::wire::Preview::from(&preview);
             (id, serde_json::to_value(preview).expect("json"))
         })
         .collect();
-    outputs.push(("turn-previews.json", serde_json::Value::Object(previews)));
+    outputs.push((
+        "turn-previews",
+        "Record<string, Preview>",
+        serde_json::Value::Object(previews),
+    ));
     let forecast = studio
         .forecast(
             Some("claude-sonnet-4-5"),
@@ -84,12 +97,13 @@ fn ui_fixtures_are_fresh() {
         .expect("forecast");
     let mut forecast = serde_json::to_value(forecast).expect("json");
     forecast["counting"] = serde_json::json!({"computed": 0, "reused": 0});
-    outputs.push(("forecast.json", forecast));
+    outputs.push(("forecast", "Forecast", forecast));
     let tests = covel_studio::testing::run_folder(Path::new(&root), false, &Limits::default())
         .expect("tests");
     outputs.push((
-        "tests.json",
-        serde_json::json!({"passed": tests.iter().all(|t| t.passed), "sessions": tests}),
+        "tests",
+        "TestRun",
+        serde_json::to_value(covel_studio::wire::results::TestRun::of(tests)).expect("json"),
     ));
     studio.undo().expect("a turn to undo");
     let module = Path::new(&root).join("story-director/server/lib/text.js");
@@ -98,7 +112,8 @@ fn ui_fixtures_are_fresh() {
     let changes = studio.classify(&[module]);
     studio.reload(&changes, Instant::now());
     outputs.push((
-        "after-reload.json",
+        "after-reload",
+        "Snapshot",
         serde_json::to_value(studio.snapshot()).expect("json"),
     ));
     // A session edit from the Session panel: the session excludes soundtrack, which the
@@ -110,16 +125,24 @@ fn ui_fixtures_are_fresh() {
         }])
         .expect("a valid edit");
     outputs.push((
-        "session-excludes-soundtrack.json",
+        "session-excludes-soundtrack",
+        "Snapshot",
         serde_json::to_value(studio.snapshot()).expect("json"),
     ));
 
     let update = std::env::var_os("UPDATE_UI_FIXTURES").is_some();
     let mut stale = Vec::new();
-    for (name, mut value) in outputs {
+    for (name, ty, mut value) in outputs {
         normalize(&mut value, &root);
-        let path = repo.join("ui/fixtures").join(name);
-        let fresh = serde_json::to_string_pretty(&value).expect("json") + "\n";
+        let path = repo.join("ui/fixtures").join(format!("{name}.ts"));
+        let imported = match ty {
+            "Record<string, Preview>" => "Preview",
+            other => other,
+        };
+        let fresh = format!(
+            "// Written by tests/suites/ui_fixtures.rs (`UPDATE_UI_FIXTURES=1 cargo test -p covel-tests --test ui_fixtures`); do not edit.\nimport type {{ {imported} }} from \"../src/lib/wire\";\n\nexport const fixture: {ty} = {};\n",
+            serde_json::to_string_pretty(&value).expect("json")
+        );
         if update {
             std::fs::write(&path, &fresh).expect("write fixture");
         } else if std::fs::read_to_string(&path).ok().as_deref() != Some(fresh.as_str()) {
@@ -130,4 +153,151 @@ fn ui_fixtures_are_fresh() {
         stale.is_empty(),
         "stale UI fixtures {stale:?}: run `UPDATE_UI_FIXTURES=1 cargo test -p covel-tests --test ui_fixtures`"
     );
+}
+
+/// Every session file of the fixture folders with the plugins folder beside it (or one level
+/// up for a `sessions/` folder), for the ones that open.
+fn fixture_workspaces() -> Vec<(std::path::PathBuf, std::path::PathBuf)> {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut found = vec![(
+        repo.join("plugins-sample"),
+        repo.join("plugins-sample/demo.session.yaml"),
+    )];
+    let fixtures = repo.join("tests/fixtures");
+    let mut dirs: Vec<_> = std::fs::read_dir(&fixtures)
+        .expect("fixtures")
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    dirs.sort();
+    for dir in dirs {
+        for sessions in [dir.clone(), dir.join("sessions")] {
+            let Ok(entries) = std::fs::read_dir(&sessions) else {
+                continue;
+            };
+            let mut files: Vec<_> = entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.to_string_lossy().ends_with(".session.yaml"))
+                .collect();
+            files.sort();
+            let plugins = if sessions == dir {
+                dir.clone()
+            } else if dir.join("plugins").is_dir() {
+                dir.join("plugins")
+            } else {
+                dir.clone()
+            };
+            found.extend(files.into_iter().map(|f| (plugins.clone(), f)));
+        }
+    }
+    found
+}
+
+#[test]
+fn the_wire_keeps_the_json_shape_of_the_studio_types() {
+    let mut checked = 0;
+    for (plugins, session) in fixture_workspaces() {
+        let Ok(workspace) = Workspace::open(&plugins, Some(&session), &Limits::default()) else {
+            continue;
+        };
+        let mut studio = LiveStudio::new(workspace, RuntimeTarget::Story);
+        let what = session.display().to_string();
+        assert_eq!(
+            serde_json::to_value(covel_studio::wire::Preview::from(&studio.preview)).expect("json"),
+            serde_json::to_value(&studio.preview).expect("json"),
+            "the preview of {what}"
+        );
+        studio.play_turn("I look around.");
+        assert_eq!(
+            serde_json::to_value(studio.snapshot().turns).expect("json"),
+            serde_json::to_value(&studio.turns).expect("json"),
+            "the turns of {what}"
+        );
+        let turn = studio.turns.first().map(|t| t.turn_id.clone());
+        if let Some(prompt) = turn.and_then(|turn| studio.turn_prompt(&turn)) {
+            assert_eq!(
+                serde_json::to_value(covel_studio::wire::turns::TurnPrompt::from(&prompt))
+                    .expect("json"),
+                serde_json::to_value(&prompt).expect("json"),
+                "the turn prompt of {what}"
+            );
+        }
+        if let Some(entry) = &studio.last_reload {
+            assert_eq!(
+                serde_json::to_value(covel_studio::wire::reload::ReloadEntry::from(entry))
+                    .expect("json"),
+                serde_json::to_value(entry).expect("json"),
+                "the reload entry of {what}"
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked >= 10, "only {checked} fixture workspaces opened");
+}
+
+#[test]
+fn a_patch_sends_only_what_changed_and_a_played_turn_once() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let dir = tempfile::tempdir().expect("temp");
+    copy_dir(&repo.join("plugins-sample"), dir.path());
+    let workspace = Workspace::open(
+        dir.path(),
+        Some(&dir.path().join("demo.session.yaml")),
+        &Limits::default(),
+    )
+    .expect("opens");
+    let mut studio = LiveStudio::new(workspace, RuntimeTarget::Story);
+    let mut wire = covel_studio::wire::WireState::default();
+    assert_eq!(wire.full(studio.snapshot()).version, 1);
+    let nothing = wire.patch(studio.snapshot());
+    assert!(nothing.is_empty(), "nothing changed, nothing is sent");
+    assert_eq!(
+        (nothing.since, nothing.version),
+        (1, 2),
+        "a patch names the version it applies to"
+    );
+
+    // A played turn crosses once: appended to the none the UI has.
+    studio.play_turn("I swim to the bell tower.");
+    let played = wire.patch(studio.snapshot());
+    let turns = played.turns.as_ref().expect("the turns changed");
+    assert_eq!((turns.keep, turns.append.len()), (0, 1));
+    assert_eq!((played.since, played.version), (2, 3));
+    assert!(played.preview.is_some() && played.undo.is_some());
+    assert_eq!(played.plugins_dir, None, "the folder is the same");
+    studio.play_turn("I ring the bell.");
+    let second = wire.patch(studio.snapshot());
+    let turns = second.turns.as_ref().expect("the turns changed");
+    assert_eq!(
+        (turns.keep, turns.append.len()),
+        (1, 1),
+        "the first turn is not sent again"
+    );
+
+    // Undo keeps n - 1 turns and sends none.
+    studio.undo().expect("a turn to undo");
+    let undone = wire.patch(studio.snapshot());
+    let turns = undone.turns.as_ref().expect("the turns changed");
+    assert_eq!((turns.keep, turns.append.len()), (1, 0));
+
+    // A reload sends its entry and the parts it changed, not the unchanged ones.
+    let module = dir.path().join("story-director/server/lib/text.js");
+    let text = std::fs::read_to_string(&module).expect("read");
+    std::fs::write(&module, text.replace("grave, unhurried", "grave, patient")).expect("write");
+    let changes = studio.classify(&[module]);
+    studio.reload(&changes, Instant::now());
+    let reload = wire.patch(studio.snapshot());
+    assert!(
+        matches!(reload.last_reload, Some(Some(_))),
+        "the reload entry"
+    );
+    assert!(reload.preview.is_some(), "the prompt changed");
+    assert_eq!(reload.turns, None, "no turn changed");
+    assert_eq!(reload.session, None, "the session did not change");
+    assert_eq!(reload.session_text, None);
+    assert_eq!(reload.resolution, None, "the same plugins are active");
+    // Unchanged parts are not in the JSON at all.
+    let json = serde_json::to_value(&reload).expect("json");
+    assert!(json.get("session").is_none() && json.get("turns").is_none());
 }

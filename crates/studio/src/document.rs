@@ -18,9 +18,10 @@ use std::str::FromStr;
 use yaml_edit::{AsYaml, Document, Mapping, Sequence, YamlFile, YamlNode};
 
 /// One step of a path into the session document: a mapping key or a list index.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, specta::Type)]
 #[serde(untagged)]
 pub enum PathSegment {
+    #[specta(type = crate::wire::common::Number)]
     Index(usize),
     Key(String),
 }
@@ -47,7 +48,7 @@ fn render_path(path: &[PathSegment]) -> String {
 }
 
 /// An edit the studio makes to a session document.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, specta::Type)]
 #[serde(
     tag = "kind",
     rename_all = "kebab-case",
@@ -63,17 +64,30 @@ pub enum SessionEdit {
         plugin: String,
         key: String,
         #[serde(default)]
+        #[specta(type = Option<crate::wire::common::JsonShape>)]
         value: Option<Value>,
     },
     /// Replaces `world.characters[index]`.
-    SetCharacter { index: usize, character: Value },
+    SetCharacter {
+        #[specta(type = crate::wire::common::Number)]
+        index: usize,
+        #[specta(type = crate::wire::common::JsonShape)]
+        character: Value,
+    },
     /// Appends to `world.characters`.
-    AddCharacter { character: Value },
+    AddCharacter {
+        #[specta(type = crate::wire::common::JsonShape)]
+        character: Value,
+    },
     /// Removes `world.characters[index]`.
-    RemoveCharacter { index: usize },
+    RemoveCharacter {
+        #[specta(type = crate::wire::common::Number)]
+        index: usize,
+    },
     /// Sets any value (creating the mappings on the way).
     Set {
         path: Vec<PathSegment>,
+        #[specta(type = crate::wire::common::JsonShape)]
         value: Value,
     },
     /// Removes a mapping key or a list item.

@@ -36,7 +36,7 @@ pub struct Source {
 }
 
 /// How a provider caches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, specta::Type)]
 #[serde(rename_all = "kebab-case")]
 pub enum Caching {
     /// Anthropic: `cache_control` breakpoints, a look-back window before each.
@@ -80,15 +80,20 @@ pub struct Provider {
 
 /// Prices in USD per million tokens.
 #[serde_with::skip_serializing_none]
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, specta::Type)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Prices {
+    #[specta(type = crate::wire::common::Number)]
     pub input: f64,
     /// Anthropic: writing the cache with the 5-minute TTL.
+    #[specta(type = Option<crate::wire::common::Number>)]
     pub cache_write5m: Option<f64>,
     /// Anthropic: writing the cache with the 1-hour TTL.
+    #[specta(type = Option<crate::wire::common::Number>)]
     pub cache_write1h: Option<f64>,
+    #[specta(type = crate::wire::common::Number)]
     pub cache_read: f64,
+    #[specta(type = crate::wire::common::Number)]
     pub output: f64,
 }
 

@@ -340,7 +340,8 @@ fn openai_items(
 // ---- the simulation -------------------------------------------------------------------------
 
 /// How a breakpoint fares this turn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, specta::Type)]
+#[serde(rename = "CacheOutcome")]
 #[serde(rename_all = "kebab-case")]
 pub enum Outcome {
     /// Its prefix is read from the cache.
@@ -352,14 +353,16 @@ pub enum Outcome {
 }
 
 /// One breakpoint (Anthropic) or the automatic prefix (OpenAI) in one turn.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, specta::Type)]
 #[serde(rename_all = "camelCase")]
 pub struct BreakpointForecast {
+    #[specta(type = crate::wire::common::Number)]
     pub index: usize,
     /// The block it closes (`system block stable-segments`, `message 7 (history m4)`,
     /// `automatic prefix`).
     pub at: String,
     /// Tokens in the prefix up to and including that block.
+    #[specta(type = crate::wire::common::Number)]
     pub prefix_tokens: u64,
     pub outcome: Outcome,
     /// `read`, `cold`, `extends`, `prefix-changed`, `new-prefix`, `below-minimum`,
@@ -374,33 +377,43 @@ pub struct BreakpointForecast {
 }
 
 /// Costs in USD.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, specta::Type)]
 #[serde(rename_all = "camelCase")]
 pub struct Cost {
+    #[specta(type = crate::wire::common::Number)]
     pub input: f64,
+    #[specta(type = crate::wire::common::Number)]
     pub cache_write: f64,
+    #[specta(type = crate::wire::common::Number)]
     pub cache_read: f64,
+    #[specta(type = crate::wire::common::Number)]
     pub total: f64,
 }
 
 /// What the backend reported for a turn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, specta::Type)]
 #[serde(rename_all = "camelCase")]
 pub struct Reported {
     /// Input tokens neither read from nor written to the cache.
+    #[specta(type = crate::wire::common::Number)]
     pub input_tokens: u64,
+    #[specta(type = crate::wire::common::Number)]
     pub cache_write_tokens: u64,
+    #[specta(type = crate::wire::common::Number)]
     pub cache_read_tokens: u64,
+    #[specta(type = crate::wire::common::Number)]
     pub output_tokens: u64,
 }
 
 /// A prediction the reported usage contradicts.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, specta::Type)]
 #[serde(rename_all = "camelCase")]
 pub struct Mismatch {
     /// `cacheRead` or `cacheWrite`.
     pub field: &'static str,
+    #[specta(type = crate::wire::common::Number)]
     pub predicted: u64,
+    #[specta(type = crate::wire::common::Number)]
     pub reported: u64,
     /// The first segment (or block) the provider's cache did not cover as predicted.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -412,24 +425,32 @@ pub struct Mismatch {
 }
 
 /// One turn of the forecast.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, specta::Type)]
 #[serde(rename_all = "camelCase")]
 pub struct TurnForecast {
     /// 1-based.
+    #[specta(type = crate::wire::common::Number)]
     pub turn: usize,
     pub turn_id: String,
     pub say: String,
     /// Seconds since the first turn at the assumed pace.
+    #[specta(type = crate::wire::common::Number)]
     pub at_seconds: f64,
+    #[specta(type = crate::wire::common::Number)]
     pub input_tokens: u64,
     /// Claude: the estimate's error bar on `inputTokens`.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[specta(type = Option<(crate::wire::common::Number, crate::wire::common::Number)>)]
     pub input_tokens_range: Option<(u64, u64)>,
     pub breakpoints: Vec<BreakpointForecast>,
+    #[specta(type = crate::wire::common::Number)]
     pub uncached_tokens: u64,
+    #[specta(type = crate::wire::common::Number)]
     pub cache_write_tokens: u64,
+    #[specta(type = crate::wire::common::Number)]
     pub cache_read_tokens: u64,
     pub cost: Cost,
+    #[specta(type = crate::wire::common::Number)]
     pub cost_without_cache: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reported: Option<Reported>,
@@ -438,21 +459,27 @@ pub struct TurnForecast {
 }
 
 /// Sums over every turn.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, specta::Type)]
 #[serde(rename_all = "camelCase")]
 pub struct Totals {
+    #[specta(type = crate::wire::common::Number)]
     pub input_tokens: u64,
+    #[specta(type = crate::wire::common::Number)]
     pub uncached_tokens: u64,
+    #[specta(type = crate::wire::common::Number)]
     pub cache_write_tokens: u64,
+    #[specta(type = crate::wire::common::Number)]
     pub cache_read_tokens: u64,
     pub cost: Cost,
+    #[specta(type = crate::wire::common::Number)]
     pub cost_without_cache: f64,
     /// `costWithoutCache − cost.total`.
+    #[specta(type = crate::wire::common::Number)]
     pub saving: f64,
 }
 
 /// What one plugin (or the framework, history, player input) put in the prompt over the turns.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, specta::Type)]
 #[serde(rename_all = "camelCase")]
 pub struct LedgerRow {
     /// A plugin id, or `(framework)`, `(runtime body)`, `(world lore)`, `(history)`,
@@ -461,30 +488,39 @@ pub struct LedgerRow {
     pub is_plugin: bool,
     /// Tokens in cacheable positions (before the request's last cache breakpoint; for OpenAI,
     /// the cached prefix).
+    #[specta(type = crate::wire::common::Number)]
     pub cached_part_tokens: u64,
     /// Tokens after it.
+    #[specta(type = crate::wire::common::Number)]
     pub uncached_part_tokens: u64,
+    #[specta(type = crate::wire::common::Number)]
     pub cache_read_tokens: u64,
+    #[specta(type = crate::wire::common::Number)]
     pub cache_write_tokens: u64,
+    #[specta(type = crate::wire::common::Number)]
     pub uncached_tokens: u64,
+    #[specta(type = crate::wire::common::Number)]
     pub cost: f64,
     /// Share of the total cost.
+    #[specta(type = crate::wire::common::Number)]
     pub share: f64,
 }
 
 /// A breakpoint layout and what it costs over the session.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, specta::Type)]
 #[serde(rename_all = "camelCase")]
 pub struct Layout {
     /// Where the breakpoints go: system block kinds, `history` (the newest history message).
     pub breakpoints: Vec<String>,
+    #[specta(type = crate::wire::common::Number)]
     pub cost: f64,
     /// Against the current layout (positive: cheaper).
+    #[specta(type = crate::wire::common::Number)]
     pub saving: f64,
 }
 
 /// What changing one segment's volatility would save.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, specta::Type)]
 #[serde(rename_all = "camelCase")]
 pub struct VolatilityAdvice {
     pub segment: String,
@@ -492,12 +528,14 @@ pub struct VolatilityAdvice {
     /// What to do (`declare it turn`, `declare it session`…).
     pub change: String,
     pub why: String,
+    #[specta(type = crate::wire::common::Number)]
     pub cost_after: f64,
+    #[specta(type = crate::wire::common::Number)]
     pub saving: f64,
 }
 
 /// Advice for this session.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, specta::Type)]
 #[serde(rename_all = "camelCase")]
 pub struct Advice {
     /// Anthropic: the current layout and the best ones (at most the provider's breakpoints).
@@ -509,14 +547,17 @@ pub struct Advice {
 }
 
 /// The model the forecast priced.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, specta::Type)]
 #[serde(rename_all = "camelCase")]
 pub struct ModelSummary {
     pub id: String,
     pub provider: String,
     pub caching: Caching,
+    #[specta(type = crate::wire::common::Number)]
     pub min_cacheable_tokens: u64,
+    #[specta(type = crate::wire::common::Number)]
     pub ttl_seconds: u64,
+    #[specta(type = crate::wire::common::Number)]
     pub pace_seconds: f64,
     pub prices: crate::facts::Prices,
     pub counts: String,
@@ -526,18 +567,21 @@ pub struct ModelSummary {
 }
 
 /// One segment's size: the SDK's `estimateTokens` (what budgets use) beside the model's count.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, specta::Type)]
 #[serde(rename_all = "camelCase")]
 pub struct SegmentTokens {
     /// `plugin/id`.
     pub segment: String,
     pub plugin: String,
     /// `estimateTokens`, as the contract defines it.
+    #[specta(type = crate::wire::common::Number)]
     pub estimate_tokens: u64,
     /// The model's count: exact for OpenAI encodings, the stated estimate for Claude.
+    #[specta(type = crate::wire::common::Number)]
     pub tokens: u64,
     /// Claude: the estimate's error bar.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[specta(type = Option<(crate::wire::common::Number, crate::wire::common::Number)>)]
     pub range: Option<(u64, u64)>,
     pub exact: bool,
 }
@@ -577,7 +621,7 @@ pub fn segment_tokens(
 }
 
 /// The whole forecast.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, specta::Type)]
 #[serde(rename_all = "camelCase")]
 pub struct Forecast {
     pub model: ModelSummary,

@@ -19,7 +19,7 @@ pub mod slots;
 pub mod testing;
 pub mod textdiff;
 pub mod tokens;
-pub mod view;
+pub mod wire;
 pub mod workspace;
 
 pub use preview::{Preview, RuntimeTarget};

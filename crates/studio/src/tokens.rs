@@ -45,10 +45,12 @@ impl Encoding {
 }
 
 /// How many counts a [`TokenCounter`] computed and how many it answered from memory.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, specta::Type)]
 #[serde(rename_all = "camelCase")]
 pub struct CountStats {
+    #[specta(type = crate::wire::common::Number)]
     pub computed: u64,
+    #[specta(type = crate::wire::common::Number)]
     pub reused: u64,
 }
 

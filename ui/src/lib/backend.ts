@@ -1,29 +1,24 @@
 // The only module that talks to the desktop shell. Everything else imports `backend` and stays
 // plain; browser tests build with `--mode fake` and get the fake, fed by fixtures the Rust
 // tests write (ui/fixtures/*.json).
-import type { Diagnostic, Forecast, OpenStatus, SessionEdit, Snapshot, TestRun, TurnPrompt } from "./types";
+import type { Diagnostic, Forecast, OpenStatus, RecentFolder, SessionEdit, Snapshot, SnapshotPatch, StudioChanged, TestRun, TurnPrompt } from "./wire";
 
-export interface StudioEvent {
-  reason: string;
-  snapshot: Snapshot | null;
-  /** With reason `open-failed`. */
-  error?: Diagnostic | null;
-}
+/** What the shell sends on its own: opening, opened (the whole snapshot), open-failed, a reload (a patch). */
+export type StudioEvent = StudioChanged;
 
-export interface RecentFolder {
-  plugins: string;
-  session: string | null;
-}
-
+/**
+ * The studio's commands. `open` and `snapshot` answer the whole snapshot; the commands that change
+ * the studio answer a patch of what changed since the last answer or event (see `patch.ts`).
+ */
 export interface Backend {
   open(plugins: string, session: string | null): Promise<Snapshot>;
   snapshot(): Promise<Snapshot>;
-  setRuntime(target: string): Promise<Snapshot>;
-  playTurn(message: string): Promise<Snapshot>;
+  setRuntime(target: string): Promise<SnapshotPatch>;
+  playTurn(message: string): Promise<SnapshotPatch>;
   /** Runs compaction now, even under the threshold (undo puts the session back). */
-  compactNow(): Promise<Snapshot>;
+  compactNow(): Promise<SnapshotPatch>;
   /** Reloads every plugin into fresh runtimes: every provider runs again, none from the memo. */
-  runEverythingAgain(): Promise<Snapshot>;
+  runEverythingAgain(): Promise<SnapshotPatch>;
   /**
    * The prompt a played turn sent: the last turn's is kept, older ones are recomputed from the
    * session as it was before the turn — `withNewerPlugins` when plugins were reloaded since, so
@@ -33,11 +28,11 @@ export interface Backend {
   /** Asks the running work to stop (a turn then appends nothing). */
   cancel(): Promise<void>;
   /** Undoes the last turn or session edit (a session edit's undo writes the file back). */
-  undo(): Promise<Snapshot>;
+  undo(): Promise<SnapshotPatch>;
   /** Saves the played session to `path` (default beside the session); returns the file. */
   savePlayedSession(path: string | null, overwriteAuthored: boolean): Promise<string>;
   /** Writes the session file's text (checked first, atomic, `.bak` kept). */
-  saveSessionText(text: string): Promise<Snapshot>;
+  saveSessionText(text: string): Promise<SnapshotPatch>;
   /** Applies structured edits to session text in place; nothing is saved. */
   applySessionEdits(text: string, edits: SessionEdit[]): Promise<string>;
   /** The loader's diagnostics for session text (empty when valid). */

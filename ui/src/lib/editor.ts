@@ -6,7 +6,7 @@ import { defaultKeymap, history, historyKeymap } from "@codemirror/commands";
 import { defaultHighlightStyle, syntaxHighlighting } from "@codemirror/language";
 import { yaml } from "@codemirror/lang-yaml";
 import { lintGutter, setDiagnostics, type Diagnostic as Mark } from "@codemirror/lint";
-import type { Diagnostic } from "./types";
+import type { Diagnostic } from "./wire";
 
 /** A studio diagnostic (1-based line and column) as a mark over the rest of its line. */
 export function toMarks(doc: Text, diagnostics: Diagnostic[]): Mark[] {

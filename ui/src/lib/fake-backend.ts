@@ -3,17 +3,18 @@
 // call in `window.__fakeCalls`, so tests see what the UI asked for. Session text edits use the
 // `yaml` package's document model (comments kept), standing in for the Rust side's lossless
 // editor; `?open-failed` in the page's URL starts as if the session could not be opened.
-import initial from "../../fixtures/snapshot.json";
-import afterTurn from "../../fixtures/after-turn.json";
-import turnPreviews from "../../fixtures/turn-previews.json";
-import afterReload from "../../fixtures/after-reload.json";
-import forecast from "../../fixtures/forecast.json";
-import tests from "../../fixtures/tests.json";
-import storyDirectorRuntime from "../../fixtures/runtime-plugin-story-director.json";
-import excludesSoundtrack from "../../fixtures/session-excludes-soundtrack.json";
+import { fixture as initial } from "../../fixtures/snapshot";
+import { fixture as afterTurn } from "../../fixtures/after-turn";
+import { fixture as turnPreviews } from "../../fixtures/turn-previews";
+import { fixture as afterReload } from "../../fixtures/after-reload";
+import { fixture as forecast } from "../../fixtures/forecast";
+import { fixture as tests } from "../../fixtures/tests";
+import { fixture as storyDirectorRuntime } from "../../fixtures/runtime-plugin-story-director";
+import { fixture as excludesSoundtrack } from "../../fixtures/session-excludes-soundtrack";
 import { parseDocument } from "yaml";
 import type { Backend, StudioEvent } from "./backend";
-import type { Diagnostic, Forecast, OpenStatus, SessionEdit, Snapshot, TestRun, TurnPrompt } from "./types";
+import { patchOf } from "./patch";
+import type { Diagnostic, OpenStatus, Preview, SessionEdit, Snapshot, SnapshotPatch, TurnPrompt } from "./wire";
 
 function check(text: string): Diagnostic[] {
   const doc = parseDocument(text, { prettyErrors: true });
@@ -43,37 +44,40 @@ function edit(text: string, edits: SessionEdit[]): string {
   return doc.toString();
 }
 
-const snapshot = (value: unknown) => value as Snapshot;
-
 export function fakeBackend(): Backend {
-  let current = snapshot(initial);
+  let current: Snapshot = initial;
   const failed = typeof location !== "undefined" && location.search.includes("open-failed");
   const listeners: ((e: StudioEvent) => void)[] = [];
   const calls: [string, ...unknown[]][] = [];
   (globalThis as any).__fakeCalls = calls;
-  const runtimes: Record<string, Snapshot> = { story: snapshot(initial), "plugin:story-director": snapshot(storyDirectorRuntime) };
-  const emit = (reason: string) => {
-    for (const l of listeners) l({ reason, snapshot: current });
+  const runtimes: Record<string, Snapshot> = { story: initial, "plugin:story-director": storyDirectorRuntime };
+  // Moves to the next snapshot, answered as a patch of every part (the real shell sends only
+  // what changed) on the version the UI holds.
+  const advance = (next: Snapshot): SnapshotPatch => {
+    const patch = patchOf(next, current.version);
+    current = { ...next, version: patch.version };
+    return patch;
+  };
+  const reload = (next: Snapshot) => {
+    const patch = advance(next);
+    for (const l of listeners) l({ reason: "reload", patch });
   };
   // Tests trigger a reload from the page: `window.__fakeReload()`, and a change of the session
   // file on disk: `window.__fakeSessionChanged(text)`, and any snapshot: `window.__fakeSnapshot(s)`.
   (globalThis as any).__fakeReload = () => {
-    current = { ...(afterReload as unknown as Snapshot), sessionText: current.sessionText };
-    emit("reload");
+    reload({ ...afterReload, sessionText: current.sessionText });
   };
   (globalThis as any).__fakeSessionChanged = (text: string) => {
-    current = { ...current, sessionText: text };
-    emit("reload");
+    reload({ ...current, sessionText: text });
   };
   (globalThis as any).__fakeSaved = () => current.sessionText;
   // Played turns' prompts: the fixture's, plus any a test adds with its snapshot.
-  const previews: Record<string, unknown> = { ...turnPreviews };
+  const previews: Record<string, Preview | TurnPrompt> = { ...turnPreviews };
   // A snapshot a test built (e.g. a fixture with a failing call), arriving as after a reload,
   // with the prompts of any played turns it made up.
-  (globalThis as any).__fakeSnapshot = (next: Snapshot, turnPrompts: Record<string, unknown> = {}) => {
+  (globalThis as any).__fakeSnapshot = (next: Snapshot, turnPrompts: Record<string, Preview | TurnPrompt> = {}) => {
     Object.assign(previews, turnPrompts);
-    current = { ...next, sessionText: current.sessionText };
-    emit("reload");
+    reload({ ...next, sessionText: current.sessionText });
   };
   return {
     open: async (plugins, session) => {
@@ -88,33 +92,33 @@ export function fakeBackend(): Backend {
       calls.push(["setRuntime", target]);
       const answer = runtimes[target];
       if (!answer) throw new Error(`the fake backend has no fixture for runtime ${target}`);
-      return (current = { ...answer, sessionText: current.sessionText });
+      return advance({ ...answer, sessionText: current.sessionText });
     },
     playTurn: async (message) => {
       calls.push(["playTurn", message]);
-      return (current = { ...snapshot(afterTurn), sessionText: current.sessionText });
+      return advance({ ...afterTurn, sessionText: current.sessionText });
     },
     cancel: async () => {
       calls.push(["cancel"]);
     },
     turnPrompt: async (turnId) => {
       calls.push(["turnPrompt", turnId]);
-      const found = previews[turnId] as any;
+      const found = previews[turnId];
       if (!found) throw new Error(`\`${turnId}\` is not a played turn`);
       // A test may give `{ preview, withNewerPlugins }`; a bare preview was sent as it is.
-      return (found.preview ? found : { preview: found, withNewerPlugins: false }) as TurnPrompt;
+      return "withNewerPlugins" in found ? found : { preview: found, withNewerPlugins: false };
     },
     runEverythingAgain: async () => {
       calls.push(["runEverythingAgain"]);
-      return current;
+      return advance(current);
     },
     compactNow: async () => {
       calls.push(["compactNow"]);
-      return current;
+      return advance(current);
     },
     undo: async () => {
       calls.push(["undo"]);
-      return (current = { ...snapshot(initial), sessionText: current.sessionText });
+      return advance({ ...initial, sessionText: current.sessionText });
     },
     savePlayedSession: async (path) => {
       calls.push(["savePlayedSession", path]);
@@ -126,8 +130,8 @@ export function fakeBackend(): Backend {
       if (problems.length) throw new Error(problems[0].message);
       // The one session edit a fixture covers: soundtrack excluded, which the resolver rejects.
       const excluded: unknown = (parseDocument(text).toJS() as any)?.plugins?.excluded;
-      const base = Array.isArray(excluded) && excluded.includes("soundtrack") ? snapshot(excludesSoundtrack) : current;
-      return (current = { ...base, sessionText: text, undo: { kind: "session-edit", label: "Undo the session edit (restores the file)" } });
+      const base = Array.isArray(excluded) && excluded.includes("soundtrack") ? excludesSoundtrack : current;
+      return advance({ ...base, sessionText: text, undo: { kind: "session-edit", label: "Undo the session edit (restores the file)" } });
     },
     applySessionEdits: async (text, edits) => {
       calls.push(["applySessionEdits", edits]);
@@ -151,8 +155,8 @@ export function fakeBackend(): Backend {
       calls.push(["pickPath", kind]);
       return (globalThis as any).__fakePick?.[kind] ?? null;
     },
-    forecast: async () => forecast as unknown as Forecast,
-    runTests: async () => tests as unknown as TestRun,
+    forecast: async () => forecast,
+    runTests: async () => tests,
     onChange: async (listener) => {
       listeners.push(listener);
       return () => listeners.splice(listeners.indexOf(listener), 1);

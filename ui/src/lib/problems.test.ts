@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
-import snapshot from "../../fixtures/snapshot.json";
-import type { Snapshot } from "./types";
-import { callTarget, failingCalls, inventoryItem, inventoryLines, problemCounts, problems, runtimeValue } from "./view";
+import { fixture as snapshot } from "../../fixtures/snapshot";
+import type { Snapshot } from "./wire";
+import { callTarget, fields, failingCalls, inventoryItem, inventoryLines, problemCounts, problems, runtimeValue } from "./view";
 
-const demo = () => structuredClone(snapshot) as unknown as Snapshot;
+const demo = (): Snapshot => structuredClone(snapshot);
 
 describe("the plugins panel's inventory", () => {
   it("names each registered extension by point and id, never [object Object]", () => {
@@ -54,7 +54,7 @@ describe("problems", () => {
     plugin.diagnostics = [{ code: "entry-syntax", message: "unexpected token", file: "server/index.js", line: 1, column: 36 }];
     plugin.hints = [{ code: "row-shaped-read", message: "reads pluginData rows" }];
     s.preview.cache.lint = [{ code: "volatile-in-stable", plugin: "lore-book", segment: "glossary", volatility: "turn", message: "turn segment ahead of a boundary" }];
-    s.preview.errors = [{ point: "prompt.segment@1", turn: "this-turn", error: { code: "timeout" }, message: "took too long" }];
+    s.preview.errors = [{ point: "prompt.segment@1", turn: "this-turn", error: { code: "fail-turn", point: "prompt.segment@1", provider: "story-director/tone", message: "took too long" }, message: "took too long" }];
     s.diagnostics = [{ ...plugin.diagnostics[0], plugin: "story-director" }];
     const list = problems(s, { code: "manifest-unreadable", message: "no such folder", file: "/nope" });
     expect(list.filter((p) => p.code === "entry-syntax").length).toBe(1);
@@ -64,7 +64,7 @@ describe("problems", () => {
     expect(find("entry-syntax").message).toContain("last good version");
     expect(find("row-shaped-read")).toMatchObject({ severity: "warning", source: "lint" });
     expect(find("volatile-in-stable")).toMatchObject({ tab: "Prompt", target: '[data-segment="lore-book/glossary"]' });
-    expect(find("timeout")).toMatchObject({ severity: "error", tab: "Providers" });
+    expect(find("fail-turn")).toMatchObject({ severity: "error", tab: "Providers" });
     expect(find("manifest-unreadable")).toMatchObject({ source: "start-up", tab: "Open" });
     const severities = list.map((p) => p.severity);
     expect(severities).toEqual([...severities].sort((a, b) => ["error", "warning", "info"].indexOf(a) - ["error", "warning", "info"].indexOf(b)));
@@ -144,7 +144,7 @@ describe("the providers panel's chains", () => {
     expect(compact.notCalled).toEqual([{ pluginId: "history-compaction", providerId: "segmented-summary", order: expect.any(Number), reason: "this preview does not run this point" }]);
     const soundtrack = s.plugins.find((p) => p.name === "soundtrack")!;
     soundtrack.status = "rejected";
-    soundtrack.rejection = { code: "excluded", message: "excluded by the session", candidates: [] };
+    soundtrack.rejection = { plugin: "soundtrack", code: "excluded", message: "excluded by the session", candidates: [] };
     s.preview.calls = s.preview.calls.filter((c) => c.pluginId !== "soundtrack");
     s.preview.slots = s.preview.slots.map((x) => ({ ...x, chain: x.chain.filter((c) => c.pluginId !== "soundtrack") }));
     const segments = providerChains(s).find((c) => c.key === "prompt.segment@1")!;
@@ -153,7 +153,7 @@ describe("the providers panel's chains", () => {
 });
 
 import { boundaryBanner, wordDiff } from "./view";
-import afterReload from "../../fixtures/after-reload.json";
+import { fixture as afterReload } from "../../fixtures/after-reload";
 
 describe("diffs of the last reload", () => {
   it("diffs words, keeping what stayed", () => {
@@ -167,7 +167,7 @@ describe("diffs of the last reload", () => {
     expect(wordDiff("a b", "a b")).toEqual([{ kind: "same", text: "a b" }]);
   });
   it("names the boundary an edit moved and the segment responsible", () => {
-    const entry = (afterReload as any).lastReload;
+    const entry = afterReload.lastReload!;
     const lines = boundaryBanner(entry);
     expect(lines.length).toBe(entry.diff.boundaries.length);
     expect(lines[0]).toContain(`cache boundary ${entry.diff.boundaries[0].index} by segment ${entry.diff.boundaries[0].segment}`);
@@ -175,22 +175,22 @@ describe("diffs of the last reload", () => {
   });
 });
 
-import afterTurn from "../../fixtures/after-turn.json";
-import turnPreviews from "../../fixtures/turn-previews.json";
+import { fixture as afterTurn } from "../../fixtures/after-turn";
+import { fixture as turnPreviews } from "../../fixtures/turn-previews";
 import { turnSummary } from "./view";
 
 describe("the turn inspector", () => {
   it("sums up a played turn from its record and the prompt it sent", () => {
-    const turn = (afterTurn as any).turns[0];
-    expect(turn.preview, "a played turn keeps no preview").toBeUndefined();
-    const sent = (turnPreviews as any)[turn.turnId];
+    const turn = afterTurn.turns[0];
+    expect("preview" in turn, "a played turn keeps no preview").toBe(false);
+    const sent = turnPreviews[turn.turnId];
     const p = sent.prompt;
     const tokens = p.system.tokens + p.messages.reduce((n: number, m: any) => n + m.tokens, 0);
-    const words = turn.reply.text.split(/\s+/).filter(Boolean).length;
+    const words = turn.reply!.text.split(/\s+/).filter(Boolean).length;
     const rest = `${words}-word reply · ${turn.events.length} events · ${turn.slotChanges.length} slot changes · compaction ${turn.compaction?.triggered ? "ran" : "not due"}`;
     expect(turnSummary(turn, sent)).toBe(`${tokens} tokens sent over ${p.system.blocks.filter((b: any) => b.cacheBoundary).length} cache boundaries · ${rest}`);
     expect(turnSummary(turn), "before the prompt is loaded").toBe(rest);
-    expect(turnSummary({ turnId: "t", playerMessage: "x", error: "boom" })).toBe("no reply · 0 events · 0 slot changes · no compaction run");
+    expect(turnSummary({ turnId: "t", playerMessage: "x", error: "boom", events: [], slotChanges: [] })).toBe("no reply · 0 events · 0 slot changes · no compaction run");
   });
 });
 
@@ -236,7 +236,7 @@ describe("changes between two previews", () => {
     after.segments.find((s) => s.id === "tone")!.content = "Keep a grave, patient narrative voice.";
     after.prompt.messages.find((m) => m.origin.kind === "player-input")!.content = "I climb.";
     const backdrop = after.slots.find((s) => s.slot === "stage.backdrop@1")!;
-    backdrop.value = { ...backdrop.value, variant: "day" };
+    backdrop.value = { ...fields(backdrop.value), variant: "day" };
     const keys = previewChanges(before, after).map((c) => c.key);
     expect(keys).toEqual(["segment story-director/tone", "message player-input", "slot stage.backdrop@1"]);
     const slot = previewChanges(before, after).at(-1)!;

@@ -5,7 +5,8 @@
 import { backend } from "./backend";
 import { draftAfterSnapshot, type Draft, type Tab } from "./view";
 import { tick } from "svelte";
-import type { Diagnostic, Snapshot } from "./types";
+import { applyPatch, isSnapshot } from "./patch";
+import type { Diagnostic, Snapshot, SnapshotPatch } from "./wire";
 
 class Studio {
   // Raw: a snapshot is replaced whole, never mutated, and a deep proxy over 200 plugins made
@@ -64,7 +65,7 @@ class Studio {
 
   async start() {
     const b = await backend;
-    await b.onChange((event) => {
+    await b.onChange(async (event) => {
       this.lastEvent = event.reason;
       if (event.reason === "reload") this.reloads++;
       if (event.reason === "opening") {
@@ -73,13 +74,17 @@ class Studio {
       }
       if (event.reason === "open-failed") {
         this.busy = null;
-        this.openError = event.error ?? { code: "internal", message: "the folder could not be opened" };
+        this.openError = event.error;
       }
-      if (event.snapshot) {
-        const started = performance.now();
+      if (event.reason === "opened") {
         this.adopt(event.snapshot);
         this.busy = null;
-        if (event.reason === "reload") requestAnimationFrame(() => setTimeout(() => (this.applyMs = performance.now() - started), 0));
+      }
+      if (event.reason === "reload" && this.snapshot) {
+        const started = performance.now();
+        await this.merge(event.patch);
+        this.busy = null;
+        requestAnimationFrame(() => setTimeout(() => (this.applyMs = performance.now() - started), 0));
       }
     });
     try {
@@ -113,6 +118,12 @@ class Studio {
     this.openError = null;
   }
 
+  /** Merges a patch; one that does not apply to the snapshot held (it arrived out of order) is replaced by the whole snapshot. */
+  async merge(patch: SnapshotPatch) {
+    const merged = this.snapshot && applyPatch(this.snapshot, patch);
+    this.adopt(merged ?? (await (await backend).snapshot()));
+  }
+
   /** The editor's text changed. */
   setDraft(text: string) {
     const base = this.draft?.base ?? this.snapshot?.sessionText ?? "";
@@ -132,7 +143,7 @@ class Studio {
   }
 
   /** Runs a backend action with progress; `cancel()` stops waiting for it. */
-  async run(label: string, action: (b: Awaited<typeof backend>) => Promise<Snapshot | void>): Promise<boolean> {
+  async run(label: string, action: (b: Awaited<typeof backend>) => Promise<Snapshot | SnapshotPatch | void>): Promise<boolean> {
     const ticket = ++this.ticket;
     this.actions++;
     this.busy = label;
@@ -140,7 +151,8 @@ class Studio {
     try {
       const result = await action(await backend);
       if (ticket !== this.ticket) return false;
-      if (result) this.adopt(result);
+      if (result && isSnapshot(result)) this.adopt(result);
+      else if (result) await this.merge(result);
       return true;
     } catch (e) {
       if (ticket === this.ticket) this.error = e instanceof Error ? e.message : String(e);

@@ -1,37 +1,36 @@
-// The real backend: the generated tauri-specta bindings.
+// The real backend: the generated tauri-specta bindings (typed by the studio's wire).
 import { commands, events } from "./bindings";
 import { open as openDialog } from "@tauri-apps/plugin-dialog";
 import type { Backend } from "./backend";
-import type { Diagnostic, Forecast, OpenStatus, Snapshot, TestRun, TurnPrompt } from "./types";
 
 type Result<T> = { status: "ok"; data: T } | { status: "error"; error: string };
 
-function unwrap<T>(result: Result<T>): T {
+async function unwrap<T>(answer: Promise<Result<T>>): Promise<T> {
+  const result = await answer;
   if (result.status === "error") throw new Error(result.error);
   return result.data;
 }
 
 export function tauriBackend(): Backend {
-  const snap = async (r: Promise<Result<unknown>>) => unwrap(await r) as Snapshot;
   return {
-    open: (plugins, session) => snap(commands.openWorkspace(plugins, session)),
-    snapshot: () => snap(commands.snapshot()),
-    setRuntime: (target) => snap(commands.setRuntime(target)),
-    playTurn: (message) => snap(commands.playTurn(message)),
-    compactNow: () => snap(commands.compactNow()),
-    runEverythingAgain: () => snap(commands.runEverythingAgain()),
-    turnPrompt: async (turnId) => unwrap(await commands.turnPrompt(turnId)) as TurnPrompt,
+    open: (plugins, session) => unwrap(commands.openWorkspace(plugins, session)),
+    snapshot: () => unwrap(commands.snapshot()),
+    setRuntime: (target) => unwrap(commands.setRuntime(target)),
+    playTurn: (message) => unwrap(commands.playTurn(message)),
+    compactNow: () => unwrap(commands.compactNow()),
+    runEverythingAgain: () => unwrap(commands.runEverythingAgain()),
+    turnPrompt: (turnId) => unwrap(commands.turnPrompt(turnId)),
     cancel: async () => {
-      unwrap(await commands.cancelWork());
+      await unwrap(commands.cancelWork());
     },
-    undo: () => snap(commands.undo()),
-    savePlayedSession: async (path, overwriteAuthored) => unwrap(await commands.savePlayedSession(path, overwriteAuthored)),
-    saveSessionText: (text) => snap(commands.saveSessionText(text)),
-    applySessionEdits: async (text, edits) => unwrap(await commands.applySessionEdits(text, edits)),
-    checkSessionText: async (text) => unwrap(await commands.checkSessionText(text)) as Diagnostic[],
-    openStatus: async () => unwrap(await commands.openStatus()) as unknown as OpenStatus,
-    recentFolders: async () => unwrap(await commands.recentFolders()),
-    logFile: async () => unwrap(await commands.logFile()),
+    undo: () => unwrap(commands.undo()),
+    savePlayedSession: (path, overwriteAuthored) => unwrap(commands.savePlayedSession(path, overwriteAuthored)),
+    saveSessionText: (text) => unwrap(commands.saveSessionText(text)),
+    applySessionEdits: (text, edits) => unwrap(commands.applySessionEdits(text, edits)),
+    checkSessionText: (text) => unwrap(commands.checkSessionText(text)),
+    openStatus: () => unwrap(commands.openStatus()),
+    recentFolders: () => unwrap(commands.recentFolders()),
+    logFile: () => unwrap(commands.logFile()),
     // The capability grants `dialog:allow-open` only: the dialog returns a path, reads nothing.
     pickPath: async (kind) => {
       const picked = await openDialog(
@@ -41,15 +40,8 @@ export function tauriBackend(): Backend {
       );
       return typeof picked === "string" ? picked : null;
     },
-    forecast: async (model, pace, ttl) => unwrap(await commands.forecast(model, pace, ttl)) as Forecast,
-    runTests: async (update) => unwrap(await commands.runTests(update)) as TestRun,
-    onChange: async (listener) =>
-      events.studioChanged.listen((e) =>
-        listener({
-          reason: e.payload.reason,
-          snapshot: (e.payload.snapshot ?? null) as Snapshot | null,
-          error: (e.payload.error ?? null) as Diagnostic | null,
-        }),
-      ),
+    forecast: (model, pace, ttl) => unwrap(commands.forecast(model, pace, ttl)),
+    runTests: (update) => unwrap(commands.runTests(update)),
+    onChange: (listener) => events.studioChanged.listen((e) => listener(e.payload)),
   };
 }

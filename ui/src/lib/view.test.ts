@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
-import snapshot from "../../fixtures/snapshot.json";
-import forecast from "../../fixtures/forecast.json";
-import tests from "../../fixtures/tests.json";
-import type { CallRecord, Forecast, Snapshot, TestRun } from "./types";
+import { fixture as snapshot } from "../../fixtures/snapshot";
+import { fixture as forecast } from "../../fixtures/forecast";
+import { fixture as tests } from "../../fixtures/tests";
+import type { CallRecord, Snapshot, SlotId } from "./wire";
 import { activeActor, breakpointLabel, cacheReason, sdkCall, chains, providerChains, changedSegments, differenceLabel, draftAfterSnapshot, forecastSummary, listView, meter, movingBreakpoint, nextTurnCacheRead, placementLabel, summaryEntries, systemBreakpoint, testCounts, text, usd, where } from "./view";
 
-const demo = snapshot as unknown as Snapshot;
+const demo: Snapshot = snapshot;
 
 describe("text", () => {
   it("resolves locale maps with fallbacks", () => {
@@ -38,7 +38,7 @@ describe("stage", () => {
 });
 
 describe("provider chains", () => {
-  const call = (pluginId: string, providerId: string, order: number, slot?: string): CallRecord => ({
+  const call = (pluginId: string, providerId: string, order: number, slot?: SlotId): CallRecord => ({
     point: "ui.slot@1", pluginId, providerId, order, slot, outcome: "success", durationMs: 0,
   });
   it("groups calls per point and slot and flags ties broken by plugin id", () => {
@@ -105,7 +105,7 @@ describe("the cache and tests panels", () => {
   it("prices small amounts with five digits and sums the forecast in one line", () => {
     expect(usd(0.001234)).toBe("$0.00123");
     expect(usd(12)).toBe("$12.00");
-    const line = forecastSummary(forecast as unknown as Forecast);
+    const line = forecastSummary(forecast);
     expect(line).toMatch(/input tokens: .* uncached, .* written, .* read · \$/);
   });
   it("names the segment and plugin of a golden difference", () => {
@@ -113,7 +113,7 @@ describe("the cache and tests panels", () => {
     expect(label).toBe("system block stable-segments · segment story-director/tone (plugin story-director) changed");
   });
   it("counts sessions and checks of a test run", () => {
-    const counts = testCounts(tests as unknown as TestRun);
+    const counts = testCounts(tests);
     expect(counts.failed).toBe(0);
     expect(counts.sessions).toBe(4);
     expect(counts.checks).toBeGreaterThan(20);

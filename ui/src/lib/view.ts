@@ -1,6 +1,59 @@
 // View logic: pure functions over the snapshot, unit-tested with Vitest. Components stay thin.
 import { resolveI18nText } from "./locale";
-import type { Breakpoint, CacheReport, CallRecord, Forecast, GoldenDifference, I18n, Message, PartOrigin, PluginView, ReloadEntry, SegmentRow, Snapshot, TestRun } from "./types";
+import type { Breakpoint, CacheReport, CallRecord, Forecast, GoldenDifference, I18n, JsonValue, Message, Origin, PartOrigin, PluginView, ReloadEntry, SegmentRow, Snapshot, TestRun } from "./wire";
+
+// ---- reading JSON values (the session, the world snapshot, summaries) ----------------------------
+
+/** A JSON value's fields when it is an object (an empty object otherwise). */
+export function fields(value: JsonValue | undefined): { [key: string]: JsonValue } {
+  return value !== null && typeof value === "object" && !Array.isArray(value) ? value : {};
+}
+
+/** A JSON value's items when it is an array (none otherwise). */
+export function items(value: JsonValue | undefined): JsonValue[] {
+  return Array.isArray(value) ? value : [];
+}
+
+/** A JSON value as text: a string as it is, anything else as JSON (nothing for null or absent). */
+export function plain(value: JsonValue | undefined): string {
+  return value === undefined || value === null ? "" : typeof value === "string" ? value : JSON.stringify(value);
+}
+
+/** A JSON value as locale text (a string or a locale → text map). */
+export function i18n(value: JsonValue | undefined): I18n | undefined {
+  if (typeof value === "string") return value;
+  const map = Object.entries(fields(value)).filter((e): e is [string, string] => typeof e[1] === "string");
+  return map.length ? Object.fromEntries(map) : undefined;
+}
+
+/** The segments a message or request block came from (`plugin/segment` keys). */
+export function originSegments(o: Origin | PartOrigin): string[] {
+  return o.kind === "segment" ? [`${o.plugin}/${o.segment}`] : o.kind === "turn-context" || o.kind === "system" ? o.segments : [];
+}
+
+/** What names a message's origin after its kind: ` plugin/segment`, ` id`, or nothing. */
+export function originName(o: Origin | PartOrigin): string {
+  return o.kind === "segment" ? ` ${o.plugin}/${o.segment}` : o.kind === "history" || o.kind === "summary" ? ` ${o.id}` : "";
+}
+
+/** The history or summary id a message or request block came from. */
+export function originId(o: Origin | PartOrigin): string | undefined {
+  return o.kind === "history" || o.kind === "summary" ? o.id : undefined;
+}
+
+/** The session's locale (`en` when it names none). */
+export function sessionLocale(snapshot: Snapshot): string {
+  const locale = fields(snapshot.session).locale;
+  return typeof locale === "string" ? locale : "en";
+}
+
+/** The session's history messages, as the Playtest and Stage panels show them. */
+export function historyMessages(snapshot: Snapshot): { role: string; content: string; compacted: boolean }[] {
+  return items(fields(fields(snapshot.session).history).messages).map((m) => {
+    const f = fields(m);
+    return { role: plain(f.role), content: plain(f.content), compacted: Boolean(f.compactedAtTurnId) };
+  });
+}
 
 /**
  * Text for a locale from a string or a locale map, by the locale rule the kernel and the SDK
@@ -186,12 +239,12 @@ export function breakpointLabel(b: Breakpoint): string {
 
 /** The system breakpoint that closes a block kind. */
 export function systemBreakpoint(cache: CacheReport, kind: string): Breakpoint | undefined {
-  return cache.breakpoints.find((b) => !b.moving && b.closes.block === kind);
+  return cache.breakpoints.find((b) => !b.moving && b.closes.kind === "system" && b.closes.block === kind);
 }
 
 /** The moving breakpoint on a message, if it sits there. */
 export function movingBreakpoint(cache: CacheReport, m: Message): Breakpoint | undefined {
-  return cache.breakpoints.find((b) => b.moving && b.closes.kind === m.origin.kind && b.closes.id === m.origin.id);
+  return cache.breakpoints.find((b) => b.moving && b.closes.kind === m.origin.kind && originId(b.closes) === originId(m.origin));
 }
 
 /** Tokens the next turn reads from the cache (the longest stable breakpoint's prefix). */
@@ -474,7 +527,7 @@ export function outline(preview: Snapshot["preview"]): OutlineEntry[] {
   });
   preview.prompt.messages.forEach((m, i) => {
     const segment = m.origin.kind === "segment" ? `${m.origin.plugin}/${m.origin.segment}` : undefined;
-    const label = `${m.role} · ${segment ?? m.origin.id ?? m.origin.kind}`;
+    const label = `${m.role} · ${segment ?? originId(m.origin) ?? m.origin.kind}`;
     out.push({ kind: "message", label, tokens: m.tokens, target: `[data-message-index="${i}"]`, segment, depth: 0 });
   });
   return out;
@@ -655,7 +708,7 @@ export function boundaryBanner(entry: ReloadEntry | undefined): string[] {
  * length, events, slots, compaction. A played turn records a compaction run only when one was
  * due; a failed turn ran none.
  */
-export function turnSummary(turn: import("./types").TurnReport, sent?: Snapshot["preview"]): string {
+export function turnSummary(turn: import("./wire").TurnRecord, sent?: Snapshot["preview"]): string {
   const p = sent?.prompt;
   const prompt = p ? `${p.system.tokens + p.messages.reduce((n, m) => n + m.tokens, 0)} tokens sent over ${p.system.blocks.filter((b) => b.cacheBoundary).length} cache boundaries · ` : "";
   const reply = turn.reply ? `${turn.reply.text.split(/\s+/).filter(Boolean).length}-word reply` : "no reply";
@@ -704,7 +757,8 @@ export function previewChanges(before: Snapshot["preview"] | undefined, after: S
     const out = new Map<string, string>();
     for (const m of p.prompt.messages) {
       const o = m.origin;
-      const name = o.kind === "segment" ? `${o.plugin}/${o.segment}` : o.id ? `${o.kind} ${o.id}` : o.kind;
+      const id = originId(o);
+      const name = o.kind === "segment" ? `${o.plugin}/${o.segment}` : id ? `${o.kind} ${id}` : o.kind;
       out.set(out.has(name) ? `${name} (${out.size})` : name, m.content);
     }
     return out;

@@ -9,7 +9,11 @@ import { chromium } from "playwright-core";
 import AxeBuilder from "@axe-core/playwright";
 
 const root = resolve(import.meta.dirname, "../../dist-fake");
-const fixture = async (name) => JSON.parse(await readFile(resolve(import.meta.dirname, "../../fixtures", name), "utf8"));
+// A fixture is a TypeScript module `export const fixture: T = {…};` whose value is JSON.
+const fixture = async (name) => {
+  const text = await readFile(resolve(import.meta.dirname, "../../fixtures", name.replace(/\.json$/, ".ts")), "utf8");
+  return JSON.parse(text.slice(text.indexOf(" = ") + 3, text.lastIndexOf(";")));
+};
 const fakeCalls = () => page.evaluate(() => window.__fakeCalls);
 const shots = resolve(import.meta.dirname, "../../test-results");
 const types = { ".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".json": "application/json" };

@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 /// The result of one expectation.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, specta::Type)]
 #[serde(rename_all = "camelCase")]
 pub struct CheckResult {
     /// The rule: `system-text`, `turn-context-text`, `message-text`, `segment-placement`,

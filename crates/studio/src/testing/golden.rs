@@ -62,7 +62,8 @@ pub struct GoldenSlot {
 }
 
 /// One difference from the golden snapshot.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, specta::Type)]
+#[serde(rename = "GoldenDifference")]
 #[serde(rename_all = "camelCase")]
 pub struct Difference {
     /// Where: `system block stable-segments`, `message 5 (user)`, `slot stage.cast@1`, `world`…

@@ -54,7 +54,8 @@ pub struct TurnCapture {
 }
 
 /// The result of one turn.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, specta::Type)]
+#[serde(rename = "TestTurn")]
 #[serde(rename_all = "camelCase")]
 pub struct TurnResult {
     pub turn_id: String,
@@ -69,7 +70,7 @@ pub struct TurnResult {
 }
 
 /// What happened with the golden snapshot.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, specta::Type)]
 #[serde(rename_all = "kebab-case")]
 pub enum GoldenStatus {
     Matches,
@@ -85,7 +86,8 @@ pub enum GoldenStatus {
 }
 
 /// The result of one test session.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, specta::Type)]
+#[serde(rename = "TestSession")]
 #[serde(rename_all = "camelCase")]
 pub struct SessionResult {
     pub session: PathBuf,

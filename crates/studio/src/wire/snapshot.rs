@@ -1,73 +1,31 @@
-//! The studio as the desktop UI sees it: one serializable snapshot with every panel's data
-//! (plugins with their status and providers, the preview, compaction, playtest turns, the
-//! session). Only this crate and the app shell shape what the UI receives.
+//! The studio as the desktop UI sees it: one snapshot with every panel's data (plugins with
+//! their status and providers, the preview, compaction, playtest turns, the session). Only the
+//! studio shapes what the UI receives; the app shell sends it whole on open, and as a
+//! [`super::SnapshotPatch`] of its changed parts after that.
 
-use crate::live::{LiveStudio, ReloadEntry, UndoEntry, UndoKind};
-use crate::playtest::TurnRecord;
-use crate::preview::Preview;
-use covel_kernel::compaction::{self, Budget, Windows};
-use covel_kernel::diagnostic::Diagnostic;
-use covel_kernel::manifest::ExtensionDecl;
-use covel_kernel::registration::Registrations;
-use covel_kernel::resolver::{Rejection, Resolution};
+use super::common::{Diagnostic, JsonValue, all};
+use super::compaction::{CompactionRun, CompactionView};
+use super::plugins::{PluginStatus, PluginView, Resolution};
+use super::preview::Preview;
+use super::reload::ReloadEntry;
+use super::turns::TurnRecord;
+use crate::live::{LiveStudio, UndoEntry};
+use covel_kernel::compaction::{self, Budget};
+use covel_kernel::diagnostic;
 use serde::Serialize;
-use serde_json::Value;
+use specta::Type;
 
-/// A plugin's state in the session.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// What the next undo step undoes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Type)]
 #[serde(rename_all = "kebab-case")]
-pub enum PluginStatus {
-    Active,
-    /// Loaded but the resolver did not activate it (see `rejection`).
-    Rejected,
-    /// Loaded but not requested by the session.
-    Inactive,
-    /// Failed to load; nothing of it runs.
-    Failed,
-    /// Its latest reload failed; the last good version keeps running.
-    LastGood,
-}
-
-/// One plugin for the Plugins panel.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PluginView {
-    pub name: String,
-    pub status: PluginStatus,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub display_name: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub description: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rejection: Option<Rejection>,
-    pub diagnostics: Vec<Diagnostic>,
-    /// Hints that do not stop the plugin: source checks (row-shaped `pluginData` reads) and
-    /// what the studio noticed while its handlers ran.
-    pub hints: Vec<Diagnostic>,
-    pub providers: Vec<ExtensionDecl>,
-    pub has_static_prompt: bool,
-    pub inventory: Registrations,
-    pub runtimes: Vec<String>,
-    pub load_ms: f64,
-}
-
-/// The compaction panel: where the session stands against the threshold.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CompactionView {
-    pub windows: Windows,
-    pub budget: Budget,
-    pub estimated_tokens: u64,
-    pub threshold_tokens: f64,
-    pub summaries: Vec<Value>,
-    pub consecutive_failures: u32,
-    /// The last run during a playtest, with its provider output and verdict.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub last_run: Option<crate::compaction::CompactionRun>,
+pub enum UndoKind {
+    Turn,
+    SessionEdit,
+    Compaction,
 }
 
 /// The next undo step.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Type)]
 #[serde(rename_all = "camelCase")]
 pub struct UndoView {
     pub kind: UndoKind,
@@ -75,13 +33,18 @@ pub struct UndoView {
 }
 
 /// Everything the desktop UI shows.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Type)]
 #[serde(rename_all = "camelCase")]
 pub struct Snapshot {
+    /// Which state of the studio this is, as the wire counts them ([`super::WireState`]): a
+    /// patch applies to the snapshot whose version is its `since` (0 before it was sent).
+    pub version: u32,
     pub plugins_dir: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_path: Option<String>,
-    pub session: Value,
+    /// The session in use, as the loader read it.
+    #[specta(type = crate::wire::common::JsonShape)]
+    pub session: JsonValue,
     /// The session file's text as on disk (what the Session panel edits), when there is a file.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_text: Option<String>,
@@ -112,12 +75,7 @@ impl LiveStudio {
             .iter()
             .map(|p| {
                 let manifest = p.package.as_ref().map(|pkg| &pkg.manifest);
-                let rejection = ws
-                    .resolution
-                    .rejected
-                    .iter()
-                    .find(|r| r.plugin == p.name)
-                    .cloned();
+                let rejection = ws.resolution.rejected.iter().find(|r| r.plugin == p.name);
                 let status = if ws.reload_failures.contains_key(&p.name) {
                     PluginStatus::LastGood
                 } else if !p.ok() {
@@ -136,8 +94,11 @@ impl LiveStudio {
                     for line in call.logs.iter().filter_map(|l| l.strip_prefix("[studio] ")) {
                         if !hints.iter().any(|h| h.message == line) {
                             hints.push(
-                                Diagnostic::new(covel_kernel::Code::RowShapedRead, line)
-                                    .plugin(&p.name),
+                                diagnostic::Diagnostic::new(
+                                    covel_kernel::Code::RowShapedRead,
+                                    line,
+                                )
+                                .plugin(&p.name),
                             );
                         }
                     }
@@ -147,14 +108,14 @@ impl LiveStudio {
                     status,
                     display_name: manifest
                         .and_then(|m| m.display_name.as_ref())
-                        .and_then(|d| serde_json::to_value(d).ok()),
-                    description: manifest.and_then(|m| serde_json::to_value(&m.description).ok()),
-                    rejection,
-                    diagnostics,
-                    hints,
-                    providers: manifest.map(|m| m.extensions.clone()).unwrap_or_default(),
+                        .map(Into::into),
+                    description: manifest.map(|m| (&m.description).into()),
+                    rejection: rejection.map(Into::into),
+                    diagnostics: all(&diagnostics),
+                    hints: all(&hints),
+                    providers: manifest.map(|m| all(&m.extensions)).unwrap_or_default(),
                     has_static_prompt: manifest.is_some_and(|m| !m.static_prompt.is_empty()),
-                    inventory: p.registrations.clone(),
+                    inventory: (&p.registrations).into(),
                     runtimes: manifest
                         .map(|m| m.runtimes.iter().map(|r| r.id.clone()).collect())
                         .unwrap_or_default(),
@@ -169,11 +130,12 @@ impl LiveStudio {
             &ws.session.history.summaries,
         );
         Snapshot {
+            version: 0,
             plugins_dir: ws.plugins_dir.display().to_string(),
             session_path: ws.session_path.as_ref().map(|p| p.display().to_string()),
-            session: serde_json::to_value(&ws.session).unwrap_or(Value::Null),
+            session: serde_json::to_value(&ws.session).unwrap_or(JsonValue::Null),
             session_text: ws.session_text.clone(),
-            session_error: ws.session_error.clone(),
+            session_error: ws.session_error.as_ref().map(Into::into),
             undo: self.next_undo().map(|u| match u {
                 UndoEntry::Turn => UndoView {
                     kind: UndoKind::Turn,
@@ -195,23 +157,24 @@ impl LiveStudio {
             }),
             played_path: self.played_default_path().display().to_string(),
             plugins,
-            resolution: ws.resolution.clone(),
-            preview: self.preview.clone(),
+            resolution: (&ws.resolution).into(),
+            preview: (&self.preview).into(),
             compaction: CompactionView {
-                windows,
-                budget: Budget::for_window(windows.context_window),
+                windows: windows.into(),
+                budget: Budget::for_window(windows.context_window).into(),
                 estimated_tokens: estimated,
                 threshold_tokens: f64::from(windows.context_window) * compaction::THRESHOLD,
                 summaries: ws.session.history.summaries.clone(),
                 consecutive_failures: self.play.failures.consecutive,
                 last_run: self
                     .forced_compaction
-                    .clone()
-                    .or_else(|| self.turns.iter().rev().find_map(|t| t.compaction.clone())),
+                    .as_ref()
+                    .or_else(|| self.turns.iter().rev().find_map(|t| t.compaction.as_ref()))
+                    .map(CompactionRun::from),
             },
-            turns: self.turns.clone(),
-            last_reload: self.last_reload.clone(),
-            diagnostics: ws.diagnostics().cloned().collect(),
+            turns: self.turns.iter().map(Into::into).collect(),
+            last_reload: self.last_reload.as_ref().map(Into::into),
+            diagnostics: ws.diagnostics().map(Into::into).collect(),
         }
     }
 }

@@ -1,0 +1,51 @@
+import { describe, expect, it } from "vitest";
+import { fixture as initial } from "../../fixtures/snapshot";
+import { fixture as afterTurn } from "../../fixtures/after-turn";
+import { fixture as afterReload } from "../../fixtures/after-reload";
+import { applyPatch, isSnapshot, patchOf } from "./patch";
+import type { Snapshot, SnapshotPatch } from "./wire";
+
+/** Applies a patch that must apply. */
+function apply(snapshot: Snapshot, patch: SnapshotPatch): Snapshot {
+  const next = applyPatch(snapshot, patch);
+  if (!next) throw new Error(`patch on ${patch.since} does not apply to version ${snapshot.version}`);
+  return next;
+}
+
+describe("merging a snapshot patch", () => {
+  it("replaces only the parts a patch holds and leaves the rest as they were", () => {
+    const merged = apply(initial, { since: 0, version: 1, preview: afterReload.preview, lastReload: afterReload.lastReload });
+    expect(merged.version).toBe(1);
+    expect(merged.preview).toBe(afterReload.preview);
+    expect(merged.lastReload).toBe(afterReload.lastReload);
+    expect(merged.plugins).toBe(initial.plugins);
+    expect(merged.turns).toBe(initial.turns);
+    expect(merged.sessionText).toBe(initial.sessionText);
+    expect(initial.lastReload, "the snapshot given is not changed").toBeUndefined();
+  });
+  it("appends played turns after the ones kept, and an undo keeps one fewer", () => {
+    const turn = afterTurn.turns[0];
+    const played = apply(initial, { since: 0, version: 1, turns: { keep: 0, append: [turn] }, undo: afterTurn.undo });
+    expect(played.turns).toEqual([turn]);
+    expect(played.undo).toEqual(afterTurn.undo);
+    const second = { ...turn, turnId: "t2" };
+    const twice = apply(played, { since: 1, version: 2, turns: { keep: 1, append: [second] } });
+    expect(twice.turns.map((t) => t.turnId)).toEqual([turn.turnId, "t2"]);
+    expect(twice.turns[0], "a kept turn is the one the UI had").toBe(turn);
+    const undone = apply(twice, { since: 2, version: 3, turns: { keep: 1, append: [] }, undo: null });
+    expect(undone.turns).toEqual([turn]);
+    expect("undo" in undone, "null removes a part the snapshot may omit").toBe(false);
+  });
+  it("refuses a patch that arrived out of order", () => {
+    const played = apply(initial, { since: 0, version: 1, turns: { keep: 0, append: [afterTurn.turns[0]] } });
+    expect(applyPatch(played, { since: 0, version: 1, preview: afterReload.preview })).toBeNull();
+  });
+  it("gives the snapshot back from a whole-snapshot patch, and tells snapshots from patches", () => {
+    const other: Snapshot = { ...afterTurn, lastReload: afterReload.lastReload };
+    expect(apply(initial, patchOf(other, 0))).toEqual({ ...other, version: 1 });
+    expect(apply(other, patchOf(initial, 0))).toEqual({ ...initial, version: 1 });
+    expect(isSnapshot(initial)).toBe(true);
+    expect(isSnapshot(patchOf(initial, 0))).toBe(false);
+    expect(isSnapshot({ since: 0, version: 1 })).toBe(false);
+  });
+});

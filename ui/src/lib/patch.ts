@@ -1,0 +1,51 @@
+// Merging what the shell sends after the first snapshot: a `SnapshotPatch` holds only the parts
+// that changed since the UI last received them (covel_studio::wire::patch); a part the snapshot
+// may omit is `null` when it is gone; the played turns come as `{ keep, append }`, so a turn
+// crosses once and an undo keeps one fewer. A patch names the snapshot version it applies to
+// (`since`): one that arrives out of order does not apply, and the store asks for the whole
+// snapshot instead.
+import type { Snapshot, SnapshotPatch } from "./wire";
+
+/** Whether an answer is a whole snapshot (its turns are a list) rather than a patch. */
+export function isSnapshot(answer: Snapshot | SnapshotPatch): answer is Snapshot {
+  return Array.isArray(answer.turns);
+}
+
+/** The snapshot after a patch (null when the patch applies to another version); the snapshot given is not changed. */
+export function applyPatch(snapshot: Snapshot, patch: SnapshotPatch): Snapshot | null {
+  if (patch.since !== snapshot.version) return null;
+  const next: Snapshot = { ...snapshot, version: patch.version };
+  if (patch.pluginsDir !== undefined) next.pluginsDir = patch.pluginsDir;
+  if (patch.sessionPath !== undefined) next.sessionPath = patch.sessionPath ?? undefined;
+  if (patch.session !== undefined) next.session = patch.session;
+  if (patch.sessionText !== undefined) next.sessionText = patch.sessionText ?? undefined;
+  if (patch.sessionError !== undefined) next.sessionError = patch.sessionError ?? undefined;
+  if (patch.undo !== undefined) next.undo = patch.undo ?? undefined;
+  if (patch.playedPath !== undefined) next.playedPath = patch.playedPath;
+  if (patch.plugins !== undefined) next.plugins = patch.plugins;
+  if (patch.resolution !== undefined) next.resolution = patch.resolution;
+  if (patch.preview !== undefined) next.preview = patch.preview;
+  if (patch.compaction !== undefined) next.compaction = patch.compaction;
+  if (patch.turns !== undefined) next.turns = [...snapshot.turns.slice(0, patch.turns.keep), ...patch.turns.append];
+  if (patch.lastReload !== undefined) next.lastReload = patch.lastReload ?? undefined;
+  if (patch.diagnostics !== undefined) next.diagnostics = patch.diagnostics;
+  for (const key of ["sessionPath", "sessionText", "sessionError", "undo", "lastReload"] as const) {
+    if (next[key] === undefined) delete next[key];
+  }
+  return next;
+}
+
+/** A whole snapshot as a patch on version `since`: every part, every turn appended (what the fake backend answers). */
+export function patchOf(snapshot: Snapshot, since: number): SnapshotPatch {
+  return {
+    ...snapshot,
+    since,
+    version: since + 1,
+    sessionPath: snapshot.sessionPath ?? null,
+    sessionText: snapshot.sessionText ?? null,
+    sessionError: snapshot.sessionError ?? null,
+    undo: snapshot.undo ?? null,
+    lastReload: snapshot.lastReload ?? null,
+    turns: { keep: 0, append: snapshot.turns },
+  };
+}
