@@ -460,7 +460,9 @@ fn the_bootstrap_module_is_never_importable_by_plugin_code() {
         segment_plugin(
             dir.path(),
             id,
-            &format!("export default function (covel) {{\n  covel.provideExtension(\"prompt.segment@1\", \"{id}\", {{ handler: async () => {{\n    let text;\n    try {{ const ns = await import(\"covel:bootstrap\"); text = \"reached \" + typeof ns.default; }} catch (e) {{ text = \"refused: \" + String(e && e.message); }}\n    return [{{ id: \"{id}\", content: text, position: \"system\", audience: \"all\", volatility: \"turn\" }}];\n  }} }});\n}}\n"),
+            &format!(
+                "export default function (covel) {{\n  covel.provideExtension(\"prompt.segment@1\", \"{id}\", {{ handler: async () => {{\n    let text;\n    try {{ const ns = await import(\"covel:bootstrap\"); text = \"reached \" + typeof ns.default; }} catch (e) {{ text = \"refused: \" + String(e && e.message); }}\n    return [{{ id: \"{id}\", content: text, position: \"system\", audience: \"all\", volatility: \"turn\" }}];\n  }} }});\n}}\n"
+            ),
         );
     }
     let plugins = covel_js::load_folder(dir.path(), &Limits::default()).expect("loads");
