@@ -143,6 +143,11 @@ pub fn run(args: &Args, process_start: Instant) -> anyhow::Result<ExitCode> {
     if args.turns > 0 {
         report["turns"] = played_turns(workspace, args.turns);
         report["rssAfterTurnsMB"] = json!(peak_rss_mb());
+    } else {
+        // Closing the folder: every plugin disposed and its runtime freed.
+        let t = Instant::now();
+        drop(workspace);
+        report["closeMs"] = json!(t.elapsed().as_secs_f64() * 1000.0);
     }
     if args.json {
         print_json(&report)?;
