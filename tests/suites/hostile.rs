@@ -433,3 +433,97 @@ fn the_watcher_survives_its_folder_being_deleted_and_created_again() {
         edited.paths
     );
 }
+
+/// A plugin folder with one `prompt.segment@1` provider `id` and the given entry source.
+fn segment_plugin(dir: &Path, id: &str, entry: &str) {
+    let plugin = dir.join(id);
+    std::fs::create_dir_all(plugin.join("server")).expect("mkdir");
+    std::fs::write(
+        plugin.join("PLUGIN.md"),
+        format!("---\nid: {id}\nkind: plugin\ndescription: Probes.\ncontributes:\n  extensions:\n    - {{ point: prompt.segment@1, id: {id} }}\n---\n"),
+    )
+    .expect("manifest");
+    std::fs::write(plugin.join("server/index.js"), entry).expect("entry");
+}
+
+#[test]
+fn the_bootstrap_module_is_never_importable_by_plugin_code() {
+    // The host bootstrap runs as a module (its bytecode shared between runtimes); plugin code
+    // reaches it neither statically nor with a dynamic import, in the first runtime or later.
+    let dir = tempfile::tempdir().expect("tempdir");
+    segment_plugin(
+        dir.path(),
+        "static-peek",
+        "import covel from \"covel:bootstrap\";\nexport default function (c) {\n  c.provideExtension(\"prompt.segment@1\", \"static-peek\", { handler: () => [] });\n}\n",
+    );
+    for id in ["peek-a", "peek-b"] {
+        segment_plugin(
+            dir.path(),
+            id,
+            &format!(
+                "export default function (covel) {{\n  covel.provideExtension(\"prompt.segment@1\", \"{id}\", {{ handler: async () => {{\n    let text;\n    try {{ const ns = await import(\"covel:bootstrap\"); text = \"reached \" + typeof ns.default; }} catch (e) {{ text = \"refused: \" + String(e && e.message); }}\n    return [{{ id: \"{id}\", content: text, position: \"system\", audience: \"all\", volatility: \"turn\" }}];\n  }} }});\n}}\n"
+            ),
+        );
+    }
+    let plugins = covel_js::load_folder(dir.path(), &Limits::default()).expect("loads");
+    let static_peek = plugins
+        .iter()
+        .find(|p| p.name == "static-peek")
+        .expect("loaded");
+    assert_eq!(
+        static_peek
+            .diagnostics
+            .iter()
+            .map(|d| d.code.as_str())
+            .collect::<Vec<_>>(),
+        ["import-unavailable"],
+        "{:?}",
+        static_peek.diagnostics
+    );
+    let result = covel_tests::call(
+        &plugins,
+        PointId::PromptSegment,
+        json!({"turnId": "t", "playerMessage": ""}),
+    );
+    let text = result.result.to_string();
+    for id in ["peek-a", "peek-b"] {
+        assert_eq!(call_of(&result, id).outcome, Outcome::Success);
+    }
+    assert_eq!(text.matches("refused: ").count(), 2, "{text}");
+    assert!(!text.contains("reached"), "{text}");
+}
+
+#[test]
+fn a_loaded_minimal_plugin_runtime_stays_small_and_keeps_its_memory_limit() {
+    // What 500 plugins cost is mostly what each runtime holds after loading: a plugin with one
+    // trivial provider must stay well under a third of a megabyte (the garbage of loading is
+    // collected), and its own limit still stops it.
+    let dir = tempfile::tempdir().expect("tempdir");
+    segment_plugin(
+        dir.path(),
+        "small",
+        "const held = [];\nexport default function (covel) {\n  covel.provideExtension(\"prompt.segment@1\", \"small\", { handler: (input) => { if (input.playerMessage === \"grow\") { for (;;) held.push(new Array(65536).fill(1)); } return []; } });\n}\n",
+    );
+    let limits = Limits {
+        memory_bytes: 8 * 1024 * 1024,
+        ..Limits::default()
+    };
+    let plugins = covel_js::load_folder(dir.path(), &limits).expect("loads");
+    let watch = plugins[0]
+        .instance
+        .as_ref()
+        .and_then(|i| i.watch())
+        .expect("running");
+    assert!(
+        watch.bytes_held() < 320 * 1024,
+        "a minimal runtime holds {} bytes after loading",
+        watch.bytes_held()
+    );
+    let result = covel_tests::call(
+        &plugins,
+        PointId::PromptSegment,
+        json!({"turnId": "t", "playerMessage": "grow"}),
+    );
+    assert_eq!(call_of(&result, "small").outcome, Outcome::OutOfMemory);
+    assert!(watch.bytes_held() <= 8 * 1024 * 1024);
+}

@@ -53,6 +53,12 @@ fn peak_rss_mb() -> Option<f64> {
     status_kb("VmHWM").map(|kb| kb / 1024.0)
 }
 
+/// What every plugin runtime holds now, in MiB (the engines' own allocations, as counted
+/// against the process-wide budget).
+fn engine_mb() -> f64 {
+    covel_js::memory::process_budget().used() as f64 / (1024.0 * 1024.0)
+}
+
 /// Plays `turns` turns in a [`LiveStudio`] (what the desktop app keeps) and measures the resident
 /// memory they retain. The first turns warm the engines up and are not counted.
 fn played_turns(workspace: covel_studio::Workspace, turns: usize) -> serde_json::Value {
@@ -92,6 +98,8 @@ fn played_turns(workspace: covel_studio::Workspace, turns: usize) -> serde_json:
 pub fn run(args: &Args, process_start: Instant) -> anyhow::Result<ExitCode> {
     let workspace = crate::open::workspace(&args.plugins_dir, None)?;
     let load_ms = process_start.elapsed().as_secs_f64() * 1000.0;
+    let rss_after_load = status_kb("VmRSS").map(|kb| kb / 1024.0);
+    let engines_after_load = engine_mb();
     let t = Instant::now();
     let quick = workspace.quick_preview("Look around.");
     let (segments, slots, world) = (quick.segments, quick.slots, quick.world);
@@ -123,6 +131,10 @@ pub fn run(args: &Args, process_start: Instant) -> anyhow::Result<ExitCode> {
         "memo": crate::open::limits().memo,
         "preview": {"segments": segments, "slots": slots, "world": world, "errors": quick.errors},
         "rssMB": peak_rss_mb(),
+        "rssAfterLoadMB": rss_after_load,
+        "rssAfterPreviewsMB": status_kb("VmRSS").map(|kb| kb / 1024.0),
+        "engineMBAfterLoad": engines_after_load,
+        "engineMB": engine_mb(),
     });
     if args.watch_edits > 0 {
         let workspace = crate::open::workspace(&args.plugins_dir, None)?;
@@ -131,6 +143,11 @@ pub fn run(args: &Args, process_start: Instant) -> anyhow::Result<ExitCode> {
     if args.turns > 0 {
         report["turns"] = played_turns(workspace, args.turns);
         report["rssAfterTurnsMB"] = json!(peak_rss_mb());
+    } else {
+        // Closing the folder: every plugin disposed and its runtime freed.
+        let t = Instant::now();
+        drop(workspace);
+        report["closeMs"] = json!(t.elapsed().as_secs_f64() * 1000.0);
     }
     if args.json {
         print_json(&report)?;

@@ -266,7 +266,15 @@ struct RelativeOrder<'a> {
     /// Per placement: the included segments present in both previews, in order.
     lanes_before: Vec<(Placement, Vec<(&'a str, &'a str)>)>,
     lanes_after: Vec<(Placement, Vec<(&'a str, &'a str)>)>,
+    /// Per lane: each segment's first place in it (so a segment's lane prefix is found at once).
+    places_before: Vec<HashMap<(&'a str, &'a str), usize>>,
+    places_after: Vec<HashMap<(&'a str, &'a str), usize>>,
+    /// Per placement: how many leading segments its lanes before and after have in common.
+    common: Vec<(Placement, usize)>,
 }
+
+/// A segment's prefix in its placement's lane: the lane and the prefix's length.
+type Prefix = Option<(usize, usize)>;
 
 impl<'a> RelativeOrder<'a> {
     fn new(
@@ -292,14 +300,57 @@ impl<'a> RelativeOrder<'a> {
             }
             lanes
         };
+        let lanes_before = lanes(before);
+        let lanes_after = lanes(after);
+        let places = |lanes: &[(Placement, Vec<(&'a str, &'a str)>)]| {
+            lanes
+                .iter()
+                .map(|(_, lane)| {
+                    let mut first = HashMap::with_capacity(lane.len());
+                    for (i, key) in lane.iter().enumerate() {
+                        first.entry(*key).or_insert(i);
+                    }
+                    first
+                })
+                .collect::<Vec<_>>()
+        };
+        let common = lanes_before
+            .iter()
+            .filter_map(|(placement, lane)| {
+                let (_, other) = lanes_after.iter().find(|(p, _)| p == placement)?;
+                let same = lane.iter().zip(other).take_while(|(a, b)| a == b).count();
+                Some((*placement, same))
+            })
+            .collect();
         RelativeOrder {
             before,
             after,
             index_before,
             index_after,
-            lanes_before: lanes(before),
-            lanes_after: lanes(after),
+            places_before: places(&lanes_before),
+            places_after: places(&lanes_after),
+            lanes_before,
+            lanes_after,
+            common,
         }
+    }
+
+    /// Where [`RelativeOrder::ahead`] ends, without walking the lane: `None` for no prefix.
+    fn prefix(
+        preview: &Preview,
+        index: &HashMap<(&str, &str), usize>,
+        lanes: &[(Placement, Vec<(&'a str, &'a str)>)],
+        places: &[HashMap<(&'a str, &'a str), usize>],
+        key: (&str, &str),
+    ) -> Prefix {
+        let &i = index.get(&key)?;
+        let placement = preview.segments[i].placement;
+        let lane = lanes.iter().position(|(p, _)| *p == placement)?;
+        let end = places[lane]
+            .get(&key)
+            .copied()
+            .unwrap_or(lanes[lane].1.len());
+        Some((lane, end))
     }
 
     /// The segments ahead of (plugin, id) in its placement's lane: up to its first place in
@@ -321,9 +372,42 @@ impl<'a> RelativeOrder<'a> {
         &lane[..end]
     }
 
+    /// Whether the segments ahead of (plugin, id) in its lane differ before and after. Two
+    /// prefixes of the same placement's lanes are equal when they have the same length within
+    /// the lanes' common start; anything else is compared segment by segment.
     fn changed(&self, plugin: &str, id: &str) -> bool {
         let key = (plugin, id);
-        Self::ahead(self.before, self.index_before, &self.lanes_before, key)
-            != Self::ahead(self.after, self.index_after, &self.lanes_after, key)
+        let before = Self::prefix(
+            self.before,
+            self.index_before,
+            &self.lanes_before,
+            &self.places_before,
+            key,
+        );
+        let after = Self::prefix(
+            self.after,
+            self.index_after,
+            &self.lanes_after,
+            &self.places_after,
+            key,
+        );
+        match (before, after) {
+            (None | Some((_, 0)), None | Some((_, 0))) => false,
+            (None, Some(_)) | (Some(_), None) => true,
+            (Some((lb, eb)), Some((la, ea))) => {
+                let placement = self.lanes_before[lb].0;
+                if placement == self.lanes_after[la].0 {
+                    let common = self
+                        .common
+                        .iter()
+                        .find(|(p, _)| *p == placement)
+                        .map_or(0, |(_, n)| *n);
+                    !(eb == ea && eb <= common)
+                } else {
+                    Self::ahead(self.before, self.index_before, &self.lanes_before, key)
+                        != Self::ahead(self.after, self.index_after, &self.lanes_after, key)
+                }
+            }
+        }
     }
 }

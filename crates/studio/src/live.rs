@@ -653,9 +653,13 @@ impl LiveStudio {
                 .workspace
                 .apply_slots(&mut self.play.slots, &Trigger::All);
         } else {
-            self.play
-                .workspace
-                .apply_slots(&mut self.play.slots, &Trigger::PluginsChanged);
+            // The preview just projected every slot from this same state: the slot host takes
+            // those values rather than running each slot provider again.
+            self.play.workspace.apply_slots_projected(
+                &mut self.play.slots,
+                &Trigger::PluginsChanged,
+                &self.preview.slots,
+            );
         }
         let entry = ReloadEntry {
             paths: changes.paths.clone(),

@@ -275,12 +275,7 @@ impl Workspace {
     }
 
     fn runtime_view(&self, target: &RuntimeTarget) -> (RuntimeView, String) {
-        let packages = || {
-            self.plugins
-                .iter()
-                .filter(|p| self.resolution.is_active(&p.name))
-                .filter_map(|p| p.package.as_ref())
-        };
+        let packages = || self.active_plugins().filter_map(|p| p.package.as_ref());
         // A plugin's body in the session's language, with its template variables filled.
         let body_of = |p: &covel_kernel::package::Package| -> String {
             let settings = self.plugin_settings(p);
@@ -367,9 +362,7 @@ impl Workspace {
             }
             RuntimeTarget::Contract(contract) => {
                 let produced = self
-                    .plugins
-                    .iter()
-                    .filter(|p| self.resolution.is_active(&p.name))
+                    .active_plugins()
                     .filter_map(|p| p.package.as_ref())
                     .any(|p| {
                         p.manifest

@@ -5,6 +5,8 @@
 pub use covel_kernel::slot_host::{MAX_PREVIEW_EVENTS, SlotChange, SlotHost, Trigger};
 
 use crate::workspace::Workspace;
+use covel_kernel::contract::SlotId;
+use covel_kernel::slot_host::SlotView;
 
 impl Workspace {
     /// Applies a trigger to `host` with this workspace's active providers; returns the values
@@ -12,6 +14,32 @@ impl Workspace {
     pub fn apply_slots(&self, host: &mut SlotHost, trigger: &Trigger) -> Vec<SlotChange> {
         let calls = self.calls();
         let project = |slot, events: &[serde_json::Value], turn_id: Option<&str>| {
+            calls.project_slot(slot, events, turn_id)
+        };
+        host.apply(calls.providers(), &project, trigger)
+    }
+
+    /// [`Workspace::apply_slots`] for a trigger that projects the committed state (no events, no
+    /// turn) right after `projected` was computed from the same state (the preview's slots): those
+    /// views are used as they are instead of running every slot provider a second time.
+    pub fn apply_slots_projected(
+        &self,
+        host: &mut SlotHost,
+        trigger: &Trigger,
+        projected: &[SlotView],
+    ) -> Vec<SlotChange> {
+        let calls = self.calls();
+        let project = |slot: SlotId, events: &[serde_json::Value], turn_id: Option<&str>| {
+            if events.is_empty() && turn_id.is_none() {
+                let views: Vec<SlotView> = projected
+                    .iter()
+                    .filter(|v| v.slot == slot)
+                    .cloned()
+                    .collect();
+                if !views.is_empty() {
+                    return views;
+                }
+            }
             calls.project_slot(slot, events, turn_id)
         };
         host.apply(calls.providers(), &project, trigger)

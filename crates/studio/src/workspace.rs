@@ -10,7 +10,7 @@ use covel_kernel::runner::{self, Provider, RunOptions, RunResult};
 use covel_kernel::session::{self, Session};
 use serde_json::{Map, Value};
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -118,7 +118,7 @@ impl Workspace {
         tracing::info!(
             plugins_dir = %plugins_dir.display(),
             plugins = workspace.plugins.len(),
-            active = workspace.plugins.iter().filter(|p| workspace.resolution.is_active(&p.name)).count(),
+            active = workspace.active_plugins().count(),
             "workspace opened"
         );
         Ok(workspace)
@@ -293,23 +293,26 @@ impl Workspace {
         });
     }
 
+    /// The loaded plugins that are active in the session, in folder order (one set lookup per
+    /// plugin: `Resolution::is_active` scans the active list, which is quadratic over a folder).
+    pub fn active_plugins(&self) -> impl Iterator<Item = &LoadedPlugin> {
+        let active: HashSet<&str> = self.resolution.active.iter().map(String::as_str).collect();
+        self.plugins
+            .iter()
+            .filter(move |p| active.contains(p.name.as_str()))
+    }
+
     /// Providers of active plugins only: a provider is never called unless its plugin is
     /// active and authorized.
     pub fn active_providers(&self) -> Vec<Provider> {
-        self.plugins
-            .iter()
-            .filter(|p| self.resolution.is_active(&p.name))
+        self.active_plugins()
             .flat_map(LoadedPlugin::providers)
             .collect()
     }
 
     /// The active plugins that provide `world.dimensions@1` (the rule needs exactly one).
     pub fn dimension_providers(&self) -> Vec<String> {
-        let active = self
-            .plugins
-            .iter()
-            .filter(|p| self.resolution.is_active(&p.name))
-            .filter_map(|p| p.package.as_ref());
+        let active = self.active_plugins().filter_map(|p| p.package.as_ref());
         covel_kernel::world::dimension_providers(active.map(|pkg| &pkg.manifest))
     }
 

@@ -4,6 +4,27 @@
 use super::*;
 
 const BOOTSTRAP: &str = include_str!("../js/bootstrap.js");
+/// The engine name of the bootstrap module. No plugin can import it: the resolver refuses every
+/// bare name it does not serve, and QuickJS resolves a name before it looks for a loaded module.
+const BOOTSTRAP_MODULE: &str = "covel:bootstrap";
+
+/// Runs the host bootstrap and answers its handle (the completion value of bootstrap.js). The
+/// bootstrap is evaluated as a module whose default export is that value, so that it is compiled
+/// once per process and every other runtime loads the shared bytecode instead of parsing it.
+fn bootstrap<'js>(ctx: &Ctx<'js>) -> rquickjs::Result<Object<'js>> {
+    static SOURCE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    // `export default` on the first line keeps every line of bootstrap.js where it is.
+    let source = SOURCE.get_or_init(|| format!("export default {BOOTSTRAP}"));
+    let declared = crate::bytecode::declare_shared(ctx, BOOTSTRAP_MODULE, source)?;
+    let (module, promise) = declared.eval()?;
+    // The module has no top-level await: its evaluation settles with the queued jobs.
+    while promise.state() == PromiseState::Pending && ctx.execute_pending_job() {}
+    if promise.state() != PromiseState::Resolved {
+        promise.result::<Value>().transpose()?;
+        return Err(rquickjs::Error::Unknown);
+    }
+    module.get("default")
+}
 
 /// What the worker needs to load a plugin.
 #[derive(Debug, Clone)]
@@ -64,6 +85,9 @@ pub fn load(spec: &LoadSpec) -> (Option<Engine>, LoadReport) {
         engine.shutdown();
         return (None, report);
     }
+    // What only the load needed (the module graph's garbage cycles, the staged registrations'
+    // stacks) goes before the engine joins the others.
+    engine.runtime.run_gc();
     (Some(engine), report)
 }
 
@@ -107,15 +131,12 @@ impl Engine {
             position: None,
         };
         self.install_host(ctx).map_err(internal)?;
-        let covel: Object =
-            ctx.eval::<Object, _>(BOOTSTRAP)
-                .catch(ctx)
-                .map_err(|e| LoadFailure {
-                    code: Code::Internal,
-                    message: format!("host bootstrap failed: {e}"),
-                    file: None,
-                    position: None,
-                })?;
+        let covel = bootstrap(ctx).catch(ctx).map_err(|e| LoadFailure {
+            code: Code::Internal,
+            message: format!("host bootstrap failed: {e}"),
+            file: None,
+            position: None,
+        })?;
         *self.internals.borrow_mut() =
             Some(Internals(rquickjs::Persistent::save(ctx, covel.clone())));
         let make: Function = covel.get("makeFacade").map_err(internal)?;

@@ -242,7 +242,8 @@ impl Engine {
             self.internals.borrow_mut().take();
             ran
         });
-        self.runtime.run_gc();
+        // No collection here: freeing the runtime (right after, when the engine drops) collects
+        // once more anyway, and a collection now would walk the whole live heap for nothing.
         self.shutdown.disposers.store(ran, Ordering::SeqCst);
         self.shutdown.done.store(true, Ordering::SeqCst);
     }
