@@ -14,6 +14,7 @@ use covel_kernel::compaction::{self, Budget};
 use covel_kernel::diagnostic;
 use serde::Serialize;
 use specta::Type;
+use std::collections::{HashMap, HashSet};
 
 /// What the next undo step undoes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Type)]
@@ -70,17 +71,35 @@ impl LiveStudio {
     /// The snapshot of every panel.
     pub fn snapshot(&self) -> Snapshot {
         let ws = self.workspace();
+        // Indexed once: looking each plugin up in these lists made a snapshot quadratic in the
+        // folder's size.
+        let active: HashSet<&str> = ws.resolution.active.iter().map(String::as_str).collect();
+        let rejected: HashMap<&str, &_> = ws
+            .resolution
+            .rejected
+            .iter()
+            .map(|r| (r.plugin.as_str(), r))
+            .collect();
+        let mut studio_notes: HashMap<&str, Vec<&str>> = HashMap::new();
+        for call in &self.preview.calls {
+            for line in call.logs.iter().filter_map(|l| l.strip_prefix("[studio] ")) {
+                studio_notes
+                    .entry(call.plugin_id.as_str())
+                    .or_default()
+                    .push(line);
+            }
+        }
         let plugins = ws
             .plugins
             .iter()
             .map(|p| {
                 let manifest = p.package.as_ref().map(|pkg| &pkg.manifest);
-                let rejection = ws.resolution.rejected.iter().find(|r| r.plugin == p.name);
+                let rejection = rejected.get(p.name.as_str()).copied();
                 let status = if ws.reload_failures.contains_key(&p.name) {
                     PluginStatus::LastGood
                 } else if !p.ok() {
                     PluginStatus::Failed
-                } else if ws.resolution.is_active(&p.name) {
+                } else if active.contains(p.name.as_str()) {
                     PluginStatus::Active
                 } else if rejection.is_some() {
                     PluginStatus::Rejected
@@ -90,17 +109,12 @@ impl LiveStudio {
                 let mut diagnostics = p.diagnostics.clone();
                 diagnostics.extend(ws.reload_failures.get(&p.name).cloned().unwrap_or_default());
                 let mut hints = p.hints.clone();
-                for call in self.preview.calls.iter().filter(|c| c.plugin_id == p.name) {
-                    for line in call.logs.iter().filter_map(|l| l.strip_prefix("[studio] ")) {
-                        if !hints.iter().any(|h| h.message == line) {
-                            hints.push(
-                                diagnostic::Diagnostic::new(
-                                    covel_kernel::Code::RowShapedRead,
-                                    line,
-                                )
+                for line in studio_notes.get(p.name.as_str()).into_iter().flatten() {
+                    if !hints.iter().any(|h| h.message == *line) {
+                        hints.push(
+                            diagnostic::Diagnostic::new(covel_kernel::Code::RowShapedRead, *line)
                                 .plugin(&p.name),
-                            );
-                        }
+                        );
                     }
                 }
                 PluginView {
