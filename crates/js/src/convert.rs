@@ -181,8 +181,9 @@ fn read(
             let object = value
                 .as_object()
                 .ok_or_else(|| FromJsError::Engine("object expected".into()))?;
-            let mut out = Map::new();
-            for prop in object.props::<String, Value>() {
+            let props = object.props::<String, Value>();
+            let mut out = Map::with_capacity(props.len());
+            for prop in props {
                 let (key, item) = prop.map_err(engine)?;
                 if matches!(
                     item.type_of(),
