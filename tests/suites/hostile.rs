@@ -73,6 +73,23 @@ fn a_getter_that_loops_while_the_host_reads_the_result_is_a_timeout() {
 }
 
 #[test]
+fn an_abort_listener_that_loops_when_the_call_ends_is_interrupted() {
+    let started = Instant::now();
+    let result = run_hostile();
+    let call = call_of(&result, "abort-loop");
+    // The answer was read before the call ended; the listener is stopped, and the call is
+    // never answered from the memo.
+    assert_eq!(call.outcome, Outcome::Success, "{:?}", call.message);
+    assert!(call.not_cached.is_some());
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "the run ended: {:?}",
+        started.elapsed()
+    );
+    neighbour_still_works(&result);
+}
+
+#[test]
 fn plugin_code_cannot_reach_host_internals_or_leave_its_http_permissions() {
     let result = run_hostile();
     let text = result

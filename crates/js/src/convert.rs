@@ -4,6 +4,7 @@
 
 use rquickjs::{Array, Ctx, Object, Type, Value};
 use serde_json::{Map, Number, Value as Json};
+use std::fmt::Write as _;
 
 /// Values nest deeper than this are treated as cyclic and refused.
 const MAX_DEPTH: usize = 128;
@@ -164,7 +165,8 @@ fn read(
             for (i, item) in array.iter::<Value>().enumerate() {
                 let item = item.map_err(engine)?;
                 let len = path.len();
-                path.push_str(&format!("[{i}]"));
+                // Written in place: no string allocated per element.
+                let _ = write!(path, "[{i}]");
                 out.push(match item.type_of() {
                     Type::Undefined | Type::Function | Type::Constructor | Type::Symbol => {
                         Json::Null
@@ -179,8 +181,9 @@ fn read(
             let object = value
                 .as_object()
                 .ok_or_else(|| FromJsError::Engine("object expected".into()))?;
-            let mut out = Map::new();
-            for prop in object.props::<String, Value>() {
+            let props = object.props::<String, Value>();
+            let mut out = Map::with_capacity(props.len());
+            for prop in props {
                 let (key, item) = prop.map_err(engine)?;
                 if matches!(
                     item.type_of(),

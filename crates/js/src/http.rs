@@ -4,7 +4,7 @@
 //! live requests itself, checking every redirect hop again, within the call's deadline and a
 //! response size cap.
 
-use covel_kernel::context::HttpPolicy;
+use covel_kernel::context::{ExecutionContext, HttpPolicy};
 use covel_kernel::http::{self, HttpDecision, HttpGrant};
 use serde_json::{Value as Json, json};
 use std::sync::{Arc, Mutex};
@@ -15,13 +15,28 @@ pub const MAX_RESPONSE_BYTES: u64 = 4 * 1024 * 1024;
 /// Redirects followed at most (each hop is checked against the policy).
 const MAX_REDIRECTS: usize = 5;
 
-/// What HTTP the running call may do.
+/// What HTTP the running call may do: the plugin's grants and the policy of the call's
+/// execution (shared, not copied per call).
 #[derive(Debug, Clone)]
 pub struct CallHttp {
     pub plugin: String,
-    pub grants: Vec<HttpGrant>,
-    pub policy: HttpPolicy,
+    pub context: Arc<ExecutionContext>,
     pub deadline: Instant,
+}
+
+impl CallHttp {
+    /// `permissions.http` of the running plugin.
+    pub fn grants(&self) -> &[HttpGrant] {
+        self.context
+            .plugins
+            .get(&self.plugin)
+            .map_or(&[], |scope| scope.http.as_slice())
+    }
+
+    /// How the execution answers HTTP (mocks, live opt-in).
+    pub fn policy(&self) -> &HttpPolicy {
+        &self.context.http
+    }
 }
 
 /// The engine's slot for the running call's HTTP (empty between calls: no HTTP at load time).
@@ -31,7 +46,7 @@ pub type HttpSlot = Arc<Mutex<Option<CallHttp>>>;
 pub fn refusal(slot: &HttpSlot, method: &str, url: &str) -> Option<String> {
     let call = slot.lock().ok()?.clone();
     match call {
-        Some(call) => http::check(&call.plugin, &call.grants, method, url).err(),
+        Some(call) => http::check(&call.plugin, call.grants(), method, url).err(),
         None => Some("HTTP is available only while a handler runs".into()),
     }
 }
@@ -45,7 +60,7 @@ pub fn fetch(slot: &HttpSlot, method: &str, url: &str, body: Option<&str>) -> Re
     let Some(call) = call else {
         return Err("HTTP is available only while a handler runs".into());
     };
-    match http::decide(&call.plugin, &call.grants, &call.policy, method, url) {
+    match http::decide(&call.plugin, call.grants(), call.policy(), method, url) {
         HttpDecision::Refused(why) => Err(why),
         HttpDecision::Mock(mock) => {
             let headers: serde_json::Map<String, Json> = mock
@@ -100,7 +115,7 @@ fn live(call: &CallHttp, method: &str, url: &str, body: Option<&str>) -> Result<
             let next = next.to_string();
             http::check(
                 &call.plugin,
-                &call.grants,
+                call.grants(),
                 if status == 303 { "GET" } else { &method },
                 &next,
             )

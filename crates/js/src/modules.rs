@@ -164,7 +164,12 @@ pub fn take_typescript_failure() -> Option<TypeScriptFailure> {
 }
 
 pub fn set_thread_root(root: &Path) {
-    PLUGIN_ROOT.with(|r| *r.borrow_mut() = Some(root.to_path_buf()));
+    PLUGIN_ROOT.with(|r| {
+        // Calls of one plugin in a row find the root already set.
+        if r.borrow().as_deref() != Some(root) {
+            *r.borrow_mut() = Some(root.to_path_buf());
+        }
+    });
 }
 
 /// Files the plugin's module graph loaded (for hot reload: any of them changing reloads it).

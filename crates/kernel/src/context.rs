@@ -193,15 +193,11 @@ impl ExecutionContext {
     /// data, its settings, the world, the locale…), but not with the turn: engines reuse their
     /// handler context and memoized answers while it holds.
     pub fn visible_key(&self, plugin_id: &str) -> u64 {
-        let shared = *self.shared_key.get_or_init(|| {
-            hash_str(
-                &serde_json::json!([self.session_id, self.locale, self.world, self.http])
-                    .to_string(),
-            )
-        });
-        let own = serde_json::json!([self.plugin_data.get(plugin_id), self.plugins.get(plugin_id)])
-            .to_string();
-        hash_str(&own) ^ shared.rotate_left(17)
+        let shared = *self
+            .shared_key
+            .get_or_init(|| hash_json(&(&self.session_id, &self.locale, &self.world, &self.http)));
+        let own = hash_json(&(self.plugin_data.get(plugin_id), self.plugins.get(plugin_id)));
+        own ^ shared.rotate_left(17)
     }
 
     /// A fresh execution over a session's committed state: plugin data grouped by plugin in
@@ -314,6 +310,26 @@ pub fn hash_str(text: &str) -> u64 {
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     text.hash(&mut hasher);
     hasher.finish()
+}
+
+/// A stable-within-the-process hash of a value's JSON text, written straight into the hasher
+/// (no value copied, no text kept).
+pub fn hash_json<T: Serialize + ?Sized>(value: &T) -> u64 {
+    use std::hash::Hasher;
+    struct Writer(std::collections::hash_map::DefaultHasher);
+    impl std::io::Write for Writer {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.write(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut writer = Writer(std::collections::hash_map::DefaultHasher::new());
+    // Serializing JSON-shaped data into a writer that cannot fail does not fail.
+    let _ = serde_json::to_writer(&mut writer, value);
+    writer.0.finish()
 }
 
 /// The empty World Model view.

@@ -4,6 +4,9 @@
 
 use super::*;
 
+/// How long ending a call may take (its signal's abort listeners run then).
+const FINISH_TIMEOUT: Duration = Duration::from_millis(100);
+
 impl Engine {
     /// Runs one provider call to completion (or its deadline).
     pub fn call(&mut self, call: &ProviderCall) -> CallReport {
@@ -56,13 +59,7 @@ impl Engine {
         if let Ok(mut slot) = self.http.lock() {
             *slot = Some(crate::http::CallHttp {
                 plugin: self.plugin_id.clone(),
-                grants: call
-                    .context
-                    .plugins
-                    .get(&self.plugin_id)
-                    .map(|s| s.http.clone())
-                    .unwrap_or_default(),
-                policy: call.context.http.clone(),
+                context: Arc::clone(&call.context),
                 deadline: Instant::now() + call.timeout,
             });
         }
@@ -105,8 +102,11 @@ impl Engine {
         execution: Option<&Json>,
     ) -> (Result<Json, ProviderFailure>, Vec<String>, Option<String>) {
         let fail = |kind, message: String| Err(ProviderFailure { kind, message });
-        let covel: Object = match self.internals(ctx) {
-            Ok(c) => c,
+        let (fns, covel) = match self
+            .call_functions(ctx)
+            .and_then(|fns| Ok((fns, self.internals(ctx)?)))
+        {
+            Ok(found) => found,
             Err(e) => {
                 return (
                     fail(FailureKind::Unavailable, e.to_string()),
@@ -116,9 +116,7 @@ impl Engine {
             }
         };
         if let Some(data) = execution {
-            let set = covel
-                .get::<_, Function>("setExecution")
-                .and_then(|f| to_js(ctx, data).and_then(|d| f.call::<_, ()>((d,))));
+            let set = to_js(ctx, data).and_then(|d| fns.set_execution.call::<_, ()>((d,)));
             if set.is_err() {
                 let t = thrown(ctx);
                 return (
@@ -145,18 +143,16 @@ impl Engine {
             }
         };
         let key = format!("{}/{}", call.point, call.provider_id);
-        let started: Result<Object, _> = covel
-            .get::<_, Function>("call")
-            .and_then(|f| f.call((key.as_str(), input, call.context.turn_id.as_deref())));
-        let (settled, signal) = match started {
-            Ok(started) => {
-                let signal: Option<Value> = started.get("signal").ok();
-                let result: Value = started
-                    .get("result")
-                    .unwrap_or_else(|_| Value::new_undefined(ctx.clone()));
-                (self.drive(ctx, &covel, result), signal)
-            }
-            Err(_) => (Settled::Threw(thrown(ctx)), None),
+        let started: rquickjs::Result<Value> = fns.call.call((
+            key.as_str(),
+            input,
+            call.context.turn_id.as_deref(),
+            call.context.gateway.is_some(),
+        ));
+        // A value (or an already settled promise) needs no trip through the job loop.
+        let settled = match started {
+            Ok(result) => self.drive(ctx, &covel, result),
+            Err(_) => Settled::Threw(thrown(ctx)),
         };
         let outcome = match settled {
             Settled::Value(value) => match value.type_of() {
@@ -233,26 +229,23 @@ impl Engine {
                 }
             }
         };
+        // The call ends (its timers dropped, its ctx dead) under a short deadline of its own:
+        // abort listeners are plugin code too.
+        self.arm(FINISH_TIMEOUT);
+        let finished = fns.finish.call::<_, Value>(());
         self.disarm();
-        let (logs, impure) = match (covel.get::<_, Function>("finish"), signal) {
-            (Ok(finish), Some(signal)) => match finish.call::<_, rquickjs::Array>((signal,)) {
-                Ok(done) => (
+        let (logs, impure) = match finished {
+            Ok(done) => match done.as_array() {
+                Some(done) => (
                     done.get::<Vec<String>>(0).unwrap_or_default(),
                     done.get::<Option<String>>(1).ok().flatten(),
                 ),
-                Err(_) => (Vec::new(), None),
+                None => (Vec::new(), None),
             },
-            _ => {
-                // The call never started (no signal): its timers and notes still go.
-                let _ = covel
-                    .get::<_, Function>("clearTimers")
-                    .and_then(|f| f.call::<_, ()>(()));
-                let impure = covel
-                    .get::<_, Function>("takeImpure")
-                    .and_then(|f| f.call::<_, Option<String>>(()))
-                    .ok()
-                    .flatten();
-                (Vec::new(), impure)
+            Err(_) => {
+                let _ = ctx.catch();
+                let why = "its abort listeners ran past their limit";
+                (Vec::new(), Some(why.to_string()))
             }
         };
         (outcome, logs, impure)

@@ -43,10 +43,6 @@ impl Engine {
             })?,
         )?;
         host.set(
-            "hasGateway",
-            Function::new(ctx.clone(), || GATEWAY.with(|g| g.borrow().is_some()))?,
-        )?;
-        host.set(
             "generateText",
             Function::new(
                 ctx.clone(),

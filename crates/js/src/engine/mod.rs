@@ -79,6 +79,25 @@ struct Internals(rquickjs::Persistent<Object<'static>>);
 #[allow(unsafe_code)]
 unsafe impl Send for Internals {}
 
+/// The bootstrap functions every call uses, looked up once (not by name on each call).
+struct CallFunctions {
+    call: rquickjs::Persistent<Function<'static>>,
+    finish: rquickjs::Persistent<Function<'static>>,
+    set_execution: rquickjs::Persistent<Function<'static>>,
+}
+
+// SAFETY: as for `Internals`: restored only inside the engine's own context
+// (`Engine::call_functions`) and dropped before the runtime (`Engine::shutdown`).
+#[allow(unsafe_code)]
+unsafe impl Send for CallFunctions {}
+
+/// [`CallFunctions`] restored in a context.
+struct CallFns<'js> {
+    call: Function<'js>,
+    finish: Function<'js>,
+    set_execution: Function<'js>,
+}
+
 /// What happened to a plugin runtime when it was shut down, observable after the engine is
 /// gone (the studio drops a plugin's runtime when a reload replaces or removes it).
 #[derive(Debug, Clone)]
@@ -130,6 +149,8 @@ pub struct Engine {
     memory: Arc<crate::memory::RuntimeMemory>,
     /// The bootstrap's internal functions: held by the host only, never on a global.
     internals: std::cell::RefCell<Option<Internals>>,
+    /// The bootstrap's call functions, saved on the first call.
+    call_functions: std::cell::RefCell<Option<CallFunctions>>,
     /// What HTTP the running call may do (empty between calls).
     http: crate::http::HttpSlot,
     root: PathBuf,
@@ -189,6 +210,7 @@ impl Engine {
             memory_limit: spec.limits.memory_bytes,
             memory,
             internals: std::cell::RefCell::new(None),
+            call_functions: std::cell::RefCell::new(None),
             http: Default::default(),
             root: spec.root.clone(),
             disposed: false,
@@ -223,6 +245,32 @@ impl Engine {
         saved.ok_or(rquickjs::Error::Unknown)?.restore(ctx)
     }
 
+    /// The bootstrap's call functions in this context (looked up on the first call only).
+    fn call_functions<'js>(&self, ctx: &Ctx<'js>) -> rquickjs::Result<CallFns<'js>> {
+        if self.call_functions.borrow().is_none() {
+            let covel = self.internals(ctx)?;
+            let save = |name: &str| -> rquickjs::Result<_> {
+                Ok(rquickjs::Persistent::save(
+                    ctx,
+                    covel.get::<_, Function>(name)?,
+                ))
+            };
+            let saved = CallFunctions {
+                call: save("call")?,
+                finish: save("finish")?,
+                set_execution: save("setExecution")?,
+            };
+            *self.call_functions.borrow_mut() = Some(saved);
+        }
+        let saved = self.call_functions.borrow();
+        let saved = saved.as_ref().ok_or(rquickjs::Error::Unknown)?;
+        Ok(CallFns {
+            call: saved.call.clone().restore(ctx)?,
+            finish: saved.finish.clone().restore(ctx)?,
+            set_execution: saved.set_execution.clone().restore(ctx)?,
+        })
+    }
+
     fn shutdown(&mut self) {
         if self.disposed {
             return;
@@ -239,6 +287,7 @@ impl Engine {
                 self.disarm();
             }
             // Persistent handles must go before the runtime does.
+            self.call_functions.borrow_mut().take();
             self.internals.borrow_mut().take();
             ran
         });

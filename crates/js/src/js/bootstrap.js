@@ -2,7 +2,7 @@
 // It builds the `covel` facade the entry's default export receives, stages registrations
 // until the factory settles, dispatches provider calls, and builds each call's `ctx`.
 // Host functions provided by Rust (see engine/host_functions.rs): now, fetch, httpRefusal,
-// hasGateway, generateText, requireModule.
+// generateText, requireModule.
 (function () {
   "use strict";
   const host = globalThis.__host;
@@ -19,6 +19,8 @@
   const disposers = [];
   let closed = false;
   let logs = [];
+  // The signal of the call that runs (null between calls).
+  let running = null;
 
   // ---- console: captured per call so the trace shows what a handler printed ----------------
   const show = (v) => {
@@ -97,16 +99,19 @@
   }
 
   // ---- AbortSignal stand-in ------------------------------------------------------------------
+  // One per call: the listener list is made only when a handler listens.
   class Signal {
-    constructor() { this.aborted = false; this.reason = undefined; this._listeners = []; }
-    addEventListener(type, fn) { if (type === "abort") this._listeners.push(fn); }
-    removeEventListener(type, fn) { this._listeners = this._listeners.filter((f) => f !== fn); }
+    constructor() { this.aborted = false; this.reason = undefined; this._listeners = null; }
+    addEventListener(type, fn) { if (type === "abort") (this._listeners || (this._listeners = [])).push(fn); }
+    removeEventListener(type, fn) { if (this._listeners) this._listeners = this._listeners.filter((f) => f !== fn); }
     throwIfAborted() { if (this.aborted) throw this.reason; }
     _abort(reason) {
       if (this.aborted) return;
       this.aborted = true;
       this.reason = reason;
-      for (const fn of this._listeners) { try { fn({ type: "abort" }); } catch { /* listener errors are the plugin's */ } }
+      const listeners = this._listeners;
+      if (!listeners) return;
+      for (let i = 0; i < listeners.length; i++) { try { listeners[i]({ type: "abort" }); } catch { /* listener errors are the plugin's */ } }
     }
   }
 
@@ -213,16 +218,24 @@
   }
 
   // ---- per-execution and per-call contexts ----------------------------------------------------
+  // What every call of one execution shares is built (and deep-frozen) once, when the host
+  // passes a new execution; a call only adds its own signal, `pluginData` and `turnId`.
   let shared = null;
   function setExecution(data) {
-    const world = deepFreeze(data.world);
     const settings = deepFreeze(data.settings || {});
-    const messages = deepFreeze(data.messages || {});
     // The kernel grouped the plugin's readable rows by namespace (hidden ones left out).
     const byNamespace = new Map();
     for (const group of data.pluginData || []) byNamespace.set(group.namespace, group.rows);
-    shared = { data, world, settings, messages, byNamespace };
+    shared = {
+      sessionId: data.sessionId,
+      locale: data.locale,
+      world: deepFreeze(data.world),
+      messages: deepFreeze(data.messages || {}),
+      getOwnSettings: () => settings,
+      byNamespace,
+    };
   }
+  const DEAD_READ = "ctx.pluginData is only readable while the handler runs";
 
   // Older plugins read `(await ctx.pluginData.get(ns, key))?.value` (the row shape); get()
   // returns the value itself, so that reads undefined. Say so in the trace, once per key.
@@ -244,43 +257,41 @@
     });
   }
 
-  function makeContext(turnId) {
-    const signal = new Signal();
-    const live = () => {
-      if (signal.aborted) return Promise.reject(new Error("ctx.pluginData is only readable while the handler runs"));
-      return null;
-    };
-    const rowsOf = (namespace) => shared.byNamespace.get(String(namespace)) || [];
+  // One call's `ctx`: its reads work only while its signal is not aborted (`finish` aborts it),
+  // so a ctx kept by plugin code reads nothing after its call, not even during a later one.
+  function makeContext(signal, turnId, withGateway) {
+    const byNamespace = shared.byNamespace;
     const pluginData = Object.freeze({
       get(namespace, key) {
-        const dead = live();
-        if (dead) return dead;
-        const row = rowsOf(namespace).find((r) => r.key === String(key));
+        if (signal.aborted) return Promise.reject(new Error(DEAD_READ));
+        const rows = byNamespace.get(String(namespace));
+        const wanted = String(key);
+        let row = null;
+        if (rows) for (let i = 0; i < rows.length; i++) if (rows[i].key === wanted) { row = rows[i]; break; }
         return Promise.resolve(row ? rowShapeHint(deepCopy(row.value), namespace, key) : null);
       },
       list(namespace) {
-        const dead = live();
-        if (dead) return dead;
-        return Promise.resolve(rowsOf(namespace).map((r) => ({
+        if (signal.aborted) return Promise.reject(new Error(DEAD_READ));
+        const rows = byNamespace.get(String(namespace)) || [];
+        return Promise.resolve(rows.map((r) => ({
           key: r.key, value: deepCopy(r.value), createdAt: r.createdAt ?? null, updatedAt: r.updatedAt ?? null,
         })));
       },
     });
     const ctx = {
       callerPluginId: "__kernel",
-      sessionId: shared.data.sessionId,
-      locale: shared.data.locale,
+      sessionId: shared.sessionId,
+      locale: shared.locale,
       turnId: turnId ?? undefined,
       messages: shared.messages,
       world: shared.world,
       pluginData,
-      getOwnSettings: () => shared.settings,
+      getOwnSettings: shared.getOwnSettings,
       utils: covelHttpForCalls,
       signal,
     };
-    if (host.hasGateway()) ctx.gateway = gateway;
-    Object.freeze(ctx);
-    return { ctx, signal };
+    if (withGateway) ctx.gateway = gateway;
+    return Object.freeze(ctx);
   }
   const covelHttpForCalls = makeHttp();
   // ctx.gateway: text generation on the session's models, lent by call sites that allow it.
@@ -296,27 +307,26 @@
     },
     close() { closed = true; return staged; },
     setExecution,
-    // Starts one handler call; returns { value } or { promise } plus the call's signal.
-    call(key, input, turnId) {
-      logs = [];
+    // Starts one handler call and answers what the handler returned (a value or a promise); a
+    // synchronous throw is the call's error. `withGateway`: the call site lends `ctx.gateway`.
+    call(key, input, turnId, withGateway) {
+      if (logs.length) logs = [];
       impure = null;
+      running = null;
       const handler = handlers.get(key);
       if (!handler) throw new Error(`no handler registered for ${key}`);
-      const { ctx, signal } = makeContext(turnId);
-      // A synchronous throw becomes a rejection so the call still returns its signal and logs.
-      let result;
-      try {
-        result = handler(input, ctx);
-      } catch (error) {
-        result = Promise.reject(error);
-      }
-      return { result, signal };
+      running = new Signal();
+      return handler(input, makeContext(running, turnId, withGateway));
     },
-    // Ends a call: aborts its signal, drops its timers, and answers [logs, impure] (what the
-    // handler printed, and why it must not be memoized) in one crossing.
-    finish(signal) {
-      signal._abort(CALL_COMPLETED);
+    // Ends the call (started or not): drops its timers, aborts its signal (its ctx reads nothing
+    // from now on), and answers null when the handler printed nothing and stayed pure, else
+    // [logs, impure] (what it printed, why it must not be memoized), in one crossing.
+    finish() {
       timers.clear();
+      const signal = running;
+      running = null;
+      if (signal) signal._abort(CALL_COMPLETED);
+      if (!logs.length && impure === null) return null;
       const out = [logs, impure];
       logs = [];
       impure = null;
@@ -333,8 +343,6 @@
         if (t.due <= now) { timers.delete(id); t.fn(...t.args); }
       }
     },
-    clearTimers() { timers.clear(); },
-    takeImpure() { const why = impure; impure = null; return why; },
     /** Runs the plugin's `onDispose` callbacks (newest first); returns how many ran. */
     dispose() {
       let ran = 0;

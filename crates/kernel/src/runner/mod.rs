@@ -220,7 +220,7 @@ pub fn run(
         provider.invoker.start(ProviderCall {
             point: point_id,
             provider_id: provider.decl.id.clone(),
-            input_key: crate::context::hash_str(&input.to_string()),
+            input_key: crate::context::hash_json(&input),
             input,
             context: Arc::clone(ctx),
             timeout,
@@ -240,7 +240,7 @@ pub fn run(
                     None => groups.push((engine, vec![index])),
                 }
             }
-            let input_key = crate::context::hash_str(&input.to_string());
+            let input_key = crate::context::hash_json(&input);
             for (_, members) in &groups {
                 let calls = members
                     .iter()

@@ -8,6 +8,10 @@ use std::cmp::Ordering;
 
 /// Compares two strings by UTF-16 code units, as JavaScript's `<` does.
 pub fn utf16_cmp(a: &str, b: &str) -> Ordering {
+    // ASCII (the usual ids) orders the same in bytes and in UTF-16 code units.
+    if a.is_ascii() && b.is_ascii() {
+        return a.cmp(b);
+    }
     a.encode_utf16().cmp(b.encode_utf16())
 }
 
@@ -40,7 +44,14 @@ impl SortKey {
 /// Sorts providers into the kernel's call order.
 pub fn sort_providers<'a>(providers: impl Iterator<Item = &'a Provider>) -> Vec<&'a Provider> {
     let mut chain: Vec<&Provider> = providers.collect();
-    chain.sort_by(|a, b| SortKey::of(a).cmp_key(&SortKey::of(b)));
+    // Compared in place (a `SortKey` per comparison would copy both ids every time).
+    chain.sort_by(|a, b| {
+        a.decl
+            .order
+            .cmp(&b.decl.order)
+            .then_with(|| utf16_cmp(&a.plugin_id, &b.plugin_id))
+            .then_with(|| utf16_cmp(&a.decl.id, &b.decl.id))
+    });
     chain
 }
 
@@ -53,5 +64,7 @@ mod tests {
         assert_eq!(utf16_cmp("Zeta", "alpha"), Ordering::Less);
         // U+FF5E (one unit) sorts after a surrogate pair (U+1F600) in UTF-16 but not in UTF-8.
         assert_eq!(utf16_cmp("\u{1F600}", "\u{FF5E}"), Ordering::Less);
+        assert_eq!(utf16_cmp("gen-2", "gen-10"), Ordering::Greater);
+        assert_eq!(utf16_cmp("abc", "abcd"), Ordering::Less);
     }
 }
