@@ -640,6 +640,26 @@ fn after_a_session_edit_a_replay_recording_is_still_found_beside_the_session_fil
 }
 
 #[test]
+fn the_cache_forecast_marks_played_turns_recomputed_after_a_plugin_reload() {
+    let dir = sample_copy();
+    let mut studio = live(dir.path());
+    studio.play_turn("I walk to the pier.");
+    let module = dir.path().join("story-director/server/lib/text.js");
+    edit(&module, "grave, unhurried", "grave, patient");
+    reload(&mut studio, &[module]);
+    studio.play_turn("I ask Oren about the bell.");
+    let options = covel_studio::forecast::ForecastOptions::default();
+    let forecast = studio.forecast(None, &options).expect("forecast");
+    let marked: Vec<bool> = forecast
+        .turns
+        .iter()
+        .map(|t| t.with_newer_plugins)
+        .collect();
+    // The first turn was played before the reload; the second after it; then the next turn.
+    assert_eq!(marked, [true, false, false]);
+}
+
+#[test]
 fn turns_can_be_undone_back_to_the_session_files_state_and_saved_atomically() {
     let mut play = demo_play();
     let original = play.workspace.session.clone();

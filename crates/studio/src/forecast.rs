@@ -53,6 +53,9 @@ pub struct PlayedTurn {
     /// The usage the backend reported (`usage` of the API answer), if it was a real or
     /// replayed backend.
     pub usage: Option<Value>,
+    /// The preview was recomputed with plugins reloaded after the turn was played, so it can
+    /// differ from the prompt that was sent (see `LiveStudio::turn_prompt`).
+    pub with_newer_plugins: bool,
 }
 
 /// Plays `turns` turns of a session: its scripted turns (`test.turns`, with their replies)
@@ -102,6 +105,7 @@ pub fn play(workspace: Workspace, turns: Option<usize>) -> (Vec<PlayedTurn>, Opt
             say,
             usage: report.reply.and_then(|r| r.usage),
             preview: report.preview,
+            with_newer_plugins: false,
         });
     }
     (out, None)
@@ -456,6 +460,10 @@ pub struct TurnForecast {
     pub reported: Option<Reported>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub mismatches: Vec<Mismatch>,
+    /// This played turn's prompt was recomputed with plugins reloaded since it was played: the
+    /// forecast may differ from what was sent.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub with_newer_plugins: bool,
 }
 
 /// Sums over every turn.
@@ -1504,12 +1512,13 @@ impl crate::live::LiveStudio {
             .collect();
         let mut played = Vec::with_capacity(succeeded.len() + 1);
         for (turn_id, say, usage) in succeeded {
-            if let Some(preview) = self.turn_preview(&turn_id) {
+            if let Some(prompt) = self.turn_prompt(&turn_id) {
                 played.push(PlayedTurn {
                     turn_id,
                     say,
-                    preview,
+                    preview: prompt.preview,
                     usage,
+                    with_newer_plugins: prompt.with_newer_plugins,
                 });
             }
         }
@@ -1525,6 +1534,7 @@ impl crate::live::LiveStudio {
             say,
             preview: next,
             usage: None,
+            with_newer_plugins: false,
         });
         Ok(forecast(&played, &profile, options, &self.counter))
     }
@@ -1642,6 +1652,7 @@ pub fn forecast(
             cost_without_cache: input_tokens as f64 * profile.model.prices.input / 1e6,
             reported,
             mismatches,
+            with_newer_plugins: turn.with_newer_plugins,
         });
     }
 

@@ -1592,6 +1592,11 @@ export type TurnForecast_Deserialize = {
 	costWithoutCache: number,
 	reported?: Reported | null,
 	mismatches: Mismatch_Deserialize[],
+	/**
+	 *  This played turn's prompt was recomputed with plugins reloaded since it was played: the
+	 *  forecast may differ from what was sent.
+	 */
+	withNewerPlugins: boolean,
 };
 
 /**  One turn of the forecast. */
@@ -1613,6 +1618,11 @@ export type TurnForecast_Serialize = {
 	costWithoutCache: number,
 	reported?: Reported,
 	mismatches?: Mismatch_Serialize[],
+	/**
+	 *  This played turn's prompt was recomputed with plugins reloaded since it was played: the
+	 *  forecast may differ from what was sent.
+	 */
+	withNewerPlugins?: boolean,
 };
 
 /**

@@ -155,7 +155,12 @@ export function fakeBackend(): Backend {
       calls.push(["pickPath", kind]);
       return (globalThis as any).__fakePick?.[kind] ?? null;
     },
-    forecast: async () => forecast,
+    // A test may mark played turns as recomputed with newer plugins (`window.__fakeRecomputed`,
+    // a list of turn ids).
+    forecast: async () => {
+      const recomputed: string[] = (globalThis as any).__fakeRecomputed ?? [];
+      return { ...forecast, turns: forecast.turns.map((t) => ({ ...t, withNewerPlugins: recomputed.includes(t.turnId) || undefined })) };
+    },
     runTests: async () => tests,
     onChange: async (listener) => {
       listeners.push(listener);

@@ -417,7 +417,17 @@ test("the cache panel forecasts each turn's breakpoints with costs, the ledger a
   assert.match(await page.getByTestId("cache-totals").textContent(), /against \$.* without caching/);
   assert.match(await page.getByTestId("ledger").textContent(), /story-director/);
   assert.match(await page.getByTestId("advice").textContent(), /never reaches/);
+  assert.equal(await page.getByTestId("cache-turn-recomputed").count(), 0, "nothing was reloaded");
   await page.screenshot({ path: join(shots, "browser-cache.png") });
+});
+
+test("the cache panel marks a played turn whose prompt was recomputed after a plugin reload", async () => {
+  const played = (await fixture("forecast.json")).turns[0].turnId;
+  await page.evaluate((id) => { globalThis.__fakeRecomputed = [id]; }, played);
+  await page.getByLabel("Pace (s per turn)").fill("61");
+  await page.getByTestId("cache-turn-recomputed").waitFor();
+  assert.match(await page.getByTestId("cache-turns").textContent(), /recomputed with the plugins as they are now/);
+  await page.evaluate(() => { globalThis.__fakeRecomputed = []; });
 });
 
 test("the tests panel runs the folder's test sessions and lists every check", async () => {
