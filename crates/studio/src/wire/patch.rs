@@ -13,7 +13,7 @@ use super::turns::TurnRecord;
 use serde::Serialize;
 use specta::Type;
 use std::collections::hash_map::DefaultHasher;
-use std::hash::{Hash, Hasher};
+use std::hash::Hasher;
 
 /// The played turns: keep the first `keep` the UI has, then append these.
 #[derive(Debug, Clone, PartialEq, Serialize, Type)]
@@ -77,12 +77,23 @@ impl SnapshotPatch {
     }
 }
 
+/// The hash of a part's JSON, fed to the hasher as it is written: a snapshot is hashed after
+/// every command and reload, and a copy of the preview's text each time would be thrown away.
 fn hash_of<T: Serialize>(value: &T) -> u64 {
-    let mut hasher = DefaultHasher::new();
-    serde_json::to_string(value)
-        .unwrap_or_default()
-        .hash(&mut hasher);
-    hasher.finish()
+    struct Feed(DefaultHasher);
+    impl std::io::Write for Feed {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.write(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut feed = Feed(DefaultHasher::new());
+    // Serializing these view types cannot fail (string keys, no custom serializers).
+    let _ = serde_json::to_writer(&mut feed, value);
+    feed.0.finish()
 }
 
 /// The hashes of what the UI last received, part by part.
