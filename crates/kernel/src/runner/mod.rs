@@ -80,7 +80,8 @@ impl PendingCall {
 pub struct ProviderCall {
     pub point: PointId,
     pub provider_id: String,
-    pub input: Value,
+    /// Shared: a collect run hands the same input to every provider.
+    pub input: Arc<Value>,
     /// Hash of `input`, computed once per run step (engines key their memo on it).
     pub input_key: u64,
     pub context: Arc<ExecutionContext>,
@@ -221,7 +222,7 @@ pub fn run(
             point: point_id,
             provider_id: provider.decl.id.clone(),
             input_key: crate::context::hash_json(&input),
-            input,
+            input: Arc::new(input),
             context: Arc::clone(ctx),
             timeout,
         })
@@ -232,22 +233,31 @@ pub fn run(
             // Start every call first so engines run them in parallel — one batch per plugin
             // engine — then gather in chain order.
             let mut pending: Vec<Option<PendingCall>> = chain.iter().map(|_| None).collect();
-            let mut groups: Vec<(*const (), Vec<usize>)> = Vec::new();
+            // Groups in first-appearance order; the index keeps grouping linear in the chain.
+            let mut groups: Vec<Vec<usize>> = Vec::new();
+            let mut group_of: std::collections::HashMap<*const (), usize> =
+                std::collections::HashMap::with_capacity(chain.len());
             for (index, provider) in chain.iter().enumerate() {
                 let engine = Arc::as_ptr(&provider.invoker) as *const ();
-                match groups.iter_mut().find(|(e, _)| *e == engine) {
-                    Some((_, members)) => members.push(index),
-                    None => groups.push((engine, vec![index])),
+                match group_of.entry(engine) {
+                    std::collections::hash_map::Entry::Occupied(at) => {
+                        groups[*at.get()].push(index)
+                    }
+                    std::collections::hash_map::Entry::Vacant(slot) => {
+                        slot.insert(groups.len());
+                        groups.push(vec![index]);
+                    }
                 }
             }
             let input_key = crate::context::hash_json(&input);
-            for (_, members) in &groups {
+            let shared_input = Arc::new(input);
+            for members in &groups {
                 let calls = members
                     .iter()
                     .map(|&i| ProviderCall {
                         point: point_id,
                         provider_id: chain[i].decl.id.clone(),
-                        input: input.clone(),
+                        input: Arc::clone(&shared_input),
                         input_key,
                         context: Arc::clone(ctx),
                         timeout,
@@ -278,7 +288,10 @@ pub fn run(
                 Value::Array(
                     gathered
                         .into_iter()
-                        .flat_map(|v| v.as_array().cloned().unwrap_or_default())
+                        .flat_map(|v| match v {
+                            Value::Array(items) => items,
+                            _ => Vec::new(),
+                        })
                         .collect(),
                 )
             } else {
