@@ -1,8 +1,6 @@
 //! Building one request from segments, history and the runtime's body.
 
-use super::segment::{
-    Placement, RuntimeView, Segment, SegmentKey, sort_segments, tie_broken_by_plugin_id,
-};
+use super::segment::{Placement, RuntimeView, Segment, SegmentKey, TieGroups, sort_segments};
 use crate::sdk::estimate_tokens;
 use serde::Serialize;
 use serde_json::Value;
@@ -388,6 +386,7 @@ pub fn assemble(input: &AssemblyInput<'_>) -> Assembly {
     }
 
     // ---- the segment table ----------------------------------------------------------------
+    let ties = TieGroups::of(&included);
     let row = |seg: &Segment, excluded_because: Option<String>| SegmentRow {
         plugin: seg.provider_plugin_id.clone(),
         id: seg.id.clone(),
@@ -399,8 +398,7 @@ pub fn assemble(input: &AssemblyInput<'_>) -> Assembly {
         placement: seg.placement(),
         volatility_applies: seg.placement().volatility_applies(),
         sort_key: SegmentKey::of(seg),
-        tie_broken_by_plugin_id: excluded_because.is_none()
-            && tie_broken_by_plugin_id(seg, &included),
+        tie_broken_by_plugin_id: excluded_because.is_none() && ties.tie_broken_by_plugin_id(seg),
         included: excluded_because.is_none(),
         excluded_because,
         tokens: estimate_tokens(&seg.content),

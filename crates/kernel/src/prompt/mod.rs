@@ -20,8 +20,8 @@ pub use requests::{
     anthropic_request, openai_request,
 };
 pub use segment::{
-    Audience, NamedAudience, Placement, RuntimeView, Segment, SegmentKey, Volatility,
-    sort_segments, tie_broken_by_plugin_id,
+    Audience, NamedAudience, Placement, RuntimeView, Segment, SegmentKey, TieGroups, Volatility,
+    sort_segments,
 };
 
 /// The framework's fixed preamble, first block of every system prompt.

@@ -8,6 +8,7 @@ use crate::runner::utf16_cmp;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::cmp::Ordering;
+use std::collections::HashMap;
 
 /// How often a segment's content changes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -59,7 +60,7 @@ impl Segment {
             .as_array()
             .into_iter()
             .flatten()
-            .filter_map(|v| serde_json::from_value(v.clone()).ok())
+            .filter_map(|v| Segment::deserialize(v).ok())
             .collect()
     }
 
@@ -97,7 +98,7 @@ impl Segment {
 }
 
 /// Where a segment lands in the assembled request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "kebab-case", tag = "kind", content = "depth")]
 pub enum Placement {
     /// System prompt, cacheable part (system + stable/session; system-role pre-history).
@@ -198,26 +199,127 @@ impl SegmentKey {
     }
 
     pub fn compare(&self, other: &SegmentKey) -> Ordering {
+        KeyRef::of_key(self).compare(&KeyRef::of_key(other))
+    }
+}
+
+/// A segment's sort key, borrowed: the one home of the kernel's order, used by sorting without
+/// copying ids for every comparison.
+struct KeyRef<'a> {
+    volatility: Volatility,
+    order: i64,
+    provider_plugin_id: &'a str,
+    id: &'a str,
+}
+
+impl<'a> KeyRef<'a> {
+    fn of(segment: &'a Segment) -> KeyRef<'a> {
+        KeyRef {
+            volatility: segment.volatility,
+            order: segment.order(),
+            provider_plugin_id: &segment.provider_plugin_id,
+            id: &segment.id,
+        }
+    }
+
+    fn of_key(key: &'a SegmentKey) -> KeyRef<'a> {
+        KeyRef {
+            volatility: key.volatility,
+            order: key.order,
+            provider_plugin_id: &key.provider_plugin_id,
+            id: &key.id,
+        }
+    }
+
+    fn compare(&self, other: &KeyRef<'_>) -> Ordering {
         self.volatility
             .cmp(&other.volatility)
             .then(self.order.cmp(&other.order))
-            .then_with(|| utf16_cmp(&self.provider_plugin_id, &other.provider_plugin_id))
-            .then_with(|| utf16_cmp(&self.id, &other.id))
+            .then_with(|| utf16_cmp(self.provider_plugin_id, other.provider_plugin_id))
+            .then_with(|| utf16_cmp(self.id, other.id))
     }
 }
 
 /// Sorts segments into the kernel's order (stable, session, turn; order; plugin id; id).
 pub fn sort_segments(segments: &mut [Segment]) {
-    segments.sort_by(|a, b| SegmentKey::of(a).compare(&SegmentKey::of(b)));
+    segments.sort_by(|a, b| KeyRef::of(a).compare(&KeyRef::of(b)));
 }
 
-/// Whether a segment shares its volatility and order with a segment of another plugin, so only
-/// plugin ids decide which comes first.
-pub fn tie_broken_by_plugin_id(segment: &Segment, all: &[Segment]) -> bool {
-    all.iter().any(|other| {
-        other.provider_plugin_id != segment.provider_plugin_id
-            && other.volatility == segment.volatility
-            && other.order() == segment.order()
-            && other.placement() == segment.placement()
-    })
+/// Which segments share their volatility, order and placement with a segment of another
+/// plugin, so only plugin ids decide which comes first. Built in one pass over the segments
+/// (asking each segment against all others was quadratic over a large folder).
+pub struct TieGroups<'a> {
+    /// Per (volatility, order, placement): the first plugin seen, and whether another plugin
+    /// shares the group.
+    groups: HashMap<(Volatility, i64, Placement), (&'a str, bool)>,
+}
+
+impl<'a> TieGroups<'a> {
+    pub fn of(all: &'a [Segment]) -> TieGroups<'a> {
+        let mut groups: HashMap<(Volatility, i64, Placement), (&'a str, bool)> = HashMap::new();
+        for segment in all {
+            let plugin = segment.provider_plugin_id.as_str();
+            groups
+                .entry((segment.volatility, segment.order(), segment.placement()))
+                .and_modify(|(first, shared)| *shared |= *first != plugin)
+                .or_insert((plugin, false));
+        }
+        TieGroups { groups }
+    }
+
+    /// Whether only plugin ids decide where `segment` (one of the segments given) comes.
+    pub fn tie_broken_by_plugin_id(&self, segment: &Segment) -> bool {
+        self.groups
+            .get(&(segment.volatility, segment.order(), segment.placement()))
+            .is_some_and(|(_, shared)| *shared)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn segment(plugin: &str, id: &str, order: i64, volatility: &str) -> Segment {
+        let mut s: Segment = serde_json::from_value(json!({
+            "id": id, "content": id, "position": "system", "audience": "all",
+            "volatility": volatility, "order": order,
+        }))
+        .expect("segment");
+        s.provider_plugin_id = plugin.into();
+        s
+    }
+
+    #[test]
+    fn only_segments_sharing_volatility_order_and_placement_with_another_plugin_are_tie_broken() {
+        let all = [
+            segment("a", "tie", 1, "stable"),
+            segment("b", "tie", 1, "stable"),
+            segment("a", "own-pair-1", 2, "stable"),
+            segment("a", "own-pair-2", 2, "stable"),
+            segment("c", "other-volatility", 1, "session"),
+        ];
+        let ties = TieGroups::of(&all);
+        let broken: Vec<bool> = all
+            .iter()
+            .map(|s| ties.tie_broken_by_plugin_id(s))
+            .collect();
+        assert_eq!(broken, [true, true, false, false, false]);
+    }
+
+    #[test]
+    fn sorting_orders_by_volatility_then_order_then_plugin_id_then_id() {
+        let mut all = vec![
+            segment("b", "x", 0, "turn"),
+            segment("b", "y", 1, "stable"),
+            segment("a", "z", 1, "stable"),
+            segment("a", "a", 1, "stable"),
+        ];
+        sort_segments(&mut all);
+        let ids: Vec<(&str, &str)> = all
+            .iter()
+            .map(|s| (s.provider_plugin_id.as_str(), s.id.as_str()))
+            .collect();
+        assert_eq!(ids, [("a", "a"), ("a", "z"), ("b", "y"), ("b", "x")]);
+    }
 }
