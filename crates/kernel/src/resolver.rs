@@ -8,7 +8,7 @@
 use crate::contract::{self, Mode, PointId};
 use crate::manifest::{Manifest, PluginKind};
 use serde::Serialize;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 /// What the resolver needs to know of a plugin.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -193,14 +193,20 @@ enum Choice {
 struct State<'a> {
     request: &'a Request<'a>,
     by_id: BTreeMap<&'a str, &'a Candidate>,
+    /// The request's lists as sets: a folder of hundreds of plugins asks them once per plugin.
+    requested: HashSet<&'a str>,
+    excluded: HashSet<&'a str>,
     active: Vec<String>,
+    /// The ids of `active` and `rejected`, kept beside them for the same reason.
+    active_ids: HashSet<String>,
+    rejected_ids: HashSet<String>,
     auto: BTreeSet<String>,
     rejected: Vec<Rejection>,
 }
 
 impl<'a> State<'a> {
     fn is_rejected(&self, id: &str) -> bool {
-        self.rejected.iter().any(|r| r.plugin == id)
+        self.rejected_ids.contains(id)
     }
 
     fn reject(
@@ -215,6 +221,8 @@ impl<'a> State<'a> {
             return;
         }
         self.active.retain(|p| p != plugin);
+        self.active_ids.remove(plugin);
+        self.rejected_ids.insert(plugin.to_string());
         self.rejected.push(Rejection {
             plugin: plugin.to_string(),
             code,
@@ -226,7 +234,7 @@ impl<'a> State<'a> {
     }
 
     fn add(&mut self, id: &str, auto: bool) {
-        if self.active.iter().any(|p| p == id) || self.is_rejected(id) {
+        if self.active_ids.contains(id) || self.is_rejected(id) {
             return;
         }
         let Some(candidate) = self.by_id.get(id).copied() else {
@@ -239,7 +247,7 @@ impl<'a> State<'a> {
             );
             return;
         };
-        if self.request.excluded.iter().any(|e| e == id) {
+        if self.excluded.contains(id) {
             self.reject(
                 id,
                 RejectionCode::Excluded,
@@ -292,6 +300,7 @@ impl<'a> State<'a> {
             return;
         }
         self.active.push(id.to_string());
+        self.active_ids.insert(id.to_string());
         if auto {
             self.auto.insert(id.to_string());
         }
@@ -316,7 +325,7 @@ impl<'a> State<'a> {
             .filter(|c| {
                 c.authorized
                     && c.load_failure.is_none()
-                    && !self.request.excluded.contains(&c.id)
+                    && !self.excluded.contains(c.id.as_str())
                     && !self.is_rejected(&c.id)
             })
             .collect();
@@ -365,7 +374,7 @@ impl<'a> State<'a> {
             return (RejectionCode::ApprovalRequired, unauthorized);
         }
         let ids: Vec<String> = providers.iter().map(|c| c.id.clone()).collect();
-        if !ids.is_empty() && ids.iter().all(|id| self.request.excluded.contains(id)) {
+        if !ids.is_empty() && ids.iter().all(|id| self.excluded.contains(id.as_str())) {
             return (RejectionCode::Excluded, ids);
         }
         (RejectionCode::MissingProvider, ids)
@@ -377,7 +386,11 @@ pub fn resolve(request: &Request<'_>) -> Resolution {
     let mut s = State {
         request,
         by_id: request.plugins.iter().map(|c| (c.id.as_str(), c)).collect(),
+        requested: request.requested.iter().map(String::as_str).collect(),
+        excluded: request.excluded.iter().map(String::as_str).collect(),
         active: Vec::new(),
+        active_ids: HashSet::new(),
+        rejected_ids: HashSet::new(),
         auto: BTreeSet::new(),
         rejected: Vec::new(),
     };
@@ -391,7 +404,7 @@ pub fn resolve(request: &Request<'_>) -> Resolution {
         .iter()
         .filter(|c| c.kind == PluginKind::Core)
     {
-        if !request.requested.contains(&c.id) {
+        if !s.requested.contains(c.id.as_str()) {
             s.add(&c.id, true);
         }
     }
@@ -473,30 +486,36 @@ pub fn resolve(request: &Request<'_>) -> Resolution {
     let mut ordered: Vec<String> = s
         .active
         .iter()
-        .filter(|id| request.requested.contains(id))
+        .filter(|id| s.requested.contains(id.as_str()))
         .cloned()
         .collect();
     ordered.extend(
         s.active
             .iter()
-            .filter(|id| !request.requested.contains(id))
+            .filter(|id| !s.requested.contains(id.as_str()))
             .cloned(),
     );
     let mut accepted: Vec<&Candidate> = Vec::new();
+    // Most plugins declare no conflicts and no single-mode point: they need no pairwise check.
+    let mut accepted_conflicts = false;
     for id in ordered {
         let Some(candidate) = s.by_id.get(id.as_str()).copied() else {
             continue;
         };
-        let clash = accepted.iter().find(|other| {
-            candidate
-                .conflicts
-                .iter()
-                .any(|c| other.provides_contract(c))
-                || other
-                    .conflicts
-                    .iter()
-                    .any(|c| candidate.provides_contract(c))
-        });
+        let clash = (accepted_conflicts || !candidate.conflicts.is_empty())
+            .then(|| {
+                accepted.iter().find(|other| {
+                    candidate
+                        .conflicts
+                        .iter()
+                        .any(|c| other.provides_contract(c))
+                        || other
+                            .conflicts
+                            .iter()
+                            .any(|c| candidate.provides_contract(c))
+                })
+            })
+            .flatten();
         if let Some(other) = clash {
             let other_id = other.id.clone();
             s.reject(
@@ -508,13 +527,17 @@ pub fn resolve(request: &Request<'_>) -> Resolution {
             );
             continue;
         }
-        let single = accepted.iter().find_map(|other| {
-            candidate
-                .single_points
-                .intersection(&other.single_points)
-                .next()
-                .map(|p| (other.id.clone(), *p))
-        });
+        let single = (!candidate.single_points.is_empty())
+            .then(|| {
+                accepted.iter().find_map(|other| {
+                    candidate
+                        .single_points
+                        .intersection(&other.single_points)
+                        .next()
+                        .map(|p| (other.id.clone(), *p))
+                })
+            })
+            .flatten();
         if let Some((other_id, point)) = single {
             s.reject(
                 &id,
@@ -525,6 +548,7 @@ pub fn resolve(request: &Request<'_>) -> Resolution {
             );
             continue;
         }
+        accepted_conflicts |= !candidate.conflicts.is_empty();
         accepted.push(candidate);
     }
 
@@ -557,7 +581,7 @@ pub fn resolve(request: &Request<'_>) -> Resolution {
         .active
         .iter()
         .filter(|id| {
-            request.requested.contains(id)
+            s.requested.contains(id.as_str())
                 || s.by_id
                     .get(id.as_str())
                     .is_some_and(|c| c.kind == PluginKind::Core)
@@ -590,6 +614,7 @@ pub fn resolve(request: &Request<'_>) -> Resolution {
         }
     }
     s.active.retain(|id| reachable.contains(id));
+    s.active_ids.retain(|id| reachable.contains(id));
 
     // 9. World requirements still unprovided.
     let unmet = request
