@@ -73,6 +73,13 @@ pub struct Workspace {
     pub limits: Limits,
 }
 
+impl Drop for Workspace {
+    /// Closing a folder closes its plugins in parallel (see [`covel_js::close_plugins`]).
+    fn drop(&mut self) {
+        covel_js::close_plugins(std::mem::take(&mut self.plugins));
+    }
+}
+
 impl Workspace {
     /// Loads every plugin of the folder and the session (an empty one when none is given).
     pub fn open(
