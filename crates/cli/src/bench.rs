@@ -19,6 +19,11 @@ pub struct Args {
     /// Warm previews to time.
     #[arg(long, default_value_t = 200)]
     iterations: usize,
+    /// Full previews (cache analysis, slots, world, compaction) to time after the warm ones
+    /// [default: the iterations, at most 50]. `0` leaves them out: a cold run then does what the
+    /// Node yardstick does (open, first preview, warm previews).
+    #[arg(long)]
+    full_previews: Option<usize>,
     /// Also play this many turns (offline scripted model) the way the desktop app keeps them,
     /// and report the memory each played turn retains.
     #[arg(long, default_value_t = 0)]
@@ -111,7 +116,8 @@ pub fn run(args: &Args, process_start: Instant) -> anyhow::Result<ExitCode> {
             t.elapsed().as_secs_f64() * 1000.0
         })
         .collect();
-    let full: Vec<f64> = (0..args.iterations.clamp(1, 50))
+    let full_previews = args.full_previews.unwrap_or(args.iterations.clamp(1, 50));
+    let full: Vec<f64> = (0..full_previews)
         .map(|_| {
             let t = Instant::now();
             workspace.preview(&RuntimeTarget::Story);
@@ -126,7 +132,7 @@ pub fn run(args: &Args, process_start: Instant) -> anyhow::Result<ExitCode> {
         "loadMs": load_ms,
         "firstPreviewMs": first_ms,
         "medianPreviewMs": median(warm),
-        "medianFullPreviewMs": median(full),
+        "medianFullPreviewMs": (!full.is_empty()).then(|| median(full)),
         "iterations": args.iterations,
         "memo": crate::open::limits().memo,
         "preview": {"segments": segments, "slots": slots, "world": world, "errors": quick.errors},

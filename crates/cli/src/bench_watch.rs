@@ -1,6 +1,7 @@
 //! `covel bench --watch-edits N`: edits one plugin's entry N times with the folder watched the
 //! way `covel watch` watches it, and reports the distribution of file written → new preview
-//! ready (the author's wait on a save), with the part of it that is work after the settle time.
+//! ready (the author's wait on a save), with the part of it that is work after the settle time
+//! and that work's parts (load, resolve, preview).
 
 use anyhow::Context;
 use covel_studio::RuntimeTarget;
@@ -50,6 +51,8 @@ pub fn run(
         FolderWatcher::new(plugins_dir, None, DEBOUNCE).context("starting the file watcher")?;
     let mut studio = LiveStudio::new(workspace, RuntimeTarget::Story);
     let (mut written_to_ready, mut work, mut missed) = (Vec::new(), Vec::new(), 0);
+    // The work's parts: the plugin's reload, resolving the session, the new preview.
+    let (mut load, mut resolve, mut preview) = (Vec::new(), Vec::new(), Vec::new());
     let outcome = (|| -> anyhow::Result<()> {
         for i in 0..edits {
             // Let the previous reload's stray events drain, as between an author's saves.
@@ -70,6 +73,9 @@ pub fn run(
                 if let Some(entry) = followed.entry.filter(|e| e.plugins.contains_key(&name)) {
                     written_to_ready.push(written.elapsed().as_secs_f64() * 1000.0);
                     work.push(entry.timings.after_debounce_ms);
+                    load.push(entry.timings.load_ms);
+                    resolve.push(entry.timings.resolve_ms);
+                    preview.push(entry.timings.preview_ms);
                     break;
                 }
             }
@@ -85,5 +91,8 @@ pub fn run(
         "debounceMs": DEBOUNCE.as_secs_f64() * 1000.0,
         "writtenToReadyMs": distribution(written_to_ready),
         "workMs": distribution(work),
+        "loadMs": distribution(load),
+        "resolveMs": distribution(resolve),
+        "previewMs": distribution(preview),
     }))
 }
