@@ -297,6 +297,36 @@ fn replaced_runtimes_are_dropped_on_reload_and_shut_down_cleanly() {
 }
 
 #[test]
+fn closing_a_folder_shuts_down_every_runtime_and_runs_its_disposers() {
+    let dir = sample_copy();
+    edit(
+        &dir.path().join("story-director/server/index.js"),
+        "export default function (covel) {",
+        "export default function (covel) {\n  covel.onDispose(() => {});",
+    );
+    let studio = live(dir.path());
+    let watches: Vec<(String, covel_js::RuntimeWatch)> = studio
+        .workspace()
+        .plugins
+        .iter()
+        .filter_map(|p| Some((p.name.clone(), p.instance.as_ref()?.watch()?)))
+        .collect();
+    assert!(watches.len() > 3, "the sample folder runs several plugins");
+    // Closing closes the plugins in parallel (covel_js::close_plugins); none may be left running.
+    drop(studio);
+    for (name, watch) in &watches {
+        assert!(watch.is_shut_down(), "{name} was not shut down");
+        assert_eq!(watch.bytes_held(), 0, "{name} kept memory");
+    }
+    let director = &watches
+        .iter()
+        .find(|(n, _)| n == "story-director")
+        .expect("director")
+        .1;
+    assert_eq!(director.disposers_run(), 1, "its onDispose callback ran");
+}
+
+#[test]
 fn switching_to_a_runtime_nobody_produces_is_refused_and_keeps_the_current_one() {
     let dir = sample_copy();
     let mut studio = live(dir.path());
