@@ -9,7 +9,7 @@ use covel_js::{Limits, LoadedPlugin, load_folder, load_plugins};
 use covel_kernel::context::ExecutionContext;
 use covel_kernel::contract::PointId;
 use covel_kernel::runner::{
-    self, CallReport, Invoker, PendingCall, Provider, ProviderCall, RunOptions, RunResult,
+    self, CallReport, Invoker, Provider, ProviderCall, RunOptions, RunResult,
 };
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -92,18 +92,18 @@ impl<F> Invoker for FnInvoker<F>
 where
     F: Fn(&ProviderCall) -> Result<Value, String> + Send + Sync,
 {
-    fn start(&self, call: ProviderCall) -> PendingCall {
-        let result = (self.0)(&call).map_err(|message| covel_kernel::runner::ProviderFailure {
+    fn call(&self, call: &ProviderCall) -> CallReport {
+        let result = (self.0)(call).map_err(|message| covel_kernel::runner::ProviderFailure {
             kind: covel_kernel::runner::FailureKind::Error,
             message,
         });
-        PendingCall::ready(CallReport {
+        CallReport {
             result,
             duration: Duration::from_micros(1),
             logs: Vec::new(),
             cached: false,
             not_cached: None,
-        })
+        }
     }
 }
 

@@ -349,6 +349,94 @@ fn providers_run_by_order_then_plugin_id_then_id() {
 }
 
 #[test]
+fn collect_runs_different_plugins_at_once_and_one_plugins_calls_one_after_another() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::{Duration, Instant};
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        eprintln!("one core: plugins cannot run at once here, nothing to check");
+        return;
+    }
+    let segment = |content: String| json!([{"id": "s", "content": content, "position": "system", "audience": "all", "volatility": "stable"}]);
+    // Each of two plugins waits (at most 2 s) until both have started: only plugins that run
+    // at the same time both see it.
+    let started = Arc::new(AtomicUsize::new(0));
+    let meets = |started: Arc<AtomicUsize>| {
+        move |_: &runner::ProviderCall| {
+            started.fetch_add(1, Ordering::SeqCst);
+            let until = Instant::now() + Duration::from_secs(2);
+            while started.load(Ordering::SeqCst) < 2 && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Ok(segment(format!(
+                "met: {}",
+                started.load(Ordering::SeqCst) >= 2
+            )))
+        }
+    };
+    // A third plugin has two providers on one engine: they must never overlap.
+    let inside = Arc::new(AtomicUsize::new(0));
+    let overlapped = Arc::new(AtomicUsize::new(0));
+    let one_engine = {
+        let (inside, overlapped) = (Arc::clone(&inside), Arc::clone(&overlapped));
+        move |_: &runner::ProviderCall| {
+            if inside.fetch_add(1, Ordering::SeqCst) > 0 {
+                overlapped.fetch_add(1, Ordering::SeqCst);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+            inside.fetch_sub(1, Ordering::SeqCst);
+            Ok(segment("alone".into()))
+        }
+    };
+    let first = rust_provider("solo", PointId::PromptSegment, "a", 0, one_engine);
+    let mut second = first.clone();
+    second.decl.id = "b".into();
+    let providers = vec![
+        rust_provider(
+            "left",
+            PointId::PromptSegment,
+            "s",
+            0,
+            meets(Arc::clone(&started)),
+        ),
+        rust_provider(
+            "right",
+            PointId::PromptSegment,
+            "s",
+            0,
+            meets(Arc::clone(&started)),
+        ),
+        first,
+        second,
+    ];
+    let result = runner::run(
+        PointId::PromptSegment,
+        segment_input(),
+        &providers,
+        &ExecutionContext::empty(),
+        &RunOptions::default(),
+    );
+    assert!(result.error.is_none(), "{:?}", result.error);
+    let contents: Vec<&str> = result
+        .result
+        .as_array()
+        .expect("segments")
+        .iter()
+        .filter_map(|s| s["content"].as_str())
+        .collect();
+    assert_eq!(
+        contents,
+        ["met: true", "met: true", "alone", "alone"],
+        "chain order kept, both plugins met"
+    );
+    assert_eq!(
+        overlapped.load(Ordering::SeqCst),
+        0,
+        "one engine's calls overlapped"
+    );
+}
+
+#[test]
 fn plugin_ids_compare_by_utf16_code_units_not_locale() {
     let providers = vec![
         rust_provider("alpha", PointId::PromptSegment, "a", 0, |_| Ok(json!([]))),

@@ -6,118 +6,33 @@ use crate::engine::{self, Engine, Limits, LoadReport, LoadSpec};
 use covel_kernel::diagnostic::{Code, Diagnostic};
 use covel_kernel::package::{self, Package};
 use covel_kernel::registration::{self, Registrations};
-use covel_kernel::runner::{Invoker, PendingCall, Provider, ProviderCall};
+use covel_kernel::runner::{Invoker, Provider, ProviderCall};
 use covel_kernel::static_prompt::StaticPrompt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// A plugin whose entry runs in its own QuickJS runtime. Its calls run one at a time; a batch
-/// of calls (the runner's collect mode starts one batch per plugin) runs on the shared worker
-/// pool, so different plugins answer in parallel while the runner gathers in chain order.
+/// A plugin whose entry runs in its own QuickJS runtime. Its calls run one at a time on the
+/// caller's thread; the runner calls different plugins from several threads at once (collect
+/// mode), so different plugins answer in parallel.
 pub struct JsPlugin {
     engine: Arc<Mutex<Engine>>,
 }
 
-fn unavailable() -> covel_kernel::runner::CallReport {
-    covel_kernel::runner::CallReport {
-        result: Err(covel_kernel::runner::ProviderFailure {
-            kind: covel_kernel::runner::FailureKind::Unavailable,
-            message: "the plugin's runtime failed earlier and was shut down".into(),
-        }),
-        duration: Duration::ZERO,
-        logs: Vec::new(),
-        cached: false,
-        not_cached: None,
-    }
-}
-
-fn call_engine(engine: &Mutex<Engine>, call: &ProviderCall) -> covel_kernel::runner::CallReport {
-    match engine.lock() {
-        Ok(mut engine) => engine.call(call),
-        Err(_) => unavailable(),
-    }
-}
-
 impl Invoker for JsPlugin {
-    fn start(&self, call: ProviderCall) -> PendingCall {
-        PendingCall::ready(call_engine(&self.engine, &call))
-    }
-
-    fn start_batch(&self, calls: Vec<ProviderCall>) -> Vec<PendingCall> {
-        let count = calls.len();
-        let batch = Arc::new(Batch {
-            state: Mutex::new(BatchState::Queued(calls)),
-            done: std::sync::Condvar::new(),
-        });
-        {
-            let batch = Arc::clone(&batch);
-            let engine = Arc::clone(&self.engine);
-            rayon::spawn(move || batch.run(&engine));
-        }
-        // The runner waits on a batch's calls in their order: each wait takes the next answer.
-        // A waiter whose batch no worker has picked up yet runs it itself (no idle caller).
-        (0..count)
-            .map(|_| {
-                let batch = Arc::clone(&batch);
-                let engine = Arc::clone(&self.engine);
-                PendingCall::new(move || batch.next(&engine))
-            })
-            .collect()
-    }
-}
-
-/// One plugin's calls of a collect run: queued, run by a pool worker or by the first waiter,
-/// then handed out in order.
-struct Batch {
-    state: Mutex<BatchState>,
-    done: std::sync::Condvar,
-}
-
-enum BatchState {
-    Queued(Vec<ProviderCall>),
-    Running,
-    Done(std::collections::VecDeque<covel_kernel::runner::CallReport>),
-}
-
-impl Batch {
-    /// Runs the batch if nobody has started it.
-    fn run(&self, engine: &Mutex<Engine>) {
-        let calls = {
-            let Ok(mut state) = self.state.lock() else {
-                return;
-            };
-            match std::mem::replace(&mut *state, BatchState::Running) {
-                BatchState::Queued(calls) => calls,
-                other => {
-                    *state = other;
-                    return;
-                }
-            }
-        };
-        let reports = calls.iter().map(|call| call_engine(engine, call)).collect();
-        if let Ok(mut state) = self.state.lock() {
-            *state = BatchState::Done(reports);
-        }
-        self.done.notify_all();
-    }
-
-    /// The next answer, running the batch here when no worker has started it.
-    fn next(&self, engine: &Mutex<Engine>) -> covel_kernel::runner::CallReport {
-        self.run(engine);
-        let Ok(mut state) = self.state.lock() else {
-            return unavailable();
-        };
-        loop {
-            match &mut *state {
-                BatchState::Done(reports) => {
-                    return reports.pop_front().unwrap_or_else(unavailable);
-                }
-                _ => match self.done.wait(state) {
-                    Ok(next) => state = next,
-                    Err(_) => return unavailable(),
-                },
-            }
+    fn call(&self, call: &ProviderCall) -> covel_kernel::runner::CallReport {
+        match self.engine.lock() {
+            Ok(mut engine) => engine.call(call),
+            Err(_) => covel_kernel::runner::CallReport {
+                result: Err(covel_kernel::runner::ProviderFailure {
+                    kind: covel_kernel::runner::FailureKind::Unavailable,
+                    message: "the plugin's runtime failed earlier and was shut down".into(),
+                }),
+                duration: Duration::ZERO,
+                logs: Vec::new(),
+                cached: false,
+                not_cached: None,
+            },
         }
     }
 }

@@ -1,7 +1,7 @@
 //! covel-js: runs Covel plugin code in QuickJS.
 //!
 //! Each plugin gets its own runtime ([`engine`]; `Send`, its calls run one at a time on the
-//! calling thread, different plugins' calls in parallel on rayon's pool, see [`host`]), with a
+//! calling thread; the kernel's runner calls different plugins in parallel, see [`host`]), with a
 //! memory limit, an interrupt-based CPU deadline and a promise deadline. Modules resolve only inside the plugin
 //! root plus the SDK (`@covel/plugin-handlers-utils`, [`modules`]); values cross the boundary
 //! through the engine's object API, not JSON text ([`convert`]). [`host`] loads plugin folders

@@ -5,7 +5,7 @@
 use crate::contract::PointId;
 use crate::manifest::{ExtensionDecl, STATIC_PROMPT_ID};
 use crate::package::Package;
-use crate::runner::{CallReport, Invoker, PendingCall, Provider, ProviderCall};
+use crate::runner::{CallReport, Invoker, Provider, ProviderCall};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
@@ -75,13 +75,13 @@ impl StaticPrompt {
 }
 
 impl Invoker for StaticPrompt {
-    fn start(&self, call: ProviderCall) -> PendingCall {
-        PendingCall::ready(CallReport {
+    fn call(&self, call: &ProviderCall) -> CallReport {
+        CallReport {
             result: Ok(self.segments(&call.context.locale)),
             duration: Duration::ZERO,
             logs: Vec::new(),
             cached: false,
             not_cached: None,
-        })
+        }
     }
 }

@@ -1,6 +1,6 @@
 //! One plugin's QuickJS engine: a runtime and context with its deadline, memory account and
 //! shutdown. The runtime is `Send`; its calls run one at a time on the calling thread, and the
-//! host runs different plugins' calls in parallel (`crate::host`). Dropping the engine disposes
+//! kernel's runner calls different plugins in parallel. Dropping the engine disposes
 //! the plugin and frees the runtime cleanly.
 //!
 //! - [`load`](mod@load): running the entry module and reading back what it registered

@@ -56,25 +56,6 @@ pub struct CallReport {
     pub not_cached: Option<String>,
 }
 
-/// A call in flight: waiting on it blocks until the engine answers (the engine enforces the
-/// timeout it was given).
-pub struct PendingCall(Box<dyn FnOnce() -> CallReport + Send>);
-
-impl PendingCall {
-    pub fn new(wait: impl FnOnce() -> CallReport + Send + 'static) -> Self {
-        PendingCall(Box::new(wait))
-    }
-
-    /// A call that already finished (Rust-written providers).
-    pub fn ready(report: CallReport) -> Self {
-        PendingCall(Box::new(move || report))
-    }
-
-    pub fn wait(self) -> CallReport {
-        (self.0)()
-    }
-}
-
 /// One provider call request.
 #[derive(Debug, Clone)]
 pub struct ProviderCall {
@@ -89,16 +70,10 @@ pub struct ProviderCall {
 }
 
 /// Something that can run a plugin's handlers: covel-js's QuickJS runtime, or a Rust closure in
-/// tests. Starting a call must not block on the handler, so `collect` runs providers of
-/// different plugins in parallel.
+/// tests. A call runs to completion on the caller's thread (the engine enforces the timeout it
+/// was given); `collect` calls different plugins' invokers from several threads at once.
 pub trait Invoker: Send + Sync {
-    fn start(&self, call: ProviderCall) -> PendingCall;
-
-    /// Starts several calls to the same plugin at once (one hand-off instead of one per call).
-    /// The returned calls must be waited on in order.
-    fn start_batch(&self, calls: Vec<ProviderCall>) -> Vec<PendingCall> {
-        calls.into_iter().map(|call| self.start(call)).collect()
-    }
+    fn call(&self, call: &ProviderCall) -> CallReport;
 }
 
 /// A registered provider: the declaration from PLUGIN.md plus who runs it.
@@ -217,8 +192,8 @@ pub fn run(
         return out;
     }
     let timeout = options.timeout.unwrap_or(point.timeout);
-    let start = |provider: &Provider, input: Value| {
-        provider.invoker.start(ProviderCall {
+    let call_one = |provider: &Provider, input: Value| {
+        provider.invoker.call(&ProviderCall {
             point: point_id,
             provider_id: provider.decl.id.clone(),
             input_key: crate::context::hash_json(&input),
@@ -230,51 +205,44 @@ pub fn run(
 
     match point.mode {
         Mode::Collect => {
-            // Start every call first so engines run them in parallel — one batch per plugin
-            // engine — then gather in chain order.
-            let mut pending: Vec<Option<PendingCall>> = chain.iter().map(|_| None).collect();
-            // Groups in first-appearance order; the index keeps grouping linear in the chain.
-            let mut groups: Vec<Vec<usize>> = Vec::new();
-            let mut group_of: std::collections::HashMap<*const (), usize> =
-                std::collections::HashMap::with_capacity(chain.len());
-            for (index, provider) in chain.iter().enumerate() {
-                let engine = Arc::as_ptr(&provider.invoker) as *const ();
-                match group_of.entry(engine) {
-                    std::collections::hash_map::Entry::Occupied(at) => {
-                        groups[*at.get()].push(index)
-                    }
-                    std::collections::hash_map::Entry::Vacant(slot) => {
-                        slot.insert(groups.len());
-                        groups.push(vec![index]);
-                    }
-                }
-            }
+            // Each plugin's calls run in order on its own engine; different plugins' engines run
+            // in parallel across the cores. Outputs are checked where they ran, then gathered in
+            // chain order (the first failure of a fail-turn point in that order fails the turn).
+            let groups = engine_groups(&chain);
             let input_key = crate::context::hash_json(&input);
             let shared_input = Arc::new(input);
-            for members in &groups {
-                let calls = members
+            let run_group = |members: &Vec<usize>| -> Vec<(usize, Settled)> {
+                members
                     .iter()
-                    .map(|&i| ProviderCall {
-                        point: point_id,
-                        provider_id: chain[i].decl.id.clone(),
-                        input: Arc::clone(&shared_input),
-                        input_key,
-                        context: Arc::clone(ctx),
-                        timeout,
+                    .map(|&i| {
+                        let provider = &chain[i];
+                        let started = Instant::now();
+                        let report = provider.invoker.call(&ProviderCall {
+                            point: point_id,
+                            provider_id: provider.decl.id.clone(),
+                            input: Arc::clone(&shared_input),
+                            input_key,
+                            context: Arc::clone(ctx),
+                            timeout,
+                        });
+                        (i, settle(point_id, slot, provider, report, started))
                     })
-                    .collect();
-                for (&i, call) in members
-                    .iter()
-                    .zip(chain[members[0]].invoker.start_batch(calls))
-                {
-                    pending[i] = Some(call);
-                }
+                    .collect()
+            };
+            let ran: Vec<Vec<(usize, Settled)>> = if groups.len() > 1 {
+                use rayon::prelude::*;
+                groups.par_iter().map(run_group).collect()
+            } else {
+                groups.iter().map(run_group).collect()
+            };
+            let mut settled: Vec<Option<Settled>> = chain.iter().map(|_| None).collect();
+            for (i, one) in ran.into_iter().flatten() {
+                settled[i] = Some(one);
             }
             let mut gathered = Vec::new();
-            for (provider, call) in chain.iter().zip(pending.into_iter().flatten()) {
-                let started = Instant::now();
-                let report = call.wait();
-                match settle(point_id, slot, provider, report, started, &mut out.calls) {
+            for (provider, (record, result)) in chain.iter().zip(settled.into_iter().flatten()) {
+                out.calls.push(record);
+                match result {
                     Ok(value) => gathered.push(value),
                     Err(message) => {
                         if point.on_error == OnError::FailTurn {
@@ -303,8 +271,10 @@ pub fn run(
             let mut last: Option<Value> = None;
             for provider in &chain {
                 let started = Instant::now();
-                let report = start(provider, current.clone()).wait();
-                match settle(point_id, slot, provider, report, started, &mut out.calls) {
+                let report = call_one(provider, current.clone());
+                let (record, result) = settle(point_id, slot, provider, report, started);
+                out.calls.push(record);
+                match result {
                     Ok(value) => {
                         match next_input(point_id, &current, &value) {
                             Ok(next) => current = next,
@@ -337,8 +307,10 @@ pub fn run(
         Mode::Single => {
             if let Some(provider) = chain.first() {
                 let started = Instant::now();
-                let report = start(provider, input.clone()).wait();
-                match settle(point_id, slot, provider, report, started, &mut out.calls) {
+                let report = call_one(provider, input.clone());
+                let (record, result) = settle(point_id, slot, provider, report, started);
+                out.calls.push(record);
+                match result {
                     Ok(value) => {
                         out.provided_by = Some(provider.plugin_id.clone());
                         out.result = value;
@@ -364,14 +336,18 @@ fn fail_turn(point: PointId, provider: &Provider, message: String) -> RunError {
 }
 
 /// Validates and attributes one report, records it, and returns the output or the reason.
+/// A call's trace entry, and its checked output or why it was skipped.
+type Settled = (CallRecord, Result<Value, String>);
+
+/// Checks one call's report: the output against the point's schema and provenance; the record
+/// says how the call ended.
 fn settle(
     point: PointId,
     slot: Option<SlotId>,
     provider: &Provider,
     report: CallReport,
     started: Instant,
-    calls: &mut Vec<CallRecord>,
-) -> Result<Value, String> {
+) -> Settled {
     let duration = if report.duration.is_zero() {
         started.elapsed()
     } else {
@@ -380,7 +356,7 @@ fn settle(
     let mut record = CallRecord::new(point, provider, duration);
     record.logs = report.logs;
     record.cached = report.cached;
-    record.not_cached = report.not_cached.clone();
+    record.not_cached = report.not_cached;
     let outcome = match report.result {
         Err(failure) => Err((Outcome::from(failure.kind), failure.message)),
         Ok(value) => match check_output(point, slot, &value)
@@ -393,17 +369,35 @@ fn settle(
     match outcome {
         Ok(value) => {
             record.outcome = Outcome::Success;
-            calls.push(record);
-            Ok(value)
+            (record, Ok(value))
         }
         Err((outcome, message)) => {
             record.outcome = outcome;
             record.error_code = Some(outcome.error_code().to_string());
             record.message = Some(message.clone());
-            calls.push(record);
-            Err(message)
+            (record, Err(message))
         }
     }
+}
+
+/// The chain's providers grouped by engine (a plugin's providers share one), in order of first
+/// appearance; each group lists chain positions in chain order.
+fn engine_groups(chain: &[&Provider]) -> Vec<Vec<usize>> {
+    use std::collections::hash_map::Entry;
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    let mut group_of: std::collections::HashMap<*const (), usize> =
+        std::collections::HashMap::with_capacity(chain.len());
+    for (index, provider) in chain.iter().enumerate() {
+        let engine = Arc::as_ptr(&provider.invoker) as *const ();
+        match group_of.entry(engine) {
+            Entry::Occupied(at) => groups[*at.get()].push(index),
+            Entry::Vacant(slot) => {
+                slot.insert(groups.len());
+                groups.push(vec![index]);
+            }
+        }
+    }
+    groups
 }
 
 fn check_output(point: PointId, slot: Option<SlotId>, value: &Value) -> Result<(), String> {
