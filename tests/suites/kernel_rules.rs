@@ -14,6 +14,17 @@ fn segment_input() -> Value {
     json!({"turnId": "t1", "playerMessage": "I look around."})
 }
 
+/// `prompt.segment@1` over Rust providers, in a fresh execution.
+fn run_segments(providers: &[runner::Provider]) -> runner::RunResult {
+    runner::run(
+        PointId::PromptSegment,
+        segment_input(),
+        providers,
+        &ExecutionContext::empty(),
+        &RunOptions::default(),
+    )
+}
+
 fn call_for<'a>(result: &'a runner::RunResult, plugin: &str, id: &str) -> &'a runner::CallRecord {
     result
         .calls
@@ -409,13 +420,7 @@ fn collect_runs_different_plugins_at_once_and_one_plugins_calls_one_after_anothe
         first,
         second,
     ];
-    let result = runner::run(
-        PointId::PromptSegment,
-        segment_input(),
-        &providers,
-        &ExecutionContext::empty(),
-        &RunOptions::default(),
-    );
+    let result = run_segments(&providers);
     assert!(result.error.is_none(), "{:?}", result.error);
     let contents: Vec<&str> = result
         .result
@@ -442,13 +447,7 @@ fn plugin_ids_compare_by_utf16_code_units_not_locale() {
         rust_provider("alpha", PointId::PromptSegment, "a", 0, |_| Ok(json!([]))),
         rust_provider("Zeta", PointId::PromptSegment, "a", 0, |_| Ok(json!([]))),
     ];
-    let result = runner::run(
-        PointId::PromptSegment,
-        segment_input(),
-        &providers,
-        &ExecutionContext::empty(),
-        &RunOptions::default(),
-    );
+    let result = run_segments(&providers);
     let order: Vec<&str> = result.calls.iter().map(|c| c.plugin_id.as_str()).collect();
     assert_eq!(order, ["Zeta", "alpha"]);
 }
