@@ -6,6 +6,7 @@ import { backend } from "./backend";
 import { draftAfterSnapshot, type Draft, type Tab } from "./view";
 import { tick } from "svelte";
 import { applyPatch, isSnapshot } from "./patch";
+import { share } from "./share";
 import type { Diagnostic, Snapshot, SnapshotPatch } from "./wire";
 
 class Studio {
@@ -98,8 +99,12 @@ class Studio {
     }
   }
 
-  /** Takes a new snapshot, keeping the editor's draft (see `draftAfterSnapshot`). */
-  adopt(snapshot: Snapshot) {
+  /**
+   * Takes a new snapshot, keeping the editor's draft (see `draftAfterSnapshot`). Its parts equal
+   * to the ones held stay the same objects (see share.ts), so panels skip what did not change.
+   */
+  adopt(received: Snapshot) {
+    const snapshot = this.snapshot ? share(this.snapshot, received) : received;
     const next = draftAfterSnapshot(this.draft, snapshot.sessionText ?? null);
     this.draft = next.draft;
     if (next.conflict !== null) this.conflict = next.conflict;
@@ -111,7 +116,7 @@ class Studio {
       // What the panels showed before this reload: the before side of its diffs.
       this.beforeReload = key ? (this.snapshot ?? null) : null;
       if (key && this.snapshot && snapshot.lastReload) {
-        this.timeline = [{ entry: snapshot.lastReload, before: this.snapshot.preview, after: snapshot.preview, at: new Date().toLocaleTimeString() }, ...this.timeline].slice(0, TIMELINE);
+        this.timeline = [{ entry: snapshot.lastReload, before: this.snapshot.preview, after: snapshot.preview, at: clock.format(new Date()) }, ...this.timeline].slice(0, TIMELINE);
       }
     }
     this.snapshot = snapshot;
@@ -168,6 +173,10 @@ class Studio {
     await (await backend).cancel();
   }
 }
+
+// The time of day a reload arrived, as `toLocaleTimeString()` writes it: one formatter made at
+// start-up rather than one per reload (`toLocaleTimeString` makes a new one on every call).
+const clock = new Intl.DateTimeFormat(undefined, { hour: "numeric", minute: "numeric", second: "numeric" });
 
 /** How many reloads the timeline keeps. */
 export const TIMELINE = 10;

@@ -514,13 +514,15 @@ export interface OutlineEntry {
 }
 
 /** The prompt's outline: system blocks with their segments and cache boundaries, then messages. */
-export function outline(preview: Snapshot["preview"]): OutlineEntry[] {
+export function outline(preview: Pick<Snapshot["preview"], "segments" | "prompt">): OutlineEntry[] {
   const out: OutlineEntry[] = [];
   let boundary = 0;
+  const rows = new Map<string, SegmentRow>();
+  for (const s of preview.segments) if (!rows.has(`${s.plugin}/${s.id}`)) rows.set(`${s.plugin}/${s.id}`, s);
   preview.prompt.system.blocks.forEach((b, i) => {
     out.push({ kind: "block", label: b.kind, tokens: b.tokens, target: `[data-block-index="${i}"]`, depth: 0 });
     for (const key of b.segments) {
-      const row = preview.segments.find((s) => `${s.plugin}/${s.id}` === key);
+      const row = rows.get(key);
       out.push({ kind: "segment", label: key, tokens: row?.tokens, target: `[data-testid="system-prompt"] [data-segment="${attr(key)}"]`, segment: key, depth: 1 });
     }
     if (b.cacheBoundary) out.push({ kind: "boundary", label: `cache boundary ${boundary}`, target: `[data-boundary="${boundary++}"]`, depth: 0 });

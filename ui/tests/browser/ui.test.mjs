@@ -580,6 +580,39 @@ test("200 plugins: a panel shows its first rows in the first frame and the rest 
   await context.close();
 });
 
+test("a reload leaves the rows it did not change alone: same elements, no DOM writes", async () => {
+  const [initial, reloaded] = [await fixture("snapshot.json"), await fixture("after-reload.json")];
+  const content = (s) => new Map(s.preview.segments.map((r) => [`${r.plugin}/${r.id}`, JSON.stringify(r)]));
+  const [a, b] = [content(initial), content(reloaded)];
+  const kept = [...a.keys()].filter((k) => b.get(k) === a.get(k) && initial.preview.prompt.system.blocks.some((block) => block.segments.includes(k)));
+  const edited = [...a.keys()].filter((k) => b.has(k) && b.get(k) !== a.get(k));
+  assert.ok(kept.length >= 2 && edited.length >= 1, `${kept.length} unchanged and ${edited.length} changed segments`);
+  const context = await browser.newContext({ viewport: { width: 1440, height: 920 } });
+  const p = await context.newPage();
+  await p.goto(url);
+  await p.getByTestId("system-prompt").waitFor();
+  const rows = (keys) => keys.map((k) => `[data-testid="system-prompt"] [data-segment="${k}"]`);
+  // Each row is tagged and watched; the reload must neither replace nor write into them.
+  await p.evaluate(([unchanged, changed]) => {
+    window.__writes = { unchanged: 0, changed: 0 };
+    for (const [selectors, kind] of [[unchanged, "unchanged"], [changed, "changed"]]) {
+      for (const selector of selectors) {
+        const row = document.querySelector(selector);
+        row.__tagged = true;
+        new MutationObserver((records) => (window.__writes[kind] += records.length)).observe(row, { subtree: true, childList: true, characterData: true, attributes: true });
+      }
+    }
+  }, [rows(kept), rows(edited)]);
+  await p.evaluate(() => window.__fakeReload());
+  await p.waitForFunction(() => document.querySelector('[data-testid="reload-note"]').hasAttribute("data-apply-ms"));
+  const after = await p.evaluate(([unchanged, changed]) => ({ unchanged: unchanged.map((s) => document.querySelector(s)?.__tagged === true), changed: changed.map((s) => document.querySelector(s)?.__tagged === true), writes: window.__writes }), [rows(kept), rows(edited)]);
+  assert.deepEqual(after.unchanged, kept.map(() => true), "the unchanged rows are the same elements");
+  assert.equal(after.writes.unchanged, 0, "nothing was written into the unchanged rows");
+  assert.ok(after.writes.changed > 0, "the changed rows were updated");
+  assert.match(await p.locator('[data-segment="story-director/tone"] pre').textContent(), /patient/);
+  await context.close();
+});
+
 test("Open: the native picker chooses the session file and the folder, which opens; cancelling changes nothing", async () => {
   const context = await browser.newContext({ viewport: { width: 1440, height: 920 } });
   const p = await context.newPage();
