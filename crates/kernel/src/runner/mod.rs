@@ -335,7 +335,6 @@ fn fail_turn(point: PointId, provider: &Provider, message: String) -> RunError {
     }
 }
 
-/// Validates and attributes one report, records it, and returns the output or the reason.
 /// A call's trace entry, and its checked output or why it was skipped.
 type Settled = (CallRecord, Result<Value, String>);
 
