@@ -109,7 +109,7 @@ fn ui_fixtures_are_fresh() {
     let module = Path::new(&root).join("story-director/server/lib/text.js");
     let text = std::fs::read_to_string(&module).expect("read");
     std::fs::write(&module, text.replace("grave, unhurried", "grave, patient")).expect("write");
-    let changes = studio.classify(&[module]);
+    let changes = studio.classify(std::slice::from_ref(&module));
     studio.reload(&changes, Instant::now());
     outputs.push((
         "after-reload",
@@ -285,7 +285,7 @@ fn a_patch_sends_only_what_changed_and_a_played_turn_once() {
     let module = dir.path().join("story-director/server/lib/text.js");
     let text = std::fs::read_to_string(&module).expect("read");
     std::fs::write(&module, text.replace("grave, unhurried", "grave, patient")).expect("write");
-    let changes = studio.classify(&[module]);
+    let changes = studio.classify(std::slice::from_ref(&module));
     studio.reload(&changes, Instant::now());
     let reload = wire.patch(studio.snapshot());
     assert!(
@@ -300,4 +300,22 @@ fn a_patch_sends_only_what_changed_and_a_played_turn_once() {
     // Unchanged parts are not in the JSON at all.
     let json = serde_json::to_value(&reload).expect("json");
     assert!(json.get("session").is_none() && json.get("turns").is_none());
+    let preview = reload.preview.as_ref().expect("the preview changed");
+    assert!(preview.prompt.is_some() && preview.segments.is_some());
+
+    // A save that changes no output (a comment) re-runs the plugin: its calls' durations change,
+    // the prompt and the segment table do not, and they are not sent again.
+    let text = std::fs::read_to_string(&module).expect("read");
+    std::fs::write(&module, format!("{text}\n// a comment\n")).expect("write");
+    let changes = studio.classify(&[module]);
+    studio.reload(&changes, Instant::now());
+    let touched = wire.patch(studio.snapshot());
+    let preview = touched
+        .preview
+        .as_ref()
+        .expect("the calls' durations changed");
+    assert!(preview.calls.is_some() && preview.timings.is_some());
+    assert_eq!(preview.prompt, None, "the prompt is the same");
+    assert_eq!(preview.segments, None, "the segment table is the same");
+    assert_eq!(preview.cache, None, "the cache analysis is the same");
 }

@@ -871,6 +871,54 @@ export type PreviewError_Serialize = {
 	message: string,
 };
 
+/**
+ *  The parts of the [`Preview`] that changed, each absent when unchanged: a reload that changed
+ *  only call durations sends the calls and timings, not the prompt and segment table again.
+ */
+export type PreviewPatch = PreviewPatch_Serialize | PreviewPatch_Deserialize;
+
+/**
+ *  The parts of the [`Preview`] that changed, each absent when unchanged: a reload that changed
+ *  only call durations sends the calls and timings, not the prompt and segment table again.
+ */
+export type PreviewPatch_Deserialize = {
+	session?: string | null,
+	runtime?: RuntimeTarget | null,
+	turnId?: string | null,
+	prompt?: PromptView | null,
+	segments?: SegmentRow_Deserialize[] | null,
+	cache?: CacheReport_Deserialize | null,
+	worldContext?: WorldContextView_Deserialize | null,
+	slots?: SlotView_Deserialize[] | null,
+	imageFlow?: ImageFlowView_Deserialize | null,
+	/**  `[]` when the rewrites are gone (the preview itself omits an empty list). */
+	historyRewrites?: HistoryRewrite[] | null,
+	calls?: CallRecord_Deserialize[] | null,
+	errors?: PreviewError_Deserialize[] | null,
+	timings?: PreviewTimings | null,
+};
+
+/**
+ *  The parts of the [`Preview`] that changed, each absent when unchanged: a reload that changed
+ *  only call durations sends the calls and timings, not the prompt and segment table again.
+ */
+export type PreviewPatch_Serialize = {
+	session?: string,
+	runtime?: RuntimeTarget,
+	turnId?: string,
+	prompt?: PromptView,
+	segments?: SegmentRow_Serialize[],
+	cache?: CacheReport_Serialize,
+	worldContext?: WorldContextView_Serialize,
+	slots?: SlotView_Serialize[],
+	imageFlow?: ImageFlowView_Serialize,
+	/**  `[]` when the rewrites are gone (the preview itself omits an empty list). */
+	historyRewrites?: HistoryRewrite[],
+	calls?: CallRecord_Serialize[],
+	errors?: PreviewError_Serialize[],
+	timings?: PreviewTimings,
+};
+
 /**  Timings of one preview, in milliseconds. */
 export type PreviewTimings = {
 	worldContextMs: number,
@@ -1354,7 +1402,7 @@ export type SnapshotPatch_Deserialize = {
 	playedPath?: string | null,
 	plugins?: PluginView_Deserialize[] | null,
 	resolution?: Resolution_Deserialize | null,
-	preview?: Preview_Deserialize | null,
+	preview?: PreviewPatch_Deserialize | null,
 	compaction?: CompactionView_Deserialize | null,
 	turns?: Turns_Deserialize | null,
 	/**  The reload that caused this patch (or `null` once there is none). */
@@ -1384,7 +1432,7 @@ export type SnapshotPatch_Serialize = {
 	playedPath?: string,
 	plugins?: PluginView_Serialize[],
 	resolution?: Resolution_Serialize,
-	preview?: Preview_Serialize,
+	preview?: PreviewPatch_Serialize,
 	compaction?: CompactionView_Serialize,
 	turns?: Turns_Serialize,
 	/**  The reload that caused this patch (or `null` once there is none). */

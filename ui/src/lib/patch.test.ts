@@ -16,12 +16,24 @@ describe("merging a snapshot patch", () => {
   it("replaces only the parts a patch holds and leaves the rest as they were", () => {
     const merged = apply(initial, { since: 0, version: 1, preview: afterReload.preview, lastReload: afterReload.lastReload });
     expect(merged.version).toBe(1);
-    expect(merged.preview).toBe(afterReload.preview);
+    expect(merged.preview).toEqual(afterReload.preview);
     expect(merged.lastReload).toBe(afterReload.lastReload);
     expect(merged.plugins).toBe(initial.plugins);
     expect(merged.turns).toBe(initial.turns);
     expect(merged.sessionText).toBe(initial.sessionText);
     expect(initial.lastReload, "the snapshot given is not changed").toBeUndefined();
+  });
+  it("replaces only the preview parts a patch holds: the prompt and segments stay the objects held", () => {
+    const calls = afterReload.preview.calls;
+    const timings = { ...initial.preview.timings, totalMs: 1 };
+    const merged = apply(initial, { since: 0, version: 1, preview: { calls, timings } });
+    expect(merged.preview.calls).toBe(calls);
+    expect(merged.preview.timings).toBe(timings);
+    expect(merged.preview.prompt).toBe(initial.preview.prompt);
+    expect(merged.preview.segments).toBe(initial.preview.segments);
+    expect(initial.preview.timings.totalMs, "the snapshot given is not changed").not.toBe(1);
+    const cleared = apply(merged, { since: 1, version: 2, preview: { historyRewrites: [] } });
+    expect("historyRewrites" in cleared.preview, "an empty list of rewrites is omitted, as the preview omits it").toBe(false);
   });
   it("appends played turns after the ones kept, and an undo keeps one fewer", () => {
     const turn = afterTurn.turns[0];

@@ -1,10 +1,12 @@
 // Merging what the shell sends after the first snapshot: a `SnapshotPatch` holds only the parts
 // that changed since the UI last received them (covel_studio::wire::patch); a part the snapshot
 // may omit is `null` when it is gone; the played turns come as `{ keep, append }`, so a turn
-// crosses once and an undo keeps one fewer. A patch names the snapshot version it applies to
+// crosses once and an undo keeps one fewer; the preview comes in parts too (`PreviewPatch`: a
+// reload that changed only call durations sends the calls and timings, not the prompt). A patch
+// names the snapshot version it applies to
 // (`since`): one that arrives out of order does not apply, and the store asks for the whole
 // snapshot instead.
-import type { Snapshot, SnapshotPatch } from "./wire";
+import type { Preview, PreviewPatch, Snapshot, SnapshotPatch } from "./wire";
 
 /** Whether an answer is a whole snapshot (its turns are a list) rather than a patch. */
 export function isSnapshot(answer: Snapshot | SnapshotPatch): answer is Snapshot {
@@ -24,7 +26,7 @@ export function applyPatch(snapshot: Snapshot, patch: SnapshotPatch): Snapshot |
   if (patch.playedPath !== undefined) next.playedPath = patch.playedPath;
   if (patch.plugins !== undefined) next.plugins = patch.plugins;
   if (patch.resolution !== undefined) next.resolution = patch.resolution;
-  if (patch.preview !== undefined) next.preview = patch.preview;
+  if (patch.preview !== undefined) next.preview = mergePreview(snapshot.preview, patch.preview);
   if (patch.compaction !== undefined) next.compaction = patch.compaction;
   if (patch.turns !== undefined) next.turns = [...snapshot.turns.slice(0, patch.turns.keep), ...patch.turns.append];
   if (patch.lastReload !== undefined) next.lastReload = patch.lastReload ?? undefined;
@@ -32,6 +34,17 @@ export function applyPatch(snapshot: Snapshot, patch: SnapshotPatch): Snapshot |
   for (const key of ["sessionPath", "sessionText", "sessionError", "undo", "lastReload"] as const) {
     if (next[key] === undefined) delete next[key];
   }
+  return next;
+}
+
+/** The preview after a preview patch: the parts it sends replace those held, the rest stay the same objects. */
+export function mergePreview(preview: Preview, patch: PreviewPatch): Preview {
+  const next: Preview = { ...preview };
+  for (const [key, value] of Object.entries(patch) as [keyof Preview, unknown][]) {
+    if (value !== undefined) (next as Record<keyof Preview, unknown>)[key] = value;
+  }
+  // The preview omits an empty list of history rewrites; the patch sends `[]` when they are gone.
+  if (next.historyRewrites?.length === 0) delete next.historyRewrites;
   return next;
 }
 
@@ -47,5 +60,6 @@ export function patchOf(snapshot: Snapshot, since: number): SnapshotPatch {
     undo: snapshot.undo ?? null,
     lastReload: snapshot.lastReload ?? null,
     turns: { keep: 0, append: snapshot.turns },
+    preview: { ...snapshot.preview, historyRewrites: snapshot.preview.historyRewrites ?? [] },
   };
 }

@@ -20,6 +20,7 @@ export type {
   PartOrigin,
   PluginView_Serialize as PluginView,
   Preview_Serialize as Preview,
+  PreviewPatch_Serialize as PreviewPatch,
   RecentFolder_Serialize as RecentFolder,
   ReloadEntry_Serialize as ReloadEntry,
   SegmentRow_Serialize as SegmentRow,

@@ -3,10 +3,14 @@
 //! turn crosses once (undo sends `keep = n - 1`). [`WireState`] remembers what was sent (a hash
 //! of each part and of each turn) and is the one place that decides what changed.
 
+use super::common::CallRecord;
 use super::common::{Diagnostic, JsonValue};
 use super::compaction::CompactionView;
 use super::plugins::{PluginView, Resolution};
-use super::preview::Preview;
+use super::preview::{
+    CacheReport, HistoryRewrite, ImageFlowView, Preview, PreviewError, PreviewTimings, PromptView,
+    RuntimeTarget, SegmentRow, SlotView, WorldContextView,
+};
 use super::reload::ReloadEntry;
 use super::snapshot::{Snapshot, UndoView};
 use super::turns::TurnRecord;
@@ -53,7 +57,7 @@ pub struct SnapshotPatch {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resolution: Option<Resolution>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub preview: Option<Preview>,
+    pub preview: Option<PreviewPatch>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compaction: Option<CompactionView>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -63,6 +67,107 @@ pub struct SnapshotPatch {
     pub last_reload: Option<Option<ReloadEntry>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub diagnostics: Option<Vec<Diagnostic>>,
+}
+
+/// The parts of the [`Preview`] that changed, each absent when unchanged: a reload that changed
+/// only call durations sends the calls and timings, not the prompt and segment table again.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Type)]
+#[serde(rename_all = "camelCase")]
+pub struct PreviewPatch {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<RuntimeTarget>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub turn_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<PromptView>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub segments: Option<Vec<SegmentRow>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache: Option<CacheReport>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub world_context: Option<WorldContextView>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slots: Option<Vec<SlotView>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image_flow: Option<ImageFlowView>,
+    /// `[]` when the rewrites are gone (the preview itself omits an empty list).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub history_rewrites: Option<Vec<HistoryRewrite>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub calls: Option<Vec<CallRecord>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub errors: Option<Vec<PreviewError>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timings: Option<PreviewTimings>,
+}
+
+/// How many parts a preview is sent in (the fields of [`PreviewPatch`]).
+const PREVIEW_PARTS: usize = 13;
+
+/// The hash of each part of a preview, in [`PreviewPatch`]'s field order.
+fn preview_hashes(p: &Preview) -> [u64; PREVIEW_PARTS] {
+    [
+        hash_of(&p.session),
+        hash_of(&p.runtime),
+        hash_of(&p.turn_id),
+        hash_of(&p.prompt),
+        hash_of(&p.segments),
+        hash_of(&p.cache),
+        hash_of(&p.world_context),
+        hash_of(&p.slots),
+        hash_of(&p.image_flow),
+        hash_of(&p.history_rewrites),
+        hash_of(&p.calls),
+        hash_of(&p.errors),
+        hash_of(&p.timings),
+    ]
+}
+
+impl PreviewPatch {
+    /// The parts of `preview` whose hash differs from `before` (every part without `before`);
+    /// `None` when nothing changed.
+    fn of(
+        preview: Preview,
+        before: Option<&[u64; PREVIEW_PARTS]>,
+        now: &[u64; PREVIEW_PARTS],
+    ) -> Option<PreviewPatch> {
+        let changed = |i: usize| before.is_none_or(|b| b[i] != now[i]);
+        if !(0..PREVIEW_PARTS).any(changed) {
+            return None;
+        }
+        let Preview {
+            session,
+            runtime,
+            turn_id,
+            prompt,
+            segments,
+            cache,
+            world_context,
+            slots,
+            image_flow,
+            history_rewrites,
+            calls,
+            errors,
+            timings,
+        } = preview;
+        Some(PreviewPatch {
+            session: changed(0).then_some(session),
+            runtime: changed(1).then_some(runtime),
+            turn_id: changed(2).then_some(turn_id),
+            prompt: changed(3).then_some(prompt),
+            segments: changed(4).then_some(segments),
+            cache: changed(5).then_some(cache),
+            world_context: changed(6).then_some(world_context),
+            slots: changed(7).then_some(slots),
+            image_flow: changed(8).then_some(image_flow),
+            history_rewrites: changed(9).then_some(history_rewrites),
+            calls: changed(10).then_some(calls),
+            errors: changed(11).then_some(errors),
+            timings: changed(12).then_some(timings),
+        })
+    }
 }
 
 impl SnapshotPatch {
@@ -99,7 +204,9 @@ fn hash_of<T: Serialize>(value: &T) -> u64 {
 /// The hashes of what the UI last received, part by part.
 #[derive(Debug, Clone, Default, PartialEq)]
 struct Sent {
-    parts: [u64; 13],
+    /// Every part but the preview, in [`SnapshotPatch`]'s field order.
+    parts: [u64; 12],
+    preview: [u64; PREVIEW_PARTS],
     turns: Vec<u64>,
 }
 
@@ -116,11 +223,11 @@ impl Sent {
                 hash_of(&s.played_path),
                 hash_of(&s.plugins),
                 hash_of(&s.resolution),
-                hash_of(&s.preview),
                 hash_of(&s.compaction),
                 hash_of(&s.last_reload),
                 hash_of(&s.diagnostics),
             ],
+            preview: preview_hashes(&s.preview),
             turns: s.turns.iter().map(hash_of).collect(),
         }
     }
@@ -188,14 +295,14 @@ impl WireState {
             played_path: changed(6).then_some(played_path),
             plugins: changed(7).then_some(plugins),
             resolution: changed(8).then_some(resolution),
-            preview: changed(9).then_some(preview),
-            compaction: changed(10).then_some(compaction),
+            preview: PreviewPatch::of(preview, before.as_ref().map(|b| &b.preview), &now.preview),
+            compaction: changed(9).then_some(compaction),
             turns: turns_changed.then(|| Turns {
                 keep: u32::try_from(kept).unwrap_or(u32::MAX),
                 append: turns.into_iter().skip(kept).collect(),
             }),
-            last_reload: changed(11).then_some(last_reload),
-            diagnostics: changed(12).then_some(diagnostics),
+            last_reload: changed(10).then_some(last_reload),
+            diagnostics: changed(11).then_some(diagnostics),
         }
     }
 }
