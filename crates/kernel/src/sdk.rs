@@ -18,11 +18,16 @@ fn is_cjk_unit(unit: u16) -> bool {
 }
 
 /// CJK UTF-16 units count one token each; everything else one per four units, rounded up.
+/// (Counted per character: a character outside the BMP is two units and never CJK here.)
 pub fn estimate_tokens(text: &str) -> u64 {
+    // Most prompt text is ASCII: one unit per byte and no CJK, counted without decoding.
+    if text.is_ascii() {
+        return (text.len() as u64).div_ceil(4);
+    }
     let (mut cjk, mut total) = (0u64, 0u64);
-    for unit in text.encode_utf16() {
-        total += 1;
-        if is_cjk_unit(unit) {
+    for c in text.chars() {
+        total += c.len_utf16() as u64;
+        if u16::try_from(u32::from(c)).is_ok_and(is_cjk_unit) {
             cjk += 1;
         }
     }
@@ -81,6 +86,25 @@ mod tests {
         assert_eq!(estimate_tokens("abcd"), 1);
         assert_eq!(estimate_tokens("abcde"), 2);
         assert_eq!(estimate_tokens("你好abc"), 3);
+        assert_eq!(
+            estimate_tokens("😀"),
+            1,
+            "two units outside the BMP, not CJK"
+        );
+    }
+
+    proptest::proptest! {
+        /// The per-character count (and its ASCII shortcut) equals the rule's own definition
+        /// over UTF-16 units.
+        #[test]
+        fn tokens_are_counted_over_utf16_units(text in "\\PC{0,40}|[ -~]{0,40}|[a-z你好😀]{0,20}") {
+            let (mut cjk, mut total) = (0u64, 0u64);
+            for unit in text.encode_utf16() {
+                total += 1;
+                cjk += u64::from(is_cjk_unit(unit));
+            }
+            proptest::prop_assert_eq!(estimate_tokens(&text), cjk + (total - cjk).div_ceil(4));
+        }
     }
 
     #[test]
