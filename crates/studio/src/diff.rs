@@ -3,7 +3,7 @@
 //! boundaries whose prefix changed. Each change names the plugin that caused it.
 
 use crate::preview::Preview;
-use covel_kernel::prompt::{Placement, SegmentKey};
+use covel_kernel::prompt::{Placement, SegmentKey, SegmentRow};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -118,59 +118,59 @@ pub fn diff(before: &Preview, after: &Preview) -> PreviewDiff {
     // Indexed once, so a reload's diff costs the same per segment at 1 000 segments as at 10.
     let (index_before, index_after) = (first_index(before), first_index(after));
     let order = RelativeOrder::new(before, after, &index_before, &index_after);
-    let state = |p: &Preview, index: &HashMap<(&str, &str), usize>, plugin: &str, id: &str| {
-        index.get(&(plugin, id)).map(|&i| {
-            let s = &p.segments[i];
-            (
-                SegmentState {
-                    index: i,
-                    placement: s.placement,
-                    sort_key: s.sort_key.clone(),
-                    included: s.included,
-                },
-                s.content.clone(),
-            )
-        })
+    // Rows are compared in place; a state is copied out only for a change that is reported.
+    fn row<'p>(
+        p: &'p Preview,
+        index: &HashMap<(&str, &str), usize>,
+        plugin: &str,
+        id: &str,
+    ) -> Option<(usize, &'p SegmentRow)> {
+        index.get(&(plugin, id)).map(|&i| (i, &p.segments[i]))
+    }
+    let state = |(index, s): (usize, &SegmentRow)| SegmentState {
+        index,
+        placement: s.placement,
+        sort_key: s.sort_key.clone(),
+        included: s.included,
     };
     let mut segments = Vec::new();
-    for row in &after.segments {
-        let now = state(after, &index_after, &row.plugin, &row.id);
-        let was = state(before, &index_before, &row.plugin, &row.id);
-        let (kind, before_state) = match (&was, &now) {
-            (None, _) => (Some(SegmentChangeKind::Added), None),
-            (Some((b, content_b)), Some((a, content_a))) => {
+    for seg in &after.segments {
+        let now = row(after, &index_after, &seg.plugin, &seg.id);
+        let was = row(before, &index_before, &seg.plugin, &seg.id);
+        let kind = match (was, now) {
+            (None, _) => Some(SegmentChangeKind::Added),
+            (Some((_, b)), Some((_, a))) => {
                 let moved = b.placement != a.placement
                     || b.sort_key != a.sort_key
                     || b.included != a.included
-                    || order.changed(&row.plugin, &row.id);
-                let kind = if content_b != content_a {
+                    || order.changed(&seg.plugin, &seg.id);
+                if b.content != a.content {
                     Some(SegmentChangeKind::Changed)
                 } else if moved {
                     Some(SegmentChangeKind::Moved)
                 } else {
                     None
-                };
-                (kind, Some(b.clone()))
+                }
             }
-            (Some(_), None) => (None, None),
+            (Some(_), None) => None,
         };
         if let Some(kind) = kind {
             segments.push(SegmentChange {
                 kind,
-                plugin: row.plugin.clone(),
-                id: row.id.clone(),
-                before: before_state,
-                after: now.map(|n| n.0),
+                plugin: seg.plugin.clone(),
+                id: seg.id.clone(),
+                before: was.map(state),
+                after: now.map(state),
             });
         }
     }
-    for row in &before.segments {
-        if !index_after.contains_key(&(row.plugin.as_str(), row.id.as_str())) {
+    for seg in &before.segments {
+        if !index_after.contains_key(&(seg.plugin.as_str(), seg.id.as_str())) {
             segments.push(SegmentChange {
                 kind: SegmentChangeKind::Removed,
-                plugin: row.plugin.clone(),
-                id: row.id.clone(),
-                before: state(before, &index_before, &row.plugin, &row.id).map(|s| s.0),
+                plugin: seg.plugin.clone(),
+                id: seg.id.clone(),
+                before: row(before, &index_before, &seg.plugin, &seg.id).map(state),
                 after: None,
             });
         }
@@ -207,17 +207,20 @@ pub fn diff(before: &Preview, after: &Preview) -> PreviewDiff {
         });
 
     let mut boundaries = Vec::new();
-    let prefix = |p: &Preview, n: usize| -> Option<(String, u64)> {
-        let text = covel_kernel::prompt::prefix_before_boundary(&p.prompt.system.blocks, n)?;
-        let tokens = covel_kernel::sdk::estimate_tokens(&text);
-        Some((text, tokens))
+    let prefix = |p: &Preview, n: usize| {
+        covel_kernel::prompt::prefix_before_boundary(&p.prompt.system.blocks, n)
+    };
+    let tokens = |text: &Option<String>| {
+        text.as_deref()
+            .map(covel_kernel::sdk::estimate_tokens)
+            .unwrap_or(0)
     };
     let count = covel_kernel::prompt::boundary_count(&before.prompt.system.blocks).max(
         covel_kernel::prompt::boundary_count(&after.prompt.system.blocks),
     );
     for index in 0..count {
         let (b, a) = (prefix(before, index), prefix(after, index));
-        if b.as_ref().map(|x| &x.0) != a.as_ref().map(|x| &x.0) {
+        if b != a {
             let culprit = segments.iter().find(|s| {
                 let key = format!("{}/{}", s.plugin, s.id);
                 before
@@ -230,8 +233,8 @@ pub fn diff(before: &Preview, after: &Preview) -> PreviewDiff {
             });
             boundaries.push(BoundaryDiff {
                 index,
-                before_tokens: b.map(|x| x.1).unwrap_or(0),
-                after_tokens: a.map(|x| x.1).unwrap_or(0),
+                before_tokens: tokens(&b),
+                after_tokens: tokens(&a),
                 plugin: culprit.map(|c| c.plugin.clone()),
                 segment: culprit.map(|c| format!("{}/{}", c.plugin, c.id)),
             });
