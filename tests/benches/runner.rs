@@ -37,7 +37,11 @@ fn collect_50_plugins(bencher: divan::Bencher, memo: bool) {
     let (_dir, plugins) = synthetic_folder(memo);
     bench_segments(
         bencher,
-        plugins.iter().flat_map(|p| p.providers()).collect(),
+        plugins
+            .iter()
+            .flat_map(|p| p.providers())
+            .cloned()
+            .collect(),
         100,
     );
 }
@@ -51,6 +55,7 @@ fn one_provider_call(bencher: divan::Bencher, memo: bool) {
         .flat_map(|p| p.providers())
         .filter(|p| p.decl.point == PointId::PromptSegment)
         .take(1)
+        .cloned()
         .collect();
     bench_segments(bencher, first, 1);
 }
@@ -88,6 +93,7 @@ fn cpu_loop_interrupted(bencher: divan::Bencher) {
         .iter()
         .flat_map(|p| p.providers())
         .filter(|p| p.decl.id == "spin")
+        .cloned()
         .collect();
     let ctx = ExecutionContext::empty();
     let mut turn = 0;

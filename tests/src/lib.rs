@@ -36,7 +36,11 @@ pub fn load_some(paths: &[&str]) -> Vec<LoadedPlugin> {
 
 /// The providers of every cleanly loaded plugin.
 pub fn providers(plugins: &[LoadedPlugin]) -> Vec<Provider> {
-    plugins.iter().flat_map(LoadedPlugin::providers).collect()
+    plugins
+        .iter()
+        .flat_map(LoadedPlugin::providers)
+        .cloned()
+        .collect()
 }
 
 /// Runs a point over loaded plugins with an empty session context.
@@ -117,7 +121,7 @@ pub fn rust_provider(
 ) -> Provider {
     Provider {
         plugin_id: plugin_id.to_string(),
-        decl: covel_kernel::manifest::ExtensionDecl {
+        decl: Arc::new(covel_kernel::manifest::ExtensionDecl {
             point,
             id: id.to_string(),
             order,
@@ -125,7 +129,7 @@ pub fn rust_provider(
             watch: Vec::new(),
             preview: Vec::new(),
             position: None,
-        },
+        }),
         runtime_ids: Arc::new(Vec::new()),
         invoker: Arc::new(FnInvoker(handler)),
     }

@@ -401,7 +401,7 @@ fn collect_runs_different_plugins_at_once_and_one_plugins_calls_one_after_anothe
     };
     let first = rust_provider("solo", PointId::PromptSegment, "a", 0, one_engine);
     let mut second = first.clone();
-    second.decl.id = "b".into();
+    std::sync::Arc::make_mut(&mut second.decl).id = "b".into();
     let providers = vec![
         rust_provider(
             "left",
@@ -1027,9 +1027,11 @@ fn slot_provider(
             json!({"sceneId": "preview", "name": format!("{events} events")})
         })
     });
-    provider.decl.slot = Some(slot);
-    provider.decl.watch = watch.iter().map(|w| w.to_string()).collect();
-    provider.decl.preview = preview.iter().map(|p| p.to_string()).collect();
+    std::sync::Arc::make_mut(&mut provider.decl).slot = Some(slot);
+    std::sync::Arc::make_mut(&mut provider.decl).watch =
+        watch.iter().map(|w| w.to_string()).collect();
+    std::sync::Arc::make_mut(&mut provider.decl).preview =
+        preview.iter().map(|p| p.to_string()).collect();
     provider
 }
 

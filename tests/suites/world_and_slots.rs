@@ -102,6 +102,7 @@ fn slot_call(
         .iter()
         .filter(|p| only.contains(&p.name.as_str()))
         .flat_map(|p| p.providers())
+        .cloned()
         .collect();
     covel_kernel::runner::run(
         PointId::UiSlot,

@@ -62,6 +62,8 @@ pub struct LoadedPlugin {
     /// Hints that do not stop the plugin (e.g. row-shaped `pluginData` reads), with positions.
     pub hints: Vec<Diagnostic>,
     pub load_time: Duration,
+    /// Built once from the above (empty unless the plugin loaded cleanly).
+    providers: Vec<Provider>,
 }
 
 impl LoadedPlugin {
@@ -71,35 +73,41 @@ impl LoadedPlugin {
     }
 
     /// The plugin's providers (declared extensions and the static prompt), when it loaded.
-    pub fn providers(&self) -> Vec<Provider> {
-        let Some(package) = self.package.as_ref().filter(|_| self.ok()) else {
-            return Vec::new();
-        };
-        let runtime_ids: Arc<Vec<String>> = Arc::new(
-            package
-                .manifest
-                .runtimes
-                .iter()
-                .map(|r| r.id.clone())
-                .collect(),
-        );
-        let mut out: Vec<Provider> = match &self.instance {
-            Some(instance) => package
-                .manifest
-                .extensions
-                .iter()
-                .map(|decl| Provider {
-                    plugin_id: package.id().to_string(),
-                    decl: decl.clone(),
-                    runtime_ids: Arc::clone(&runtime_ids),
-                    invoker: Arc::clone(instance) as Arc<dyn Invoker>,
-                })
-                .collect(),
-            None => Vec::new(),
-        };
-        out.extend(StaticPrompt::provider(package));
-        out
+    pub fn providers(&self) -> &[Provider] {
+        &self.providers
     }
+}
+
+/// The providers of a loaded plugin, built once: previews copy them, which is a few reference
+/// counts per provider.
+fn providers_of(package: Option<&Package>, instance: Option<&Arc<JsPlugin>>) -> Vec<Provider> {
+    let Some(package) = package else {
+        return Vec::new();
+    };
+    let runtime_ids: Arc<Vec<String>> = Arc::new(
+        package
+            .manifest
+            .runtimes
+            .iter()
+            .map(|r| r.id.clone())
+            .collect(),
+    );
+    let mut out: Vec<Provider> = match instance {
+        Some(instance) => package
+            .manifest
+            .extensions
+            .iter()
+            .map(|decl| Provider {
+                plugin_id: package.id().to_string(),
+                decl: Arc::new(decl.clone()),
+                runtime_ids: Arc::clone(&runtime_ids),
+                invoker: Arc::clone(instance) as Arc<dyn Invoker>,
+            })
+            .collect(),
+        None => Vec::new(),
+    };
+    out.extend(StaticPrompt::provider(package));
+    out
 }
 
 /// Loads every plugin folder of a plugins folder.
@@ -256,6 +264,11 @@ fn finish(
         instance = None;
     }
     let hints = source_hints(&load.folder, &load.name, &modules);
+    let providers = if diagnostics.is_empty() {
+        providers_of(load.package.as_ref(), instance.as_ref())
+    } else {
+        Vec::new()
+    };
     LoadedPlugin {
         name: load.name,
         folder: load.folder,
@@ -267,6 +280,7 @@ fn finish(
         diagnostics,
         hints,
         load_time: begun.elapsed(),
+        providers,
     }
 }
 

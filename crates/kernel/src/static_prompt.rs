@@ -23,7 +23,7 @@ impl StaticPrompt {
         }
         Some(Provider {
             plugin_id: package.id().to_string(),
-            decl: ExtensionDecl {
+            decl: Arc::new(ExtensionDecl {
                 point: PointId::PromptSegment,
                 id: STATIC_PROMPT_ID.to_string(),
                 order: 0,
@@ -31,7 +31,7 @@ impl StaticPrompt {
                 watch: Vec::new(),
                 preview: Vec::new(),
                 position: None,
-            },
+            }),
             runtime_ids: Arc::new(
                 package
                     .manifest

@@ -314,6 +314,7 @@ impl Workspace {
     pub fn active_providers(&self) -> Vec<Provider> {
         self.active_plugins()
             .flat_map(LoadedPlugin::providers)
+            .cloned()
             .collect()
     }
 
@@ -361,6 +362,7 @@ impl Workspace {
         self.plugins
             .iter()
             .flat_map(LoadedPlugin::providers)
+            .cloned()
             .collect()
     }
 

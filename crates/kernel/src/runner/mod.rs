@@ -80,7 +80,8 @@ pub trait Invoker: Send + Sync {
 #[derive(Clone)]
 pub struct Provider {
     pub plugin_id: String,
-    pub decl: ExtensionDecl,
+    /// Shared with every other copy of this provider (a preview copies the active providers).
+    pub decl: Arc<ExtensionDecl>,
     /// Full ids of the plugin's runtimes (for ownership checks of world context and image flow).
     pub runtime_ids: Arc<Vec<String>>,
     pub invoker: Arc<dyn Invoker>,
