@@ -164,7 +164,7 @@ fn assembled_with(segment: Value, volatility: &str) -> Value {
         json!({"id": "a1", "role": "assistant", "content": "second"}),
     ];
     let assembly = prompt::assemble(&prompt::AssemblyInput {
-        segments: &prompt::Segment::parse_all(&json!([segment])),
+        segments: &prompt::Segment::parse_all(json!([segment])),
         runtime: &prompt::RuntimeView::story(),
         preamble: prompt::FRAMEWORK_PREAMBLE,
         body: "Narrate.",

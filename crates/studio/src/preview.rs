@@ -450,29 +450,27 @@ impl Workspace {
             errors,
             turn,
         } = log;
-        let transformed = scope.run(
+        let mut transformed = scope.run(
             PointId::PromptHistoryTransform,
             json!({"messages": history, "turnId": turn_id}),
             None,
             Some(turn_id),
         );
-        calls.extend(transformed.calls.iter().cloned());
         errors.extend(PreviewError::of(&transformed, turn));
-        let messages = transformed
-            .result
-            .get("messages")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
+        let messages = match transformed.result.get_mut("messages").map(Value::take) {
+            Some(Value::Array(messages)) => messages,
+            _ => Vec::new(),
+        };
         let rewrites = history_rewrites(history, &messages, &transformed.calls);
-        let segments = scope.run(
+        calls.append(&mut transformed.calls);
+        let mut segments = scope.run(
             PointId::PromptSegment,
             json!({"turnId": turn_id, "playerMessage": player_message}),
             None,
             Some(turn_id),
         );
-        calls.extend(segments.calls.iter().cloned());
         errors.extend(PreviewError::of(&segments, turn));
+        calls.append(&mut segments.calls);
         let (runtime, body) = self.runtime_view(target);
         let lore = self
             .session
@@ -482,7 +480,7 @@ impl Workspace {
             .and_then(|w| w.get("lore"))
             .and_then(Value::as_str);
         let assembly = prompt::assemble(&AssemblyInput {
-            segments: &Segment::parse_all(&segments.result),
+            segments: &Segment::parse_all(segments.result.take()),
             runtime: &runtime,
             preamble: prompt::FRAMEWORK_PREAMBLE,
             body: &body,

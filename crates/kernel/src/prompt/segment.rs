@@ -54,14 +54,16 @@ pub struct Segment {
 }
 
 impl Segment {
-    /// Parses the (already schema-validated) output of a `prompt.segment@1` run.
-    pub fn parse_all(value: &Value) -> Vec<Segment> {
-        value
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|v| Segment::deserialize(v).ok())
-            .collect()
+    /// Parses the (already schema-validated) output of a `prompt.segment@1` run. The output is
+    /// taken by value, so each segment's strings move into it instead of being copied.
+    pub fn parse_all(value: Value) -> Vec<Segment> {
+        match value {
+            Value::Array(items) => items
+                .into_iter()
+                .filter_map(|v| Segment::deserialize(v).ok())
+                .collect(),
+            _ => Vec::new(),
+        }
     }
 
     pub fn order(&self) -> i64 {
