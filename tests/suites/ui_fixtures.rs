@@ -302,6 +302,28 @@ fn a_patch_sends_only_what_changed_and_a_played_turn_once() {
     assert!(json.get("session").is_none() && json.get("turns").is_none());
     let preview = reload.preview.as_ref().expect("the preview changed");
     assert!(preview.prompt.is_some() && preview.segments.is_some());
+    // Only the reloaded plugin crosses (its load time changed), at its position in the list.
+    let snapshot = studio.snapshot();
+    let plugins = reload
+        .plugins
+        .as_ref()
+        .expect("the reloaded plugin changed");
+    assert_eq!(plugins.count as usize, snapshot.plugins.len());
+    assert!(
+        snapshot.plugins.len() > 1,
+        "the sample folder has other plugins"
+    );
+    let sent: Vec<(u32, &str)> = plugins
+        .changed
+        .iter()
+        .map(|p| (p.index, p.plugin.name.as_str()))
+        .collect();
+    let at = snapshot
+        .plugins
+        .iter()
+        .position(|p| p.name == "story-director")
+        .expect("listed");
+    assert_eq!(sent, vec![(at as u32, "story-director")]);
 
     // A save that changes no output (a comment) re-runs the plugin: its calls' durations change,
     // the prompt and the segment table do not, and they are not sent again.

@@ -777,6 +777,21 @@ export type Place = { in: "system"; index: number } | { in: "message"; message: 
 /**  Where a segment was placed. */
 export type Placement = { kind: "system-stable" } | { kind: "system-turn-tail" } | { kind: "turn-context" } | { kind: "pre-history-message" } | { kind: "post-history-message" } | { kind: "depth"; depth: number };
 
+/**  One plugin of a [`PluginsPatch`] and its position in the list. */
+export type PluginAt = PluginAt_Serialize | PluginAt_Deserialize;
+
+/**  One plugin of a [`PluginsPatch`] and its position in the list. */
+export type PluginAt_Deserialize = {
+	index: number,
+	plugin: PluginView_Deserialize,
+};
+
+/**  One plugin of a [`PluginsPatch`] and its position in the list. */
+export type PluginAt_Serialize = {
+	index: number,
+	plugin: PluginView_Serialize,
+};
+
 /**  What reloading one plugin folder did. */
 export type PluginReload = "added" | "replaced" | "removed" | "kept-last-good" | "failed" | "unchanged";
 
@@ -818,6 +833,33 @@ export type PluginView_Serialize = {
 	inventory: Registrations,
 	runtimes: string[],
 	loadMs: number,
+};
+
+/**
+ *  The plugins that changed, by position: the list is now `count` long, and every position not
+ *  in `changed` keeps the plugin the UI holds there. A reload that changed one plugin (or only
+ *  its load time) sends that plugin, not the whole folder's list.
+ */
+export type PluginsPatch = PluginsPatch_Serialize | PluginsPatch_Deserialize;
+
+/**
+ *  The plugins that changed, by position: the list is now `count` long, and every position not
+ *  in `changed` keeps the plugin the UI holds there. A reload that changed one plugin (or only
+ *  its load time) sends that plugin, not the whole folder's list.
+ */
+export type PluginsPatch_Deserialize = {
+	count: number,
+	changed: PluginAt_Deserialize[],
+};
+
+/**
+ *  The plugins that changed, by position: the list is now `count` long, and every position not
+ *  in `changed` keeps the plugin the UI holds there. A reload that changed one plugin (or only
+ *  its load time) sends that plugin, not the whole folder's list.
+ */
+export type PluginsPatch_Serialize = {
+	count: number,
+	changed: PluginAt_Serialize[],
 };
 
 /**  An extension point of the kernel contract. */
@@ -1400,7 +1442,7 @@ export type SnapshotPatch_Deserialize = {
 	sessionError?: Diagnostic_Deserialize | null,
 	undo?: UndoView | null,
 	playedPath?: string | null,
-	plugins?: PluginView_Deserialize[] | null,
+	plugins?: PluginsPatch_Deserialize | null,
 	resolution?: Resolution_Deserialize | null,
 	preview?: PreviewPatch_Deserialize | null,
 	compaction?: CompactionView_Deserialize | null,
@@ -1430,7 +1472,7 @@ export type SnapshotPatch_Serialize = {
 	sessionError?: Diagnostic_Serialize | null,
 	undo?: UndoView | null,
 	playedPath?: string,
-	plugins?: PluginView_Serialize[],
+	plugins?: PluginsPatch_Serialize,
 	resolution?: Resolution_Serialize,
 	preview?: PreviewPatch_Serialize,
 	compaction?: CompactionView_Serialize,

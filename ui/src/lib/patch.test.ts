@@ -48,6 +48,23 @@ describe("merging a snapshot patch", () => {
     expect(undone.turns).toEqual([turn]);
     expect("undo" in undone, "null removes a part the snapshot may omit").toBe(false);
   });
+  it("replaces only the plugins a patch sends, at their positions; the others stay the objects held", () => {
+    expect(initial.plugins.length, "the fixture has plugins to patch").toBeGreaterThan(2);
+    const reloaded = { ...initial.plugins[1], loadMs: 1234 };
+    const merged = apply(initial, { since: 0, version: 1, plugins: { count: initial.plugins.length, changed: [{ index: 1, plugin: reloaded }] } });
+    expect(merged.plugins[1]).toBe(reloaded);
+    expect(merged.plugins[0], "an unchanged plugin is the object held").toBe(initial.plugins[0]);
+    expect(merged.plugins[2]).toBe(initial.plugins[2]);
+    expect(initial.plugins[1].loadMs, "the snapshot given is not changed").not.toBe(1234);
+    const removed = apply(merged, { since: 1, version: 2, plugins: { count: 1, changed: [] } });
+    expect(removed.plugins).toEqual([initial.plugins[0]]);
+    const added = apply(removed, { since: 2, version: 3, plugins: { count: 2, changed: [{ index: 1, plugin: reloaded }] } });
+    expect(added.plugins.map((p) => p.name)).toEqual([initial.plugins[0].name, reloaded.name]);
+    expect(
+      applyPatch(removed, { since: 2, version: 3, plugins: { count: 3, changed: [{ index: 2, plugin: reloaded }] } }),
+      "a position the patch leaves empty means it was made against another list: ask for the whole snapshot",
+    ).toBeNull();
+  });
   it("refuses a patch that arrived out of order", () => {
     const played = apply(initial, { since: 0, version: 1, turns: { keep: 0, append: [afterTurn.turns[0]] } });
     expect(applyPatch(played, { since: 0, version: 1, preview: afterReload.preview })).toBeNull();

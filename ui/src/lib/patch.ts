@@ -1,12 +1,14 @@
 // Merging what the shell sends after the first snapshot: a `SnapshotPatch` holds only the parts
 // that changed since the UI last received them (covel_studio::wire::patch); a part the snapshot
 // may omit is `null` when it is gone; the played turns come as `{ keep, append }`, so a turn
-// crosses once and an undo keeps one fewer; the preview comes in parts too (`PreviewPatch`: a
-// reload that changed only call durations sends the calls and timings, not the prompt). A patch
+// crosses once and an undo keeps one fewer; the plugins come by position (`PluginsPatch`: a
+// reload sends the plugin it changed, not the folder's list); the preview comes in parts too
+// (`PreviewPatch`: a reload that changed only call durations sends the calls and timings, not
+// the prompt). A patch
 // names the snapshot version it applies to
 // (`since`): one that arrives out of order does not apply, and the store asks for the whole
 // snapshot instead.
-import type { Preview, PreviewPatch, Snapshot, SnapshotPatch } from "./wire";
+import type { PluginsPatch, PluginView, Preview, PreviewPatch, Snapshot, SnapshotPatch } from "./wire";
 
 /** Whether an answer is a whole snapshot (its turns are a list) rather than a patch. */
 export function isSnapshot(answer: Snapshot | SnapshotPatch): answer is Snapshot {
@@ -24,7 +26,11 @@ export function applyPatch(snapshot: Snapshot, patch: SnapshotPatch): Snapshot |
   if (patch.sessionError !== undefined) next.sessionError = patch.sessionError ?? undefined;
   if (patch.undo !== undefined) next.undo = patch.undo ?? undefined;
   if (patch.playedPath !== undefined) next.playedPath = patch.playedPath;
-  if (patch.plugins !== undefined) next.plugins = patch.plugins;
+  if (patch.plugins !== undefined) {
+    const plugins = mergePlugins(snapshot.plugins, patch.plugins);
+    if (plugins === null) return null;
+    next.plugins = plugins;
+  }
   if (patch.resolution !== undefined) next.resolution = patch.resolution;
   if (patch.preview !== undefined) next.preview = mergePreview(snapshot.preview, patch.preview);
   if (patch.compaction !== undefined) next.compaction = patch.compaction;
@@ -35,6 +41,22 @@ export function applyPatch(snapshot: Snapshot, patch: SnapshotPatch): Snapshot |
     if (next[key] === undefined) delete next[key];
   }
   return next;
+}
+
+/**
+ * The plugin list after a plugins patch: `count` long, the plugins it sends at their positions,
+ * every other position the same object as before. Null when a position would be left empty (the
+ * patch was not made against this list), so the store asks for the whole snapshot.
+ */
+export function mergePlugins(plugins: PluginView[], patch: PluginsPatch): PluginView[] | null {
+  const next: (PluginView | undefined)[] = plugins.slice(0, patch.count);
+  next.length = patch.count;
+  for (const { index, plugin } of patch.changed) {
+    if (index >= patch.count) return null;
+    next[index] = plugin;
+  }
+  for (let i = 0; i < next.length; i++) if (next[i] === undefined) return null;
+  return next as PluginView[];
 }
 
 /** The preview after a preview patch: the parts it sends replace those held, the rest stay the same objects. */
@@ -59,6 +81,7 @@ export function patchOf(snapshot: Snapshot, since: number): SnapshotPatch {
     sessionError: snapshot.sessionError ?? null,
     undo: snapshot.undo ?? null,
     lastReload: snapshot.lastReload ?? null,
+    plugins: { count: snapshot.plugins.length, changed: snapshot.plugins.map((plugin, index) => ({ index, plugin })) },
     turns: { keep: 0, append: snapshot.turns },
     preview: { ...snapshot.preview, historyRewrites: snapshot.preview.historyRewrites ?? [] },
   };

@@ -26,6 +26,22 @@ pub struct Turns {
     pub append: Vec<TurnRecord>,
 }
 
+/// The plugins that changed, by position: the list is now `count` long, and every position not
+/// in `changed` keeps the plugin the UI holds there. A reload that changed one plugin (or only
+/// its load time) sends that plugin, not the whole folder's list.
+#[derive(Debug, Clone, PartialEq, Serialize, Type)]
+pub struct PluginsPatch {
+    pub count: u32,
+    pub changed: Vec<PluginAt>,
+}
+
+/// One plugin of a [`PluginsPatch`] and its position in the list.
+#[derive(Debug, Clone, PartialEq, Serialize, Type)]
+pub struct PluginAt {
+    pub index: u32,
+    pub plugin: PluginView,
+}
+
 /// The parts of a [`Snapshot`] that changed since the UI last received one. A part is absent
 /// when unchanged; a part the snapshot may omit (`sessionPath`, `undo`, …) is `null` when it
 /// is gone.
@@ -53,7 +69,7 @@ pub struct SnapshotPatch {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub played_path: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub plugins: Option<Vec<PluginView>>,
+    pub plugins: Option<PluginsPatch>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resolution: Option<Resolution>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -123,6 +139,28 @@ fn preview_hashes(p: &Preview) -> [u64; PREVIEW_PARTS] {
         hash_of(&p.errors),
         hash_of(&p.timings),
     ]
+}
+
+impl PluginsPatch {
+    /// The plugins whose hash differs from the one sent at their position (every plugin
+    /// without `before`); `None` when the list is the same.
+    fn of(plugins: Vec<PluginView>, before: Option<&[u64]>, now: &[u64]) -> Option<PluginsPatch> {
+        if before == Some(now) {
+            return None;
+        }
+        let count = u32::try_from(plugins.len()).unwrap_or(u32::MAX);
+        let changed = plugins
+            .into_iter()
+            .zip(now)
+            .enumerate()
+            .filter(|(i, (_, hash))| before.and_then(|b| b.get(*i)) != Some(*hash))
+            .map(|(i, (plugin, _))| PluginAt {
+                index: u32::try_from(i).unwrap_or(u32::MAX),
+                plugin,
+            })
+            .collect();
+        Some(PluginsPatch { count, changed })
+    }
 }
 
 impl PreviewPatch {
@@ -204,8 +242,9 @@ fn hash_of<T: Serialize>(value: &T) -> u64 {
 /// The hashes of what the UI last received, part by part.
 #[derive(Debug, Clone, Default, PartialEq)]
 struct Sent {
-    /// Every part but the preview, in [`SnapshotPatch`]'s field order.
-    parts: [u64; 12],
+    /// Every part but the plugins and the preview, in [`SnapshotPatch`]'s field order.
+    parts: [u64; 11],
+    plugins: Vec<u64>,
     preview: [u64; PREVIEW_PARTS],
     turns: Vec<u64>,
 }
@@ -221,12 +260,12 @@ impl Sent {
                 hash_of(&s.session_error),
                 hash_of(&s.undo),
                 hash_of(&s.played_path),
-                hash_of(&s.plugins),
                 hash_of(&s.resolution),
                 hash_of(&s.compaction),
                 hash_of(&s.last_reload),
                 hash_of(&s.diagnostics),
             ],
+            plugins: s.plugins.iter().map(hash_of).collect(),
             preview: preview_hashes(&s.preview),
             turns: s.turns.iter().map(hash_of).collect(),
         }
@@ -293,16 +332,20 @@ impl WireState {
             session_error: changed(4).then_some(session_error),
             undo: changed(5).then_some(undo),
             played_path: changed(6).then_some(played_path),
-            plugins: changed(7).then_some(plugins),
-            resolution: changed(8).then_some(resolution),
+            plugins: PluginsPatch::of(
+                plugins,
+                before.as_ref().map(|b| &b.plugins[..]),
+                &now.plugins,
+            ),
+            resolution: changed(7).then_some(resolution),
             preview: PreviewPatch::of(preview, before.as_ref().map(|b| &b.preview), &now.preview),
-            compaction: changed(9).then_some(compaction),
+            compaction: changed(8).then_some(compaction),
             turns: turns_changed.then(|| Turns {
                 keep: u32::try_from(kept).unwrap_or(u32::MAX),
                 append: turns.into_iter().skip(kept).collect(),
             }),
-            last_reload: changed(10).then_some(last_reload),
-            diagnostics: changed(11).then_some(diagnostics),
+            last_reload: changed(9).then_some(last_reload),
+            diagnostics: changed(10).then_some(diagnostics),
         }
     }
 }
