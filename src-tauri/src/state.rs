@@ -146,8 +146,26 @@ fn watch(app: AppHandle, plugins: PathBuf, session: Option<PathBuf>, generation:
         };
         let state = app.state::<AppState>();
         while state.generation.load(Ordering::SeqCst) == generation {
+            // While the author is idle, the memo is confirmed (`LiveStudio::confirm_memo`), so
+            // the next save runs only what it changed.
+            let confirming = state
+                .studio
+                .lock()
+                .is_ok_and(|s| s.as_ref().is_some_and(LiveStudio::needs_confirming));
+            let quiet = if confirming {
+                LiveStudio::CONFIRM_AFTER
+            } else {
+                Duration::from_millis(500)
+            };
             // Wait outside the state lock; take it only to reload.
-            let Some(batch) = watcher.next(Duration::from_millis(500)) else {
+            let Some(batch) = watcher.next(quiet) else {
+                if confirming
+                    && let Ok(mut guard) = state.studio.lock()
+                    && let Some(studio) = guard.as_mut()
+                    && studio.needs_confirming()
+                {
+                    studio.confirm_memo();
+                }
                 continue;
             };
             let patch = {

@@ -93,3 +93,72 @@ fn a_file_that_stays_broken_is_reported_and_the_last_good_version_keeps_running(
         "the last good version runs"
     );
 }
+
+/// Writes a plugin with one pure segment provider (its id is the plugin's name).
+fn pure_plugin(dir: &Path, name: &str, content: &str) {
+    let plugin = dir.join(name);
+    std::fs::create_dir_all(plugin.join("server")).expect("mkdir");
+    std::fs::write(plugin.join("PLUGIN.md"), format!("---\nid: {name}\nkind: plugin\ndescription: A pure provider.\ncontributes:\n  extensions:\n    - {{ point: prompt.segment@1, id: {name} }}\n---\n")).expect("manifest");
+    std::fs::write(
+        plugin.join("server/index.js"),
+        GOOD.replace("\"note\"", &format!("\"{name}\""))
+            .replace("VERSION", content),
+    )
+    .expect("entry");
+}
+
+/// What the first save after opening costs: the other plugins' calls, answered from the memo or
+/// run again (with the preview's segments, to check the memo did not change them).
+fn first_save(confirm: bool) -> (Vec<(String, bool)>, Vec<String>) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    pure_plugin(dir.path(), "edited", "one");
+    pure_plugin(dir.path(), "other", "steady");
+    let (mut studio, _watcher) = studio(dir.path());
+    assert!(
+        studio.needs_confirming(),
+        "a fresh preview ran every call once"
+    );
+    if confirm {
+        studio.confirm_memo();
+        assert!(!studio.needs_confirming(), "confirmed once is enough");
+    }
+    pure_plugin(dir.path(), "edited", "two");
+    let changes = studio.classify(&[dir.path().join("edited/server/index.js")]);
+    studio.reload(&changes, std::time::Instant::now());
+    assert!(
+        studio.needs_confirming(),
+        "the reloaded plugin's new engine ran its calls once"
+    );
+    let calls = studio
+        .preview
+        .calls
+        .iter()
+        .filter(|c| c.point == covel_kernel::contract::PointId::PromptSegment)
+        .map(|c| (c.plugin_id.clone(), c.cached))
+        .collect();
+    let contents = studio
+        .preview
+        .segments
+        .iter()
+        .map(|s| s.content.clone())
+        .collect();
+    (calls, contents)
+}
+
+#[test]
+fn once_the_memo_is_confirmed_while_idle_the_first_save_runs_only_the_edited_plugin() {
+    let (confirmed, contents) = first_save(true);
+    assert_eq!(
+        confirmed,
+        vec![("edited".to_string(), false), ("other".to_string(), true)],
+        "the unchanged plugin is answered from the memo"
+    );
+    let (unconfirmed, same) = first_save(false);
+    assert_eq!(
+        unconfirmed,
+        vec![("edited".to_string(), false), ("other".to_string(), false)],
+        "without the idle run, the first save runs every provider again"
+    );
+    assert_eq!(contents, same, "the memo changes no answer");
+    assert!(contents.contains(&"two".to_string()), "{contents:?}");
+}

@@ -1,7 +1,8 @@
 //! `covel bench --watch-edits N`: edits one plugin's entry N times with the folder watched the
 //! way `covel watch` watches it, and reports the distribution of file written → new preview
 //! ready (the author's wait on a save), with the part of it that is work after the settle time
-//! and that work's parts (load, resolve, preview).
+//! and that work's parts (load, resolve, preview). Between edits the memo is confirmed, as the
+//! shells do while the author is idle (`LiveStudio::confirm_memo`).
 
 use anyhow::Context;
 use covel_studio::RuntimeTarget;
@@ -55,8 +56,12 @@ pub fn run(
     let (mut load, mut resolve, mut preview) = (Vec::new(), Vec::new(), Vec::new());
     let outcome = (|| -> anyhow::Result<()> {
         for i in 0..edits {
-            // Let the previous reload's stray events drain, as between an author's saves.
+            // Let the previous reload's stray events drain, as between an author's saves; then,
+            // as `covel watch` and the app do while the author is idle, confirm the memo.
             std::thread::sleep(Duration::from_millis(30));
+            if studio.needs_confirming() {
+                studio.confirm_memo();
+            }
             let written = Instant::now();
             std::fs::write(&file, format!("{original}\n// covel bench edit {i}\n"))
                 .with_context(|| format!("writing {}", file.display()))?;

@@ -59,11 +59,19 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         if args.max_reloads.is_some_and(|max| reloads >= max) {
             return Ok(ExitCode::SUCCESS);
         }
-        let Some(followed) = studio.follow(
-            &mut watcher,
-            Duration::from_secs(3600),
-            Duration::from_millis(args.grace_ms),
-        ) else {
+        // While the author is idle, the memo is confirmed, so the next save runs only what it
+        // changed.
+        let quiet = if studio.needs_confirming() {
+            LiveStudio::CONFIRM_AFTER
+        } else {
+            Duration::from_secs(3600)
+        };
+        let Some(followed) =
+            studio.follow(&mut watcher, quiet, Duration::from_millis(args.grace_ms))
+        else {
+            if studio.needs_confirming() {
+                studio.confirm_memo();
+            }
             continue;
         };
         if let Some(note) = &followed.note {

@@ -96,6 +96,8 @@ pub struct LiveStudio {
     pub forced_compaction: Option<crate::compaction::CompactionRun>,
     /// Reloads that changed plugins so far (tells a recomputed turn prompt from the one sent).
     plugin_reloads: u64,
+    /// Whether the calls of the preview shown were run a second time ([`LiveStudio::confirm_memo`]).
+    memo_confirmed: bool,
 }
 
 /// How many played turns keep their whole preview in memory (older ones are recomputed): a
@@ -190,7 +192,34 @@ impl LiveStudio {
             counter: Default::default(),
             forced_compaction: None,
             plugin_reloads: 0,
+            memo_confirmed: false,
         }
+    }
+
+    /// How long the folder stays quiet before the shells confirm the memo
+    /// ([`LiveStudio::confirm_memo`]): a save arriving sooner is reloaded first.
+    pub const CONFIRM_AFTER: Duration = Duration::from_millis(50);
+
+    /// Whether the preview shown ran calls the memo could answer next time, once a second run
+    /// agrees with the first (the memo's rule, `covel_js::memo`): until then the first save
+    /// after opening a folder, a session edit or a played turn runs every provider again.
+    pub fn needs_confirming(&self) -> bool {
+        !self.memo_confirmed
+            && self.preview.calls.iter().any(|c| {
+                !c.cached
+                    && c.not_cached.is_none()
+                    && c.outcome == covel_kernel::runner::Outcome::Success
+            })
+    }
+
+    /// Runs the preview's calls once more, so that the memo can answer the next save's
+    /// unchanged calls. The shells do it while the author is idle (`covel watch` and the desktop
+    /// app, after a short quiet time). The preview shown stays as it is: this run is the second
+    /// the memo's rule asks for, not a new state (a handler that keeps module-level state sees
+    /// one more call, as it would on any reload).
+    pub fn confirm_memo(&mut self) {
+        let _ = self.play.workspace.preview(&self.target);
+        self.memo_confirmed = true;
     }
 
     pub fn workspace(&self) -> &Workspace {
@@ -233,6 +262,7 @@ impl LiveStudio {
     /// Recomputes the preview from the current state.
     pub fn refresh(&mut self) {
         self.preview = self.play.workspace.preview(&self.target);
+        self.memo_confirmed = false;
     }
 
     /// Plays a turn and refreshes the preview.
@@ -644,6 +674,7 @@ impl LiveStudio {
         let preview_ms = ms(t);
         let diff = diff(&self.preview, &preview);
         self.preview = preview;
+        self.memo_confirmed = false;
         // The slot host's committed values follow the reload; what changed for the author is
         // the preview diff's `slots` (computed once, above).
         if session_reloaded {
