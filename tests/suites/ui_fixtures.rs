@@ -194,6 +194,28 @@ fn fixture_workspaces() -> Vec<(std::path::PathBuf, std::path::PathBuf)> {
     found
 }
 
+/// A studio value as the wire shows it: call durations at the UI's display precision.
+fn shown(mut value: serde_json::Value) -> serde_json::Value {
+    fn walk(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::Object(map) => {
+                for (key, item) in map.iter_mut() {
+                    match item.as_f64() {
+                        Some(ms) if key == "durationMs" => {
+                            *item = serde_json::json!(covel_studio::wire::common::display_ms(ms));
+                        }
+                        _ => walk(item),
+                    }
+                }
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(walk),
+            _ => {}
+        }
+    }
+    walk(&mut value);
+    value
+}
+
 #[test]
 fn the_wire_keeps_the_json_shape_of_the_studio_types() {
     let mut checked = 0;
@@ -205,13 +227,13 @@ fn the_wire_keeps_the_json_shape_of_the_studio_types() {
         let what = session.display().to_string();
         assert_eq!(
             serde_json::to_value(covel_studio::wire::Preview::from(&studio.preview)).expect("json"),
-            serde_json::to_value(&studio.preview).expect("json"),
+            shown(serde_json::to_value(&studio.preview).expect("json")),
             "the preview of {what}"
         );
         studio.play_turn("I look around.");
         assert_eq!(
             serde_json::to_value(studio.snapshot().turns).expect("json"),
-            serde_json::to_value(&studio.turns).expect("json"),
+            shown(serde_json::to_value(&studio.turns).expect("json")),
             "the turns of {what}"
         );
         let turn = studio.turns.first().map(|t| t.turn_id.clone());
@@ -219,7 +241,7 @@ fn the_wire_keeps_the_json_shape_of_the_studio_types() {
             assert_eq!(
                 serde_json::to_value(covel_studio::wire::turns::TurnPrompt::from(&prompt))
                     .expect("json"),
-                serde_json::to_value(&prompt).expect("json"),
+                shown(serde_json::to_value(&prompt).expect("json")),
                 "the turn prompt of {what}"
             );
         }
@@ -227,7 +249,7 @@ fn the_wire_keeps_the_json_shape_of_the_studio_types() {
             assert_eq!(
                 serde_json::to_value(covel_studio::wire::reload::ReloadEntry::from(entry))
                     .expect("json"),
-                serde_json::to_value(entry).expect("json"),
+                shown(serde_json::to_value(entry).expect("json")),
                 "the reload entry of {what}"
             );
         }
@@ -316,7 +338,7 @@ fn a_patch_sends_only_what_changed_and_a_played_turn_once() {
     let sent: Vec<(u32, &str)> = plugins
         .changed
         .iter()
-        .map(|p| (p.index, p.plugin.name.as_str()))
+        .map(|p| (p.index, p.item.name.as_str()))
         .collect();
     let at = snapshot
         .plugins
@@ -326,7 +348,11 @@ fn a_patch_sends_only_what_changed_and_a_played_turn_once() {
     assert_eq!(sent, vec![(at as u32, "story-director")]);
 
     // A save that changes no output (a comment) re-runs the plugin: its calls' durations change,
-    // the prompt and the segment table do not, and they are not sent again.
+    // the prompt and the segment table do not, and they are not sent again. Calls cross by
+    // position, only those whose record changed: merged into the list the UI held, they give
+    // the new list.
+    studio.confirm_memo();
+    let held = covel_studio::wire::Preview::from(&studio.preview).calls;
     let text = std::fs::read_to_string(&module).expect("read");
     std::fs::write(&module, format!("{text}\n// a comment\n")).expect("write");
     let changes = studio.classify(&[module]);
@@ -336,7 +362,28 @@ fn a_patch_sends_only_what_changed_and_a_played_turn_once() {
         .preview
         .as_ref()
         .expect("the calls' durations changed");
-    assert!(preview.calls.is_some() && preview.timings.is_some());
+    assert!(preview.timings.is_some());
+    let calls = preview
+        .calls
+        .as_ref()
+        .expect("the plugin's calls ran again");
+    let now = covel_studio::wire::Preview::from(&studio.preview).calls;
+    for at in &calls.changed {
+        assert_ne!(
+            held.get(at.index as usize),
+            Some(&at.item),
+            "an unchanged call is not sent"
+        );
+    }
+    let mut merged = held;
+    merged.truncate(calls.count as usize);
+    for at in &calls.changed {
+        merged[at.index as usize] = at.item.clone();
+    }
+    assert_eq!(
+        merged, now,
+        "the held calls and the patch give the new list"
+    );
     assert_eq!(preview.prompt, None, "the prompt is the same");
     assert_eq!(preview.segments, None, "the segment table is the same");
     assert_eq!(preview.cache, None, "the cache analysis is the same");

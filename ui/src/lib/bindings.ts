@@ -86,6 +86,12 @@ export type Applied = {
 	written: string[],
 };
 
+/**  One item of [`Positions`] and its position in the list. */
+export type At<T> = {
+	index: number,
+	item: T,
+};
+
 /**  Which runtimes see a segment. */
 export type Audience = NamedAudience | { contract: string };
 
@@ -777,21 +783,6 @@ export type Place = { in: "system"; index: number } | { in: "message"; message: 
 /**  Where a segment was placed. */
 export type Placement = { kind: "system-stable" } | { kind: "system-turn-tail" } | { kind: "turn-context" } | { kind: "pre-history-message" } | { kind: "post-history-message" } | { kind: "depth"; depth: number };
 
-/**  One plugin of a [`PluginsPatch`] and its position in the list. */
-export type PluginAt = PluginAt_Serialize | PluginAt_Deserialize;
-
-/**  One plugin of a [`PluginsPatch`] and its position in the list. */
-export type PluginAt_Deserialize = {
-	index: number,
-	plugin: PluginView_Deserialize,
-};
-
-/**  One plugin of a [`PluginsPatch`] and its position in the list. */
-export type PluginAt_Serialize = {
-	index: number,
-	plugin: PluginView_Serialize,
-};
-
 /**  What reloading one plugin folder did. */
 export type PluginReload = "added" | "replaced" | "removed" | "kept-last-good" | "failed" | "unchanged";
 
@@ -835,38 +826,22 @@ export type PluginView_Serialize = {
 	loadMs: number,
 };
 
-/**
- *  The plugins that changed, by position: the list is now `count` long, and every position not
- *  in `changed` keeps the plugin the UI holds there. A reload that changed one plugin (or only
- *  its load time) sends that plugin, not the whole folder's list.
- */
-export type PluginsPatch = PluginsPatch_Serialize | PluginsPatch_Deserialize;
-
-/**
- *  The plugins that changed, by position: the list is now `count` long, and every position not
- *  in `changed` keeps the plugin the UI holds there. A reload that changed one plugin (or only
- *  its load time) sends that plugin, not the whole folder's list.
- */
-export type PluginsPatch_Deserialize = {
-	count: number,
-	changed: PluginAt_Deserialize[],
-};
-
-/**
- *  The plugins that changed, by position: the list is now `count` long, and every position not
- *  in `changed` keeps the plugin the UI holds there. A reload that changed one plugin (or only
- *  its load time) sends that plugin, not the whole folder's list.
- */
-export type PluginsPatch_Serialize = {
-	count: number,
-	changed: PluginAt_Serialize[],
-};
-
 /**  An extension point of the kernel contract. */
 export type PointId = "prompt.segment@1" | "prompt.history-transform@1" | "ui.slot@1" | "media.image-flow@1" | "session.world-context@1" | "history.compact@2";
 
 /**  Where a segment asks to go: a named position or a depth in the history. */
 export type Position = NamedPosition | { depth: number };
+
+/**
+ *  A list's items that changed, by position: the list is now `count` long, and every position
+ *  not in `changed` keeps the item the UI holds there. The plugins cross this way (a reload
+ *  sends the plugin it changed, not the folder's list) and so do the preview's calls (a reload
+ *  sends the calls that ran again, not every call of the folder).
+ */
+export type Positions<T> = {
+	count: number,
+	changed: At<T>[],
+};
 
 /**  Everything the providers contribute for one session. */
 export type Preview = Preview_Serialize | Preview_Deserialize;
@@ -935,7 +910,7 @@ export type PreviewPatch_Deserialize = {
 	imageFlow?: ImageFlowView_Deserialize | null,
 	/**  `[]` when the rewrites are gone (the preview itself omits an empty list). */
 	historyRewrites?: HistoryRewrite[] | null,
-	calls?: CallRecord_Deserialize[] | null,
+	calls?: Positions<CallRecord_Deserialize> | null,
 	errors?: PreviewError_Deserialize[] | null,
 	timings?: PreviewTimings | null,
 };
@@ -956,7 +931,7 @@ export type PreviewPatch_Serialize = {
 	imageFlow?: ImageFlowView_Serialize,
 	/**  `[]` when the rewrites are gone (the preview itself omits an empty list). */
 	historyRewrites?: HistoryRewrite[],
-	calls?: CallRecord_Serialize[],
+	calls?: Positions<CallRecord_Serialize>,
 	errors?: PreviewError_Serialize[],
 	timings?: PreviewTimings,
 };
@@ -1442,7 +1417,7 @@ export type SnapshotPatch_Deserialize = {
 	sessionError?: Diagnostic_Deserialize | null,
 	undo?: UndoView | null,
 	playedPath?: string | null,
-	plugins?: PluginsPatch_Deserialize | null,
+	plugins?: Positions<PluginView_Deserialize> | null,
 	resolution?: Resolution_Deserialize | null,
 	preview?: PreviewPatch_Deserialize | null,
 	compaction?: CompactionView_Deserialize | null,
@@ -1472,7 +1447,7 @@ export type SnapshotPatch_Serialize = {
 	sessionError?: Diagnostic_Serialize | null,
 	undo?: UndoView | null,
 	playedPath?: string,
-	plugins?: PluginsPatch_Serialize,
+	plugins?: Positions<PluginView_Serialize>,
 	resolution?: Resolution_Serialize,
 	preview?: PreviewPatch_Serialize,
 	compaction?: CompactionView_Serialize,

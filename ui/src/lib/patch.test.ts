@@ -14,7 +14,7 @@ function apply(snapshot: Snapshot, patch: SnapshotPatch): Snapshot {
 
 describe("merging a snapshot patch", () => {
   it("replaces only the parts a patch holds and leaves the rest as they were", () => {
-    const merged = apply(initial, { since: 0, version: 1, preview: afterReload.preview, lastReload: afterReload.lastReload });
+    const merged = apply(initial, { since: 0, version: 1, preview: patchOf(afterReload, 0).preview, lastReload: afterReload.lastReload });
     expect(merged.version).toBe(1);
     expect(merged.preview).toEqual(afterReload.preview);
     expect(merged.lastReload).toBe(afterReload.lastReload);
@@ -24,10 +24,12 @@ describe("merging a snapshot patch", () => {
     expect(initial.lastReload, "the snapshot given is not changed").toBeUndefined();
   });
   it("replaces only the preview parts a patch holds: the prompt and segments stay the objects held", () => {
-    const calls = afterReload.preview.calls;
+    expect(initial.preview.calls.length, "the fixture has calls to patch").toBeGreaterThan(1);
+    const rerun = { ...initial.preview.calls[0], durationMs: 12.34 };
     const timings = { ...initial.preview.timings, totalMs: 1 };
-    const merged = apply(initial, { since: 0, version: 1, preview: { calls, timings } });
-    expect(merged.preview.calls).toBe(calls);
+    const merged = apply(initial, { since: 0, version: 1, preview: { calls: { count: initial.preview.calls.length, changed: [{ index: 0, item: rerun }] }, timings } });
+    expect(merged.preview.calls[0], "a call that ran again replaces the one held").toBe(rerun);
+    expect(merged.preview.calls[1], "the other calls stay the objects held").toBe(initial.preview.calls[1]);
     expect(merged.preview.timings).toBe(timings);
     expect(merged.preview.prompt).toBe(initial.preview.prompt);
     expect(merged.preview.segments).toBe(initial.preview.segments);
@@ -51,23 +53,23 @@ describe("merging a snapshot patch", () => {
   it("replaces only the plugins a patch sends, at their positions; the others stay the objects held", () => {
     expect(initial.plugins.length, "the fixture has plugins to patch").toBeGreaterThan(2);
     const reloaded = { ...initial.plugins[1], loadMs: 1234 };
-    const merged = apply(initial, { since: 0, version: 1, plugins: { count: initial.plugins.length, changed: [{ index: 1, plugin: reloaded }] } });
+    const merged = apply(initial, { since: 0, version: 1, plugins: { count: initial.plugins.length, changed: [{ index: 1, item: reloaded }] } });
     expect(merged.plugins[1]).toBe(reloaded);
     expect(merged.plugins[0], "an unchanged plugin is the object held").toBe(initial.plugins[0]);
     expect(merged.plugins[2]).toBe(initial.plugins[2]);
     expect(initial.plugins[1].loadMs, "the snapshot given is not changed").not.toBe(1234);
     const removed = apply(merged, { since: 1, version: 2, plugins: { count: 1, changed: [] } });
     expect(removed.plugins).toEqual([initial.plugins[0]]);
-    const added = apply(removed, { since: 2, version: 3, plugins: { count: 2, changed: [{ index: 1, plugin: reloaded }] } });
+    const added = apply(removed, { since: 2, version: 3, plugins: { count: 2, changed: [{ index: 1, item: reloaded }] } });
     expect(added.plugins.map((p) => p.name)).toEqual([initial.plugins[0].name, reloaded.name]);
     expect(
-      applyPatch(removed, { since: 2, version: 3, plugins: { count: 3, changed: [{ index: 2, plugin: reloaded }] } }),
+      applyPatch(removed, { since: 2, version: 3, plugins: { count: 3, changed: [{ index: 2, item: reloaded }] } }),
       "a position the patch leaves empty means it was made against another list: ask for the whole snapshot",
     ).toBeNull();
   });
   it("refuses a patch that arrived out of order", () => {
     const played = apply(initial, { since: 0, version: 1, turns: { keep: 0, append: [afterTurn.turns[0]] } });
-    expect(applyPatch(played, { since: 0, version: 1, preview: afterReload.preview })).toBeNull();
+    expect(applyPatch(played, { since: 0, version: 1, preview: patchOf(afterReload, 0).preview })).toBeNull();
   });
   it("gives the snapshot back from a whole-snapshot patch, and tells snapshots from patches", () => {
     const other: Snapshot = { ...afterTurn, lastReload: afterReload.lastReload };

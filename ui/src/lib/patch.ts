@@ -1,14 +1,14 @@
 // Merging what the shell sends after the first snapshot: a `SnapshotPatch` holds only the parts
 // that changed since the UI last received them (covel_studio::wire::patch); a part the snapshot
 // may omit is `null` when it is gone; the played turns come as `{ keep, append }`, so a turn
-// crosses once and an undo keeps one fewer; the plugins come by position (`PluginsPatch`: a
-// reload sends the plugin it changed, not the folder's list); the preview comes in parts too
-// (`PreviewPatch`: a reload that changed only call durations sends the calls and timings, not
-// the prompt). A patch
+// crosses once and an undo keeps one fewer; the plugins and the preview's calls come by position
+// (`Positions`: a reload sends the plugin it changed and the calls that ran again, not the
+// folder's lists); the preview comes in parts too (`PreviewPatch`: a reload that changed only
+// call durations sends those calls and the timings, not the prompt). A patch
 // names the snapshot version it applies to
 // (`since`): one that arrives out of order does not apply, and the store asks for the whole
 // snapshot instead.
-import type { PluginsPatch, PluginView, Preview, PreviewPatch, Snapshot, SnapshotPatch } from "./wire";
+import type { Positions, Preview, PreviewPatch, Snapshot, SnapshotPatch } from "./wire";
 
 /** Whether an answer is a whole snapshot (its turns are a list) rather than a patch. */
 export function isSnapshot(answer: Snapshot | SnapshotPatch): answer is Snapshot {
@@ -27,12 +27,16 @@ export function applyPatch(snapshot: Snapshot, patch: SnapshotPatch): Snapshot |
   if (patch.undo !== undefined) next.undo = patch.undo ?? undefined;
   if (patch.playedPath !== undefined) next.playedPath = patch.playedPath;
   if (patch.plugins !== undefined) {
-    const plugins = mergePlugins(snapshot.plugins, patch.plugins);
+    const plugins = mergePositions(snapshot.plugins, patch.plugins);
     if (plugins === null) return null;
     next.plugins = plugins;
   }
   if (patch.resolution !== undefined) next.resolution = patch.resolution;
-  if (patch.preview !== undefined) next.preview = mergePreview(snapshot.preview, patch.preview);
+  if (patch.preview !== undefined) {
+    const preview = mergePreview(snapshot.preview, patch.preview);
+    if (preview === null) return null;
+    next.preview = preview;
+  }
   if (patch.compaction !== undefined) next.compaction = patch.compaction;
   if (patch.turns !== undefined) next.turns = [...snapshot.turns.slice(0, patch.turns.keep), ...patch.turns.append];
   if (patch.lastReload !== undefined) next.lastReload = patch.lastReload ?? undefined;
@@ -44,30 +48,41 @@ export function applyPatch(snapshot: Snapshot, patch: SnapshotPatch): Snapshot |
 }
 
 /**
- * The plugin list after a plugins patch: `count` long, the plugins it sends at their positions,
- * every other position the same object as before. Null when a position would be left empty (the
- * patch was not made against this list), so the store asks for the whole snapshot.
+ * A list after a `Positions` patch: `count` long, the items it sends at their positions, every
+ * other position the same object as before. Null when a position would be left empty (the patch
+ * was not made against this list), so the store asks for the whole snapshot.
  */
-export function mergePlugins(plugins: PluginView[], patch: PluginsPatch): PluginView[] | null {
-  const next: (PluginView | undefined)[] = plugins.slice(0, patch.count);
+export function mergePositions<T>(items: T[], patch: Positions<T>): T[] | null {
+  const next: (T | undefined)[] = items.slice(0, patch.count);
   next.length = patch.count;
-  for (const { index, plugin } of patch.changed) {
+  for (const { index, item } of patch.changed) {
     if (index >= patch.count) return null;
-    next[index] = plugin;
+    next[index] = item;
   }
   for (let i = 0; i < next.length; i++) if (next[i] === undefined) return null;
-  return next as PluginView[];
+  return next as T[];
 }
 
-/** The preview after a preview patch: the parts it sends replace those held, the rest stay the same objects. */
-export function mergePreview(preview: Preview, patch: PreviewPatch): Preview {
+/** The preview after a preview patch: the parts it sends replace those held (the calls by position), the rest stay the same objects; null when its calls do not fit the list held. */
+export function mergePreview(preview: Preview, patch: PreviewPatch): Preview | null {
+  const { calls, ...parts } = patch;
   const next: Preview = { ...preview };
-  for (const [key, value] of Object.entries(patch) as [keyof Preview, unknown][]) {
+  for (const [key, value] of Object.entries(parts) as [keyof Preview, unknown][]) {
     if (value !== undefined) (next as Record<keyof Preview, unknown>)[key] = value;
+  }
+  if (calls !== undefined) {
+    const merged = mergePositions(preview.calls, calls);
+    if (merged === null) return null;
+    next.calls = merged;
   }
   // The preview omits an empty list of history rewrites; the patch sends `[]` when they are gone.
   if (next.historyRewrites?.length === 0) delete next.historyRewrites;
   return next;
+}
+
+/** Every item of a list, as a `Positions` patch. */
+function allPositions<T>(items: T[]): Positions<T> {
+  return { count: items.length, changed: items.map((item, index) => ({ index, item })) };
 }
 
 /** A whole snapshot as a patch on version `since`: every part, every turn appended (what the fake backend answers). */
@@ -81,8 +96,8 @@ export function patchOf(snapshot: Snapshot, since: number): SnapshotPatch {
     sessionError: snapshot.sessionError ?? null,
     undo: snapshot.undo ?? null,
     lastReload: snapshot.lastReload ?? null,
-    plugins: { count: snapshot.plugins.length, changed: snapshot.plugins.map((plugin, index) => ({ index, plugin })) },
+    plugins: allPositions(snapshot.plugins),
     turns: { keep: 0, append: snapshot.turns },
-    preview: { ...snapshot.preview, historyRewrites: snapshot.preview.historyRewrites ?? [] },
+    preview: { ...snapshot.preview, calls: allPositions(snapshot.preview.calls), historyRewrites: snapshot.preview.historyRewrites ?? [] },
   };
 }

@@ -19,7 +19,7 @@ export type {
   OpenStatus_Serialize as OpenStatus,
   PartOrigin,
   PluginView_Serialize as PluginView,
-  PluginsPatch_Serialize as PluginsPatch,
+  Positions,
   Preview_Serialize as Preview,
   PreviewPatch_Serialize as PreviewPatch,
   RecentFolder_Serialize as RecentFolder,

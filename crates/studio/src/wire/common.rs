@@ -197,6 +197,13 @@ pub struct CallRecord {
     pub not_cached: Option<String>,
 }
 
+/// A call's duration at the precision the UI shows it (0.01 ms). A memo answer's few
+/// microseconds then read the same on every reload, so its call record is not sent again
+/// (the calls cross by position, `wire::patch::Positions`).
+pub fn display_ms(ms: f64) -> f64 {
+    (ms * 100.0).round() / 100.0
+}
+
 impl From<&runner::CallRecord> for CallRecord {
     fn from(c: &runner::CallRecord) -> Self {
         CallRecord {
@@ -208,7 +215,7 @@ impl From<&runner::CallRecord> for CallRecord {
             outcome: c.outcome.into(),
             error_code: c.error_code.clone(),
             message: c.message.clone(),
-            duration_ms: c.duration_ms,
+            duration_ms: display_ms(c.duration_ms),
             logs: c.logs.clone(),
             cached: c.cached,
             not_cached: c.not_cached.clone(),

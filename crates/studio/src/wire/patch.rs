@@ -26,20 +26,43 @@ pub struct Turns {
     pub append: Vec<TurnRecord>,
 }
 
-/// The plugins that changed, by position: the list is now `count` long, and every position not
-/// in `changed` keeps the plugin the UI holds there. A reload that changed one plugin (or only
-/// its load time) sends that plugin, not the whole folder's list.
+/// A list's items that changed, by position: the list is now `count` long, and every position
+/// not in `changed` keeps the item the UI holds there. The plugins cross this way (a reload
+/// sends the plugin it changed, not the folder's list) and so do the preview's calls (a reload
+/// sends the calls that ran again, not every call of the folder).
 #[derive(Debug, Clone, PartialEq, Serialize, Type)]
-pub struct PluginsPatch {
+pub struct Positions<T> {
     pub count: u32,
-    pub changed: Vec<PluginAt>,
+    pub changed: Vec<At<T>>,
 }
 
-/// One plugin of a [`PluginsPatch`] and its position in the list.
+/// One item of [`Positions`] and its position in the list.
 #[derive(Debug, Clone, PartialEq, Serialize, Type)]
-pub struct PluginAt {
+pub struct At<T> {
     pub index: u32,
-    pub plugin: PluginView,
+    pub item: T,
+}
+
+impl<T> Positions<T> {
+    /// The items whose hash differs from the one sent at their position (every item without
+    /// `before`); `None` when the list is the same.
+    fn of(items: Vec<T>, before: Option<&[u64]>, now: &[u64]) -> Option<Positions<T>> {
+        if before == Some(now) {
+            return None;
+        }
+        let count = u32::try_from(items.len()).unwrap_or(u32::MAX);
+        let changed = items
+            .into_iter()
+            .zip(now)
+            .enumerate()
+            .filter(|(i, (_, hash))| before.and_then(|b| b.get(*i)) != Some(*hash))
+            .map(|(i, (item, _))| At {
+                index: u32::try_from(i).unwrap_or(u32::MAX),
+                item,
+            })
+            .collect();
+        Some(Positions { count, changed })
+    }
 }
 
 /// The parts of a [`Snapshot`] that changed since the UI last received one. A part is absent
@@ -69,7 +92,7 @@ pub struct SnapshotPatch {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub played_path: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub plugins: Option<PluginsPatch>,
+    pub plugins: Option<Positions<PluginView>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resolution: Option<Resolution>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -112,7 +135,7 @@ pub struct PreviewPatch {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub history_rewrites: Option<Vec<HistoryRewrite>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub calls: Option<Vec<CallRecord>>,
+    pub calls: Option<Positions<CallRecord>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub errors: Option<Vec<PreviewError>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -122,44 +145,33 @@ pub struct PreviewPatch {
 /// How many parts a preview is sent in (the fields of [`PreviewPatch`]).
 const PREVIEW_PARTS: usize = 13;
 
-/// The hash of each part of a preview, in [`PreviewPatch`]'s field order.
-fn preview_hashes(p: &Preview) -> [u64; PREVIEW_PARTS] {
-    [
-        hash_of(&p.session),
-        hash_of(&p.runtime),
-        hash_of(&p.turn_id),
-        hash_of(&p.prompt),
-        hash_of(&p.segments),
-        hash_of(&p.cache),
-        hash_of(&p.world_context),
-        hash_of(&p.slots),
-        hash_of(&p.image_flow),
-        hash_of(&p.history_rewrites),
-        hash_of(&p.calls),
-        hash_of(&p.errors),
-        hash_of(&p.timings),
-    ]
+/// What was sent of a preview: a hash per part, in [`PreviewPatch`]'s field order, and one per
+/// call (the calls cross by position).
+#[derive(Debug, Clone, Default, PartialEq)]
+struct PreviewSent {
+    parts: [u64; PREVIEW_PARTS],
+    calls: Vec<u64>,
 }
 
-impl PluginsPatch {
-    /// The plugins whose hash differs from the one sent at their position (every plugin
-    /// without `before`); `None` when the list is the same.
-    fn of(plugins: Vec<PluginView>, before: Option<&[u64]>, now: &[u64]) -> Option<PluginsPatch> {
-        if before == Some(now) {
-            return None;
-        }
-        let count = u32::try_from(plugins.len()).unwrap_or(u32::MAX);
-        let changed = plugins
-            .into_iter()
-            .zip(now)
-            .enumerate()
-            .filter(|(i, (_, hash))| before.and_then(|b| b.get(*i)) != Some(*hash))
-            .map(|(i, (plugin, _))| PluginAt {
-                index: u32::try_from(i).unwrap_or(u32::MAX),
-                plugin,
-            })
-            .collect();
-        Some(PluginsPatch { count, changed })
+fn preview_hashes(p: &Preview) -> PreviewSent {
+    let calls: Vec<u64> = p.calls.iter().map(hash_of).collect();
+    PreviewSent {
+        parts: [
+            hash_of(&p.session),
+            hash_of(&p.runtime),
+            hash_of(&p.turn_id),
+            hash_of(&p.prompt),
+            hash_of(&p.segments),
+            hash_of(&p.cache),
+            hash_of(&p.world_context),
+            hash_of(&p.slots),
+            hash_of(&p.image_flow),
+            hash_of(&p.history_rewrites),
+            hash_of(&calls),
+            hash_of(&p.errors),
+            hash_of(&p.timings),
+        ],
+        calls,
     }
 }
 
@@ -168,10 +180,10 @@ impl PreviewPatch {
     /// `None` when nothing changed.
     fn of(
         preview: Preview,
-        before: Option<&[u64; PREVIEW_PARTS]>,
-        now: &[u64; PREVIEW_PARTS],
+        before: Option<&PreviewSent>,
+        now: &PreviewSent,
     ) -> Option<PreviewPatch> {
-        let changed = |i: usize| before.is_none_or(|b| b[i] != now[i]);
+        let changed = |i: usize| before.is_none_or(|b| b.parts[i] != now.parts[i]);
         if !(0..PREVIEW_PARTS).any(changed) {
             return None;
         }
@@ -201,7 +213,7 @@ impl PreviewPatch {
             slots: changed(7).then_some(slots),
             image_flow: changed(8).then_some(image_flow),
             history_rewrites: changed(9).then_some(history_rewrites),
-            calls: changed(10).then_some(calls),
+            calls: Positions::of(calls, before.map(|b| &b.calls[..]), &now.calls),
             errors: changed(11).then_some(errors),
             timings: changed(12).then_some(timings),
         })
@@ -245,7 +257,7 @@ struct Sent {
     /// Every part but the plugins and the preview, in [`SnapshotPatch`]'s field order.
     parts: [u64; 11],
     plugins: Vec<u64>,
-    preview: [u64; PREVIEW_PARTS],
+    preview: PreviewSent,
     turns: Vec<u64>,
 }
 
@@ -332,7 +344,7 @@ impl WireState {
             session_error: changed(4).then_some(session_error),
             undo: changed(5).then_some(undo),
             played_path: changed(6).then_some(played_path),
-            plugins: PluginsPatch::of(
+            plugins: Positions::of(
                 plugins,
                 before.as_ref().map(|b| &b.plugins[..]),
                 &now.plugins,
