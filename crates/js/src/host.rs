@@ -84,14 +84,7 @@ fn providers_of(package: Option<&Package>, instance: Option<&Arc<JsPlugin>>) -> 
     let Some(package) = package else {
         return Vec::new();
     };
-    let runtime_ids: Arc<Vec<String>> = Arc::new(
-        package
-            .manifest
-            .runtimes
-            .iter()
-            .map(|r| r.id.clone())
-            .collect(),
-    );
+    let runtime_ids = Arc::new(package.manifest.runtime_ids());
     let mut out: Vec<Provider> = match instance {
         Some(instance) => package
             .manifest

@@ -32,14 +32,7 @@ impl StaticPrompt {
                 preview: Vec::new(),
                 position: None,
             }),
-            runtime_ids: Arc::new(
-                package
-                    .manifest
-                    .runtimes
-                    .iter()
-                    .map(|r| r.id.clone())
-                    .collect(),
-            ),
+            runtime_ids: Arc::new(package.manifest.runtime_ids()),
             invoker: Arc::new(StaticPrompt {
                 package: package.clone(),
             }),

@@ -146,6 +146,11 @@ pub struct Manifest {
 }
 
 impl Manifest {
+    /// The full ids of the package's runtimes (what a provider's ownership checks compare).
+    pub fn runtime_ids(&self) -> Vec<String> {
+        self.runtimes.iter().map(|r| r.id.clone()).collect()
+    }
+
     /// Every origin the package may reach, with its methods (`permissions.http` of all its
     /// runtimes).
     pub fn http_grants(&self) -> Vec<crate::http::HttpGrant> {

@@ -130,9 +130,7 @@ impl LiveStudio {
                     providers: manifest.map(|m| all(&m.extensions)).unwrap_or_default(),
                     has_static_prompt: manifest.is_some_and(|m| !m.static_prompt.is_empty()),
                     inventory: (&p.registrations).into(),
-                    runtimes: manifest
-                        .map(|m| m.runtimes.iter().map(|r| r.id.clone()).collect())
-                        .unwrap_or_default(),
+                    runtimes: manifest.map(|m| m.runtime_ids()).unwrap_or_default(),
                     load_ms: p.load_time.as_secs_f64() * 1000.0,
                 }
             })
