@@ -453,6 +453,54 @@ fn plugin_ids_compare_by_utf16_code_units_not_locale() {
 }
 
 #[test]
+fn segment_ids_are_unique_per_provider_and_a_repeat_skips_only_that_provider() {
+    let segment = |id: &str, content: &str| json!({"id": id, "content": content, "position": "system", "audience": "all", "volatility": "stable"});
+    let (a, b, c) = (
+        segment("lore", "A"),
+        segment("lore", "B"),
+        segment("mood", "C"),
+    );
+    let repeats = rust_provider("twice", PointId::PromptSegment, "p", 0, move |_| {
+        Ok(json!([a.clone(), c.clone(), b.clone()]))
+    });
+    // Two providers of one plugin may each use an id (the rule is per provider).
+    let (d, e) = (segment("lore", "D"), segment("lore", "E"));
+    let first = rust_provider("shared", PointId::PromptSegment, "one", 0, move |_| {
+        Ok(json!([d.clone()]))
+    });
+    let second = rust_provider("shared", PointId::PromptSegment, "two", 0, move |_| {
+        Ok(json!([e.clone()]))
+    });
+    let result = run_segments(&[repeats, first, second]);
+    let twice = call_for(&result, "twice", "p");
+    assert_eq!(twice.outcome, Outcome::InvalidOutput);
+    assert_eq!(
+        twice.message.as_deref(),
+        Some(
+            "does not match prompt.segment@1 output: at /2/id: `lore` is also the id of /0; segment ids are unique per provider (rename one, e.g. `lore-2`)"
+        )
+    );
+    assert_eq!(call_for(&result, "shared", "one").outcome, Outcome::Success);
+    assert_eq!(call_for(&result, "shared", "two").outcome, Outcome::Success);
+    let contents: Vec<&str> = result
+        .result
+        .as_array()
+        .expect("segments")
+        .iter()
+        .map(|s| s["content"].as_str().expect("content"))
+        .collect();
+    assert_eq!(
+        contents,
+        ["D", "E"],
+        "the repeating provider contributes nothing"
+    );
+    assert!(
+        result.error.is_none(),
+        "prompt.segment@1 skips a broken provider"
+    );
+}
+
+#[test]
 fn pipeline_threads_each_valid_output_into_the_next_input() {
     let plugins = load_some(&["runner/pipes-a", "runner/pipes-b"]);
     let input = json!({"turnId": "t9", "messages": [

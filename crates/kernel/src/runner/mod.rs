@@ -406,7 +406,33 @@ fn check_output(point: PointId, slot: Option<SlotId>, value: &Value) -> Result<(
         (PointId::UiSlot, Some(slot)) => slot.value_validator().check(value),
         _ => point.point().output.check(value),
     };
-    result.map_err(|e| e.to_string())
+    result.map_err(|e| e.to_string())?;
+    if point == PointId::PromptSegment {
+        repeated_segment_id(value)?;
+    }
+    Ok(())
+}
+
+/// Segment ids are unique per provider (upstream's segment shape says so, and everything that
+/// names a segment afterwards — its prompt block, the cache analysis, the reload diff, the
+/// studio's rows — names it `plugin/id`). A repeat makes the output invalid, like any other
+/// broken segment: the provider is skipped and the message says which items collide.
+fn repeated_segment_id(segments: &Value) -> Result<(), String> {
+    let ids = segments
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|s| s.get("id").and_then(Value::as_str));
+    let mut first_at: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for (index, id) in ids.enumerate() {
+        let Some(id) = id else { continue };
+        if let Some(first) = first_at.insert(id, index) {
+            return Err(format!(
+                "does not match prompt.segment@1 output: at /{index}/id: `{id}` is also the id of /{first}; segment ids are unique per provider (rename one, e.g. `{id}-2`)"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The input of the next pipeline provider.
