@@ -752,3 +752,63 @@ fn full_preview_of_the_prompt_fixture_matches_its_snapshot() {
     covel_tests::redact_timings(&mut value);
     insta::assert_json_snapshot!("prompt_fixture_preview", value);
 }
+
+/// Ids are unique per provider, so two providers of one plugin may send the same `plugin/id`.
+/// Everything that names a segment by key then relies on one order: a block lists its keys in
+/// the order of the included rows (the Prompt panel takes the n-th mention as the n-th row).
+#[test]
+fn a_key_shared_by_two_providers_is_listed_in_row_order_in_its_block() {
+    let segment = |content: &str, order: i64| {
+        json!({"id": "lore", "content": content, "position": "system", "audience": "all",
+               "volatility": "stable", "order": order, "providerPluginId": "p"})
+    };
+    let segments = prompt::Segment::parse_all(json!([segment("second", 2), segment("first", 1)]));
+    let assembly = prompt::assemble(&prompt::AssemblyInput {
+        segments: &segments,
+        runtime: &prompt::RuntimeView::story(),
+        preamble: prompt::FRAMEWORK_PREAMBLE,
+        body: "Narrate.",
+        lore: None,
+        history: &[],
+        summaries: &[],
+        player_message: "go",
+    });
+    let stable = assembly
+        .blocks
+        .iter()
+        .find(|b| b.kind == BlockKind::StableSegments)
+        .expect("stable block");
+    assert_eq!(stable.segments, ["p/lore", "p/lore"]);
+    let rows: Vec<&str> = assembly
+        .segments
+        .iter()
+        .filter(|r| r.included)
+        .map(|r| r.content.as_str())
+        .collect();
+    assert_eq!(rows, ["first", "second"]);
+    assert_eq!(
+        stable.text, "first\n\nsecond",
+        "the block's text follows the same order"
+    );
+}
+
+/// Two providers of one plugin may each send `lore`: the lint compares each row with the same
+/// row of the next turn (by rank), so two constant texts are never taken for one that changed.
+#[test]
+fn two_providers_sharing_a_segment_id_are_not_linted_as_a_changing_segment() {
+    let p = preview_of("shared-id.session.yaml", RuntimeTarget::Story);
+    let rows: Vec<(&str, &str)> = p
+        .segments
+        .iter()
+        .map(|s| (s.id.as_str(), s.content.as_str()))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("lore", "The hall is cold."),
+            ("lore", "The cellar is damp.")
+        ]
+    );
+    assert!(p.cache.lint.is_empty(), "{:?}", p.cache.lint);
+    assert!(p.cache.breakpoints.iter().all(|b| b.stable));
+}

@@ -84,6 +84,35 @@ fn editing_a_relatively_imported_module_reloads_only_its_plugin_and_diffs_the_se
     assert!(entry.diff.slots.is_empty(), "nothing else changed");
 }
 
+/// Two providers of one plugin send `lore` (ids are unique per provider): a reload that changes
+/// the second one's text reports that row once, and never the first one.
+#[test]
+fn a_reload_pairs_rows_sharing_a_segment_id_by_rank() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let fixture = covel_tests::fixture("prompt");
+    copy_dir(
+        &fixture.join("plugins/shared-id"),
+        &dir.path().join("shared-id"),
+    );
+    let ws = Workspace::open(dir.path(), None, &Limits::default()).expect("opens");
+    let mut studio = LiveStudio::new(ws, RuntimeTarget::Story);
+    let module = dir.path().join("shared-id/server/index.js");
+    edit(&module, "The cellar is damp.", "The cellar is flooded.");
+    let entry = reload(&mut studio, &[module]);
+    let changes: Vec<(SegmentChangeKind, usize)> = entry
+        .diff
+        .segments
+        .iter()
+        .map(|s| (s.kind, s.after.as_ref().expect("after").index))
+        .collect();
+    assert_eq!(
+        changes,
+        [(SegmentChangeKind::Changed, 1)],
+        "{:?}",
+        entry.diff.segments
+    );
+}
+
 #[test]
 fn a_syntax_error_keeps_the_last_good_version_until_a_fix_arrives() {
     let dir = sample_copy();

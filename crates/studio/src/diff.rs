@@ -3,7 +3,7 @@
 //! boundaries whose prefix changed. Each change names the plugin that caused it.
 
 use crate::preview::Preview;
-use covel_kernel::prompt::{Placement, SegmentKey, SegmentRow};
+use covel_kernel::prompt::{Placement, RowKey as Key, SegmentKey, SegmentRow};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -116,16 +116,19 @@ impl PreviewDiff {
 /// Compares two previews.
 pub fn diff(before: &Preview, after: &Preview) -> PreviewDiff {
     // Indexed once, so a reload's diff costs the same per segment at 1 000 segments as at 10.
-    let (index_before, index_after) = (first_index(before), first_index(after));
-    let order = RelativeOrder::new(before, after, &index_before, &index_after);
+    let (keys_before, keys_after) = (keys(before), keys(after));
+    let (index_before, index_after) = (index_of(&keys_before), index_of(&keys_after));
+    let order = RelativeOrder::new(
+        (before, &keys_before, &index_before),
+        (after, &keys_after, &index_after),
+    );
     // Rows are compared in place; a state is copied out only for a change that is reported.
     fn row<'p>(
         p: &'p Preview,
-        index: &HashMap<(&str, &str), usize>,
-        plugin: &str,
-        id: &str,
+        index: &HashMap<Key<'_>, usize>,
+        key: Key<'_>,
     ) -> Option<(usize, &'p SegmentRow)> {
-        index.get(&(plugin, id)).map(|&i| (i, &p.segments[i]))
+        index.get(&key).map(|&i| (i, &p.segments[i]))
     }
     let state = |(index, s): (usize, &SegmentRow)| SegmentState {
         index,
@@ -134,16 +137,16 @@ pub fn diff(before: &Preview, after: &Preview) -> PreviewDiff {
         included: s.included,
     };
     let mut segments = Vec::new();
-    for seg in &after.segments {
-        let now = row(after, &index_after, &seg.plugin, &seg.id);
-        let was = row(before, &index_before, &seg.plugin, &seg.id);
+    for (seg, &key) in after.segments.iter().zip(&keys_after) {
+        let now = row(after, &index_after, key);
+        let was = row(before, &index_before, key);
         let kind = match (was, now) {
             (None, _) => Some(SegmentChangeKind::Added),
             (Some((_, b)), Some((_, a))) => {
                 let moved = b.placement != a.placement
                     || b.sort_key != a.sort_key
                     || b.included != a.included
-                    || order.changed(&seg.plugin, &seg.id);
+                    || order.changed(key);
                 if b.content != a.content {
                     Some(SegmentChangeKind::Changed)
                 } else if moved {
@@ -164,13 +167,13 @@ pub fn diff(before: &Preview, after: &Preview) -> PreviewDiff {
             });
         }
     }
-    for seg in &before.segments {
-        if !index_after.contains_key(&(seg.plugin.as_str(), seg.id.as_str())) {
+    for (seg, &key) in before.segments.iter().zip(&keys_before) {
+        if !index_after.contains_key(&key) {
             segments.push(SegmentChange {
                 kind: SegmentChangeKind::Removed,
                 plugin: seg.plugin.clone(),
                 id: seg.id.clone(),
-                before: row(before, &index_before, &seg.plugin, &seg.id).map(state),
+                before: row(before, &index_before, key).map(state),
                 after: None,
             });
         }
@@ -250,13 +253,14 @@ pub fn diff(before: &Preview, after: &Preview) -> PreviewDiff {
 
 /// Whether the segments ahead of this one in its placement changed (among segments present in
 /// both previews: an added or removed segment is its own change, not a move of its neighbours).
-/// The first segment of each (plugin, id) in a preview.
-fn first_index(p: &Preview) -> HashMap<(&str, &str), usize> {
-    let mut index = HashMap::with_capacity(p.segments.len());
-    for (i, s) in p.segments.iter().enumerate() {
-        index.entry((s.plugin.as_str(), s.id.as_str())).or_insert(i);
-    }
-    index
+/// Where each row's key is, in a preview.
+fn index_of<'p>(keys: &[Key<'p>]) -> HashMap<Key<'p>, usize> {
+    keys.iter().enumerate().map(|(i, k)| (*k, i)).collect()
+}
+
+/// Each row's [`Key`], in row order.
+fn keys(p: &Preview) -> Vec<Key<'_>> {
+    covel_kernel::prompt::row_keys(&p.segments)
 }
 
 /// Whether the included segments present in both previews that come before a segment in its
@@ -264,32 +268,33 @@ fn first_index(p: &Preview) -> HashMap<(&str, &str), usize> {
 struct RelativeOrder<'a> {
     before: &'a Preview,
     after: &'a Preview,
-    index_before: &'a HashMap<(&'a str, &'a str), usize>,
-    index_after: &'a HashMap<(&'a str, &'a str), usize>,
+    index_before: &'a HashMap<Key<'a>, usize>,
+    index_after: &'a HashMap<Key<'a>, usize>,
     /// Per placement: the included segments present in both previews, in order.
-    lanes_before: Vec<(Placement, Vec<(&'a str, &'a str)>)>,
-    lanes_after: Vec<(Placement, Vec<(&'a str, &'a str)>)>,
+    lanes_before: Vec<(Placement, Vec<Key<'a>>)>,
+    lanes_after: Vec<(Placement, Vec<Key<'a>>)>,
     /// Per lane: each segment's first place in it (so a segment's lane prefix is found at once).
-    places_before: Vec<HashMap<(&'a str, &'a str), usize>>,
-    places_after: Vec<HashMap<(&'a str, &'a str), usize>>,
+    places_before: Vec<HashMap<Key<'a>, usize>>,
+    places_after: Vec<HashMap<Key<'a>, usize>>,
     /// Per placement: how many leading segments its lanes before and after have in common.
     common: Vec<(Placement, usize)>,
 }
+
+/// One preview given to [`RelativeOrder::new`]: the preview, its rows' keys, where each key is.
+type Side<'a> = (&'a Preview, &'a [Key<'a>], &'a HashMap<Key<'a>, usize>);
 
 /// A segment's prefix in its placement's lane: the lane and the prefix's length.
 type Prefix = Option<(usize, usize)>;
 
 impl<'a> RelativeOrder<'a> {
+    /// Each side: the preview, its rows' keys and where each key is.
     fn new(
-        before: &'a Preview,
-        after: &'a Preview,
-        index_before: &'a HashMap<(&'a str, &'a str), usize>,
-        index_after: &'a HashMap<(&'a str, &'a str), usize>,
+        (before, keys_before, index_before): Side<'a>,
+        (after, keys_after, index_after): Side<'a>,
     ) -> Self {
-        let lanes = |p: &'a Preview| {
-            let mut lanes: Vec<(Placement, Vec<(&'a str, &'a str)>)> = Vec::new();
-            for s in p.segments.iter().filter(|s| s.included) {
-                let key = (s.plugin.as_str(), s.id.as_str());
+        let lanes = |p: &'a Preview, keys: &[Key<'a>]| {
+            let mut lanes: Vec<(Placement, Vec<Key<'a>>)> = Vec::new();
+            for (s, &key) in p.segments.iter().zip(keys).filter(|(s, _)| s.included) {
                 if !(index_before.contains_key(&key) && index_after.contains_key(&key)) {
                     continue;
                 }
@@ -303,9 +308,9 @@ impl<'a> RelativeOrder<'a> {
             }
             lanes
         };
-        let lanes_before = lanes(before);
-        let lanes_after = lanes(after);
-        let places = |lanes: &[(Placement, Vec<(&'a str, &'a str)>)]| {
+        let lanes_before = lanes(before, keys_before);
+        let lanes_after = lanes(after, keys_after);
+        let places = |lanes: &[(Placement, Vec<Key<'a>>)]| {
             lanes
                 .iter()
                 .map(|(_, lane)| {
@@ -341,10 +346,10 @@ impl<'a> RelativeOrder<'a> {
     /// Where [`RelativeOrder::ahead`] ends, without walking the lane: `None` for no prefix.
     fn prefix(
         preview: &Preview,
-        index: &HashMap<(&str, &str), usize>,
-        lanes: &[(Placement, Vec<(&'a str, &'a str)>)],
-        places: &[HashMap<(&'a str, &'a str), usize>],
-        key: (&str, &str),
+        index: &HashMap<Key<'_>, usize>,
+        lanes: &[(Placement, Vec<Key<'a>>)],
+        places: &[HashMap<Key<'a>, usize>],
+        key: Key<'_>,
     ) -> Prefix {
         let &i = index.get(&key)?;
         let placement = preview.segments[i].placement;
@@ -356,14 +361,14 @@ impl<'a> RelativeOrder<'a> {
         Some((lane, end))
     }
 
-    /// The segments ahead of (plugin, id) in its placement's lane: up to its first place in
+    /// The segments ahead of a key in its placement's lane: up to its first place in
     /// the lane, or the whole lane when it is not in it (not included).
     fn ahead<'l>(
         preview: &Preview,
-        index: &HashMap<(&str, &str), usize>,
-        lanes: &'l [(Placement, Vec<(&'a str, &'a str)>)],
-        key: (&str, &str),
-    ) -> &'l [(&'a str, &'a str)] {
+        index: &HashMap<Key<'_>, usize>,
+        lanes: &'l [(Placement, Vec<Key<'a>>)],
+        key: Key<'_>,
+    ) -> &'l [Key<'a>] {
         let Some(&i) = index.get(&key) else {
             return &[];
         };
@@ -375,11 +380,10 @@ impl<'a> RelativeOrder<'a> {
         &lane[..end]
     }
 
-    /// Whether the segments ahead of (plugin, id) in its lane differ before and after. Two
+    /// Whether the segments ahead of a key in its lane differ before and after. Two
     /// prefixes of the same placement's lanes are equal when they have the same length within
     /// the lanes' common start; anything else is compared segment by segment.
-    fn changed(&self, plugin: &str, id: &str) -> bool {
-        let key = (plugin, id);
+    fn changed(&self, key: Key<'_>) -> bool {
         let before = Self::prefix(
             self.before,
             self.index_before,

@@ -193,6 +193,25 @@ fn message(role: &str, content: String, origin: Origin) -> Message {
     }
 }
 
+/// A segment row's identity across two assemblies: its plugin, its id, and its rank among the
+/// rows with both. Ids are unique per provider (the runner refuses a repeat), so two providers
+/// of one plugin may still share one; their rows then pair up in order, never both with the
+/// first.
+pub type RowKey<'a> = (&'a str, &'a str, usize);
+
+/// Each row's [`RowKey`], in row order.
+pub fn row_keys(rows: &[SegmentRow]) -> Vec<RowKey<'_>> {
+    let mut seen: std::collections::HashMap<(&str, &str), usize> =
+        std::collections::HashMap::with_capacity(rows.len());
+    rows.iter()
+        .map(|r| {
+            let rank = seen.entry((r.plugin.as_str(), r.id.as_str())).or_insert(0);
+            *rank += 1;
+            (r.plugin.as_str(), r.id.as_str(), *rank - 1)
+        })
+        .collect()
+}
+
 fn key_of(segment: &Segment) -> String {
     format!("{}/{}", segment.provider_plugin_id, segment.id)
 }

@@ -7,7 +7,7 @@
 //! came from, explains what an author can change, lints segments declared `stable` or `session`
 //! whose content changed, and warns about prefixes shorter than the model caches.
 
-use super::assemble::{Assembly, BlockKind};
+use super::assemble::{Assembly, BlockKind, row_keys};
 use super::requests::{AnthropicRequest, PartOrigin, Place, RequestPart};
 use super::segment::{Placement, Volatility};
 use crate::sdk::estimate_tokens;
@@ -399,16 +399,16 @@ fn lint(
         .filter(|(_, (_, p))| p.cache_control)
         .map(|(i, _)| i)
         .collect();
-    for row in this
-        .segments
-        .iter()
-        .filter(|r| r.volatility != Volatility::Turn)
-    {
-        let Some(other) = next
-            .segments
-            .iter()
-            .find(|o| o.plugin == row.plugin && o.id == row.id)
-        else {
+    // A row is compared with the same row of the next turn (see `RowKey`).
+    let next_rows: std::collections::HashMap<_, _> = row_keys(&next.segments)
+        .into_iter()
+        .zip(&next.segments)
+        .collect();
+    for (key, row) in row_keys(&this.segments).into_iter().zip(&this.segments) {
+        if row.volatility == Volatility::Turn {
+            continue;
+        }
+        let Some(other) = next_rows.get(&key) else {
             continue;
         };
         if other.content == row.content {

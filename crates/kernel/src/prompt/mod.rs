@@ -9,8 +9,8 @@ mod segment;
 pub mod template;
 
 pub use assemble::{
-    Assembly, AssemblyInput, Block, BlockKind, Message, Origin, SegmentRow, assemble,
-    boundary_count, prefix_before_boundary, system_text,
+    Assembly, AssemblyInput, Block, BlockKind, Message, Origin, RowKey, SegmentRow, assemble,
+    boundary_count, prefix_before_boundary, row_keys, system_text,
 };
 pub use cache::{
     Breakpoint, CacheAdvice, CacheReport, CacheWarning, Difference, LintFinding, analyse,
