@@ -3,7 +3,7 @@ import { fixture as snapshot } from "../../fixtures/snapshot";
 import { fixture as forecast } from "../../fixtures/forecast";
 import { fixture as tests } from "../../fixtures/tests";
 import type { CallRecord, Snapshot, SlotId } from "./wire";
-import { activeActor, breakpointLabel, cacheReason, sdkCall, chains, providerChains, changedSegments, differenceLabel, draftAfterSnapshot, forecastSummary, listView, meter, movingBreakpoint, nextTurnCacheRead, placementLabel, summaryEntries, systemBreakpoint, testCounts, text, usd, where } from "./view";
+import { activeActor, blockRows, outline, breakpointLabel, cacheReason, sdkCall, chains, providerChains, changedSegments, differenceLabel, draftAfterSnapshot, forecastSummary, listView, meter, movingBreakpoint, nextTurnCacheRead, placementLabel, summaryEntries, systemBreakpoint, testCounts, text, usd, where } from "./view";
 
 const demo: Snapshot = snapshot;
 
@@ -147,5 +147,25 @@ describe("copy as SDK call", () => {
     const openai = sdkCall("openai", demo.preview.prompt.requests.openai);
     expect(openai).toMatch(/^import OpenAI from "openai";/);
     expect(openai).toContain("client.chat.completions.create(");
+  });
+});
+
+describe("segment rows of the system blocks", () => {
+  // Ids are unique per provider, so two providers of one plugin may each send `p/x`.
+  const base = demo.preview.segments[0];
+  const row = (id: string, content: string, included = true) => ({ ...base, plugin: "p", id, content, included });
+  const rows = [row("x", "from the first provider"), row("y", "other"), row("x", "excluded one", false), row("x", "from the second provider")];
+  const blocks = [{ segments: ["p/x", "p/y"] }, { segments: ["p/x"] }];
+
+  it("gives the n-th mention of a key the n-th included row with it, never the first again", () => {
+    const shown = blockRows(blocks, rows).map((b) => b.map((r) => r?.content));
+    expect(shown).toEqual([["from the first provider", "other"], ["from the second provider"]]);
+  });
+
+  it("counts each row's tokens once in the outline", () => {
+    const tokens = (content: string) => ({ ...row("x", content), tokens: content.length });
+    const preview = { ...demo.preview, segments: [tokens("a"), tokens("bbb")], prompt: { ...demo.preview.prompt, system: { ...demo.preview.prompt.system, blocks: [{ ...demo.preview.prompt.system.blocks[0], segments: ["p/x", "p/x"] }] } } };
+    const entries = outline(preview).filter((e) => e.kind === "segment");
+    expect(entries.map((e) => e.tokens)).toEqual([1, 3]);
   });
 });

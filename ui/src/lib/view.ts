@@ -513,16 +513,40 @@ export interface OutlineEntry {
   depth: number;
 }
 
+/**
+ * The segment row behind each key of each system block. A key (`plugin/id`) can name several
+ * rows: ids are unique per provider, so two providers of one plugin may use the same one. The
+ * kernel lists a block's keys in the order of the included rows, so the n-th mention of a key
+ * is the n-th included row with it (never the first row again).
+ */
+export function blockRows(blocks: { segments: string[] }[], segments: SegmentRow[]): (SegmentRow | undefined)[][] {
+  const rows = new Map<string, SegmentRow[]>();
+  for (const s of segments) {
+    if (!s.included) continue;
+    const key = `${s.plugin}/${s.id}`;
+    const same = rows.get(key);
+    if (same) same.push(s);
+    else rows.set(key, [s]);
+  }
+  const taken = new Map<string, number>();
+  return blocks.map((b) =>
+    b.segments.map((key) => {
+      const n = taken.get(key) ?? 0;
+      taken.set(key, n + 1);
+      return rows.get(key)?.[n];
+    }),
+  );
+}
+
 /** The prompt's outline: system blocks with their segments and cache boundaries, then messages. */
 export function outline(preview: Pick<Snapshot["preview"], "segments" | "prompt">): OutlineEntry[] {
   const out: OutlineEntry[] = [];
   let boundary = 0;
-  const rows = new Map<string, SegmentRow>();
-  for (const s of preview.segments) if (!rows.has(`${s.plugin}/${s.id}`)) rows.set(`${s.plugin}/${s.id}`, s);
+  const rows = blockRows(preview.prompt.system.blocks, preview.segments);
   preview.prompt.system.blocks.forEach((b, i) => {
     out.push({ kind: "block", label: b.kind, tokens: b.tokens, target: `[data-block-index="${i}"]`, depth: 0 });
-    for (const key of b.segments) {
-      const row = rows.get(key);
+    for (const [j, key] of b.segments.entries()) {
+      const row = rows[i][j];
       out.push({ kind: "segment", label: key, tokens: row?.tokens, target: `[data-testid="system-prompt"] [data-segment="${attr(key)}"]`, segment: key, depth: 1 });
     }
     if (b.cacheBoundary) out.push({ kind: "boundary", label: `cache boundary ${boundary}`, target: `[data-boundary="${boundary++}"]`, depth: 0 });
