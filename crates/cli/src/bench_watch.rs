@@ -1,13 +1,15 @@
 //! `covel bench --watch-edits N`: edits one plugin's entry N times with the folder watched the
 //! way `covel watch` watches it, and reports the distribution of file written → new preview
 //! ready (the author's wait on a save), with the part of it that is work after the settle time
-//! and that work's parts (load, resolve, preview). Between edits the memo is confirmed, as the
-//! shells do while the author is idle (`LiveStudio::confirm_memo`).
+//! and that work's parts (load, resolve, preview), and the size of the patch the desktop app
+//! would send its window for each reload (`WireState::patch`). Between edits the memo is
+//! confirmed, as the shells do while the author is idle (`LiveStudio::confirm_memo`).
 
 use anyhow::Context;
 use covel_studio::RuntimeTarget;
 use covel_studio::Workspace;
 use covel_studio::live::{FolderWatcher, LiveStudio};
+use covel_studio::wire::WireState;
 use serde_json::json;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -16,7 +18,7 @@ use std::time::{Duration, Instant};
 const DEBOUNCE: Duration = Duration::from_millis(10);
 const GRACE: Duration = Duration::from_millis(120);
 
-/// Median, 90th percentile and maximum of samples in milliseconds.
+/// Median, 90th percentile and maximum of samples (milliseconds, or bytes for patch sizes).
 pub fn distribution(mut samples: Vec<f64>) -> serde_json::Value {
     samples.sort_by(f64::total_cmp);
     let at = |q: f64| {
@@ -54,6 +56,10 @@ pub fn run(
     let (mut written_to_ready, mut work, mut missed) = (Vec::new(), Vec::new(), 0);
     // The work's parts: the plugin's reload, resolving the session, the new preview.
     let (mut load, mut resolve, mut preview) = (Vec::new(), Vec::new(), Vec::new());
+    // What the window already holds, as the app tracks it: each reload then crosses as a patch.
+    let mut wire = WireState::default();
+    wire.full(studio.snapshot());
+    let mut patch_bytes = Vec::new();
     let outcome = (|| -> anyhow::Result<()> {
         for i in 0..edits {
             // Let the previous reload's stray events drain, as between an author's saves; then,
@@ -81,6 +87,8 @@ pub fn run(
                     load.push(entry.timings.load_ms);
                     resolve.push(entry.timings.resolve_ms);
                     preview.push(entry.timings.preview_ms);
+                    let patch = wire.patch(studio.snapshot());
+                    patch_bytes.push(serde_json::to_vec(&patch)?.len() as f64);
                     break;
                 }
             }
@@ -99,5 +107,6 @@ pub fn run(
         "loadMs": distribution(load),
         "resolveMs": distribution(resolve),
         "previewMs": distribution(preview),
+        "patchBytes": distribution(patch_bytes),
     }))
 }
