@@ -194,13 +194,18 @@ fn fixture_workspaces() -> Vec<(std::path::PathBuf, std::path::PathBuf)> {
     found
 }
 
-/// A studio value as the wire shows it: call durations at the UI's display precision.
+/// A studio value as the wire shows it: call durations at the UI's display precision, and a
+/// memo answer's as 0 (it ran nothing).
 fn shown(mut value: serde_json::Value) -> serde_json::Value {
     fn walk(v: &mut serde_json::Value) {
         match v {
             serde_json::Value::Object(map) => {
+                let cached = map.get("cached") == Some(&serde_json::Value::Bool(true));
                 for (key, item) in map.iter_mut() {
                     match item.as_f64() {
+                        Some(_) if key == "durationMs" && cached => {
+                            *item = serde_json::json!(0.0);
+                        }
                         Some(ms) if key == "durationMs" => {
                             *item = serde_json::json!(covel_studio::wire::common::display_ms(ms));
                         }
@@ -387,4 +392,43 @@ fn a_patch_sends_only_what_changed_and_a_played_turn_once() {
     assert_eq!(preview.prompt, None, "the prompt is the same");
     assert_eq!(preview.segments, None, "the segment table is the same");
     assert_eq!(preview.cache, None, "the cache analysis is the same");
+
+    // Slot views cross by position too: re-running a slot provider sends the views whose chain
+    // ran it (each view carries its chain's calls), not every slot of the folder.
+    studio.confirm_memo();
+    let held = covel_studio::wire::Preview::from(&studio.preview).slots;
+    let module = dir.path().join("soundtrack/server/index.js");
+    let text = std::fs::read_to_string(&module).expect("read");
+    std::fs::write(&module, format!("{text}\n// a comment\n")).expect("write");
+    let changes = studio.classify(&[module]);
+    studio.reload(&changes, Instant::now());
+    let touched = wire.patch(studio.snapshot());
+    let slots = touched
+        .preview
+        .as_ref()
+        .and_then(|p| p.slots.as_ref())
+        .expect("the music slot's chain ran again");
+    let now = covel_studio::wire::Preview::from(&studio.preview).slots;
+    assert_eq!(slots.count as usize, now.len());
+    assert!(!slots.changed.is_empty());
+    for at in &slots.changed {
+        assert!(
+            at.item.chain.iter().any(|c| c.plugin_id == "soundtrack"),
+            "{:?} is sent though soundtrack is not in its chain",
+            at.item.slot
+        );
+    }
+    assert!(
+        slots.changed.len() < now.len(),
+        "the slots without soundtrack are not sent"
+    );
+    let mut merged = held;
+    merged.truncate(slots.count as usize);
+    for at in &slots.changed {
+        merged[at.index as usize] = at.item.clone();
+    }
+    assert_eq!(
+        merged, now,
+        "the held slots and the patch give the new list"
+    );
 }

@@ -835,8 +835,9 @@ export type Position = NamedPosition | { depth: number };
 /**
  *  A list's items that changed, by position: the list is now `count` long, and every position
  *  not in `changed` keeps the item the UI holds there. The plugins cross this way (a reload
- *  sends the plugin it changed, not the folder's list) and so do the preview's calls (a reload
- *  sends the calls that ran again, not every call of the folder).
+ *  sends the plugin it changed, not the folder's list), and so do the preview's calls (a reload
+ *  sends the calls that ran again, not every call of the folder) and its slot views (a reload
+ *  sends the slots whose chain ran the changed plugin: each view carries its chain's calls).
  */
 export type Positions<T> = {
 	count: number,
@@ -906,7 +907,7 @@ export type PreviewPatch_Deserialize = {
 	segments?: SegmentRow_Deserialize[] | null,
 	cache?: CacheReport_Deserialize | null,
 	worldContext?: WorldContextView_Deserialize | null,
-	slots?: SlotView_Deserialize[] | null,
+	slots?: Positions<SlotView_Deserialize> | null,
 	imageFlow?: ImageFlowView_Deserialize | null,
 	/**  `[]` when the rewrites are gone (the preview itself omits an empty list). */
 	historyRewrites?: HistoryRewrite[] | null,
@@ -927,7 +928,7 @@ export type PreviewPatch_Serialize = {
 	segments?: SegmentRow_Serialize[],
 	cache?: CacheReport_Serialize,
 	worldContext?: WorldContextView_Serialize,
-	slots?: SlotView_Serialize[],
+	slots?: Positions<SlotView_Serialize>,
 	imageFlow?: ImageFlowView_Serialize,
 	/**  `[]` when the rewrites are gone (the preview itself omits an empty list). */
 	historyRewrites?: HistoryRewrite[],

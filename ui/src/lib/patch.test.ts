@@ -37,6 +37,16 @@ describe("merging a snapshot patch", () => {
     const cleared = apply(merged, { since: 1, version: 2, preview: { historyRewrites: [] } });
     expect("historyRewrites" in cleared.preview, "an empty list of rewrites is omitted, as the preview omits it").toBe(false);
   });
+  it("replaces only the slot views a patch sends, at their positions; the others stay the objects held", () => {
+    expect(initial.preview.slots.length, "the fixture has slots to patch").toBeGreaterThan(1);
+    const rerun = { ...initial.preview.slots[1], revision: "new" };
+    const merged = apply(initial, { since: 0, version: 1, preview: { slots: { count: initial.preview.slots.length, changed: [{ index: 1, item: rerun }] } } });
+    expect(merged.preview.slots[1]).toBe(rerun);
+    expect(merged.preview.slots[0], "an unchanged slot view is the object held").toBe(initial.preview.slots[0]);
+    expect(merged.preview.calls).toBe(initial.preview.calls);
+    const gap = { since: 0, version: 1, preview: { slots: { count: initial.preview.slots.length + 1, changed: [] } } };
+    expect(applyPatch(initial, gap), "a slot list the UI cannot fill asks for the whole snapshot").toBeNull();
+  });
   it("appends played turns after the ones kept, and an undo keeps one fewer", () => {
     const turn = afterTurn.turns[0];
     const played = apply(initial, { since: 0, version: 1, turns: { keep: 0, append: [turn] }, undo: afterTurn.undo });

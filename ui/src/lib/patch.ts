@@ -1,9 +1,9 @@
 // Merging what the shell sends after the first snapshot: a `SnapshotPatch` holds only the parts
 // that changed since the UI last received them (covel_studio::wire::patch); a part the snapshot
 // may omit is `null` when it is gone; the played turns come as `{ keep, append }`, so a turn
-// crosses once and an undo keeps one fewer; the plugins and the preview's calls come by position
-// (`Positions`: a reload sends the plugin it changed and the calls that ran again, not the
-// folder's lists); the preview comes in parts too (`PreviewPatch`: a reload that changed only
+// crosses once and an undo keeps one fewer; the plugins and the preview's slot views and calls
+// come by position (`Positions`: a reload sends the plugin it changed, the slots whose chain ran
+// it and the calls that ran again, not the folder's lists); the preview comes in parts too (`PreviewPatch`: a reload that changed only
 // call durations sends those calls and the timings, not the prompt). A patch
 // names the snapshot version it applies to
 // (`since`): one that arrives out of order does not apply, and the store asks for the whole
@@ -63,12 +63,17 @@ export function mergePositions<T>(items: T[], patch: Positions<T>): T[] | null {
   return next as T[];
 }
 
-/** The preview after a preview patch: the parts it sends replace those held (the calls by position), the rest stay the same objects; null when its calls do not fit the list held. */
+/** The preview after a preview patch: the parts it sends replace those held (the slots and calls by position), the rest stay the same objects; null when its slots or calls do not fit the lists held. */
 export function mergePreview(preview: Preview, patch: PreviewPatch): Preview | null {
-  const { calls, ...parts } = patch;
+  const { slots, calls, ...parts } = patch;
   const next: Preview = { ...preview };
   for (const [key, value] of Object.entries(parts) as [keyof Preview, unknown][]) {
     if (value !== undefined) (next as Record<keyof Preview, unknown>)[key] = value;
+  }
+  if (slots !== undefined) {
+    const merged = mergePositions(preview.slots, slots);
+    if (merged === null) return null;
+    next.slots = merged;
   }
   if (calls !== undefined) {
     const merged = mergePositions(preview.calls, calls);
@@ -98,6 +103,6 @@ export function patchOf(snapshot: Snapshot, since: number): SnapshotPatch {
     lastReload: snapshot.lastReload ?? null,
     plugins: allPositions(snapshot.plugins),
     turns: { keep: 0, append: snapshot.turns },
-    preview: { ...snapshot.preview, calls: allPositions(snapshot.preview.calls), historyRewrites: snapshot.preview.historyRewrites ?? [] },
+    preview: { ...snapshot.preview, slots: allPositions(snapshot.preview.slots), calls: allPositions(snapshot.preview.calls), historyRewrites: snapshot.preview.historyRewrites ?? [] },
   };
 }

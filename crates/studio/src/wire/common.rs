@@ -197,11 +197,22 @@ pub struct CallRecord {
     pub not_cached: Option<String>,
 }
 
-/// A call's duration at the precision the UI shows it (0.01 ms). A memo answer's few
-/// microseconds then read the same on every reload, so its call record is not sent again
-/// (the calls cross by position, `wire::patch::Positions`).
+/// A call's duration at the precision the UI shows it (0.01 ms).
 pub fn display_ms(ms: f64) -> f64 {
     (ms * 100.0).round() / 100.0
+}
+
+/// The duration the window shows for a call: a memo answer ran nothing (the record says
+/// `cached`), so it shows 0 instead of its lookup time, which varies by a few microseconds from
+/// reload to reload and would resend its record, and every slot view whose chain holds it, each
+/// time (the calls and slot views cross by position, `wire::patch::Positions`). The CLI's JSON
+/// keeps the lookup time.
+fn shown_ms(c: &runner::CallRecord) -> f64 {
+    if c.cached {
+        0.0
+    } else {
+        display_ms(c.duration_ms)
+    }
 }
 
 impl From<&runner::CallRecord> for CallRecord {
@@ -215,7 +226,7 @@ impl From<&runner::CallRecord> for CallRecord {
             outcome: c.outcome.into(),
             error_code: c.error_code.clone(),
             message: c.message.clone(),
-            duration_ms: display_ms(c.duration_ms),
+            duration_ms: shown_ms(c),
             logs: c.logs.clone(),
             cached: c.cached,
             not_cached: c.not_cached.clone(),

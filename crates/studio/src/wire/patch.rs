@@ -28,8 +28,9 @@ pub struct Turns {
 
 /// A list's items that changed, by position: the list is now `count` long, and every position
 /// not in `changed` keeps the item the UI holds there. The plugins cross this way (a reload
-/// sends the plugin it changed, not the folder's list) and so do the preview's calls (a reload
-/// sends the calls that ran again, not every call of the folder).
+/// sends the plugin it changed, not the folder's list), and so do the preview's calls (a reload
+/// sends the calls that ran again, not every call of the folder) and its slot views (a reload
+/// sends the slots whose chain ran the changed plugin: each view carries its chain's calls).
 #[derive(Debug, Clone, PartialEq, Serialize, Type)]
 pub struct Positions<T> {
     pub count: u32,
@@ -128,7 +129,7 @@ pub struct PreviewPatch {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub world_context: Option<WorldContextView>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub slots: Option<Vec<SlotView>>,
+    pub slots: Option<Positions<SlotView>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub image_flow: Option<ImageFlowView>,
     /// `[]` when the rewrites are gone (the preview itself omits an empty list).
@@ -146,14 +147,16 @@ pub struct PreviewPatch {
 const PREVIEW_PARTS: usize = 13;
 
 /// What was sent of a preview: a hash per part, in [`PreviewPatch`]'s field order, and one per
-/// call (the calls cross by position).
+/// slot view and per call (those cross by position).
 #[derive(Debug, Clone, Default, PartialEq)]
 struct PreviewSent {
     parts: [u64; PREVIEW_PARTS],
+    slots: Vec<u64>,
     calls: Vec<u64>,
 }
 
 fn preview_hashes(p: &Preview) -> PreviewSent {
+    let slots: Vec<u64> = p.slots.iter().map(hash_of).collect();
     let calls: Vec<u64> = p.calls.iter().map(hash_of).collect();
     PreviewSent {
         parts: [
@@ -164,13 +167,14 @@ fn preview_hashes(p: &Preview) -> PreviewSent {
             hash_of(&p.segments),
             hash_of(&p.cache),
             hash_of(&p.world_context),
-            hash_of(&p.slots),
+            hash_of(&slots),
             hash_of(&p.image_flow),
             hash_of(&p.history_rewrites),
             hash_of(&calls),
             hash_of(&p.errors),
             hash_of(&p.timings),
         ],
+        slots,
         calls,
     }
 }
@@ -210,7 +214,7 @@ impl PreviewPatch {
             segments: changed(4).then_some(segments),
             cache: changed(5).then_some(cache),
             world_context: changed(6).then_some(world_context),
-            slots: changed(7).then_some(slots),
+            slots: Positions::of(slots, before.map(|b| &b.slots[..]), &now.slots),
             image_flow: changed(8).then_some(image_flow),
             history_rewrites: changed(9).then_some(history_rewrites),
             calls: Positions::of(calls, before.map(|b| &b.calls[..]), &now.calls),
