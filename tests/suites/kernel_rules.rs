@@ -471,7 +471,19 @@ fn segment_ids_are_unique_per_provider_and_a_repeat_skips_only_that_provider() {
     let second = rust_provider("shared", PointId::PromptSegment, "two", 0, move |_| {
         Ok(json!([e.clone()]))
     });
-    let result = run_segments(&[repeats, first, second]);
+    // A long output is checked the same way (past 16 items, by a table instead of pairwise).
+    let mut long: Vec<Value> = (0..19).map(|i| segment(&format!("s{i}"), "x")).collect();
+    long.push(segment("s3", "again"));
+    let many = rust_provider("many", PointId::PromptSegment, "p", 0, move |_| {
+        Ok(Value::Array(long.clone()))
+    });
+    let result = run_segments(&[repeats, first, second, many]);
+    assert_eq!(
+        call_for(&result, "many", "p").message.as_deref(),
+        Some(
+            "does not match prompt.segment@1 output: at /19/id: `s3` is also the id of /3; segment ids are unique per provider (rename one, e.g. `s3-2`)"
+        )
+    );
     let twice = call_for(&result, "twice", "p");
     assert_eq!(twice.outcome, Outcome::InvalidOutput);
     assert_eq!(

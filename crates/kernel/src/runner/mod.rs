@@ -418,21 +418,30 @@ fn check_output(point: PointId, slot: Option<SlotId>, value: &Value) -> Result<(
 /// studio's rows — names it `plugin/id`). A repeat makes the output invalid, like any other
 /// broken segment: the provider is skipped and the message says which items collide.
 fn repeated_segment_id(segments: &Value) -> Result<(), String> {
-    let ids = segments
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|s| s.get("id").and_then(Value::as_str));
-    let mut first_at: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
-    for (index, id) in ids.enumerate() {
-        let Some(id) = id else { continue };
-        if let Some(first) = first_at.insert(id, index) {
-            return Err(format!(
-                "does not match prompt.segment@1 output: at /{index}/id: `{id}` is also the id of /{first}; segment ids are unique per provider (rename one, e.g. `{id}-2`)"
-            ));
-        }
+    let items = segments.as_array().map(Vec::as_slice).unwrap_or_default();
+    let id = |i: usize| items[i].get("id").and_then(Value::as_str);
+    // Most providers send one to three segments: comparing them pairwise allocates nothing.
+    let repeat = if items.len() <= 16 {
+        (1..items.len()).find_map(|index| {
+            let this = id(index)?;
+            let first = (0..index).find(|&other| id(other) == Some(this))?;
+            Some((index, first, this))
+        })
+    } else {
+        let mut first_at = std::collections::HashMap::with_capacity(items.len());
+        (0..items.len()).find_map(|index| {
+            let this = id(index)?;
+            first_at
+                .insert(this, index)
+                .map(|first| (index, first, this))
+        })
+    };
+    match repeat {
+        Some((index, first, id)) => Err(format!(
+            "does not match prompt.segment@1 output: at /{index}/id: `{id}` is also the id of /{first}; segment ids are unique per provider (rename one, e.g. `{id}-2`)"
+        )),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// The input of the next pipeline provider.
