@@ -263,6 +263,29 @@ fn the_wire_keeps_the_json_shape_of_the_studio_types() {
     assert!(checked >= 10, "only {checked} fixture workspaces opened");
 }
 
+/// Saves `module` with a comment added (no output changes, its plugin runs again) and answers
+/// the patch the window receives for that reload.
+fn comment_save(
+    studio: &mut LiveStudio,
+    wire: &mut covel_studio::wire::WireState,
+    module: &Path,
+) -> covel_studio::wire::patch::SnapshotPatch {
+    let text = std::fs::read_to_string(module).expect("read");
+    std::fs::write(module, format!("{text}\n// a comment\n")).expect("write");
+    let changes = studio.classify(&[module.to_path_buf()]);
+    studio.reload(&changes, Instant::now());
+    wire.patch(studio.snapshot())
+}
+
+/// A list the window held with a `Positions` patch applied (what `mergePositions` does).
+fn merged<T: Clone>(mut held: Vec<T>, patch: &covel_studio::wire::patch::Positions<T>) -> Vec<T> {
+    held.truncate(patch.count as usize);
+    for at in &patch.changed {
+        held[at.index as usize] = at.item.clone();
+    }
+    held
+}
+
 #[test]
 fn a_patch_sends_only_what_changed_and_a_played_turn_once() {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
@@ -358,11 +381,7 @@ fn a_patch_sends_only_what_changed_and_a_played_turn_once() {
     // the new list.
     studio.confirm_memo();
     let held = covel_studio::wire::Preview::from(&studio.preview).calls;
-    let text = std::fs::read_to_string(&module).expect("read");
-    std::fs::write(&module, format!("{text}\n// a comment\n")).expect("write");
-    let changes = studio.classify(&[module]);
-    studio.reload(&changes, Instant::now());
-    let touched = wire.patch(studio.snapshot());
+    let touched = comment_save(&mut studio, &mut wire, &module);
     let preview = touched
         .preview
         .as_ref()
@@ -380,13 +399,9 @@ fn a_patch_sends_only_what_changed_and_a_played_turn_once() {
             "an unchanged call is not sent"
         );
     }
-    let mut merged = held;
-    merged.truncate(calls.count as usize);
-    for at in &calls.changed {
-        merged[at.index as usize] = at.item.clone();
-    }
     assert_eq!(
-        merged, now,
+        merged(held, calls),
+        now,
         "the held calls and the patch give the new list"
     );
     assert_eq!(preview.prompt, None, "the prompt is the same");
@@ -398,11 +413,7 @@ fn a_patch_sends_only_what_changed_and_a_played_turn_once() {
     studio.confirm_memo();
     let held = covel_studio::wire::Preview::from(&studio.preview).slots;
     let module = dir.path().join("soundtrack/server/index.js");
-    let text = std::fs::read_to_string(&module).expect("read");
-    std::fs::write(&module, format!("{text}\n// a comment\n")).expect("write");
-    let changes = studio.classify(&[module]);
-    studio.reload(&changes, Instant::now());
-    let touched = wire.patch(studio.snapshot());
+    let touched = comment_save(&mut studio, &mut wire, &module);
     let slots = touched
         .preview
         .as_ref()
@@ -422,13 +433,9 @@ fn a_patch_sends_only_what_changed_and_a_played_turn_once() {
         slots.changed.len() < now.len(),
         "the slots without soundtrack are not sent"
     );
-    let mut merged = held;
-    merged.truncate(slots.count as usize);
-    for at in &slots.changed {
-        merged[at.index as usize] = at.item.clone();
-    }
     assert_eq!(
-        merged, now,
+        merged(held, slots),
+        now,
         "the held slots and the patch give the new list"
     );
 }
