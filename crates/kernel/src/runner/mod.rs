@@ -413,10 +413,10 @@ fn check_output(point: PointId, slot: Option<SlotId>, value: &Value) -> Result<(
     Ok(())
 }
 
-/// Segment ids are unique per provider (upstream's segment shape says so, and everything that
-/// names a segment afterwards — its prompt block, the cache analysis, the reload diff, the
-/// studio's rows — names it `plugin/id`). A repeat makes the output invalid, like any other
-/// broken segment: the provider is skipped and the message says which items collide.
+/// Segment ids are unique per provider (upstream's segment shape says so; the seed page is
+/// silent). A repeat makes the output invalid, like any other broken segment: the provider is
+/// skipped and the message says which items collide. Two providers of one plugin may share an
+/// id; what compares rows then pairs them by rank (`prompt::row_keys`).
 fn repeated_segment_id(segments: &Value) -> Result<(), String> {
     let items = segments.as_array().map(Vec::as_slice).unwrap_or_default();
     let id = |i: usize| items[i].get("id").and_then(Value::as_str);
