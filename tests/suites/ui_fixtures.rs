@@ -269,7 +269,7 @@ fn comment_save(
     studio: &mut LiveStudio,
     wire: &mut covel_studio::wire::WireState,
     module: &Path,
-) -> covel_studio::wire::patch::SnapshotPatch {
+) -> covel_studio::wire::SnapshotPatch {
     let text = std::fs::read_to_string(module).expect("read");
     std::fs::write(module, format!("{text}\n// a comment\n")).expect("write");
     let changes = studio.classify(&[module.to_path_buf()]);
@@ -278,7 +278,7 @@ fn comment_save(
 }
 
 /// A list the window held with a `Positions` patch applied (what `mergePositions` does).
-fn merged<T: Clone>(mut held: Vec<T>, patch: &covel_studio::wire::patch::Positions<T>) -> Vec<T> {
+fn merged<T: Clone>(mut held: Vec<T>, patch: &covel_studio::wire::Positions<T>) -> Vec<T> {
     held.truncate(patch.count as usize);
     for at in &patch.changed {
         held[at.index as usize] = at.item.clone();

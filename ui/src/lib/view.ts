@@ -513,21 +513,25 @@ export interface OutlineEntry {
   depth: number;
 }
 
-/**
- * The segment row behind each key of each system block. A key (`plugin/id`) can name several
- * rows: ids are unique per provider, so two providers of one plugin may use the same one. The
- * kernel lists a block's keys in the order of the included rows, so the n-th mention of a key
- * is the n-th included row with it (never the first row again).
- */
-export function blockRows(blocks: { segments: string[] }[], segments: SegmentRow[]): (SegmentRow | undefined)[][] {
+/** The rows of each segment key (`plugin/id`), in row order: two providers of one plugin may share an id. */
+export function rowsByKey(segments: SegmentRow[]): Map<string, SegmentRow[]> {
   const rows = new Map<string, SegmentRow[]>();
   for (const s of segments) {
-    if (!s.included) continue;
     const key = `${s.plugin}/${s.id}`;
     const same = rows.get(key);
     if (same) same.push(s);
     else rows.set(key, [s]);
   }
+  return rows;
+}
+
+/**
+ * The segment row behind each key of each system block. A key can name several rows (see
+ * `rowsByKey`); the kernel lists a block's keys in the order of the included rows, so the n-th
+ * mention of a key is the n-th included row with it (never the first row again).
+ */
+export function blockRows(blocks: { segments: string[] }[], segments: SegmentRow[]): (SegmentRow | undefined)[][] {
+  const rows = rowsByKey(segments.filter((s) => s.included));
   const taken = new Map<string, number>();
   return blocks.map((b) =>
     b.segments.map((key) => {
