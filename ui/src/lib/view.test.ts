@@ -2,8 +2,9 @@ import { describe, expect, it } from "vitest";
 import { fixture as snapshot } from "../../fixtures/snapshot";
 import { fixture as forecast } from "../../fixtures/forecast";
 import { fixture as tests } from "../../fixtures/tests";
+import { fixture as afterReload } from "../../fixtures/after-reload";
 import type { CallRecord, Snapshot, SlotId } from "./wire";
-import { activeActor, blockRows, outline, breakpointLabel, cacheReason, sdkCall, chains, providerChains, changedSegments, differenceLabel, draftAfterSnapshot, forecastSummary, listView, meter, movingBreakpoint, nextTurnCacheRead, placementLabel, summaryEntries, systemBreakpoint, testCounts, text, usd, where } from "./view";
+import { activeActor, blockRows, outline, breakpointLabel, cacheReason, sdkCall, chains, providerChains, changedRows, changedSegments, contentBefore, differenceLabel, draftAfterSnapshot, forecastSummary, listView, meter, movingBreakpoint, nextTurnCacheRead, placementLabel, summaryEntries, systemBreakpoint, testCounts, text, usd, where } from "./view";
 
 const demo: Snapshot = snapshot;
 
@@ -160,6 +161,24 @@ describe("segment rows of the system blocks", () => {
   it("gives the n-th mention of a key the n-th included row with it, never the first again", () => {
     const shown = blockRows(blocks, rows).map((b) => b.map((r) => r?.content));
     expect(shown).toEqual([["from the first provider", "other"], ["from the second provider"]]);
+  });
+
+  it("marks only the changed one of two rows sharing a key, with that row's own before text", () => {
+    const state = (index: number) => ({ index, placement: base.placement, sortKey: { volatility: base.volatility, order: 0, providerPluginId: "p", id: "x" }, included: true });
+    // The reload changed the second provider's `p/x` (row 3), not the first's (row 0).
+    const before = [row("x", "first, unchanged"), row("y", "other"), row("x", "excluded one", false), row("x", "second, before")];
+    const after = [before[0], before[1], before[2], row("x", "second, after")];
+    const entry = { ...afterReload.lastReload!, diff: { ...afterReload.lastReload!.diff, segments: [{ kind: "changed" as const, plugin: "p", id: "x", before: state(3), after: state(3) }] } };
+    expect([...changedRows(entry, after)]).toEqual([after[3]]);
+    expect(changedRows(entry, after).has(after[0])).toBe(false);
+    expect(contentBefore(entry, after, before).get(after[3])).toBe("second, before");
+    expect(contentBefore(entry, after, before).has(after[0])).toBe(false);
+    // Keys still mark what only knows a key (messages), and an index that names another row marks nothing.
+    expect([...changedSegments(entry)]).toEqual(["p/x"]);
+    expect(changedRows(entry, [after[1], after[0]]).size).toBe(0);
+    // The outline marks by row too.
+    const entries = outline({ segments: after, prompt: { ...demo.preview.prompt, system: { ...demo.preview.prompt.system, blocks: [{ ...demo.preview.prompt.system.blocks[0], segments: ["p/x", "p/y", "p/x"] }] } } }).filter((e) => e.kind === "segment");
+    expect(entries.map((e) => e.row && changedRows(entry, after).has(e.row))).toEqual([false, false, true]);
   });
 
   it("counts each row's tokens once in the outline", () => {

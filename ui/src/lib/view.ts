@@ -1,6 +1,6 @@
 // View logic: pure functions over the snapshot, unit-tested with Vitest. Components stay thin.
 import { resolveI18nText } from "./locale";
-import type { Breakpoint, CacheReport, CallRecord, Forecast, GoldenDifference, I18n, JsonValue, Message, Origin, PartOrigin, PluginView, ReloadEntry, SegmentRow, Snapshot, TestRun } from "./wire";
+import type { Breakpoint, CacheReport, CallRecord, Forecast, GoldenDifference, I18n, JsonValue, Message, Origin, PartOrigin, PluginView, ReloadEntry, SegmentChange, SegmentRow, Snapshot, TestRun } from "./wire";
 
 // ---- reading JSON values (the session, the world snapshot, summaries) ----------------------------
 
@@ -142,9 +142,41 @@ export function chains(calls: CallRecord[]): Chain[] {
   return [...byKey.values()];
 }
 
-/** Segment keys (`plugin/id`) a reload touched, for highlighting. */
+/** Segment keys (`plugin/id`) a reload touched, for marks that only know a key (messages). */
 export function changedSegments(entry: ReloadEntry | undefined): Set<string> {
   return new Set((entry?.diff.segments ?? []).map((s) => `${s.plugin}/${s.id}`));
+}
+
+/** The row a change names in a preview's rows by its index, if that row is the change's segment. */
+function rowAt(rows: SegmentRow[] | undefined, change: SegmentChange, side: "before" | "after"): SegmentRow | undefined {
+  const state = change[side];
+  const row = state ? rows?.[state.index] : undefined;
+  return row && row.plugin === change.plugin && row.id === change.id ? row : undefined;
+}
+
+/**
+ * The rows of the new preview a reload added, moved or changed. The reload diff names each row
+ * by its index, so of two rows sharing a key (two providers of one plugin may share an id) only
+ * the one that changed is marked.
+ */
+export function changedRows(entry: ReloadEntry | undefined, segments: SegmentRow[]): Set<SegmentRow> {
+  const rows = new Set<SegmentRow>();
+  for (const change of entry?.diff.segments ?? []) {
+    const row = rowAt(segments, change, "after");
+    if (row) rows.add(row);
+  }
+  return rows;
+}
+
+/** Each changed row's content before the reload (the same row, not the first one with its key). */
+export function contentBefore(entry: ReloadEntry | undefined, segments: SegmentRow[], before: SegmentRow[] | undefined): Map<SegmentRow, string> {
+  const contents = new Map<SegmentRow, string>();
+  for (const change of entry?.diff.segments ?? []) {
+    const now = rowAt(segments, change, "after");
+    const was = rowAt(before, change, "before");
+    if (now && was) contents.set(now, was.content);
+  }
+  return contents;
 }
 
 /** Slot keys a reload touched. */
@@ -510,6 +542,8 @@ export interface OutlineEntry {
   target: string;
   /** A segment key (`plugin/id`), for filters and change marks. */
   segment?: string;
+  /** The segment row a system-block entry shows (a key can name several rows). */
+  row?: SegmentRow;
   depth: number;
 }
 
@@ -551,7 +585,7 @@ export function outline(preview: Pick<Snapshot["preview"], "segments" | "prompt"
     out.push({ kind: "block", label: b.kind, tokens: b.tokens, target: `[data-block-index="${i}"]`, depth: 0 });
     for (const [j, key] of b.segments.entries()) {
       const row = rows[i][j];
-      out.push({ kind: "segment", label: key, tokens: row?.tokens, target: `[data-testid="system-prompt"] [data-segment="${attr(key)}"]`, segment: key, depth: 1 });
+      out.push({ kind: "segment", label: key, tokens: row?.tokens, target: `[data-testid="system-prompt"] [data-segment="${attr(key)}"]`, segment: key, row, depth: 1 });
     }
     if (b.cacheBoundary) out.push({ kind: "boundary", label: `cache boundary ${boundary}`, target: `[data-boundary="${boundary++}"]`, depth: 0 });
   });

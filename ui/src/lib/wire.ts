@@ -24,6 +24,7 @@ export type {
   PreviewPatch_Serialize as PreviewPatch,
   RecentFolder_Serialize as RecentFolder,
   ReloadEntry_Serialize as ReloadEntry,
+  SegmentChange_Serialize as SegmentChange,
   SegmentRow_Serialize as SegmentRow,
   SessionEdit_Deserialize as SessionEdit,
   SlotId,
