@@ -133,13 +133,10 @@ fn emit(app: &AppHandle, change: StudioChanged) {
     let _ = change.emit(app);
 }
 
-/// How long a reload that found a freshly broken plugin waits for the rest of an editor's save.
-const RELOAD_GRACE: Duration = Duration::from_millis(120);
-
 fn watch(app: AppHandle, plugins: PathBuf, session: Option<PathBuf>, generation: u64) {
     std::thread::spawn(move || {
         let Ok(mut watcher) =
-            FolderWatcher::new(&plugins, session.as_deref(), Duration::from_millis(10))
+            FolderWatcher::new(&plugins, session.as_deref(), FolderWatcher::SETTLE)
         else {
             emit(&app, StudioChanged::WatchFailed);
             return;
@@ -177,7 +174,7 @@ fn watch(app: AppHandle, plugins: PathBuf, session: Option<PathBuf>, generation:
                 };
                 // The CLI's `covel watch` follows a folder the same way (`LiveStudio::follow`).
                 if studio
-                    .follow_batch(batch, &mut watcher, RELOAD_GRACE)
+                    .follow_batch(batch, &mut watcher, LiveStudio::GRACE)
                     .entry
                     .is_none()
                 {

@@ -24,7 +24,7 @@ fn folder(dir: &Path) {
 
 fn studio(dir: &Path) -> (LiveStudio, FolderWatcher) {
     let ws = Workspace::open(dir, None, &Limits::default()).expect("opens");
-    let watcher = FolderWatcher::new(dir, None, Duration::from_millis(10)).expect("watcher");
+    let watcher = FolderWatcher::new(dir, None, FolderWatcher::SETTLE).expect("watcher");
     (LiveStudio::new(ws, RuntimeTarget::Story), watcher)
 }
 

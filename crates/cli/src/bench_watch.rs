@@ -14,10 +14,6 @@ use serde_json::json;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-/// The settle time and grace `covel watch` uses by default.
-const DEBOUNCE: Duration = Duration::from_millis(10);
-const GRACE: Duration = Duration::from_millis(120);
-
 /// Median, 90th percentile and maximum of samples (milliseconds, or bytes for patch sizes).
 pub fn distribution(mut samples: Vec<f64>) -> serde_json::Value {
     samples.sort_by(f64::total_cmp);
@@ -50,8 +46,8 @@ pub fn run(
     );
     let original =
         std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
-    let mut watcher =
-        FolderWatcher::new(plugins_dir, None, DEBOUNCE).context("starting the file watcher")?;
+    let mut watcher = FolderWatcher::new(plugins_dir, None, FolderWatcher::SETTLE)
+        .context("starting the file watcher")?;
     let mut studio = LiveStudio::new(workspace, RuntimeTarget::Story);
     let (mut written_to_ready, mut work, mut missed) = (Vec::new(), Vec::new(), 0);
     // The work's parts: the plugin's reload, resolving the session, the new preview.
@@ -78,7 +74,7 @@ pub fn run(
                     missed += 1;
                     break;
                 }
-                let Some(followed) = studio.follow(&mut watcher, left, GRACE) else {
+                let Some(followed) = studio.follow(&mut watcher, left, LiveStudio::GRACE) else {
                     continue;
                 };
                 if let Some(entry) = followed.entry.filter(|e| e.plugins.contains_key(&name)) {
@@ -101,7 +97,7 @@ pub fn run(
         "plugin": name,
         "edits": edits,
         "missed": missed,
-        "debounceMs": DEBOUNCE.as_secs_f64() * 1000.0,
+        "debounceMs": FolderWatcher::SETTLE.as_secs_f64() * 1000.0,
         "writtenToReadyMs": distribution(written_to_ready),
         "workMs": distribution(work),
         "loadMs": distribution(load),

@@ -19,11 +19,11 @@ pub struct Args {
     #[arg(long, default_value = "story")]
     runtime: String,
     /// Settle time in milliseconds: events this close together are one reload.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = FolderWatcher::SETTLE.as_millis() as u64)]
     debounce_ms: u64,
     /// How long a reload that finds a freshly broken plugin waits for the rest of an editor's
     /// save before reporting it, in milliseconds.
-    #[arg(long, default_value_t = 120)]
+    #[arg(long, default_value_t = LiveStudio::GRACE.as_millis() as u64)]
     grace_ms: u64,
     /// Stop after this many reloads (for scripts and tests).
     #[arg(long)]

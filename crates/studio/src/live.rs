@@ -200,6 +200,10 @@ impl LiveStudio {
     /// ([`LiveStudio::confirm_memo`]): a save arriving sooner is reloaded first.
     pub const CONFIRM_AFTER: Duration = Duration::from_millis(50);
 
+    /// How long a reload that finds a freshly broken plugin waits for the rest of an editor's
+    /// save (a truncated or half-written file) before it reports the error.
+    pub const GRACE: Duration = Duration::from_millis(120);
+
     /// Whether the preview shown ran calls the memo could answer next time, once a second run
     /// agrees with the first (the memo's rule, `covel_js::memo`): until then the first save
     /// after opening a folder, a session edit or a played turn runs every provider again.
@@ -772,6 +776,11 @@ pub struct Batch {
 }
 
 impl FolderWatcher {
+    /// How long a folder stays quiet before its changes are reloaded: the steps of one editor
+    /// save (write-temp-then-rename, truncate-then-write) land within it, and a step that still
+    /// comes later is covered by [`LiveStudio::GRACE`]. Short, since it is waited on every save.
+    pub const SETTLE: Duration = Duration::from_millis(5);
+
     /// Watches `plugins_dir` recursively (and the session file's folder).
     pub fn new(
         plugins_dir: &Path,
