@@ -26,6 +26,8 @@ class Studio {
   reloads = $state(0);
   /** How long the window took to apply the last reload (from its event to the next painted frame), reported in the e2e timings. */
   applyMs = $state<number | null>(null);
+  /** When the last reload's frame was painted, in epoch milliseconds (comparable with a file's write time). */
+  paintedAt = $state<number | null>(null);
   /** The panel on show. */
   tab = $state<Tab>("Prompt");
   /** Bumped by every action the author takes: change marks fade after the next one. */
@@ -85,7 +87,13 @@ class Studio {
         const started = performance.now();
         await this.merge(event.patch);
         this.busy = null;
-        requestAnimationFrame(() => setTimeout(() => (this.applyMs = performance.now() - started), 0));
+        requestAnimationFrame(() =>
+          setTimeout(() => {
+            const now = performance.now();
+            this.applyMs = now - started;
+            this.paintedAt = performance.timeOrigin + now;
+          }, 0),
+        );
       }
     });
     try {

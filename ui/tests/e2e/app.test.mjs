@@ -252,7 +252,7 @@ test("start-up with a missing folder shows the error in the window and on stderr
 });
 
 // Timings on a large folder (e.g. 200 generated plugins: `COVEL_E2E_PERF_DIR=/tmp/gen200`):
-// panel switches and five reloads, measured in the window and reported, not asserted.
+// panel switches and nine reloads (file written → panel painted), measured and reported, not asserted.
 test("panel switches and a reload on a large folder (reported)", { skip: !process.env.COVEL_E2E_PERF_DIR }, async () => {
   const dir = process.env.COVEL_E2E_PERF_DIR;
   await browser.deleteSession();
@@ -272,23 +272,25 @@ test("panel switches and a reload on a large folder (reported)", { skip: !proces
     const idle = [];
     for (let i = 0; i < 5; i++) idle.push(await browser.executeAsync((done) => { const t = performance.now(); requestAnimationFrame(() => setTimeout(() => done((performance.now() - t).toFixed(0)), 0)); }));
     console.log(`# idle frames in the window, request to painted: ${idle.join(", ")} ms`);
-    const reloads = Number(await (await browser.$('[data-testid="reload-note"]')).getAttribute("data-reloads"));
-    const started = Date.now();
-    await writeFile(index, (await readFile(index, "utf8")) + "\n// touched\n");
-    await waitFor("the reload", async () => Number(await (await browser.$('[data-testid="reload-note"]')).getAttribute("data-reloads")) > reloads, 60000);
-    await waitFor("the time the window took to apply it", async () => (await (await browser.$('[data-testid="reload-note"]')).getAttribute("data-apply-ms")) !== null, 5000);
-    const applied = await (await browser.$('[data-testid="reload-note"]')).getAttribute("data-apply-ms");
-    console.log(`# a reload on ${dir}: ${await text('[data-testid="reload-note"]')} (the window showed it ${Date.now() - started} ms after the write, polling every 200 ms; applying it in the window, event to painted frame: ${applied} ms)`);
-    // One reload's figure is mostly where it fell between two frames: four more give the spread.
-    const more = [];
-    for (let i = 0; i < 4; i++) {
-      const count = Number(await (await browser.$('[data-testid="reload-note"]')).getAttribute("data-reloads"));
-      await writeFile(index, (await readFile(index, "utf8")) + "\n// touched\n");
-      await waitFor("the reload", async () => Number(await (await browser.$('[data-testid="reload-note"]')).getAttribute("data-reloads")) > count, 60000);
-      await new Promise((r) => setTimeout(r, 500));
-      more.push(await (await browser.$('[data-testid="reload-note"]')).getAttribute("data-apply-ms"));
+    // File written → prompt panel painted: the write's wall-clock time against the painted
+    // frame's (`data-painted-at`, epoch ms in the window; same machine, same clock).
+    const note = async (name) => (await browser.$('[data-testid="reload-note"]')).getAttribute(name);
+    const writtenToPainted = [];
+    const applied = [];
+    for (let i = 0; i < 9; i++) {
+      const count = Number(await note("data-reloads"));
+      const touched = (await readFile(index, "utf8")) + "\n// touched\n";
+      const written = Date.now();
+      await writeFile(index, touched);
+      await waitFor("the reload", async () => Number(await note("data-reloads")) > count, 60000);
+      await waitFor("its painted frame", async () => Number(await note("data-painted-at")) >= written, 5000);
+      writtenToPainted.push(Number(await note("data-painted-at")) - written);
+      applied.push(Number(await note("data-apply-ms")));
+      // Apart, as an author's saves are: each reload is measured on its own.
+      await new Promise((r) => setTimeout(r, 300));
     }
-    console.log(`# four more reloads on ${dir}, event to painted frame: ${more.join(", ")} ms`);
+    const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+    console.log(`# nine reloads on ${dir}, file written → prompt panel painted: ${writtenToPainted.join(", ")} ms (median ${median(writtenToPainted)} ms); of which applying the event in the window: ${applied.join(", ")} ms (median ${median(applied)} ms); last: ${await text('[data-testid="reload-note"]')}`);
   } finally {
     await writeFile(index, untouched);
   }
