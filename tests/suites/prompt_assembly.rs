@@ -163,8 +163,8 @@ fn assembled_with(segment: Value, volatility: &str) -> Value {
         json!({"id": "u1", "role": "user", "content": "first"}),
         json!({"id": "a1", "role": "assistant", "content": "second"}),
     ];
-    let assembly = prompt::assemble(&prompt::AssemblyInput {
-        segments: &prompt::Segment::parse_all(json!([segment])),
+    let assembly = prompt::assemble(prompt::AssemblyInput {
+        segments: prompt::Segment::parse_all(json!([segment])),
         runtime: &prompt::RuntimeView::story(),
         preamble: prompt::FRAMEWORK_PREAMBLE,
         body: "Narrate.",
@@ -763,8 +763,8 @@ fn a_key_shared_by_two_providers_is_listed_in_row_order_in_its_block() {
                "volatility": "stable", "order": order, "providerPluginId": "p"})
     };
     let segments = prompt::Segment::parse_all(json!([segment("second", 2), segment("first", 1)]));
-    let assembly = prompt::assemble(&prompt::AssemblyInput {
-        segments: &segments,
+    let assembly = prompt::assemble(prompt::AssemblyInput {
+        segments,
         runtime: &prompt::RuntimeView::story(),
         preamble: prompt::FRAMEWORK_PREAMBLE,
         body: "Narrate.",

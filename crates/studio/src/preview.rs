@@ -479,8 +479,8 @@ impl Workspace {
             .as_ref()
             .and_then(|w| w.get("lore"))
             .and_then(Value::as_str);
-        let assembly = prompt::assemble(&AssemblyInput {
-            segments: &Segment::parse_all(segments.result.take()),
+        let assembly = prompt::assemble(AssemblyInput {
+            segments: Segment::parse_all(segments.result.take()),
             runtime: &runtime,
             preamble: prompt::FRAMEWORK_PREAMBLE,
             body: &body,

@@ -8,8 +8,9 @@ use serde_json::Value;
 /// What one assembly needs.
 #[derive(Debug, Clone)]
 pub struct AssemblyInput<'a> {
-    /// Every segment the providers returned (any order, unfiltered).
-    pub segments: &'a [Segment],
+    /// Every segment the providers returned (any order, unfiltered), taken by value: their
+    /// strings move into the segment table instead of being copied.
+    pub segments: Vec<Segment>,
     pub runtime: &'a RuntimeView,
     pub preamble: &'a str,
     /// The runtime's prompt body (the story prompt, or a plugin's PLUGIN.md body).
@@ -217,20 +218,26 @@ fn key_of(segment: &Segment) -> String {
 }
 
 /// Assembles one request.
-pub fn assemble(input: &AssemblyInput<'_>) -> Assembly {
-    let mut sorted = input.segments.to_vec();
-    sort_segments(&mut sorted);
-    let (included, excluded): (Vec<Segment>, Vec<(Segment, String)>) = {
-        let mut inc = Vec::new();
-        let mut exc = Vec::new();
-        for seg in sorted {
-            match input.runtime.admits(&seg) {
-                Ok(()) => inc.push(seg),
-                Err(why) => exc.push((seg, why)),
-            }
+pub fn assemble(input: AssemblyInput<'_>) -> Assembly {
+    let AssemblyInput {
+        mut segments,
+        runtime,
+        preamble,
+        body,
+        lore,
+        history,
+        summaries,
+        player_message,
+    } = input;
+    sort_segments(&mut segments);
+    let mut included = Vec::with_capacity(segments.len());
+    let mut excluded = Vec::new();
+    for seg in segments {
+        match runtime.admits(&seg) {
+            Ok(()) => included.push(seg),
+            Err(why) => excluded.push((seg, why)),
         }
-        (inc, exc)
-    };
+    }
 
     let in_bucket =
         |placement: Placement| included.iter().filter(move |s| s.placement() == placement);
@@ -248,29 +255,27 @@ pub fn assemble(input: &AssemblyInput<'_>) -> Assembly {
             });
         }
     };
-    push_block(
-        BlockKind::Preamble,
-        input.preamble.to_string(),
-        Vec::new(),
-        true,
-    );
+    push_block(BlockKind::Preamble, preamble.to_string(), Vec::new(), true);
     push_block(
         BlockKind::Body,
-        input.body.trim_end().to_string(),
+        body.trim_end().to_string(),
         Vec::new(),
         true,
     );
-    let mut stable_parts = Vec::new();
-    if input.runtime.story_output
-        && let Some(lore) = input.lore.filter(|l| !l.trim().is_empty())
-    {
-        stable_parts.push(format!(
-            "<world-lore>\n{}\n</world-lore>",
-            lore.replace("</world-lore>", "")
-        ));
-    }
+    let lore = lore
+        .filter(|l| runtime.story_output && !l.trim().is_empty())
+        .map(|lore| {
+            format!(
+                "<world-lore>\n{}\n</world-lore>",
+                lore.replace("</world-lore>", "")
+            )
+        });
     let stable: Vec<&Segment> = in_bucket(Placement::SystemStable).collect();
-    stable_parts.extend(stable.iter().map(|s| s.content.clone()));
+    let stable_parts: Vec<&str> = lore
+        .as_deref()
+        .into_iter()
+        .chain(stable.iter().map(|s| s.content.as_str()))
+        .collect();
     push_block(
         BlockKind::StableSegments,
         stable_parts.join("\n\n"),
@@ -300,8 +305,8 @@ pub fn assemble(input: &AssemblyInput<'_>) -> Assembly {
             },
         ));
     }
-    base.extend(input.summaries.iter().map(summary_message));
-    for m in input.history {
+    base.extend(summaries.iter().map(summary_message));
+    for m in history {
         if m.get("compactedAtTurnId")
             .and_then(Value::as_str)
             .is_some_and(|t| !t.is_empty())
@@ -323,7 +328,7 @@ pub fn assemble(input: &AssemblyInput<'_>) -> Assembly {
     }
     base.push(message(
         "user",
-        input.player_message.to_string(),
+        player_message.to_string(),
         Origin::PlayerInput,
     ));
 
@@ -405,26 +410,43 @@ pub fn assemble(input: &AssemblyInput<'_>) -> Assembly {
     }
 
     // ---- the segment table ----------------------------------------------------------------
-    let ties = TieGroups::of(&included);
-    let row = |seg: &Segment, excluded_because: Option<String>| SegmentRow {
-        plugin: seg.provider_plugin_id.clone(),
-        id: seg.id.clone(),
+    // Rows take the segments' strings: the blocks and messages above hold their own copies.
+    let tied: Vec<bool> = {
+        let ties = TieGroups::of(&included);
+        included
+            .iter()
+            .map(|s| ties.tie_broken_by_plugin_id(s))
+            .collect()
+    };
+    let row = |seg: Segment, excluded_because: Option<String>, tied: bool| SegmentRow {
         volatility: seg.volatility,
         order: seg.order(),
-        position: seg.position.clone(),
         role: seg.role().to_string(),
-        audience: seg.audience.clone(),
         placement: seg.placement(),
         volatility_applies: seg.placement().volatility_applies(),
-        sort_key: SegmentKey::of(seg),
-        tie_broken_by_plugin_id: excluded_because.is_none() && ties.tie_broken_by_plugin_id(seg),
+        sort_key: SegmentKey::of(&seg),
+        tie_broken_by_plugin_id: tied,
         included: excluded_because.is_none(),
         excluded_because,
         tokens: estimate_tokens(&seg.content),
-        content: seg.content.clone(),
+        plugin: seg.provider_plugin_id,
+        id: seg.id,
+        position: seg.position,
+        audience: seg.audience,
+        content: seg.content,
     };
-    let mut segments: Vec<SegmentRow> = included.iter().map(|s| row(s, None)).collect();
-    segments.extend(excluded.iter().map(|(s, why)| row(s, Some(why.clone()))));
+    let mut segments: Vec<SegmentRow> = Vec::with_capacity(included.len() + excluded.len());
+    segments.extend(
+        included
+            .into_iter()
+            .zip(tied)
+            .map(|(s, tied)| row(s, None, tied)),
+    );
+    segments.extend(
+        excluded
+            .into_iter()
+            .map(|(s, why)| row(s, Some(why), false)),
+    );
 
     Assembly {
         blocks,

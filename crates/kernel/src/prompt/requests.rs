@@ -130,6 +130,19 @@ pub struct AnthropicRequest {
     pub messages: Vec<RequestMessage>,
 }
 
+/// A system message as the user text Anthropic's API takes inside a conversation. Sized once:
+/// the turn context holds every turn-volatile segment, and growing it in steps showed up in
+/// every preview's profile.
+fn system_instruction(content: &str) -> String {
+    const OPEN: &str = "<system-instruction>\n";
+    const CLOSE: &str = "\n</system-instruction>";
+    let mut text = String::with_capacity(OPEN.len() + content.len() + CLOSE.len());
+    text.push_str(OPEN);
+    text.push_str(content);
+    text.push_str(CLOSE);
+    text
+}
+
 impl AnthropicRequest {
     /// Builds the request for an assembly: every system boundary (the earliest give way when
     /// there are more than three) and one moving breakpoint on the newest history message.
@@ -173,10 +186,7 @@ impl AnthropicRequest {
             .filter(|(_, m)| sent(m))
         {
             let (role, text) = match m.role.as_str() {
-                "system" => (
-                    "user",
-                    format!("<system-instruction>\n{}\n</system-instruction>", m.content),
-                ),
+                "system" => ("user", system_instruction(&m.content)),
                 "assistant" => ("assistant", m.content.clone()),
                 _ => ("user", m.content.clone()),
             };

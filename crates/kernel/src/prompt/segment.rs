@@ -20,11 +20,38 @@ pub enum Volatility {
 }
 
 /// Who a segment is for.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
 pub enum Audience {
     Named(NamedAudience),
     Contract { contract: String },
+}
+
+/// A name or `{contract}`, told apart by the value's own shape (as [`Position`] is).
+impl<'de> Deserialize<'de> for Audience {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Shape;
+        impl<'de> serde::de::Visitor<'de> for Shape {
+            type Value = Audience;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("\"all\", \"story\", \"self\" or {contract: name}")
+            }
+            fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<Audience, E> {
+                use serde::de::IntoDeserializer;
+                NamedAudience::deserialize(name.into_deserializer()).map(Audience::Named)
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Audience, A::Error> {
+                #[derive(Deserialize)]
+                struct Contract {
+                    contract: String,
+                }
+                let Contract { contract } =
+                    Contract::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+                Ok(Audience::Contract { contract })
+            }
+        }
+        deserializer.deserialize_any(Shape)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -281,6 +308,66 @@ impl<'a> TieGroups<'a> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn positions_and_audiences_are_read_by_their_shape_and_round_trip() {
+        use crate::manifest::{NamedPosition, Position};
+        let read = |v: Value| serde_json::from_value::<Position>(v).ok();
+        assert_eq!(
+            read(json!("pre-history")),
+            Some(Position::Named(NamedPosition::PreHistory))
+        );
+        assert_eq!(
+            read(json!({"depth": 3})),
+            Some(Position::Depth { depth: 3 })
+        );
+        assert_eq!(
+            read(json!({"depth": 3, "note": "ignored"})),
+            Some(Position::Depth { depth: 3 })
+        );
+        for bad in [
+            json!("middle"),
+            json!({"depth": -1}),
+            json!({}),
+            json!(2),
+            json!(null),
+        ] {
+            assert_eq!(read(bad.clone()), None, "{bad}");
+        }
+        let audience = |v: Value| serde_json::from_value::<Audience>(v).ok();
+        assert_eq!(
+            audience(json!("self")),
+            Some(Audience::Named(NamedAudience::Own))
+        );
+        assert_eq!(
+            audience(json!({"contract": "quest-log"})),
+            Some(Audience::Contract {
+                contract: "quest-log".into()
+            })
+        );
+        for bad in [
+            json!("everyone"),
+            json!({"contract": 1}),
+            json!([]),
+            json!(true),
+        ] {
+            assert_eq!(audience(bad.clone()), None, "{bad}");
+        }
+        for position in [
+            Position::Named(NamedPosition::System),
+            Position::Depth { depth: 0 },
+        ] {
+            assert_eq!(read(json!(position)), Some(position));
+        }
+        for who in [
+            Audience::Named(NamedAudience::All),
+            Audience::Contract {
+                contract: "c".into(),
+            },
+        ] {
+            assert_eq!(audience(json!(who)), Some(who));
+        }
+    }
 
     fn segment(plugin: &str, id: &str, order: i64, volatility: &str) -> Segment {
         let mut s: Segment = serde_json::from_value(json!({
