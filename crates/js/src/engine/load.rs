@@ -85,9 +85,10 @@ pub fn load(spec: &LoadSpec) -> (Option<Engine>, LoadReport) {
         engine.shutdown();
         return (None, report);
     }
-    // What only the load needed (the module graph's garbage cycles, the staged registrations'
-    // stacks) goes before the engine joins the others.
-    engine.runtime.run_gc();
+    // No collection here: QuickJS frees the load's garbage by reference count and collects its
+    // cycles itself once its allocation threshold is crossed. An explicit collection after each
+    // load cost ≈ 8% of opening 500 generated plugins and freed nothing there (engine memory
+    // 113.6 MB either way); on upstream's 21 plugins it freed 0.4 MB of 31.5.
     (Some(engine), report)
 }
 
