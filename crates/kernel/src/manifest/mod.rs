@@ -55,33 +55,19 @@ pub enum Position {
     Depth { depth: u32 },
 }
 
-/// A name or `{depth}`, told apart by the value's own shape: every segment of every preview is
-/// read through this, and serde's untagged enums first copy the value to try each variant.
+/// A name or `{depth}` (read by its shape, see `name_or_object`).
 impl<'de> serde::Deserialize<'de> for Position {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Shape;
-        impl<'de> serde::de::Visitor<'de> for Shape {
-            type Value = Position;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("\"system\", \"pre-history\", \"post-history\" or {depth: n}")
-            }
-            fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<Position, E> {
-                use serde::Deserialize;
-                use serde::de::IntoDeserializer;
-                NamedPosition::deserialize(name.into_deserializer()).map(Position::Named)
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Position, A::Error> {
-                #[derive(serde::Deserialize)]
-                struct Depth {
-                    depth: u32,
-                }
-                let Depth { depth } = serde::Deserialize::deserialize(
-                    serde::de::value::MapAccessDeserializer::new(map),
-                )?;
-                Ok(Position::Depth { depth })
-            }
+        #[derive(serde::Deserialize)]
+        struct Depth {
+            depth: u32,
         }
-        deserializer.deserialize_any(Shape)
+        crate::name_or_object::name_or_object(
+            deserializer,
+            "\"system\", \"pre-history\", \"post-history\" or {depth: n}",
+            Position::Named,
+            |Depth { depth }| Position::Depth { depth },
+        )
     }
 }
 

@@ -27,30 +27,19 @@ pub enum Audience {
     Contract { contract: String },
 }
 
-/// A name or `{contract}`, told apart by the value's own shape (as [`Position`] is).
+/// A name or `{contract}` (read by its shape, see `name_or_object`).
 impl<'de> Deserialize<'de> for Audience {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Shape;
-        impl<'de> serde::de::Visitor<'de> for Shape {
-            type Value = Audience;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("\"all\", \"story\", \"self\" or {contract: name}")
-            }
-            fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<Audience, E> {
-                use serde::de::IntoDeserializer;
-                NamedAudience::deserialize(name.into_deserializer()).map(Audience::Named)
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Audience, A::Error> {
-                #[derive(Deserialize)]
-                struct Contract {
-                    contract: String,
-                }
-                let Contract { contract } =
-                    Contract::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
-                Ok(Audience::Contract { contract })
-            }
+        #[derive(Deserialize)]
+        struct Contract {
+            contract: String,
         }
-        deserializer.deserialize_any(Shape)
+        crate::name_or_object::name_or_object(
+            deserializer,
+            "\"all\", \"story\", \"self\" or {contract: name}",
+            Audience::Named,
+            |Contract { contract }| Audience::Contract { contract },
+        )
     }
 }
 
