@@ -2,8 +2,7 @@
 //! enforces two ceilings: the plugin's own limit, and one process-wide budget shared by every
 //! plugin runtime (so sixty plugins cannot take gigabytes between them). A refused allocation
 //! is recorded, so an out-of-memory failure is classified as such even when the engine could
-//! not allocate the error object that would have said so. It also keeps a few freed 4 KB arena
-//! pages per runtime for its next call (QuickJS returns an arena the moment it empties).
+//! not allocate the error object that would have said so.
 
 use rquickjs::allocator::{Allocator, RustAllocator};
 use std::sync::Arc;
@@ -103,52 +102,26 @@ fn rounded(size: usize) -> Option<usize> {
     size.checked_add(7).map(|s| s & !7)
 }
 
-/// The size of QuickJS's small-object arenas: it carves objects of up to 512 bytes from 4 KB
-/// arenas and frees an arena the moment its last object goes, so a call whose objects die with
-/// it takes and returns whole arenas. Requests just under this size are served as one page.
-const ARENA: usize = 4096;
-const ARENA_MIN: usize = ARENA - 512;
-/// Freed arena pages a runtime keeps for its next call (still counted as its memory).
-const SPARE_ARENAS: usize = 4;
-
-/// Rust's allocator, within a runtime's account, with a few spare arena pages.
+/// Rust's allocator, within a runtime's account.
 pub struct BudgetAllocator {
     inner: RustAllocator,
     account: Arc<RuntimeMemory>,
-    spare: Vec<SparePage>,
 }
-
-/// A freed arena page, owned by the allocator until reused or dropped.
-struct SparePage(*mut u8);
-
-// SAFETY: a spare page is plain memory owned by its allocator; nothing else points to it.
-#[allow(unsafe_code)]
-unsafe impl Send for SparePage {}
 
 impl BudgetAllocator {
     pub fn new(account: Arc<RuntimeMemory>) -> BudgetAllocator {
         BudgetAllocator {
             inner: RustAllocator,
             account,
-            spare: Vec::with_capacity(SPARE_ARENAS),
         }
     }
 }
 
+// SAFETY: every method delegates to `RustAllocator`, which upholds the trait's contract; this
+// wrapper only refuses requests (returning null, which the contract allows) and keeps counts.
 #[allow(unsafe_code)]
-impl Drop for BudgetAllocator {
-    fn drop(&mut self) {
-        for SparePage(page) in self.spare.drain(..) {
-            // SAFETY: each spare page came from `inner` and is owned by no one else.
-            unsafe { self.inner.dealloc(page) };
-            self.account.release(ARENA);
-        }
-    }
-}
-
-impl BudgetAllocator {
-    /// A request from `inner`, within the account.
-    fn alloc_exact(&mut self, size: usize) -> *mut u8 {
+unsafe impl Allocator for BudgetAllocator {
+    fn alloc(&mut self, size: usize) -> *mut u8 {
         let Some(bytes) = rounded(size) else {
             return std::ptr::null_mut();
         };
@@ -160,23 +133,6 @@ impl BudgetAllocator {
             self.account.release(bytes);
         }
         ptr
-    }
-}
-
-// SAFETY: every method delegates to `RustAllocator`, which upholds the trait's contract; this
-// wrapper only refuses requests (returning null, which the contract allows), keeps counts, and
-// hands a freed arena-sized block (allocated as exactly `ARENA` bytes) to the next arena-sized
-// request, which it fits.
-#[allow(unsafe_code)]
-unsafe impl Allocator for BudgetAllocator {
-    fn alloc(&mut self, size: usize) -> *mut u8 {
-        if (ARENA_MIN..=ARENA).contains(&size) {
-            if let Some(SparePage(page)) = self.spare.pop() {
-                return page;
-            }
-            return self.alloc_exact(ARENA);
-        }
-        self.alloc_exact(size)
     }
 
     fn calloc(&mut self, count: usize, size: usize) -> *mut u8 {
@@ -197,10 +153,6 @@ unsafe impl Allocator for BudgetAllocator {
     unsafe fn dealloc(&mut self, ptr: *mut u8) {
         // SAFETY: the caller guarantees `ptr` came from this allocator.
         let bytes = unsafe { RustAllocator::usable_size(ptr) };
-        if bytes == ARENA && self.spare.len() < SPARE_ARENAS {
-            self.spare.push(SparePage(ptr));
-            return;
-        }
         unsafe { self.inner.dealloc(ptr) };
         self.account.release(bytes);
     }
@@ -234,41 +186,6 @@ unsafe impl Allocator for BudgetAllocator {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    #[allow(unsafe_code)]
-    fn a_freed_arena_page_serves_the_next_arena_request_and_stays_in_the_account() {
-        let shared = SharedBudget::new(1 << 20);
-        let account = RuntimeMemory::new(1 << 20, Arc::clone(&shared));
-        let mut allocator = BudgetAllocator::new(Arc::clone(&account));
-        let page = allocator.alloc(ARENA - 40);
-        assert!(!page.is_null());
-        assert_eq!(account.used(), ARENA, "served as one whole page");
-        // SAFETY: `page` came from this allocator and is freed once.
-        unsafe { allocator.dealloc(page) };
-        assert_eq!(
-            account.used(),
-            ARENA,
-            "a spare page is still the runtime's memory"
-        );
-        let again = allocator.alloc(ARENA - 8);
-        assert_eq!(again, page, "the spare page is reused");
-        assert_eq!(account.used(), ARENA, "reusing it reserves nothing more");
-        let small = allocator.alloc(100);
-        assert_eq!(account.used(), ARENA + 104, "other sizes are untouched");
-        // SAFETY: both came from this allocator and are freed once.
-        unsafe {
-            allocator.dealloc(small);
-            allocator.dealloc(again);
-        }
-        drop(allocator);
-        assert_eq!(
-            account.used(),
-            0,
-            "dropping the allocator frees its spare pages"
-        );
-        assert_eq!(shared.used(), 0);
-    }
 
     #[test]
     fn the_shared_budget_refuses_what_no_single_limit_would() {
