@@ -19,7 +19,6 @@ pub mod files;
 pub mod http;
 pub mod locale;
 pub mod manifest;
-mod name_or_object;
 pub mod package;
 pub mod prompt;
 pub mod registration;

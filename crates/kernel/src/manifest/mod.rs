@@ -48,27 +48,11 @@ impl ExtensionDecl {
 }
 
 /// Where a prompt segment goes (shared by static and provided segments).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(untagged)]
 pub enum Position {
     Named(NamedPosition),
     Depth { depth: u32 },
-}
-
-/// A name or `{depth}` (read by its shape, see `name_or_object`).
-impl<'de> serde::Deserialize<'de> for Position {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        #[derive(serde::Deserialize)]
-        struct Depth {
-            depth: u32,
-        }
-        crate::name_or_object::name_or_object(
-            deserializer,
-            "\"system\", \"pre-history\", \"post-history\" or {depth: n}",
-            Position::Named,
-            |Depth { depth }| Position::Depth { depth },
-        )
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]

@@ -20,27 +20,11 @@ pub enum Volatility {
 }
 
 /// Who a segment is for.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum Audience {
     Named(NamedAudience),
     Contract { contract: String },
-}
-
-/// A name or `{contract}` (read by its shape, see `name_or_object`).
-impl<'de> Deserialize<'de> for Audience {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        struct Contract {
-            contract: String,
-        }
-        crate::name_or_object::name_or_object(
-            deserializer,
-            "\"all\", \"story\", \"self\" or {contract: name}",
-            Audience::Named,
-            |Contract { contract }| Audience::Contract { contract },
-        )
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -299,7 +283,7 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn positions_and_audiences_are_read_by_their_shape_and_round_trip() {
+    fn positions_and_audiences_read_names_and_objects_and_round_trip() {
         use crate::manifest::{NamedPosition, Position};
         let read = |v: Value| serde_json::from_value::<Position>(v).ok();
         assert_eq!(
