@@ -1,6 +1,7 @@
 //! Reloading at the speed of the save: an editor's save in steps (a truncated or half-written
-//! file, then the whole file) gives one reload without a bogus syntax error; a file that stays
-//! broken is reported once the grace period passes, and the last good version keeps running.
+//! file, then the whole file; or a temporary file renamed over the entry) shows no bogus error;
+//! a file that stays broken is reported once the grace period passes, and the last good version
+//! keeps running.
 
 use covel_js::Limits;
 use covel_studio::live::{FolderWatcher, LiveStudio};
@@ -61,6 +62,70 @@ fn a_save_in_steps_gives_one_reload_without_a_bogus_syntax_error() {
         entry.diagnostics
     );
     assert!(studio.preview.segments.iter().any(|s| s.content == "two"));
+}
+
+/// Follows reloads until the preview shows `content` (or ten seconds pass); returns every entry.
+fn reloads_until(
+    studio: &mut LiveStudio,
+    watcher: &mut FolderWatcher,
+    content: &str,
+) -> Vec<covel_studio::live::ReloadEntry> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let mut entries = Vec::new();
+    while !studio.preview.segments.iter().any(|s| s.content == content) {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        assert!(!left.is_zero(), "no reload showed {content:?}: {entries:?}");
+        if let Some(entry) = studio
+            .follow(watcher, left, LiveStudio::GRACE)
+            .and_then(|f| f.entry)
+        {
+            entries.push(entry);
+        }
+    }
+    entries
+}
+
+#[test]
+fn an_atomic_save_by_rename_never_shows_an_error_and_ends_on_the_new_text() {
+    // Write-temp-then-rename (JetBrains, vim's `backupcopy=no`, many tools): the entry is always
+    // whole, so no reload may report anything, however the events split into batches.
+    let dir = tempfile::tempdir().expect("tempdir");
+    folder(dir.path());
+    let (mut studio, mut watcher) = studio(dir.path());
+    let server = dir.path().join("note/server");
+    let temp = server.join("index.js___jb_tmp___");
+    std::fs::write(&temp, GOOD.replace("VERSION", "two")).expect("temp");
+    std::fs::rename(&temp, server.join("index.js")).expect("rename");
+    let entries = reloads_until(&mut studio, &mut watcher, "two");
+    assert!(
+        entries.iter().all(|e| e.diagnostics.is_empty()),
+        "no reload reported a problem: {entries:?}"
+    );
+    assert_eq!(
+        entries.last().and_then(|e| e.plugins.get("note")),
+        Some(&PluginReload::Replaced)
+    );
+}
+
+#[test]
+fn a_truncate_then_write_save_shows_no_error_for_the_empty_moment() {
+    // Truncate-then-write, the two steps apart by more than the settle time: the empty entry
+    // (no default export) is held by the grace period until the text arrives.
+    let dir = tempfile::tempdir().expect("tempdir");
+    folder(dir.path());
+    let (mut studio, mut watcher) = studio(dir.path());
+    let entry_file = dir.path().join("note/server/index.js");
+    let writer = std::thread::spawn(move || {
+        std::fs::write(&entry_file, "").expect("truncate");
+        std::thread::sleep(FolderWatcher::SETTLE * 6);
+        std::fs::write(&entry_file, GOOD.replace("VERSION", "two")).expect("whole");
+    });
+    let entries = reloads_until(&mut studio, &mut watcher, "two");
+    writer.join().expect("writer");
+    assert!(
+        entries.iter().all(|e| e.diagnostics.is_empty()),
+        "no reload reported the empty moment: {entries:?}"
+    );
 }
 
 #[test]
