@@ -3,7 +3,7 @@
 //! boundaries whose prefix changed. Each change names the plugin that caused it.
 
 use crate::preview::Preview;
-use covel_kernel::prompt::{Placement, RowKey as Key, SegmentKey, SegmentRow};
+use covel_kernel::prompt::{Placement, RowKey as Key, SegmentKey, SegmentRow, row_keys};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -116,7 +116,7 @@ impl PreviewDiff {
 /// Compares two previews.
 pub fn diff(before: &Preview, after: &Preview) -> PreviewDiff {
     // Indexed once, so a reload's diff costs the same per segment at 1 000 segments as at 10.
-    let (keys_before, keys_after) = (keys(before), keys(after));
+    let (keys_before, keys_after) = (row_keys(&before.segments), row_keys(&after.segments));
     let (index_before, index_after) = (index_of(&keys_before), index_of(&keys_after));
     let order = RelativeOrder::new(
         (before, &keys_before, &index_before),
@@ -256,11 +256,6 @@ pub fn diff(before: &Preview, after: &Preview) -> PreviewDiff {
 /// Where each row's key is, in a preview.
 fn index_of<'p>(keys: &[Key<'p>]) -> HashMap<Key<'p>, usize> {
     keys.iter().enumerate().map(|(i, k)| (*k, i)).collect()
-}
-
-/// Each row's [`Key`], in row order.
-fn keys(p: &Preview) -> Vec<Key<'_>> {
-    covel_kernel::prompt::row_keys(&p.segments)
 }
 
 /// Whether the included segments present in both previews that come before a segment in its
