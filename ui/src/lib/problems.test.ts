@@ -207,6 +207,18 @@ describe("diffs between turns", () => {
     expect(changes[0].parts.filter((p) => p.kind !== "same").map((p) => p.text.trim())).toEqual(["unhurried", "patient"]);
     expect(segmentChanges(undefined, after)).toEqual([]);
   });
+
+  it("pairs rows sharing a key by rank, so a change to the first of two is seen", () => {
+    // Two providers of one plugin may send the same id: `p/x` twice.
+    const before = structuredClone(demo().preview);
+    const base = before.segments[0];
+    before.segments = [{ ...base, plugin: "p", id: "x", content: "first one" }, { ...base, plugin: "p", id: "x", content: "second one" }];
+    const after = structuredClone(before);
+    after.segments[0].content = "first two";
+    const changes = segmentChanges(before, after);
+    expect(changes.map((c) => c.key)).toEqual(["p/x"]);
+    expect(changes[0].parts.filter((p) => p.kind !== "same").map((p) => p.text.trim())).toEqual(["one", "two"]);
+  });
 });
 
 import { promptWarnings } from "./view";

@@ -142,9 +142,14 @@ export function chains(calls: CallRecord[]): Chain[] {
   return [...byKey.values()];
 }
 
+/** A segment's key, `plugin/id`, as the kernel names segments in blocks and origins. */
+export function segmentKey(s: { plugin: string; id: string }): string {
+  return `${s.plugin}/${s.id}`;
+}
+
 /** Segment keys (`plugin/id`) a reload touched, for marks that only know a key (messages). */
 export function changedSegments(entry: ReloadEntry | undefined): Set<string> {
-  return new Set((entry?.diff.segments ?? []).map((s) => `${s.plugin}/${s.id}`));
+  return new Set((entry?.diff.segments ?? []).map(segmentKey));
 }
 
 /** The row a change names in a preview's rows by its index, if that row is the change's segment. */
@@ -503,7 +508,7 @@ export function segmentMatches(s: SegmentRow, q: SegmentQuery): boolean {
   if (q.position && s.placement.kind !== q.position) return false;
   const needle = q.text.trim().toLowerCase();
   if (!needle) return true;
-  return `${s.plugin}/${s.id}`.toLowerCase().includes(needle) || s.content.toLowerCase().includes(needle);
+  return segmentKey(s).toLowerCase().includes(needle) || s.content.toLowerCase().includes(needle);
 }
 
 /** Whether any filter is set. */
@@ -551,7 +556,7 @@ export interface OutlineEntry {
 export function rowsByKey(segments: SegmentRow[]): Map<string, SegmentRow[]> {
   const rows = new Map<string, SegmentRow[]>();
   for (const s of segments) {
-    const key = `${s.plugin}/${s.id}`;
+    const key = segmentKey(s);
     const same = rows.get(key);
     if (same) same.push(s);
     else rows.set(key, [s]);
@@ -780,14 +785,23 @@ export function turnSummary(turn: import("./wire").TurnRecord, sent?: Snapshot["
   return `${prompt}${reply} · ${turn.events?.length ?? 0} events · ${turn.slotChanges?.length ?? 0} slot changes · ${compaction}`;
 }
 
-/** The segments whose text differs between two previews (added, removed or changed), with word diffs. */
+/**
+ * The segments whose text differs between two previews (added, removed or changed), with word
+ * diffs. Rows sharing a key are paired by rank (the n-th with the n-th, see `rowsByKey`).
+ */
 export function segmentChanges(before: Snapshot["preview"] | undefined, after: Snapshot["preview"]): { key: string; parts: DiffPart[] }[] {
   if (!before) return [];
-  const text = (p: Snapshot["preview"]) => new Map(p.segments.filter((s) => s.included).map((s) => [`${s.plugin}/${s.id}`, s.content]));
-  const a = text(before);
-  const b = text(after);
+  const rows = (p: Snapshot["preview"]) => rowsByKey(p.segments.filter((s) => s.included));
+  const a = rows(before);
+  const b = rows(after);
   const keys = [...new Set([...a.keys(), ...b.keys()])];
-  return keys.filter((k) => a.get(k) !== b.get(k)).map((k) => ({ key: k, parts: wordDiff(a.get(k) ?? "", b.get(k) ?? "") }));
+  return keys.flatMap((key) => {
+    const was = a.get(key) ?? [];
+    const now = b.get(key) ?? [];
+    return Array.from({ length: Math.max(was.length, now.length) }, (_, n) => [was[n]?.content, now[n]?.content] as const)
+      .filter(([x, y]) => x !== y)
+      .map(([x, y]) => ({ key, parts: wordDiff(x ?? "", y ?? "") }));
+  });
 }
 
 /**
