@@ -778,8 +778,10 @@ pub struct Batch {
 impl FolderWatcher {
     /// How long a folder stays quiet before its changes are reloaded: the steps of one editor
     /// save (write-temp-then-rename, truncate-then-write) land within it, and a step that still
-    /// comes later is covered by [`LiveStudio::GRACE`]. Short, since it is waited on every save.
-    pub const SETTLE: Duration = Duration::from_millis(5);
+    /// comes later is covered by [`LiveStudio::GRACE`]. Every save waits for it, but 5 ms split
+    /// one save into two reloads on a loaded CI machine (the second, changing nothing, cleared
+    /// the first's change marks), so it stays at 10 ms.
+    pub const SETTLE: Duration = Duration::from_millis(10);
 
     /// Watches `plugins_dir` recursively (and the session file's folder).
     pub fn new(
