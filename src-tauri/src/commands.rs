@@ -140,9 +140,11 @@ async fn play_turn(state: State<'_, AppState>, message: String) -> Result<Snapsh
         .cancel
         .store(false, std::sync::atomic::Ordering::SeqCst);
     let cancel = Arc::clone(&state.cancel);
-    // Three steps, the state lock held only for the first and the last: a slow model does not
-    // keep reloads (or cancel) waiting. A session changed meanwhile makes the last step refuse
-    // the reply (see `Playtest::finish_turn`).
+    // Five steps, the state lock held only for the first, the third and the last: neither a slow
+    // story model nor a compaction provider waiting for the fast model keeps reloads (or cancel)
+    // waiting. A session changed meanwhile makes the third step refuse the reply and
+    // the last one leave the compaction unapplied (see `Playtest::append_reply` and
+    // `Playtest::complete_turn`).
     let pending = with_studio(&state, move |s| Ok(s.begin_turn(&message))).await?;
     let Ok(pending) = pending else {
         return with_studio_patch(&state, |_| Ok(())).await;
@@ -155,8 +157,21 @@ async fn play_turn(state: State<'_, AppState>, message: String) -> Result<Snapsh
         }
     })
     .await?;
+    let appended = with_studio(
+        &state,
+        move |s| Ok(s.append_reply(pending, answer, &cancel)),
+    )
+    .await?;
+    let Ok(mut appended) = appended else {
+        return with_studio_patch(&state, |_| Ok(())).await;
+    };
+    let appended = off_runtime(move || {
+        appended.compact();
+        Ok(appended)
+    })
+    .await?;
     with_studio_patch(&state, move |s| {
-        s.finish_turn(pending, answer, &cancel);
+        s.complete_turn(appended);
         Ok(())
     })
     .await
@@ -166,8 +181,16 @@ async fn play_turn(state: State<'_, AppState>, message: String) -> Result<Snapsh
 #[tauri::command]
 #[specta::specta]
 async fn compact_now(state: State<'_, AppState>) -> Result<SnapshotPatch, String> {
-    with_studio_patch(&state, |s| {
-        s.compact_now();
+    // Like a played turn's compaction: the provider (which may wait for the fast model) runs
+    // without the state lock, and its result applies only to the session it was asked about.
+    let mut forced = with_studio(&state, |s| Ok(s.begin_compact_now())).await?;
+    let forced = off_runtime(move || {
+        forced.compact();
+        Ok(forced)
+    })
+    .await?;
+    with_studio_patch(&state, move |s| {
+        s.finish_compact_now(forced);
         Ok(())
     })
     .await

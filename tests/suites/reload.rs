@@ -1,7 +1,8 @@
 //! Reloading at the speed of the save: an editor's save in steps (a truncated or half-written
 //! file, then the whole file; or a temporary file renamed over the entry) shows no bogus error;
 //! a file that stays broken is reported once the grace period passes, and the last good version
-//! keeps running.
+//! keeps running. A save of the same bytes reloads nothing (the runtime, its memo and the last
+//! reload's marks stay); "run everything again" still reloads every plugin.
 
 use covel_js::Limits;
 use covel_studio::live::{FolderWatcher, LiveStudio};
@@ -226,4 +227,139 @@ fn once_the_memo_is_confirmed_while_idle_the_first_save_runs_only_the_edited_plu
     );
     assert_eq!(contents, same, "the memo changes no answer");
     assert!(contents.contains(&"two".to_string()), "{contents:?}");
+}
+
+/// The running engine of a plugin, to tell a kept runtime from a new one.
+fn engine_of(studio: &LiveStudio, name: &str) -> std::sync::Arc<covel_js::host::JsPlugin> {
+    let plugin = studio.workspace().plugins.iter().find(|p| p.name == name);
+    plugin
+        .and_then(|p| p.instance.clone())
+        .expect("a running plugin")
+}
+
+#[test]
+fn a_save_of_the_same_bytes_reloads_nothing_and_keeps_the_runtime_and_the_last_reload() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    folder(dir.path());
+    let (mut studio, mut watcher) = studio(dir.path());
+    let entry_file = dir.path().join("note/server/index.js");
+    std::fs::write(&entry_file, GOOD.replace("VERSION", "two")).expect("edit");
+    let entries = reloads_until(&mut studio, &mut watcher, "two");
+    let changed = entries.last().cloned().expect("a reload");
+    assert!(
+        !changed.diff.segments.is_empty(),
+        "the edit changed a segment"
+    );
+    let engine = engine_of(&studio, "note");
+    // The same text again, as a save in place and as a save by rename (a new file).
+    std::fs::write(&entry_file, GOOD.replace("VERSION", "two")).expect("same bytes");
+    let temp = dir.path().join("note/server/index.js.tmp");
+    std::fs::write(&temp, GOOD.replace("VERSION", "two")).expect("temp");
+    std::fs::rename(&temp, &entry_file).expect("rename");
+    let deadline = std::time::Instant::now() + Duration::from_millis(1500);
+    let mut batches = 0;
+    while let Some(followed) = studio.follow(
+        &mut watcher,
+        deadline.saturating_duration_since(std::time::Instant::now()),
+        LiveStudio::GRACE,
+    ) {
+        batches += 1;
+        assert!(
+            followed.entry.is_none(),
+            "the same bytes reload nothing: {:?}",
+            followed.entry
+        );
+    }
+    assert!(batches > 0, "the watcher saw the saves");
+    assert!(
+        std::sync::Arc::ptr_eq(&engine, &engine_of(&studio, "note")),
+        "the runtime (and its memo and module state) stays"
+    );
+    let last = studio.last_reload.as_ref().expect("the last reload");
+    assert_eq!(
+        last.diff.segments, changed.diff.segments,
+        "the last reload's changes are still the ones shown"
+    );
+    assert!(studio.preview.segments.iter().any(|s| s.content == "two"));
+
+    // "Run everything again" reloads it all the same: a fresh runtime.
+    let again = studio.run_everything_again();
+    assert_eq!(again.plugins.get("note"), Some(&PluginReload::Replaced));
+    assert!(!std::sync::Arc::ptr_eq(
+        &engine,
+        &engine_of(&studio, "note")
+    ));
+}
+
+#[test]
+fn a_session_file_saved_with_the_same_text_reloads_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    folder(dir.path());
+    let session = dir.path().join("test.session.yaml");
+    let text = "id: s\nlocale: en\n";
+    std::fs::write(&session, text).expect("session");
+    let ws = Workspace::open(dir.path(), Some(&session), &Limits::default()).expect("opens");
+    let mut watcher =
+        FolderWatcher::new(dir.path(), Some(&session), FolderWatcher::SETTLE).expect("watcher");
+    let mut studio = LiveStudio::new(ws, RuntimeTarget::Story);
+    std::fs::write(&session, text).expect("same text");
+    let followed = studio
+        .follow(&mut watcher, Duration::from_secs(10), LiveStudio::GRACE)
+        .expect("a batch");
+    assert!(followed.entry.is_none(), "{:?}", followed.entry);
+    std::fs::write(&session, text.replace("id: s", "id: t")).expect("edit");
+    let entry = studio
+        .follow(&mut watcher, Duration::from_secs(10), LiveStudio::GRACE)
+        .and_then(|f| f.entry)
+        .expect("a reload");
+    assert!(entry.session_reloaded);
+}
+
+#[test]
+fn a_save_in_steps_across_two_plugins_ends_in_one_entry_against_the_state_before_it() {
+    // Batch one: `note` gets new text and `other` a half-written entry; the grace period waits,
+    // batch two completes `other`. The entry names both as replaced and diffs both against the
+    // preview before the save, although `note` was loaded in the first step.
+    let dir = tempfile::tempdir().expect("tempdir");
+    folder(dir.path());
+    pure_plugin(dir.path(), "other", "steady");
+    let (mut studio, mut watcher) = studio(dir.path());
+    let note = dir.path().join("note/server/index.js");
+    let other = dir.path().join("other/server/index.js");
+    let writer = std::thread::spawn(move || {
+        std::fs::write(&note, GOOD.replace("VERSION", "two")).expect("note");
+        let full = GOOD
+            .replace("\"note\"", "\"other\"")
+            .replace("VERSION", "moved");
+        std::fs::write(&other, &full[..full.len() / 2]).expect("half");
+        std::thread::sleep(FolderWatcher::SETTLE * 6);
+        std::fs::write(&other, &full).expect("whole");
+    });
+    let followed = studio
+        .follow(
+            &mut watcher,
+            Duration::from_secs(10),
+            Duration::from_millis(400),
+        )
+        .expect("a batch");
+    writer.join().expect("writer");
+    let entry = followed.entry.expect("a reload");
+    assert!(entry.diagnostics.is_empty(), "{:?}", entry.diagnostics);
+    assert_eq!(entry.plugins.get("note"), Some(&PluginReload::Replaced));
+    assert_eq!(entry.plugins.get("other"), Some(&PluginReload::Replaced));
+    let changed: Vec<&str> = entry
+        .diff
+        .segments
+        .iter()
+        .map(|c| c.plugin.as_str())
+        .collect();
+    assert!(
+        changed.contains(&"note") && changed.contains(&"other"),
+        "both plugins' segments changed: {:?}",
+        entry.diff.segments
+    );
+    assert_eq!(
+        studio.last_reload.as_ref().map(|e| e.plugins.clone()),
+        Some(entry.plugins.clone())
+    );
 }

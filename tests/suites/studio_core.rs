@@ -276,15 +276,13 @@ fn replaced_runtimes_are_dropped_on_reload_and_shut_down_cleanly() {
     for i in 0..20 {
         let (watch, instance) = runtime_of(&studio, "story-director");
         assert!(!watch.is_shut_down());
-        edit(
-            &module,
-            if i == 0 {
-                "grave, unhurried"
-            } else {
-                "grave-loop"
-            },
-            "grave-loop",
-        );
+        // Each reload brings new bytes (a save of the same bytes reloads nothing).
+        let from = if i == 0 {
+            "grave, unhurried".to_string()
+        } else {
+            format!("grave-loop-{}", i - 1)
+        };
+        edit(&module, &from, &format!("grave-loop-{i}"));
         let entry = reload(&mut studio, std::slice::from_ref(&module));
         assert_eq!(entry.plugins["story-director"], PluginReload::Replaced);
         assert!(
@@ -642,6 +640,115 @@ fn a_plugin_reload_while_the_model_answers_runs_and_the_reply_is_appended_to_the
             .contains("grave, patient"),
         "the next turn uses the reloaded plugin"
     );
+}
+
+/// A live studio over the compaction fixture (a copy, so plugins can be added), with its long
+/// session whose small windows make compaction due every few turns.
+fn compacting_studio() -> (tempfile::TempDir, LiveStudio) {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/compaction");
+    let dir = tempfile::tempdir().expect("temp dir");
+    copy_dir(&fixtures.join("plugins"), dir.path());
+    let session = dir.path().join("long.session.yaml");
+    std::fs::copy(fixtures.join("long.session.yaml"), &session).expect("session");
+    let ws = Workspace::open(dir.path(), Some(&session), &Limits::default()).expect("opens");
+    (dir, LiveStudio::new(ws, RuntimeTarget::Story))
+}
+
+/// Plays turns until one appends with compaction due; returns it, still to compact.
+fn turn_with_compaction_due(studio: &mut LiveStudio) -> covel_studio::live::AppendedStudioTurn {
+    let cancel = AtomicBool::new(false);
+    for turn in 0..12 {
+        let pending = studio
+            .begin_turn(&format!("I search the pier for the {turn}th time."))
+            .expect("a prompt");
+        let answer = pending.ask(&cancel);
+        let appended = studio
+            .append_reply(pending, answer, &cancel)
+            .expect("appended");
+        if appended.compaction_due() {
+            return appended;
+        }
+        studio.complete_turn(appended);
+    }
+    panic!("compaction never became due");
+}
+
+#[test]
+fn a_reload_while_compaction_runs_goes_through_and_the_compaction_still_applies() {
+    let (dir, mut studio) = compacting_studio();
+    let mut appended = turn_with_compaction_due(&mut studio);
+    let turns = studio.turns.len();
+    assert_eq!(
+        studio.turns.last().map(|t| t.turn_id.as_str()),
+        Some(appended.turn_id()),
+        "the turn is recorded (and undoable) before its compaction runs"
+    );
+    // The compaction provider runs without the studio: a plugin added meanwhile is reloaded.
+    let plugin = dir.path().join("note");
+    std::fs::create_dir_all(plugin.join("server")).expect("mkdir");
+    std::fs::write(plugin.join("PLUGIN.md"), "---\nid: note\nkind: plugin\ndescription: A note.\ncontributes:\n  extensions:\n    - { point: prompt.segment@1, id: note }\n---\n").expect("manifest");
+    std::fs::write(plugin.join("server/index.js"), "export default function (covel) {\n  covel.provideExtension(\"prompt.segment@1\", \"note\", { handler: () => [] });\n}\n").expect("entry");
+    let entry = reload(&mut studio, &[plugin.join("PLUGIN.md")]);
+    assert_eq!(entry.plugins.get("note"), Some(&PluginReload::Added));
+    appended.compact();
+    let report = studio.complete_turn(appended);
+    let run = &report.compaction;
+    assert!(run.triggered);
+    assert!(
+        run.verdict.as_ref().is_some_and(|v| v.accepted),
+        "{:?}",
+        run.events
+    );
+    assert!(run.applied.is_some(), "the compaction applied");
+    assert_eq!(
+        studio.turns.len(),
+        turns,
+        "the record is completed, not added"
+    );
+    assert!(
+        studio
+            .turns
+            .last()
+            .and_then(|t| t.compaction.as_ref())
+            .is_some(),
+        "the turn's record shows its compaction"
+    );
+    assert!(
+        !studio.workspace().session.history.summaries.is_empty(),
+        "the summaries are in the session"
+    );
+}
+
+#[test]
+fn a_compaction_whose_turn_was_undone_meanwhile_is_not_applied_and_says_why() {
+    let (_dir, mut studio) = compacting_studio();
+    let mut appended = turn_with_compaction_due(&mut studio);
+    let turns = studio.turns.len();
+    appended.compact();
+    studio.undo().expect("undo works meanwhile");
+    let before = studio.workspace().session.history.clone();
+    assert_eq!(
+        studio.turns.len(),
+        turns - 1,
+        "the undone turn's record is gone"
+    );
+    let report = studio.complete_turn(appended);
+    assert!(report.compaction.applied.is_none());
+    assert!(
+        report
+            .compaction
+            .not_compacted_because
+            .as_deref()
+            .is_some_and(|why| why.contains("the session changed while compaction ran")),
+        "{:?}",
+        report.compaction.not_compacted_because
+    );
+    assert_eq!(
+        studio.workspace().session.history,
+        before,
+        "nothing applied"
+    );
+    assert_eq!(studio.turns.len(), turns - 1, "no record comes back");
 }
 
 #[test]
@@ -1239,5 +1346,41 @@ fn a_played_turn_keeps_what_the_ui_shows_and_recomputes_its_preview_on_demand() 
         studio.workspace().session.history.messages.len() % 2,
         0,
         "recomputing left the session as it was"
+    );
+}
+
+#[test]
+fn a_compact_now_whose_session_changed_meanwhile_is_not_applied_and_says_why() {
+    let (_dir, mut studio) = compacting_studio();
+    let mut forced = studio.begin_compact_now();
+    forced.compact();
+    // A turn played while the provider ran: its output answers a history that is gone.
+    assert_eq!(studio.play_turn("I ring the bell.").error, None);
+    let before = studio.workspace().session.history.clone();
+    let undoable = studio.next_undo().cloned();
+    let run = studio.finish_compact_now(forced);
+    assert!(run.applied.is_none());
+    assert!(
+        run.not_compacted_because
+            .as_deref()
+            .is_some_and(|why| why.contains("the session changed while compaction ran")),
+        "{:?}",
+        run.not_compacted_because
+    );
+    assert_eq!(
+        studio.workspace().session.history,
+        before,
+        "nothing applied"
+    );
+    assert_eq!(studio.next_undo().cloned(), undoable, "no undo step added");
+
+    // Nothing in between: the same steps apply it.
+    let mut forced = studio.begin_compact_now();
+    forced.compact();
+    let run = studio.finish_compact_now(forced);
+    assert!(run.applied.is_some(), "{:?}", run.events);
+    assert_eq!(
+        studio.next_undo(),
+        Some(&covel_studio::live::UndoEntry::Compaction)
     );
 }

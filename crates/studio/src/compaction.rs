@@ -104,6 +104,26 @@ impl Workspace {
         options: &CompactionOptions,
         counter: &mut FailureCounter,
     ) -> CompactionRun {
+        match self.begin_compaction(turn_id, system_prompt, options, counter) {
+            Ok(mut pending) => {
+                pending.call();
+                self.finish_compaction(pending, counter)
+            }
+            Err(done) => *done,
+        }
+    }
+
+    /// The first step of a compaction: the trigger and the input. `Err` when nothing is to run
+    /// (under the threshold): the finished run. The provider call of the pending compaction
+    /// ([`PendingCompaction::call`]) needs no access to the workspace, so a studio can run it
+    /// without its lock while a provider waits for the fast model.
+    pub fn begin_compaction(
+        &self,
+        turn_id: &str,
+        system_prompt: &str,
+        options: &CompactionOptions,
+        counter: &mut FailureCounter,
+    ) -> Result<PendingCompaction, Box<CompactionRun>> {
         let windows = self.windows();
         let budget = Budget::for_window(windows.context_window);
         let messages = self.session.history.messages.clone();
@@ -129,24 +149,60 @@ impl Workspace {
         if !triggered {
             counter.succeed();
             run.consecutive_failures = 0;
-            return run;
+            return Err(Box::new(run));
         }
-        let (output, provider) = match &options.output {
-            Some(output) => (
-                output.clone(),
-                ("(hand-written)".to_string(), String::new()),
-            ),
+        let source = match &options.output {
+            Some(output) => Source::HandWritten(output.clone()),
             None => {
                 let mut ctx = (*self.execution(Some(turn_id.to_string()))).clone();
                 ctx.execution_id = ExecutionContext::next_id();
                 ctx.gateway = Some(self.fast_gateway());
-                let result = runner::run(
-                    PointId::HistoryCompact,
+                Source::Provider {
+                    providers: self.active_providers(),
+                    ctx: Arc::new(ctx),
                     input,
-                    &self.active_providers(),
-                    &Arc::new(ctx),
-                    &RunOptions::default(),
-                );
+                    result: None,
+                }
+            }
+        };
+        Ok(PendingCompaction {
+            run,
+            source,
+            turn_id: turn_id.to_string(),
+            session_id: self.session.id.clone(),
+            messages,
+            summaries,
+            budget,
+        })
+    }
+
+    /// The last step of a compaction: the provider's output judged rule by rule against the
+    /// history the input was built from, and an accepted result applied to the session. The
+    /// caller makes sure the session's history is still that one.
+    pub fn finish_compaction(
+        &mut self,
+        pending: PendingCompaction,
+        counter: &mut FailureCounter,
+    ) -> CompactionRun {
+        let PendingCompaction {
+            mut run,
+            source,
+            turn_id,
+            session_id,
+            messages,
+            summaries,
+            budget,
+        } = pending;
+        let turn_id = turn_id.as_str();
+        let (output, provider) = match source {
+            Source::HandWritten(output) => (output, ("(hand-written)".to_string(), String::new())),
+            Source::Provider {
+                providers,
+                ctx,
+                input,
+                result,
+            } => {
+                let result = result.map_or_else(|| run_provider(input, &providers, &ctx), |r| *r);
                 run.calls = result.calls.clone();
                 run.provided_by = result.provided_by.clone();
                 if result.calls.is_empty() && result.error.is_none() {
@@ -184,8 +240,7 @@ impl Workspace {
             }
         };
         run.output = output.clone();
-        let verdict =
-            compaction::validate(&output, &self.session.id, &messages, &summaries, budget);
+        let verdict = compaction::validate(&output, &session_id, &messages, &summaries, budget);
         if verdict.nothing_to_compact {
             counter.succeed();
         } else if !verdict.accepted {
@@ -195,11 +250,10 @@ impl Workspace {
             );
             run.events = counter.fail(&provider.0, &provider.1, &reason, turn_id);
         } else {
-            let mut next = self.session.history.summaries.len();
-            let session = self.session.id.clone();
+            let mut next = summaries.len();
             let applied = compaction::apply(
                 &output,
-                &session,
+                &session_id,
                 &messages,
                 &summaries,
                 || {
@@ -238,4 +292,79 @@ impl Workspace {
         run.consecutive_failures = counter.consecutive;
         run
     }
+}
+
+/// A compaction that is due, between its input and its verdict (see
+/// [`Workspace::begin_compaction`]).
+pub struct PendingCompaction {
+    run: CompactionRun,
+    source: Source,
+    turn_id: String,
+    session_id: String,
+    /// The history the input was built from, which the verdict judges against.
+    messages: Vec<Value>,
+    summaries: Vec<Value>,
+    budget: Budget,
+}
+
+/// Where a pending compaction's output comes from.
+enum Source {
+    HandWritten(Value),
+    Provider {
+        providers: Vec<runner::Provider>,
+        ctx: Arc<ExecutionContext>,
+        input: Value,
+        /// The provider's answer, once [`PendingCompaction::call`] ran it.
+        result: Option<Box<runner::RunResult>>,
+    },
+}
+
+impl PendingCompaction {
+    /// Runs the compaction provider (it may wait for the fast model through `ctx.gateway`),
+    /// without access to the workspace. A second call does nothing.
+    pub fn call(&mut self) {
+        if let Source::Provider {
+            providers,
+            ctx,
+            input,
+            result: result @ None,
+        } = &mut self.source
+        {
+            *result = Some(Box::new(run_provider(input.clone(), providers, ctx)));
+        }
+    }
+
+    /// The run as it stands, marked as not applied: the session changed while the provider ran
+    /// (an undo, a session edit or another turn), so its output answers a history that is gone.
+    pub fn abandoned(self) -> CompactionRun {
+        let mut run = self.run;
+        if let Source::Provider {
+            result: Some(result),
+            ..
+        } = self.source
+        {
+            run.calls = result.calls;
+            run.provided_by = result.provided_by;
+        }
+        run.not_compacted_because = Some(
+            "the session changed while compaction ran (an undo, a session edit or another turn): \
+             its output was not applied, and compaction is considered again after the next turn"
+                .into(),
+        );
+        run
+    }
+}
+
+fn run_provider(
+    input: Value,
+    providers: &[runner::Provider],
+    ctx: &Arc<ExecutionContext>,
+) -> runner::RunResult {
+    runner::run(
+        PointId::HistoryCompact,
+        input,
+        providers,
+        ctx,
+        &RunOptions::default(),
+    )
 }

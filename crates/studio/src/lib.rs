@@ -6,6 +6,7 @@ pub mod compaction;
 pub mod diff;
 pub mod document;
 pub mod facts;
+pub mod fingerprint;
 pub mod forecast;
 pub mod live;
 pub mod models;

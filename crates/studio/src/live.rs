@@ -5,7 +5,7 @@
 
 use crate::diff::{PreviewDiff, diff};
 use crate::document::SessionEdit;
-use crate::playtest::{Playtest, TurnInFlight, TurnRecord, TurnReport};
+use crate::playtest::{ForcedCompaction, Playtest, TurnInFlight, TurnRecord, TurnReport};
 use crate::preview::{Preview, RuntimeTarget};
 use crate::slots::Trigger;
 use crate::workspace::{PluginReload, Workspace};
@@ -159,6 +159,29 @@ pub struct PendingTurn {
     plugin_reloads: u64,
 }
 
+/// A played turn appended to the session, its compaction still to run (see
+/// [`LiveStudio::append_reply`]).
+pub struct AppendedStudioTurn {
+    turn: crate::playtest::AppendedTurn,
+    plugin_reloads: u64,
+}
+
+impl AppendedStudioTurn {
+    pub fn turn_id(&self) -> &str {
+        self.turn.turn_id()
+    }
+
+    /// Whether compaction is due after this turn.
+    pub fn compaction_due(&self) -> bool {
+        self.turn.compaction_due()
+    }
+
+    /// Runs the compaction provider when compaction is due; needs no access to the studio.
+    pub fn compact(&mut self) {
+        self.turn.compact();
+    }
+}
+
 impl PendingTurn {
     pub fn turn_id(&self) -> &str {
         self.turn.turn_id()
@@ -254,7 +277,24 @@ impl LiveStudio {
     /// Runs compaction now, even under the threshold; an accepted result changes the session and
     /// joins the undo history. The run is the Compaction panel's last run until a turn is played.
     pub fn compact_now(&mut self) -> crate::compaction::CompactionRun {
-        let (run, changed) = self.play.compact_now();
+        let mut forced = self.begin_compact_now();
+        forced.compact();
+        self.finish_compact_now(forced)
+    }
+
+    /// The first step of [`LiveStudio::compact_now`]: the compaction's input. The desktop app
+    /// runs its provider ([`ForcedCompaction::compact`]) without the state lock.
+    pub fn begin_compact_now(&mut self) -> ForcedCompaction {
+        self.play.begin_compact_now()
+    }
+
+    /// The last step of [`LiveStudio::compact_now`]: the verdict applied when the session did not
+    /// change meanwhile, the run kept for the Compaction panel, the preview refreshed.
+    pub fn finish_compact_now(
+        &mut self,
+        forced: ForcedCompaction,
+    ) -> crate::compaction::CompactionRun {
+        let (run, changed) = self.play.finish_compact_now(forced);
         if changed {
             self.undo.push(UndoEntry::Compaction);
         }
@@ -303,21 +343,69 @@ impl LiveStudio {
     }
 
     /// The last step of a played turn (see [`Playtest::finish_turn`]): appends the reply when
-    /// the session is still the one the prompt was built from, records the turn and refreshes
-    /// the preview.
+    /// the session is still the one the prompt was built from, compacts when due, records the
+    /// turn and refreshes the preview.
     pub fn finish_turn(
         &mut self,
         pending: PendingTurn,
         answer: Result<crate::models::Reply, crate::models::ModelError>,
         cancel: &std::sync::atomic::AtomicBool,
     ) -> TurnReport {
-        let played = self.play.turns();
-        let report = self.play.finish_turn(pending.turn, answer, cancel);
-        if self.play.turns() > played {
-            self.undo.push(UndoEntry::Turn);
-            self.forced_compaction = None;
+        match self.append_reply(pending, answer, cancel) {
+            Ok(mut turn) => {
+                turn.compact();
+                self.complete_turn(turn)
+            }
+            Err(failed) => *failed,
         }
-        let report = self.record_turn(report, pending.plugin_reloads);
+    }
+
+    /// The appending part of [`LiveStudio::finish_turn`] (see [`Playtest::append_reply`]): the
+    /// turn is recorded and can be undone from here on. Its compaction
+    /// ([`AppendedStudioTurn::compact`]) needs no access to the studio, so the desktop app runs
+    /// it without the state lock: a compaction provider waiting for the fast model keeps no
+    /// reload or command waiting. `Err` is the report of a turn that appended nothing.
+    pub fn append_reply(
+        &mut self,
+        pending: PendingTurn,
+        answer: Result<crate::models::Reply, crate::models::ModelError>,
+        cancel: &std::sync::atomic::AtomicBool,
+    ) -> Result<AppendedStudioTurn, Box<TurnReport>> {
+        match self.play.append_reply(pending.turn, answer, cancel) {
+            Ok(appended) => {
+                self.undo.push(UndoEntry::Turn);
+                self.forced_compaction = None;
+                self.turns.push(TurnRecord {
+                    plugin_reloads: pending.plugin_reloads,
+                    ..TurnRecord::from(appended.report())
+                });
+                Ok(AppendedStudioTurn {
+                    turn: appended,
+                    plugin_reloads: pending.plugin_reloads,
+                })
+            }
+            Err(failed) => {
+                let report = self.record_turn(*failed, pending.plugin_reloads);
+                self.refresh();
+                Err(Box::new(report))
+            }
+        }
+    }
+
+    /// The end of a played turn (see [`Playtest::complete_turn`]): the compaction applied when
+    /// nothing changed the session meanwhile, the turn's record completed and the preview
+    /// refreshed.
+    pub fn complete_turn(&mut self, turn: AppendedStudioTurn) -> TurnReport {
+        let report = self.play.complete_turn(turn.turn);
+        // Undone meanwhile: its record went with it, and nothing is kept of it.
+        if let Some(record) = self.turns.iter_mut().find(|t| t.turn_id == report.turn_id) {
+            *record = TurnRecord {
+                plugin_reloads: turn.plugin_reloads,
+                ..TurnRecord::from(&report)
+            };
+            tracing::info!(turn = %report.turn_id, "turn played");
+            self.keep_recent(&report);
+        }
         self.refresh();
         report
     }
@@ -332,6 +420,12 @@ impl LiveStudio {
             plugin_reloads,
             ..TurnRecord::from(&report)
         });
+        self.keep_recent(&report);
+        report
+    }
+
+    /// Keeps a played turn's prompt among the last [`RECENT_PREVIEWS`].
+    fn keep_recent(&mut self, report: &TurnReport) {
         if report.error.is_none() {
             if self.recent.len() >= RECENT_PREVIEWS {
                 self.recent.pop_front();
@@ -339,8 +433,8 @@ impl LiveStudio {
             self.recent
                 .push_back((report.turn_id.clone(), report.preview.clone()));
         }
-        report
     }
+
     /// The preview a played turn's story model was asked with: kept for the last
     /// [`RECENT_PREVIEWS`] turns, recomputed for older ones from the session as it was before
     /// the turn (with the plugins as they are now). None for a turn that is not played (or
@@ -547,7 +641,14 @@ impl LiveStudio {
         if changes.plugins.is_empty() && !changes.session {
             return Followed { entry: None, note };
         }
-        let mut entry = self.reload(&changes, batch.first_event);
+        let loaded = self.load_changes(&changes);
+        if !loaded.changed {
+            // The same bytes saved again (or the second half of a save seen as two batches):
+            // nothing to show, and the last reload's marks stay.
+            tracing::debug!(paths = ?changes.paths, "saved unchanged; nothing reloaded");
+            return Followed { entry: None, note };
+        }
+        let (mut entry, before) = self.finish_reload(&changes, loaded, batch.first_event, None);
         let freshly_broken = |entry: &ReloadEntry| {
             entry
                 .plugins
@@ -567,7 +668,15 @@ impl LiveStudio {
                 break;
             }
             changes.merge(next);
-            entry = self.reload(&changes, batch.first_event);
+            let loaded = self.load_changes(&changes);
+            if !loaded.changed {
+                continue;
+            }
+            // One entry for the whole save: what each plugin ended as and the diff against the
+            // preview before the first step.
+            let (later, _) = self.finish_reload(&changes, loaded, batch.first_event, Some(&before));
+            entry = entry.followed_by(later);
+            self.last_reload = Some(entry.clone());
         }
         Followed {
             entry: Some(entry),
@@ -654,34 +763,66 @@ impl LiveStudio {
     /// memo). Returns the reload entry like any reload.
     pub fn run_everything_again(&mut self) -> ReloadEntry {
         let changes = self.classify_all();
+        self.play.workspace.forget_fingerprints();
         self.reload(&changes, Instant::now())
     }
 
-    /// Applies a change set: reloads what changed, re-resolves, recomputes the preview.
+    /// Applies a change set: reloads what changed, re-resolves, recomputes the preview (also when
+    /// every folder and the session hold the bytes last loaded; following a folder skips that).
     pub fn reload(&mut self, changes: &ChangeSet, first_event: Instant) -> ReloadEntry {
+        let loaded = self.load_changes(changes);
+        self.finish_reload(changes, loaded, first_event, None).0
+    }
+
+    /// The first step of a reload: loads the changed plugin folders and re-reads the session.
+    fn load_changes(&mut self, changes: &ChangeSet) -> LoadedChanges {
         let started = Instant::now();
-        let mut plugins = BTreeMap::new();
         let workspace = &mut self.play.workspace;
-        for name in &changes.plugins {
-            plugins.insert(name.clone(), workspace.reload_plugin(name));
-        }
+        let plugins: BTreeMap<String, PluginReload> = changes
+            .plugins
+            .iter()
+            .map(|name| (name.clone(), workspace.reload_plugin(name)))
+            .collect();
+        let error_before = workspace.session_error.clone();
         let session_reloaded = changes.session && workspace.reload_session();
-        if !changes.plugins.is_empty() {
+        let plugins_changed = plugins.values().any(|r| *r != PluginReload::Unchanged);
+        if plugins_changed {
             self.plugin_reloads += 1;
         }
-        let load_ms = ms(started);
+        let changed = plugins_changed
+            || session_reloaded
+            || self.play.workspace.session_error != error_before;
+        LoadedChanges {
+            plugins,
+            session_reloaded,
+            changed,
+            started,
+            load_ms: ms(started),
+        }
+    }
+
+    /// The rest of a reload: re-resolves, recomputes the preview and diffs it against `before`
+    /// (the preview shown, when None). Returns the entry and the preview it replaced.
+    fn finish_reload(
+        &mut self,
+        changes: &ChangeSet,
+        loaded: LoadedChanges,
+        first_event: Instant,
+        before: Option<&Preview>,
+    ) -> (ReloadEntry, Preview) {
+        let workspace = &mut self.play.workspace;
         let t = Instant::now();
         workspace.resolve();
         let resolve_ms = ms(t);
         let t = Instant::now();
         let preview = workspace.preview(&self.target);
         let preview_ms = ms(t);
-        let diff = diff(&self.preview, &preview);
-        self.preview = preview;
+        let replaced = std::mem::replace(&mut self.preview, preview);
+        let diff = diff(before.unwrap_or(&replaced), &self.preview);
         self.memo_confirmed = false;
         // The slot host's committed values follow the reload; what changed for the author is
         // the preview diff's `slots` (computed once, above).
-        if session_reloaded {
+        if loaded.session_reloaded {
             // The authored session changed on disk: the playtest starts again from it.
             self.restart_playtest();
             self.play
@@ -698,14 +839,14 @@ impl LiveStudio {
         }
         let entry = ReloadEntry {
             paths: changes.paths.clone(),
-            plugins,
-            session_reloaded,
+            plugins: loaded.plugins,
+            session_reloaded: loaded.session_reloaded,
             diff,
             diagnostics: self.play.workspace.diagnostics().cloned().collect(),
             timings: ReloadTimings {
                 reload_ms: ms(first_event),
-                after_debounce_ms: ms(started),
-                load_ms,
+                after_debounce_ms: ms(loaded.started),
+                load_ms: loaded.load_ms,
                 resolve_ms,
                 preview_ms,
             },
@@ -718,7 +859,42 @@ impl LiveStudio {
             "reloaded"
         );
         self.last_reload = Some(entry.clone());
-        entry
+        (entry, replaced)
+    }
+}
+
+/// What the load step of a reload did.
+struct LoadedChanges {
+    plugins: BTreeMap<String, PluginReload>,
+    session_reloaded: bool,
+    /// Whether anything a preview reads changed: a plugin loaded, failed or removed, the session
+    /// re-read, or its error appeared, changed or went away.
+    changed: bool,
+    started: Instant,
+    load_ms: f64,
+}
+
+impl ReloadEntry {
+    /// This entry followed by a later step of the same save (see [`LiveStudio::follow_batch`]):
+    /// the later entry, diffed against the state before both, with each plugin as it ended
+    /// compared with before the first step.
+    fn followed_by(self, later: ReloadEntry) -> ReloadEntry {
+        let mut plugins = self.plugins;
+        for (name, now) in later.plugins {
+            let first = plugins.get(&name).copied();
+            let combined = match (first, now) {
+                (Some(first), PluginReload::Unchanged) => first,
+                (Some(PluginReload::Added), PluginReload::Replaced) => PluginReload::Added,
+                (Some(PluginReload::Removed), PluginReload::Added) => PluginReload::Replaced,
+                (_, now) => now,
+            };
+            plugins.insert(name, combined);
+        }
+        ReloadEntry {
+            plugins,
+            session_reloaded: self.session_reloaded || later.session_reloaded,
+            ..later
+        }
     }
 }
 

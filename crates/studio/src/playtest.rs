@@ -37,6 +37,57 @@ pub struct TurnReport {
     pub slot_changes: Vec<SlotChange>,
 }
 
+/// A played turn whose exchange is appended and whose compaction (when due) is still to run and
+/// apply (see [`Playtest::append_reply`]).
+pub struct AppendedTurn {
+    /// The turn's report, but for its compaction and the slots of its end.
+    report: TurnReport,
+    compaction: Result<crate::compaction::PendingCompaction, Box<CompactionRun>>,
+    /// The session's version right after the exchange was appended.
+    session_version: u64,
+}
+
+impl AppendedTurn {
+    pub fn turn_id(&self) -> &str {
+        &self.report.turn_id
+    }
+
+    /// The turn's report as it stands: without its compaction and its end's slot changes.
+    pub fn report(&self) -> &TurnReport {
+        &self.report
+    }
+
+    /// Whether compaction is due after this turn (its provider runs in [`AppendedTurn::compact`]).
+    pub fn compaction_due(&self) -> bool {
+        self.compaction.is_ok()
+    }
+
+    /// Runs the compaction provider when compaction is due; needs no access to the playtest.
+    pub fn compact(&mut self) {
+        if let Ok(pending) = &mut self.compaction {
+            pending.call();
+        }
+    }
+}
+
+/// A "compact now" between its input and its verdict (see [`Playtest::begin_compact_now`]).
+pub struct ForcedCompaction {
+    compaction: Result<crate::compaction::PendingCompaction, Box<CompactionRun>>,
+    /// What undoing it needs, but for the history it replaces.
+    undo: TurnUndo,
+    /// The session's version when the input was taken.
+    session_version: u64,
+}
+
+impl ForcedCompaction {
+    /// Runs the compaction provider; needs no access to the playtest.
+    pub fn compact(&mut self) {
+        if let Ok(pending) = &mut self.compaction {
+            pending.call();
+        }
+    }
+}
+
 /// What the studio keeps of a played turn: what the UI shows and what saves need. A turn's
 /// preview holds the whole history (request bodies, the history transforms' trace), so keeping
 /// one per turn would make a playtest's memory grow with the square of its turns: it is not
@@ -340,32 +391,52 @@ impl Playtest {
     /// The last step of a turn: appends the exchange when the model answered, the turn was not
     /// cancelled and the session is still the one the prompt was built from (an undo, a session
     /// edit or another turn in between would put the reply after the wrong history: then
-    /// nothing is appended and the report says why). Plugin reloads in between do not matter:
-    /// the reply answers the prompt that was sent, which the report keeps.
+    /// nothing is appended and the report says why), then compacts when over the threshold.
+    /// Plugin reloads in between do not matter: the reply answers the prompt that was sent,
+    /// which the report keeps.
     pub fn finish_turn(
         &mut self,
         turn: TurnInFlight,
         answer: Result<Reply, ModelError>,
         cancel: &std::sync::atomic::AtomicBool,
     ) -> TurnReport {
+        match self.append_reply(turn, answer, cancel) {
+            Ok(mut appended) => {
+                appended.compact();
+                self.complete_turn(appended)
+            }
+            Err(failed) => *failed,
+        }
+    }
+
+    /// The appending part of [`Playtest::finish_turn`]: the exchange joins the history (and the
+    /// undo history) and the compaction's input is taken. `Err` is the turn's report when nothing
+    /// was appended. The compaction provider ([`AppendedTurn::compact`]) needs no access to the
+    /// playtest, so a studio can release its lock while it waits for the fast model.
+    pub fn append_reply(
+        &mut self,
+        turn: TurnInFlight,
+        answer: Result<Reply, ModelError>,
+        cancel: &std::sync::atomic::AtomicBool,
+    ) -> Result<AppendedTurn, Box<TurnReport>> {
         const CANCELLED: &str = "the turn was cancelled; nothing was appended";
         let mut reply = match answer {
             Ok(reply) => reply,
             Err(ModelError::Cancelled) => {
-                return turn.failed(CANCELLED.into(), &self.workspace);
+                return Err(Box::new(turn.failed(CANCELLED.into(), &self.workspace)));
             }
             Err(e) => {
                 let error = format!("the story model failed: {e}");
-                return turn.failed(error, &self.workspace);
+                return Err(Box::new(turn.failed(error, &self.workspace)));
             }
         };
         if cancel.load(std::sync::atomic::Ordering::SeqCst) {
-            return turn.failed(CANCELLED.into(), &self.workspace);
+            return Err(Box::new(turn.failed(CANCELLED.into(), &self.workspace)));
         }
         if turn.session_version != self.session_version {
             let error = "the session changed while the story model answered (an undo, a session \
                          edit or another turn); nothing was appended: play the turn again";
-            return turn.failed(error.into(), &self.workspace);
+            return Err(Box::new(turn.failed(error.into(), &self.workspace)));
         }
         let TurnInFlight {
             turn_id,
@@ -389,7 +460,7 @@ impl Playtest {
         }
         let session = &mut self.workspace.session;
         let order = session.history.messages.len();
-        let mut undo = TurnUndo {
+        let undo = TurnUndo {
             turn_id: Some(turn_id.clone()),
             next_message: std::mem::take(&mut session.next_message),
             messages: order,
@@ -407,40 +478,82 @@ impl Playtest {
                 order,
             ));
         self.session_version = next_session_version();
+        self.history.push(undo);
         // The system prompt plus the turn context is what the compaction estimate counts.
         let system = preview.prompt.system_and_turn_context();
-        let mut compaction = self.workspace.compact(
+        let compaction = self.workspace.begin_compaction(
             &turn_id,
             &system,
             &CompactionOptions::default(),
             &mut self.failures,
         );
-        undo.rewritten = compaction.replaced.take();
-        self.history.push(undo);
-        slot_changes.extend(self.workspace.apply_slots(
-            &mut self.slots,
-            &Trigger::TurnEnded {
-                turn_id: turn_id.clone(),
+        Ok(AppendedTurn {
+            report: TurnReport {
+                turn_id,
+                player_message: message,
+                preview,
+                reply: Some(reply),
+                error: None,
+                compaction: CompactionRun::not_run(self.workspace.windows()),
+                events,
+                slot_changes,
             },
-        ));
-        TurnReport {
-            turn_id,
-            player_message: message,
-            preview,
-            reply: Some(reply),
-            error: None,
             compaction,
-            events,
-            slot_changes,
+            session_version: self.session_version,
+        })
+    }
+
+    /// The end of a played turn: the compaction's verdict applied when the session is still the
+    /// one the turn appended to (otherwise the run says why nothing was applied), then the
+    /// slots re-projected for the turn's end.
+    pub fn complete_turn(&mut self, appended: AppendedTurn) -> TurnReport {
+        let AppendedTurn {
+            mut report,
+            compaction,
+            session_version,
+        } = appended;
+        let current = session_version == self.session_version;
+        report.compaction = match compaction {
+            Err(done) => *done,
+            Ok(pending) if current => {
+                let mut run = self
+                    .workspace
+                    .finish_compaction(pending, &mut self.failures);
+                if let Some(replaced) = run.replaced.take() {
+                    if let Some(undo) = self.history.last_mut() {
+                        undo.rewritten = Some(replaced);
+                    }
+                    self.session_version = next_session_version();
+                }
+                run
+            }
+            Ok(pending) => pending.abandoned(),
+        };
+        if current {
+            report.slot_changes.extend(self.workspace.apply_slots(
+                &mut self.slots,
+                &Trigger::TurnEnded {
+                    turn_id: report.turn_id.clone(),
+                },
+            ));
         }
+        report
     }
 
     /// Runs compaction now, even under the threshold (the studio's "compact now"); an accepted
     /// result is applied to the session and joins the undo history (see [`Playtest::undo`]).
     /// Returns the run and whether the session changed.
     pub fn compact_now(&mut self) -> (CompactionRun, bool) {
-        let before = &self.workspace.session;
+        let mut forced = self.begin_compact_now();
+        forced.compact();
+        self.finish_compact_now(forced)
+    }
+
+    /// The first step of [`Playtest::compact_now`]: the input from the session as it is. Its
+    /// provider call ([`ForcedCompaction::compact`]) needs no access to the playtest.
+    pub fn begin_compact_now(&mut self) -> ForcedCompaction {
         let preview = self.workspace.preview(&RuntimeTarget::Story);
+        let before = &self.workspace.session;
         // The turn the compaction happens after: the newest in the history.
         let turn_id = before
             .history
@@ -450,12 +563,14 @@ impl Playtest {
             .find_map(|m| m.get("turnId").and_then(serde_json::Value::as_str))
             .map_or_else(|| preview.turn_id.clone(), str::to_string);
         let system = preview.prompt.system_and_turn_context();
-        let (next_message, messages, summaries) = (
-            before.next_message.clone(),
-            before.history.messages.len(),
-            before.history.summaries.len(),
-        );
-        let mut run = self.workspace.compact(
+        let undo = TurnUndo {
+            turn_id: None,
+            next_message: before.next_message.clone(),
+            messages: before.history.messages.len(),
+            summaries: before.history.summaries.len(),
+            rewritten: None,
+        };
+        let compaction = self.workspace.begin_compaction(
             &turn_id,
             &system,
             &CompactionOptions {
@@ -464,17 +579,36 @@ impl Playtest {
             },
             &mut self.failures,
         );
-        let rewritten = run.replaced.take();
-        let changed = rewritten.is_some();
+        ForcedCompaction {
+            compaction,
+            undo,
+            session_version: self.session_version,
+        }
+    }
+
+    /// The last step of [`Playtest::compact_now`]: applies an accepted result when the session
+    /// is still the one the input was taken from (otherwise the run says why nothing was
+    /// applied). Returns the run and whether the session changed.
+    pub fn finish_compact_now(&mut self, forced: ForcedCompaction) -> (CompactionRun, bool) {
+        let ForcedCompaction {
+            compaction,
+            mut undo,
+            session_version,
+        } = forced;
+        let mut run = match compaction {
+            Err(done) => return (*done, false),
+            Ok(pending) if session_version != self.session_version => {
+                return (pending.abandoned(), false);
+            }
+            Ok(pending) => self
+                .workspace
+                .finish_compaction(pending, &mut self.failures),
+        };
+        undo.rewritten = run.replaced.take();
+        let changed = undo.rewritten.is_some();
         if changed {
             self.session_version = next_session_version();
-            self.history.push(TurnUndo {
-                turn_id: None,
-                next_message,
-                messages,
-                summaries,
-                rewritten,
-            });
+            self.history.push(undo);
             self.workspace.apply_slots(&mut self.slots, &Trigger::All);
         }
         (run, changed)

@@ -1,7 +1,8 @@
 //! A workspace: one plugins folder, its loaded plugins, one test session, and the session's
 //! resolution. Everything a preview or a call needs is derived from here.
 
-use covel_js::{Limits, LoadedPlugin, load_folder};
+use crate::fingerprint::{self, Fingerprint};
+use covel_js::{Limits, LoadedPlugin, load_plugins};
 use covel_kernel::context::ExecutionContext;
 use covel_kernel::contract::{PointId, SlotId};
 use covel_kernel::diagnostic::Diagnostic;
@@ -71,6 +72,9 @@ pub struct Workspace {
     /// values of the wrong type), found when the session is resolved.
     pub session_problems: Vec<Diagnostic>,
     pub limits: Limits,
+    /// Each plugin folder's bytes as its latest load attempt read them (taken just before it),
+    /// by folder name: a reload of a folder that still holds the same bytes is skipped.
+    fingerprints: BTreeMap<String, Fingerprint>,
 }
 
 impl Drop for Workspace {
@@ -104,11 +108,19 @@ impl Workspace {
                 None,
             ),
         };
-        let plugins =
-            load_folder(plugins_dir, limits).map_err(|source| WorkspaceError::PluginsFolder {
+        let folders = covel_kernel::package::discover(plugins_dir).map_err(|source| {
+            WorkspaceError::PluginsFolder {
                 path: plugins_dir.to_path_buf(),
                 source,
-            })?;
+            }
+        })?;
+        // Taken before the load reads the files: a write in between makes the next event reload
+        // (the digest is older than the load), never skip a change (a digest newer than the load).
+        let fingerprints = folders
+            .iter()
+            .filter_map(|folder| Some((folder_name(folder)?, fingerprint::of_folder(folder)?)))
+            .collect();
+        let plugins = load_plugins(&folders, limits);
         let mut workspace = Workspace {
             plugins_dir: plugins_dir.to_path_buf(),
             session_path: session_path.map(Path::to_path_buf),
@@ -120,6 +132,7 @@ impl Workspace {
             session_error: None,
             session_problems: Vec::new(),
             limits: limits.clone(),
+            fingerprints,
         };
         workspace.resolve();
         tracing::info!(
@@ -133,12 +146,14 @@ impl Workspace {
 
     /// Reloads one plugin folder (by folder name). A good new version replaces the running one
     /// (whose runtime shuts down); a broken one is recorded and the last good version keeps
-    /// running. A folder that is gone is unloaded; a new folder is loaded. Returns whether the
-    /// set of running providers changed.
+    /// running. A folder that is gone is unloaded; a new folder is loaded. A folder whose bytes
+    /// are all as its last load attempt read them is left as it is (`Unchanged`: its runtime and
+    /// memo stay). Returns what happened to the plugin.
     pub fn reload_plugin(&mut self, name: &str) -> PluginReload {
         let folder = self.plugins_dir.join(name);
         let index = self.plugins.iter().position(|p| p.name == name);
         if !folder.join("PLUGIN.md").is_file() {
+            self.fingerprints.remove(name);
             self.reload_failures.remove(name);
             return match index {
                 Some(i) => {
@@ -148,6 +163,14 @@ impl Workspace {
                 None => PluginReload::Unchanged,
             };
         }
+        let now = fingerprint::of_folder(&folder);
+        if index.is_some() && now.is_some() && self.fingerprints.get(name) == now.as_ref() {
+            return PluginReload::Unchanged;
+        }
+        match now {
+            Some(now) => self.fingerprints.insert(name.to_string(), now),
+            None => self.fingerprints.remove(name),
+        };
         let fresh = covel_js::load_plugin(&folder, &self.limits);
         match index {
             None => {
@@ -176,6 +199,12 @@ impl Workspace {
                 PluginReload::KeptLastGood
             }
         }
+    }
+
+    /// Forgets what every folder held, so the next reload of each loads it again whatever its
+    /// bytes ("run everything again": fresh runtimes with empty memos).
+    pub fn forget_fingerprints(&mut self) {
+        self.fingerprints.clear();
     }
 
     /// Re-reads the session file; a broken file keeps the previous session and records why.
@@ -490,6 +519,8 @@ pub enum PluginReload {
     KeptLastGood,
     /// It failed and there was no good version to keep.
     Failed,
+    /// Nothing to load: the folder holds the bytes its last load attempt read (or neither it nor
+    /// a loaded plugin exists).
     Unchanged,
 }
 
@@ -499,4 +530,9 @@ pub const MAX_SESSION_BYTES: u64 = 32 * 1024 * 1024;
 /// Reads a session file: a regular file (never a FIFO that would block) under the size cap.
 pub fn read_session_text(path: &Path) -> Result<String, covel_kernel::files::FileRefusal> {
     covel_kernel::files::read_regular(path, MAX_SESSION_BYTES)
+}
+
+/// A plugin folder's name, as loaded plugins are named.
+fn folder_name(folder: &Path) -> Option<String> {
+    folder.file_name().map(|n| n.to_string_lossy().into_owned())
 }
