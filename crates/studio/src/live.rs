@@ -954,10 +954,11 @@ pub struct Batch {
 impl FolderWatcher {
     /// How long a folder stays quiet before its changes are reloaded: the steps of one editor
     /// save (write-temp-then-rename, truncate-then-write) land within it, and a step that still
-    /// comes later is covered by [`LiveStudio::GRACE`]. Every save waits for it, but 5 ms split
-    /// one save into two reloads on a loaded CI machine (the second, changing nothing, cleared
-    /// the first's change marks), so it stays at 10 ms.
-    pub const SETTLE: Duration = Duration::from_millis(10);
+    /// comes later is covered by [`LiveStudio::GRACE`]. Every save waits for it. On a loaded
+    /// machine 5 ms can split one save into two batches; the second then finds every folder
+    /// holding the bytes the first loaded and reloads nothing (see [`crate::fingerprint`]), so
+    /// it no longer clears the first reload's change marks (which is why it was 10 ms before).
+    pub const SETTLE: Duration = Duration::from_millis(5);
 
     /// Watches `plugins_dir` recursively (and the session file's folder).
     pub fn new(

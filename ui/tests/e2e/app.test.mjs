@@ -74,7 +74,11 @@ before(async () => {
   folder = await mkdtemp(join(tmpdir(), "covel-e2e-"));
   await cp(join(repo, "plugins-sample"), folder, { recursive: true });
   await mkdir(shots, { recursive: true });
-  driver = spawn("tauri-driver", ["--port", "4444"], { stdio: ["ignore", "inherit", "inherit"] });
+  // Its own process group, with its output piped through: a window that outlived its WebDriver
+  // session kept the inherited output open, and the test runner waited for it forever.
+  driver = spawn("tauri-driver", ["--port", "4444"], { stdio: ["ignore", "pipe", "pipe"], detached: true });
+  driver.stdout.pipe(process.stdout);
+  driver.stderr.pipe(process.stderr);
   await new Promise((r) => setTimeout(r, 1500));
   browser = await open([folder, "--session", join(folder, "demo.session.yaml")]);
   await waitFor("the prompt panel", async () => (await browser.$$('[data-testid="cache-boundary"]')).length === 3);
@@ -82,7 +86,16 @@ before(async () => {
 
 after(async () => {
   await browser?.deleteSession().catch(() => {});
-  driver?.kill();
+  if (driver) {
+    // tauri-driver, WebKitWebDriver and every window they started share the group: end them all.
+    try {
+      process.kill(-driver.pid, "SIGKILL");
+    } catch {
+      // Already gone.
+    }
+    driver.stdout.destroy();
+    driver.stderr.destroy();
+  }
   await rm(folder, { recursive: true, force: true });
 });
 
