@@ -111,6 +111,20 @@ pub fn load_folder(plugins_dir: &Path, limits: &Limits) -> std::io::Result<Vec<L
 
 /// Loads the given plugin folders, in parallel across the machine's cores.
 pub fn load_plugins(folders: &[PathBuf], limits: &Limits) -> Vec<LoadedPlugin> {
+    load_plugins_with(folders, limits, |_| ())
+        .into_iter()
+        .map(|(plugin, ())| plugin)
+        .collect()
+}
+
+/// Loads the given plugin folders like [`load_plugins`], running `before` on each folder in the
+/// worker that loads it, just before its load (the studio digests each folder's bytes there,
+/// so the digest is never newer than what the load read).
+pub fn load_plugins_with<T: Send>(
+    folders: &[PathBuf],
+    limits: &Limits,
+    before: impl Fn(&Path) -> T + Sync,
+) -> Vec<(LoadedPlugin, T)> {
     let started = Instant::now();
     // Past the folder's budget, each remaining entry gets only a short load limit.
     let limits_now = || {
@@ -127,7 +141,7 @@ pub fn load_plugins(folders: &[PathBuf], limits: &Limits) -> Vec<LoadedPlugin> {
         .min(folders.len())
         .max(1);
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let slots: Vec<Mutex<Option<LoadedPlugin>>> =
+    let slots: Vec<Mutex<Option<(LoadedPlugin, T)>>> =
         folders.iter().map(|_| Mutex::new(None)).collect();
     std::thread::scope(|scope| {
         for _ in 0..workers {
@@ -135,9 +149,10 @@ pub fn load_plugins(folders: &[PathBuf], limits: &Limits) -> Vec<LoadedPlugin> {
                 loop {
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let Some(folder) = folders.get(i) else { break };
+                    let seen = before(folder);
                     let loaded = load_plugin(folder, &limits_now());
                     if let Ok(mut slot) = slots[i].lock() {
-                        *slot = Some(loaded);
+                        *slot = Some((loaded, seen));
                     }
                 }
             });

@@ -20,4 +20,7 @@ pub mod modules;
 pub mod typescript;
 
 pub use engine::{Limits, RuntimeWatch};
-pub use host::{JsPlugin, LoadedPlugin, close_plugins, load_folder, load_plugin, load_plugins};
+pub use host::{
+    JsPlugin, LoadedPlugin, close_plugins, load_folder, load_plugin, load_plugins,
+    load_plugins_with,
+};

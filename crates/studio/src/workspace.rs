@@ -2,7 +2,7 @@
 //! resolution. Everything a preview or a call needs is derived from here.
 
 use crate::fingerprint::{self, Fingerprint};
-use covel_js::{Limits, LoadedPlugin, load_plugins};
+use covel_js::{Limits, LoadedPlugin, load_plugins_with};
 use covel_kernel::context::ExecutionContext;
 use covel_kernel::contract::{PointId, SlotId};
 use covel_kernel::diagnostic::Diagnostic;
@@ -114,13 +114,16 @@ impl Workspace {
                 source,
             }
         })?;
-        // Taken before the load reads the files: a write in between makes the next event reload
-        // (the digest is older than the load), never skip a change (a digest newer than the load).
-        let fingerprints = folders
-            .iter()
-            .filter_map(|folder| Some((folder_name(folder)?, fingerprint::of_folder(folder)?)))
-            .collect();
-        let plugins = load_plugins(&folders, limits);
+        // Each folder's digest is taken just before its load reads it: a write in between makes
+        // the next event reload (the digest is older than the load), never skip a change.
+        let (plugins, fingerprints) = load_plugins_with(&folders, limits, fingerprint::of_folder)
+            .into_iter()
+            .map(|(plugin, seen)| {
+                let name = plugin.name.clone();
+                (plugin, seen.map(|digest| (name, digest)))
+            })
+            .unzip::<_, _, Vec<_>, Vec<_>>();
+        let fingerprints = fingerprints.into_iter().flatten().collect();
         let mut workspace = Workspace {
             plugins_dir: plugins_dir.to_path_buf(),
             session_path: session_path.map(Path::to_path_buf),
@@ -530,9 +533,4 @@ pub const MAX_SESSION_BYTES: u64 = 32 * 1024 * 1024;
 /// Reads a session file: a regular file (never a FIFO that would block) under the size cap.
 pub fn read_session_text(path: &Path) -> Result<String, covel_kernel::files::FileRefusal> {
     covel_kernel::files::read_regular(path, MAX_SESSION_BYTES)
-}
-
-/// A plugin folder's name, as loaded plugins are named.
-fn folder_name(folder: &Path) -> Option<String> {
-    folder.file_name().map(|n| n.to_string_lossy().into_owned())
 }
