@@ -886,6 +886,8 @@ impl ReloadEntry {
                 (Some(first), PluginReload::Unchanged) => first,
                 (Some(PluginReload::Added), PluginReload::Replaced) => PluginReload::Added,
                 (Some(PluginReload::Removed), PluginReload::Added) => PluginReload::Replaced,
+                // Added by the first step and gone by the last: as before the save.
+                (Some(PluginReload::Added), PluginReload::Removed) => PluginReload::Unchanged,
                 (_, now) => now,
             };
             plugins.insert(name, combined);
