@@ -30,6 +30,20 @@ fn studio(dir: &Path) -> (LiveStudio, FolderWatcher) {
     (LiveStudio::new(ws, RuntimeTarget::Story), watcher)
 }
 
+/// Follows the folder while `writer` saves in steps: the one reload entry the save gives (with a
+/// grace period long enough for every step).
+fn one_reload(
+    studio: &mut LiveStudio,
+    watcher: &mut FolderWatcher,
+    writer: std::thread::JoinHandle<()>,
+) -> covel_studio::live::ReloadEntry {
+    let followed = studio
+        .follow(watcher, Duration::from_secs(10), Duration::from_millis(400))
+        .expect("a batch");
+    writer.join().expect("writer");
+    followed.entry.expect("a reload")
+}
+
 #[test]
 fn a_save_in_steps_gives_one_reload_without_a_bogus_syntax_error() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -42,15 +56,7 @@ fn a_save_in_steps_gives_one_reload_without_a_bogus_syntax_error() {
         std::thread::sleep(Duration::from_millis(40));
         std::fs::write(&entry_file, &full).expect("whole");
     });
-    let followed = studio
-        .follow(
-            &mut watcher,
-            Duration::from_secs(10),
-            Duration::from_millis(400),
-        )
-        .expect("a batch");
-    writer.join().expect("writer");
-    let entry = followed.entry.expect("a reload");
+    let entry = one_reload(&mut studio, &mut watcher, writer);
     assert_eq!(
         entry.plugins.get("note"),
         Some(&PluginReload::Replaced),
@@ -335,15 +341,7 @@ fn a_save_in_steps_across_two_plugins_ends_in_one_entry_against_the_state_before
         std::thread::sleep(FolderWatcher::SETTLE * 6);
         std::fs::write(&other, &full).expect("whole");
     });
-    let followed = studio
-        .follow(
-            &mut watcher,
-            Duration::from_secs(10),
-            Duration::from_millis(400),
-        )
-        .expect("a batch");
-    writer.join().expect("writer");
-    let entry = followed.entry.expect("a reload");
+    let entry = one_reload(&mut studio, &mut watcher, writer);
     assert!(entry.diagnostics.is_empty(), "{:?}", entry.diagnostics);
     assert_eq!(entry.plugins.get("note"), Some(&PluginReload::Replaced));
     assert_eq!(entry.plugins.get("other"), Some(&PluginReload::Replaced));
