@@ -334,25 +334,40 @@ fn a_session_file_saved_with_the_same_text_reloads_nothing() {
 
 #[test]
 fn a_save_in_steps_across_two_plugins_ends_in_one_entry_against_the_state_before_it() {
-    // Batch one: `note` gets new text and `other` a half-written entry; the grace period waits,
-    // batch two completes `other`. The entry names both as replaced and diffs both against the
-    // preview before the save, although `note` was loaded in the first step.
+    // Step one: `note` gets new text and `other` a half-written entry, as one batch; the grace
+    // period waits, and step two completes `other`. The entry names both as replaced and diffs
+    // both against the preview before the save, although `note` was loaded in the first step.
+    // The first batch is handed over directly (the watcher starts after its writes), so how a
+    // loaded machine splits the writes into batches cannot change what is tested.
     let dir = tempfile::tempdir().expect("tempdir");
     folder(dir.path());
     pure_plugin(dir.path(), "other", "steady");
-    let (mut studio, mut watcher) = studio(dir.path());
+    let ws = Workspace::open(dir.path(), None, &Limits::default()).expect("opens");
+    let mut studio = LiveStudio::new(ws, RuntimeTarget::Story);
     let note = dir.path().join("note/server/index.js");
     let other = dir.path().join("other/server/index.js");
+    std::fs::write(&note, GOOD.replace("VERSION", "two")).expect("note");
+    let full = GOOD
+        .replace("\"note\"", "\"other\"")
+        .replace("VERSION", "moved");
+    std::fs::write(&other, &full[..full.len() / 2]).expect("half");
+    let mut watcher = FolderWatcher::new(dir.path(), None, FolderWatcher::SETTLE).expect("watcher");
+    let first = covel_studio::live::Batch {
+        paths: vec![note, other.clone()],
+        first_event: std::time::Instant::now(),
+        note: None,
+        rescan: false,
+    };
     let writer = std::thread::spawn(move || {
-        std::fs::write(&note, GOOD.replace("VERSION", "two")).expect("note");
-        let full = GOOD
-            .replace("\"note\"", "\"other\"")
-            .replace("VERSION", "moved");
-        std::fs::write(&other, &full[..full.len() / 2]).expect("half");
-        std::thread::sleep(FolderWatcher::SETTLE * 6);
+        // Well after the first step's reload, well within the grace period.
+        std::thread::sleep(Duration::from_millis(300));
         std::fs::write(&other, &full).expect("whole");
     });
-    let entry = one_reload(&mut studio, &mut watcher, writer);
+    let entry = studio
+        .follow_batch(first, &mut watcher, Duration::from_secs(5))
+        .entry
+        .expect("a reload");
+    writer.join().expect("writer");
     assert!(entry.diagnostics.is_empty(), "{:?}", entry.diagnostics);
     assert_eq!(entry.plugins.get("note"), Some(&PluginReload::Replaced));
     assert_eq!(entry.plugins.get("other"), Some(&PluginReload::Replaced));
