@@ -42,9 +42,8 @@ pub struct TurnReport {
 pub struct AppendedTurn {
     /// The turn's report, but for its compaction and the slots of its end.
     report: TurnReport,
-    compaction: Result<crate::compaction::PendingCompaction, Box<CompactionRun>>,
-    /// The session's version right after the exchange was appended.
-    session_version: u64,
+    /// Begun right after the exchange was appended.
+    compaction: BegunCompaction,
 }
 
 impl AppendedTurn {
@@ -59,30 +58,42 @@ impl AppendedTurn {
 
     /// Whether compaction is due after this turn (its provider runs in [`AppendedTurn::compact`]).
     pub fn compaction_due(&self) -> bool {
-        self.compaction.is_ok()
+        self.compaction.pending.is_ok()
     }
 
     /// Runs the compaction provider when compaction is due; needs no access to the playtest.
     pub fn compact(&mut self) {
-        if let Ok(pending) = &mut self.compaction {
-            pending.call();
-        }
+        self.compaction.call();
     }
 }
 
 /// A "compact now" between its input and its verdict (see [`Playtest::begin_compact_now`]).
 pub struct ForcedCompaction {
-    compaction: Result<crate::compaction::PendingCompaction, Box<CompactionRun>>,
+    compaction: BegunCompaction,
     /// What undoing it needs, but for the history it replaces.
     undo: TurnUndo,
-    /// The session's version when the input was taken.
-    session_version: u64,
 }
 
 impl ForcedCompaction {
     /// Runs the compaction provider; needs no access to the playtest.
     pub fn compact(&mut self) {
-        if let Ok(pending) = &mut self.compaction {
+        self.compaction.call();
+    }
+}
+
+/// A compaction begun from the session at one version (see [`Workspace::begin_compaction`]):
+/// pending, or already finished when nothing was due. [`Playtest::conclude_compaction`] applies
+/// it only to that version.
+struct BegunCompaction {
+    pending: Result<crate::compaction::PendingCompaction, Box<CompactionRun>>,
+    /// The session's version its input was taken from.
+    session_version: u64,
+}
+
+impl BegunCompaction {
+    /// Runs the provider when compaction is due; needs no access to the playtest.
+    fn call(&mut self) {
+        if let Ok(pending) = &mut self.pending {
             pending.call();
         }
     }
@@ -481,12 +492,15 @@ impl Playtest {
         self.history.push(undo);
         // The system prompt plus the turn context is what the compaction estimate counts.
         let system = preview.prompt.system_and_turn_context();
-        let compaction = self.workspace.begin_compaction(
-            &turn_id,
-            &system,
-            &CompactionOptions::default(),
-            &mut self.failures,
-        );
+        let compaction = BegunCompaction {
+            pending: self.workspace.begin_compaction(
+                &turn_id,
+                &system,
+                &CompactionOptions::default(),
+                &mut self.failures,
+            ),
+            session_version: self.session_version,
+        };
         Ok(AppendedTurn {
             report: TurnReport {
                 turn_id,
@@ -499,7 +513,6 @@ impl Playtest {
                 slot_changes,
             },
             compaction,
-            session_version: self.session_version,
         })
     }
 
@@ -510,25 +523,15 @@ impl Playtest {
         let AppendedTurn {
             mut report,
             compaction,
-            session_version,
         } = appended;
-        let current = session_version == self.session_version;
-        report.compaction = match compaction {
-            Err(done) => *done,
-            Ok(pending) if current => {
-                let mut run = self
-                    .workspace
-                    .finish_compaction(pending, &mut self.failures);
-                if let Some(replaced) = run.replaced.take() {
-                    if let Some(undo) = self.history.last_mut() {
-                        undo.rewritten = Some(replaced);
-                    }
-                    self.session_version = next_session_version();
-                }
-                run
+        let current = compaction.session_version == self.session_version;
+        report.compaction = self.conclude_compaction(compaction);
+        if let Some(replaced) = report.compaction.replaced.take() {
+            if let Some(undo) = self.history.last_mut() {
+                undo.rewritten = Some(replaced);
             }
-            Ok(pending) => pending.abandoned(),
-        };
+            self.session_version = next_session_version();
+        }
         if current {
             report.slot_changes.extend(self.workspace.apply_slots(
                 &mut self.slots,
@@ -570,20 +573,19 @@ impl Playtest {
             summaries: before.history.summaries.len(),
             rewritten: None,
         };
-        let compaction = self.workspace.begin_compaction(
-            &turn_id,
-            &system,
-            &CompactionOptions {
-                force: true,
-                output: None,
-            },
-            &mut self.failures,
-        );
-        ForcedCompaction {
-            compaction,
-            undo,
+        let compaction = BegunCompaction {
+            pending: self.workspace.begin_compaction(
+                &turn_id,
+                &system,
+                &CompactionOptions {
+                    force: true,
+                    output: None,
+                },
+                &mut self.failures,
+            ),
             session_version: self.session_version,
-        }
+        };
+        ForcedCompaction { compaction, undo }
     }
 
     /// The last step of [`Playtest::compact_now`]: applies an accepted result when the session
@@ -593,17 +595,8 @@ impl Playtest {
         let ForcedCompaction {
             compaction,
             mut undo,
-            session_version,
         } = forced;
-        let mut run = match compaction {
-            Err(done) => return (*done, false),
-            Ok(pending) if session_version != self.session_version => {
-                return (pending.abandoned(), false);
-            }
-            Ok(pending) => self
-                .workspace
-                .finish_compaction(pending, &mut self.failures),
-        };
+        let mut run = self.conclude_compaction(compaction);
         undo.rewritten = run.replaced.take();
         let changed = undo.rewritten.is_some();
         if changed {
@@ -612,6 +605,19 @@ impl Playtest {
             self.workspace.apply_slots(&mut self.slots, &Trigger::All);
         }
         (run, changed)
+    }
+
+    /// A begun compaction's run: judged and applied when the session is still the version its
+    /// input was taken from; otherwise returned unapplied, saying why (an undo, a session edit or
+    /// another turn came in between). An applied run carries the history it replaced.
+    fn conclude_compaction(&mut self, begun: BegunCompaction) -> CompactionRun {
+        match begun.pending {
+            Err(done) => *done,
+            Ok(pending) if begun.session_version == self.session_version => self
+                .workspace
+                .finish_compaction(pending, &mut self.failures),
+            Ok(pending) => pending.abandoned(),
+        }
     }
 
     /// Starts the playtest again from the workspace's (new) session: played turns and their undo

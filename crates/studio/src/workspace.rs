@@ -116,14 +116,16 @@ impl Workspace {
         })?;
         // Each folder's digest is taken just before its load reads it: a write in between makes
         // the next event reload (the digest is older than the load), never skip a change.
-        let (plugins, fingerprints) = load_plugins_with(&folders, limits, fingerprint::of_folder)
+        let mut fingerprints = BTreeMap::new();
+        let plugins = load_plugins_with(&folders, limits, fingerprint::of_folder)
             .into_iter()
             .map(|(plugin, seen)| {
-                let name = plugin.name.clone();
-                (plugin, seen.map(|digest| (name, digest)))
+                if let Some(digest) = seen {
+                    fingerprints.insert(plugin.name.clone(), digest);
+                }
+                plugin
             })
-            .unzip::<_, _, Vec<_>, Vec<_>>();
-        let fingerprints = fingerprints.into_iter().flatten().collect();
+            .collect();
         let mut workspace = Workspace {
             plugins_dir: plugins_dir.to_path_buf(),
             session_path: session_path.map(Path::to_path_buf),
