@@ -552,6 +552,101 @@ fn pipeline_with_no_provider_returns_its_input() {
     );
 }
 
+/// A `ui.slot@1` provider in Rust for one slot, with its own handler.
+fn slot_handler(
+    plugin_id: &str,
+    order: i64,
+    slot: SlotId,
+    handler: impl Fn(&runner::ProviderCall) -> Result<Value, String> + Send + Sync + 'static,
+) -> runner::Provider {
+    let mut provider = rust_provider(plugin_id, PointId::UiSlot, "view", order, handler);
+    std::sync::Arc::make_mut(&mut provider.decl).slot = Some(slot);
+    provider
+}
+
+#[test]
+fn pipeline_answers_the_last_valid_output_when_every_provider_after_it_fails() {
+    // The value a pipeline passes along moves from step to step (it is never copied): what the
+    // run answers and what each provider sees must not change with that.
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let watch = |seen: &std::sync::Arc<std::sync::Mutex<Vec<Value>>>| {
+        let seen = std::sync::Arc::clone(seen);
+        move |call: &runner::ProviderCall| {
+            seen.lock()
+                .expect("lock")
+                .push(call.input["previous"].clone());
+        }
+    };
+    let (first, second, third) = (watch(&seen), watch(&seen), watch(&seen));
+    let providers = [
+        slot_handler("a-first", 1, SlotId::StageMusic, move |call| {
+            first(call);
+            Ok(json!({"trackId": "first"}))
+        }),
+        slot_handler("b-throws", 2, SlotId::StageMusic, move |call| {
+            second(call);
+            Err("no track".into())
+        }),
+        slot_handler("c-invalid", 3, SlotId::StageMusic, move |call| {
+            third(call);
+            Ok(json!({"trackId": 7}))
+        }),
+    ];
+    let result = runner::run(
+        PointId::UiSlot,
+        json!({"slot": "stage.music@1", "previous": {"trackId": "before"}, "events": []}),
+        &providers,
+        &ExecutionContext::empty(),
+        &RunOptions::default(),
+    );
+    assert_eq!(result.result, json!({"trackId": "first"}));
+    let outcomes: Vec<Outcome> = result.calls.iter().map(|c| c.outcome).collect();
+    assert_eq!(
+        outcomes,
+        [Outcome::Success, Outcome::Error, Outcome::InvalidOutput]
+    );
+    assert_eq!(
+        *seen.lock().expect("lock"),
+        [
+            json!({"trackId": "before"}),
+            json!({"trackId": "first"}),
+            json!({"trackId": "first"})
+        ],
+        "a failed step leaves the next provider's input as it was"
+    );
+
+    // prompt.history-transform@1 answers the last successful output as the provider returned
+    // it (its own extra fields, no `turnId` from the input), not the merged next input.
+    let message = json!({"id": "m1", "sessionId": "s", "turnId": "t1", "sourceType": "player", "role": "user", "content": "hi", "order": 1, "createdAt": "2026-01-01T00:00:00Z"});
+    let rewritten = {
+        let message = message.clone();
+        move |_: &runner::ProviderCall| Ok(json!({"messages": [message.clone()], "note": "kept"}))
+    };
+    let providers = [
+        rust_provider(
+            "a-rewrites",
+            PointId::PromptHistoryTransform,
+            "t",
+            1,
+            rewritten,
+        ),
+        rust_provider("b-throws", PointId::PromptHistoryTransform, "t", 2, |_| {
+            Err("broken".into())
+        }),
+    ];
+    let result = runner::run(
+        PointId::PromptHistoryTransform,
+        json!({"turnId": "t9", "messages": [message.clone()]}),
+        &providers,
+        &ExecutionContext::empty(),
+        &RunOptions::default(),
+    );
+    assert_eq!(
+        result.result,
+        json!({"messages": [message], "note": "kept"})
+    );
+}
+
 #[test]
 fn ui_slot_keeps_the_previous_valid_value_when_a_provider_returns_an_invalid_one() {
     let plugins = load_some(&["runner/choices-a", "runner/choices-b"]);

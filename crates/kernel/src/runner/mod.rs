@@ -193,15 +193,19 @@ pub fn run(
         return out;
     }
     let timeout = options.timeout.unwrap_or(point.timeout);
+    // The input goes to the provider behind an `Arc` and comes back owned once the call is
+    // over (engines do not keep it), so a value passed along a chain is never deep-copied.
     let call_one = |provider: &Provider, input: Value| {
-        provider.invoker.call(&ProviderCall {
+        let call = ProviderCall {
             point: point_id,
             provider_id: provider.decl.id.clone(),
             input_key: crate::context::hash_json(&input),
             input: Arc::new(input),
             context: Arc::clone(ctx),
             timeout,
-        })
+        };
+        let report = provider.invoker.call(&call);
+        (report, Arc::unwrap_or_clone(call.input))
     };
 
     match point.mode {
@@ -268,30 +272,30 @@ pub fn run(
             };
         }
         Mode::Pipeline => {
-            let mut current = input.clone();
+            // The value that grows along the chain (a slot's `previous`, the history) moves from
+            // step to step: each step copies only what the provider returned.
+            let mut current = input;
             let mut last: Option<Value> = None;
             for provider in &chain {
                 let started = Instant::now();
-                let report = call_one(provider, current.clone());
+                let (report, given) = call_one(provider, current);
+                current = given;
                 let (record, result) = settle(point_id, slot, provider, report, started);
                 out.calls.push(record);
                 match result {
-                    Ok(value) => {
-                        match next_input(point_id, &current, &value) {
-                            Ok(next) => current = next,
-                            Err(detail) => {
-                                out.error = Some(RunError::PipelineContract {
-                                    provider: format!(
-                                        "{}/{}",
-                                        provider.plugin_id, provider.decl.id
-                                    ),
-                                    detail,
-                                });
-                                return out;
-                            }
+                    Ok(value) => match next_input(point_id, current, value) {
+                        Ok((next, kept)) => {
+                            current = next;
+                            last = kept;
                         }
-                        last = Some(value);
-                    }
+                        Err(detail) => {
+                            out.error = Some(RunError::PipelineContract {
+                                provider: format!("{}/{}", provider.plugin_id, provider.decl.id),
+                                detail,
+                            });
+                            return out;
+                        }
+                    },
                     Err(message) => {
                         if point.on_error == OnError::FailTurn {
                             out.error = Some(fail_turn(point_id, provider, message));
@@ -300,15 +304,16 @@ pub fn run(
                     }
                 }
             }
+            // No output kept: none succeeded, or the next input holds the last one.
             out.result = match last {
                 Some(value) => value,
-                None => initial_output(point_id, &input),
+                None => output_held_by(point_id, current),
             };
         }
         Mode::Single => {
             if let Some(provider) = chain.first() {
                 let started = Instant::now();
-                let report = call_one(provider, input.clone());
+                let (report, _) = call_one(provider, input);
                 let (record, result) = settle(point_id, slot, provider, report, started);
                 out.calls.push(record);
                 match result {
@@ -444,23 +449,30 @@ fn repeated_segment_id(segments: &Value) -> Result<(), String> {
     }
 }
 
-/// The input of the next pipeline provider.
-fn next_input(point: PointId, current: &Value, output: &Value) -> Result<Value, String> {
-    let next = match point {
+/// The input of the next pipeline provider, built from this step's input and output, and what
+/// the run answers if this output stays the last one (`None` when the next input already holds
+/// it: a slot's `previous`).
+fn next_input(
+    point: PointId,
+    current: Value,
+    output: Value,
+) -> Result<(Value, Option<Value>), String> {
+    let (next, last) = match point {
         PointId::UiSlot => {
-            let mut next = current.clone();
+            let mut next = current;
             if let Some(map) = next.as_object_mut() {
-                map.insert("previous".into(), output.clone());
+                map.insert("previous".into(), output);
+                (next, None)
+            } else {
+                (next, Some(output))
             }
-            next
         }
-        _ => match (current.as_object(), output.as_object()) {
-            (Some(prev), Some(out)) => {
-                let mut merged = prev.clone();
+        _ => match (current, output.as_object()) {
+            (Value::Object(mut merged), Some(out)) => {
                 merged.extend(out.clone());
-                Value::Object(merged)
+                (Value::Object(merged), Some(output))
             }
-            _ => output.clone(),
+            _ => (output.clone(), Some(output)),
         },
     };
     point
@@ -468,16 +480,18 @@ fn next_input(point: PointId, current: &Value, output: &Value) -> Result<Value, 
         .input
         .check(&next)
         .map_err(|e| e.to_string())?;
-    Ok(next)
+    Ok((next, last))
 }
 
-/// What a pipeline returns when no provider produced output.
-fn initial_output(point: PointId, input: &Value) -> Value {
+/// What a pipeline returns when no provider's output is kept: the input's value for the point
+/// (for a slot, its `previous`, which holds the last output when one succeeded).
+fn output_held_by(point: PointId, mut input: Value) -> Value {
+    let mut field = |name: &str| input.get_mut(name).map(Value::take);
     match point {
-        PointId::UiSlot => input.get("previous").cloned().unwrap_or(Value::Null),
+        PointId::UiSlot => field("previous").unwrap_or(Value::Null),
         PointId::PromptHistoryTransform => {
-            serde_json::json!({"messages": input.get("messages").cloned().unwrap_or_else(|| Value::Array(vec![]))})
+            serde_json::json!({"messages": field("messages").unwrap_or_else(|| Value::Array(vec![]))})
         }
-        _ => input.clone(),
+        _ => input,
     }
 }
