@@ -414,9 +414,11 @@ impl Workspace {
     /// A scope for several calls over the same state (a preview, a turn): the active providers
     /// and one execution per turn id are built once, not once per call.
     pub fn calls(&self) -> Calls<'_> {
+        let mut providers = self.active_providers();
+        runner::presort_providers(&mut providers);
         Calls {
             workspace: self,
-            providers: self.active_providers(),
+            providers,
             contexts: RefCell::new(BTreeMap::new()),
         }
     }

@@ -11,7 +11,6 @@ impl Engine {
     /// Runs one provider call to completion (or its deadline).
     pub fn call(&mut self, call: &ProviderCall) -> CallReport {
         let started = Instant::now();
-        modules::set_thread_root(&self.root);
         let mut execution = None;
         if self.execution_seen != call.context.execution_id {
             let fingerprint = call.context.visible_key(&self.plugin_id);
@@ -53,6 +52,8 @@ impl Engine {
                 ..report.clone()
             };
         }
+        // Only a call that runs needs the module resolver's root (a memo answer runs no code).
+        modules::set_thread_root(&self.root);
         let _ = modules::take_random_used();
         self.arm(call.timeout);
         let _ = self.memory.take_refused();

@@ -6,7 +6,7 @@ mod attribution;
 mod order;
 mod trace;
 
-pub use order::{SortKey, sort_providers, utf16_cmp};
+pub use order::{SortKey, presort_providers, sort_providers, utf16_cmp};
 pub use trace::{CallRecord, Outcome};
 
 use crate::context::ExecutionContext;
