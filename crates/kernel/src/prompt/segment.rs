@@ -8,7 +8,7 @@ use crate::runner::utf16_cmp;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::cmp::Ordering;
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 /// How often a segment's content changes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -58,12 +58,86 @@ impl Segment {
     /// taken by value, so each segment's strings move into it instead of being copied.
     pub fn parse_all(value: Value) -> Vec<Segment> {
         match value {
-            Value::Array(items) => items
-                .into_iter()
-                .filter_map(|v| Segment::deserialize(v).ok())
-                .collect(),
+            Value::Array(items) => items.into_iter().filter_map(Segment::parse).collect(),
             _ => Vec::new(),
         }
+    }
+
+    /// One segment. The usual shape (every field a plain string, number or null, position and
+    /// audience by name) is read field by field, moving its strings; anything else goes through
+    /// serde, which is what the usual shape would give too (a preview parses a thousand segments
+    /// per turn at 500 plugins, and serde's untagged enums buffer a copy of each value).
+    fn parse(value: Value) -> Option<Segment> {
+        match value {
+            Value::Object(map) if Segment::usual_shape(&map) => Segment::read_usual(map),
+            other => Segment::deserialize(other).ok(),
+        }
+    }
+
+    /// Whether every field is of the shape [`Segment::read_usual`] reads.
+    fn usual_shape(map: &serde_json::Map<String, Value>) -> bool {
+        let named = |v: &Value, names: &[&str]| v.as_str().is_some_and(|s| names.contains(&s));
+        map.iter().all(|(key, v)| match key.as_str() {
+            "id" | "content" | "providerPluginId" => v.is_string(),
+            "role" => v.is_string() || v.is_null(),
+            "order" => v.as_i64().is_some() || v.is_null(),
+            "position" => named(v, &["system", "pre-history", "post-history"]),
+            "audience" => named(v, &["all", "story", "self"]),
+            "volatility" => named(v, &["stable", "session", "turn"]),
+            // Unknown keys are ignored, as serde ignores them.
+            _ => true,
+        })
+    }
+
+    fn read_usual(map: serde_json::Map<String, Value>) -> Option<Segment> {
+        let (mut id, mut content, mut position, mut audience, mut volatility) =
+            (None, None, None, None, None);
+        let (mut role, mut order, mut provider_plugin_id) = (None, None, String::new());
+        let text = |value: Value| match value {
+            Value::String(text) => Some(text),
+            _ => None,
+        };
+        for (key, value) in map {
+            match key.as_str() {
+                "id" => id = text(value),
+                "content" => content = text(value),
+                "providerPluginId" => provider_plugin_id = text(value).unwrap_or_default(),
+                "role" => role = text(value),
+                "order" => order = value.as_i64(),
+                "position" => {
+                    position = Some(Position::Named(match value.as_str() {
+                        Some("system") => NamedPosition::System,
+                        Some("pre-history") => NamedPosition::PreHistory,
+                        _ => NamedPosition::PostHistory,
+                    }))
+                }
+                "audience" => {
+                    audience = Some(Audience::Named(match value.as_str() {
+                        Some("all") => NamedAudience::All,
+                        Some("story") => NamedAudience::Story,
+                        _ => NamedAudience::Own,
+                    }))
+                }
+                "volatility" => {
+                    volatility = Some(match value.as_str() {
+                        Some("stable") => Volatility::Stable,
+                        Some("session") => Volatility::Session,
+                        _ => Volatility::Turn,
+                    })
+                }
+                _ => {}
+            }
+        }
+        Some(Segment {
+            id: id?,
+            content: content?,
+            position: position?,
+            role,
+            audience: audience?,
+            volatility: volatility?,
+            order,
+            provider_plugin_id,
+        })
     }
 
     pub fn order(&self) -> i64 {
@@ -100,7 +174,7 @@ impl Segment {
 }
 
 /// Where a segment lands in the assembled request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "kebab-case", tag = "kind", content = "depth")]
 pub enum Placement {
     /// System prompt, cacheable part (system + stable/session; system-role pre-history).
@@ -252,13 +326,14 @@ pub fn sort_segments(segments: &mut [Segment]) {
 /// (asking each segment against all others was quadratic over a large folder).
 pub struct TieGroups<'a> {
     /// Per (volatility, order, placement): the first plugin seen, and whether another plugin
-    /// shares the group.
-    groups: HashMap<(Volatility, i64, Placement), (&'a str, bool)>,
+    /// shares the group. Ordered: a lookup among the (usually few) groups costs less than
+    /// hashing its key, and a preview makes two per segment.
+    groups: BTreeMap<(Volatility, i64, Placement), (&'a str, bool)>,
 }
 
 impl<'a> TieGroups<'a> {
     pub fn of(all: &'a [Segment]) -> TieGroups<'a> {
-        let mut groups: HashMap<(Volatility, i64, Placement), (&'a str, bool)> = HashMap::new();
+        let mut groups: BTreeMap<(Volatility, i64, Placement), (&'a str, bool)> = BTreeMap::new();
         for segment in all {
             let plugin = segment.provider_plugin_id.as_str();
             groups
