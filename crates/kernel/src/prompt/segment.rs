@@ -63,81 +63,18 @@ impl Segment {
         }
     }
 
-    /// One segment. The usual shape (every field a plain string, number or null, position and
-    /// audience by name) is read field by field, moving its strings; anything else goes through
-    /// serde, which is what the usual shape would give too (a preview parses a thousand segments
-    /// per turn at 500 plugins, and serde's untagged enums buffer a copy of each value).
+    /// One segment. The usual shape (position and audience by name, every other field a plain
+    /// string, integer or null) is read without serde's untagged enums, which buffer a copy of
+    /// every value to try each variant (a preview parses a thousand segments per turn at 500
+    /// plugins); anything else goes through serde. Both give the same segment.
     fn parse(value: Value) -> Option<Segment> {
         match value {
-            Value::Object(map) if Segment::usual_shape(&map) => Segment::read_usual(map),
+            Value::Object(map) => match UsualSegment::of(&map) {
+                Some(usual) => usual.read(map),
+                None => Segment::deserialize(Value::Object(map)).ok(),
+            },
             other => Segment::deserialize(other).ok(),
         }
-    }
-
-    /// Whether every field is of the shape [`Segment::read_usual`] reads.
-    fn usual_shape(map: &serde_json::Map<String, Value>) -> bool {
-        let named = |v: &Value, names: &[&str]| v.as_str().is_some_and(|s| names.contains(&s));
-        map.iter().all(|(key, v)| match key.as_str() {
-            "id" | "content" | "providerPluginId" => v.is_string(),
-            "role" => v.is_string() || v.is_null(),
-            "order" => v.as_i64().is_some() || v.is_null(),
-            "position" => named(v, &["system", "pre-history", "post-history"]),
-            "audience" => named(v, &["all", "story", "self"]),
-            "volatility" => named(v, &["stable", "session", "turn"]),
-            // Unknown keys are ignored, as serde ignores them.
-            _ => true,
-        })
-    }
-
-    fn read_usual(map: serde_json::Map<String, Value>) -> Option<Segment> {
-        let (mut id, mut content, mut position, mut audience, mut volatility) =
-            (None, None, None, None, None);
-        let (mut role, mut order, mut provider_plugin_id) = (None, None, String::new());
-        let text = |value: Value| match value {
-            Value::String(text) => Some(text),
-            _ => None,
-        };
-        for (key, value) in map {
-            match key.as_str() {
-                "id" => id = text(value),
-                "content" => content = text(value),
-                "providerPluginId" => provider_plugin_id = text(value).unwrap_or_default(),
-                "role" => role = text(value),
-                "order" => order = value.as_i64(),
-                "position" => {
-                    position = Some(Position::Named(match value.as_str() {
-                        Some("system") => NamedPosition::System,
-                        Some("pre-history") => NamedPosition::PreHistory,
-                        _ => NamedPosition::PostHistory,
-                    }))
-                }
-                "audience" => {
-                    audience = Some(Audience::Named(match value.as_str() {
-                        Some("all") => NamedAudience::All,
-                        Some("story") => NamedAudience::Story,
-                        _ => NamedAudience::Own,
-                    }))
-                }
-                "volatility" => {
-                    volatility = Some(match value.as_str() {
-                        Some("stable") => Volatility::Stable,
-                        Some("session") => Volatility::Session,
-                        _ => Volatility::Turn,
-                    })
-                }
-                _ => {}
-            }
-        }
-        Some(Segment {
-            id: id?,
-            content: content?,
-            position: position?,
-            role,
-            audience: audience?,
-            volatility: volatility?,
-            order,
-            provider_plugin_id,
-        })
     }
 
     pub fn order(&self) -> i64 {
@@ -170,6 +107,83 @@ impl Segment {
             (Position::Named(NamedPosition::PostHistory), _) => Placement::PostHistoryMessage,
             (Position::Depth { depth }, _) => Placement::Depth(*depth),
         }
+    }
+}
+
+/// What [`Segment::parse`] learned from a segment of the usual shape before moving its strings:
+/// the fields that are not strings, each read with its own serde names.
+struct UsualSegment {
+    position: NamedPosition,
+    audience: NamedAudience,
+    volatility: Volatility,
+    order: Option<i64>,
+}
+
+impl UsualSegment {
+    /// The fields of a segment of the usual shape, or `None` for any other shape.
+    fn of(map: &serde_json::Map<String, Value>) -> Option<UsualSegment> {
+        fn name<'a, T: Deserialize<'a>>(value: &'a Value) -> Option<T> {
+            value.is_string().then(|| T::deserialize(value).ok())?
+        }
+        let (mut position, mut audience, mut volatility, mut order) = (None, None, None, None);
+        for (key, value) in map {
+            let usual = match key.as_str() {
+                "id" | "content" | "providerPluginId" => value.is_string(),
+                "role" => value.is_string() || value.is_null(),
+                "order" => {
+                    order = value.as_i64();
+                    order.is_some() || value.is_null()
+                }
+                "position" => {
+                    position = name(value);
+                    position.is_some()
+                }
+                "audience" => {
+                    audience = name(value);
+                    audience.is_some()
+                }
+                "volatility" => {
+                    volatility = name(value);
+                    volatility.is_some()
+                }
+                // Unknown keys are ignored, as serde ignores them.
+                _ => true,
+            };
+            if !usual {
+                return None;
+            }
+        }
+        Some(UsualSegment {
+            position: position?,
+            audience: audience?,
+            volatility: volatility?,
+            order,
+        })
+    }
+
+    /// The segment, its strings moved out of the map.
+    fn read(self, map: serde_json::Map<String, Value>) -> Option<Segment> {
+        let (mut id, mut content, mut role, mut provider_plugin_id) = (None, None, None, None);
+        for (key, value) in map {
+            let Value::String(text) = value else { continue };
+            match key.as_str() {
+                "id" => id = Some(text),
+                "content" => content = Some(text),
+                "role" => role = Some(text),
+                "providerPluginId" => provider_plugin_id = Some(text),
+                _ => {}
+            }
+        }
+        Some(Segment {
+            id: id?,
+            content: content?,
+            position: Position::Named(self.position),
+            role,
+            audience: Audience::Named(self.audience),
+            volatility: self.volatility,
+            order: self.order,
+            provider_plugin_id: provider_plugin_id.unwrap_or_default(),
+        })
     }
 }
 
