@@ -8,11 +8,16 @@ use std::cmp::Ordering;
 
 /// Compares two strings by UTF-16 code units, as JavaScript's `<` does.
 pub fn utf16_cmp(a: &str, b: &str) -> Ordering {
-    // ASCII (the usual ids) orders the same in bytes and in UTF-16 code units.
-    if a.is_ascii() && b.is_ascii() {
-        return a.cmp(b);
+    // Up to their first differing byte the two strings hold the same characters, so they differ
+    // there in UTF-16 too. When both bytes there are ASCII (always, for the usual ids), they are
+    // whole characters and compare the same as their code units; only elsewhere can UTF-8 and
+    // UTF-16 order disagree (a supplementary character against U+E000–U+FFFF).
+    let (x, y) = (a.as_bytes(), b.as_bytes());
+    match x.iter().zip(y).position(|(p, q)| p != q) {
+        None => x.len().cmp(&y.len()),
+        Some(at) if x[at].is_ascii() && y[at].is_ascii() => x[at].cmp(&y[at]),
+        Some(_) => a.encode_utf16().cmp(b.encode_utf16()),
     }
-    a.encode_utf16().cmp(b.encode_utf16())
 }
 
 /// The key that placed a provider in its chain, shown to authors.
@@ -77,5 +82,18 @@ mod tests {
         assert_eq!(utf16_cmp("\u{1F600}", "\u{FF5E}"), Ordering::Less);
         assert_eq!(utf16_cmp("gen-2", "gen-10"), Ordering::Greater);
         assert_eq!(utf16_cmp("abc", "abcd"), Ordering::Less);
+        assert_eq!(utf16_cmp("é-2", "é-10"), Ordering::Greater);
+        assert_eq!(utf16_cmp("é\u{1F600}", "é\u{FF5E}"), Ordering::Less);
+        assert_eq!(utf16_cmp("\u{FF5E}a", "\u{FF5E}"), Ordering::Greater);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn code_unit_order_matches_encode_utf16_on_any_strings(
+            a in "[a-c\u{e9}\u{FF5E}\u{1F600}-]{0,6}",
+            b in "[a-c\u{e9}\u{FF5E}\u{1F600}-]{0,6}",
+        ) {
+            proptest::prop_assert_eq!(utf16_cmp(&a, &b), a.encode_utf16().cmp(b.encode_utf16()));
+        }
     }
 }
