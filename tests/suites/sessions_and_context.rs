@@ -538,6 +538,16 @@ fn a_handler_cannot_write_or_change_what_it_read() {
 }
 
 #[test]
+fn a_handler_that_changes_its_own_ctx_changes_nothing_for_the_next_call() {
+    let (_, after) = probe();
+    assert_eq!(
+        after["own"],
+        json!({"sessionId": "ctx-session", "read": {"text": "original"}, "hasWorld": true}),
+        "the next call's ctx is new and whole"
+    );
+}
+
+#[test]
 fn settings_are_declared_defaults_overridden_by_the_session_and_frozen() {
     let (report, _) = probe();
     assert_eq!(report["settings"], json!({"mood": "calm", "verbosity": 3}));

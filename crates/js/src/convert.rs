@@ -36,32 +36,90 @@ struct Meter<'a> {
 }
 
 impl Meter<'_> {
-    fn visit(&mut self, path: &str) -> Result<(), FromJsError> {
+    fn visit(&mut self) -> Result<(), Refusal> {
         self.nodes += 1;
         if self.nodes > self.budget.nodes {
-            return Err(FromJsError::OverBudget(format!(
-                "more than {} values (at {})",
-                self.budget.nodes,
-                shown(path)
-            )));
+            return Err(Refusal::new(Refused::Nodes(self.budget.nodes)));
         }
         // The interrupt handler cannot stop Rust code: check the call's deadline here.
         if self.nodes.is_multiple_of(1024) && (self.expired)() {
-            return Err(FromJsError::Deadline);
+            return Err(Refusal::new(Refused::Deadline));
         }
         Ok(())
     }
 
-    fn text(&mut self, len: usize, path: &str) -> Result<(), FromJsError> {
+    fn text(&mut self, len: usize) -> Result<(), Refusal> {
         self.bytes = self.bytes.saturating_add(len);
         if self.bytes > self.budget.bytes {
-            return Err(FromJsError::OverBudget(format!(
-                "more than {} bytes of text (at {})",
-                self.budget.bytes,
-                shown(path)
-            )));
+            return Err(Refusal::new(Refused::Bytes(self.budget.bytes)));
         }
         Ok(())
+    }
+}
+
+/// Why a conversion stopped, before its place in the value is known.
+enum Refused {
+    TooDeep,
+    Unsupported(&'static str),
+    Nodes(usize),
+    Bytes(usize),
+    Engine(String),
+    Deadline,
+}
+
+/// One step from a value to a child: an array index or an object key.
+enum Step {
+    Index(usize),
+    Key(String),
+}
+
+/// A refusal and the way back to the root, collected while the reading unwinds: the path of
+/// the value being read is only spelled out when something is refused, not kept on every node.
+struct Refusal {
+    why: Refused,
+    /// Innermost step first.
+    steps: Vec<Step>,
+}
+
+impl Refusal {
+    fn new(why: Refused) -> Refusal {
+        Refusal {
+            why,
+            steps: Vec::new(),
+        }
+    }
+
+    fn engine(error: rquickjs::Error) -> Refusal {
+        Refusal::new(Refused::Engine(error.to_string()))
+    }
+
+    /// The same refusal, one step further from the root.
+    fn under(mut self, step: Step) -> Refusal {
+        self.steps.push(step);
+        self
+    }
+
+    fn into_error(self) -> FromJsError {
+        let mut path = String::new();
+        for step in self.steps.iter().rev() {
+            let _ = match step {
+                Step::Index(i) => write!(path, "[{i}]"),
+                Step::Key(key) => write!(path, ".{key}"),
+            };
+        }
+        let at = shown(&path);
+        match self.why {
+            Refused::TooDeep => FromJsError::TooDeep(at),
+            Refused::Unsupported(kind) => FromJsError::Unsupported { kind, path: at },
+            Refused::Nodes(limit) => {
+                FromJsError::OverBudget(format!("more than {limit} values (at {at})"))
+            }
+            Refused::Bytes(limit) => {
+                FromJsError::OverBudget(format!("more than {limit} bytes of text (at {at})"))
+            }
+            Refused::Engine(message) => FromJsError::Engine(message),
+            Refused::Deadline => FromJsError::Deadline,
+        }
     }
 }
 
@@ -125,21 +183,30 @@ pub fn from_js_within(
         budget,
         expired,
     };
-    read(value, 0, &mut String::new(), &mut meter)
+    read(value, value.type_of(), 0, &mut meter).map_err(Refusal::into_error)
 }
 
+/// Whether a value of this type is left out of an object (and is null in an array), as
+/// `JSON.stringify` does.
+fn left_out(kind: Type) -> bool {
+    matches!(
+        kind,
+        Type::Undefined | Type::Function | Type::Constructor | Type::Symbol
+    )
+}
+
+/// Reads one value of type `kind` (its parent already asked the engine for it).
 fn read(
     value: &Value<'_>,
+    kind: Type,
     depth: usize,
-    path: &mut String,
     meter: &mut Meter<'_>,
-) -> Result<Json, FromJsError> {
+) -> Result<Json, Refusal> {
     if depth > MAX_DEPTH {
-        return Err(FromJsError::TooDeep(shown(path)));
+        return Err(Refusal::new(Refused::TooDeep));
     }
-    meter.visit(path)?;
-    let engine = |e: rquickjs::Error| FromJsError::Engine(e.to_string());
-    Ok(match value.type_of() {
+    meter.visit()?;
+    Ok(match kind {
         Type::Uninitialized | Type::Undefined | Type::Null => Json::Null,
         Type::Bool => Json::Bool(value.as_bool().unwrap_or_default()),
         Type::Int => Json::Number(value.as_int().unwrap_or_default().into()),
@@ -152,84 +219,57 @@ fn read(
                 .as_string()
                 .map(|s| s.to_string())
                 .transpose()
-                .map_err(engine)?
+                .map_err(Refusal::engine)?
                 .unwrap_or_default();
-            meter.text(text.len(), path)?;
+            meter.text(text.len())?;
             Json::String(text)
         }
         Type::Array => {
             let array = value
                 .as_array()
-                .ok_or_else(|| FromJsError::Engine("array expected".into()))?;
+                .ok_or_else(|| Refusal::new(Refused::Engine("array expected".into())))?;
             let mut out = Vec::with_capacity(array.len());
             for (i, item) in array.iter::<Value>().enumerate() {
-                let item = item.map_err(engine)?;
-                let len = path.len();
-                // Written in place: no string allocated per element.
-                let _ = write!(path, "[{i}]");
-                out.push(match item.type_of() {
-                    Type::Undefined | Type::Function | Type::Constructor | Type::Symbol => {
-                        Json::Null
-                    }
-                    _ => read(&item, depth + 1, path, meter)?,
+                let item = item.map_err(Refusal::engine)?;
+                let kind = item.type_of();
+                out.push(if left_out(kind) {
+                    Json::Null
+                } else {
+                    read(&item, kind, depth + 1, meter).map_err(|r| r.under(Step::Index(i)))?
                 });
-                path.truncate(len);
             }
             Json::Array(out)
         }
         Type::Object | Type::Exception | Type::Proxy => {
             let object = value
                 .as_object()
-                .ok_or_else(|| FromJsError::Engine("object expected".into()))?;
+                .ok_or_else(|| Refusal::new(Refused::Engine("object expected".into())))?;
             let props = object.props::<String, Value>();
             let mut out = Map::with_capacity(props.len());
             for prop in props {
-                let (key, item) = prop.map_err(engine)?;
-                if matches!(
-                    item.type_of(),
-                    Type::Undefined | Type::Function | Type::Constructor | Type::Symbol
-                ) {
+                let (key, item) = prop.map_err(Refusal::engine)?;
+                let kind = item.type_of();
+                if left_out(kind) {
                     continue;
                 }
-                meter.text(key.len(), path)?;
-                let len = path.len();
-                path.push('.');
-                path.push_str(&key);
-                let item = read(&item, depth + 1, path, meter)?;
-                path.truncate(len);
-                out.insert(key, item);
+                meter.text(key.len())?;
+                match read(&item, kind, depth + 1, meter) {
+                    Ok(item) => {
+                        out.insert(key, item);
+                    }
+                    Err(refusal) => return Err(refusal.under(Step::Key(key))),
+                }
             }
             Json::Object(out)
         }
-        Type::Promise => {
-            return Err(FromJsError::Unsupported {
-                kind: "promise",
-                path: shown(path),
-            });
-        }
-        Type::BigInt => {
-            return Err(FromJsError::Unsupported {
-                kind: "BigInt",
-                path: shown(path),
-            });
-        }
+        Type::Promise => return Err(Refusal::new(Refused::Unsupported("promise"))),
+        Type::BigInt => return Err(Refusal::new(Refused::Unsupported("BigInt"))),
         Type::Function | Type::Constructor => {
-            return Err(FromJsError::Unsupported {
-                kind: "function",
-                path: shown(path),
-            });
+            return Err(Refusal::new(Refused::Unsupported("function")));
         }
-        Type::Symbol => {
-            return Err(FromJsError::Unsupported {
-                kind: "symbol",
-                path: shown(path),
-            });
-        }
+        Type::Symbol => return Err(Refusal::new(Refused::Unsupported("symbol"))),
         Type::Module | Type::Unknown => {
-            return Err(FromJsError::Unsupported {
-                kind: "engine value",
-                path: shown(path),
-            });
+            return Err(Refusal::new(Refused::Unsupported("engine value")));
         }
     })
 }
@@ -239,5 +279,79 @@ fn shown(path: &str) -> String {
         "(root)".into()
     } else {
         format!("(root){path}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rquickjs::{Context, Runtime};
+
+    /// Evaluates `source` and reads its value within `budget`.
+    fn read_of(source: &str, budget: ConversionBudget) -> Result<Json, FromJsError> {
+        let runtime = Runtime::new().expect("runtime");
+        let context = Context::full(&runtime).expect("context");
+        context.with(|ctx| {
+            let value: Value = ctx.eval(source).expect("the source evaluates");
+            from_js_within(&value, budget, &|| false)
+        })
+    }
+
+    fn read_output(source: &str) -> Result<Json, FromJsError> {
+        read_of(source, ConversionBudget::OUTPUT)
+    }
+
+    #[test]
+    fn a_refused_value_is_named_by_its_path_from_the_root() {
+        assert_eq!(
+            read_output("({ list: [1, { deep: Promise.resolve(1) }] })"),
+            Err(FromJsError::Unsupported {
+                kind: "promise",
+                path: "(root).list[1].deep".into()
+            })
+        );
+        assert_eq!(
+            read_output("10n"),
+            Err(FromJsError::Unsupported {
+                kind: "BigInt",
+                path: "(root)".into()
+            })
+        );
+    }
+
+    #[test]
+    fn a_budget_overrun_names_where_it_happened() {
+        let budget = ConversionBudget {
+            nodes: 3,
+            bytes: 1024,
+        };
+        assert_eq!(
+            read_of("({ a: 1, b: [2, 3] })", budget),
+            Err(FromJsError::OverBudget(
+                "more than 3 values (at (root).b[0])".into()
+            ))
+        );
+        let budget = ConversionBudget {
+            nodes: 100,
+            bytes: 8,
+        };
+        assert_eq!(
+            read_of("[{ k: 'long text' }]", budget),
+            Err(FromJsError::OverBudget(
+                "more than 8 bytes of text (at (root)[0].k)".into()
+            ))
+        );
+    }
+
+    #[test]
+    fn undefined_functions_and_symbols_are_left_out_of_objects_and_null_in_arrays() {
+        assert_eq!(
+            read_output("({ a: undefined, f() {}, s: Symbol('s'), n: NaN, kept: 'yes' })"),
+            Ok(serde_json::json!({"n": null, "kept": "yes"}))
+        );
+        assert_eq!(
+            read_output("[undefined, () => 1, Symbol('s'), 2.5]"),
+            Ok(serde_json::json!([null, null, null, 2.5]))
+        );
     }
 }
