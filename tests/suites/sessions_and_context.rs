@@ -488,6 +488,11 @@ fn plugin_data_get_returns_the_value_or_null_and_list_returns_rows_in_creation_o
     let (report, _) = probe();
     assert_eq!(report["ownGet"], json!({"text": "original"}));
     assert_eq!(report["missingGet"], Value::Null);
+    assert_eq!(
+        report["detachedGet"],
+        json!({"text": "original"}),
+        "get works detached from ctx.pluginData too"
+    );
     let keys: Vec<&str> = report["list"]
         .as_array()
         .expect("list")
