@@ -545,10 +545,30 @@ fn a_handler_cannot_write_or_change_what_it_read() {
 #[test]
 fn a_handler_that_changes_its_own_ctx_changes_nothing_for_the_next_call() {
     let (_, after) = probe();
+    assert_eq!(after["own"]["sessionId"], "ctx-session");
+    assert_eq!(after["own"]["read"], json!({"text": "original"}));
     assert_eq!(
-        after["own"],
-        json!({"sessionId": "ctx-session", "read": {"text": "original"}, "hasWorld": true}),
+        after["own"]["hasWorld"], true,
         "the next call's ctx is new and whole"
+    );
+}
+
+#[test]
+fn a_call_signal_aborts_when_its_call_ends_and_runs_its_listeners_then() {
+    let (report, after) = probe();
+    assert_eq!(
+        report["signalDuring"],
+        json!({"aborted": false, "reason": null, "ownKeys": []}),
+        "live during the call; like an AbortSignal, its state is not own properties"
+    );
+    assert_eq!(
+        after["own"]["signalAfter"],
+        json!({
+            "heard": ["aborted: true"],
+            "reason": "Plugin service call completed",
+            "ownAborted": false
+        }),
+        "the listener ran once, at the end of its call; a listener added later never runs"
     );
 }
 

@@ -19,8 +19,6 @@
   const disposers = [];
   let closed = false;
   let logs = [];
-  // The signal of the call that runs (null between calls).
-  let running = null;
 
   // ---- console: captured per call so the trace shows what a handler printed ----------------
   const show = (v) => {
@@ -98,25 +96,31 @@
     return value;
   }
 
-  // ---- AbortSignal stand-in ------------------------------------------------------------------
-  // One per call: the listener list is made only when a handler listens.
+  // ---- AbortSignal stand-ins ------------------------------------------------------------------
+  // The plugin's lifetime signal (`covel.signal`; the plugin's runtime ends with it, so it never
+  // aborts): the listener list is made only when one listens.
   class Signal {
     constructor() { this.aborted = false; this.reason = undefined; this._listeners = null; }
     addEventListener(type, fn) { if (type === "abort") (this._listeners || (this._listeners = [])).push(fn); }
     removeEventListener(type, fn) { if (this._listeners) this._listeners = this._listeners.filter((f) => f !== fn); }
     throwIfAborted() { if (this.aborted) throw this.reason; }
-    _abort(reason) {
-      if (this.aborted) return;
-      this.aborted = true;
-      this.reason = reason;
-      const listeners = this._listeners;
-      if (!listeners) return;
-      for (let i = 0; i < listeners.length; i++) { try { listeners[i]({ type: "abort" }); } catch { /* listener errors are the plugin's */ } }
-    }
   }
 
   // The reason of every finished call's signal: one frozen error, not one per call.
   const CALL_COMPLETED = Object.freeze(new Error("Plugin service call completed"));
+
+  // A call's `ctx.signal`: aborted once its call has ended. Like an AbortSignal (whose state sits
+  // behind getters) it holds nothing itself: which signal is live and its listeners are kept
+  // here, so a call's signal is an empty object (three properties per call cost ~4% of a call).
+  let liveSignal = null;
+  let liveListeners = null;
+  const callSignal = {
+    get aborted() { return this !== liveSignal; },
+    get reason() { return this !== liveSignal ? CALL_COMPLETED : undefined; },
+    addEventListener(type, fn) { if (type === "abort" && this === liveSignal) (liveListeners || (liveListeners = [])).push(fn); },
+    removeEventListener(type, fn) { if (this === liveSignal && liveListeners) liveListeners = liveListeners.filter((f) => f !== fn); },
+    throwIfAborted() { if (this !== liveSignal) throw CALL_COMPLETED; },
+  };
 
   // ---- HTTP: plugin code only asks; the host decides (permissions.http, mocks, live) --------
   function makeHttp() {
@@ -317,21 +321,23 @@
     call(key, input, turnId, withGateway) {
       if (logs.length) logs = [];
       impure = null;
-      running = null;
       const handler = handlers.get(key);
       if (!handler) throw new Error(`no handler registered for ${key}`);
-      running = new Signal();
-      return handler(input, makeContext(running, turnId, withGateway));
+      liveSignal = { __proto__: callSignal };
+      return handler(input, makeContext(liveSignal, turnId, withGateway));
     },
     // Ends the call (started or not): drops its timers, aborts its signal (its ctx reads nothing
     // from now on), and answers null when the handler printed nothing and stayed pure, else
     // [logs, impure] (what it printed, why it must not be memoized), in one crossing.
     finish() {
       timers.clear();
-      const signal = running;
-      running = null;
+      const listeners = liveListeners;
+      liveSignal = null;
+      liveListeners = null;
       liveReader = null;
-      if (signal) signal._abort(CALL_COMPLETED);
+      if (listeners) {
+        for (let i = 0; i < listeners.length; i++) { try { listeners[i]({ type: "abort" }); } catch { /* listener errors are the plugin's */ } }
+      }
       if (!logs.length && impure === null) return null;
       const out = [logs, impure];
       logs = [];
