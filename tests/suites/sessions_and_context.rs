@@ -514,6 +514,16 @@ fn plugin_data_get_returns_the_value_or_null_and_list_returns_rows_in_creation_o
 }
 
 #[test]
+fn a_key_named_proto_in_session_data_reaches_the_handler_as_an_own_key() {
+    let (report, _) = probe();
+    assert_eq!(
+        report["protoKey"],
+        json!({"keys": ["__proto__", "kept"], "isAdmin": null, "plainPrototype": true}),
+        "as JSON.parse would give it: not the object's prototype"
+    );
+}
+
+#[test]
 fn hidden_and_foreign_data_are_unreadable() {
     let (report, _) = probe();
     assert_eq!(report["hiddenGet"], Value::Null);

@@ -79,11 +79,16 @@
   globalThis.setInterval = undefined;
   globalThis.queueMicrotask = (fn) => { Promise.resolve().then(fn); };
 
+  // A key named `__proto__` is defined, as JSON.parse makes it, not assigned (which would set
+  // the copy's prototype and drop the key).
   function deepCopy(value) {
     if (value === null || typeof value !== "object") return value;
     if (Array.isArray(value)) return value.map(deepCopy);
     const out = {};
-    for (const key of Object.keys(value)) out[key] = deepCopy(value[key]);
+    for (const key of Object.keys(value)) {
+      if (key === "__proto__") Object.defineProperty(out, key, { value: deepCopy(value[key]), writable: true, enumerable: true, configurable: true });
+      else out[key] = deepCopy(value[key]);
+    }
     return out;
   }
   if (typeof globalThis.structuredClone !== "function") globalThis.structuredClone = deepCopy;
