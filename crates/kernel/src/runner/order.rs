@@ -37,13 +37,6 @@ impl SortKey {
             id: provider.decl.id.clone(),
         }
     }
-
-    pub fn cmp_key(&self, other: &SortKey) -> Ordering {
-        self.order
-            .cmp(&other.order)
-            .then_with(|| utf16_cmp(&self.plugin_id, &other.plugin_id))
-            .then_with(|| utf16_cmp(&self.id, &other.id))
-    }
 }
 
 /// The kernel's call order of two providers.
