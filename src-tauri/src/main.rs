@@ -8,6 +8,10 @@
 
 use clap::Parser;
 
+/// Engines allocate with mimalloc (see `covel_js::memory`); so does everything else here.
+#[global_allocator]
+static ALLOCATOR: covel_js::memory::MiMalloc = covel_js::memory::MiMalloc;
+
 /// Covel Studio: author and playtest Covel plugins.
 #[derive(Parser)]
 #[command(name = "covel-studio", version)]

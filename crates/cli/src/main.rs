@@ -16,6 +16,11 @@ mod validate;
 mod watch;
 
 use clap::{Parser, Subcommand};
+
+/// Engines allocate with mimalloc (see `covel_js::memory`); so does everything else here.
+#[global_allocator]
+static ALLOCATOR: covel_js::memory::MiMalloc = covel_js::memory::MiMalloc;
+
 use std::process::ExitCode;
 
 #[derive(Parser)]

@@ -4,7 +4,11 @@
 //! is recorded, so an out-of-memory failure is classified as such even when the engine could
 //! not allocate the error object that would have said so.
 
-use rquickjs::allocator::{Allocator, RustAllocator};
+use libmimalloc_sys as mi;
+/// The process allocator the binaries install (`#[global_allocator]`): the one engines use, so
+/// values made by one thread and freed by another cross no allocator boundary.
+pub use mimalloc::MiMalloc;
+use rquickjs::allocator::Allocator;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -82,6 +86,12 @@ impl RuntimeMemory {
         true
     }
 
+    /// Charges what a block took beyond its reservation (never refused: a few bytes of rounding).
+    fn add(&self, bytes: usize) {
+        self.used.fetch_add(bytes, Ordering::Relaxed);
+        self.shared.used.fetch_add(bytes, Ordering::Relaxed);
+    }
+
     fn release(&self, bytes: usize) {
         self.used.fetch_sub(bytes, Ordering::Relaxed);
         self.shared.used.fetch_sub(bytes, Ordering::Relaxed);
@@ -97,95 +107,181 @@ impl Drop for RuntimeMemory {
     }
 }
 
-/// The size the inner allocator really takes for a request (it rounds to 8 bytes).
-fn rounded(size: usize) -> Option<usize> {
-    size.checked_add(7).map(|s| s & !7)
-}
-
-/// Rust's allocator, within a runtime's account.
+/// mimalloc, within a runtime's account.
+///
+/// Why mimalloc and not Rust's allocator: QuickJS takes its small objects from 4 KiB arenas it
+/// frees as soon as they empty, so every call of a plugin allocates and frees a few arenas, on
+/// whichever worker thread runs it, and values made on a worker are freed on another thread.
+/// Under glibc that churn (bin consolidation, cross-thread frees) cost ≈ 15% of a preview in
+/// which every provider runs. mimalloc's C API also needs no size header, so an arena takes
+/// exactly its 4 KiB size class (with a header, 4 KiB + 16 bytes fell into the 5 KiB class).
 pub struct BudgetAllocator {
-    inner: RustAllocator,
     account: Arc<RuntimeMemory>,
 }
 
 impl BudgetAllocator {
     pub fn new(account: Arc<RuntimeMemory>) -> BudgetAllocator {
-        BudgetAllocator {
-            inner: RustAllocator,
-            account,
+        // Keeps the constructor below linked into every binary that runs engines.
+        #[cfg(target_os = "linux")]
+        std::hint::black_box(&COMMIT_ARENAS_ON_DEMAND);
+        BudgetAllocator { account }
+    }
+
+    /// The account holds `reserved` for a block that really takes `usable`: make it hold that.
+    fn settle(&self, reserved: usize, usable: usize) {
+        if usable > reserved {
+            self.account.add(usable - reserved);
+        } else {
+            self.account.release(reserved - usable);
         }
     }
 }
 
-// SAFETY: every method delegates to `RustAllocator`, which upholds the trait's contract; this
-// wrapper only refuses requests (returning null, which the contract allows) and keeps counts.
+/// mimalloc's `mi_option_arena_eager_commit` (its position in v3's `mi_option_e`, which keeps
+/// retired options' places; `libmimalloc-sys` lists only v2's numbering).
+#[cfg(target_os = "linux")]
+const ARENA_EAGER_COMMIT: mi::mi_option_t = 4;
+
+/// On Linux mimalloc commits a whole arena (1 GiB reserved) up front by default, and what it
+/// frees there then stays resident longer: at 500 plugins, peak RSS 166 MB instead of 149 MB.
+/// Committing on demand costs no measurable speed. The option is read when the first arena is
+/// reserved, at the process's first allocation, before `main`: hence a constructor.
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+#[used]
+#[unsafe(link_section = ".init_array")]
+static COMMIT_ARENAS_ON_DEMAND: extern "C" fn() = {
+    extern "C" fn commit_on_demand() {
+        // SAFETY: sets one option value; mimalloc reads options lazily and allows setting them
+        // before or after its own initialisation.
+        unsafe { mi::mi_option_set(ARENA_EAGER_COMMIT, 0) }
+    }
+    commit_on_demand
+};
+
+/// What mimalloc would really hand out for a request of `size` bytes.
+fn good_size(size: usize) -> usize {
+    // SAFETY: a pure size computation; no memory is touched.
+    #[allow(unsafe_code)]
+    unsafe {
+        mi::mi_good_size(size)
+    }
+}
+
+// SAFETY: every block comes from mimalloc's `mi_malloc`/`mi_calloc`/`mi_realloc` (aligned to at
+// least 8 bytes, as QuickJS needs) and goes back through `mi_free`/`mi_realloc`; the account is
+// charged before a block exists and holds each live block's usable size, so a refusal only ever
+// returns null, which the contract allows.
 #[allow(unsafe_code)]
 unsafe impl Allocator for BudgetAllocator {
     fn alloc(&mut self, size: usize) -> *mut u8 {
-        let Some(bytes) = rounded(size) else {
-            return std::ptr::null_mut();
-        };
-        if !self.account.reserve(bytes) {
+        let want = good_size(size);
+        if !self.account.reserve(want) {
             return std::ptr::null_mut();
         }
-        let ptr = self.inner.alloc(size);
+        let ptr = unsafe { mi::mi_malloc(size) }.cast::<u8>();
         if ptr.is_null() {
-            self.account.release(bytes);
+            self.account.release(want);
+        } else {
+            self.settle(want, unsafe { mi::mi_usable_size(ptr.cast()) });
         }
         ptr
     }
 
     fn calloc(&mut self, count: usize, size: usize) -> *mut u8 {
-        // The inner allocator panics on an overflowing product; refuse it here instead.
-        let Some(bytes) = count.checked_mul(size).and_then(rounded) else {
+        let Some(bytes) = count.checked_mul(size) else {
             return std::ptr::null_mut();
         };
-        if bytes == 0 || !self.account.reserve(bytes) {
+        let want = good_size(bytes);
+        if bytes == 0 || !self.account.reserve(want) {
             return std::ptr::null_mut();
         }
-        let ptr = self.inner.calloc(count, size);
+        let ptr = unsafe { mi::mi_calloc(count, size) }.cast::<u8>();
         if ptr.is_null() {
-            self.account.release(bytes);
+            self.account.release(want);
+        } else {
+            self.settle(want, unsafe { mi::mi_usable_size(ptr.cast()) });
         }
         ptr
     }
 
     unsafe fn dealloc(&mut self, ptr: *mut u8) {
-        // SAFETY: the caller guarantees `ptr` came from this allocator.
-        let bytes = unsafe { RustAllocator::usable_size(ptr) };
-        unsafe { self.inner.dealloc(ptr) };
+        // SAFETY: the caller guarantees `ptr` came from this allocator, so from mimalloc.
+        let bytes = unsafe { mi::mi_usable_size(ptr.cast()) };
+        unsafe { mi::mi_free(ptr.cast()) };
         self.account.release(bytes);
     }
 
     unsafe fn realloc(&mut self, ptr: *mut u8, new_size: usize) -> *mut u8 {
-        // SAFETY: the caller guarantees `ptr` came from this allocator.
-        let old = unsafe { RustAllocator::usable_size(ptr) };
-        let Some(new) = rounded(new_size) else {
-            return std::ptr::null_mut();
-        };
-        if new > old && !self.account.reserve(new - old) {
+        // SAFETY: the caller guarantees `ptr` came from this allocator, so from mimalloc.
+        let old = unsafe { mi::mi_usable_size(ptr.cast()) };
+        let growth = good_size(new_size).saturating_sub(old);
+        if growth > 0 && !self.account.reserve(growth) {
             return std::ptr::null_mut();
         }
-        let moved = unsafe { self.inner.realloc(ptr, new_size) };
+        let moved = unsafe { mi::mi_realloc(ptr.cast(), new_size) }.cast::<u8>();
         if moved.is_null() {
-            if new > old {
-                self.account.release(new - old);
-            }
-        } else if new < old {
-            self.account.release(old - new);
+            // The old block is untouched and still charged as it was.
+            self.account.release(growth);
+        } else {
+            self.settle(old + growth, unsafe { mi::mi_usable_size(moved.cast()) });
         }
         moved
     }
 
     unsafe fn usable_size(ptr: *mut u8) -> usize {
         // SAFETY: forwarded under the same contract.
-        unsafe { RustAllocator::usable_size(ptr) }
+        unsafe { mi::mi_usable_size(ptr.cast()) }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    #[allow(unsafe_code)]
+    fn mimalloc_commits_its_arenas_on_demand_from_before_main() {
+        // SAFETY: reads one option value.
+        let eager = unsafe { mi::mi_option_get(ARENA_EAGER_COMMIT) };
+        assert_eq!(
+            eager, 0,
+            "the constructor ran before the first arena was reserved"
+        );
+    }
+
+    #[test]
+    fn an_allocation_is_charged_what_it_really_takes_and_released_whole() {
+        let account = RuntimeMemory::new(1 << 20, SharedBudget::new(1 << 30));
+        let mut allocator = BudgetAllocator::new(Arc::clone(&account));
+        let block = allocator.alloc(4096);
+        assert!(!block.is_null());
+        assert_eq!(
+            account.used(),
+            4096,
+            "an arena takes exactly its size class"
+        );
+        let odd = allocator.alloc(13);
+        let taken = account.used() - 4096;
+        assert!(taken >= 13, "charged {taken} for 13 bytes");
+        // SAFETY: both blocks came from this allocator and are freed once.
+        #[allow(unsafe_code)]
+        unsafe {
+            let grown = allocator.realloc(odd, 10_000);
+            assert!(!grown.is_null());
+            assert!(account.used() >= 4096 + 10_000);
+            allocator.dealloc(grown);
+            allocator.dealloc(block);
+        }
+        assert_eq!(account.used(), 0, "nothing is left charged");
+        assert!(
+            allocator.alloc(2 << 20).is_null(),
+            "over the limit: refused"
+        );
+        assert!(account.take_refused());
+        assert_eq!(account.used(), 0);
+    }
 
     #[test]
     fn the_shared_budget_refuses_what_no_single_limit_would() {
