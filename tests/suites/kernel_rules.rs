@@ -442,6 +442,112 @@ fn collect_runs_different_plugins_at_once_and_one_plugins_calls_one_after_anothe
 }
 
 #[test]
+fn a_batch_runs_chains_of_different_engines_at_once_and_each_engines_calls_in_request_order() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+    use std::time::{Duration, Instant};
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        eprintln!("one core: chains cannot run at once here, nothing to check");
+        return;
+    }
+    // `left` provides the backdrop and the cast (one engine), `right` the music. The backdrop
+    // and the music wait (at most 2 s) until both have started: only chains that run at the
+    // same time both see it. The cast must run after the backdrop, as one by one.
+    let started = Arc::new(AtomicUsize::new(0));
+    let log = Arc::new(Mutex::new(Vec::<String>::new()));
+    let handler = |started: Arc<AtomicUsize>, log: Arc<Mutex<Vec<String>>>| {
+        move |call: &runner::ProviderCall| {
+            let slot = call.input["slot"].as_str().unwrap_or_default().to_string();
+            let mut met = true;
+            if slot != "stage.cast@1" {
+                started.fetch_add(1, Ordering::SeqCst);
+                let until = Instant::now() + Duration::from_secs(2);
+                while started.load(Ordering::SeqCst) < 2 && Instant::now() < until {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                met = started.load(Ordering::SeqCst) >= 2;
+            }
+            log.lock().expect("log").push(format!("{} met={met}", slot));
+            Ok(Value::Null)
+        }
+    };
+    let slot_provider = |plugin: &str, slot: SlotId, handler| {
+        let mut provider = rust_provider(plugin, PointId::UiSlot, "view", 0, handler);
+        Arc::make_mut(&mut provider.decl).slot = Some(slot);
+        provider
+    };
+    let backdrop = slot_provider(
+        "left",
+        SlotId::StageBackdrop,
+        handler(Arc::clone(&started), Arc::clone(&log)),
+    );
+    let mut cast = backdrop.clone();
+    Arc::make_mut(&mut cast.decl).slot = Some(SlotId::StageCast);
+    Arc::make_mut(&mut cast.decl).id = "cast".into();
+    let music = slot_provider(
+        "right",
+        SlotId::StageMusic,
+        handler(Arc::clone(&started), Arc::clone(&log)),
+    );
+    let providers = vec![backdrop, cast, music];
+    let request = |slot: SlotId| runner::RunRequest {
+        point: PointId::UiSlot,
+        input: json!({"slot": slot.as_str(), "previous": null, "events": []}),
+        options: RunOptions {
+            slot: Some(slot),
+            timeout: None,
+        },
+    };
+    let order = [SlotId::StageBackdrop, SlotId::StageMusic, SlotId::StageCast];
+    let results = runner::run_all(
+        order.iter().map(|&slot| request(slot)).collect(),
+        &providers,
+        &ExecutionContext::empty(),
+    );
+    let log = log.lock().expect("log").clone();
+    assert!(
+        log.contains(&"stage.backdrop@1 met=true".to_string()),
+        "{log:?}"
+    );
+    assert!(
+        log.contains(&"stage.music@1 met=true".to_string()),
+        "{log:?}"
+    );
+    let at = |entry: &str| log.iter().position(|l| l.starts_with(entry));
+    assert!(
+        at("stage.backdrop@1") < at("stage.cast@1"),
+        "left's calls in request order: {log:?}"
+    );
+    // The same results, in request order, as one run after another.
+    let summary = |r: &runner::RunResult| {
+        let calls: Vec<String> = r
+            .calls
+            .iter()
+            .map(|c| format!("{}/{} {:?}", c.plugin_id, c.provider_id, c.outcome))
+            .collect();
+        (r.slot, r.result.clone(), calls, r.error.clone())
+    };
+    started.store(2, Ordering::SeqCst);
+    let one_by_one: Vec<_> = order
+        .iter()
+        .map(|&slot| {
+            let r = request(slot);
+            runner::run(
+                r.point,
+                r.input,
+                &providers,
+                &ExecutionContext::empty(),
+                &r.options,
+            )
+        })
+        .collect();
+    assert_eq!(
+        results.iter().map(summary).collect::<Vec<_>>(),
+        one_by_one.iter().map(summary).collect::<Vec<_>>()
+    );
+}
+
+#[test]
 fn plugin_ids_compare_by_utf16_code_units_not_locale() {
     let providers = vec![
         rust_provider("alpha", PointId::PromptSegment, "a", 0, |_| Ok(json!([]))),

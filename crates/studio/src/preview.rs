@@ -9,7 +9,7 @@ use covel_kernel::prompt::template::{self, TemplateScope};
 use covel_kernel::prompt::{
     self, Assembly, AssemblyInput, CacheReport, RequestOptions, RuntimeView, Segment, SegmentRow,
 };
-use covel_kernel::runner::{CallRecord, RunError, RunResult};
+use covel_kernel::runner::{CallRecord, RunError, RunOptions, RunRequest, RunResult};
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::time::Instant;
@@ -429,11 +429,7 @@ impl Workspace {
 
     /// Projects every kernel slot from the committed state (no turn).
     pub fn slots(&self) -> Vec<SlotView> {
-        let calls = self.calls();
-        SlotId::ALL
-            .into_iter()
-            .flat_map(|slot| calls.project_slot(slot, &[], None))
-            .collect()
+        self.calls().project_slots(&SlotId::ALL, &[], None)
     }
 
     fn assemble_turn(
@@ -518,25 +514,42 @@ impl Workspace {
             turn,
         );
         errors.extend(PreviewError::of(&segments, "this-turn"));
-        let mut slots = 0;
-        for slot in [
+        // The five slots and the world context: chains that share no engine run in parallel.
+        let stage = [
             SlotId::StageBackdrop,
             SlotId::StageCast,
             SlotId::StageChoices,
             SlotId::SessionSummary,
             SlotId::StageMusic,
-        ] {
-            let input = json!({"slot": slot.as_str(), "previous": null, "events": []});
-            let result = scope.run(PointId::UiSlot, input, Some(slot), turn);
-            errors.extend(PreviewError::of(&result, "this-turn"));
-            slots += usize::from(!result.result.is_null());
-        }
-        let world = scope.run(PointId::SessionWorldContext, json!({}), None, turn);
-        errors.extend(PreviewError::of(&world, "this-turn"));
+        ];
+        let mut requests: Vec<RunRequest> = stage
+            .iter()
+            .map(|&slot| RunRequest {
+                point: PointId::UiSlot,
+                input: json!({"slot": slot.as_str(), "previous": null, "events": []}),
+                options: RunOptions {
+                    slot: Some(slot),
+                    timeout: None,
+                },
+            })
+            .collect();
+        requests.push(RunRequest {
+            point: PointId::SessionWorldContext,
+            input: json!({}),
+            options: RunOptions::default(),
+        });
+        let results = scope.run_all(requests, turn);
+        errors.extend(
+            results
+                .iter()
+                .filter_map(|r| PreviewError::of(r, "this-turn")),
+        );
+        let (stage_results, world) = results.split_at(stage.len());
+        let slots = stage_results.iter().filter(|r| !r.result.is_null()).count();
         QuickPreview {
             segments: segments.result.as_array().map_or(0, Vec::len),
             slots,
-            world: !world.result.is_null(),
+            world: world.iter().any(|w| !w.result.is_null()),
             errors,
         }
     }
@@ -607,10 +620,7 @@ impl Workspace {
         let next_turn_ms = ms(t);
 
         let t = Instant::now();
-        let slots: Vec<SlotView> = SlotId::ALL
-            .into_iter()
-            .flat_map(|slot| scope.project_slot(slot, &[], None))
-            .collect();
+        let slots = scope.project_slots(&SlotId::ALL, &[], None);
         let once = slots
             .iter()
             .filter(|s| s.key.is_none() || s.slot != SlotId::CharacterVisual);

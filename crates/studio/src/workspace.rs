@@ -7,8 +7,9 @@ use covel_kernel::context::ExecutionContext;
 use covel_kernel::contract::{PointId, SlotId};
 use covel_kernel::diagnostic::Diagnostic;
 use covel_kernel::resolver::{self, Candidate, LoadFailure, Resolution};
-use covel_kernel::runner::{self, Provider, RunOptions, RunResult};
+use covel_kernel::runner::{self, Provider, RunOptions, RunRequest, RunResult};
 use covel_kernel::session::{self, Session};
+use covel_kernel::slot_host::{self, SlotView};
 use serde_json::{Map, Value};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashSet};
@@ -472,22 +473,32 @@ impl Calls<'_> {
         slot: Option<SlotId>,
         turn_id: Option<&str>,
     ) -> RunResult {
-        let key = turn_id.map(str::to_string);
-        let ctx = Arc::clone(
-            self.contexts
-                .borrow_mut()
-                .entry(key.clone())
-                .or_insert_with(|| self.workspace.execution(key)),
-        );
         runner::run(
             point,
             input,
             &self.providers,
-            &ctx,
+            &self.context(turn_id),
             &RunOptions {
                 slot,
                 timeout: None,
             },
+        )
+    }
+
+    /// Runs a batch in one execution, as [`Calls::run`] each in turn would, with the same
+    /// results in order; chains that share no engine run in parallel (`runner::run_all`).
+    pub fn run_all(&self, requests: Vec<RunRequest>, turn_id: Option<&str>) -> Vec<RunResult> {
+        runner::run_all(requests, &self.providers, &self.context(turn_id))
+    }
+
+    /// The execution for `turn_id`, built on first use.
+    fn context(&self, turn_id: Option<&str>) -> Arc<ExecutionContext> {
+        let key = turn_id.map(str::to_string);
+        Arc::clone(
+            self.contexts
+                .borrow_mut()
+                .entry(key.clone())
+                .or_insert_with(|| self.workspace.execution(key)),
         )
     }
 
@@ -502,16 +513,34 @@ impl Calls<'_> {
         slot: SlotId,
         events: &[Value],
         turn_id: Option<&str>,
-    ) -> Vec<covel_kernel::slot_host::SlotView> {
-        covel_kernel::slot_host::views_of(
-            slot,
-            self.run(
-                PointId::UiSlot,
-                covel_kernel::slot_host::slot_input(slot, events),
-                Some(slot),
-                turn_id,
-            ),
-        )
+    ) -> Vec<SlotView> {
+        self.project_slots(&[slot], events, turn_id)
+    }
+
+    /// Projects several slots, as [`Calls::project_slot`] each in turn would; slots whose chains
+    /// share no engine run in parallel.
+    pub fn project_slots(
+        &self,
+        slots: &[SlotId],
+        events: &[Value],
+        turn_id: Option<&str>,
+    ) -> Vec<SlotView> {
+        let requests = slots
+            .iter()
+            .map(|&slot| RunRequest {
+                point: PointId::UiSlot,
+                input: slot_host::slot_input(slot, events),
+                options: RunOptions {
+                    slot: Some(slot),
+                    timeout: None,
+                },
+            })
+            .collect();
+        slots
+            .iter()
+            .zip(self.run_all(requests, turn_id))
+            .flat_map(|(&slot, result)| slot_host::views_of(slot, result))
+            .collect()
     }
 }
 
