@@ -3,9 +3,11 @@
 //! trace entry for every call (the reason a provider was skipped is never only in a log).
 
 mod attribution;
+mod batch;
 mod order;
 mod trace;
 
+pub use batch::{RunRequest, run_all};
 pub use order::{SortKey, presort_providers, sort_providers, utf16_cmp};
 pub use trace::{CallRecord, Outcome};
 
@@ -327,7 +329,7 @@ pub fn run(
 }
 
 /// The slot a run projects: the option's, else the input's `slot`.
-fn slot_of(input: &Value, options: &RunOptions) -> Option<SlotId> {
+pub(crate) fn slot_of(input: &Value, options: &RunOptions) -> Option<SlotId> {
     options.slot.or_else(|| {
         input
             .get("slot")
@@ -337,104 +339,8 @@ fn slot_of(input: &Value, options: &RunOptions) -> Option<SlotId> {
 }
 
 /// Whether a provider belongs to the chain of a run of `point` (for a slot, of that slot).
-fn in_chain(provider: &Provider, point: PointId, slot: Option<SlotId>) -> bool {
+pub(crate) fn in_chain(provider: &Provider, point: PointId, slot: Option<SlotId>) -> bool {
     provider.decl.point == point && (point != PointId::UiSlot || provider.decl.slot == slot)
-}
-
-/// One run of a [`run_all`] batch.
-#[derive(Debug, Clone)]
-pub struct RunRequest {
-    pub point: PointId,
-    pub input: Value,
-    pub options: RunOptions,
-}
-
-/// Runs a batch as [`run`] runs each request in turn, with the same results in request order,
-/// but runs whose chains share no engine in parallel (the five stage slots of a preview, say).
-/// Each engine sees its calls in the order the requests give them, as one by one: requests
-/// whose chains share an engine, directly or through others, run one after the other.
-pub fn run_all(
-    requests: Vec<RunRequest>,
-    providers: &[Provider],
-    ctx: &Arc<ExecutionContext>,
-) -> Vec<RunResult> {
-    let run_one = |request: RunRequest| {
-        run(
-            request.point,
-            request.input,
-            providers,
-            ctx,
-            &request.options,
-        )
-    };
-    let groups = sharing_engines(&requests, providers);
-    if groups.len() <= 1 {
-        return requests.into_iter().map(run_one).collect();
-    }
-    let mut requests: Vec<Option<RunRequest>> = requests.into_iter().map(Some).collect();
-    let batches: Vec<Vec<(usize, RunRequest)>> = groups
-        .iter()
-        .map(|group| {
-            group
-                .iter()
-                .filter_map(|&i| requests[i].take().map(|request| (i, request)))
-                .collect()
-        })
-        .collect();
-    use rayon::prelude::*;
-    let ran: Vec<Vec<(usize, RunResult)>> = batches
-        .into_par_iter()
-        .map(|batch| {
-            batch
-                .into_iter()
-                .map(|(i, request)| (i, run_one(request)))
-                .collect()
-        })
-        .collect();
-    let mut results: Vec<Option<RunResult>> = requests.iter().map(|_| None).collect();
-    for (i, result) in ran.into_iter().flatten() {
-        results[i] = Some(result);
-    }
-    results.into_iter().flatten().collect()
-}
-
-/// The requests grouped so that no two groups share an engine, each group in request order.
-fn sharing_engines(requests: &[RunRequest], providers: &[Provider]) -> Vec<Vec<usize>> {
-    // Union-find over request positions: a request joins every earlier one that used an engine
-    // it uses.
-    let mut parent: Vec<usize> = (0..requests.len()).collect();
-    fn root(parent: &mut [usize], mut i: usize) -> usize {
-        while parent[i] != i {
-            parent[i] = parent[parent[i]];
-            i = parent[i];
-        }
-        i
-    }
-    let mut user_of: std::collections::HashMap<*const (), usize> = Default::default();
-    for (index, request) in requests.iter().enumerate() {
-        let slot = slot_of(&request.input, &request.options);
-        for provider in providers
-            .iter()
-            .filter(|p| in_chain(p, request.point, slot))
-        {
-            let engine = Arc::as_ptr(&provider.invoker) as *const ();
-            let other = *user_of.entry(engine).or_insert(index);
-            let (a, b) = (root(&mut parent, index), root(&mut parent, other));
-            parent[a.max(b)] = a.min(b);
-        }
-    }
-    let mut groups: Vec<Vec<usize>> = Vec::new();
-    let mut group_of_root = std::collections::HashMap::new();
-    for index in 0..requests.len() {
-        let at = *group_of_root
-            .entry(root(&mut parent, index))
-            .or_insert_with(|| {
-                groups.push(Vec::new());
-                groups.len() - 1
-            });
-        groups[at].push(index);
-    }
-    groups
 }
 
 fn fail_turn(point: PointId, provider: &Provider, message: String) -> RunError {
