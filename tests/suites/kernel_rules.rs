@@ -1308,8 +1308,9 @@ fn the_slot_host_reprojects_only_what_a_trigger_affects_and_reports_only_new_rev
         json!({"sceneId": "harbour", "name": "The Harbour"}),
     )];
     let execution = ExecutionContext::empty();
-    let projector =
-        |slot, events: &[Value], _turn: Option<&str>| project(&providers, &execution, slot, events);
+    let projector = |slots: &[SlotId], events: &[Value], _turn: Option<&str>| {
+        project(&providers, &execution, slots, events)
+    };
     let mut host = SlotHost::default();
     let first = host.apply(&providers, &projector, &Trigger::All);
     assert!(

@@ -100,36 +100,42 @@ pub fn views_of(slot: SlotId, result: RunResult) -> Vec<SlotView> {
         .collect()
 }
 
-/// Projects one slot over `providers` in one execution: runs the `ui.slot@1` pipeline and
-/// splits the answer into views.
+/// Projects slots over `providers` in one execution: runs each slot's `ui.slot@1` pipeline
+/// (chains that share no engine in parallel, `runner::run_all`) and splits the answers into
+/// views, slot by slot in the order given.
 pub fn project(
     providers: &[Provider],
     context: &Arc<ExecutionContext>,
-    slot: SlotId,
+    slots: &[SlotId],
     events: &[Value],
 ) -> Vec<SlotView> {
-    let result = runner::run(
-        PointId::UiSlot,
-        slot_input(slot, events),
-        providers,
-        context,
-        &RunOptions {
-            slot: Some(slot),
-            timeout: None,
-        },
-    );
-    views_of(slot, result)
+    let requests = slots
+        .iter()
+        .map(|&slot| runner::RunRequest {
+            point: PointId::UiSlot,
+            input: slot_input(slot, events),
+            options: RunOptions {
+                slot: Some(slot),
+                timeout: None,
+            },
+        })
+        .collect();
+    slots
+        .iter()
+        .zip(runner::run_all(requests, providers, context))
+        .flat_map(|(&slot, result)| views_of(slot, result))
+        .collect()
 }
 
-/// What runs `ui.slot@1` for one slot: `(slot, events of the turn, turn id)` → its views. Outside
-/// a turn it reads the committed state with no events.
+/// What runs `ui.slot@1` for slots: `(slots, events of the turn, turn id)` → their views, slot by
+/// slot in the order given. Outside a turn it reads the committed state with no events.
 pub trait Projector {
-    fn project(&self, slot: SlotId, events: &[Value], turn_id: Option<&str>) -> Vec<SlotView>;
+    fn project(&self, slots: &[SlotId], events: &[Value], turn_id: Option<&str>) -> Vec<SlotView>;
 }
 
-impl<F: Fn(SlotId, &[Value], Option<&str>) -> Vec<SlotView>> Projector for F {
-    fn project(&self, slot: SlotId, events: &[Value], turn_id: Option<&str>) -> Vec<SlotView> {
-        self(slot, events, turn_id)
+impl<F: Fn(&[SlotId], &[Value], Option<&str>) -> Vec<SlotView>> Projector for F {
+    fn project(&self, slots: &[SlotId], events: &[Value], turn_id: Option<&str>) -> Vec<SlotView> {
+        self(slots, events, turn_id)
     }
 }
 
@@ -222,8 +228,9 @@ impl SlotHost {
         projector: &impl Projector,
         trigger: &Trigger,
     ) -> Vec<SlotChange> {
-        let slots = self.affected(providers, trigger);
-        self.last_projected = slots.clone();
+        let affected = self.affected(providers, trigger);
+        let slots: Vec<SlotId> = affected.iter().copied().collect();
+        self.last_projected = affected;
         match trigger {
             Trigger::EventPreviewed {
                 turn_id,
@@ -242,9 +249,9 @@ impl SlotHost {
                     buffer.drain(..excess);
                 }
                 let events = buffer.clone();
-                slots
+                projector
+                    .project(&slots, &events, Some(turn_id))
                     .into_iter()
-                    .flat_map(|slot| projector.project(slot, &events, Some(turn_id)))
                     .map(|view| SlotChange {
                         slot: view.slot,
                         key: view.key,
@@ -260,8 +267,10 @@ impl SlotHost {
                     self.events.remove(turn_id);
                 }
                 let mut changes = Vec::new();
+                let mut projected = projector.project(&slots, &[], None);
                 for slot in slots {
-                    let views = projector.project(slot, &[], None);
+                    let views: Vec<SlotView> =
+                        projected.extract_if(.., |v| v.slot == slot).collect();
                     let fresh: BTreeSet<Option<String>> =
                         views.iter().map(|v| v.key.clone()).collect();
                     // Keys of character.visual@1 that disappeared are announced as null.

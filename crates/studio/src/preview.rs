@@ -415,18 +415,6 @@ impl Workspace {
         )
     }
 
-    /// Projects one slot. Outside a turn it reads the committed state with no events; during a
-    /// turn it sees that turn's previewed events. `character.visual@1` is split into one value
-    /// per character (a single keyless null when there are none).
-    pub fn project_slot(
-        &self,
-        slot: SlotId,
-        events: &[Value],
-        turn_id: Option<String>,
-    ) -> Vec<SlotView> {
-        self.calls().project_slot(slot, events, turn_id.as_deref())
-    }
-
     /// Projects every kernel slot from the committed state (no turn).
     pub fn slots(&self) -> Vec<SlotView> {
         self.calls().project_slots(&SlotId::ALL, &[], None)

@@ -13,8 +13,8 @@ impl Workspace {
     /// whose revision changed.
     pub fn apply_slots(&self, host: &mut SlotHost, trigger: &Trigger) -> Vec<SlotChange> {
         let calls = self.calls();
-        let project = |slot, events: &[serde_json::Value], turn_id: Option<&str>| {
-            calls.project_slot(slot, events, turn_id)
+        let project = |slots: &[SlotId], events: &[serde_json::Value], turn_id: Option<&str>| {
+            calls.project_slots(slots, events, turn_id)
         };
         host.apply(calls.providers(), &project, trigger)
     }
@@ -29,18 +29,31 @@ impl Workspace {
         projected: &[SlotView],
     ) -> Vec<SlotChange> {
         let calls = self.calls();
-        let project = |slot: SlotId, events: &[serde_json::Value], turn_id: Option<&str>| {
-            if events.is_empty() && turn_id.is_none() {
-                let views: Vec<SlotView> = projected
-                    .iter()
-                    .filter(|v| v.slot == slot)
-                    .cloned()
-                    .collect();
-                if !views.is_empty() {
-                    return views;
-                }
+        let project = |slots: &[SlotId], events: &[serde_json::Value], turn_id: Option<&str>| {
+            if !events.is_empty() || turn_id.is_some() {
+                return calls.project_slots(slots, events, turn_id);
             }
-            calls.project_slot(slot, events, turn_id)
+            // The slots the preview projected take its views; the others run, in one batch.
+            let missing: Vec<SlotId> = slots
+                .iter()
+                .copied()
+                .filter(|&slot| !projected.iter().any(|v| v.slot == slot))
+                .collect();
+            let mut ran = calls.project_slots(&missing, events, turn_id);
+            slots
+                .iter()
+                .flat_map(|&slot| -> Vec<SlotView> {
+                    if missing.contains(&slot) {
+                        ran.extract_if(.., |v| v.slot == slot).collect()
+                    } else {
+                        projected
+                            .iter()
+                            .filter(|v| v.slot == slot)
+                            .cloned()
+                            .collect()
+                    }
+                })
+                .collect()
         };
         host.apply(calls.providers(), &project, trigger)
     }

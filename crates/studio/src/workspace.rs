@@ -507,40 +507,16 @@ impl Calls<'_> {
         &self.providers
     }
 
-    /// Projects one slot (the kernel's projection) in this scope's execution for `turn_id`.
-    pub fn project_slot(
-        &self,
-        slot: SlotId,
-        events: &[Value],
-        turn_id: Option<&str>,
-    ) -> Vec<SlotView> {
-        self.project_slots(&[slot], events, turn_id)
-    }
-
-    /// Projects several slots, as [`Calls::project_slot`] each in turn would; slots whose chains
-    /// share no engine run in parallel.
+    /// Projects slots (the kernel's projection, `slot_host::project`) in this scope's execution
+    /// for `turn_id`: their views, slot by slot in the order given; slots whose chains share no
+    /// engine run in parallel.
     pub fn project_slots(
         &self,
         slots: &[SlotId],
         events: &[Value],
         turn_id: Option<&str>,
     ) -> Vec<SlotView> {
-        let requests = slots
-            .iter()
-            .map(|&slot| RunRequest {
-                point: PointId::UiSlot,
-                input: slot_host::slot_input(slot, events),
-                options: RunOptions {
-                    slot: Some(slot),
-                    timeout: None,
-                },
-            })
-            .collect();
-        slots
-            .iter()
-            .zip(self.run_all(requests, turn_id))
-            .flat_map(|(&slot, result)| slot_host::views_of(slot, result))
-            .collect()
+        slot_host::project(&self.providers, &self.context(turn_id), slots, events)
     }
 }
 
