@@ -51,8 +51,20 @@ pub fn revision_of(value: &Value) -> String {
 }
 
 /// The `ui.slot@1` input for one slot.
-pub fn slot_input(slot: SlotId, events: &[Value]) -> Value {
+fn slot_input(slot: SlotId, events: &[Value]) -> Value {
     json!({"slot": slot.as_str(), "previous": null, "events": events})
+}
+
+/// The run that projects one slot (a `ui.slot@1` pipeline from no previous value).
+pub fn slot_run(slot: SlotId, events: &[Value]) -> runner::RunRequest {
+    runner::RunRequest {
+        point: PointId::UiSlot,
+        input: slot_input(slot, events),
+        options: RunOptions {
+            slot: Some(slot),
+            timeout: None,
+        },
+    }
 }
 
 /// The views of one slot's run. `character.visual@1` is split into one value per character
@@ -109,17 +121,7 @@ pub fn project(
     slots: &[SlotId],
     events: &[Value],
 ) -> Vec<SlotView> {
-    let requests = slots
-        .iter()
-        .map(|&slot| runner::RunRequest {
-            point: PointId::UiSlot,
-            input: slot_input(slot, events),
-            options: RunOptions {
-                slot: Some(slot),
-                timeout: None,
-            },
-        })
-        .collect();
+    let requests = slots.iter().map(|&slot| slot_run(slot, events)).collect();
     slots
         .iter()
         .zip(runner::run_all(requests, providers, context))

@@ -512,14 +512,7 @@ impl Workspace {
         ];
         let mut requests: Vec<RunRequest> = stage
             .iter()
-            .map(|&slot| RunRequest {
-                point: PointId::UiSlot,
-                input: json!({"slot": slot.as_str(), "previous": null, "events": []}),
-                options: RunOptions {
-                    slot: Some(slot),
-                    timeout: None,
-                },
-            })
+            .map(|&slot| covel_kernel::slot_host::slot_run(slot, &[]))
             .collect();
         requests.push(RunRequest {
             point: PointId::SessionWorldContext,
