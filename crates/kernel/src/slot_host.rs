@@ -10,8 +10,9 @@
 //! character, re-projects every slot.
 //!
 //! The host takes the active providers (to read their `slot`, `watch` and `preview`) and a
-//! projector (what runs `ui.slot@1` for one slot); [`project`] is the projection over the
-//! runner, which the studio and the kernel's own tests share.
+//! projector (what runs `ui.slot@1` for the affected slots, each view labelled with its slot);
+//! [`project`] is the projection over the runner, which the studio and the kernel's own tests
+//! share.
 
 use crate::context::ExecutionContext;
 use crate::contract::{PointId, SlotId};

@@ -516,6 +516,11 @@ impl Calls<'_> {
         events: &[Value],
         turn_id: Option<&str>,
     ) -> Vec<SlotView> {
+        // No slot to run (a reload whose slots the preview projected, an event no slot
+        // previews): no execution to build either.
+        if slots.is_empty() {
+            return Vec::new();
+        }
         slot_host::project(&self.providers, &self.context(turn_id), slots, events)
     }
 }
