@@ -3,7 +3,7 @@
 //! engine run in parallel. An engine's state can depend on the order of its calls, so each
 //! engine still sees its calls in request order.
 
-use super::{Provider, RunOptions, RunResult, in_chain, run, slot_of};
+use super::{Provider, RunOptions, RunResult, engine_of, in_chain, run, slot_of};
 use crate::context::ExecutionContext;
 use crate::contract::PointId;
 use serde_json::Value;
@@ -59,7 +59,7 @@ pub fn run_all(
                 .collect()
         })
         .collect();
-    let mut results: Vec<Option<RunResult>> = requests.iter().map(|_| None).collect();
+    let mut results: Vec<Option<RunResult>> = (0..requests.len()).map(|_| None).collect();
     for (i, result) in ran.into_iter().flatten() {
         results[i] = Some(result);
     }
@@ -85,8 +85,7 @@ fn sharing_engines(requests: &[RunRequest], providers: &[Provider]) -> Vec<Vec<u
             .iter()
             .filter(|p| in_chain(p, request.point, slot))
         {
-            let engine = Arc::as_ptr(&provider.invoker) as *const ();
-            let other = *user_of.entry(engine).or_insert(index);
+            let other = *user_of.entry(engine_of(provider)).or_insert(index);
             let (a, b) = (root(&mut parent, index), root(&mut parent, other));
             parent[a.max(b)] = a.min(b);
         }

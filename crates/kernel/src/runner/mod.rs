@@ -338,6 +338,12 @@ pub(crate) fn slot_of(input: &Value, options: &RunOptions) -> Option<SlotId> {
     })
 }
 
+/// Which engine runs a provider: providers of one plugin share their invoker, and calls on one
+/// engine never overlap and keep their order.
+pub(crate) fn engine_of(provider: &Provider) -> *const () {
+    Arc::as_ptr(&provider.invoker) as *const ()
+}
+
 /// Whether a provider belongs to the chain of a run of `point` (for a slot, of that slot).
 pub(crate) fn in_chain(provider: &Provider, point: PointId, slot: Option<SlotId>) -> bool {
     provider.decl.point == point && (point != PointId::UiSlot || provider.decl.slot == slot)
@@ -403,8 +409,7 @@ fn engine_groups(chain: &[&Provider]) -> Vec<Vec<usize>> {
     let mut group_of: std::collections::HashMap<*const (), usize> =
         std::collections::HashMap::with_capacity(chain.len());
     for (index, provider) in chain.iter().enumerate() {
-        let engine = Arc::as_ptr(&provider.invoker) as *const ();
-        match group_of.entry(engine) {
+        match group_of.entry(engine_of(provider)) {
             Entry::Occupied(at) => groups[*at.get()].push(index),
             Entry::Vacant(slot) => {
                 slot.insert(groups.len());
