@@ -4,9 +4,9 @@
 
 use crate::preview::Preview;
 use covel_kernel::prompt::{Placement, RowKey as Key, SegmentKey, SegmentRow, row_keys};
+use foldhash::{HashMap, HashMapExt};
 use serde::Serialize;
 use serde_json::Value;
-use std::collections::HashMap;
 
 /// How a segment changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -210,9 +210,10 @@ pub fn diff(before: &Preview, after: &Preview) -> PreviewDiff {
         });
 
     let mut boundaries = Vec::new();
-    let prefix = |p: &Preview, n: usize| {
-        covel_kernel::prompt::prefix_before_boundary(&p.prompt.system.blocks, n)
-    };
+    fn blocks(p: &Preview) -> &[covel_kernel::prompt::Block] {
+        &p.prompt.system.blocks
+    }
+    let prefix = |p: &Preview, n: usize| covel_kernel::prompt::prefix_before_boundary(blocks(p), n);
     let tokens = |text: &Option<String>| {
         text.as_deref()
             .map(covel_kernel::sdk::estimate_tokens)
@@ -222,10 +223,11 @@ pub fn diff(before: &Preview, after: &Preview) -> PreviewDiff {
         covel_kernel::prompt::boundary_count(&after.prompt.system.blocks),
     );
     for index in 0..count {
-        let (b, a) = (prefix(before, index), prefix(after, index));
-        if b != a {
+        if !covel_kernel::prompt::same_prefix_before_boundary(blocks(before), blocks(after), index)
+        {
+            let (b, a) = (prefix(before, index), prefix(after, index));
             let culprit = segments.iter().find(|s| {
-                let key = format!("{}/{}", s.plugin, s.id);
+                let key = covel_kernel::prompt::segment_key(&s.plugin, &s.id);
                 before
                     .prompt
                     .system
@@ -239,7 +241,7 @@ pub fn diff(before: &Preview, after: &Preview) -> PreviewDiff {
                 before_tokens: tokens(&b),
                 after_tokens: tokens(&a),
                 plugin: culprit.map(|c| c.plugin.clone()),
-                segment: culprit.map(|c| format!("{}/{}", c.plugin, c.id)),
+                segment: culprit.map(|c| covel_kernel::prompt::segment_key(&c.plugin, &c.id)),
             });
         }
     }

@@ -617,7 +617,7 @@ pub fn segment_tokens(
                 None => (base, None),
             };
             SegmentTokens {
-                segment: format!("{}/{}", r.plugin, r.id),
+                segment: r.key(),
                 plugin: r.plugin.clone(),
                 estimate_tokens: r.tokens,
                 tokens,

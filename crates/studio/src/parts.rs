@@ -54,7 +54,7 @@ impl Part {
 
 fn segment_text(rows: &[SegmentRow], key: &str) -> String {
     rows.iter()
-        .find(|r| r.included && format!("{}/{}", r.plugin, r.id) == key)
+        .find(|r| r.included && r.has_key(key))
         .map(|r| r.content.clone())
         .unwrap_or_default()
 }

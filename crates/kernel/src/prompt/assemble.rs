@@ -122,25 +122,72 @@ impl Assembly {
 }
 
 /// The system prompt as one text: its blocks joined by a blank line. The one place the system
-/// prompt's text is put together (previews, checks, estimates and diffs all read it here).
+/// prompt's text is put together (previews, checks, estimates and diffs all read it here, or
+/// compare it piece by piece through [`text_pieces`]).
 pub fn system_text(blocks: &[Block]) -> String {
-    blocks
-        .iter()
-        .map(|b| b.text.as_str())
-        .collect::<Vec<_>>()
-        .join("\n\n")
+    text_pieces(blocks).collect()
 }
 
-/// The system text before cache boundary `n` (0-based), i.e. the cached prefix it closes;
-/// `None` when there are not that many boundaries.
-pub fn prefix_before_boundary(blocks: &[Block], n: usize) -> Option<String> {
+/// The pieces [`system_text`] concatenates, in order.
+fn text_pieces(blocks: &[Block]) -> impl Iterator<Item = &str> {
+    blocks.iter().enumerate().flat_map(|(i, b)| {
+        let separator = if i == 0 { "" } else { "\n\n" };
+        [separator, b.text.as_str()]
+    })
+}
+
+/// The blocks through cache boundary `n` (0-based); `None` when there are not that many.
+fn through_boundary(blocks: &[Block], n: usize) -> Option<&[Block]> {
     let end = blocks
         .iter()
         .enumerate()
         .filter(|(_, b)| b.cache_boundary)
         .nth(n)?
         .0;
-    Some(system_text(&blocks[..=end]))
+    Some(&blocks[..=end])
+}
+
+/// The system text before cache boundary `n` (0-based), i.e. the cached prefix it closes;
+/// `None` when there are not that many boundaries.
+pub fn prefix_before_boundary(blocks: &[Block], n: usize) -> Option<String> {
+    through_boundary(blocks, n).map(system_text)
+}
+
+/// Whether two system prompts have the same [`prefix_before_boundary`] `n` (both `None`
+/// counts as the same), compared piece by piece: a reload diff asks it of every boundary, and
+/// a prefix of a long prompt is hundreds of kilobytes.
+pub fn same_prefix_before_boundary(a: &[Block], b: &[Block], n: usize) -> bool {
+    match (through_boundary(a, n), through_boundary(b, n)) {
+        (None, None) => true,
+        (Some(a), Some(b)) => same_text(text_pieces(a), text_pieces(b)),
+        _ => false,
+    }
+}
+
+/// Whether two sequences of pieces concatenate to the same text, however each is cut.
+fn same_text<'a>(
+    mut a: impl Iterator<Item = &'a str>,
+    mut b: impl Iterator<Item = &'a str>,
+) -> bool {
+    let (mut x, mut y): (&[u8], &[u8]) = (&[], &[]);
+    loop {
+        while x.is_empty() {
+            let Some(piece) = a.next() else { break };
+            x = piece.as_bytes();
+        }
+        while y.is_empty() {
+            let Some(piece) = b.next() else { break };
+            y = piece.as_bytes();
+        }
+        if x.is_empty() || y.is_empty() {
+            return x.is_empty() && y.is_empty();
+        }
+        let n = x.len().min(y.len());
+        if x[..n] != y[..n] {
+            return false;
+        }
+        (x, y) = (&x[n..], &y[n..]);
+    }
 }
 
 /// How many cache boundaries the system blocks carry.
@@ -202,8 +249,9 @@ pub type RowKey<'a> = (&'a str, &'a str, usize);
 
 /// Each row's [`RowKey`], in row order.
 pub fn row_keys(rows: &[SegmentRow]) -> Vec<RowKey<'_>> {
-    let mut seen: std::collections::HashMap<(&str, &str), usize> =
-        std::collections::HashMap::with_capacity(rows.len());
+    use foldhash::HashMapExt;
+    let mut seen: foldhash::HashMap<(&str, &str), usize> =
+        foldhash::HashMap::with_capacity(rows.len());
     rows.iter()
         .map(|r| {
             let rank = seen.entry((r.plugin.as_str(), r.id.as_str())).or_insert(0);
@@ -213,8 +261,38 @@ pub fn row_keys(rows: &[SegmentRow]) -> Vec<RowKey<'_>> {
         .collect()
 }
 
+/// A segment's key, `plugin/id`, as blocks, the turn context's origin and checks name it. The
+/// one place the key is spelled.
+pub fn segment_key(plugin: &str, id: &str) -> String {
+    let mut key = String::with_capacity(plugin.len() + 1 + id.len());
+    key.push_str(plugin);
+    key.push('/');
+    key.push_str(id);
+    key
+}
+
+/// Whether `key` is the [`segment_key`] of `plugin` and `id`, without building it.
+pub fn is_segment_key(key: &str, plugin: &str, id: &str) -> bool {
+    key.len() == plugin.len() + 1 + id.len()
+        && key.starts_with(plugin)
+        && key.as_bytes()[plugin.len()] == b'/'
+        && key.ends_with(id)
+}
+
+impl SegmentRow {
+    /// This row's [`segment_key`].
+    pub fn key(&self) -> String {
+        segment_key(&self.plugin, &self.id)
+    }
+
+    /// Whether `key` is this row's [`segment_key`].
+    pub fn has_key(&self, key: &str) -> bool {
+        is_segment_key(key, &self.plugin, &self.id)
+    }
+}
+
 fn key_of(segment: &Segment) -> String {
-    format!("{}/{}", segment.provider_plugin_id, segment.id)
+    segment_key(&segment.provider_plugin_id, &segment.id)
 }
 
 /// Assembles one request.
@@ -453,5 +531,67 @@ pub fn assemble(input: AssemblyInput<'_>) -> Assembly {
         messages,
         segments,
         turn_context,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn block(text: &str, cache_boundary: bool) -> Block {
+        Block {
+            kind: BlockKind::StableSegments,
+            text: text.to_string(),
+            tokens: 0,
+            cache_boundary,
+            segments: Vec::new(),
+        }
+    }
+
+    /// Block texts from a few characters that include the separator's, so that two prompts cut
+    /// into blocks differently can still join into the same text.
+    fn blocks() -> impl Strategy<Value = Vec<Block>> {
+        prop::collection::vec(("[ab\n]{0,5}", any::<bool>()), 0..5)
+            .prop_map(|v| v.iter().map(|(t, b)| block(t, *b)).collect())
+    }
+
+    proptest! {
+        #[test]
+        fn same_prefix_before_boundary_answers_what_comparing_the_prefix_texts_answers(
+            a in blocks(),
+            b in blocks(),
+            n in 0usize..4,
+        ) {
+            let texts_equal = prefix_before_boundary(&a, n) == prefix_before_boundary(&b, n);
+            prop_assert_eq!(same_prefix_before_boundary(&a, &b, n), texts_equal);
+            prop_assert!(same_prefix_before_boundary(&a, &a, n));
+        }
+
+        #[test]
+        fn is_segment_key_answers_what_comparing_with_the_built_key_answers(
+            key in "[ab/]{0,6}",
+            plugin in "[ab/]{0,3}",
+            id in "[ab/]{0,3}",
+        ) {
+            prop_assert_eq!(is_segment_key(&key, &plugin, &id), key == segment_key(&plugin, &id));
+            prop_assert!(is_segment_key(&segment_key(&plugin, &id), &plugin, &id));
+        }
+    }
+
+    #[test]
+    fn prompts_cut_into_blocks_differently_can_share_a_prefix() {
+        // "a\n\nb" as one block reads the same as "a" and "b" joined by the blank line.
+        let one = [block("a\n\nb", true)];
+        let two = [block("a", false), block("b", true)];
+        assert!(same_prefix_before_boundary(&one, &two, 0));
+        assert!(!same_prefix_before_boundary(
+            &one,
+            &[block("a\n\nc", true)],
+            0
+        ));
+        // Neither has a second boundary; one of them only has not the same prefix.
+        assert!(same_prefix_before_boundary(&one, &two, 1));
+        assert!(!same_prefix_before_boundary(&one, &[], 0));
     }
 }

@@ -7,7 +7,7 @@
 //! came from, explains what an author can change, lints segments declared `stable` or `session`
 //! whose content changed, and warns about prefixes shorter than the model caches.
 
-use super::assemble::{Assembly, BlockKind, row_keys};
+use super::assemble::{Assembly, BlockKind, row_keys, segment_key};
 use super::requests::{AnthropicRequest, PartOrigin, Place, RequestPart};
 use super::segment::{Placement, Volatility};
 use crate::sdk::estimate_tokens;
@@ -183,7 +183,7 @@ pub fn analyse(this: &Assembly, next: &Assembly, min_cacheable_tokens: u32) -> C
 
 fn segment_of(origin: &PartOrigin) -> Option<String> {
     match origin {
-        PartOrigin::Segment { plugin, segment } => Some(format!("{plugin}/{segment}")),
+        PartOrigin::Segment { plugin, segment } => Some(segment_key(plugin, segment)),
         _ => None,
     }
 }
@@ -195,12 +195,12 @@ fn first_changed_segment(
     mine: &[String],
     theirs: &[String],
 ) -> Option<String> {
-    let content = |asm: &Assembly, key: &str| {
+    fn content<'a>(asm: &'a Assembly, key: &str) -> Option<&'a str> {
         asm.segments
             .iter()
-            .find(|s| format!("{}/{}", s.plugin, s.id) == key)
-            .map(|s| s.content.clone())
-    };
+            .find(|s| s.has_key(key))
+            .map(|s| s.content.as_str())
+    }
     mine.iter()
         .enumerate()
         .find(|(i, key)| theirs.get(*i) != Some(*key) || content(this, key) != content(next, key))
@@ -294,11 +294,10 @@ fn advise(this: &Assembly, breakpoints: &[Breakpoint], d: &Difference) -> Option
         .map_or("the request ends there".to_string(), |o| {
             format!("{} is there instead", o.describe())
         });
-    let row = d.segment.as_ref().and_then(|key| {
-        this.segments
-            .iter()
-            .find(|s| format!("{}/{}", s.plugin, s.id) == *key)
-    });
+    let row = d
+        .segment
+        .as_ref()
+        .and_then(|key| this.segments.iter().find(|s| s.has_key(key)));
     let (code, message, fix) = match (&d.this_turn, row) {
         (PartOrigin::Segment { .. }, Some(row)) if matches!(row.placement, Placement::Depth(_)) => {
             let Placement::Depth(depth) = row.placement else { return None };
@@ -400,7 +399,7 @@ fn lint(
         .map(|(i, _)| i)
         .collect();
     // A row is compared with the same row of the next turn (see `RowKey`).
-    let next_rows: std::collections::HashMap<_, _> = row_keys(&next.segments)
+    let next_rows: foldhash::HashMap<_, _> = row_keys(&next.segments)
         .into_iter()
         .zip(&next.segments)
         .collect();
@@ -414,7 +413,7 @@ fn lint(
         if other.content == row.content {
             continue;
         }
-        let key = format!("{}/{}", row.plugin, row.id);
+        let key = row.key();
         let sent_at = parts.iter().position(|(_, p)| match &p.origin {
             PartOrigin::System { segments, .. } | PartOrigin::TurnContext { segments } => {
                 segments.contains(&key)

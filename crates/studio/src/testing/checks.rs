@@ -2,7 +2,7 @@
 //! applies, a description an author recognises, and on failure what was found instead.
 
 use super::TurnCapture;
-use covel_kernel::prompt::{Origin, Placement};
+use covel_kernel::prompt::{Origin, Placement, SegmentRow, segment_key};
 use covel_kernel::sdk::estimate_tokens;
 use covel_kernel::test_session::{Expectation, TextCheck};
 use serde::Serialize;
@@ -81,7 +81,7 @@ fn prompt_order(capture: &TurnCapture) -> Vec<String> {
         .collect();
     for message in &prompt.messages {
         match &message.origin {
-            Origin::Segment { plugin, segment } => keys.push(format!("{plugin}/{segment}")),
+            Origin::Segment { plugin, segment } => keys.push(segment_key(plugin, segment)),
             Origin::TurnContext { segments } => keys.extend(segments.iter().cloned()),
             _ => {}
         }
@@ -203,10 +203,7 @@ pub fn evaluate(expectation: &Expectation, capture: &TurnCapture) -> CheckResult
             r
         }
         Expectation::Segment(check) => {
-            let row = preview
-                .segments
-                .iter()
-                .find(|r| format!("{}/{}", r.plugin, r.id) == check.id);
+            let row = preview.segments.iter().find(|r| r.has_key(&check.id));
             let included = row.filter(|r| r.included);
             if check.absent {
                 return result(
@@ -256,7 +253,7 @@ pub fn evaluate(expectation: &Expectation, capture: &TurnCapture) -> CheckResult
                     .segments
                     .iter()
                     .filter(|o| o.included && block_name(o.placement) == block_name(r.placement))
-                    .map(|o| format!("{}/{}", o.plugin, o.id))
+                    .map(SegmentRow::key)
                     .collect();
                 let at = group.iter().position(|k| *k == check.id);
                 if at != Some(position) {
