@@ -387,3 +387,68 @@ fn a_save_in_steps_across_two_plugins_ends_in_one_entry_against_the_state_before
         Some(entry.plugins.clone())
     );
 }
+
+/// The workspace keeps its resolution when a reload changed nothing the resolver reads; each
+/// thing it does read still resolves again.
+#[test]
+fn a_reload_resolves_again_exactly_when_a_manifest_or_load_outcome_changed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    pure_plugin(dir.path(), "alpha", "a");
+    pure_plugin(dir.path(), "beta", "b");
+    let mut ws = Workspace::open(dir.path(), None, &Limits::default()).expect("opens");
+    let both = ws.resolution.clone();
+    assert!(
+        both.is_active("alpha") && both.is_active("beta"),
+        "{both:?}"
+    );
+    let reload = |ws: &mut Workspace, edit: &dyn Fn(&Path)| {
+        edit(&dir.path().join("beta"));
+        ws.reload_plugin("beta");
+        ws.resolve();
+        ws.resolution.clone()
+    };
+    let manifest = |extra: &'static str| {
+        move |beta: &Path| {
+            let text = format!(
+                "---\nid: beta\nkind: plugin\ndescription: A pure provider.\n{extra}contributes:\n  extensions:\n    - {{ point: prompt.segment@1, id: beta }}\n---\n"
+            );
+            std::fs::write(beta.join("PLUGIN.md"), text).expect("manifest");
+        }
+    };
+    // A manifest that needs what nobody provides: beta is rejected.
+    let needs = reload(&mut ws, &manifest("requires:\n  - nobody.provides@1\n"));
+    assert!(
+        !needs.is_active("beta") && needs.is_active("alpha"),
+        "{needs:?}"
+    );
+    // Only the handler's code changed: the same resolution.
+    let code = |beta: &Path| {
+        std::fs::write(
+            beta.join("server/index.js"),
+            GOOD.replace("\"note\"", "\"beta\"")
+                .replace("VERSION", "b2"),
+        )
+        .expect("entry")
+    };
+    assert_eq!(reload(&mut ws, &code), needs);
+    // The requirement is gone: beta is active again.
+    assert_eq!(reload(&mut ws, &manifest("")), both);
+    // A load that fails makes it inactive; the fix activates it again.
+    let broken = reload(&mut ws, &|beta: &Path| {
+        std::fs::write(
+            beta.join("server/index.js"),
+            "export default function (covel) {",
+        )
+        .expect("entry")
+    });
+    assert!(
+        broken.is_active("beta"),
+        "a failed reload keeps the last good version: {broken:?}"
+    );
+    ws.session.plugins.excluded = vec!["beta".into()];
+    ws.resolve();
+    assert!(!ws.resolution.is_active("beta"), "{:?}", ws.resolution);
+    ws.session.plugins.excluded.clear();
+    ws.resolve();
+    assert_eq!(ws.resolution, both);
+}

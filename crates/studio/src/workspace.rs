@@ -76,6 +76,19 @@ pub struct Workspace {
     /// Each plugin folder's bytes as its latest load attempt read them (taken just before it),
     /// by folder name: a reload of a folder that still holds the same bytes is skipped.
     fingerprints: BTreeMap<String, Fingerprint>,
+    /// The request `resolution` answers. The resolver is a function of its request, so a
+    /// reload that changed no manifest, load outcome or session selection (the usual save: a
+    /// handler's code) keeps the resolution instead of resolving the folder again.
+    resolved_for: Option<ResolveRequest>,
+}
+
+/// A request to the session resolver, owned (see [`resolver::Request`]).
+#[derive(PartialEq)]
+struct ResolveRequest {
+    requested: Vec<String>,
+    excluded: Vec<String>,
+    plugins: Vec<Candidate>,
+    required_contracts: Vec<String>,
 }
 
 impl Drop for Workspace {
@@ -139,6 +152,7 @@ impl Workspace {
             session_problems: Vec::new(),
             limits: limits.clone(),
             fingerprints,
+            resolved_for: None,
         };
         workspace.resolve();
         tracing::info!(
@@ -325,14 +339,23 @@ impl Workspace {
             .requested
             .clone()
             .unwrap_or_else(|| candidates.iter().map(|c| c.id.clone()).collect());
-        let required = covel_kernel::world::required_contracts(&self.session.world);
+        let request = ResolveRequest {
+            requested,
+            excluded: self.session.plugins.excluded.clone(),
+            plugins: candidates,
+            required_contracts: covel_kernel::world::required_contracts(&self.session.world),
+        };
         self.session_problems = self.check_settings();
+        if self.resolved_for.as_ref() == Some(&request) {
+            return;
+        }
         self.resolution = resolver::resolve(&resolver::Request {
-            requested: &requested,
-            excluded: &self.session.plugins.excluded,
-            plugins: &candidates,
-            required_contracts: &required,
+            requested: &request.requested,
+            excluded: &request.excluded,
+            plugins: &request.plugins,
+            required_contracts: &request.required_contracts,
         });
+        self.resolved_for = Some(request);
     }
 
     /// The loaded plugins that are active in the session, in folder order (one set lookup per
