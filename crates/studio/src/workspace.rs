@@ -80,6 +80,9 @@ pub struct Workspace {
     /// reload that changed no manifest, load outcome or session selection (the usual save: a
     /// handler's code) keeps the resolution instead of resolving the folder again.
     resolved_for: Option<ResolveRequest>,
+    /// The active providers in call order as of the last `resolve` (every scope of calls shares
+    /// them); dropped when a plugin reloads, until the next `resolve`.
+    in_call_order: Option<Arc<[Provider]>>,
 }
 
 /// A request to the session resolver, owned (see [`resolver::Request`]).
@@ -153,6 +156,7 @@ impl Workspace {
             limits: limits.clone(),
             fingerprints,
             resolved_for: None,
+            in_call_order: None,
         };
         workspace.resolve();
         tracing::info!(
@@ -170,6 +174,7 @@ impl Workspace {
     /// are all as its last load attempt read them is left as it is (`Unchanged`: its runtime and
     /// memo stay). Returns what happened to the plugin.
     pub fn reload_plugin(&mut self, name: &str) -> PluginReload {
+        self.in_call_order = None;
         let folder = self.plugins_dir.join(name);
         let index = self.plugins.iter().position(|p| p.name == name);
         if !folder.join("PLUGIN.md").is_file() {
@@ -346,16 +351,16 @@ impl Workspace {
             required_contracts: covel_kernel::world::required_contracts(&self.session.world),
         };
         self.session_problems = self.check_settings();
-        if self.resolved_for.as_ref() == Some(&request) {
-            return;
+        if self.resolved_for.as_ref() != Some(&request) {
+            self.resolution = resolver::resolve(&resolver::Request {
+                requested: &request.requested,
+                excluded: &request.excluded,
+                plugins: &request.plugins,
+                required_contracts: &request.required_contracts,
+            });
+            self.resolved_for = Some(request);
         }
-        self.resolution = resolver::resolve(&resolver::Request {
-            requested: &request.requested,
-            excluded: &request.excluded,
-            plugins: &request.plugins,
-            required_contracts: &request.required_contracts,
-        });
-        self.resolved_for = Some(request);
+        self.in_call_order = Some(self.providers_in_call_order());
     }
 
     /// The loaded plugins that are active in the session, in folder order (one set lookup per
@@ -438,13 +443,22 @@ impl Workspace {
     /// A scope for several calls over the same state (a preview, a turn): the active providers
     /// and one execution per turn id are built once, not once per call.
     pub fn calls(&self) -> Calls<'_> {
-        let mut providers = self.active_providers();
-        runner::presort_providers(&mut providers);
         Calls {
             workspace: self,
-            providers,
+            providers: self
+                .in_call_order
+                .clone()
+                .unwrap_or_else(|| self.providers_in_call_order()),
             contexts: RefCell::new(BTreeMap::new()),
         }
+    }
+
+    /// The active providers, sorted once by the kernel's call key so that each run's stable sort
+    /// finds its chain already in order (`runner::presort_providers`).
+    fn providers_in_call_order(&self) -> Arc<[Provider]> {
+        let mut providers = self.active_providers();
+        runner::presort_providers(&mut providers);
+        providers.into()
     }
 
     /// Runs one point over the given providers, in this session's context.
@@ -483,7 +497,7 @@ impl Workspace {
 /// Calls that share providers and execution contexts (see [`Workspace::calls`]).
 pub struct Calls<'a> {
     workspace: &'a Workspace,
-    providers: Vec<Provider>,
+    providers: Arc<[Provider]>,
     contexts: RefCell<BTreeMap<Option<String>, Arc<ExecutionContext>>>,
 }
 
