@@ -1,6 +1,6 @@
 //! What crosses the wire after the first snapshot: a [`SnapshotPatch`] holding only the parts
 //! that differ from what the UI last received, and the played turns as `{ keep, append }` so a
-//! turn crosses once (undo sends `keep = n - 1`). [`WireState`] remembers what was sent (a hash
+//! turn crosses once (undo sends `keep = n - 1`). [`WireState`] remembers what was sent (a digest
 //! of each part and of each turn) and is the one place that decides what changed.
 
 use super::common::CallRecord;
@@ -16,8 +16,8 @@ use super::snapshot::{Snapshot, UndoView};
 use super::turns::TurnRecord;
 use serde::Serialize;
 use specta::Type;
-use std::collections::hash_map::DefaultHasher;
-use std::hash::Hasher;
+use std::io::Write;
+use xxhash_rust::xxh3::Xxh3;
 
 /// The played turns: keep the first `keep` the UI has, then append these.
 #[derive(Debug, Clone, PartialEq, Serialize, Type)]
@@ -47,7 +47,7 @@ pub struct At<T> {
 impl<T> Positions<T> {
     /// The items whose hash differs from the one sent at their position (every item without
     /// `before`); `None` when the list is the same.
-    fn of(items: Vec<T>, before: Option<&[u64]>, now: &[u64]) -> Option<Positions<T>> {
+    fn of(items: Vec<T>, before: Option<&[Digest]>, now: &[Digest]) -> Option<Positions<T>> {
         if before == Some(now) {
             return None;
         }
@@ -150,14 +150,14 @@ const PREVIEW_PARTS: usize = 13;
 /// slot view and per call (those cross by position).
 #[derive(Debug, Clone, Default, PartialEq)]
 struct PreviewSent {
-    parts: [u64; PREVIEW_PARTS],
-    slots: Vec<u64>,
-    calls: Vec<u64>,
+    parts: [Digest; PREVIEW_PARTS],
+    slots: Vec<Digest>,
+    calls: Vec<Digest>,
 }
 
 fn preview_hashes(p: &Preview) -> PreviewSent {
-    let slots: Vec<u64> = p.slots.iter().map(hash_of).collect();
-    let calls: Vec<u64> = p.calls.iter().map(hash_of).collect();
+    let slots: Vec<Digest> = p.slots.iter().map(hash_of).collect();
+    let calls: Vec<Digest> = p.calls.iter().map(hash_of).collect();
     PreviewSent {
         parts: [
             hash_of(&p.session),
@@ -238,31 +238,42 @@ impl SnapshotPatch {
 
 /// The hash of a part's JSON, fed to the hasher as it is written: a snapshot is hashed after
 /// every command and reload, and a copy of the preview's text each time would be thrown away.
-fn hash_of<T: Serialize>(value: &T) -> u64 {
-    struct Feed(DefaultHasher);
-    impl std::io::Write for Feed {
+/// A part's digest: XXH3-128 of its JSON, under a seed drawn once per process so that what a
+/// plugin writes cannot aim at another part's digest. Parts of a long preview are megabytes of
+/// JSON at 500 plugins, hashed on every reload.
+type Digest = u128;
+
+fn hash_of<T: Serialize>(value: &T) -> Digest {
+    static SEED: std::sync::LazyLock<u64> = std::sync::LazyLock::new(|| {
+        use std::hash::BuildHasher;
+        std::collections::hash_map::RandomState::new().hash_one("covel wire seed")
+    });
+    struct Feed(Xxh3);
+    impl Write for Feed {
         fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0.write(bytes);
+            self.0.update(bytes);
             Ok(bytes.len())
         }
         fn flush(&mut self) -> std::io::Result<()> {
             Ok(())
         }
     }
-    let mut feed = Feed(DefaultHasher::new());
+    // serde_json writes a token at a time: the buffer hands the hasher whole chunks.
+    let mut feed = std::io::BufWriter::with_capacity(8 * 1024, Feed(Xxh3::with_seed(*SEED)));
     // Serializing these view types cannot fail (string keys, no custom serializers).
     let _ = serde_json::to_writer(&mut feed, value);
-    feed.0.finish()
+    let _ = feed.flush();
+    feed.get_ref().0.digest128()
 }
 
 /// The hashes of what the UI last received, part by part.
 #[derive(Debug, Clone, Default, PartialEq)]
 struct Sent {
     /// Every part but the plugins and the preview, in [`SnapshotPatch`]'s field order.
-    parts: [u64; 11],
-    plugins: Vec<u64>,
+    parts: [Digest; 11],
+    plugins: Vec<Digest>,
     preview: PreviewSent,
-    turns: Vec<u64>,
+    turns: Vec<Digest>,
 }
 
 impl Sent {
