@@ -6,6 +6,7 @@
 use super::common::CallRecord;
 use super::common::{Diagnostic, JsonValue};
 use super::compaction::CompactionView;
+use super::digest::{self, Digest};
 use super::plugins::{PluginView, Resolution};
 use super::preview::{
     CacheReport, HistoryRewrite, ImageFlowView, Preview, PreviewError, PreviewTimings, PromptView,
@@ -16,8 +17,6 @@ use super::snapshot::{Snapshot, UndoView};
 use super::turns::TurnRecord;
 use serde::Serialize;
 use specta::Type;
-use std::io::Write;
-use xxhash_rust::xxh3::Xxh3;
 
 /// The played turns: keep the first `keep` the UI has, then append these.
 #[derive(Debug, Clone, PartialEq, Serialize, Type)]
@@ -45,7 +44,7 @@ pub struct At<T> {
 }
 
 impl<T> Positions<T> {
-    /// The items whose hash differs from the one sent at their position (every item without
+    /// The items whose digest differs from the one sent at their position (every item without
     /// `before`); `None` when the list is the same.
     fn of(items: Vec<T>, before: Option<&[Digest]>, now: &[Digest]) -> Option<Positions<T>> {
         if before == Some(now) {
@@ -56,7 +55,7 @@ impl<T> Positions<T> {
             .into_iter()
             .zip(now)
             .enumerate()
-            .filter(|(i, (_, hash))| before.and_then(|b| b.get(*i)) != Some(*hash))
+            .filter(|(i, (_, digest))| before.and_then(|b| b.get(*i)) != Some(*digest))
             .map(|(i, (item, _))| At {
                 index: u32::try_from(i).unwrap_or(u32::MAX),
                 item,
@@ -146,7 +145,7 @@ pub struct PreviewPatch {
 /// How many parts a preview is sent in (the fields of [`PreviewPatch`]).
 const PREVIEW_PARTS: usize = 13;
 
-/// What was sent of a preview: a hash per part, in [`PreviewPatch`]'s field order, and one per
+/// What was sent of a preview: a digest per part, in [`PreviewPatch`]'s field order, and one per
 /// slot view and per call (those cross by position).
 #[derive(Debug, Clone, Default, PartialEq)]
 struct PreviewSent {
@@ -155,24 +154,24 @@ struct PreviewSent {
     calls: Vec<Digest>,
 }
 
-fn preview_hashes(p: &Preview) -> PreviewSent {
-    let slots: Vec<Digest> = p.slots.iter().map(hash_of).collect();
-    let calls: Vec<Digest> = p.calls.iter().map(hash_of).collect();
+fn preview_digests(p: &Preview) -> PreviewSent {
+    let slots: Vec<Digest> = p.slots.iter().map(digest::of).collect();
+    let calls: Vec<Digest> = p.calls.iter().map(digest::of).collect();
     PreviewSent {
         parts: [
-            hash_of(&p.session),
-            hash_of(&p.runtime),
-            hash_of(&p.turn_id),
-            hash_of(&p.prompt),
-            hash_of(&p.segments),
-            hash_of(&p.cache),
-            hash_of(&p.world_context),
-            hash_of(&slots),
-            hash_of(&p.image_flow),
-            hash_of(&p.history_rewrites),
-            hash_of(&calls),
-            hash_of(&p.errors),
-            hash_of(&p.timings),
+            digest::of(&p.session),
+            digest::of(&p.runtime),
+            digest::of(&p.turn_id),
+            digest::of(&p.prompt),
+            digest::of(&p.segments),
+            digest::of(&p.cache),
+            digest::of(&p.world_context),
+            digest::of(&slots),
+            digest::of(&p.image_flow),
+            digest::of(&p.history_rewrites),
+            digest::of(&calls),
+            digest::of(&p.errors),
+            digest::of(&p.timings),
         ],
         slots,
         calls,
@@ -180,7 +179,7 @@ fn preview_hashes(p: &Preview) -> PreviewSent {
 }
 
 impl PreviewPatch {
-    /// The parts of `preview` whose hash differs from `before` (every part without `before`);
+    /// The parts of `preview` whose digest differs from `before` (every part without `before`);
     /// `None` when nothing changed.
     fn of(
         preview: Preview,
@@ -236,37 +235,7 @@ impl SnapshotPatch {
     }
 }
 
-/// The hash of a part's JSON, fed to the hasher as it is written: a snapshot is hashed after
-/// every command and reload, and a copy of the preview's text each time would be thrown away.
-/// A part's digest: XXH3-128 of its JSON, under a seed drawn once per process so that what a
-/// plugin writes cannot aim at another part's digest. Parts of a long preview are megabytes of
-/// JSON at 500 plugins, hashed on every reload.
-type Digest = u128;
-
-fn hash_of<T: Serialize>(value: &T) -> Digest {
-    static SEED: std::sync::LazyLock<u64> = std::sync::LazyLock::new(|| {
-        use std::hash::BuildHasher;
-        std::collections::hash_map::RandomState::new().hash_one("covel wire seed")
-    });
-    struct Feed(Xxh3);
-    impl Write for Feed {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0.update(bytes);
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    // serde_json writes a token at a time: the buffer hands the hasher whole chunks.
-    let mut feed = std::io::BufWriter::with_capacity(8 * 1024, Feed(Xxh3::with_seed(*SEED)));
-    // Serializing these view types cannot fail (string keys, no custom serializers).
-    let _ = serde_json::to_writer(&mut feed, value);
-    let _ = feed.flush();
-    feed.get_ref().0.digest128()
-}
-
-/// The hashes of what the UI last received, part by part.
+/// The digests of what the UI last received ([`digest::of`]), part by part.
 #[derive(Debug, Clone, Default, PartialEq)]
 struct Sent {
     /// Every part but the plugins and the preview, in [`SnapshotPatch`]'s field order.
@@ -280,21 +249,21 @@ impl Sent {
     fn of(s: &Snapshot) -> Sent {
         Sent {
             parts: [
-                hash_of(&s.plugins_dir),
-                hash_of(&s.session_path),
-                hash_of(&s.session),
-                hash_of(&s.session_text),
-                hash_of(&s.session_error),
-                hash_of(&s.undo),
-                hash_of(&s.played_path),
-                hash_of(&s.resolution),
-                hash_of(&s.compaction),
-                hash_of(&s.last_reload),
-                hash_of(&s.diagnostics),
+                digest::of(&s.plugins_dir),
+                digest::of(&s.session_path),
+                digest::of(&s.session),
+                digest::of(&s.session_text),
+                digest::of(&s.session_error),
+                digest::of(&s.undo),
+                digest::of(&s.played_path),
+                digest::of(&s.resolution),
+                digest::of(&s.compaction),
+                digest::of(&s.last_reload),
+                digest::of(&s.diagnostics),
             ],
-            plugins: s.plugins.iter().map(hash_of).collect(),
-            preview: preview_hashes(&s.preview),
-            turns: s.turns.iter().map(hash_of).collect(),
+            plugins: s.plugins.iter().map(digest::of).collect(),
+            preview: preview_digests(&s.preview),
+            turns: s.turns.iter().map(digest::of).collect(),
         }
     }
 }
