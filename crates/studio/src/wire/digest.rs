@@ -50,6 +50,9 @@ mod tag {
     pub const MAP: u8 = 10;
     pub const VARIANT: u8 = 11;
     pub const END: u8 = 12;
+    /// An `f32`, apart from `f64`: widened to `f64` it would feed the same bytes as a `f64`
+    /// whose JSON is written with more digits.
+    pub const FLOAT32: u8 = 13;
 }
 
 struct Feed {
@@ -143,7 +146,7 @@ impl<'a> ser::Serializer for &'a mut Feed {
         serialize_u32: u32 => tag::UINT, u128;
         serialize_u64: u64 => tag::UINT, u128;
         serialize_u128: u128 => tag::UINT, u128;
-        serialize_f32: f32 => tag::FLOAT, f64;
+        serialize_f32: f32 => tag::FLOAT32, f64;
         serialize_f64: f64 => tag::FLOAT, f64;
     }
 
