@@ -272,7 +272,7 @@ pub fn segment_key(plugin: &str, id: &str) -> String {
 }
 
 /// Whether `key` is the [`segment_key`] of `plugin` and `id`, without building it.
-pub fn is_segment_key(key: &str, plugin: &str, id: &str) -> bool {
+fn is_segment_key(key: &str, plugin: &str, id: &str) -> bool {
     key.len() == plugin.len() + 1 + id.len()
         && key.starts_with(plugin)
         && key.as_bytes()[plugin.len()] == b'/'

@@ -10,8 +10,8 @@ pub mod template;
 
 pub use assemble::{
     Assembly, AssemblyInput, Block, BlockKind, Message, Origin, RowKey, SegmentRow, assemble,
-    boundary_count, is_segment_key, prefix_before_boundary, row_keys, same_prefix_before_boundary,
-    segment_key, system_text,
+    boundary_count, prefix_before_boundary, row_keys, same_prefix_before_boundary, segment_key,
+    system_text,
 };
 pub use cache::{
     Breakpoint, CacheAdvice, CacheReport, CacheWarning, Difference, LintFinding, analyse,

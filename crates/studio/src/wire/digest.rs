@@ -77,8 +77,9 @@ impl Feed {
         self.pending.clear();
     }
 
-    fn tag(&mut self, tag: u8) {
+    fn tag(&mut self, tag: u8) -> &mut Self {
         self.bytes(&[tag]);
+        self
     }
 
     fn str(&mut self, text: &str) {
@@ -87,18 +88,17 @@ impl Feed {
         self.bytes(text.as_bytes());
     }
 
-    /// Opens an enum variant's sequence or map: the variant's name, then `open`.
-    fn variant(&mut self, variant: &str, open: u8) -> &mut Self {
+    /// Opens an enum variant that holds a value, a sequence or a map: its name comes first.
+    fn variant(&mut self, variant: &str) -> &mut Self {
         self.tag(tag::VARIANT);
         self.str(variant);
-        self.tag(open);
         self
     }
 }
 
 /// Feeding never fails; serde's traits still want an error type.
 #[derive(Debug)]
-pub struct Never;
+struct Never;
 
 impl std::fmt::Display for Never {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -178,8 +178,7 @@ impl<'a> ser::Serializer for &'a mut Feed {
     }
 
     fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> Result<(), Never> {
-        self.tag(tag::SOME);
-        value.serialize(self)
+        value.serialize(self.tag(tag::SOME))
     }
 
     fn serialize_unit(self) -> Result<(), Never> {
@@ -217,24 +216,19 @@ impl<'a> ser::Serializer for &'a mut Feed {
         variant: &'static str,
         value: &T,
     ) -> Result<(), Never> {
-        self.tag(tag::VARIANT);
-        self.str(variant);
-        value.serialize(self)
+        value.serialize(self.variant(variant))
     }
 
     fn serialize_seq(self, _: Option<usize>) -> Result<Self, Never> {
-        self.tag(tag::SEQ);
-        Ok(self)
+        Ok(self.tag(tag::SEQ))
     }
 
     fn serialize_tuple(self, _: usize) -> Result<Self, Never> {
-        self.tag(tag::SEQ);
-        Ok(self)
+        Ok(self.tag(tag::SEQ))
     }
 
     fn serialize_tuple_struct(self, _: &'static str, _: usize) -> Result<Self, Never> {
-        self.tag(tag::SEQ);
-        Ok(self)
+        Ok(self.tag(tag::SEQ))
     }
 
     fn serialize_tuple_variant(
@@ -244,17 +238,15 @@ impl<'a> ser::Serializer for &'a mut Feed {
         variant: &'static str,
         _: usize,
     ) -> Result<Self, Never> {
-        Ok(self.variant(variant, tag::SEQ))
+        Ok(self.variant(variant).tag(tag::SEQ))
     }
 
     fn serialize_map(self, _: Option<usize>) -> Result<Self, Never> {
-        self.tag(tag::MAP);
-        Ok(self)
+        Ok(self.tag(tag::MAP))
     }
 
     fn serialize_struct(self, _: &'static str, _: usize) -> Result<Self, Never> {
-        self.tag(tag::MAP);
-        Ok(self)
+        Ok(self.tag(tag::MAP))
     }
 
     fn serialize_struct_variant(
@@ -264,7 +256,7 @@ impl<'a> ser::Serializer for &'a mut Feed {
         variant: &'static str,
         _: usize,
     ) -> Result<Self, Never> {
-        Ok(self.variant(variant, tag::MAP))
+        Ok(self.variant(variant).tag(tag::MAP))
     }
 }
 
