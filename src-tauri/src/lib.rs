@@ -28,8 +28,9 @@ pub fn run(plugins: Option<String>, session: Option<String>) -> anyhow::Result<(
         .invoke_handler(builder.invoke_handler())
         .setup(move |app| {
             builder.mount_events(app);
-            if let Some(window) = app.get_webview_window("main") {
-                rendering::apply(&window, &rendering::decide_here());
+            match app.get_webview_window("main") {
+                Some(window) => rendering::apply(&window, &rendering::decide_here()),
+                None => tracing::warn!("no main window: its rendering was left as it is"),
             }
             if let Some((plugins, session)) = initial {
                 let handle = app.handle().clone();

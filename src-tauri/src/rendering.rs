@@ -1,10 +1,10 @@
 //! How the window's web view renders. WebKitGTK composites pages with OpenGL. Where the machine
 //! offers no GPU (no DRM render node: a virtual machine, a remote desktop, Xvfb in CI), that GL
-//! is Mesa's software rasteriser, and compositing then costs more than it saves: under Xvfb on
-//! the project's machine an idle frame took 27–187 ms with it and 2–14 ms without it, and a
-//! saved file reached the painted prompt panel (50 plugins) in a median of 42–53 ms against
-//! 23–29 ms. So without a render node the window turns WebKit's hardware acceleration off;
-//! with one it keeps WebKit's default.
+//! is Mesa's software rasteriser, and compositing then costs more than it saves: every frame
+//! took tens of milliseconds, most of what a save took to reach the painted prompt panel
+//! (figures in `docs/performance-history.md`). So on Linux without a render node the window
+//! turns WebKit's hardware acceleration off; with one it keeps WebKit's default. Other
+//! platforms' web views are left as they are.
 //!
 //! `COVEL_STUDIO_ACCELERATION=on|off|auto` overrides the detection. An author's own
 //! `WEBKIT_DISABLE_COMPOSITING_MODE` is WebKit's to honour: the studio then leaves the policy
@@ -29,6 +29,13 @@ pub struct Decision {
 
 /// The decision for this process: its environment and whether the machine has a GPU render node.
 pub fn decide_here() -> Decision {
+    if cfg!(not(target_os = "linux")) {
+        return Decision {
+            accelerate: None,
+            reason: "the platform's web view decides (only WebKitGTK is tuned)".into(),
+            unknown_override: None,
+        };
+    }
     decide(
         std::env::var(OVERRIDE).ok().as_deref(),
         std::env::var_os(WEBKIT_SWITCH).is_some(),
@@ -122,13 +129,9 @@ pub fn apply<R: tauri::Runtime>(window: &tauri::WebviewWindow<R>, decision: &Dec
             tracing::warn!("could not set the web view's hardware acceleration: {error}");
         }
     }
+    // Elsewhere `decide_here` never asks for a change.
     #[cfg(not(target_os = "linux"))]
-    {
-        let _ = (window, accelerate);
-        tracing::info!(
-            "web view hardware acceleration: the platform's default (only WebKitGTK is tuned)"
-        );
-    }
+    let _ = (window, accelerate);
 }
 
 #[cfg(test)]
