@@ -4,9 +4,11 @@
 
 mod commands;
 mod logging;
+mod rendering;
 mod state;
 
 pub use commands::builder;
+use tauri::Manager;
 
 /// Starts the app on a plugins folder and session.
 pub fn run(plugins: Option<String>, session: Option<String>) -> anyhow::Result<()> {
@@ -26,6 +28,10 @@ pub fn run(plugins: Option<String>, session: Option<String>) -> anyhow::Result<(
         .invoke_handler(builder.invoke_handler())
         .setup(move |app| {
             builder.mount_events(app);
+            match app.get_webview_window("main") {
+                Some(window) => rendering::apply(&window, &rendering::decide_here()),
+                None => tracing::warn!("no main window: its rendering was left as it is"),
+            }
             if let Some((plugins, session)) = initial {
                 let handle = app.handle().clone();
                 std::thread::spawn(move || state::open(&handle, &plugins, session.as_deref()));
