@@ -103,3 +103,101 @@ fn with_the_memo_off_everything_runs() {
     });
     assert!(runs.iter().all(|r| r.calls.iter().all(|c| !c.cached)));
 }
+
+/// What `LiveStudio::confirm_memo` asks of each engine while the author is idle.
+fn confirm(plugins: &[covel_js::LoadedPlugin]) -> usize {
+    plugins
+        .iter()
+        .filter_map(|p| p.instance.as_ref())
+        .map(|instance| instance.confirm_memo())
+        .sum()
+}
+
+#[test]
+fn confirming_runs_again_exactly_the_calls_that_ran_once_and_the_memo_then_answers_them() {
+    let plugins = covel_js::load_plugins(
+        &[covel_tests::fixture("memo/memo-cases")],
+        &covel_js::Limits::default(),
+    );
+    let input = || json!({"turnId": "t", "playerMessage": ""});
+    call(&plugins, PointId::PromptSegment, input());
+    assert_eq!(
+        confirm(&plugins),
+        2,
+        "pure and counter ran once; the clock and randomness readers are never memoized"
+    );
+    assert_eq!(confirm(&plugins), 0, "each call is confirmed once");
+    let after = call(&plugins, PointId::PromptSegment, input());
+    assert!(
+        record(&after, "pure").cached,
+        "confirmed: answered from the memo"
+    );
+    let counter = record(&after, "counter");
+    assert!(!counter.cached);
+    assert!(
+        counter
+            .not_cached
+            .as_deref()
+            .is_some_and(|w| w.contains("changed between identical calls")),
+        "the confirming run saw the module-level state change"
+    );
+    let content = after
+        .result
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|s| s["id"] == "counter")
+        .and_then(|s| s["content"].as_str())
+        .map(str::to_string);
+    assert_eq!(
+        content.as_deref(),
+        Some("3"),
+        "the confirming run really ran the handler (its second call)"
+    );
+}
+
+#[test]
+fn with_the_memo_off_confirming_runs_nothing() {
+    let plugins = covel_js::load_plugins(
+        &[covel_tests::fixture("memo/memo-cases")],
+        &covel_js::Limits {
+            memo: false,
+            ..covel_js::Limits::default()
+        },
+    );
+    call(
+        &plugins,
+        PointId::PromptSegment,
+        json!({"turnId": "t", "playerMessage": ""}),
+    );
+    assert_eq!(confirm(&plugins), 0);
+}
+
+#[test]
+fn a_call_whose_visible_data_changed_since_is_not_run_again() {
+    let plugins = covel_js::load_plugins(
+        &[covel_tests::fixture("memo/memo-cases")],
+        &covel_js::Limits::default(),
+    );
+    let input = json!({"turnId": "t", "playerMessage": ""});
+    call(&plugins, PointId::PromptSegment, input.clone());
+    // The locale is part of what every handler sees: the engine's memo starts over under it.
+    let french = std::sync::Arc::new(covel_kernel::context::ExecutionContext {
+        locale: "fr".into(),
+        execution_id: covel_kernel::context::ExecutionContext::next_id(),
+        shared_key: Default::default(),
+        ..(*covel_kernel::context::ExecutionContext::empty()).clone()
+    });
+    covel_kernel::runner::run(
+        PointId::PromptSegment,
+        input,
+        &covel_tests::providers(&plugins),
+        &french,
+        &covel_kernel::runner::RunOptions::default(),
+    );
+    assert_eq!(
+        confirm(&plugins),
+        2,
+        "only the calls under the data the handlers see now run again"
+    );
+}

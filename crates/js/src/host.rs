@@ -42,6 +42,14 @@ impl JsPlugin {
     pub fn watch(&self) -> Option<crate::engine::RuntimeWatch> {
         self.engine.lock().ok().map(|engine| engine.watch())
     }
+
+    /// Runs again the calls that await their second answer ([`crate::engine::Engine::confirm_memo`]);
+    /// returns how many ran.
+    pub fn confirm_memo(&self) -> usize {
+        self.engine
+            .lock()
+            .map_or(0, |mut engine| engine.confirm_memo())
+    }
 }
 
 /// One plugin folder after loading.

@@ -12,8 +12,12 @@
 //!
 //! Entries belong to a turn: only the last [`RECENT_TURNS`] turns' entries are kept (a played
 //! turn's calls are not asked again, so a long playtest must not accumulate them).
+//!
+//! A call that ran once is kept until it runs a second time ([`Memo::take_unconfirmed`]): the
+//! shells confirm the memo while the author is idle by running exactly those calls again, not a
+//! whole preview (after a save, only the saved plugin's calls are unconfirmed).
 
-use covel_kernel::runner::CallReport;
+use covel_kernel::runner::{CallReport, ProviderCall};
 use std::collections::HashMap;
 
 /// Entries kept at most per engine.
@@ -37,6 +41,8 @@ pub struct Memo {
     entries: HashMap<u64, (u64, Entry)>,
     /// The turns whose entries are kept, most recently asked first.
     turns: Vec<u64>,
+    /// Calls whose entry is `Seen`, with their key and turn, in the order they ran.
+    unconfirmed: Vec<(u64, u64, ProviderCall)>,
 }
 
 impl Memo {
@@ -45,12 +51,14 @@ impl Memo {
             enabled,
             entries: HashMap::new(),
             turns: Vec::with_capacity(RECENT_TURNS + 1),
+            unconfirmed: Vec::new(),
         }
     }
 
     pub fn clear(&mut self) {
         self.entries.clear();
         self.turns.clear();
+        self.unconfirmed.clear();
     }
 
     /// Says which turn the next calls belong to (a hash of the turn id): entries of turns
@@ -65,6 +73,7 @@ impl Memo {
             self.turns.truncate(RECENT_TURNS);
             let kept = &self.turns;
             self.entries.retain(|_, (t, _)| kept.contains(t));
+            self.unconfirmed.retain(|(_, t, _)| kept.contains(t));
         }
     }
 
@@ -98,6 +107,7 @@ impl Memo {
         }
         if self.entries.len() >= CAPACITY {
             self.entries.clear();
+            self.unconfirmed.clear();
         }
         if report.result.is_err() {
             self.entries.remove(&key);
@@ -126,6 +136,27 @@ impl Memo {
         };
         self.entries.insert(key, (turn, next));
         reason
+    }
+
+    /// Keeps `call` to run again when its entry awaits a second identical answer (it ran once);
+    /// otherwise does nothing.
+    pub fn keep_unconfirmed(&mut self, key: u64, call: &ProviderCall) {
+        if let Some((turn, Entry::Seen(_))) = self.entries.get(&key) {
+            self.unconfirmed.push((key, *turn, call.clone()));
+        }
+    }
+
+    /// The kept calls whose entries still await their second answer, in the order they ran
+    /// (each once); the memo forgets them. Running them again confirms or refuses their entries.
+    pub fn take_unconfirmed(&mut self) -> Vec<ProviderCall> {
+        let mut taken = std::collections::HashSet::new();
+        std::mem::take(&mut self.unconfirmed)
+            .into_iter()
+            .filter(|(key, _, _)| {
+                matches!(self.entries.get(key), Some((_, Entry::Seen(_)))) && taken.insert(*key)
+            })
+            .map(|(_, _, call)| call)
+            .collect()
     }
 }
 

@@ -239,14 +239,16 @@ impl LiveStudio {
             })
     }
 
-    /// Runs the preview's calls once more, so that the memo can answer the next save's
-    /// unchanged calls. The shells do it while the author is idle (`covel watch` and the desktop
-    /// app, after a short quiet time). The preview shown stays as it is: this run is the second
-    /// the memo's rule asks for, not a new state (a handler that keeps module-level state sees
-    /// one more call, as it would on any reload).
-    pub fn confirm_memo(&mut self) {
-        let _ = self.play.workspace.preview(&self.target);
+    /// Runs once more the calls that ran only once ([`Workspace::confirm_memo`]), so that the
+    /// memo can answer the next save's unchanged calls; returns how many ran. The shells do it
+    /// while the author is idle (`covel watch` and the desktop app, after a short quiet time).
+    /// The preview shown stays as it is: this run is the second the memo's rule asks for, not a
+    /// new state (a handler that keeps module-level state sees one more call, as it would on any
+    /// reload).
+    pub fn confirm_memo(&mut self) -> usize {
+        let ran = self.play.workspace.confirm_memo();
         self.memo_confirmed = true;
+        ran
     }
 
     pub fn workspace(&self) -> &Workspace {

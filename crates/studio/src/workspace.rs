@@ -372,6 +372,19 @@ impl Workspace {
             .filter(move |p| active.contains(p.name.as_str()))
     }
 
+    /// Runs again, on every loaded plugin's engine (plugins in parallel), the calls that ran
+    /// once and await the second answer the memo asks for (`covel_js::memo`); returns how many
+    /// ran. Unlike running the preview again, this runs only those calls: after a save, the
+    /// saved plugin's.
+    pub fn confirm_memo(&self) -> usize {
+        use rayon::prelude::*;
+        self.plugins
+            .par_iter()
+            .filter_map(|p| p.instance.as_ref())
+            .map(|instance| instance.confirm_memo())
+            .sum()
+    }
+
     /// Providers of active plugins only: a provider is never called unless its plugin is
     /// active and authorized.
     pub fn active_providers(&self) -> Vec<Provider> {

@@ -90,10 +90,25 @@ impl Engine {
             not_cached: None,
         };
         report.not_cached = match memo_key {
-            Some(key) => self.memo.record(key, &report, impure.as_deref()),
+            Some(key) => {
+                let why = self.memo.record(key, &report, impure.as_deref());
+                self.memo.keep_unconfirmed(key, call);
+                why
+            }
             None => Some("it can reach the network or a model".into()),
         };
         report
+    }
+
+    /// Runs again every call that ran once and awaits a second identical answer before the memo
+    /// trusts it, in the order they first ran; returns how many ran. The shells do it while the
+    /// author is idle (`LiveStudio::confirm_memo`).
+    pub fn confirm_memo(&mut self) -> usize {
+        let calls = self.memo.take_unconfirmed();
+        for call in &calls {
+            self.call(call);
+        }
+        calls.len()
     }
 
     pub(super) fn call_in<'js>(
