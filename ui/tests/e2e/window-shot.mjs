@@ -87,7 +87,10 @@ export function isPlain({ rgba }) {
  * size. A dump of one colour is refused: it shows nothing an author would see.
  */
 export async function saveWindowShot(title, file) {
-  const { stdout } = await run("xwd", ["-silent", "-nobdrs", "-name", title], { encoding: "buffer", maxBuffer: 256 << 20 });
+  const { stdout } = await run("xwd", ["-silent", "-nobdrs", "-name", title], { encoding: "buffer", maxBuffer: 256 << 20 }).catch((error) => {
+    if (error.code === "ENOENT") throw new Error("xwd is not installed: it comes with Debian's x11-apps, which scripts/setup installs");
+    throw new Error(`xwd could not dump the window "${title}": ${String(error.stderr || error.message).trim()}`);
+  });
   const decoded = decodeXwd(stdout);
   if (isPlain(decoded)) throw new Error(`the window "${title}" is a single colour: nothing was painted`);
   await writeFile(file, encodePng(decoded));
