@@ -11,8 +11,13 @@ fn run_three_times() -> Vec<RunResult> {
     run_three_times_with(&covel_js::Limits::default())
 }
 
+/// The fixture's plugin, loaded with `limits`.
+fn memo_cases(limits: &covel_js::Limits) -> Vec<covel_js::LoadedPlugin> {
+    covel_js::load_plugins(&[covel_tests::fixture("memo/memo-cases")], limits)
+}
+
 fn run_three_times_with(limits: &covel_js::Limits) -> Vec<RunResult> {
-    let plugins = covel_js::load_plugins(&[covel_tests::fixture("memo/memo-cases")], limits);
+    let plugins = memo_cases(limits);
     (0..3)
         .map(|_| {
             call(
@@ -30,6 +35,18 @@ fn record<'a>(result: &'a RunResult, id: &str) -> &'a covel_kernel::runner::Call
         .iter()
         .find(|c| c.provider_id == id)
         .expect("called")
+}
+
+/// The content of the segment `id` a run answered.
+fn content(result: &RunResult, id: &str) -> Option<String> {
+    result
+        .result
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|s| s["id"] == id)
+        .and_then(|s| s["content"].as_str())
+        .map(str::to_string)
 }
 
 #[test]
@@ -75,16 +92,7 @@ fn a_handler_whose_answer_changes_between_identical_calls_is_never_memoized() {
     let runs = run_three_times();
     let contents: Vec<String> = runs
         .iter()
-        .map(|r| {
-            r.result
-                .as_array()
-                .into_iter()
-                .flatten()
-                .find(|s| s["id"] == "counter")
-                .and_then(|s| s["content"].as_str())
-                .unwrap_or_default()
-                .to_string()
-        })
+        .map(|r| content(r, "counter").unwrap_or_default())
         .collect();
     assert_eq!(contents, ["1", "2", "3"], "every call really ran");
     assert!(
@@ -115,10 +123,7 @@ fn confirm(plugins: &[covel_js::LoadedPlugin]) -> usize {
 
 #[test]
 fn confirming_runs_again_exactly_the_calls_that_ran_once_and_the_memo_then_answers_them() {
-    let plugins = covel_js::load_plugins(
-        &[covel_tests::fixture("memo/memo-cases")],
-        &covel_js::Limits::default(),
-    );
+    let plugins = memo_cases(&covel_js::Limits::default());
     let input = || json!({"turnId": "t", "playerMessage": ""});
     call(&plugins, PointId::PromptSegment, input());
     assert_eq!(
@@ -141,16 +146,8 @@ fn confirming_runs_again_exactly_the_calls_that_ran_once_and_the_memo_then_answe
             .is_some_and(|w| w.contains("changed between identical calls")),
         "the confirming run saw the module-level state change"
     );
-    let content = after
-        .result
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|s| s["id"] == "counter")
-        .and_then(|s| s["content"].as_str())
-        .map(str::to_string);
     assert_eq!(
-        content.as_deref(),
+        content(&after, "counter").as_deref(),
         Some("3"),
         "the confirming run really ran the handler (its second call)"
     );
@@ -158,13 +155,10 @@ fn confirming_runs_again_exactly_the_calls_that_ran_once_and_the_memo_then_answe
 
 #[test]
 fn with_the_memo_off_confirming_runs_nothing() {
-    let plugins = covel_js::load_plugins(
-        &[covel_tests::fixture("memo/memo-cases")],
-        &covel_js::Limits {
-            memo: false,
-            ..covel_js::Limits::default()
-        },
-    );
+    let plugins = memo_cases(&covel_js::Limits {
+        memo: false,
+        ..covel_js::Limits::default()
+    });
     call(
         &plugins,
         PointId::PromptSegment,
@@ -175,10 +169,7 @@ fn with_the_memo_off_confirming_runs_nothing() {
 
 #[test]
 fn a_call_whose_visible_data_changed_since_is_not_run_again() {
-    let plugins = covel_js::load_plugins(
-        &[covel_tests::fixture("memo/memo-cases")],
-        &covel_js::Limits::default(),
-    );
+    let plugins = memo_cases(&covel_js::Limits::default());
     let input = json!({"turnId": "t", "playerMessage": ""});
     call(&plugins, PointId::PromptSegment, input.clone());
     // The locale is part of what every handler sees: the engine's memo starts over under it.
