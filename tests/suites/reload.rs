@@ -452,3 +452,28 @@ fn a_reload_resolves_again_exactly_when_a_manifest_or_load_outcome_changed() {
     ws.resolve();
     assert_eq!(ws.resolution, both);
 }
+
+#[test]
+fn after_a_played_turn_the_confirmation_runs_the_new_previews_calls_not_the_turns() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    pure_plugin(dir.path(), "one", "steady");
+    pure_plugin(dir.path(), "two", "steady");
+    let (mut studio, _watcher) = studio(dir.path());
+    assert_eq!(
+        studio.confirm_memo(),
+        4,
+        "the preview at opening ran each provider once for this turn and once for the next"
+    );
+    assert!(!studio.needs_confirming());
+    studio.play_turn("I swim.");
+    // The new preview's turn was the old one's next turn: answered from the memo. Its own next
+    // turn is new, so those calls ran once, and they are what is confirmed; the played turn's
+    // calls (its player message) also ran once but are never asked again, so they are not.
+    assert!(
+        studio.preview.calls.iter().all(|c| c.cached),
+        "the turn shown was confirmed as the next turn"
+    );
+    assert!(studio.needs_confirming(), "the next turn's calls ran once");
+    assert_eq!(studio.confirm_memo(), 2);
+    assert!(!studio.needs_confirming());
+}

@@ -43,6 +43,21 @@ impl JsPlugin {
         self.engine.lock().ok().map(|engine| engine.watch())
     }
 
+    /// Whether the engine keeps calls [`JsPlugin::confirm_memo`] would run. An engine busy with a
+    /// call says no rather than wait for it (the shells ask again on their next quiet moment).
+    pub fn has_unconfirmed(&self) -> bool {
+        self.engine
+            .try_lock()
+            .is_ok_and(|engine| engine.has_unconfirmed())
+    }
+
+    /// Forgets the calls [`JsPlugin::confirm_memo`] would run.
+    pub fn forget_unconfirmed(&self) {
+        if let Ok(mut engine) = self.engine.lock() {
+            engine.forget_unconfirmed();
+        }
+    }
+
     /// Runs again the calls that await their second answer ([`crate::engine::Engine::confirm_memo`]);
     /// returns how many ran.
     pub fn confirm_memo(&self) -> usize {

@@ -146,6 +146,19 @@ impl Memo {
         }
     }
 
+    /// Whether calls are kept to run again (some may have been confirmed since by an identical
+    /// call; [`Memo::take_unconfirmed`] leaves those out).
+    pub fn has_unconfirmed(&self) -> bool {
+        !self.unconfirmed.is_empty()
+    }
+
+    /// Forgets the kept calls (their entries stay): the shells do it when the preview shown is
+    /// recomputed, so that the confirmation runs the calls of that preview only, not those of a
+    /// turn already played.
+    pub fn forget_unconfirmed(&mut self) {
+        self.unconfirmed.clear();
+    }
+
     /// The kept calls whose entries still await their second answer, in the order they ran
     /// (each once); the memo forgets them. Running them again confirms or refuses their entries.
     pub fn take_unconfirmed(&mut self) -> Vec<ProviderCall> {
@@ -211,6 +224,51 @@ mod tests {
         memo.record(3, &failed, None);
         memo.record(3, &failed, None);
         assert!(memo.answer(3).is_none());
+    }
+
+    fn call(provider: &str) -> ProviderCall {
+        ProviderCall {
+            point: covel_kernel::contract::PointId::PromptSegment,
+            provider_id: provider.into(),
+            input: std::sync::Arc::new(json!({})),
+            input_key: 0,
+            context: covel_kernel::context::ExecutionContext::empty(),
+            timeout: Duration::from_secs(1),
+        }
+    }
+
+    #[test]
+    fn a_call_is_kept_for_confirmation_only_while_its_entry_awaits_a_second_answer() {
+        let mut memo = Memo::new(true);
+        memo.record(1, &report(json!(1)), None);
+        memo.keep_unconfirmed(1, &call("a"));
+        memo.record(2, &report(json!(2)), Some("reads the clock"));
+        memo.keep_unconfirmed(2, &call("clock"));
+        memo.record(3, &report(json!(3)), None);
+        memo.keep_unconfirmed(3, &call("b"));
+        memo.record(3, &report(json!(3)), None);
+        memo.keep_unconfirmed(3, &call("b"));
+        let kept: Vec<String> = memo
+            .take_unconfirmed()
+            .into_iter()
+            .map(|c| c.provider_id)
+            .collect();
+        assert_eq!(kept, ["a"], "refused and confirmed entries are not kept");
+        assert!(memo.take_unconfirmed().is_empty(), "taken once");
+    }
+
+    #[test]
+    fn forgetting_the_kept_calls_leaves_their_entries() {
+        let mut memo = Memo::new(true);
+        memo.record(1, &report(json!(1)), None);
+        memo.keep_unconfirmed(1, &call("a"));
+        memo.forget_unconfirmed();
+        assert!(memo.take_unconfirmed().is_empty());
+        memo.record(1, &report(json!(1)), None);
+        assert!(
+            memo.answer(1).is_some(),
+            "a second identical answer still confirms the entry"
+        );
     }
 
     #[test]

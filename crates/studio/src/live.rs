@@ -96,8 +96,6 @@ pub struct LiveStudio {
     pub forced_compaction: Option<crate::compaction::CompactionRun>,
     /// Reloads that changed plugins so far (tells a recomputed turn prompt from the one sent).
     plugin_reloads: u64,
-    /// Whether the calls of the preview shown were run a second time ([`LiveStudio::confirm_memo`]).
-    memo_confirmed: bool,
 }
 
 /// How many played turns keep their whole preview in memory (older ones are recomputed): a
@@ -215,7 +213,6 @@ impl LiveStudio {
             counter: Default::default(),
             forced_compaction: None,
             plugin_reloads: 0,
-            memo_confirmed: false,
         }
     }
 
@@ -227,16 +224,12 @@ impl LiveStudio {
     /// save (a truncated or half-written file) before it reports the error.
     pub const GRACE: Duration = Duration::from_millis(120);
 
-    /// Whether the preview shown ran calls the memo could answer next time, once a second run
-    /// agrees with the first (the memo's rule, `covel_js::memo`): until then the first save
-    /// after opening a folder, a session edit or a played turn runs every provider again.
+    /// Whether calls of the preview shown ran only once, so the memo could answer them next time
+    /// once a second run agrees with the first (the memo's rule, `covel_js::memo`): until then
+    /// the next save, session edit or played turn runs them again. The engines say so
+    /// ([`Workspace::has_unconfirmed`]), counting the preview's next-turn calls too.
     pub fn needs_confirming(&self) -> bool {
-        !self.memo_confirmed
-            && self.preview.calls.iter().any(|c| {
-                !c.cached
-                    && c.not_cached.is_none()
-                    && c.outcome == covel_kernel::runner::Outcome::Success
-            })
+        self.play.workspace.has_unconfirmed()
     }
 
     /// Runs once more the calls that ran only once ([`Workspace::confirm_memo`]), so that the
@@ -246,9 +239,7 @@ impl LiveStudio {
     /// new state (a handler that keeps module-level state sees one more call, as it would on any
     /// reload).
     pub fn confirm_memo(&mut self) -> usize {
-        let ran = self.play.workspace.confirm_memo();
-        self.memo_confirmed = true;
-        ran
+        self.play.workspace.confirm_memo()
     }
 
     pub fn workspace(&self) -> &Workspace {
@@ -307,8 +298,8 @@ impl LiveStudio {
 
     /// Recomputes the preview from the current state.
     pub fn refresh(&mut self) {
+        self.play.workspace.forget_unconfirmed();
         self.preview = self.play.workspace.preview(&self.target);
-        self.memo_confirmed = false;
     }
 
     /// Plays a turn and refreshes the preview.
@@ -817,11 +808,11 @@ impl LiveStudio {
         workspace.resolve();
         let resolve_ms = ms(t);
         let t = Instant::now();
+        workspace.forget_unconfirmed();
         let preview = workspace.preview(&self.target);
         let preview_ms = ms(t);
         let replaced = std::mem::replace(&mut self.preview, preview);
         let diff = diff(before.unwrap_or(&replaced), &self.preview);
-        self.memo_confirmed = false;
         // The slot host's committed values follow the reload; what changed for the author is
         // the preview diff's `slots` (computed once, above).
         if loaded.session_reloaded {

@@ -385,6 +385,23 @@ impl Workspace {
             .sum()
     }
 
+    /// Whether an engine keeps calls [`Workspace::confirm_memo`] would run.
+    pub fn has_unconfirmed(&self) -> bool {
+        self.plugins
+            .iter()
+            .filter_map(|p| p.instance.as_ref())
+            .any(|instance| instance.has_unconfirmed())
+    }
+
+    /// Forgets, on every engine, the calls [`Workspace::confirm_memo`] would run: called before
+    /// the preview shown is recomputed, so that only its calls are confirmed (a call forgotten
+    /// here and asked again simply has its second run then).
+    pub fn forget_unconfirmed(&self) {
+        for instance in self.plugins.iter().filter_map(|p| p.instance.as_ref()) {
+            instance.forget_unconfirmed();
+        }
+    }
+
     /// Providers of active plugins only: a provider is never called unless its plugin is
     /// active and authorized.
     pub fn active_providers(&self) -> Vec<Provider> {

@@ -100,6 +100,16 @@ impl Engine {
         report
     }
 
+    /// Whether the memo keeps calls [`Engine::confirm_memo`] would run.
+    pub fn has_unconfirmed(&self) -> bool {
+        self.memo.has_unconfirmed()
+    }
+
+    /// Forgets the calls [`Engine::confirm_memo`] would run ([`crate::memo::Memo::forget_unconfirmed`]).
+    pub fn forget_unconfirmed(&mut self) {
+        self.memo.forget_unconfirmed();
+    }
+
     /// Runs again every call that ran once and awaits a second identical answer before the memo
     /// trusts it, in the order they first ran; returns how many ran. The shells do it while the
     /// author is idle (`LiveStudio::confirm_memo`).

@@ -189,7 +189,9 @@ pub fn run(
     }
     let timeout = options.timeout.unwrap_or(point.timeout);
     // The input goes to the provider behind an `Arc` and comes back owned once the call is
-    // over (engines do not keep it), so a value passed along a chain is never deep-copied.
+    // over, so a value passed along a chain is not deep-copied; only when the engine kept the
+    // call (covel-js keeps a call that ran once, to run it again while the author is idle) is
+    // it copied here.
     let call_one = |provider: &Provider, input: Value| {
         let call = ProviderCall {
             point: point_id,
