@@ -54,6 +54,18 @@ pub fn call(plugins: &[LoadedPlugin], point: PointId, input: Value) -> RunResult
     )
 }
 
+/// The content of the prompt segment `id` a `prompt.segment@1` run answered.
+pub fn segment_content(result: &RunResult, id: &str) -> Option<String> {
+    result
+        .result
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|s| s["id"] == id)
+        .and_then(|s| s["content"].as_str())
+        .map(str::to_string)
+}
+
 /// A run as a snapshot value, with timings redacted.
 pub fn snapshot_of(result: &RunResult) -> Value {
     let mut value = serde_json::to_value(result).expect("run results serialize");

@@ -961,15 +961,8 @@ fn a_cpu_loop_is_interrupted_at_its_deadline_and_the_runtime_answers_a_new_call(
 
 fn counted(result: &runner::RunResult, id: &str) -> (String, bool) {
     let record = call_for(result, "counter", id);
-    let content = result
-        .result
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|s| s["id"] == id)
-        .and_then(|s| s["content"].as_str())
-        .unwrap_or_default();
-    (content.to_string(), record.cached)
+    let content = covel_tests::segment_content(result, id).unwrap_or_default();
+    (content, record.cached)
 }
 
 #[test]

@@ -4,7 +4,7 @@
 
 use covel_kernel::contract::PointId;
 use covel_kernel::runner::RunResult;
-use covel_tests::call;
+use covel_tests::{call, segment_content};
 use serde_json::json;
 
 fn run_three_times() -> Vec<RunResult> {
@@ -35,18 +35,6 @@ fn record<'a>(result: &'a RunResult, id: &str) -> &'a covel_kernel::runner::Call
         .iter()
         .find(|c| c.provider_id == id)
         .expect("called")
-}
-
-/// The content of the segment `id` a run answered.
-fn content(result: &RunResult, id: &str) -> Option<String> {
-    result
-        .result
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|s| s["id"] == id)
-        .and_then(|s| s["content"].as_str())
-        .map(str::to_string)
 }
 
 #[test]
@@ -92,7 +80,7 @@ fn a_handler_whose_answer_changes_between_identical_calls_is_never_memoized() {
     let runs = run_three_times();
     let contents: Vec<String> = runs
         .iter()
-        .map(|r| content(r, "counter").unwrap_or_default())
+        .map(|r| segment_content(r, "counter").unwrap_or_default())
         .collect();
     assert_eq!(contents, ["1", "2", "3"], "every call really ran");
     assert!(
@@ -147,7 +135,7 @@ fn confirming_runs_again_exactly_the_calls_that_ran_once_and_the_memo_then_answe
         "the confirming run saw the module-level state change"
     );
     assert_eq!(
-        content(&after, "counter").as_deref(),
+        segment_content(&after, "counter").as_deref(),
         Some("3"),
         "the confirming run really ran the handler (its second call)"
     );
