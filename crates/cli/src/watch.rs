@@ -1,5 +1,7 @@
 //! `covel watch PLUGINS_DIR [--session FILE]`: follows the folder and prints one entry per
-//! reload — what changed, the diff it made, diagnostics and timings.
+//! reload — what changed, the diff it made, diagnostics and timings — and a line when, while the
+//! author is idle, the memo's confirmation ran calls a second time (`memo-confirmed`: how many,
+//! how long), since a handler sees those calls too.
 
 use anyhow::Context;
 use covel_studio::live::{FolderWatcher, LiveStudio};
@@ -70,7 +72,19 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             studio.follow(&mut watcher, quiet, Duration::from_millis(args.grace_ms))
         else {
             if studio.needs_confirming() {
-                studio.confirm_memo();
+                let started = std::time::Instant::now();
+                let calls = studio.confirm_memo();
+                let ms = started.elapsed().as_secs_f64() * 1000.0;
+                if args.json {
+                    crate::say!(
+                        "{}",
+                        serde_json::json!({"event": "memo-confirmed", "calls": calls, "ms": ms})
+                    );
+                } else if calls > 0 {
+                    crate::say!(
+                        "idle: ran {calls} calls a second time, as the memo asks before it answers them ({ms:.1} ms)"
+                    );
+                }
             }
             continue;
         };

@@ -399,6 +399,15 @@ fn watch_prints_one_json_entry_per_reload_with_diff_and_timings() {
     let lines = lines_of(&mut child.0);
     let ready = next_json(&lines, "ready");
     assert_eq!(ready["event"], "ready");
+    // Idle after opening: the calls that ran once run a second time (the memo's rule), and the
+    // line says how many.
+    let confirmed = next_json(&lines, "memo-confirmed");
+    assert_eq!(confirmed["event"], "memo-confirmed");
+    assert!(
+        confirmed["calls"].as_u64().is_some_and(|n| n > 0),
+        "{confirmed}"
+    );
+    assert!(confirmed["ms"].is_number());
     let module = dir.join("story-director/server/lib/text.js");
     let text = std::fs::read_to_string(&module).expect("read");
     std::fs::write(&module, text.replace("grave, unhurried", "grave, patient")).expect("write");
