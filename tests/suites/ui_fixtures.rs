@@ -263,15 +263,19 @@ fn the_wire_keeps_the_json_shape_of_the_studio_types() {
     assert!(checked >= 10, "only {checked} fixture workspaces opened");
 }
 
-/// Saves `module` with a comment added (no output changes, its plugin runs again) and answers
-/// the patch the window receives for that reload.
-fn comment_save(
+/// Saves `module` with `from` replaced by `to` (a change to what a handler logs: no prompt or
+/// slot output changes, its plugin runs again, and the call's record changes for certain — its
+/// duration alone can round to the same 0.01 ms on a fast machine) and answers the patch.
+fn log_save(
     studio: &mut LiveStudio,
     wire: &mut covel_studio::wire::WireState,
     module: &Path,
+    from: &str,
+    to: &str,
 ) -> covel_studio::wire::SnapshotPatch {
     let text = std::fs::read_to_string(module).expect("read");
-    std::fs::write(module, format!("{text}\n// a comment\n")).expect("write");
+    assert!(text.contains(from), "{} holds {from:?}", module.display());
+    std::fs::write(module, text.replacen(from, to, 1)).expect("write");
     let changes = studio.classify(&[module.to_path_buf()]);
     studio.reload(&changes, Instant::now());
     wire.patch(studio.snapshot())
@@ -375,22 +379,37 @@ fn a_patch_sends_only_what_changed_and_a_played_turn_once() {
         .expect("listed");
     assert_eq!(sent, vec![(at as u32, "story-director")]);
 
-    // A save that changes no output (a comment) re-runs the plugin: its calls' durations change,
-    // the prompt and the segment table do not, and they are not sent again. Calls cross by
-    // position, only those whose record changed: merged into the list the UI held, they give
+    // A save that changes no output (what a handler logs) re-runs the plugin: its calls' records
+    // change, the prompt and the segment table do not, and they are not sent again. Calls cross
+    // by position, only those whose record changed: merged into the list the UI held, they give
     // the new list.
     studio.confirm_memo();
     let held = covel_studio::wire::Preview::from(&studio.preview).calls;
-    let touched = comment_save(&mut studio, &mut wire, &module);
+    let index = dir.path().join("story-director/server/index.js");
+    let touched = log_save(
+        &mut studio,
+        &mut wire,
+        &index,
+        "`tone setting: ${tone}`",
+        "`tone is: ${tone}`",
+    );
     let preview = touched
         .preview
         .as_ref()
-        .expect("the calls' durations changed");
+        .expect("the calls' records changed");
     assert!(preview.timings.is_some());
     let calls = preview
         .calls
         .as_ref()
         .expect("the plugin's calls ran again");
+    assert!(
+        calls.changed.iter().any(|at| at
+            .item
+            .logs
+            .iter()
+            .any(|l| l.as_str() == "[log] tone is: grave")),
+        "the call whose log changed is sent"
+    );
     let now = covel_studio::wire::Preview::from(&studio.preview).calls;
     for at in &calls.changed {
         assert_ne!(
@@ -413,7 +432,14 @@ fn a_patch_sends_only_what_changed_and_a_played_turn_once() {
     studio.confirm_memo();
     let held = covel_studio::wire::Preview::from(&studio.preview).slots;
     let module = dir.path().join("soundtrack/server/index.js");
-    let touched = comment_save(&mut studio, &mut wire, &module);
+    let handler = "handler: async ({ previous, events }, ctx) => {";
+    let touched = log_save(
+        &mut studio,
+        &mut wire,
+        &module,
+        handler,
+        &format!("{handler} console.log(\"cue check\");"),
+    );
     let slots = touched
         .preview
         .as_ref()
