@@ -465,3 +465,52 @@ fn a_patch_sends_only_what_changed_and_a_played_turn_once() {
         "the held slots and the patch give the new list"
     );
 }
+
+#[test]
+fn a_patch_resends_a_part_whose_json_text_changed_even_when_serde_calls_it_equal() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let dir = tempfile::tempdir().expect("temp");
+    copy_dir(&repo.join("plugins-sample"), dir.path());
+    let workspace = Workspace::open(
+        dir.path(),
+        Some(&dir.path().join("demo.session.yaml")),
+        &Limits::default(),
+    )
+    .expect("opens");
+    let studio = LiveStudio::new(workspace, RuntimeTarget::Story);
+    let mut wire = covel_studio::wire::WireState::default();
+    let with_world = |world: Value| {
+        let mut snapshot = studio.snapshot();
+        snapshot.preview.world_context.snapshot = world.into();
+        snapshot
+    };
+    wire.full(with_world(
+        serde_json::json!({"mood": "calm", "place": "tower"}),
+    ));
+    let same = wire.patch(with_world(
+        serde_json::json!({"mood": "calm", "place": "tower"}),
+    ));
+    assert!(same.is_empty(), "the same world is not sent again");
+    // A provider that builds its snapshot in another key order: serde_json's equality ignores
+    // the order, the world panel shows it.
+    let reordered = wire.patch(with_world(
+        serde_json::json!({"place": "tower", "mood": "calm"}),
+    ));
+    let world = reordered
+        .preview
+        .as_ref()
+        .and_then(|p| p.world_context.as_ref())
+        .expect("the reordered world is sent");
+    assert_eq!(
+        serde_json::to_string(&world.snapshot).expect("json"),
+        r#"{"place":"tower","mood":"calm"}"#
+    );
+    let as_float = wire.patch(with_world(
+        serde_json::json!({"place": "tower", "mood": 1.0}),
+    ));
+    let then_int = wire.patch(with_world(serde_json::json!({"place": "tower", "mood": 1})));
+    assert!(
+        !as_float.is_empty() && !then_int.is_empty(),
+        "1.0 and 1 are different JSON"
+    );
+}

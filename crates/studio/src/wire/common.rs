@@ -8,7 +8,68 @@ use specta::Type;
 
 /// Any JSON value. Fields of this type carry `#[specta(type = JsonShape)]`: specta's own
 /// export of `serde_json::Value` holds 64-bit integers, which specta-typescript refuses.
-pub type JsonValue = serde_json::Value;
+///
+/// Two values are equal only when their JSON text is: objects compare key by key *in order*
+/// (`serde_json`'s own equality ignores the order of an object's keys, which the window shows)
+/// and a number's kind counts (`1` is not `1.0`, `-0.0` is not `0.0`). [`super::WireState`]
+/// sends a part again exactly when it is not equal to what the window holds.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(transparent)]
+pub struct JsonValue(pub serde_json::Value);
+
+impl PartialEq for JsonValue {
+    fn eq(&self, other: &JsonValue) -> bool {
+        same_json(&self.0, &other.0)
+    }
+}
+
+impl PartialEq<serde_json::Value> for JsonValue {
+    fn eq(&self, other: &serde_json::Value) -> bool {
+        same_json(&self.0, other)
+    }
+}
+
+impl std::ops::Deref for JsonValue {
+    type Target = serde_json::Value;
+    fn deref(&self) -> &serde_json::Value {
+        &self.0
+    }
+}
+
+impl From<serde_json::Value> for JsonValue {
+    fn from(value: serde_json::Value) -> JsonValue {
+        JsonValue(value)
+    }
+}
+
+impl From<&serde_json::Value> for JsonValue {
+    fn from(value: &serde_json::Value) -> JsonValue {
+        JsonValue(value.clone())
+    }
+}
+
+/// Whether two values serialize to the same JSON text (see [`JsonValue`]).
+fn same_json(a: &serde_json::Value, b: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    match (a, b) {
+        (Value::Object(a), Value::Object(b)) => {
+            a.len() == b.len()
+                && a.iter()
+                    .zip(b)
+                    .all(|((ka, va), (kb, vb))| ka == kb && same_json(va, vb))
+        }
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(a, b)| same_json(a, b))
+        }
+        (Value::Number(a), Value::Number(b)) => match (a.as_f64(), b.as_f64()) {
+            // Same kind (integer or float) and, for floats, the same bits: -0.0 is not 0.0.
+            _ if a.is_f64() != b.is_f64() => false,
+            (Some(x), Some(y)) if a.is_f64() => x.to_bits() == y.to_bits(),
+            _ => a == b,
+        },
+        _ => a == b,
+    }
+}
 
 /// The TypeScript shape of [`JsonValue`]: a recursive JSON type named `JsonValue`.
 pub use shape::JsonValue as JsonShape;
@@ -277,5 +338,77 @@ impl From<&runner::RunError> for RunError {
                 RunError::PipelineContract { provider, detail }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::JsonValue;
+    use proptest::prelude::*;
+    use serde_json::{Value, json};
+
+    fn json_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            (-3i64..3).prop_map(|n| json!(n)),
+            prop_oneof![Just(0.0f64), Just(-0.0), Just(1.0), Just(-2.5)].prop_map(|n| json!(n)),
+            "[ab]{0,2}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::vec(("[abc]", inner), 0..4)
+                    .prop_map(|entries| Value::Object(entries.into_iter().collect())),
+            ]
+        })
+    }
+
+    /// A value like `value` the way a provider's next answer may differ: its objects' keys in
+    /// reverse order, its integers written as floats, its zeros negated.
+    fn variant(value: &Value, how: u8) -> Value {
+        match value {
+            Value::Object(map) if how == 0 => Value::Object(
+                map.iter()
+                    .rev()
+                    .map(|(k, v)| (k.clone(), variant(v, how)))
+                    .collect(),
+            ),
+            Value::Object(map) => Value::Object(
+                map.iter()
+                    .map(|(k, v)| (k.clone(), variant(v, how)))
+                    .collect(),
+            ),
+            Value::Array(items) => Value::Array(items.iter().map(|v| variant(v, how)).collect()),
+            Value::Number(n) if how == 1 && n.is_i64() => json!(n.as_f64()),
+            Value::Number(n) if how == 2 && n.as_f64() == Some(0.0) => {
+                json!(-n.as_f64().unwrap_or_default())
+            }
+            other => other.clone(),
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn json_values_are_equal_exactly_when_their_json_text_is(
+            a in json_value(),
+            other in json_value(),
+            how in 0u8..4,
+        ) {
+            let b = if how == 3 { other } else { variant(&a, how) };
+            let same_text = serde_json::to_string(&a).ok() == serde_json::to_string(&b).ok();
+            prop_assert_eq!(JsonValue(a) == JsonValue(b), same_text);
+        }
+    }
+
+    #[test]
+    fn an_object_with_its_keys_reordered_is_not_equal() {
+        let a = JsonValue(json!({"mood": "calm", "place": "tower"}));
+        let b = JsonValue(json!({"place": "tower", "mood": "calm"}));
+        assert_eq!(*a, *b, "serde_json's own equality ignores key order");
+        assert_ne!(a, b, "the window shows the keys in order");
+        assert_ne!(JsonValue(json!(1)), JsonValue(json!(1.0)));
+        assert_ne!(JsonValue(json!(0.0)), JsonValue(json!(-0.0)));
+        assert_eq!(JsonValue(json!({"k": [1, "x"]})), json!({"k": [1, "x"]}));
     }
 }

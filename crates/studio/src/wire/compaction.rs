@@ -143,14 +143,14 @@ impl From<&studio::CompactionRun> for CompactionRun {
             estimated_tokens: r.estimated_tokens,
             threshold_tokens: r.threshold_tokens,
             triggered: r.triggered,
-            input: r.input.clone(),
-            output: r.output.clone(),
+            input: (&r.input).into(),
+            output: (&r.output).into(),
             provided_by: r.provided_by.clone(),
             calls: all(&r.calls),
             verdict: r.verdict.as_ref().map(Into::into),
             applied: r.applied.as_ref().map(|a| Applied {
-                summaries: a.summaries.clone(),
-                messages: a.messages.clone(),
+                summaries: all(&a.summaries),
+                messages: all(&a.messages),
                 written: a.written.clone(),
             }),
             events: r
@@ -158,7 +158,7 @@ impl From<&studio::CompactionRun> for CompactionRun {
                 .iter()
                 .map(|e| TraceEvent {
                     topic: e.topic,
-                    payload: e.payload.clone(),
+                    payload: (&e.payload).into(),
                 })
                 .collect(),
             consecutive_failures: r.consecutive_failures,

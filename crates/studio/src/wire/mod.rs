@@ -10,7 +10,6 @@
 
 pub mod common;
 pub mod compaction;
-pub mod digest;
 pub mod patch;
 pub mod plugins;
 pub mod preview;

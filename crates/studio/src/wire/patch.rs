@@ -1,12 +1,15 @@
 //! What crosses the wire after the first snapshot: a [`SnapshotPatch`] holding only the parts
 //! that differ from what the UI last received, and the played turns as `{ keep, append }` so a
-//! turn crosses once (undo sends `keep = n - 1`). [`WireState`] remembers what was sent (a digest
-//! of each part and of each turn) and is the one place that decides what changed.
+//! turn crosses once (undo sends `keep = n - 1`). [`WireState`] holds the snapshot the UI last
+//! received and is the one place that decides what changed: a part is sent again exactly when
+//! it is not equal to the one held (`JsonValue` is equal only to the same JSON text, its keys in
+//! the same order; a duration or threshold compares by value, where `-0` equals `0`, and none is
+//! negative). Comparing is cheaper than digesting the new snapshot: equal strings are compared
+//! as bytes, and a changed item is found at its first differing field.
 
 use super::common::CallRecord;
 use super::common::{Diagnostic, JsonValue};
 use super::compaction::CompactionView;
-use super::digest::{self, Digest};
 use super::plugins::{PluginView, Resolution};
 use super::preview::{
     CacheReport, HistoryRewrite, ImageFlowView, Preview, PreviewError, PreviewTimings, PromptView,
@@ -43,26 +46,30 @@ pub struct At<T> {
     pub item: T,
 }
 
-impl<T> Positions<T> {
-    /// The items whose digest differs from the one sent at their position (every item without
+impl<T: PartialEq + Clone> Positions<T> {
+    /// The items of `now` not equal to the one held at their position (every item without
     /// `before`); `None` when the list is the same.
-    fn of(items: Vec<T>, before: Option<&[Digest]>, now: &[Digest]) -> Option<Positions<T>> {
-        if before == Some(now) {
-            return None;
-        }
-        let count = u32::try_from(items.len()).unwrap_or(u32::MAX);
-        let changed = items
-            .into_iter()
-            .zip(now)
+    fn of(before: Option<&[T]>, now: &[T]) -> Option<Positions<T>> {
+        let changed: Vec<At<T>> = now
+            .iter()
             .enumerate()
-            .filter(|(i, (_, digest))| before.and_then(|b| b.get(*i)) != Some(*digest))
-            .map(|(i, (item, _))| At {
+            .filter(|(i, item)| before.and_then(|b| b.get(*i)) != Some(*item))
+            .map(|(i, item)| At {
                 index: u32::try_from(i).unwrap_or(u32::MAX),
-                item,
+                item: item.clone(),
             })
             .collect();
+        if changed.is_empty() && before.is_some_and(|b| b.len() == now.len()) {
+            return None;
+        }
+        let count = u32::try_from(now.len()).unwrap_or(u32::MAX);
         Some(Positions { count, changed })
     }
+}
+
+/// `now` when it is not equal to what was sent (`before`, `None` before anything was sent).
+fn part<T: PartialEq + Clone>(before: Option<&T>, now: &T) -> Option<T> {
+    (before != Some(now)).then(|| now.clone())
 }
 
 /// The parts of a [`Snapshot`] that changed since the UI last received one. A part is absent
@@ -142,84 +149,26 @@ pub struct PreviewPatch {
     pub timings: Option<PreviewTimings>,
 }
 
-/// How many parts a preview is sent in (the fields of [`PreviewPatch`]).
-const PREVIEW_PARTS: usize = 13;
-
-/// What was sent of a preview: a digest per part, in [`PreviewPatch`]'s field order, and one per
-/// slot view and per call (those cross by position).
-#[derive(Debug, Clone, Default, PartialEq)]
-struct PreviewSent {
-    parts: [Digest; PREVIEW_PARTS],
-    slots: Vec<Digest>,
-    calls: Vec<Digest>,
-}
-
-fn preview_digests(p: &Preview) -> PreviewSent {
-    let slots: Vec<Digest> = p.slots.iter().map(digest::of).collect();
-    let calls: Vec<Digest> = p.calls.iter().map(digest::of).collect();
-    PreviewSent {
-        parts: [
-            digest::of(&p.session),
-            digest::of(&p.runtime),
-            digest::of(&p.turn_id),
-            digest::of(&p.prompt),
-            digest::of(&p.segments),
-            digest::of(&p.cache),
-            digest::of(&p.world_context),
-            digest::of(&slots),
-            digest::of(&p.image_flow),
-            digest::of(&p.history_rewrites),
-            digest::of(&calls),
-            digest::of(&p.errors),
-            digest::of(&p.timings),
-        ],
-        slots,
-        calls,
-    }
-}
-
 impl PreviewPatch {
-    /// The parts of `preview` whose digest differs from `before` (every part without `before`);
-    /// `None` when nothing changed.
-    fn of(
-        preview: Preview,
-        before: Option<&PreviewSent>,
-        now: &PreviewSent,
-    ) -> Option<PreviewPatch> {
-        let changed = |i: usize| before.is_none_or(|b| b.parts[i] != now.parts[i]);
-        if !(0..PREVIEW_PARTS).any(changed) {
-            return None;
-        }
-        let Preview {
-            session,
-            runtime,
-            turn_id,
-            prompt,
-            segments,
-            cache,
-            world_context,
-            slots,
-            image_flow,
-            history_rewrites,
-            calls,
-            errors,
-            timings,
-        } = preview;
-        Some(PreviewPatch {
-            session: changed(0).then_some(session),
-            runtime: changed(1).then_some(runtime),
-            turn_id: changed(2).then_some(turn_id),
-            prompt: changed(3).then_some(prompt),
-            segments: changed(4).then_some(segments),
-            cache: changed(5).then_some(cache),
-            world_context: changed(6).then_some(world_context),
-            slots: Positions::of(slots, before.map(|b| &b.slots[..]), &now.slots),
-            image_flow: changed(8).then_some(image_flow),
-            history_rewrites: changed(9).then_some(history_rewrites),
-            calls: Positions::of(calls, before.map(|b| &b.calls[..]), &now.calls),
-            errors: changed(11).then_some(errors),
-            timings: changed(12).then_some(timings),
-        })
+    /// The parts of `now` not equal to those of `before` (every part without `before`); `None`
+    /// when nothing changed.
+    fn of(before: Option<&Preview>, now: &Preview) -> Option<PreviewPatch> {
+        let patch = PreviewPatch {
+            session: part(before.map(|b| &b.session), &now.session),
+            runtime: part(before.map(|b| &b.runtime), &now.runtime),
+            turn_id: part(before.map(|b| &b.turn_id), &now.turn_id),
+            prompt: part(before.map(|b| &b.prompt), &now.prompt),
+            segments: part(before.map(|b| &b.segments), &now.segments),
+            cache: part(before.map(|b| &b.cache), &now.cache),
+            world_context: part(before.map(|b| &b.world_context), &now.world_context),
+            slots: Positions::of(before.map(|b| &b.slots[..]), &now.slots),
+            image_flow: part(before.map(|b| &b.image_flow), &now.image_flow),
+            history_rewrites: part(before.map(|b| &b.history_rewrites), &now.history_rewrites),
+            calls: Positions::of(before.map(|b| &b.calls[..]), &now.calls),
+            errors: part(before.map(|b| &b.errors), &now.errors),
+            timings: part(before.map(|b| &b.timings), &now.timings),
+        };
+        (patch != PreviewPatch::default()).then_some(patch)
     }
 }
 
@@ -235,44 +184,11 @@ impl SnapshotPatch {
     }
 }
 
-/// The digests of what the UI last received ([`digest::of`]), part by part.
-#[derive(Debug, Clone, Default, PartialEq)]
-struct Sent {
-    /// Every part but the plugins and the preview, in [`SnapshotPatch`]'s field order.
-    parts: [Digest; 11],
-    plugins: Vec<Digest>,
-    preview: PreviewSent,
-    turns: Vec<Digest>,
-}
-
-impl Sent {
-    fn of(s: &Snapshot) -> Sent {
-        Sent {
-            parts: [
-                digest::of(&s.plugins_dir),
-                digest::of(&s.session_path),
-                digest::of(&s.session),
-                digest::of(&s.session_text),
-                digest::of(&s.session_error),
-                digest::of(&s.undo),
-                digest::of(&s.played_path),
-                digest::of(&s.resolution),
-                digest::of(&s.compaction),
-                digest::of(&s.last_reload),
-                digest::of(&s.diagnostics),
-            ],
-            plugins: s.plugins.iter().map(digest::of).collect(),
-            preview: preview_digests(&s.preview),
-            turns: s.turns.iter().map(digest::of).collect(),
-        }
-    }
-}
-
-/// What the UI last received (`None` before the first snapshot) and its version, counted up by
+/// The snapshot the UI last received (`None` before the first) and its version, counted up by
 /// every snapshot and patch sent.
 #[derive(Debug, Clone, Default)]
 pub struct WireState {
-    sent: Option<Sent>,
+    sent: Option<Snapshot>,
     version: u32,
 }
 
@@ -281,67 +197,48 @@ impl WireState {
     pub fn full(&mut self, mut snapshot: Snapshot) -> Snapshot {
         self.version = self.version.wrapping_add(1);
         snapshot.version = self.version;
-        self.sent = Some(Sent::of(&snapshot));
+        self.sent = Some(snapshot.clone());
         snapshot
     }
 
     /// Only the parts of `snapshot` that differ from what was sent, remembered as sent. Before
     /// any snapshot was sent, every part.
-    pub fn patch(&mut self, snapshot: Snapshot) -> SnapshotPatch {
+    pub fn patch(&mut self, mut snapshot: Snapshot) -> SnapshotPatch {
         let since = self.version;
         self.version = self.version.wrapping_add(1);
-        let now = Sent::of(&snapshot);
-        let before = self.sent.replace(now.clone());
-        let changed = |i: usize| before.as_ref().is_none_or(|b| b.parts[i] != now.parts[i]);
-        let kept = before.as_ref().map_or(0, |b| {
+        snapshot.version = self.version;
+        let before = self.sent.as_ref();
+        let now = &snapshot;
+        let kept = before.map_or(0, |b| {
             b.turns
                 .iter()
                 .zip(&now.turns)
                 .take_while(|(a, b)| a == b)
                 .count()
         });
-        let turns_changed = before.as_ref().is_none_or(|b| b.turns != now.turns);
-        let Snapshot {
-            version: _,
-            plugins_dir,
-            session_path,
-            session,
-            session_text,
-            session_error,
-            undo,
-            played_path,
-            plugins,
-            resolution,
-            preview,
-            compaction,
-            turns,
-            last_reload,
-            diagnostics,
-        } = snapshot;
-        SnapshotPatch {
+        let turns_changed = before.is_none_or(|b| b.turns != now.turns);
+        let patch = SnapshotPatch {
             since,
             version: self.version,
-            plugins_dir: changed(0).then_some(plugins_dir),
-            session_path: changed(1).then_some(session_path),
-            session: changed(2).then_some(session),
-            session_text: changed(3).then_some(session_text),
-            session_error: changed(4).then_some(session_error),
-            undo: changed(5).then_some(undo),
-            played_path: changed(6).then_some(played_path),
-            plugins: Positions::of(
-                plugins,
-                before.as_ref().map(|b| &b.plugins[..]),
-                &now.plugins,
-            ),
-            resolution: changed(7).then_some(resolution),
-            preview: PreviewPatch::of(preview, before.as_ref().map(|b| &b.preview), &now.preview),
-            compaction: changed(8).then_some(compaction),
+            plugins_dir: part(before.map(|b| &b.plugins_dir), &now.plugins_dir),
+            session_path: part(before.map(|b| &b.session_path), &now.session_path),
+            session: part(before.map(|b| &b.session), &now.session),
+            session_text: part(before.map(|b| &b.session_text), &now.session_text),
+            session_error: part(before.map(|b| &b.session_error), &now.session_error),
+            undo: part(before.map(|b| &b.undo), &now.undo),
+            played_path: part(before.map(|b| &b.played_path), &now.played_path),
+            plugins: Positions::of(before.map(|b| &b.plugins[..]), &now.plugins),
+            resolution: part(before.map(|b| &b.resolution), &now.resolution),
+            preview: PreviewPatch::of(before.map(|b| &b.preview), &now.preview),
+            compaction: part(before.map(|b| &b.compaction), &now.compaction),
             turns: turns_changed.then(|| Turns {
                 keep: u32::try_from(kept).unwrap_or(u32::MAX),
-                append: turns.into_iter().skip(kept).collect(),
+                append: now.turns[kept..].to_vec(),
             }),
-            last_reload: changed(9).then_some(last_reload),
-            diagnostics: changed(10).then_some(diagnostics),
-        }
+            last_reload: part(before.map(|b| &b.last_reload), &now.last_reload),
+            diagnostics: part(before.map(|b| &b.diagnostics), &now.diagnostics),
+        };
+        self.sent = Some(snapshot);
+        patch
     }
 }

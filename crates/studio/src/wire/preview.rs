@@ -575,8 +575,8 @@ impl From<&studio::PromptView> for PromptView {
             messages: all(&p.messages),
             turn_context: p.turn_context.clone(),
             requests: Requests {
-                anthropic: p.requests.anthropic.clone(),
-                openai: p.requests.openai.clone(),
+                anthropic: (&p.requests.anthropic).into(),
+                openai: (&p.requests.openai).into(),
             },
         }
     }
@@ -615,7 +615,7 @@ impl From<&slot_host::SlotView> for SlotView {
         SlotView {
             slot: s.slot.into(),
             key: s.key.clone(),
-            value: s.value.clone(),
+            value: (&s.value).into(),
             revision: s.revision.clone(),
             chain: all(&s.chain),
             error: s.error.as_ref().map(Into::into),
@@ -733,14 +733,14 @@ impl From<&studio::Preview> for Preview {
             segments: all(&p.segments),
             cache: (&p.cache).into(),
             world_context: WorldContextView {
-                snapshot: p.world_context.snapshot.clone(),
+                snapshot: (&p.world_context.snapshot).into(),
                 provided_by: p.world_context.provided_by.clone(),
                 error: p.world_context.error.clone(),
                 calls: all(&p.world_context.calls),
             },
             slots: all(&p.slots),
             image_flow: ImageFlowView {
-                flow: p.image_flow.flow.clone(),
+                flow: (&p.image_flow.flow).into(),
                 provided_by: p.image_flow.provided_by.clone(),
                 error: p.image_flow.error.clone(),
                 calls: all(&p.image_flow.calls),
@@ -749,7 +749,7 @@ impl From<&studio::Preview> for Preview {
                 .history_rewrites
                 .iter()
                 .map(|h| HistoryRewrite {
-                    id: h.id.clone(),
+                    id: (&h.id).into(),
                     change: h.change,
                     providers: h.providers.clone(),
                 })

@@ -159,14 +159,14 @@ impl From<&diff::PreviewDiff> for PreviewDiff {
                 .map(|s| SlotDiff {
                     slot: s.slot.clone(),
                     key: s.key.clone(),
-                    before: s.before.clone(),
-                    after: s.after.clone(),
+                    before: (&s.before).into(),
+                    after: (&s.after).into(),
                     plugins: s.plugins.clone(),
                 })
                 .collect(),
             world_context: d.world_context.as_ref().map(|w| WorldDiff {
-                before: w.before.clone(),
-                after: w.after.clone(),
+                before: (&w.before).into(),
+                after: (&w.after).into(),
                 plugin: w.plugin.clone(),
             }),
             boundaries: d

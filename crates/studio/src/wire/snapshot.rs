@@ -145,7 +145,7 @@ impl LiveStudio {
             version: 0,
             plugins_dir: ws.plugins_dir.display().to_string(),
             session_path: ws.session_path.as_ref().map(|p| p.display().to_string()),
-            session: serde_json::to_value(&ws.session).unwrap_or(JsonValue::Null),
+            session: serde_json::to_value(&ws.session).unwrap_or_default().into(),
             session_text: ws.session_text.clone(),
             session_error: ws.session_error.as_ref().map(Into::into),
             undo: self.next_undo().map(|u| match u {
@@ -176,7 +176,7 @@ impl LiveStudio {
                 budget: Budget::for_window(windows.context_window).into(),
                 estimated_tokens: estimated,
                 threshold_tokens: f64::from(windows.context_window) * compaction::THRESHOLD,
-                summaries: ws.session.history.summaries.clone(),
+                summaries: all(&ws.session.history.summaries),
                 consecutive_failures: self.play.failures.consecutive,
                 last_run: self
                     .forced_compaction

@@ -1,7 +1,7 @@
 //! Played turns on the wire: what the Playtest panel lists (a `TurnRecord` per turn) and the
 //! prompt a turn sent (`TurnPrompt`, asked for on demand).
 
-use super::common::{JsonValue, RunError, SlotId};
+use super::common::{JsonValue, RunError, SlotId, all};
 use super::compaction::CompactionRun;
 use super::preview::Preview;
 use crate::{live, models, playtest};
@@ -26,7 +26,7 @@ impl From<&models::Reply> for Reply {
         Reply {
             text: r.text.clone(),
             finish_reason: r.finish_reason.clone(),
-            usage: r.usage.clone(),
+            usage: r.usage.as_ref().map(JsonValue::from),
         }
     }
 }
@@ -52,7 +52,7 @@ impl From<&slot_host::SlotChange> for SlotChange {
         SlotChange {
             slot: c.slot.into(),
             key: c.key.clone(),
-            value: c.value.clone(),
+            value: (&c.value).into(),
             revision: c.revision.clone(),
             preview_turn: c.preview_turn.clone(),
             error: c.error.as_ref().map(Into::into),
@@ -86,7 +86,7 @@ impl From<&playtest::TurnRecord> for TurnRecord {
             reply: t.reply.as_ref().map(Into::into),
             error: t.error.clone(),
             compaction: t.compaction.as_ref().map(Into::into),
-            events: t.events.clone(),
+            events: all(&t.events),
             slot_changes: t.slot_changes.iter().map(Into::into).collect(),
         }
     }
