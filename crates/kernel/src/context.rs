@@ -312,12 +312,15 @@ pub fn hash_str(text: &str) -> u64 {
     hasher.finish()
 }
 
-/// A stable-within-the-process hash of a value's JSON text, written straight into the hasher
-/// (no value copied, no text kept).
+/// A stable-within-the-process hash of a value's JSON text, written into the hasher in chunks
+/// (no value copied, no text kept). serde_json writes a value in many small pieces (a quote, a
+/// colon, a key); each reaching the hasher on its own cost more than hashing the bytes, and the
+/// hash of a byte stream does not depend on how it is cut.
 pub fn hash_json<T: Serialize + ?Sized>(value: &T) -> u64 {
     use std::hash::Hasher;
-    struct Writer(std::collections::hash_map::DefaultHasher);
-    impl std::io::Write for Writer {
+    use std::io::Write;
+    struct Feed(std::collections::hash_map::DefaultHasher);
+    impl Write for Feed {
         fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
             self.0.write(bytes);
             Ok(bytes.len())
@@ -326,10 +329,14 @@ pub fn hash_json<T: Serialize + ?Sized>(value: &T) -> u64 {
             Ok(())
         }
     }
-    let mut writer = Writer(std::collections::hash_map::DefaultHasher::new());
+    let mut chunks = std::io::BufWriter::with_capacity(
+        1024,
+        Feed(std::collections::hash_map::DefaultHasher::new()),
+    );
     // Serializing JSON-shaped data into a writer that cannot fail does not fail.
-    let _ = serde_json::to_writer(&mut writer, value);
-    writer.0.finish()
+    let _ = serde_json::to_writer(&mut chunks, value);
+    let _ = chunks.flush();
+    chunks.get_ref().0.finish()
 }
 
 /// The empty World Model view.
@@ -341,4 +348,26 @@ pub fn default_world() -> Value {
         "dimensions": {},
         "seats": []
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::hash_json;
+    use serde_json::json;
+    use std::hash::Hasher;
+
+    #[test]
+    fn hash_json_is_the_hash_of_the_json_text_however_it_is_chunked() {
+        let long = "x".repeat(5000);
+        for value in [
+            json!(null),
+            json!({"a": [1, 2.5, "é\"\n"], "b": {"c": true}}),
+            json!({"long": long, "then": [long, {"k": long}]}),
+        ] {
+            let mut whole = std::collections::hash_map::DefaultHasher::new();
+            whole.write(&serde_json::to_vec(&value).expect("json"));
+            assert_eq!(hash_json(&value), whole.finish(), "{value}");
+        }
+        assert_ne!(hash_json(&json!({"a": 1})), hash_json(&json!({"a": 2})));
+    }
 }

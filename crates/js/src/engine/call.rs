@@ -8,6 +8,18 @@ use super::*;
 const FINISH_TIMEOUT: Duration = Duration::from_millis(100);
 
 impl Engine {
+    /// The hash of the turn `context` belongs to, computed once per execution (every call of a
+    /// preview comes from one or two executions).
+    fn turn_key(&mut self, context: &covel_kernel::context::ExecutionContext) -> u64 {
+        use std::hash::{Hash, Hasher};
+        if self.turn_of_execution.0 != context.execution_id {
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            context.turn_id.hash(&mut hasher);
+            self.turn_of_execution = (context.execution_id, hasher.finish());
+        }
+        self.turn_of_execution.1
+    }
+
     /// Runs one provider call to completion (or its deadline).
     pub fn call(&mut self, call: &ProviderCall) -> CallReport {
         let started = Instant::now();
@@ -28,23 +40,19 @@ impl Engine {
         let memoizable = !call.context.http.live && call.context.gateway.is_none();
         let memo_key = memoizable.then(|| {
             use std::hash::{Hash, Hasher};
+            let turn = self.turn_key(&call.context);
             let mut hasher = std::collections::hash_map::DefaultHasher::new();
             (
                 call.point.as_str(),
                 &call.provider_id,
-                &call.context.turn_id,
+                turn,
                 call.input_key,
                 call.timeout,
             )
                 .hash(&mut hasher);
+            self.memo.turn(turn);
             hasher.finish()
         });
-        if memo_key.is_some() {
-            use std::hash::{Hash, Hasher};
-            let mut hasher = std::collections::hash_map::DefaultHasher::new();
-            call.context.turn_id.hash(&mut hasher);
-            self.memo.turn(hasher.finish());
-        }
         if let Some(report) = memo_key.and_then(|k| self.memo.answer(k)) {
             return CallReport {
                 duration: started.elapsed(),

@@ -142,6 +142,9 @@ pub struct Engine {
     plugin_id: String,
     messages: BTreeMap<String, Map<String, Json>>,
     execution_seen: u64,
+    /// The last execution a call came from and the hash of its turn id (an execution's turn id
+    /// never changes): the memo keys every call on it.
+    turn_of_execution: (u64, u64),
     /// Hash of the data the plugin's handlers see (not the turn); the memo is valid for it.
     fingerprint: u64,
     memo: crate::memo::Memo,
@@ -205,6 +208,7 @@ impl Engine {
             plugin_id: spec.plugin_id.clone(),
             messages: spec.messages.clone(),
             execution_seen: 0,
+            turn_of_execution: (0, 0),
             fingerprint: 0,
             memo: crate::memo::Memo::new(spec.limits.memo),
             memory_limit: spec.limits.memory_bytes,
