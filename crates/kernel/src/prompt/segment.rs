@@ -330,8 +330,23 @@ impl<'a> KeyRef<'a> {
     }
 }
 
-/// Sorts segments into the kernel's order (stable, session, turn; order; plugin id; id).
-pub fn sort_segments(segments: &mut [Segment]) {
+/// Sorts segments into the kernel's order (stable, session, turn; order; plugin id; id). Equal
+/// keys keep their order (the sort is stable).
+pub fn sort_segments(segments: &mut Vec<Segment>) {
+    // Segments arrive in their providers' call order, plugin ids ascending, but each plugin's
+    // segments carry their own volatility and order, so that order is interleaved. Grouped by
+    // volatility and order first (keeping their order within a group), they are nearly sorted,
+    // and the stable sort then finds runs instead of comparing log2(n) times per segment (a
+    // preview sorts a thousand segments per turn at 500 plugins). The sort alone decides the
+    // result: grouping only changes how long it takes.
+    let mut groups: BTreeMap<(Volatility, i64), Vec<Segment>> = BTreeMap::new();
+    for segment in segments.drain(..) {
+        groups
+            .entry((segment.volatility, segment.order()))
+            .or_default()
+            .push(segment);
+    }
+    segments.extend(groups.into_values().flatten());
     segments.sort_by(|a, b| KeyRef::of(a).compare(&KeyRef::of(b)));
 }
 
@@ -456,6 +471,31 @@ mod tests {
             .map(|s| ties.tie_broken_by_plugin_id(s))
             .collect();
         assert_eq!(broken, [true, true, false, false, false]);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn sorting_gives_what_a_stable_sort_of_the_segments_as_given_gives(
+            keys in proptest::collection::vec(
+                ("[ab]", "[xy]", -1i64..2, proptest::sample::select(vec!["stable", "session", "turn"])),
+                0..24,
+            ),
+        ) {
+            // Contents number the segments, so equal keys show whether they kept their order.
+            let all: Vec<Segment> = keys
+                .iter()
+                .enumerate()
+                .map(|(n, (plugin, id, order, volatility))| Segment {
+                    content: n.to_string(),
+                    ..segment(plugin, id, *order, volatility)
+                })
+                .collect();
+            let mut expected = all.clone();
+            expected.sort_by(|a, b| KeyRef::of(a).compare(&KeyRef::of(b)));
+            let mut sorted = all;
+            sort_segments(&mut sorted);
+            proptest::prop_assert_eq!(sorted, expected);
+        }
     }
 
     #[test]
