@@ -60,13 +60,26 @@ pub fn sort_providers<'a>(providers: impl Iterator<Item = &'a Provider>) -> Vec<
 /// points over it: each run's own sort then finds its chain already in order (one pass instead
 /// of a full sort). Both sorts are stable and use the same key, so every chain is exactly the
 /// one sorting the unsorted list would give.
-pub fn presort_providers(providers: &mut [Provider]) {
+pub fn presort_providers(providers: &mut Vec<Provider>) {
+    // Providers come in folder order (plugin ids ascending) with each plugin's own `order`, so
+    // the key's leading field is interleaved: grouped by `order` first (keeping their order
+    // within a group), they are nearly sorted and the stable sort finds runs instead of
+    // comparing log2(n) times per provider. The sort alone decides the result.
+    let mut groups: std::collections::BTreeMap<i64, Vec<Provider>> = Default::default();
+    for provider in providers.drain(..) {
+        groups
+            .entry(provider.decl.order)
+            .or_default()
+            .push(provider);
+    }
+    providers.extend(groups.into_values().flatten());
     providers.sort_by(call_order);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::contract::PointId;
 
     #[test]
     fn code_unit_order_puts_upper_case_first() {
@@ -80,7 +93,56 @@ mod tests {
         assert_eq!(utf16_cmp("\u{FF5E}a", "\u{FF5E}"), Ordering::Greater);
     }
 
+    fn provider(plugin: &str, id: &str, order: i64, point: PointId) -> Provider {
+        struct Never;
+        impl crate::runner::Invoker for Never {
+            fn call(&self, _: &crate::runner::ProviderCall) -> crate::runner::CallReport {
+                unreachable!("never called: only sorted")
+            }
+        }
+        Provider {
+            plugin_id: plugin.into(),
+            decl: std::sync::Arc::new(crate::manifest::ExtensionDecl {
+                point,
+                id: id.into(),
+                order,
+                slot: None,
+                watch: Vec::new(),
+                preview: Vec::new(),
+                position: None,
+            }),
+            runtime_ids: std::sync::Arc::new(Vec::new()),
+            invoker: std::sync::Arc::new(Never),
+        }
+    }
+
     proptest::proptest! {
+        #[test]
+        fn presorting_gives_what_a_stable_sort_of_the_providers_as_given_gives(
+            keys in proptest::collection::vec(("[ab]", "[xy]", -1i64..2, proptest::bool::ANY), 0..24),
+        ) {
+            // Two points let one plugin hold two providers with the same key; where each ended
+            // shows whether equal keys kept their order.
+            let all: Vec<Provider> = keys
+                .iter()
+                .map(|(plugin, id, order, slot)| {
+                    let point = if *slot { PointId::UiSlot } else { PointId::PromptSegment };
+                    provider(plugin, id, *order, point)
+                })
+                .collect();
+            let shown = |list: &[Provider]| -> Vec<(String, String, i64, PointId)> {
+                list.iter()
+                    .map(|p| (p.plugin_id.clone(), p.decl.id.clone(), p.decl.order, p.decl.point))
+                    .collect()
+            };
+            let mut expected: Vec<&Provider> = all.iter().collect();
+            expected.sort_by(|a, b| call_order(a, b));
+            let expected: Vec<Provider> = expected.into_iter().cloned().collect();
+            let mut sorted = all.clone();
+            presort_providers(&mut sorted);
+            proptest::prop_assert_eq!(shown(&sorted), shown(&expected));
+        }
+
         #[test]
         fn code_unit_order_matches_encode_utf16_on_any_strings(
             a in "[a-c\u{e9}\u{FF5E}\u{1F600}-]{0,6}",
