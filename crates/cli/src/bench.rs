@@ -150,8 +150,10 @@ pub fn run(args: &Args, process_start: Instant) -> anyhow::Result<ExitCode> {
         report["turns"] = played_turns(workspace, args.turns);
         report["rssAfterTurnsMB"] = json!(peak_rss_mb());
     } else {
-        // Closing the folder: every plugin disposed and its runtime freed.
+        // Closing the folder before the exit, as the one-shot commands do: every plugin
+        // disposed, its runtime's memory left to the exit (`leave_runtimes_to_exit`).
         let t = Instant::now();
+        covel_js::engine::leave_runtimes_to_exit();
         drop(workspace);
         report["closeMs"] = json!(t.elapsed().as_secs_f64() * 1000.0);
     }

@@ -77,6 +77,20 @@ fn main() -> ExitCode {
     if cli.no_memo {
         open::disable_memo();
     }
+    // Commands that hold one folder until they end leave their runtimes' memory to the exit
+    // (their plugins' disposers still run); those that go on loading (watch, test, play, bench
+    // until its last step) free each runtime they drop.
+    if matches!(
+        cli.command,
+        Command::Validate(_)
+            | Command::Call(_)
+            | Command::Resolve(_)
+            | Command::Preview(_)
+            | Command::Compact(_)
+            | Command::Forecast(_)
+    ) {
+        covel_js::engine::leave_runtimes_to_exit();
+    }
     let result = match cli.command {
         Command::Validate(args) => validate::run(&args),
         Command::Call(args) => call::run(&args),

@@ -164,7 +164,25 @@ pub struct Engine {
 impl Drop for Engine {
     fn drop(&mut self) {
         self.shutdown();
+        if LEAVE_TO_EXIT.load(Ordering::Relaxed) {
+            // One more handle on each, never released: the runtime is not freed (no collection
+            // walking its whole heap), and the process's exit returns its memory.
+            std::mem::forget(self.context.clone());
+            std::mem::forget(self.runtime.clone());
+        }
     }
+}
+
+/// Set by [`leave_runtimes_to_exit`].
+static LEAVE_TO_EXIT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// For a process about to exit (the CLI's one-shot commands, which hold one folder until they
+/// end): from now on an engine that drops still disposes its plugin (its `dispose` handlers run
+/// as always) but leaves its runtime's memory to the process's exit instead of freeing it, which
+/// walks the runtime's whole heap (≈ 0.1 ms a runtime: 64 ms of a 500-plugin cold run). Never
+/// for a process that goes on loading plugins (`covel watch`, the app): what it drops would stay.
+pub fn leave_runtimes_to_exit() {
+    LEAVE_TO_EXIT.store(true, Ordering::Relaxed);
 }
 
 impl Engine {
