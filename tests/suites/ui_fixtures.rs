@@ -290,8 +290,9 @@ fn merged<T: Clone>(mut held: Vec<T>, patch: &covel_studio::wire::Positions<T>) 
     held
 }
 
-#[test]
-fn a_patch_sends_only_what_changed_and_a_played_turn_once() {
+/// A live studio on a scratch copy of `plugins-sample` with its demo session (the copy lives as
+/// long as the directory returned).
+fn sample_studio() -> (tempfile::TempDir, LiveStudio) {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let dir = tempfile::tempdir().expect("temp");
     copy_dir(&repo.join("plugins-sample"), dir.path());
@@ -301,7 +302,12 @@ fn a_patch_sends_only_what_changed_and_a_played_turn_once() {
         &Limits::default(),
     )
     .expect("opens");
-    let mut studio = LiveStudio::new(workspace, RuntimeTarget::Story);
+    (dir, LiveStudio::new(workspace, RuntimeTarget::Story))
+}
+
+#[test]
+fn a_patch_sends_only_what_changed_and_a_played_turn_once() {
+    let (dir, mut studio) = sample_studio();
     let mut wire = covel_studio::wire::WireState::default();
     assert_eq!(wire.full(studio.snapshot()).version, 1);
     let nothing = wire.patch(studio.snapshot());
@@ -468,16 +474,7 @@ fn a_patch_sends_only_what_changed_and_a_played_turn_once() {
 
 #[test]
 fn a_patch_resends_a_part_whose_json_text_changed_even_when_serde_calls_it_equal() {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let dir = tempfile::tempdir().expect("temp");
-    copy_dir(&repo.join("plugins-sample"), dir.path());
-    let workspace = Workspace::open(
-        dir.path(),
-        Some(&dir.path().join("demo.session.yaml")),
-        &Limits::default(),
-    )
-    .expect("opens");
-    let studio = LiveStudio::new(workspace, RuntimeTarget::Story);
+    let (_dir, studio) = sample_studio();
     let mut wire = covel_studio::wire::WireState::default();
     let with_world = |world: Value| {
         let mut snapshot = studio.snapshot();

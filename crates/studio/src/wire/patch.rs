@@ -216,7 +216,8 @@ impl WireState {
                 .take_while(|(a, b)| a == b)
                 .count()
         });
-        let turns_changed = before.is_none_or(|b| b.turns != now.turns);
+        // The turns kept are the common prefix; they changed unless it is both whole lists.
+        let turns_changed = before.is_none_or(|b| kept != b.turns.len() || kept != now.turns.len());
         let patch = SnapshotPatch {
             since,
             version: self.version,
