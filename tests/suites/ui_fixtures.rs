@@ -11,6 +11,7 @@
 
 use covel_js::Limits;
 use covel_studio::live::LiveStudio;
+use covel_studio::wire::MemoAnswer;
 use covel_studio::{RuntimeTarget, Workspace};
 use covel_tests::copy_dir;
 use serde_json::Value;
@@ -22,8 +23,9 @@ fn normalize(value: &mut Value, root: &str) {
         Value::Object(map) => {
             for (key, item) in map.iter_mut() {
                 // Timings vary from run to run; a fixed non-zero value keeps the fixtures stable
-                // and still lets the UI tests see durations rendered.
-                if key.ends_with("Ms") && item.is_number() {
+                // and still lets the UI tests see durations rendered. A zero stays: a memo
+                // answer shows none, and the UI makes it so (`memoAnswer`).
+                if key.ends_with("Ms") && item.is_number() && item.as_f64() != Some(0.0) {
                     *item = Value::from(1.5);
                 } else {
                     normalize(item, root);
@@ -130,6 +132,12 @@ fn ui_fixtures_are_fresh() {
         serde_json::to_value(studio.snapshot()).expect("json"),
     ));
 
+    outputs.push((
+        "memoized-reload",
+        "{ before: Snapshot; patch: SnapshotPatch; after: Snapshot }",
+        first_save_after_opening(),
+    ));
+
     let update = std::env::var_os("UPDATE_UI_FIXTURES").is_some();
     let mut stale = Vec::new();
     for (name, ty, mut value) in outputs {
@@ -137,6 +145,9 @@ fn ui_fixtures_are_fresh() {
         let path = repo.join("ui/fixtures").join(format!("{name}.ts"));
         let imported = match ty {
             "Record<string, Preview>" => "Preview",
+            "{ before: Snapshot; patch: SnapshotPatch; after: Snapshot }" => {
+                "Snapshot, SnapshotPatch"
+            }
             other => other,
         };
         let fresh = format!(
@@ -282,7 +293,13 @@ fn log_save(
 }
 
 /// A list the window held with a `Positions` patch applied (what `mergePositions` does).
-fn merged<T: Clone>(mut held: Vec<T>, patch: &covel_studio::wire::Positions<T>) -> Vec<T> {
+fn merged<T: Clone + MemoAnswer>(
+    mut held: Vec<T>,
+    patch: &covel_studio::wire::Positions<T>,
+) -> Vec<T> {
+    if patch.memoized {
+        held = held.iter().map(MemoAnswer::memo_answer).collect();
+    }
     held.truncate(patch.count as usize);
     for at in &patch.changed {
         held[at.index as usize] = at.item.clone();
@@ -469,6 +486,98 @@ fn a_patch_sends_only_what_changed_and_a_played_turn_once() {
         merged(held, slots),
         now,
         "the held slots and the patch give the new list"
+    );
+}
+
+/// The first save after a folder opens, once the memo was confirmed (the shells do it while
+/// the author is idle): the snapshot the window held, the patch the save sends, and the whole
+/// snapshot after it (the UI's tests check that the first with the second gives the third).
+fn first_save_after_opening() -> Value {
+    let (dir, mut studio) = sample_studio();
+    studio.confirm_memo();
+    let mut wire = covel_studio::wire::WireState::default();
+    let before = wire.full(studio.snapshot());
+    let index = dir.path().join("story-director/server/index.js");
+    let patch = log_save(
+        &mut studio,
+        &mut wire,
+        &index,
+        "`tone setting: ${tone}`",
+        "`tone is: ${tone}`",
+    );
+    let after = covel_studio::wire::WireState::default().full(studio.snapshot());
+    let mut value = serde_json::json!({ "before": before, "patch": patch, "after": after });
+    // The copies live in a temporary folder: name it as the fixtures name the sample.
+    let root = dir
+        .path()
+        .canonicalize()
+        .expect("canonical")
+        .display()
+        .to_string();
+    normalize(&mut value, &root);
+    normalize(&mut value, &dir.path().display().to_string());
+    value
+}
+
+#[test]
+fn the_first_save_after_opening_sends_the_memo_answers_as_one_flag() {
+    let (dir, mut studio) = sample_studio();
+    studio.confirm_memo();
+    let mut wire = covel_studio::wire::WireState::default();
+    let held = wire.full(studio.snapshot()).preview;
+    assert!(
+        held.calls.iter().all(|c| !c.cached),
+        "on opening every call ran"
+    );
+    let index = dir.path().join("story-director/server/index.js");
+    let patch = log_save(
+        &mut studio,
+        &mut wire,
+        &index,
+        "`tone setting: ${tone}`",
+        "`tone is: ${tone}`",
+    );
+    let now = covel_studio::wire::Preview::from(&studio.preview);
+    let answered = now.calls.iter().filter(|c| c.cached).count();
+    assert!(
+        answered * 2 > now.calls.len(),
+        "most calls were answered from the memo ({answered} of {})",
+        now.calls.len()
+    );
+    let preview = patch.preview.as_ref().expect("the calls changed");
+    let calls = preview.calls.as_ref().expect("the calls changed");
+    assert!(calls.memoized, "the answers cross as one flag");
+    assert!(
+        calls.changed.len() < now.calls.len() - answered + 1,
+        "only the calls that ran again are sent: {} of {}",
+        calls.changed.len(),
+        now.calls.len()
+    );
+    for at in &calls.changed {
+        assert!(
+            !at.item.is_memo_answer_to(&held.calls[at.index as usize]),
+            "{at:?} is a memo answer and is sent"
+        );
+    }
+    assert_eq!(
+        merged(held.calls.clone(), calls),
+        now.calls,
+        "the held calls, answered from the memo, and the patch give the new list"
+    );
+    let slots = preview
+        .slots
+        .as_ref()
+        .expect("the slot chains were answered");
+    assert!(slots.memoized);
+    assert_eq!(merged(held.slots.clone(), slots), now.slots);
+    let bytes = serde_json::to_vec(&patch).expect("json").len();
+    let whole =
+        serde_json::to_vec(&covel_studio::wire::WireState::default().full(studio.snapshot()))
+            .expect("json")
+            .len();
+    assert!(
+        bytes * 4 < whole,
+        "the patch ({bytes} bytes) is a fraction of the snapshot ({whole} bytes)"
     );
 }
 

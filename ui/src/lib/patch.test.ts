@@ -2,7 +2,8 @@ import { describe, expect, it } from "vitest";
 import { fixture as initial } from "../../fixtures/snapshot";
 import { fixture as afterTurn } from "../../fixtures/after-turn";
 import { fixture as afterReload } from "../../fixtures/after-reload";
-import { applyPatch, isSnapshot, patchOf } from "./patch";
+import { fixture as memoizedReload } from "../../fixtures/memoized-reload";
+import { applyPatch, isSnapshot, mergePositions, patchOf } from "./patch";
 import type { Snapshot, SnapshotPatch } from "./wire";
 
 /** Applies a patch that must apply. */
@@ -46,6 +47,18 @@ describe("merging a snapshot patch", () => {
     expect(merged.preview.calls).toBe(initial.preview.calls);
     const gap = { since: 0, version: 1, preview: { slots: { count: initial.preview.slots.length + 1, changed: [] } } };
     expect(applyPatch(initial, gap), "a slot list the UI cannot fill asks for the whole snapshot").toBeNull();
+  });
+  it("rebuilds the first save after opening, whose calls the memo answered, from a flag and the calls that ran", () => {
+    const { before, patch, after } = memoizedReload;
+    const calls = patch.preview?.calls;
+    expect(calls?.memoized, "the fixture's calls cross as one flag").toBe(true);
+    expect(calls?.changed.length, "only the calls that ran again are sent").toBeLessThan(after.preview.calls.length / 2);
+    const merged = apply(before, patch);
+    expect({ ...merged, version: 0 }).toEqual({ ...after, version: 0 });
+    expect(merged.preview.calls.filter((c) => c.cached).length).toBe(after.preview.calls.filter((c) => c.cached).length);
+  });
+  it("asks for the whole snapshot when a list it cannot answer from the memo says memoized", () => {
+    expect(mergePositions(initial.plugins, { count: initial.plugins.length, changed: [], memoized: true })).toBeNull();
   });
   it("appends played turns after the ones kept, and an undo keeps one fewer", () => {
     const turn = afterTurn.turns[0];

@@ -3,12 +3,28 @@
 // may omit is `null` when it is gone; the played turns come as `{ keep, append }`, so a turn
 // crosses once and an undo keeps one fewer; the plugins and the preview's slot views and calls
 // come by position (`Positions`: a reload sends the plugin it changed, the slots whose chain ran
-// it and the calls that ran again, not the folder's lists); the preview comes in parts too (`PreviewPatch`: a reload that changed only
-// call durations sends those calls and the timings, not the prompt). A patch
-// names the snapshot version it applies to
-// (`since`): one that arrives out of order does not apply, and the store asks for the whole
-// snapshot instead.
-import type { Positions, Preview, PreviewPatch, Snapshot, SnapshotPatch } from "./wire";
+// it and the calls that ran again, not the folder's lists; when most calls were answered from
+// the memo, as on the first reload after a folder opens, it says `memoized` instead of sending
+// them); the preview comes in parts too (`PreviewPatch`: a reload that changed only call
+// durations sends those calls and the timings, not the prompt). A patch names the snapshot
+// version it applies to (`since`): one that arrives out of order does not apply, and the store
+// asks for the whole snapshot instead.
+import type { CallRecord, Positions, Preview, PreviewPatch, SlotView, Snapshot, SnapshotPatch } from "./wire";
+
+/**
+ * A call record as a memo answer shows it: `cached`, no duration, no reason it would not be
+ * cached (covel_studio::wire::patch::MemoAnswer, which sends `memoized` only where this is
+ * exactly the new record).
+ */
+export function memoAnswer(call: CallRecord): CallRecord {
+  const { notCached: _, ...kept } = call;
+  return { ...kept, durationMs: 0, cached: true };
+}
+
+/** A slot view whose chain was answered from the memo. */
+export function memoSlotAnswer(slot: SlotView): SlotView {
+  return { ...slot, chain: slot.chain.map(memoAnswer) };
+}
 
 /** Whether an answer is a whole snapshot (its turns are a list) rather than a patch. */
 export function isSnapshot(answer: Snapshot | SnapshotPatch): answer is Snapshot {
@@ -49,11 +65,15 @@ export function applyPatch(snapshot: Snapshot, patch: SnapshotPatch): Snapshot |
 
 /**
  * A list after a `Positions` patch: `count` long, the items it sends at their positions, every
- * other position the same object as before. Null when a position would be left empty (the patch
- * was not made against this list), so the store asks for the whole snapshot.
+ * other position the same object as before (with `memoized`, that object as `memoized` makes
+ * it). Null when a position would be left empty (the patch was not made against this list) or
+ * the patch says `memoized` for a list that has no such change, so the store asks for the whole
+ * snapshot.
  */
-export function mergePositions<T>(items: T[], patch: Positions<T>): T[] | null {
-  const next: (T | undefined)[] = items.slice(0, patch.count);
+export function mergePositions<T>(items: T[], patch: Positions<T>, memoized?: (item: T) => T): T[] | null {
+  if (patch.memoized && memoized === undefined) return null;
+  const held = items.slice(0, patch.count);
+  const next: (T | undefined)[] = patch.memoized && memoized ? held.map(memoized) : held;
   next.length = patch.count;
   for (const { index, item } of patch.changed) {
     if (index >= patch.count) return null;
@@ -71,12 +91,12 @@ export function mergePreview(preview: Preview, patch: PreviewPatch): Preview | n
     if (value !== undefined) (next as Record<keyof Preview, unknown>)[key] = value;
   }
   if (slots !== undefined) {
-    const merged = mergePositions(preview.slots, slots);
+    const merged = mergePositions(preview.slots, slots, memoSlotAnswer);
     if (merged === null) return null;
     next.slots = merged;
   }
   if (calls !== undefined) {
-    const merged = mergePositions(preview.calls, calls);
+    const merged = mergePositions(preview.calls, calls, memoAnswer);
     if (merged === null) return null;
     next.calls = merged;
   }

@@ -37,6 +37,95 @@ pub struct Turns {
 pub struct Positions<T> {
     pub count: u32,
     pub changed: Vec<At<T>>,
+    /// Every position not in `changed` holds the UI's item there *answered from the memo*
+    /// ([`MemoAnswer`]) rather than the item itself. The first reload after a folder opens
+    /// answers nearly every call from the memo: this flag says so instead of sending every call
+    /// and slot view again (at 500 plugins, ≈ 190 KB the window parsed and applied in 69 ms).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[specta(optional)]
+    pub memoized: bool,
+}
+
+/// An item that being answered from the engine's memo changes in one known way: a call record
+/// is then `cached`, shows no duration and no reason it would not be cached; a slot view's chain
+/// is then every call answered so. The UI applies the same change (`memoAnswer` in
+/// `ui/src/lib/patch.ts`); [`Positions::of_memoizing`] uses the flag only where this check says
+/// the result is exactly the new item, so a patch still rebuilds the snapshot exactly.
+pub trait MemoAnswer: Sized {
+    /// This item as a memo answer shows it.
+    fn memo_answer(&self) -> Self;
+    /// Whether `self` is `before.memo_answer()` (compared field by field, nothing copied).
+    fn is_memo_answer_to(&self, before: &Self) -> bool;
+}
+
+impl MemoAnswer for CallRecord {
+    fn memo_answer(&self) -> Self {
+        CallRecord {
+            duration_ms: 0.0,
+            cached: true,
+            not_cached: None,
+            ..self.clone()
+        }
+    }
+
+    fn is_memo_answer_to(&self, before: &Self) -> bool {
+        let CallRecord {
+            point,
+            plugin_id,
+            provider_id,
+            slot,
+            order,
+            outcome,
+            error_code,
+            message,
+            duration_ms,
+            logs,
+            cached,
+            not_cached,
+        } = self;
+        *cached
+            && *duration_ms == 0.0
+            && not_cached.is_none()
+            && *point == before.point
+            && *plugin_id == before.plugin_id
+            && *provider_id == before.provider_id
+            && *slot == before.slot
+            && *order == before.order
+            && *outcome == before.outcome
+            && *error_code == before.error_code
+            && *message == before.message
+            && *logs == before.logs
+    }
+}
+
+impl MemoAnswer for SlotView {
+    fn memo_answer(&self) -> Self {
+        SlotView {
+            chain: self.chain.iter().map(MemoAnswer::memo_answer).collect(),
+            ..self.clone()
+        }
+    }
+
+    fn is_memo_answer_to(&self, before: &Self) -> bool {
+        let SlotView {
+            slot,
+            key,
+            value,
+            revision,
+            chain,
+            error,
+        } = self;
+        *slot == before.slot
+            && *key == before.key
+            && *value == before.value
+            && *revision == before.revision
+            && *error == before.error
+            && chain.len() == before.chain.len()
+            && chain
+                .iter()
+                .zip(&before.chain)
+                .all(|(now, before)| now.is_memo_answer_to(before))
+    }
 }
 
 /// One item of [`Positions`] and its position in the list.
@@ -63,7 +152,40 @@ impl<T: PartialEq + Clone> Positions<T> {
             return None;
         }
         let count = u32::try_from(now.len()).unwrap_or(u32::MAX);
-        Some(Positions { count, changed })
+        Some(Positions {
+            count,
+            changed,
+            memoized: false,
+        })
+    }
+}
+
+impl<T: PartialEq + Clone + MemoAnswer> Positions<T> {
+    /// As [`Positions::of`], with the [`Positions::memoized`] flag when it sends fewer items:
+    /// then the items sent are those that are not the held item answered from the memo.
+    fn of_memoizing(before: Option<&[T]>, now: &[T]) -> Option<Positions<T>> {
+        let plain = Positions::of(before, now)?;
+        let Some(before) = before.filter(|_| !plain.changed.is_empty()) else {
+            return Some(plain);
+        };
+        let not_memo_answers: Vec<usize> = (0..now.len())
+            .filter(|&i| !before.get(i).is_some_and(|b| now[i].is_memo_answer_to(b)))
+            .collect();
+        if not_memo_answers.len() >= plain.changed.len() {
+            return Some(plain);
+        }
+        let changed = not_memo_answers
+            .into_iter()
+            .map(|i| At {
+                index: u32::try_from(i).unwrap_or(u32::MAX),
+                item: now[i].clone(),
+            })
+            .collect();
+        Some(Positions {
+            changed,
+            memoized: true,
+            ..plain
+        })
     }
 }
 
@@ -161,10 +283,10 @@ impl PreviewPatch {
             segments: part(before.map(|b| &b.segments), &now.segments),
             cache: part(before.map(|b| &b.cache), &now.cache),
             world_context: part(before.map(|b| &b.world_context), &now.world_context),
-            slots: Positions::of(before.map(|b| &b.slots[..]), &now.slots),
+            slots: Positions::of_memoizing(before.map(|b| &b.slots[..]), &now.slots),
             image_flow: part(before.map(|b| &b.image_flow), &now.image_flow),
             history_rewrites: part(before.map(|b| &b.history_rewrites), &now.history_rewrites),
-            calls: Positions::of(before.map(|b| &b.calls[..]), &now.calls),
+            calls: Positions::of_memoizing(before.map(|b| &b.calls[..]), &now.calls),
             errors: part(before.map(|b| &b.errors), &now.errors),
             timings: part(before.map(|b| &b.timings), &now.timings),
         };
@@ -241,5 +363,108 @@ impl WireState {
         };
         self.sent = Some(snapshot);
         patch
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::common::{CallOutcome, PointId, SlotId};
+
+    fn ran(provider: &str, duration_ms: f64) -> CallRecord {
+        CallRecord {
+            point: PointId::UiSlot,
+            plugin_id: "stage".into(),
+            provider_id: provider.into(),
+            slot: Some(SlotId::StageCast),
+            order: 3,
+            outcome: CallOutcome::Success,
+            error_code: None,
+            message: None,
+            duration_ms,
+            logs: vec!["[log] cast".into()],
+            cached: false,
+            not_cached: Some("its answer awaits a second identical call".into()),
+        }
+    }
+
+    fn view(chain: Vec<CallRecord>) -> SlotView {
+        SlotView {
+            slot: SlotId::StageCast,
+            key: None,
+            value: serde_json::json!({"cast": []}).into(),
+            revision: "r1".into(),
+            chain,
+            error: None,
+        }
+    }
+
+    #[test]
+    fn a_memo_answer_is_recognised_field_by_field_exactly_as_memo_answer_makes_it() {
+        let before = ran("cast", 1.25);
+        let answer = before.memo_answer();
+        assert!(answer.cached && answer.duration_ms == 0.0 && answer.not_cached.is_none());
+        assert!(answer.is_memo_answer_to(&before));
+        assert!(
+            answer.is_memo_answer_to(&answer),
+            "an answer stays an answer"
+        );
+        assert!(
+            !before.is_memo_answer_to(&before),
+            "a call that ran is no answer"
+        );
+        let changes: [fn(&mut CallRecord); 6] = [
+            |c| c.logs.push("[log] more".into()),
+            |c| c.order = 4,
+            |c| c.provider_id = "other".into(),
+            |c| c.outcome = CallOutcome::Error,
+            |c| c.duration_ms = 0.5,
+            |c| c.not_cached = Some("reads the clock".into()),
+        ];
+        for change in changes {
+            let mut other = answer.clone();
+            change(&mut other);
+            assert!(!other.is_memo_answer_to(&before), "{other:?}");
+        }
+        let slot = view(vec![ran("cast", 1.0), ran("extras", 2.0)]);
+        assert!(slot.memo_answer().is_memo_answer_to(&slot));
+        let mut half = slot.clone();
+        half.chain[0] = half.chain[0].memo_answer();
+        assert!(!half.is_memo_answer_to(&slot), "one call of its chain ran");
+        let mut revised = slot.memo_answer();
+        revised.revision = "r2".into();
+        assert!(!revised.is_memo_answer_to(&slot));
+    }
+
+    #[test]
+    fn positions_say_memoized_only_when_it_sends_fewer_items_and_the_list_rebuilds_exactly() {
+        let held: Vec<CallRecord> = (0..6).map(|i| ran(&format!("p{i}"), 1.0)).collect();
+        // The first reload after opening: one call ran again, the others were answered.
+        let mut now: Vec<CallRecord> = held.iter().map(MemoAnswer::memo_answer).collect();
+        now[2] = ran("p2", 2.0);
+        let patch = Positions::of_memoizing(Some(&held), &now).expect("changed");
+        assert!(patch.memoized);
+        let sent: Vec<u32> = patch.changed.iter().map(|at| at.index).collect();
+        assert_eq!(sent, vec![2], "only the call that ran is sent");
+        let mut rebuilt: Vec<CallRecord> = held.iter().map(MemoAnswer::memo_answer).collect();
+        for at in &patch.changed {
+            rebuilt[at.index as usize] = at.item.clone();
+        }
+        assert_eq!(rebuilt, now);
+        // The next reload: the answers are held already, so the plain form is as small.
+        let mut later = now.clone();
+        later[2] = ran("p2", 3.0);
+        let patch = Positions::of_memoizing(Some(&now), &later).expect("changed");
+        assert!(!patch.memoized, "the plain form sends no more");
+        assert_eq!(patch.changed.len(), 1);
+        // Nothing changed: nothing is sent.
+        assert_eq!(Positions::of_memoizing(Some(&now), &now), None);
+        // A longer list: the new positions are always sent.
+        let mut grown = now.iter().map(MemoAnswer::memo_answer).collect::<Vec<_>>();
+        grown.push(ran("p6", 1.0));
+        let patch = Positions::of_memoizing(Some(&held), &grown).expect("changed");
+        assert!(patch.memoized);
+        assert_eq!(patch.count, 7);
+        assert!(patch.changed.iter().any(|at| at.index == 6));
     }
 }
