@@ -64,6 +64,19 @@ fn engine_mb() -> f64 {
     covel_js::memory::process_budget().used() as f64 / (1024.0 * 1024.0)
 }
 
+/// What a plugin's runtime holds before its code runs (`covel_js::memory::engine_floor`), in KiB:
+/// the floor under `engineKBPerPlugin` while each plugin has a runtime of its own.
+fn engine_floor_kb() -> serde_json::Value {
+    match covel_js::memory::engine_floor() {
+        Ok(floor) => json!({
+            "runtime": floor.runtime as f64 / 1024.0,
+            "baseContext": floor.base_context as f64 / 1024.0,
+            "fullContext": floor.full_context as f64 / 1024.0,
+        }),
+        Err(e) => json!({ "error": e.to_string() }),
+    }
+}
+
 /// Plays `turns` turns in a [`LiveStudio`] (what the desktop app keeps) and measures the resident
 /// memory they retain. The first turns warm the engines up and are not counted.
 fn played_turns(workspace: covel_studio::Workspace, turns: usize) -> serde_json::Value {
@@ -141,6 +154,8 @@ pub fn run(args: &Args, process_start: Instant) -> anyhow::Result<ExitCode> {
         "rssAfterPreviewsMB": status_kb("VmRSS").map(|kb| kb / 1024.0),
         "engineMBAfterLoad": engines_after_load,
         "engineMB": engine_mb(),
+        "engineKBPerPlugin": engines_after_load * 1024.0 / workspace.plugins.len().max(1) as f64,
+        "engineFloorKB": engine_floor_kb(),
     });
     if args.watch_edits > 0 {
         let workspace = crate::open::workspace(&args.plugins_dir, None)?;

@@ -237,9 +237,69 @@ unsafe impl Allocator for BudgetAllocator {
     }
 }
 
+/// What a QuickJS runtime holds before any plugin code runs, by the same account as an engine's
+/// (usable sizes through [`BudgetAllocator`]): the floor under a plugin's memory while each
+/// plugin has a runtime of its own. `covel bench` reports it beside the engines' memory per
+/// plugin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EngineFloor {
+    /// An empty runtime.
+    pub runtime: usize,
+    /// A runtime with a context holding only the base objects (no Date, RegExp, JSON, Promise,
+    /// Map and Set, typed arrays, Proxy, …).
+    pub base_context: usize,
+    /// A runtime with a full context, as an engine creates it (before the host bootstrap).
+    pub full_context: usize,
+}
+
+/// Measures [`EngineFloor`] on fresh runtimes (outside the process-wide budget).
+pub fn engine_floor() -> Result<EngineFloor, rquickjs::Error> {
+    use rquickjs::{Context, Runtime};
+    let account = || RuntimeMemory::new(usize::MAX, SharedBudget::new(usize::MAX));
+    let measure = |context: fn(&Runtime) -> rquickjs::Result<Context>| {
+        let memory = account();
+        let runtime = Runtime::new_with_alloc(BudgetAllocator::new(Arc::clone(&memory)))?;
+        let empty = memory.used();
+        let _context = context(&runtime)?;
+        Ok::<_, rquickjs::Error>((empty, memory.used()))
+    };
+    let (runtime, base_context) = measure(Context::base)?;
+    let (_, full_context) = measure(Context::full)?;
+    Ok(EngineFloor {
+        runtime,
+        base_context,
+        full_context,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_engine_floor_grows_from_runtime_to_base_to_full_context_and_stays_under_an_engine() {
+        let floor = engine_floor().expect("runtimes");
+        assert!(floor.runtime > 0, "{floor:?}");
+        assert!(floor.runtime < floor.base_context, "{floor:?}");
+        assert!(floor.base_context < floor.full_context, "{floor:?}");
+        let dir = tempfile::tempdir().expect("temp");
+        let entry = dir.path().join("index.js");
+        std::fs::write(&entry, "export default () => {};").expect("write");
+        let spec = crate::engine::LoadSpec {
+            plugin_id: "floor".into(),
+            root: dir.path().to_path_buf(),
+            entry,
+            messages: Default::default(),
+            limits: crate::engine::Limits::default(),
+        };
+        let (engine, report) = crate::engine::load(&spec);
+        let engine = engine.unwrap_or_else(|| panic!("loads: {:?}", report.failure));
+        let loaded = engine.watch().bytes_held();
+        assert!(
+            floor.full_context < loaded,
+            "a loaded plugin ({loaded} bytes) holds more than the floor {floor:?}"
+        );
+    }
 
     #[test]
     #[cfg(target_os = "linux")]
