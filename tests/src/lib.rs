@@ -114,7 +114,7 @@ where
             message,
         });
         CallReport {
-            result,
+            result: result.map(Arc::new),
             duration: Duration::from_micros(1),
             logs: Vec::new(),
             cached: false,
@@ -144,6 +144,7 @@ pub fn rust_provider(
         }),
         runtime_ids: Arc::new(Vec::new()),
         invoker: Arc::new(FnInvoker(handler)),
+        checked: Default::default(),
     }
 }
 

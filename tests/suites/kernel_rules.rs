@@ -495,7 +495,7 @@ fn a_batch_runs_chains_of_different_engines_at_once_and_each_engines_calls_in_re
         input: json!({"slot": slot.as_str(), "previous": null, "events": []}),
         options: RunOptions {
             slot: Some(slot),
-            timeout: None,
+            ..RunOptions::default()
         },
     };
     let order = [SlotId::StageBackdrop, SlotId::StageMusic, SlotId::StageCast];
@@ -1060,6 +1060,137 @@ fn every_call_leaves_a_trace_entry_with_outcome_code_and_reason() {
             );
         }
     }
+}
+
+/// An engine answering every call from its memo: the same shared value each time, `cached`.
+struct MemoAnswers {
+    answer: std::sync::Arc<Value>,
+}
+
+impl runner::Invoker for MemoAnswers {
+    fn call(&self, _: &runner::ProviderCall) -> runner::CallReport {
+        runner::CallReport {
+            result: Ok(std::sync::Arc::clone(&self.answer)),
+            duration: std::time::Duration::from_micros(1),
+            logs: Vec::new(),
+            cached: true,
+            not_cached: None,
+        }
+    }
+}
+
+/// A provider whose every call is answered from the memo with `answer` (kept shared here too).
+fn answering(
+    plugin: &str,
+    point: PointId,
+    answer: Value,
+) -> (runner::Provider, std::sync::Arc<Value>) {
+    let answer = std::sync::Arc::new(answer);
+    let mut provider = rust_provider(plugin, point, "memo", 0, |_| Ok(Value::Null));
+    provider.invoker = std::sync::Arc::new(MemoAnswers {
+        answer: std::sync::Arc::clone(&answer),
+    });
+    (provider, answer)
+}
+
+#[test]
+fn a_memo_answer_checked_once_is_not_checked_or_copied_again_and_reads_the_same() {
+    // What the plugin wrote as provenance is overwritten, whichever way the segments are read.
+    let answer = json!([
+        {"id": "a", "content": "Alpha.", "position": "system", "audience": "all",
+         "volatility": "stable", "providerPluginId": "someone-else"},
+        {"id": "b", "content": "Beta.", "position": {"depth": 2}, "audience": "story",
+         "volatility": "turn", "role": "user", "order": 3},
+    ]);
+    let (memo, shared_answer) = answering("memo", PointId::PromptSegment, answer.clone());
+    let fresh = rust_provider("memo", PointId::PromptSegment, "memo", 0, move |_| {
+        Ok(answer.clone())
+    });
+    let ran = run_segments(std::slice::from_ref(&fresh));
+    let expected: Vec<covel_kernel::prompt::Segment> = ran
+        .result
+        .as_array()
+        .expect("segments")
+        .iter()
+        .filter_map(covel_kernel::prompt::Segment::parse)
+        .collect();
+    assert_eq!(expected.len(), 2);
+    assert!(expected.iter().all(|s| s.provider_plugin_id == "memo"));
+    assert!(fresh.checked.is_empty(), "a call that ran is not kept");
+    let shared = RunOptions {
+        shared_segments: true,
+        ..RunOptions::default()
+    };
+    let ctx = ExecutionContext::empty();
+    for round in 0..3 {
+        let concatenated = run_segments(std::slice::from_ref(&memo));
+        assert_eq!(concatenated.result, ran.result, "round {round}");
+        let run = runner::run(
+            PointId::PromptSegment,
+            segment_input(),
+            std::slice::from_ref(&memo),
+            &ctx,
+            &shared,
+        );
+        assert_eq!(run.result, Value::Null, "shared parts replace the result");
+        assert_eq!(
+            covel_kernel::prompt::Segment::parse_parts(&run.parts),
+            expected,
+            "round {round}"
+        );
+        assert!(
+            std::sync::Arc::ptr_eq(&run.parts[0].output, &shared_answer),
+            "the memo's answer reaches the assembly without a copy"
+        );
+    }
+    // One entry per way of reading it (stamped for a concatenated run, as is for a shared one).
+    assert_eq!(memo.checked.len(), 2);
+}
+
+#[test]
+fn an_invalid_memo_answer_is_rejected_every_time_and_never_kept() {
+    let (memo, _) = answering(
+        "memo",
+        PointId::PromptSegment,
+        json!([{"id": "a", "content": 7}]),
+    );
+    for _ in 0..2 {
+        let result = run_segments(std::slice::from_ref(&memo));
+        assert_eq!(
+            call_for(&result, "memo", "memo").outcome,
+            Outcome::InvalidOutput
+        );
+    }
+    assert!(memo.checked.is_empty());
+}
+
+#[test]
+fn a_memo_answer_that_fails_a_provenance_check_fails_it_every_time() {
+    // A world context naming a runtime its provider does not own is refused by attribution.
+    let (memo, _) = answering(
+        "memo",
+        PointId::SessionWorldContext,
+        json!({"dimensionRecovery": {"editorRuntimeId": "other/editor", "trackerRuntimeId": "other/tracker"}}),
+    );
+    for _ in 0..2 {
+        let result = runner::run(
+            PointId::SessionWorldContext,
+            json!({}),
+            std::slice::from_ref(&memo),
+            &ExecutionContext::empty(),
+            &RunOptions::default(),
+        );
+        let record = call_for(&result, "memo", "memo");
+        assert_eq!(record.outcome, Outcome::InvalidOutput, "{record:?}");
+        assert!(
+            record
+                .message
+                .as_deref()
+                .is_some_and(|m| m.starts_with("Dimension recovery runtime is not owned")),
+            "refused by the provenance check: {record:?}"
+        );
+    }
+    assert!(memo.checked.is_empty());
 }
 
 // ---- Contract versions and compatibility ------------------------------------------------------

@@ -164,7 +164,7 @@ fn assembled_with(segment: Value, volatility: &str) -> Value {
         json!({"id": "a1", "role": "assistant", "content": "second"}),
     ];
     let assembly = prompt::assemble(prompt::AssemblyInput {
-        segments: prompt::Segment::parse_all(json!([segment])),
+        segments: prompt::Segment::parse(&segment).into_iter().collect(),
         runtime: &prompt::RuntimeView::story(),
         preamble: prompt::FRAMEWORK_PREAMBLE,
         body: "Narrate.",
@@ -762,7 +762,10 @@ fn a_key_shared_by_two_providers_is_listed_in_row_order_in_its_block() {
         json!({"id": "lore", "content": content, "position": "system", "audience": "all",
                "volatility": "stable", "order": order, "providerPluginId": "p"})
     };
-    let segments = prompt::Segment::parse_all(json!([segment("second", 2), segment("first", 1)]));
+    let segments: Vec<prompt::Segment> = [segment("second", 2), segment("first", 1)]
+        .iter()
+        .filter_map(prompt::Segment::parse)
+        .collect();
     let assembly = prompt::assemble(prompt::AssemblyInput {
         segments,
         runtime: &prompt::RuntimeView::story(),

@@ -118,6 +118,7 @@ fn providers_of(package: Option<&Package>, instance: Option<&Arc<JsPlugin>>) -> 
                 decl: Arc::new(decl.clone()),
                 runtime_ids: Arc::clone(&runtime_ids),
                 invoker: Arc::clone(instance) as Arc<dyn Invoker>,
+                checked: Default::default(),
             })
             .collect(),
         None => Vec::new(),

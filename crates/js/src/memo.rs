@@ -182,7 +182,7 @@ mod tests {
 
     fn report(value: serde_json::Value) -> CallReport {
         CallReport {
-            result: Ok(value),
+            result: Ok(std::sync::Arc::new(value)),
             duration: Duration::ZERO,
             logs: Vec::new(),
             cached: false,

@@ -63,7 +63,7 @@ pub fn slot_run(slot: SlotId, events: &[Value]) -> runner::RunRequest {
         input: slot_input(slot, events),
         options: RunOptions {
             slot: Some(slot),
-            timeout: None,
+            ..RunOptions::default()
         },
     }
 }

@@ -33,6 +33,7 @@ impl StaticPrompt {
                 position: None,
             }),
             runtime_ids: Arc::new(package.manifest.runtime_ids()),
+            checked: Default::default(),
             invoker: Arc::new(StaticPrompt {
                 package: package.clone(),
             }),
@@ -70,7 +71,7 @@ impl StaticPrompt {
 impl Invoker for StaticPrompt {
     fn call(&self, call: &ProviderCall) -> CallReport {
         CallReport {
-            result: Ok(self.segments(&call.context.locale)),
+            result: Ok(Arc::new(self.segments(&call.context.locale))),
             duration: Duration::ZERO,
             logs: Vec::new(),
             cached: false,

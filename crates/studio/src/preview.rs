@@ -447,10 +447,8 @@ impl Workspace {
         };
         let rewrites = history_rewrites(history, &messages, &transformed.calls);
         calls.append(&mut transformed.calls);
-        let mut segments = scope.run(
-            PointId::PromptSegment,
+        let mut segments = scope.segments(
             json!({"turnId": turn_id, "playerMessage": player_message}),
-            None,
             Some(turn_id),
         );
         errors.extend(PreviewError::of(&segments, turn));
@@ -464,7 +462,7 @@ impl Workspace {
             .and_then(|w| w.get("lore"))
             .and_then(Value::as_str);
         let assembly = prompt::assemble(AssemblyInput {
-            segments: Segment::parse_all(segments.result.take()),
+            segments: Segment::parse_parts(&segments.parts),
             runtime: &runtime,
             preamble: prompt::FRAMEWORK_PREAMBLE,
             body: &body,
@@ -495,10 +493,8 @@ impl Workspace {
         let scope = self.calls();
         let turn = Some("t1");
         let mut errors = Vec::new();
-        let segments = scope.run(
-            PointId::PromptSegment,
+        let segments = scope.segments(
             json!({"turnId": "t1", "playerMessage": player_message}),
-            None,
             turn,
         );
         errors.extend(PreviewError::of(&segments, "this-turn"));
@@ -528,7 +524,11 @@ impl Workspace {
         let (stage_results, world) = results.split_at(stage.len());
         let slots = stage_results.iter().filter(|r| !r.result.is_null()).count();
         QuickPreview {
-            segments: segments.result.as_array().map_or(0, Vec::len),
+            segments: segments
+                .parts
+                .iter()
+                .map(|part| part.output.as_array().map_or(0, Vec::len))
+                .sum(),
             slots,
             world: world.iter().any(|w| !w.result.is_null()),
             errors,

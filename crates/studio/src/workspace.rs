@@ -508,7 +508,7 @@ impl Workspace {
             &ctx,
             &RunOptions {
                 slot,
-                timeout: None,
+                ..RunOptions::default()
             },
         )
     }
@@ -547,7 +547,22 @@ impl Calls<'_> {
             &self.context(turn_id),
             &RunOptions {
                 slot,
-                timeout: None,
+                ..RunOptions::default()
+            },
+        )
+    }
+
+    /// Runs `prompt.segment@1` for an assembly: the outputs come as [`RunResult::parts`], each
+    /// provider's segments where the runner checked them (a memo answer's are not copied).
+    pub fn segments(&self, input: Value, turn_id: Option<&str>) -> RunResult {
+        runner::run(
+            PointId::PromptSegment,
+            input,
+            &self.providers,
+            &self.context(turn_id),
+            &RunOptions {
+                shared_segments: true,
+                ..RunOptions::default()
             },
         )
     }

@@ -53,6 +53,7 @@ impl Engine {
             self.memo.turn(turn);
             hasher.finish()
         });
+        // The answer's value is shared with the memo entry (the runner knows it by that).
         if let Some(report) = memo_key.and_then(|k| self.memo.answer(k)) {
             return CallReport {
                 duration: started.elapsed(),
@@ -91,7 +92,7 @@ impl Engine {
             self.runtime.run_gc();
         }
         let mut report = CallReport {
-            result,
+            result: result.map(Arc::new),
             duration: started.elapsed(),
             logs,
             cached: false,

@@ -21,8 +21,8 @@ pub use requests::{
     anthropic_request, openai_request,
 };
 pub use segment::{
-    Audience, NamedAudience, Placement, RuntimeView, Segment, SegmentKey, TieGroups, Volatility,
-    sort_segments,
+    Audience, NamedAudience, Placement, ProvidedSegments, RuntimeView, Segment, SegmentKey,
+    TieGroups, Volatility, sort_segments,
 };
 
 /// The framework's fixed preamble, first block of every system prompt.

@@ -53,25 +53,48 @@ pub struct Segment {
     pub provider_plugin_id: String,
 }
 
+/// One provider's output in a shared `prompt.segment@1` run: its segment array as checked (not
+/// copied from the memo that answered it), and the plugin id the kernel stamps on each segment.
+#[derive(Debug, Clone)]
+pub struct ProvidedSegments {
+    pub plugin_id: String,
+    pub output: std::sync::Arc<Value>,
+}
+
 impl Segment {
-    /// Parses the (already schema-validated) output of a `prompt.segment@1` run. The output is
-    /// taken by value, so each segment's strings move into it instead of being copied.
-    pub fn parse_all(value: Value) -> Vec<Segment> {
-        match value {
-            Value::Array(items) => items.into_iter().filter_map(Segment::parse).collect(),
-            _ => Vec::new(),
-        }
+    /// Parses the (already schema-validated) outputs of a `prompt.segment@1` run, each
+    /// provider's segment array as the runner hands it ([`crate::runner::RunResult::parts`]):
+    /// read where they are, each segment's strings copied once into it (a memo answer's value
+    /// stays shared with the memo), and stamped with its provider's plugin id as the runner
+    /// stamps a concatenated run's segments (`runner::attribution`), whatever the plugin wrote.
+    pub fn parse_parts(parts: &[ProvidedSegments]) -> Vec<Segment> {
+        parts
+            .iter()
+            .flat_map(|part| {
+                let items = part
+                    .output
+                    .as_array()
+                    .map(Vec::as_slice)
+                    .unwrap_or_default();
+                items.iter().filter_map(|item| {
+                    Segment::parse(item).map(|segment| Segment {
+                        provider_plugin_id: part.plugin_id.clone(),
+                        ..segment
+                    })
+                })
+            })
+            .collect()
     }
 
     /// One segment. The usual shape (position and audience by name, every other field a plain
     /// string, integer or null) is read without serde's untagged enums, which buffer a copy of
     /// every value to try each variant (a preview parses a thousand segments per turn at 500
     /// plugins); anything else goes through serde. Both give the same segment.
-    fn parse(value: Value) -> Option<Segment> {
+    pub fn parse(value: &Value) -> Option<Segment> {
         match value {
-            Value::Object(map) => match UsualSegment::of(&map) {
+            Value::Object(map) => match UsualSegment::of(map) {
                 Some(usual) => usual.read(map),
-                None => Segment::deserialize(Value::Object(map)).ok(),
+                None => Segment::deserialize(value).ok(),
             },
             other => Segment::deserialize(other).ok(),
         }
@@ -110,7 +133,7 @@ impl Segment {
     }
 }
 
-/// What [`Segment::parse`] learned from a segment of the usual shape before moving its strings:
+/// What [`Segment::parse`] learned from a segment of the usual shape before copying its strings:
 /// the fields that are not strings, each read with its own serde names.
 struct UsualSegment {
     position: NamedPosition,
@@ -161,8 +184,8 @@ impl UsualSegment {
         })
     }
 
-    /// The segment, its strings moved out of the map.
-    fn read(self, map: serde_json::Map<String, Value>) -> Option<Segment> {
+    /// The segment, its strings copied out of the map.
+    fn read(self, map: &serde_json::Map<String, Value>) -> Option<Segment> {
         let (mut id, mut content, mut role, mut provider_plugin_id) = (None, None, None, None);
         for (key, value) in map {
             let Value::String(text) = value else { continue };
@@ -175,14 +198,14 @@ impl UsualSegment {
             }
         }
         Some(Segment {
-            id: id?,
-            content: content?,
+            id: id?.clone(),
+            content: content?.clone(),
             position: Position::Named(self.position),
-            role,
+            role: role.cloned(),
             audience: Audience::Named(self.audience),
             volatility: self.volatility,
             order: self.order,
-            provider_plugin_id: provider_plugin_id.unwrap_or_default(),
+            provider_plugin_id: provider_plugin_id.cloned().unwrap_or_default(),
         })
     }
 }

@@ -1,20 +1,30 @@
 //! Provenance the kernel owns: it is stamped by the kernel after validation, and whatever the
-//! plugin wrote in those fields is overwritten.
+//! plugin wrote in those fields is overwritten. An output is shared (an engine's memo holds it):
+//! it is copied only where a stamp changes it, and a point that stamps nothing hands it on as is.
 
 use super::Provider;
 use crate::contract::PointId;
 use serde_json::Value;
+use std::sync::Arc;
 
 /// Stamps provenance on a validated output, or explains why the output is not acceptable.
+/// Segments are left unstamped when `segments_stamped_later` (a shared segment run: the
+/// assembly reads each part's segments with its provider's plugin id, `Segment::parse_parts`).
 pub(super) fn attribute(
     point: PointId,
     provider: &Provider,
-    mut value: Value,
-) -> Result<Value, String> {
+    mut value: Arc<Value>,
+    segments_stamped_later: bool,
+) -> Result<Arc<Value>, String> {
     let pid = &provider.plugin_id;
     match point {
+        PointId::PromptSegment if segments_stamped_later => {}
         PointId::PromptSegment => {
-            for segment in value.as_array_mut().into_iter().flatten() {
+            for segment in Arc::make_mut(&mut value)
+                .as_array_mut()
+                .into_iter()
+                .flatten()
+            {
                 if let Some(map) = segment.as_object_mut() {
                     map.insert("providerPluginId".into(), Value::String(pid.clone()));
                 }
@@ -50,7 +60,7 @@ pub(super) fn attribute(
                     ));
                 }
             }
-            if let Some(map) = value.as_object_mut() {
+            if let Some(map) = Arc::make_mut(&mut value).as_object_mut() {
                 map.insert("pluginId".into(), Value::String(pid.clone()));
             }
         }
@@ -68,7 +78,7 @@ pub(super) fn attribute(
                     }
                 }
             }
-            if let Some(map) = value.as_object_mut() {
+            if let Some(map) = Arc::make_mut(&mut value).as_object_mut() {
                 map.insert(
                     "dimensionProviderPluginId".into(),
                     Value::String(pid.clone()),

@@ -123,7 +123,7 @@ mod tests {
             let mut log = self.0.lock().unwrap_or_else(|e| e.into_inner());
             log.push(format!("{}:{}", call.input["slot"], call.provider_id));
             CallReport {
-                result: Ok(serde_json::json!({"seen": log.len()})),
+                result: Ok(Arc::new(serde_json::json!({"seen": log.len()}))),
                 duration: Duration::ZERO,
                 logs: Vec::new(),
                 cached: false,
@@ -161,6 +161,7 @@ mod tests {
                 }),
                 runtime_ids: Arc::new(Vec::new()),
                 invoker: Arc::clone(&engines[engine]) as Arc<dyn Invoker>,
+                checked: Default::default(),
             })
             .collect();
         (providers, engines)
@@ -173,7 +174,7 @@ mod tests {
             input: serde_json::json!({"slot": slot.as_str(), "previous": null, "events": []}),
             options: RunOptions {
                 slot: Some(slot),
-                timeout: None,
+                ..RunOptions::default()
             },
         }
     }

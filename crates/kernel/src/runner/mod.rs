@@ -4,16 +4,19 @@
 
 mod attribution;
 mod batch;
+mod checked;
 mod order;
 mod trace;
 
 pub use batch::{RunRequest, run_all};
+pub use checked::CheckedOutputs;
 pub use order::{SortKey, presort_providers, sort_providers, utf16_cmp};
 pub use trace::{CallRecord, Outcome};
 
 use crate::context::ExecutionContext;
 use crate::contract::{Mode, OnError, PointId, SchemaError, SlotId};
 use crate::manifest::ExtensionDecl;
+use crate::prompt::ProvidedSegments;
 use serde::Serialize;
 use serde_json::Value;
 use std::sync::Arc;
@@ -46,7 +49,9 @@ pub struct ProviderFailure {
 /// What an engine reports for one call.
 #[derive(Debug, Clone)]
 pub struct CallReport {
-    pub result: Result<Value, ProviderFailure>,
+    /// Shared: an engine answering from its memo hands out the same value each time, and the
+    /// runner recognises a memo answer it already checked by that ([`CheckedOutputs`]).
+    pub result: Result<Arc<Value>, ProviderFailure>,
     /// Time spent in the engine for this call.
     pub duration: Duration,
     /// What the handler printed (`console.*`), captured for the trace.
@@ -87,6 +92,8 @@ pub struct Provider {
     /// Full ids of the plugin's runtimes (for ownership checks of world context and image flow).
     pub runtime_ids: Arc<Vec<String>>,
     pub invoker: Arc<dyn Invoker>,
+    /// The memo answers of this provider the runner already checked and attributed.
+    pub checked: Arc<CheckedOutputs>,
 }
 
 impl std::fmt::Debug for Provider {
@@ -140,6 +147,12 @@ pub struct RunResult {
     pub calls: Vec<CallRecord>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<RunError>,
+    /// With [`RunOptions::shared_segments`], a `prompt.segment@1` run's outputs (each
+    /// provider's checked segment array, in chain order, with the plugin id its segments are
+    /// stamped with when read) instead of `result`, which stays `null`: the assembly reads them
+    /// where they are (`Segment::parse_parts`), without a copy of each.
+    #[serde(skip)]
+    pub parts: Vec<ProvidedSegments>,
 }
 
 /// Options of one run.
@@ -149,6 +162,8 @@ pub struct RunOptions {
     pub slot: Option<SlotId>,
     /// Overrides the point's timeout (tests and simulators only).
     pub timeout: Option<Duration>,
+    /// For `prompt.segment@1`: hand the outputs as [`RunResult::parts`], not concatenated.
+    pub shared_segments: bool,
 }
 
 /// Runs one extension point over the given providers (the active, authorized ones).
@@ -169,6 +184,7 @@ pub fn run(
         provided_by: None,
         calls: Vec::new(),
         error: None,
+        parts: Vec::new(),
     };
     if let Err(e) = point.input.check(&input) {
         out.error = Some(RunError::InvalidInput {
@@ -227,7 +243,8 @@ pub fn run(
                             context: Arc::clone(ctx),
                             timeout,
                         });
-                        (i, settle(point_id, slot, provider, report, started))
+                        let shared = options.shared_segments;
+                        (i, settle(point_id, slot, provider, report, started, shared))
                     })
                     .collect()
             };
@@ -242,10 +259,14 @@ pub fn run(
                 settled[i] = Some(one);
             }
             let mut gathered = Vec::new();
+            let mut chain_ok: Vec<&Provider> = Vec::new();
             for (provider, (record, result)) in chain.iter().zip(settled.into_iter().flatten()) {
                 out.calls.push(record);
                 match result {
-                    Ok(value) => gathered.push(value),
+                    Ok(value) => {
+                        gathered.push(value);
+                        chain_ok.push(provider);
+                    }
                     Err(message) => {
                         if point.on_error == OnError::FailTurn {
                             out.error = Some(fail_turn(point_id, provider, message));
@@ -254,18 +275,30 @@ pub fn run(
                     }
                 }
             }
-            out.result = if point_id == PointId::PromptSegment {
-                Value::Array(
+            // A checked output kept for the memo's next answer is shared: it is copied here,
+            // unless the caller takes the segments as they are.
+            out.result = match point_id {
+                PointId::PromptSegment if options.shared_segments => {
+                    out.parts = chain_ok
+                        .into_iter()
+                        .zip(gathered)
+                        .map(|(provider, output)| ProvidedSegments {
+                            plugin_id: provider.plugin_id.clone(),
+                            output,
+                        })
+                        .collect();
+                    Value::Null
+                }
+                PointId::PromptSegment => Value::Array(
                     gathered
                         .into_iter()
-                        .flat_map(|v| match v {
+                        .flat_map(|v| match Arc::unwrap_or_clone(v) {
                             Value::Array(items) => items,
                             _ => Vec::new(),
                         })
                         .collect(),
-                )
-            } else {
-                Value::Array(gathered)
+                ),
+                _ => Value::Array(gathered.into_iter().map(Arc::unwrap_or_clone).collect()),
             };
         }
         Mode::Pipeline => {
@@ -277,10 +310,10 @@ pub fn run(
                 let started = Instant::now();
                 let (report, given) = call_one(provider, current);
                 current = given;
-                let (record, result) = settle(point_id, slot, provider, report, started);
+                let (record, result) = settle(point_id, slot, provider, report, started, false);
                 out.calls.push(record);
                 match result {
-                    Ok(value) => match next_input(point_id, current, value) {
+                    Ok(value) => match next_input(point_id, current, Arc::unwrap_or_clone(value)) {
                         Ok((next, kept)) => {
                             current = next;
                             last = kept;
@@ -311,12 +344,12 @@ pub fn run(
             if let Some(provider) = chain.first() {
                 let started = Instant::now();
                 let (report, _) = call_one(provider, input);
-                let (record, result) = settle(point_id, slot, provider, report, started);
+                let (record, result) = settle(point_id, slot, provider, report, started, false);
                 out.calls.push(record);
                 match result {
                     Ok(value) => {
                         out.provided_by = Some(provider.plugin_id.clone());
-                        out.result = value;
+                        out.result = Arc::unwrap_or_clone(value);
                     }
                     Err(message) => {
                         if point.on_error == OnError::FailTurn {
@@ -360,16 +393,18 @@ fn fail_turn(point: PointId, provider: &Provider, message: String) -> RunError {
 }
 
 /// A call's trace entry, and its checked output or why it was skipped.
-type Settled = (CallRecord, Result<Value, String>);
+type Settled = (CallRecord, Result<Arc<Value>, String>);
 
 /// Checks one call's report: the output against the point's schema and provenance; the record
-/// says how the call ended.
+/// says how the call ended. A memo answer already checked is not checked again
+/// ([`CheckedOutputs`]); one not seen yet is kept once checked.
 fn settle(
     point: PointId,
     slot: Option<SlotId>,
     provider: &Provider,
     report: CallReport,
     started: Instant,
+    shared_segments: bool,
 ) -> Settled {
     let duration = if report.duration.is_zero() {
         started.elapsed()
@@ -382,11 +417,28 @@ fn settle(
     record.not_cached = report.not_cached;
     let outcome = match report.result {
         Err(failure) => Err((Outcome::from(failure.kind), failure.message)),
-        Ok(value) => match check_output(point, slot, &value)
-            .and_then(|()| attribution::attribute(point, provider, value))
+        Ok(raw) => match report
+            .cached
+            .then(|| provider.checked.get(&raw, (slot, shared_segments)))
         {
-            Ok(value) => Ok(value),
-            Err(detail) => Err((Outcome::InvalidOutput, detail)),
+            Some(Some(checked)) => Ok(checked),
+            _ => {
+                // Only a memo answer is kept (it will come again); a call that ran is stamped in
+                // place when nothing else holds its output.
+                let memo_answer = report.cached.then(|| Arc::clone(&raw));
+                match check_output(point, slot, &raw)
+                    .and_then(|()| attribution::attribute(point, provider, raw, shared_segments))
+                {
+                    Ok(checked) => {
+                        if let Some(raw) = memo_answer {
+                            let reading = (slot, shared_segments);
+                            provider.checked.keep(&raw, reading, &checked);
+                        }
+                        Ok(checked)
+                    }
+                    Err(detail) => Err((Outcome::InvalidOutput, detail)),
+                }
+            }
         },
     };
     match outcome {
