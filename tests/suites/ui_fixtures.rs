@@ -38,17 +38,17 @@ fn normalize(value: &mut Value, root: &str) {
     }
 }
 
+/// A scratch folder's canonical path, as the studio names what it opened there.
+fn canonical(dir: &Path) -> String {
+    dir.canonicalize().expect("canonical").display().to_string()
+}
+
 #[test]
 fn ui_fixtures_are_fresh() {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let dir = tempfile::tempdir().expect("temp");
     copy_dir(&repo.join("plugins-sample"), dir.path());
-    let root = dir
-        .path()
-        .canonicalize()
-        .expect("canonical")
-        .display()
-        .to_string();
+    let root = canonical(dir.path());
     let workspace = Workspace::open(
         Path::new(&root),
         Some(&Path::new(&root).join("demo.session.yaml")),
@@ -292,6 +292,22 @@ fn log_save(
     wire.patch(studio.snapshot())
 }
 
+/// [`log_save`] of story-director's tone log line in the sample copy at `sample`.
+fn log_tone_save(
+    studio: &mut LiveStudio,
+    wire: &mut covel_studio::wire::WireState,
+    sample: &Path,
+) -> covel_studio::wire::SnapshotPatch {
+    let index = sample.join("story-director/server/index.js");
+    log_save(
+        studio,
+        wire,
+        &index,
+        "`tone setting: ${tone}`",
+        "`tone is: ${tone}`",
+    )
+}
+
 /// A list the window held with a `Positions` patch applied (what `mergePositions` does).
 fn merged<T: Clone + MemoAnswer>(
     mut held: Vec<T>,
@@ -408,14 +424,7 @@ fn a_patch_sends_only_what_changed_and_a_played_turn_once() {
     // the new list.
     studio.confirm_memo();
     let held = covel_studio::wire::Preview::from(&studio.preview).calls;
-    let index = dir.path().join("story-director/server/index.js");
-    let touched = log_save(
-        &mut studio,
-        &mut wire,
-        &index,
-        "`tone setting: ${tone}`",
-        "`tone is: ${tone}`",
-    );
+    let touched = log_tone_save(&mut studio, &mut wire, dir.path());
     let preview = touched
         .preview
         .as_ref()
@@ -490,52 +499,58 @@ fn a_patch_sends_only_what_changed_and_a_played_turn_once() {
 }
 
 /// The first save after a folder opens, once the memo was confirmed (the shells do it while
-/// the author is idle): the snapshot the window held, the patch the save sends, and the whole
-/// snapshot after it (the UI's tests check that the first with the second gives the third).
-fn first_save_after_opening() -> Value {
+/// the author is idle): the sample studio after it, the snapshot the window held before it and
+/// the patch it sent.
+struct FirstSave {
+    dir: tempfile::TempDir,
+    studio: LiveStudio,
+    before: covel_studio::wire::Snapshot,
+    patch: covel_studio::wire::SnapshotPatch,
+}
+
+fn first_save() -> FirstSave {
     let (dir, mut studio) = sample_studio();
     studio.confirm_memo();
     let mut wire = covel_studio::wire::WireState::default();
     let before = wire.full(studio.snapshot());
-    let index = dir.path().join("story-director/server/index.js");
-    let patch = log_save(
-        &mut studio,
-        &mut wire,
-        &index,
-        "`tone setting: ${tone}`",
-        "`tone is: ${tone}`",
-    );
+    let patch = log_tone_save(&mut studio, &mut wire, dir.path());
+    FirstSave {
+        dir,
+        studio,
+        before,
+        patch,
+    }
+}
+
+/// [`first_save`] as the UI's fixture: the snapshot held, the patch, and the whole snapshot
+/// after it (the UI's tests check that the first with the second gives the third).
+fn first_save_after_opening() -> Value {
+    let FirstSave {
+        dir,
+        studio,
+        before,
+        patch,
+    } = first_save();
     let after = covel_studio::wire::WireState::default().full(studio.snapshot());
     let mut value = serde_json::json!({ "before": before, "patch": patch, "after": after });
     // The copies live in a temporary folder: name it as the fixtures name the sample.
-    let root = dir
-        .path()
-        .canonicalize()
-        .expect("canonical")
-        .display()
-        .to_string();
-    normalize(&mut value, &root);
+    normalize(&mut value, &canonical(dir.path()));
     normalize(&mut value, &dir.path().display().to_string());
     value
 }
 
 #[test]
 fn the_first_save_after_opening_sends_the_memo_answers_as_one_flag() {
-    let (dir, mut studio) = sample_studio();
-    studio.confirm_memo();
-    let mut wire = covel_studio::wire::WireState::default();
-    let held = wire.full(studio.snapshot()).preview;
+    let FirstSave {
+        studio,
+        before,
+        patch,
+        ..
+    } = first_save();
+    let held = before.preview;
     assert!(
         held.calls.iter().all(|c| !c.cached),
         "on opening every call ran"
-    );
-    let index = dir.path().join("story-director/server/index.js");
-    let patch = log_save(
-        &mut studio,
-        &mut wire,
-        &index,
-        "`tone setting: ${tone}`",
-        "`tone is: ${tone}`",
     );
     let now = covel_studio::wire::Preview::from(&studio.preview);
     let answered = now.calls.iter().filter(|c| c.cached).count();
