@@ -56,6 +56,12 @@ describe("merging a snapshot patch", () => {
     const merged = apply(before, patch);
     expect({ ...merged, version: 0 }).toEqual({ ...after, version: 0 });
     expect(merged.preview.calls.filter((c) => c.cached).length).toBe(after.preview.calls.filter((c) => c.cached).length);
+    // Once answered, a record stays the object held through the next such patch.
+    const again = apply(merged, { since: merged.version, version: merged.version + 1, preview: { calls: { count: merged.preview.calls.length, changed: [], memoized: true } } });
+    const answered = merged.preview.calls.findIndex((c) => c.cached);
+    expect(answered, "the fixture has a memo answer").toBeGreaterThanOrEqual(0);
+    expect(again.preview.calls[answered]).toBe(merged.preview.calls[answered]);
+    expect(again.preview.calls.every((c) => c.cached && c.durationMs === 0), "and every call is now an answer").toBe(true);
   });
   it("asks for the whole snapshot when a list it cannot answer from the memo says memoized", () => {
     expect(mergePositions(initial.plugins, { count: initial.plugins.length, changed: [], memoized: true })).toBeNull();

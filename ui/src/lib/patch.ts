@@ -17,13 +17,16 @@ import type { CallRecord, Positions, Preview, PreviewPatch, SlotView, Snapshot, 
  * exactly the new record).
  */
 export function memoAnswer(call: CallRecord): CallRecord {
+  // A record that already is one stays the same object, so the window redraws nothing for it.
+  if (call.cached && call.durationMs === 0 && call.notCached == null) return call;
   const { notCached: _, ...kept } = call;
   return { ...kept, durationMs: 0, cached: true };
 }
 
-/** A slot view whose chain was answered from the memo. */
+/** A slot view whose chain was answered from the memo (the same object when it already was). */
 export function memoSlotAnswer(slot: SlotView): SlotView {
-  return { ...slot, chain: slot.chain.map(memoAnswer) };
+  const chain = slot.chain.map(memoAnswer);
+  return chain.every((call, i) => call === slot.chain[i]) ? slot : { ...slot, chain };
 }
 
 /** Whether an answer is a whole snapshot (its turns are a list) rather than a patch. */
