@@ -49,7 +49,9 @@ describe("merging a snapshot patch", () => {
     expect(applyPatch(initial, gap), "a slot list the UI cannot fill asks for the whole snapshot").toBeNull();
   });
   it("rebuilds the first save after opening, whose calls the memo answered, from a flag and the calls that ran", () => {
-    const { before, patch, after } = memoizedReload;
+    // The first save applies to the snapshot as opened (the Rust side checks it is `initial`).
+    const { patch, after } = memoizedReload;
+    const before = { ...initial, version: patch.since };
     const calls = patch.preview?.calls;
     expect(calls?.memoized, "the fixture's calls cross as one flag").toBe(true);
     expect(calls?.changed.length, "only the calls that ran again are sent").toBeLessThan(after.preview.calls.length / 2);

@@ -258,15 +258,12 @@ pub fn run(
             for (i, one) in ran.into_iter().flatten() {
                 settled[i] = Some(one);
             }
-            let mut gathered = Vec::new();
-            let mut chain_ok: Vec<&Provider> = Vec::new();
+            // Each successful output with the provider that gave it, in chain order.
+            let mut gathered: Vec<(&Provider, Arc<Value>)> = Vec::new();
             for (provider, (record, result)) in chain.iter().zip(settled.into_iter().flatten()) {
                 out.calls.push(record);
                 match result {
-                    Ok(value) => {
-                        gathered.push(value);
-                        chain_ok.push(provider);
-                    }
+                    Ok(value) => gathered.push((provider, value)),
                     Err(message) => {
                         if point.on_error == OnError::FailTurn {
                             out.error = Some(fail_turn(point_id, provider, message));
@@ -277,11 +274,10 @@ pub fn run(
             }
             // A checked output kept for the memo's next answer is shared: it is copied here,
             // unless the caller takes the segments as they are.
+            let outputs = gathered.into_iter();
             out.result = match point_id {
                 PointId::PromptSegment if options.shared_segments => {
-                    out.parts = chain_ok
-                        .into_iter()
-                        .zip(gathered)
+                    out.parts = outputs
                         .map(|(provider, output)| ProvidedSegments {
                             plugin_id: provider.plugin_id.clone(),
                             output,
@@ -290,15 +286,14 @@ pub fn run(
                     Value::Null
                 }
                 PointId::PromptSegment => Value::Array(
-                    gathered
-                        .into_iter()
-                        .flat_map(|v| match Arc::unwrap_or_clone(v) {
+                    outputs
+                        .flat_map(|(_, v)| match Arc::unwrap_or_clone(v) {
                             Value::Array(items) => items,
                             _ => Vec::new(),
                         })
                         .collect(),
                 ),
-                _ => Value::Array(gathered.into_iter().map(Arc::unwrap_or_clone).collect()),
+                _ => Value::Array(outputs.map(|(_, v)| Arc::unwrap_or_clone(v)).collect()),
             };
         }
         Mode::Pipeline => {

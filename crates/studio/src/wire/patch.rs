@@ -139,53 +139,59 @@ impl<T: PartialEq + Clone> Positions<T> {
     /// The items of `now` not equal to the one held at their position (every item without
     /// `before`); `None` when the list is the same.
     fn of(before: Option<&[T]>, now: &[T]) -> Option<Positions<T>> {
-        let changed: Vec<At<T>> = now
-            .iter()
-            .enumerate()
-            .filter(|(i, item)| before.and_then(|b| b.get(*i)) != Some(*item))
-            .map(|(i, item)| At {
-                index: u32::try_from(i).unwrap_or(u32::MAX),
-                item: item.clone(),
-            })
-            .collect();
-        if changed.is_empty() && before.is_some_and(|b| b.len() == now.len()) {
+        let changed = changed_positions(before, now);
+        Positions::sending(before, now, changed, false)
+    }
+
+    /// The positions `changed` of `now` as a patch on `before` (`None` when it changes nothing:
+    /// no item sent, the same length, and no memo answers).
+    fn sending(
+        before: Option<&[T]>,
+        now: &[T],
+        changed: Vec<usize>,
+        memoized: bool,
+    ) -> Option<Positions<T>> {
+        if !memoized && changed.is_empty() && before.is_some_and(|b| b.len() == now.len()) {
             return None;
         }
-        let count = u32::try_from(now.len()).unwrap_or(u32::MAX);
-        Some(Positions {
-            count,
-            changed,
-            memoized: false,
-        })
-    }
-}
-
-impl<T: PartialEq + Clone + MemoAnswer> Positions<T> {
-    /// As [`Positions::of`], with the [`Positions::memoized`] flag when it sends fewer items:
-    /// then the items sent are those that are not the held item answered from the memo.
-    fn of_memoizing(before: Option<&[T]>, now: &[T]) -> Option<Positions<T>> {
-        let plain = Positions::of(before, now)?;
-        let Some(before) = before.filter(|_| !plain.changed.is_empty()) else {
-            return Some(plain);
-        };
-        let not_memo_answers: Vec<usize> = (0..now.len())
-            .filter(|&i| !before.get(i).is_some_and(|b| now[i].is_memo_answer_to(b)))
-            .collect();
-        if not_memo_answers.len() >= plain.changed.len() {
-            return Some(plain);
-        }
-        let changed = not_memo_answers
+        let changed = changed
             .into_iter()
             .map(|i| At {
                 index: u32::try_from(i).unwrap_or(u32::MAX),
                 item: now[i].clone(),
             })
             .collect();
+        let count = u32::try_from(now.len()).unwrap_or(u32::MAX);
         Some(Positions {
+            count,
             changed,
-            memoized: true,
-            ..plain
+            memoized,
         })
+    }
+}
+
+/// The positions of `now` whose item is not equal to the one `before` holds there.
+fn changed_positions<T: PartialEq>(before: Option<&[T]>, now: &[T]) -> Vec<usize> {
+    (0..now.len())
+        .filter(|&i| before.and_then(|b| b.get(i)) != Some(&now[i]))
+        .collect()
+}
+
+impl<T: PartialEq + Clone + MemoAnswer> Positions<T> {
+    /// As [`Positions::of`], with the [`Positions::memoized`] flag when it sends fewer items:
+    /// then the items sent are those that are not the held item answered from the memo. The
+    /// positions are chosen first; only the items sent are copied.
+    fn of_memoizing(before: Option<&[T]>, now: &[T]) -> Option<Positions<T>> {
+        let changed = changed_positions(before, now);
+        if let Some(before) = before.filter(|_| !changed.is_empty()) {
+            let not_memo_answers: Vec<usize> = (0..now.len())
+                .filter(|&i| !before.get(i).is_some_and(|b| now[i].is_memo_answer_to(b)))
+                .collect();
+            if not_memo_answers.len() < changed.len() {
+                return Positions::sending(Some(before), now, not_memo_answers, true);
+            }
+        }
+        Positions::sending(before, now, changed, false)
     }
 }
 
@@ -457,6 +463,10 @@ mod tests {
         let patch = Positions::of_memoizing(Some(&now), &later).expect("changed");
         assert!(!patch.memoized, "the plain form sends no more");
         assert_eq!(patch.changed.len(), 1);
+        // Every call answered from the memo, none ran: the flag alone.
+        let answered: Vec<CallRecord> = held.iter().map(MemoAnswer::memo_answer).collect();
+        let patch = Positions::of_memoizing(Some(&held), &answered).expect("changed");
+        assert!(patch.memoized && patch.changed.is_empty(), "{patch:?}");
         // Nothing changed: nothing is sent.
         assert_eq!(Positions::of_memoizing(Some(&now), &now), None);
         // A longer list: the new positions are always sent.
