@@ -1332,8 +1332,8 @@ fn the_handler_context_merges_settings_reads_only_own_visible_data_and_the_local
                 )
             })
             .collect();
-    let ctx =
-        serde_json::to_value(execution.handler_context("dims", &messages)).expect("serializes");
+    let ctx = serde_json::to_value(execution.view.handler_context("dims", &messages))
+        .expect("serializes");
     assert_eq!(ctx["sessionId"], "s1");
     assert_eq!(
         ctx["settings"],
@@ -1380,7 +1380,7 @@ fn a_rust_world_context_provider_reads_the_world_view_it_is_given() {
         None,
     ));
     let provider = rust_provider("dims", PointId::SessionWorldContext, "ctx", 0, |call| {
-        Ok(json!({"dimensions": call.context.world["dimensions"].clone()}))
+        Ok(json!({"dimensions": call.context.view.world["dimensions"].clone()}))
     });
     let result = runner::run(
         PointId::SessionWorldContext,

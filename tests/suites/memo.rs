@@ -161,12 +161,13 @@ fn a_call_whose_visible_data_changed_since_is_not_run_again() {
     let input = json!({"turnId": "t", "playerMessage": ""});
     call(&plugins, PointId::PromptSegment, input.clone());
     // The locale is part of what every handler sees: the engine's memo starts over under it.
-    let french = std::sync::Arc::new(covel_kernel::context::ExecutionContext {
-        locale: "fr".into(),
-        execution_id: covel_kernel::context::ExecutionContext::next_id(),
-        shared_key: Default::default(),
-        ..(*covel_kernel::context::ExecutionContext::empty()).clone()
-    });
+    let french = std::sync::Arc::new(covel_kernel::context::ExecutionContext::new(
+        covel_kernel::context::SessionView::new(covel_kernel::context::SessionData {
+            locale: "fr".into(),
+            ..(**covel_kernel::context::SessionView::empty()).clone()
+        }),
+        None,
+    ));
     covel_kernel::runner::run(
         PointId::PromptSegment,
         input,

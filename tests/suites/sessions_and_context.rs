@@ -583,6 +583,55 @@ fn a_call_signal_aborts_when_its_call_ends_and_runs_its_listeners_then() {
 }
 
 #[test]
+fn the_executions_of_one_call_scope_share_one_session_view_and_a_new_scope_reads_the_session_again()
+{
+    let mut ws = probe_workspace();
+    let calls = ws.calls();
+    let (this_turn, next_turn, no_turn) = (
+        calls.execution(Some("t1")),
+        calls.execution(Some("t2")),
+        calls.execution(None),
+    );
+    assert!(std::sync::Arc::ptr_eq(&this_turn.view, &next_turn.view));
+    assert!(std::sync::Arc::ptr_eq(&this_turn.view, &no_turn.view));
+    assert_ne!(this_turn.execution_id, next_turn.execution_id);
+    assert_eq!(this_turn.turn_id.as_deref(), Some("t1"));
+    assert!(
+        std::sync::Arc::ptr_eq(&calls.execution(Some("t1")), &this_turn),
+        "one execution per turn id in a scope"
+    );
+    let first_view = this_turn.view.id();
+    drop(calls);
+
+    // The author edits the session: the next scope reads it again, under a new view, and the
+    // probe's engine (which saw the first view) hands its handler the new setting.
+    ws.session
+        .settings
+        .entry("ctx-probe".into())
+        .or_default()
+        .insert("mood".into(), json!("tense"));
+    let calls = ws.calls();
+    let after = calls.execution(Some("t1"));
+    assert_ne!(after.view.id(), first_view);
+    assert_eq!(after.view.plugins["ctx-probe"].settings["mood"], "tense");
+    drop(calls);
+    let result = ws.call(
+        PointId::PromptSegment,
+        json!({"turnId": "t7", "playerMessage": "x"}),
+        None,
+        Some("t7".into()),
+    );
+    let probe = result
+        .result
+        .as_array()
+        .and_then(|a| a.iter().find(|s| s["id"] == "probe"))
+        .expect("probe segment");
+    let report: Value =
+        serde_json::from_str(probe["content"].as_str().expect("content")).expect("JSON");
+    assert_eq!(report["settings"], json!({"mood": "tense", "verbosity": 3}));
+}
+
+#[test]
 fn settings_are_declared_defaults_overridden_by_the_session_and_frozen() {
     let (report, _) = probe();
     assert_eq!(report["settings"], json!({"mood": "calm", "verbosity": 3}));

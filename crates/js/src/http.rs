@@ -28,6 +28,7 @@ impl CallHttp {
     /// `permissions.http` of the running plugin.
     pub fn grants(&self) -> &[HttpGrant] {
         self.context
+            .view
             .plugins
             .get(&self.plugin)
             .map_or(&[], |scope| scope.http.as_slice())
@@ -35,7 +36,7 @@ impl CallHttp {
 
     /// How the execution answers HTTP (mocks, live opt-in).
     pub fn policy(&self) -> &HttpPolicy {
-        &self.context.http
+        &self.context.view.http
     }
 }
 

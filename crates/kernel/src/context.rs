@@ -20,7 +20,7 @@ pub fn is_hidden_namespace(namespace: &str) -> bool {
 }
 
 /// The data behind one handler's `ctx` (seed page, "What a handler can get"), built by
-/// [`ExecutionContext::handler_context`]; an engine only turns it into the `ctx` object (the
+/// [`SessionView::handler_context`]; an engine only turns it into the `ctx` object (the
 /// per-call parts — `turnId`, the abort signal, `utils`, `gateway` — are the engine's).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -140,16 +140,13 @@ impl PartialEq for Gateway {
     }
 }
 
-/// The data of one execution, shared by every provider call made in it.
+/// What a session state lets handlers see: the part of an execution that does not depend on the
+/// turn (seed page, "What a handler can get").
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ExecutionContext {
-    /// Unique per execution; engines may cache per-execution objects under it.
-    pub execution_id: u64,
+pub struct SessionData {
     pub session_id: String,
     pub locale: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub turn_id: Option<String>,
     /// The World Model view: `worldRecord`, `characterSchema`, `characters`, `dimensions`,
     /// `seats`, …
     pub world: Value,
@@ -157,58 +154,65 @@ pub struct ExecutionContext {
     pub plugin_data: BTreeMap<String, Vec<DataRow>>,
     pub plugins: BTreeMap<String, PluginScope>,
     pub http: HttpPolicy,
-    /// `ctx.gateway`, when the call site lends one (compaction does).
-    #[serde(skip)]
-    pub gateway: Option<Gateway>,
-    /// Hash of what every plugin sees (session, locale, world, HTTP policy), computed once.
-    #[serde(skip)]
-    pub shared_key: std::sync::OnceLock<u64>,
 }
 
-static NEXT_EXECUTION: AtomicU64 = AtomicU64::new(1);
+/// [`SessionData`] frozen, with an identity: every execution over the same state (a preview's
+/// world context, its two turns, its slots) shares one view, and a view's id is new whenever
+/// its data may differ. That is what lets an engine keep its handler context and memo across
+/// executions without hashing what a plugin sees again (see [`SessionView::id`]).
+#[derive(Debug)]
+pub struct SessionView {
+    id: u64,
+    data: SessionData,
+    /// Hash of what every plugin sees (session, locale, world, HTTP policy), computed once.
+    shared_key: std::sync::OnceLock<u64>,
+}
 
-impl ExecutionContext {
-    /// A fresh execution id.
-    pub fn next_id() -> u64 {
-        NEXT_EXECUTION.fetch_add(1, Ordering::Relaxed)
+impl std::ops::Deref for SessionView {
+    type Target = SessionData;
+    fn deref(&self) -> &SessionData {
+        &self.data
     }
+}
 
-    /// A context with no session data: what `covel call` uses without `--session`.
-    pub fn empty() -> Arc<ExecutionContext> {
-        Arc::new(ExecutionContext {
-            execution_id: Self::next_id(),
-            session_id: "studio".into(),
-            locale: "en".into(),
-            turn_id: None,
-            world: default_world(),
-            plugin_data: BTreeMap::new(),
-            plugins: BTreeMap::new(),
-            http: HttpPolicy::default(),
-            gateway: None,
+static NEXT_VIEW: AtomicU64 = AtomicU64::new(1);
+
+impl SessionView {
+    /// Freezes `data` under a new id.
+    pub fn new(data: SessionData) -> Arc<SessionView> {
+        Arc::new(SessionView {
+            id: NEXT_VIEW.fetch_add(1, Ordering::Relaxed),
+            data,
             shared_key: std::sync::OnceLock::new(),
         })
     }
 
-    /// A key that changes whenever anything a provider of `plugin_id` can see changes (its own
-    /// data, its settings, the world, the locale…), but not with the turn: engines reuse their
-    /// handler context and memoized answers while it holds.
-    pub fn visible_key(&self, plugin_id: &str) -> u64 {
-        let shared = *self
-            .shared_key
-            .get_or_init(|| hash_json(&(&self.session_id, &self.locale, &self.world, &self.http)));
-        let own = hash_json(&(self.plugin_data.get(plugin_id), self.plugins.get(plugin_id)));
-        own ^ shared.rotate_left(17)
+    /// Unique per view: two views with the same id hold the same data (a view cannot change,
+    /// and no two views share an id).
+    pub fn id(&self) -> u64 {
+        self.id
     }
 
-    /// A fresh execution over a session's committed state: plugin data grouped by plugin in
-    /// creation order, each plugin's settings merged over its declared defaults, the origins
-    /// its package may reach, and the session's world view (see [`crate::world`]).
+    /// No session data: what `covel call` uses without `--session`.
+    pub fn empty() -> Arc<SessionView> {
+        Self::new(SessionData {
+            session_id: "studio".into(),
+            locale: "en".into(),
+            world: default_world(),
+            plugin_data: BTreeMap::new(),
+            plugins: BTreeMap::new(),
+            http: HttpPolicy::default(),
+        })
+    }
+
+    /// A session's committed state: plugin data grouped by plugin in creation order, each
+    /// plugin's settings merged over its declared defaults, the origins its package may reach,
+    /// and the session's world view (see [`crate::world`]).
     pub fn from_session<'a>(
         session: &Session,
         manifests: impl IntoIterator<Item = &'a Manifest>,
         dimension_providers: &[String],
-        turn_id: Option<String>,
-    ) -> ExecutionContext {
+    ) -> Arc<SessionView> {
         let mut plugin_data: BTreeMap<String, Vec<DataRow>> = BTreeMap::new();
         for row in &session.plugin_data {
             plugin_data
@@ -234,11 +238,9 @@ impl ExecutionContext {
                 )
             })
             .collect();
-        ExecutionContext {
-            execution_id: Self::next_id(),
+        Self::new(SessionData {
             session_id: session.id.clone(),
             locale: session.locale.clone(),
-            turn_id,
             world: crate::world::world_view(
                 &session.world,
                 &session.plugin_data,
@@ -247,12 +249,21 @@ impl ExecutionContext {
             plugin_data,
             plugins,
             http: session.http.clone(),
-            gateway: None,
-            shared_key: std::sync::OnceLock::new(),
-        }
+        })
     }
 
-    /// What a handler of `plugin_id` receives as `ctx` data in this execution: the one place the
+    /// A key that changes whenever anything a provider of `plugin_id` can see changes (its own
+    /// data, its settings, the world, the locale…), but not with the turn: engines reuse their
+    /// handler context and memoized answers while it holds.
+    pub fn visible_key(&self, plugin_id: &str) -> u64 {
+        let shared = *self
+            .shared_key
+            .get_or_init(|| hash_json(&(&self.session_id, &self.locale, &self.world, &self.http)));
+        let own = hash_json(&(self.plugin_data.get(plugin_id), self.plugins.get(plugin_id)));
+        own ^ shared.rotate_left(17)
+    }
+
+    /// What a handler of `plugin_id` receives as `ctx` data over this state: the one place the
     /// handler context is shaped. `messages` are the plugin's translations by file name; the
     /// handler gets those of the session's locale. Hidden namespaces (`_hidden.*`) are left out
     /// here, once: a handler cannot read them, because its output goes into the prompt or to
@@ -304,6 +315,56 @@ impl ExecutionContext {
     }
 }
 
+/// One execution: a session state's view and the turn it runs for, shared by every provider
+/// call made in it.
+#[derive(Debug, Clone)]
+pub struct ExecutionContext {
+    /// Unique per execution; engines may cache per-execution objects under it.
+    pub execution_id: u64,
+    pub turn_id: Option<String>,
+    /// What the handlers see; shared with the other executions over the same state.
+    pub view: Arc<SessionView>,
+    /// `ctx.gateway`, when the call site lends one (compaction does).
+    pub gateway: Option<Gateway>,
+}
+
+static NEXT_EXECUTION: AtomicU64 = AtomicU64::new(1);
+
+impl ExecutionContext {
+    /// A fresh execution id.
+    pub fn next_id() -> u64 {
+        NEXT_EXECUTION.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// An execution over `view` for `turn_id`, lending no gateway.
+    pub fn new(view: Arc<SessionView>, turn_id: Option<String>) -> ExecutionContext {
+        ExecutionContext {
+            execution_id: Self::next_id(),
+            turn_id,
+            view,
+            gateway: None,
+        }
+    }
+
+    /// A context with no session data: what `covel call` uses without `--session`.
+    pub fn empty() -> Arc<ExecutionContext> {
+        Arc::new(Self::new(SessionView::empty(), None))
+    }
+
+    /// A fresh execution over a session's committed state ([`SessionView::from_session`]).
+    pub fn from_session<'a>(
+        session: &Session,
+        manifests: impl IntoIterator<Item = &'a Manifest>,
+        dimension_providers: &[String],
+        turn_id: Option<String>,
+    ) -> ExecutionContext {
+        Self::new(
+            SessionView::from_session(session, manifests, dimension_providers),
+            turn_id,
+        )
+    }
+}
+
 /// A stable-within-the-process hash of a string.
 pub fn hash_str(text: &str) -> u64 {
     use std::hash::{Hash, Hasher};
@@ -352,9 +413,44 @@ pub fn default_world() -> Value {
 
 #[cfg(test)]
 mod tests {
-    use super::hash_json;
+    use super::{ExecutionContext, SessionData, SessionView, hash_json};
     use serde_json::json;
     use std::hash::Hasher;
+    use std::sync::Arc;
+
+    #[test]
+    fn every_session_view_has_its_own_id_even_over_equal_data() {
+        let data: SessionData = (**SessionView::empty()).clone();
+        let (a, b) = (SessionView::new(data.clone()), SessionView::new(data));
+        assert_ne!(
+            a.id(),
+            b.id(),
+            "an id stands for one frozen view, not for its data"
+        );
+        assert_eq!(
+            a.visible_key("p"),
+            b.visible_key("p"),
+            "equal data: the engines keep their context"
+        );
+        let other = SessionView::new(SessionData {
+            locale: "fr".into(),
+            ..(*a).clone()
+        });
+        assert_ne!(a.visible_key("p"), other.visible_key("p"));
+    }
+
+    #[test]
+    fn executions_over_one_view_share_it_and_each_has_its_own_id_and_turn() {
+        let view = SessionView::empty();
+        let (one, two) = (
+            ExecutionContext::new(Arc::clone(&view), Some("t1".into())),
+            ExecutionContext::new(Arc::clone(&view), None),
+        );
+        assert!(Arc::ptr_eq(&one.view, &two.view));
+        assert_ne!(one.execution_id, two.execution_id);
+        assert_eq!(one.turn_id.as_deref(), Some("t1"));
+        assert!(one.gateway.is_none());
+    }
 
     #[test]
     fn hash_json_is_the_hash_of_the_json_text_however_it_is_chunked() {

@@ -71,7 +71,7 @@ impl StaticPrompt {
 impl Invoker for StaticPrompt {
     fn call(&self, call: &ProviderCall) -> CallReport {
         CallReport {
-            result: Ok(Arc::new(self.segments(&call.context.locale))),
+            result: Ok(Arc::new(self.segments(&call.context.view.locale))),
             duration: Duration::ZERO,
             logs: Vec::new(),
             cached: false,

@@ -3,7 +3,7 @@
 
 use crate::fingerprint::{self, Fingerprint};
 use covel_js::{Limits, LoadedPlugin, load_plugins_with};
-use covel_kernel::context::ExecutionContext;
+use covel_kernel::context::{ExecutionContext, SessionView};
 use covel_kernel::contract::{PointId, SlotId};
 use covel_kernel::diagnostic::Diagnostic;
 use covel_kernel::resolver::{self, Candidate, LoadFailure, Resolution};
@@ -436,17 +436,18 @@ impl Workspace {
 
     /// A fresh execution over the committed session state, built by the kernel.
     pub fn execution(&self, turn_id: Option<String>) -> Arc<ExecutionContext> {
+        Arc::new(ExecutionContext::new(self.session_view(), turn_id))
+    }
+
+    /// What handlers see of the committed session state now, built by the kernel
+    /// ([`SessionView::from_session`]).
+    pub fn session_view(&self) -> Arc<SessionView> {
         let manifests = self
             .plugins
             .iter()
             .filter_map(|p| p.package.as_ref())
             .map(|pkg| &pkg.manifest);
-        Arc::new(ExecutionContext::from_session(
-            &self.session,
-            manifests,
-            &self.dimension_providers(),
-            turn_id,
-        ))
+        SessionView::from_session(&self.session, manifests, &self.dimension_providers())
     }
 
     /// Providers of every plugin that loaded, ignoring the session's selection (for running a
@@ -470,8 +471,8 @@ impl Workspace {
         self.calls().run(point, input, slot, turn_id.as_deref())
     }
 
-    /// A scope for several calls over the same state (a preview, a turn): the active providers
-    /// and one execution per turn id are built once, not once per call.
+    /// A scope for several calls over the same state (a preview, a turn): the active providers,
+    /// the session view and one execution per turn id over it are built once, not once per call.
     pub fn calls(&self) -> Calls<'_> {
         Calls {
             workspace: self,
@@ -479,6 +480,7 @@ impl Workspace {
                 .in_call_order
                 .clone()
                 .unwrap_or_else(|| self.providers_in_call_order()),
+            view: std::cell::OnceCell::new(),
             contexts: RefCell::new(BTreeMap::new()),
         }
     }
@@ -528,6 +530,9 @@ impl Workspace {
 pub struct Calls<'a> {
     workspace: &'a Workspace,
     providers: Arc<[Provider]>,
+    /// The session view every execution of the scope shares (engines then check what their
+    /// plugin sees once per scope, not once per turn id).
+    view: std::cell::OnceCell<Arc<SessionView>>,
     contexts: RefCell<BTreeMap<Option<String>, Arc<ExecutionContext>>>,
 }
 
@@ -544,7 +549,7 @@ impl Calls<'_> {
             point,
             input,
             &self.providers,
-            &self.context(turn_id),
+            &self.execution(turn_id),
             &RunOptions {
                 slot,
                 ..RunOptions::default()
@@ -559,7 +564,7 @@ impl Calls<'_> {
             PointId::PromptSegment,
             input,
             &self.providers,
-            &self.context(turn_id),
+            &self.execution(turn_id),
             &RunOptions {
                 shared_segments: true,
                 ..RunOptions::default()
@@ -570,17 +575,20 @@ impl Calls<'_> {
     /// Runs a batch in one execution, as [`Calls::run`] each in turn would, with the same
     /// results in order; chains that share no engine run in parallel (`runner::run_all`).
     pub fn run_all(&self, requests: Vec<RunRequest>, turn_id: Option<&str>) -> Vec<RunResult> {
-        runner::run_all(requests, &self.providers, &self.context(turn_id))
+        runner::run_all(requests, &self.providers, &self.execution(turn_id))
     }
 
-    /// The execution for `turn_id`, built on first use.
-    fn context(&self, turn_id: Option<&str>) -> Arc<ExecutionContext> {
+    /// The execution for `turn_id`, built on first use over the scope's one session view.
+    pub fn execution(&self, turn_id: Option<&str>) -> Arc<ExecutionContext> {
         let key = turn_id.map(str::to_string);
         Arc::clone(
             self.contexts
                 .borrow_mut()
                 .entry(key.clone())
-                .or_insert_with(|| self.workspace.execution(key)),
+                .or_insert_with(|| {
+                    let view = self.view.get_or_init(|| self.workspace.session_view());
+                    Arc::new(ExecutionContext::new(Arc::clone(view), key))
+                }),
         )
     }
 
@@ -603,7 +611,7 @@ impl Calls<'_> {
         if slots.is_empty() {
             return Vec::new();
         }
-        slot_host::project(&self.providers, &self.context(turn_id), slots, events)
+        slot_host::project(&self.providers, &self.execution(turn_id), slots, events)
     }
 }
 

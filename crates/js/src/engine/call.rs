@@ -24,11 +24,12 @@ impl Engine {
     pub fn call(&mut self, call: &ProviderCall) -> CallReport {
         let started = Instant::now();
         let mut execution = None;
-        if self.execution_seen != call.context.execution_id {
-            let fingerprint = call.context.visible_key(&self.plugin_id);
+        let view = &call.context.view;
+        if self.view_seen != view.id() {
+            let fingerprint = view.visible_key(&self.plugin_id);
             if fingerprint == self.fingerprint {
-                // Same visible data under a new execution: the engine's context still holds.
-                self.execution_seen = call.context.execution_id;
+                // Same visible data in a new view: the engine's context still holds.
+                self.view_seen = view.id();
             } else {
                 self.memo.clear();
                 self.fingerprint = fingerprint;
@@ -37,7 +38,7 @@ impl Engine {
         }
         let needs_execution = execution.is_some();
         // A call that can reach the network or a model is never answered from the memo.
-        let memoizable = !call.context.http.live && call.context.gateway.is_none();
+        let memoizable = !call.context.view.http.live && call.context.gateway.is_none();
         let memo_key = memoizable.then(|| {
             use std::hash::{Hash, Hasher};
             let turn = self.turn_key(&call.context);
@@ -86,7 +87,7 @@ impl Engine {
         }
         self.disarm();
         if needs_execution && result.is_ok() {
-            self.execution_seen = call.context.execution_id;
+            self.view_seen = call.context.view.id();
         }
         if matches!(&result, Err(f) if f.kind == FailureKind::OutOfMemory) {
             self.runtime.run_gc();
@@ -296,7 +297,11 @@ impl Engine {
 
     /// The kernel's handler context for this plugin, as the value `setExecution` consumes.
     pub(super) fn execution_data(&self, context: &ExecutionContext) -> Json {
-        serde_json::to_value(context.handler_context(&self.plugin_id, &self.messages))
-            .unwrap_or(Json::Null)
+        serde_json::to_value(
+            context
+                .view
+                .handler_context(&self.plugin_id, &self.messages),
+        )
+        .unwrap_or(Json::Null)
     }
 }

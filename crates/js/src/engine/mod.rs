@@ -141,7 +141,9 @@ pub struct Engine {
     loaded_files: LoadedFiles,
     plugin_id: String,
     messages: BTreeMap<String, Map<String, Json>>,
-    execution_seen: u64,
+    /// The session view whose data the engine's handler context holds (`SessionView::id`; 0 for
+    /// none): a call over the same view needs no check of what the plugin sees.
+    view_seen: u64,
     /// The last execution a call came from and the hash of its turn id (an execution's turn id
     /// never changes): the memo keys every call on it.
     turn_of_execution: (u64, u64),
@@ -225,7 +227,7 @@ impl Engine {
             loaded_files,
             plugin_id: spec.plugin_id.clone(),
             messages: spec.messages.clone(),
-            execution_seen: 0,
+            view_seen: 0,
             turn_of_execution: (0, 0),
             fingerprint: 0,
             memo: crate::memo::Memo::new(spec.limits.memo),
