@@ -455,7 +455,11 @@ fn probe_workspace() -> Workspace {
 }
 
 fn probe() -> (Value, Value) {
-    let ws = probe_workspace();
+    probe_in(&probe_workspace())
+}
+
+/// What the probe plugin reports in `ws` (its `probe` and `after` segments).
+fn probe_in(ws: &Workspace) -> (Value, Value) {
     let result = ws.call(
         PointId::PromptSegment,
         json!({"turnId": "t7", "playerMessage": "x"}),
@@ -586,6 +590,8 @@ fn a_call_signal_aborts_when_its_call_ends_and_runs_its_listeners_then() {
 fn the_executions_of_one_call_scope_share_one_session_view_and_a_new_scope_reads_the_session_again()
 {
     let mut ws = probe_workspace();
+    let (report, _) = probe_in(&ws);
+    assert_eq!(report["settings"]["mood"], "calm");
     let calls = ws.calls();
     let (this_turn, next_turn, no_turn) = (
         calls.execution(Some("t1")),
@@ -615,19 +621,7 @@ fn the_executions_of_one_call_scope_share_one_session_view_and_a_new_scope_reads
     assert_ne!(after.view.id(), first_view);
     assert_eq!(after.view.plugins["ctx-probe"].settings["mood"], "tense");
     drop(calls);
-    let result = ws.call(
-        PointId::PromptSegment,
-        json!({"turnId": "t7", "playerMessage": "x"}),
-        None,
-        Some("t7".into()),
-    );
-    let probe = result
-        .result
-        .as_array()
-        .and_then(|a| a.iter().find(|s| s["id"] == "probe"))
-        .expect("probe segment");
-    let report: Value =
-        serde_json::from_str(probe["content"].as_str().expect("content")).expect("JSON");
+    let (report, _) = probe_in(&ws);
     assert_eq!(report["settings"], json!({"mood": "tense", "verbosity": 3}));
 }
 
