@@ -140,7 +140,7 @@ fn ui_fixtures_are_fresh() {
     normalize(&mut opened, &root);
     outputs.push((
         "memoized-reload",
-        "{ patch: SnapshotPatch; after: Snapshot }",
+        "{ patch: SnapshotPatch; afterChanges: Partial<Omit<Snapshot, \"preview\">> & { preview?: Partial<Snapshot[\"preview\"]> } }",
         first_save_after_opening(&opened),
     ));
 
@@ -151,7 +151,9 @@ fn ui_fixtures_are_fresh() {
         let path = repo.join("ui/fixtures").join(format!("{name}.ts"));
         let imported = match ty {
             "Record<string, Preview>" => "Preview",
-            "{ patch: SnapshotPatch; after: Snapshot }" => "Snapshot, SnapshotPatch",
+            "{ patch: SnapshotPatch; afterChanges: Partial<Omit<Snapshot, \"preview\">> & { preview?: Partial<Snapshot[\"preview\"]> } }" => {
+                "Snapshot, SnapshotPatch"
+            }
             other => other,
         };
         let fresh = format!(
@@ -526,9 +528,10 @@ fn first_save() -> FirstSave {
     }
 }
 
-/// [`first_save`] as the UI's fixture: the patch and the whole snapshot after it. The snapshot
-/// it applies to is `opened` (the `snapshot` fixture, checked here apart from its version), so
-/// the UI's tests check that `opened` with the patch gives the snapshot after it.
+/// [`first_save`] as the UI's fixture: the patch and what the snapshot after it changes of the
+/// snapshot it applies to, `opened` (the `snapshot` fixture, checked here apart from its
+/// version). The UI's tests rebuild the snapshot after from the two and check that `opened`
+/// with the patch gives exactly it.
 fn first_save_after_opening(opened: &Value) -> Value {
     let FirstSave {
         dir,
@@ -555,7 +558,38 @@ fn first_save_after_opening(opened: &Value) -> Value {
         versionless(opened),
         "the first save applies to the snapshot as opened"
     );
+    let after = value
+        .as_object_mut()
+        .and_then(|v| v.remove("after"))
+        .expect("after");
+    value["afterChanges"] = changed_parts(opened, &after);
     value
+}
+
+/// The parts of `after` (top-level, and the preview's) that differ from or are missing in
+/// `opened`, the version aside: `opened` with these set is `after` exactly (no part of `opened`
+/// is gone in `after`).
+fn changed_parts(opened: &Value, after: &Value) -> Value {
+    let differing = |opened: &Value, after: &Value, skip: &[&str]| {
+        let (Some(opened), Some(after)) = (opened.as_object(), after.as_object()) else {
+            panic!("two objects");
+        };
+        assert!(
+            opened.keys().all(|key| after.contains_key(key)),
+            "no part is gone after"
+        );
+        after
+            .iter()
+            .filter(|(key, part)| !skip.contains(&key.as_str()) && opened.get(*key) != Some(*part))
+            .map(|(key, part)| (key.clone(), part.clone()))
+            .collect::<serde_json::Map<String, Value>>()
+    };
+    let mut changes = differing(opened, after, &["version", "preview"]);
+    let preview = differing(&opened["preview"], &after["preview"], &[]);
+    if !preview.is_empty() {
+        changes.insert("preview".into(), Value::Object(preview));
+    }
+    Value::Object(changes)
 }
 
 #[test]

@@ -49,8 +49,10 @@ describe("merging a snapshot patch", () => {
     expect(applyPatch(initial, gap), "a slot list the UI cannot fill asks for the whole snapshot").toBeNull();
   });
   it("rebuilds the first save after opening, whose calls the memo answered, from a flag and the calls that ran", () => {
-    // The first save applies to the snapshot as opened (the Rust side checks it is `initial`).
-    const { patch, after } = memoizedReload;
+    // The first save applies to the snapshot as opened (the Rust side checks it is `initial`);
+    // the fixture holds what the snapshot after it changes of that one.
+    const { patch, afterChanges } = memoizedReload;
+    const after: Snapshot = { ...initial, ...afterChanges, preview: { ...initial.preview, ...afterChanges.preview } };
     const before = { ...initial, version: patch.since };
     const calls = patch.preview?.calls;
     expect(calls?.memoized, "the fixture's calls cross as one flag").toBe(true);
