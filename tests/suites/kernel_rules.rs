@@ -3,7 +3,7 @@
 //! compatibility". Each test names the rule it checks; fixtures live in `tests/fixtures`.
 
 use covel_kernel::Code;
-use covel_kernel::context::ExecutionContext;
+use covel_kernel::context::{ExecutionContext, SessionView};
 use covel_kernel::contract::{Mode, OnError, PointId, SlotId};
 use covel_kernel::runner::{self, Outcome, RunError, RunOptions};
 use covel_tests::*;
@@ -1313,10 +1313,8 @@ fn a_world_with_dimensions_needs_exactly_one_enabled_dimension_provider() {
 fn the_handler_context_merges_settings_reads_only_own_visible_data_and_the_locales_messages() {
     let session = kernel_session(DIMENSIONS_SESSION);
     let dims = manifest(DIMS_PLUGIN, "dims");
-    let execution = ExecutionContext::from_session(
-        &session,
-        [&dims],
-        &["dims".to_string()],
+    let execution = ExecutionContext::new(
+        SessionView::from_session(&session, [&dims], &["dims".to_string()]),
         Some("turn-1".into()),
     );
     let messages: std::collections::BTreeMap<String, serde_json::Map<String, Value>> =
@@ -1373,10 +1371,8 @@ fn the_handler_context_merges_settings_reads_only_own_visible_data_and_the_local
 #[test]
 fn a_rust_world_context_provider_reads_the_world_view_it_is_given() {
     let session = kernel_session(DIMENSIONS_SESSION);
-    let execution = std::sync::Arc::new(ExecutionContext::from_session(
-        &session,
-        [],
-        &["dims".to_string()],
+    let execution = std::sync::Arc::new(ExecutionContext::new(
+        SessionView::from_session(&session, [], &["dims".to_string()]),
         None,
     ));
     let provider = rust_provider("dims", PointId::SessionWorldContext, "ctx", 0, |call| {

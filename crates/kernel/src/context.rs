@@ -350,19 +350,6 @@ impl ExecutionContext {
     pub fn empty() -> Arc<ExecutionContext> {
         Arc::new(Self::new(SessionView::empty(), None))
     }
-
-    /// A fresh execution over a session's committed state ([`SessionView::from_session`]).
-    pub fn from_session<'a>(
-        session: &Session,
-        manifests: impl IntoIterator<Item = &'a Manifest>,
-        dimension_providers: &[String],
-        turn_id: Option<String>,
-    ) -> ExecutionContext {
-        Self::new(
-            SessionView::from_session(session, manifests, dimension_providers),
-            turn_id,
-        )
-    }
 }
 
 /// A stable-within-the-process hash of a string.

@@ -415,9 +415,10 @@ fn settle(
         Ok(raw) => match report
             .cached
             .then(|| provider.checked.get(&raw, (slot, shared_segments)))
+            .flatten()
         {
-            Some(Some(checked)) => Ok(checked),
-            _ => {
+            Some(checked) => Ok(checked),
+            None => {
                 // Only a memo answer is kept (it will come again); a call that ran is stamped in
                 // place when nothing else holds its output.
                 let memo_answer = report.cached.then(|| Arc::clone(&raw));
