@@ -11,11 +11,11 @@ impl Engine {
     /// The hash of the turn `context` belongs to, computed once per execution (every call of a
     /// preview comes from one or two executions).
     fn turn_key(&mut self, context: &covel_kernel::context::ExecutionContext) -> u64 {
-        use std::hash::{Hash, Hasher};
         if self.turn_of_execution.0 != context.execution_id {
-            let mut hasher = std::collections::hash_map::DefaultHasher::new();
-            context.turn_id.hash(&mut hasher);
-            self.turn_of_execution = (context.execution_id, hasher.finish());
+            self.turn_of_execution = (
+                context.execution_id,
+                crate::memo::turn_key(context.turn_id.as_deref()),
+            );
         }
         self.turn_of_execution.1
     }
@@ -40,19 +40,15 @@ impl Engine {
         // A call that can reach the network or a model is never answered from the memo.
         let memoizable = !call.context.view.http.live && call.context.gateway.is_none();
         let memo_key = memoizable.then(|| {
-            use std::hash::{Hash, Hasher};
             let turn = self.turn_key(&call.context);
-            let mut hasher = std::collections::hash_map::DefaultHasher::new();
-            (
-                call.point.as_str(),
+            self.memo.turn(turn);
+            crate::memo::call_key(
+                call.point,
                 &call.provider_id,
                 turn,
                 call.input_key,
                 call.timeout,
             )
-                .hash(&mut hasher);
-            self.memo.turn(turn);
-            hasher.finish()
         });
         // The answer's value is shared with the memo entry (the runner knows it by that).
         if let Some(report) = memo_key.and_then(|k| self.memo.answer(k)) {
