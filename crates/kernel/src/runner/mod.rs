@@ -204,6 +204,7 @@ pub fn run(
         return out;
     }
     let timeout = options.timeout.unwrap_or(point.timeout);
+    out.calls.reserve_exact(chain.len());
     // The input goes to the provider behind an `Arc` and comes back owned once the call is
     // over, so a value passed along a chain is not deep-copied; only when the engine kept the
     // call (covel-js keeps a call that ran once, to run it again while the author is idle) is
@@ -259,7 +260,7 @@ pub fn run(
                 settled[i] = Some(one);
             }
             // Each successful output with the provider that gave it, in chain order.
-            let mut gathered: Vec<(&Provider, Arc<Value>)> = Vec::new();
+            let mut gathered: Vec<(&Provider, Arc<Value>)> = Vec::with_capacity(chain.len());
             for (provider, (record, result)) in chain.iter().zip(settled.into_iter().flatten()) {
                 out.calls.push(record);
                 match result {
@@ -454,18 +455,28 @@ fn settle(
 /// The chain's providers grouped by engine (a plugin's providers share one), in order of first
 /// appearance; each group lists chain positions in chain order.
 fn engine_groups(chain: &[&Provider]) -> Vec<Vec<usize>> {
-    use std::collections::hash_map::Entry;
-    let mut groups: Vec<Vec<usize>> = Vec::new();
-    let mut group_of: std::collections::HashMap<*const (), usize> =
-        std::collections::HashMap::with_capacity(chain.len());
-    for (index, provider) in chain.iter().enumerate() {
-        match group_of.entry(engine_of(provider)) {
-            Entry::Occupied(at) => groups[*at.get()].push(index),
-            Entry::Vacant(slot) => {
-                slot.insert(groups.len());
-                groups.push(vec![index]);
+    use foldhash::HashMapExt;
+    // Each position's group first, then every group allocated at its size: a plugin usually
+    // brings more than one provider to a chain, and growing each group as it fills reallocated
+    // hundreds of times a preview at 500 plugins.
+    let mut group_of: foldhash::HashMap<*const (), usize> =
+        foldhash::HashMap::with_capacity(chain.len());
+    let mut sizes: Vec<usize> = Vec::new();
+    let positions: Vec<usize> = chain
+        .iter()
+        .map(|provider| {
+            let next = group_of.len();
+            let group = *group_of.entry(engine_of(provider)).or_insert(next);
+            if group == sizes.len() {
+                sizes.push(0);
             }
-        }
+            sizes[group] += 1;
+            group
+        })
+        .collect();
+    let mut groups: Vec<Vec<usize>> = sizes.into_iter().map(Vec::with_capacity).collect();
+    for (index, group) in positions.into_iter().enumerate() {
+        groups[group].push(index);
     }
     groups
 }
@@ -558,5 +569,59 @@ fn output_held_by(point: PointId, mut input: Value) -> Value {
             serde_json::json!({"messages": field("messages").unwrap_or_else(|| Value::Array(vec![]))})
         }
         _ => input,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Never;
+    impl Invoker for Never {
+        fn call(&self, _: &ProviderCall) -> CallReport {
+            unreachable!("never called: only grouped")
+        }
+    }
+
+    fn provider(engine: &Arc<dyn Invoker>) -> Provider {
+        Provider {
+            plugin_id: "p".into(),
+            decl: Arc::new(ExtensionDecl {
+                point: PointId::PromptSegment,
+                id: "s".into(),
+                order: 0,
+                slot: None,
+                watch: Vec::new(),
+                preview: Vec::new(),
+                position: None,
+            }),
+            runtime_ids: Arc::new(Vec::new()),
+            invoker: Arc::clone(engine),
+            checked: Default::default(),
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn engine_groups_list_each_engines_positions_in_order_by_first_appearance(
+            owners in proptest::collection::vec(0usize..5, 0..30),
+        ) {
+            let engines: Vec<Arc<dyn Invoker>> = (0..5).map(|_| Arc::new(Never) as _).collect();
+            let providers: Vec<Provider> = owners.iter().map(|&e| provider(&engines[e])).collect();
+            let chain: Vec<&Provider> = providers.iter().collect();
+            // What grouping means, written the plain way: engines in order of first appearance,
+            // each with the chain positions it holds.
+            let mut firsts: Vec<usize> = Vec::new();
+            for &e in &owners {
+                if !firsts.contains(&e) {
+                    firsts.push(e);
+                }
+            }
+            let expected: Vec<Vec<usize>> = firsts
+                .iter()
+                .map(|&e| (0..owners.len()).filter(|&i| owners[i] == e).collect())
+                .collect();
+            proptest::prop_assert_eq!(engine_groups(&chain), expected);
+        }
     }
 }
