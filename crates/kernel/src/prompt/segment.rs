@@ -68,22 +68,24 @@ impl Segment {
     /// stays shared with the memo), and stamped with its provider's plugin id as the runner
     /// stamps a concatenated run's segments (`runner::attribution`), whatever the plugin wrote.
     pub fn parse_parts(parts: &[ProvidedSegments]) -> Vec<Segment> {
-        parts
-            .iter()
-            .flat_map(|part| {
-                let items = part
-                    .output
-                    .as_array()
-                    .map(Vec::as_slice)
-                    .unwrap_or_default();
-                items.iter().filter_map(|item| {
-                    Segment::parse(item).map(|segment| Segment {
-                        provider_plugin_id: part.plugin_id.clone(),
-                        ..segment
-                    })
+        fn items_of(part: &ProvidedSegments) -> &[Value] {
+            part.output
+                .as_array()
+                .map(Vec::as_slice)
+                .unwrap_or_default()
+        }
+        // Sized up front: collecting a flattened iterator grows the vector a dozen times over a
+        // thousand segments, copying them each time.
+        let mut segments = Vec::with_capacity(parts.iter().map(|p| items_of(p).len()).sum());
+        for part in parts {
+            segments.extend(items_of(part).iter().filter_map(|item| {
+                Segment::parse(item).map(|segment| Segment {
+                    provider_plugin_id: part.plugin_id.clone(),
+                    ..segment
                 })
-            })
-            .collect()
+            }));
+        }
+        segments
     }
 
     /// One segment. The usual shape (position and audience by name, every other field a plain
@@ -361,16 +363,23 @@ pub fn sort_segments(segments: &mut Vec<Segment>) {
     // volatility and order first (keeping their order within a group), they are nearly sorted,
     // and the stable sort then finds runs instead of comparing log2(n) times per segment (a
     // preview sorts a thousand segments per turn at 500 plugins). The sort alone decides the
-    // result: grouping only changes how long it takes.
-    let mut groups: BTreeMap<(Volatility, i64), Vec<Segment>> = BTreeMap::new();
-    for segment in segments.drain(..) {
+    // result: grouping only changes how long it takes. Positions are grouped and sorted, not
+    // the segments, which then move once, to their place.
+    let mut groups: BTreeMap<(Volatility, i64), Vec<usize>> = BTreeMap::new();
+    for (at, segment) in segments.iter().enumerate() {
         groups
             .entry((segment.volatility, segment.order()))
             .or_default()
-            .push(segment);
+            .push(at);
     }
-    segments.extend(groups.into_values().flatten());
-    segments.sort_by(|a, b| KeyRef::of(a).compare(&KeyRef::of(b)));
+    let mut order: Vec<usize> = Vec::with_capacity(segments.len());
+    for group in groups.into_values() {
+        order.extend(group);
+    }
+    order.sort_by(|&a, &b| KeyRef::of(&segments[a]).compare(&KeyRef::of(&segments[b])));
+    let mut unplaced: Vec<Option<Segment>> = segments.drain(..).map(Some).collect();
+    // `order` holds each position once, so every segment is taken.
+    segments.extend(order.into_iter().filter_map(|at| unplaced[at].take()));
 }
 
 /// Which segments share their volatility, order and placement with a segment of another
