@@ -12,7 +12,7 @@ use covel_kernel::session::{self, Session};
 use covel_kernel::slot_host::{self, SlotView};
 use serde_json::{Map, Value};
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -366,7 +366,8 @@ impl Workspace {
     /// The loaded plugins that are active in the session, in folder order (one set lookup per
     /// plugin: `Resolution::is_active` scans the active list, which is quadratic over a folder).
     pub fn active_plugins(&self) -> impl Iterator<Item = &LoadedPlugin> {
-        let active: HashSet<&str> = self.resolution.active.iter().map(String::as_str).collect();
+        let active: foldhash::HashSet<&str> =
+            self.resolution.active.iter().map(String::as_str).collect();
         self.plugins
             .iter()
             .filter(move |p| active.contains(p.name.as_str()))

@@ -14,7 +14,7 @@ use covel_kernel::compaction::{self, Budget};
 use covel_kernel::diagnostic;
 use serde::Serialize;
 use specta::Type;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 /// What the next undo step undoes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Type)]
@@ -73,8 +73,9 @@ impl LiveStudio {
         let ws = self.workspace();
         // Indexed once: looking each plugin up in these lists made a snapshot quadratic in the
         // folder's size.
-        let active: HashSet<&str> = ws.resolution.active.iter().map(String::as_str).collect();
-        let rejected: HashMap<&str, &_> = ws
+        let active: foldhash::HashSet<&str> =
+            ws.resolution.active.iter().map(String::as_str).collect();
+        let rejected: foldhash::HashMap<&str, &_> = ws
             .resolution
             .rejected
             .iter()
