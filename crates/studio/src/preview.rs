@@ -636,17 +636,19 @@ impl Workspace {
                 .unwrap_or_else(|| "story".into()),
             max_tokens: self.session.models.story.reserved_for_response,
         };
+        // The request bodies read the assembly; then its parts move into the view.
+        let requests = Requests {
+            anthropic: prompt::anthropic_request(&this, &options),
+            openai: prompt::openai_request(&this, &options),
+        };
         let prompt_view = PromptView {
             system: SystemView {
                 tokens: this.blocks.iter().map(|b| b.tokens).sum(),
-                blocks: this.blocks.clone(),
+                blocks: this.blocks,
             },
-            messages: this.messages.clone(),
-            turn_context: this.turn_context.clone(),
-            requests: Requests {
-                anthropic: prompt::anthropic_request(&this, &options),
-                openai: prompt::openai_request(&this, &options),
-            },
+            messages: this.messages,
+            turn_context: this.turn_context,
+            requests,
         };
         Preview {
             session: self.session.id.clone(),
