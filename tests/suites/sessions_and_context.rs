@@ -587,8 +587,7 @@ fn a_call_signal_aborts_when_its_call_ends_and_runs_its_listeners_then() {
 }
 
 #[test]
-fn the_executions_of_one_call_scope_share_one_session_view_and_a_new_scope_reads_the_session_again()
-{
+fn the_executions_of_one_call_scope_share_one_session_view_which_lasts_until_the_session_changes() {
     let mut ws = probe_workspace();
     let (report, _) = probe_in(&ws);
     assert_eq!(report["settings"]["mood"], "calm");
@@ -608,6 +607,10 @@ fn the_executions_of_one_call_scope_share_one_session_view_and_a_new_scope_reads
     );
     let first_view = this_turn.view.id();
     drop(calls);
+
+    // Nothing changed: the next scope reads the session again and gets the same view back (an
+    // engine that ran under it need not check what its plugin sees again).
+    assert_eq!(ws.calls().execution(None).view.id(), first_view);
 
     // The author edits the session: the next scope reads it again, under a new view, and the
     // probe's engine (which saw the first view) hands its handler the new setting.
