@@ -597,6 +597,26 @@ fn a_turn_prompt_recomputed_after_a_plugin_reload_is_marked() {
 }
 
 #[test]
+fn the_snapshots_compaction_estimate_counts_the_system_prompt_and_turn_context_piece_by_piece() {
+    let dir = sample_copy();
+    let mut studio = live(dir.path());
+    studio.play_turn("I walk to the pier.");
+    let prompt = &studio.preview.prompt;
+    let text = prompt.system_and_turn_context();
+    assert!(
+        !studio.preview.prompt.turn_context.is_empty(),
+        "the sample has a turn context"
+    );
+    assert_eq!(
+        prompt.system_and_turn_context_tally(),
+        covel_kernel::sdk::TokenTally::of(&text)
+    );
+    let history = &studio.workspace().session.history;
+    let expected = covel_kernel::compaction::estimate(&text, &history.messages, &history.summaries);
+    assert_eq!(studio.snapshot().compaction.estimated_tokens, expected);
+}
+
+#[test]
 fn a_plugin_reload_while_the_model_answers_runs_and_the_reply_is_appended_to_the_prompt_sent() {
     let dir = sample_copy();
     let mut studio = live(dir.path());

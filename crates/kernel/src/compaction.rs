@@ -2,7 +2,7 @@
 //! budget, rule-by-rule validation of what it returns, the one-transaction apply, and the
 //! consecutive-failure count that decides when the author (player) is told.
 
-use crate::sdk::estimate_tokens;
+use crate::sdk::{TokenTally, estimate_tokens};
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
@@ -67,9 +67,14 @@ impl Budget {
 /// The estimate that decides whether to compact: the system prompt, the uncompacted messages
 /// and the existing summaries.
 pub fn estimate(system_prompt: &str, messages: &[Value], summaries: &[Value]) -> u64 {
+    estimate_with_system(TokenTally::of(system_prompt), messages, summaries)
+}
+
+/// [`estimate`] with the system prompt given as its tally (see [`TokenTally`]).
+pub fn estimate_with_system(system: TokenTally, messages: &[Value], summaries: &[Value]) -> u64 {
     let text =
         |v: &Value| estimate_tokens(v.get("content").and_then(Value::as_str).unwrap_or_default());
-    estimate_tokens(system_prompt)
+    system.tokens()
         + messages
             .iter()
             .filter(|m| !is_compacted(m))

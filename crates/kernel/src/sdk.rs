@@ -20,18 +20,58 @@ fn is_cjk_unit(unit: u16) -> bool {
 /// CJK UTF-16 units count one token each; everything else one per four units, rounded up.
 /// (Counted per character: a character outside the BMP is two units and never CJK here.)
 pub fn estimate_tokens(text: &str) -> u64 {
-    // Most prompt text is ASCII: one unit per byte and no CJK, counted without decoding.
-    if text.is_ascii() {
-        return (text.len() as u64).div_ceil(4);
+    TokenTally::of(text).tokens()
+}
+
+/// What [`estimate_tokens`] counts in a text, before rounding: its UTF-16 units and how many
+/// of them are CJK. Tallies add up, so the estimate of a text put together from pieces is the
+/// sum of the pieces' tallies, without building the text (a snapshot estimates the whole system
+/// prompt, ≈ 340 KB at 500 plugins, that way).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TokenTally {
+    units: u64,
+    cjk: u64,
+}
+
+impl TokenTally {
+    pub fn of(text: &str) -> TokenTally {
+        // Most prompt text is ASCII: one unit per byte and no CJK, counted without decoding.
+        if text.is_ascii() {
+            return TokenTally {
+                units: text.len() as u64,
+                cjk: 0,
+            };
+        }
+        let mut tally = TokenTally::default();
+        for c in text.chars() {
+            tally.units += c.len_utf16() as u64;
+            if u16::try_from(u32::from(c)).is_ok_and(is_cjk_unit) {
+                tally.cjk += 1;
+            }
+        }
+        tally
     }
-    let (mut cjk, mut total) = (0u64, 0u64);
-    for c in text.chars() {
-        total += c.len_utf16() as u64;
-        if u16::try_from(u32::from(c)).is_ok_and(is_cjk_unit) {
-            cjk += 1;
+
+    /// The estimate: CJK units one token each, the rest one per four, rounded up once.
+    pub fn tokens(self) -> u64 {
+        self.cjk + (self.units - self.cjk).div_ceil(4)
+    }
+}
+
+impl std::ops::Add for TokenTally {
+    type Output = TokenTally;
+    fn add(self, other: TokenTally) -> TokenTally {
+        TokenTally {
+            units: self.units + other.units,
+            cjk: self.cjk + other.cjk,
         }
     }
-    cjk + (total - cjk).div_ceil(4)
+}
+
+impl std::iter::Sum for TokenTally {
+    fn sum<I: Iterator<Item = TokenTally>>(pieces: I) -> TokenTally {
+        pieces.fold(TokenTally::default(), std::ops::Add::add)
+    }
 }
 
 /// The character the player acts as: an action naming a seat or character selects that seat's
@@ -104,6 +144,18 @@ mod tests {
                 cjk += u64::from(is_cjk_unit(unit));
             }
             proptest::prop_assert_eq!(estimate_tokens(&text), cjk + (total - cjk).div_ceil(4));
+        }
+
+        /// Tallies add up: the estimate of pieces put together is the estimate of their tallies'
+        /// sum (the rounding happens once, on the whole).
+        #[test]
+        fn the_tally_of_pieces_estimates_the_text_they_make(
+            pieces in proptest::collection::vec("\\PC{0,12}|[ -~]{0,12}|[a-z你好😀]{0,6}", 0..6),
+        ) {
+            let whole: String = pieces.concat();
+            let summed: TokenTally = pieces.iter().map(|p| TokenTally::of(p)).sum();
+            proptest::prop_assert_eq!(summed, TokenTally::of(&whole));
+            proptest::prop_assert_eq!(summed.tokens(), estimate_tokens(&whole));
         }
     }
 

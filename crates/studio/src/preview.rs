@@ -67,7 +67,20 @@ impl PromptView {
     /// The system prompt followed by the turn context: the system-role text the compaction
     /// estimate counts for a turn.
     pub fn system_and_turn_context(&self) -> String {
-        format!("{}\n\n{}", self.system.text(), self.turn_context)
+        self.system_and_turn_context_pieces().collect()
+    }
+
+    /// The tally of [`PromptView::system_and_turn_context`], read piece by piece (what the
+    /// compaction estimate needs, without building the text).
+    pub fn system_and_turn_context_tally(&self) -> covel_kernel::sdk::TokenTally {
+        self.system_and_turn_context_pieces()
+            .map(covel_kernel::sdk::TokenTally::of)
+            .sum()
+    }
+
+    /// The system prompt's pieces, a blank line, then the turn context.
+    fn system_and_turn_context_pieces(&self) -> impl Iterator<Item = &str> {
+        prompt::text_pieces(&self.system.blocks).chain(["\n\n", self.turn_context.as_str()])
     }
 }
 

@@ -128,8 +128,8 @@ pub fn system_text(blocks: &[Block]) -> String {
     text_pieces(blocks).collect()
 }
 
-/// The pieces [`system_text`] concatenates, in order.
-fn text_pieces(blocks: &[Block]) -> impl Iterator<Item = &str> {
+/// The pieces [`system_text`] concatenates, in order (for reading the text without building it).
+pub fn text_pieces(blocks: &[Block]) -> impl Iterator<Item = &str> {
     blocks.iter().enumerate().flat_map(|(i, b)| {
         let separator = if i == 0 { "" } else { "\n\n" };
         [separator, b.text.as_str()]

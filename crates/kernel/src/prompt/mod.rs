@@ -11,7 +11,7 @@ pub mod template;
 pub use assemble::{
     Assembly, AssemblyInput, Block, BlockKind, Message, Origin, RowKey, SegmentRow, assemble,
     boundary_count, prefix_before_boundary, row_keys, same_prefix_before_boundary, segment_key,
-    system_text,
+    system_text, text_pieces,
 };
 pub use cache::{
     Breakpoint, CacheAdvice, CacheReport, CacheWarning, Difference, LintFinding, analyse,

@@ -137,8 +137,8 @@ impl LiveStudio {
             })
             .collect();
         let windows = ws.windows();
-        let estimated = compaction::estimate(
-            &self.preview.prompt.system_and_turn_context(),
+        let estimated = compaction::estimate_with_system(
+            self.preview.prompt.system_and_turn_context_tally(),
             &ws.session.history.messages,
             &ws.session.history.summaries,
         );
