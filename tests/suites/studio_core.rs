@@ -153,6 +153,107 @@ fn a_syntax_error_keeps_the_last_good_version_until_a_fix_arrives() {
     assert!(fixed.diagnostics.is_empty(), "{:?}", fixed.diagnostics);
 }
 
+/// The names of the plugins whose view a new snapshot shares with `before`; checks that every
+/// view equals the one built afresh, and returns the snapshot built afresh (whose views the
+/// studio keeps from then on).
+fn shared_views(
+    studio: &LiveStudio,
+    before: &covel_studio::wire::Snapshot,
+) -> (Vec<String>, covel_studio::wire::Snapshot) {
+    let now = studio.snapshot();
+    let shared = now
+        .plugins
+        .iter()
+        .filter(|view| {
+            before
+                .plugins
+                .iter()
+                .any(|old| old.name == view.name && old.same(view))
+        })
+        .map(|view| view.name.clone())
+        .collect();
+    studio.forget_plugin_views();
+    let fresh = studio.snapshot();
+    assert_eq!(
+        fresh.plugins, now.plugins,
+        "a shared view is the view built afresh"
+    );
+    assert!(
+        fresh
+            .plugins
+            .iter()
+            .zip(&now.plugins)
+            .all(|(a, b)| !a.same(b)),
+        "after forgetting, every view is built again"
+    );
+    (shared, fresh)
+}
+
+#[test]
+fn a_snapshot_shares_the_views_of_plugins_a_reload_left_as_they_were() {
+    let dir = sample_copy();
+    let mut studio = live(dir.path());
+    let names: Vec<String> = studio
+        .snapshot()
+        .plugins
+        .iter()
+        .map(|p| p.name.clone())
+        .collect();
+    let others =
+        |except: &str| -> Vec<String> { names.iter().filter(|n| *n != except).cloned().collect() };
+    let mut last = studio.snapshot();
+
+    // A code edit: a new load of story-director, every other view shared.
+    let entry_file = dir.path().join("story-director/server/index.js");
+    edit(
+        &entry_file,
+        "export default function (covel) {",
+        "export default function (covel) {\n  // edited",
+    );
+    reload(&mut studio, std::slice::from_ref(&entry_file));
+    let (shared, now) = shared_views(&studio, &last);
+    assert_eq!(shared, others("story-director"));
+    last = now;
+
+    // A syntax error: the last good load keeps running, marked with the failure.
+    edit(
+        &entry_file,
+        "export default function (covel) {",
+        "export default function (covel) {{",
+    );
+    reload(&mut studio, std::slice::from_ref(&entry_file));
+    let (shared, now) = shared_views(&studio, &last);
+    assert_eq!(shared, others("story-director"));
+    let view = now
+        .plugins
+        .iter()
+        .find(|p| p.name == "story-director")
+        .expect("listed");
+    assert_eq!(
+        view.status,
+        covel_studio::wire::plugins::PluginStatus::LastGood
+    );
+    last = now;
+
+    // The fix, then nothing at all: a snapshot with no change shares every view.
+    edit(
+        &entry_file,
+        "export default function (covel) {{",
+        "export default function (covel) {",
+    );
+    reload(&mut studio, std::slice::from_ref(&entry_file));
+    let (shared, now) = shared_views(&studio, &last);
+    assert_eq!(shared, others("story-director"));
+    let (shared, now) = shared_views(&studio, &now);
+    assert_eq!(shared, names);
+
+    // A plugin gone: the others' views stay shared.
+    std::fs::remove_dir_all(dir.path().join("lore-book")).expect("delete");
+    reload(&mut studio, &[dir.path().join("lore-book")]);
+    let (shared, _) = shared_views(&studio, &now);
+    assert_eq!(shared, others("lore-book"));
+}
+
 #[test]
 fn a_deleted_plugin_is_unloaded_and_a_new_one_loaded() {
     let dir = sample_copy();

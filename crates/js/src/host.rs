@@ -85,9 +85,14 @@ pub struct LoadedPlugin {
     /// Hints that do not stop the plugin (e.g. row-shaped `pluginData` reads), with positions.
     pub hints: Vec<Diagnostic>,
     pub load_time: Duration,
+    /// Which load this is: unique in the process, so a reload (even of the same bytes) has
+    /// another. What is derived from a loaded plugin can be kept under it.
+    pub load_id: u64,
     /// Built once from the above (empty unless the plugin loaded cleanly).
     providers: Vec<Provider>,
 }
+
+static NEXT_LOAD: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 impl LoadedPlugin {
     /// Whether the plugin loaded cleanly and its providers can run.
@@ -312,6 +317,7 @@ fn finish(
         diagnostics,
         hints,
         load_time: begun.elapsed(),
+        load_id: NEXT_LOAD.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         providers,
     }
 }

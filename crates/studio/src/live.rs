@@ -96,6 +96,8 @@ pub struct LiveStudio {
     pub forced_compaction: Option<crate::compaction::CompactionRun>,
     /// Reloads that changed plugins so far (tells a recomputed turn prompt from the one sent).
     plugin_reloads: u64,
+    /// The last snapshot's plugin views, shared by the next snapshot where unchanged.
+    pub(crate) plugin_views: crate::wire::snapshot::PluginViews,
 }
 
 /// How many played turns keep their whole preview in memory (older ones are recomputed): a
@@ -213,6 +215,7 @@ impl LiveStudio {
             counter: Default::default(),
             forced_compaction: None,
             plugin_reloads: 0,
+            plugin_views: Default::default(),
         }
     }
 

@@ -1353,6 +1353,15 @@ export type SessionEdit_Serialize =
 /**  Removes a mapping key or a list item. */
 { kind: "remove"; path: PathSegment[] };
 
+/**
+ *  A part that snapshots share: a snapshot that keeps a part unchanged holds the same
+ *  allocation as the one before, so building it costs a reference count, and comparing it with
+ *  the part the window last received (`WireState`) is a pointer check. Two separate
+ *  allocations still compare by value, so sharing decides only how fast an answer comes. On the
+ *  wire it is the part itself.
+ */
+export type Shared<T> = T;
+
 /**  A slot value that changed during a turn. */
 export type SlotChange = SlotChange_Serialize | SlotChange_Deserialize;
 
@@ -1453,7 +1462,7 @@ export type SnapshotPatch_Deserialize = {
 	sessionError?: Diagnostic_Deserialize | null,
 	undo?: UndoView | null,
 	playedPath?: string | null,
-	plugins?: Positions_Deserialize<PluginView_Deserialize> | null,
+	plugins?: Positions_Deserialize<Shared<PluginView_Deserialize>> | null,
 	resolution?: Resolution_Deserialize | null,
 	preview?: PreviewPatch_Deserialize | null,
 	compaction?: CompactionView_Deserialize | null,
@@ -1483,7 +1492,7 @@ export type SnapshotPatch_Serialize = {
 	sessionError?: Diagnostic_Serialize | null,
 	undo?: UndoView | null,
 	playedPath?: string,
-	plugins?: Positions_Serialize<PluginView_Serialize>,
+	plugins?: Positions_Serialize<Shared<PluginView_Serialize>>,
 	resolution?: Resolution_Serialize,
 	preview?: PreviewPatch_Serialize,
 	compaction?: CompactionView_Serialize,
@@ -1512,7 +1521,8 @@ export type Snapshot_Deserialize = {
 	undo?: UndoView | null,
 	/**  Where "Save played session" writes unless the author picks another file. */
 	playedPath: string,
-	plugins: PluginView_Deserialize[],
+	/**  Shared with the snapshot before for every plugin whose view did not change. */
+	plugins: Shared<PluginView_Deserialize>[],
 	resolution: Resolution_Deserialize,
 	preview: Preview_Deserialize,
 	compaction: CompactionView_Deserialize,
@@ -1540,7 +1550,8 @@ export type Snapshot_Serialize = {
 	undo?: UndoView,
 	/**  Where "Save played session" writes unless the author picks another file. */
 	playedPath: string,
-	plugins: PluginView_Serialize[],
+	/**  Shared with the snapshot before for every plugin whose view did not change. */
+	plugins: Shared<PluginView_Serialize>[],
 	resolution: Resolution_Serialize,
 	preview: Preview_Serialize,
 	compaction: CompactionView_Serialize,

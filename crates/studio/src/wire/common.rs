@@ -48,6 +48,51 @@ impl From<&serde_json::Value> for JsonValue {
     }
 }
 
+/// A part that snapshots share: a snapshot that keeps a part unchanged holds the same
+/// allocation as the one before, so building it costs a reference count, and comparing it with
+/// the part the window last received (`WireState`) is a pointer check. Two separate
+/// allocations still compare by value, so sharing decides only how fast an answer comes. On the
+/// wire it is the part itself.
+#[derive(Debug, Type)]
+#[specta(transparent)]
+pub struct Shared<T>(pub std::sync::Arc<T>);
+
+impl<T> Shared<T> {
+    pub fn new(part: T) -> Shared<T> {
+        Shared(std::sync::Arc::new(part))
+    }
+
+    /// Whether both hold the same allocation.
+    pub fn same(&self, other: &Shared<T>) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl<T> Clone for Shared<T> {
+    fn clone(&self) -> Self {
+        Shared(std::sync::Arc::clone(&self.0))
+    }
+}
+
+impl<T> std::ops::Deref for Shared<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T: PartialEq> PartialEq for Shared<T> {
+    fn eq(&self, other: &Shared<T>) -> bool {
+        self.same(other) || *self.0 == *other.0
+    }
+}
+
+impl<T: Serialize> Serialize for Shared<T> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
+}
+
 /// Whether two values serialize to the same JSON text (see [`JsonValue`]).
 fn same_json(a: &serde_json::Value, b: &serde_json::Value) -> bool {
     use serde_json::Value;

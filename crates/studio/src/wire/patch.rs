@@ -8,7 +8,7 @@
 //! as bytes, and a changed item is found at its first differing field.
 
 use super::common::CallRecord;
-use super::common::{Diagnostic, JsonValue};
+use super::common::{Diagnostic, JsonValue, Shared};
 use super::compaction::CompactionView;
 use super::plugins::{PluginView, Resolution};
 use super::preview::{
@@ -227,7 +227,7 @@ pub struct SnapshotPatch {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub played_path: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub plugins: Option<Positions<PluginView>>,
+    pub plugins: Option<Positions<Shared<PluginView>>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resolution: Option<Resolution>,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -3,7 +3,7 @@
 //! studio shapes what the UI receives; the app shell sends it whole on open, and as a
 //! [`super::SnapshotPatch`] of its changed parts after that.
 
-use super::common::{Diagnostic, JsonValue, all};
+use super::common::{Diagnostic, JsonValue, Shared, all};
 use super::compaction::{CompactionRun, CompactionView};
 use super::plugins::{PluginStatus, PluginView, Resolution};
 use super::preview::Preview;
@@ -12,9 +12,9 @@ use super::turns::TurnRecord;
 use crate::live::{LiveStudio, UndoEntry};
 use covel_kernel::compaction::{self, Budget};
 use covel_kernel::diagnostic;
+use foldhash::HashMapExt;
 use serde::Serialize;
 use specta::Type;
-use std::collections::HashMap;
 
 /// What the next undo step undoes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Type)]
@@ -57,7 +57,8 @@ pub struct Snapshot {
     pub undo: Option<UndoView>,
     /// Where "Save played session" writes unless the author picks another file.
     pub played_path: String,
-    pub plugins: Vec<PluginView>,
+    /// Shared with the snapshot before for every plugin whose view did not change.
+    pub plugins: Vec<Shared<PluginView>>,
     pub resolution: Resolution,
     pub preview: Preview,
     pub compaction: CompactionView,
@@ -81,7 +82,7 @@ impl LiveStudio {
             .iter()
             .map(|r| (r.plugin.as_str(), r))
             .collect();
-        let mut studio_notes: HashMap<&str, Vec<&str>> = HashMap::new();
+        let mut studio_notes: foldhash::HashMap<&str, Vec<&str>> = foldhash::HashMap::new();
         for call in &self.preview.calls {
             for line in call.logs.iter().filter_map(|l| l.strip_prefix("[studio] ")) {
                 studio_notes
@@ -90,13 +91,18 @@ impl LiveStudio {
                     .push(line);
             }
         }
+        let mut kept = self
+            .plugin_views
+            .0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         let plugins = ws
             .plugins
             .iter()
             .map(|p| {
-                let manifest = p.package.as_ref().map(|pkg| &pkg.manifest);
                 let rejection = rejected.get(p.name.as_str()).copied();
-                let status = if ws.reload_failures.contains_key(&p.name) {
+                let failures = ws.reload_failures.get(&p.name);
+                let status = if failures.is_some() {
                     PluginStatus::LastGood
                 } else if !p.ok() {
                     PluginStatus::Failed
@@ -107,35 +113,38 @@ impl LiveStudio {
                 } else {
                     PluginStatus::Inactive
                 };
-                let mut diagnostics = p.diagnostics.clone();
-                diagnostics.extend(ws.reload_failures.get(&p.name).cloned().unwrap_or_default());
-                let mut hints = p.hints.clone();
-                for line in studio_notes.get(p.name.as_str()).into_iter().flatten() {
-                    if !hints.iter().any(|h| h.message == *line) {
-                        hints.push(
-                            diagnostic::Diagnostic::new(covel_kernel::Code::RowShapedRead, *line)
-                                .plugin(&p.name),
-                        );
-                    }
-                }
-                PluginView {
-                    name: p.name.clone(),
+                let notes = studio_notes
+                    .get(p.name.as_str())
+                    .map_or(&[][..], Vec::as_slice);
+                let key = PluginViewKey {
+                    load_id: p.load_id,
                     status,
-                    display_name: manifest
-                        .and_then(|m| m.display_name.as_ref())
-                        .map(Into::into),
-                    description: manifest.map(|m| (&m.description).into()),
-                    rejection: rejection.map(Into::into),
-                    diagnostics: all(&diagnostics),
-                    hints: all(&hints),
-                    providers: manifest.map(|m| all(&m.extensions)).unwrap_or_default(),
-                    has_static_prompt: manifest.is_some_and(|m| !m.static_prompt.is_empty()),
-                    inventory: (&p.registrations).into(),
-                    runtimes: manifest.map(|m| m.runtime_ids()).unwrap_or_default(),
-                    load_ms: p.load_time.as_secs_f64() * 1000.0,
+                    rejection: rejection.cloned(),
+                    failures: failures.cloned(),
+                    notes: notes.iter().map(|n| n.to_string()).collect(),
+                };
+                let fresh = || Shared::new(plugin_view(p, status, rejection, failures, notes));
+                match kept.get_mut(&p.name) {
+                    Some((was, view)) if *was == key => view.clone(),
+                    Some(entry) => {
+                        *entry = (key, fresh());
+                        entry.1.clone()
+                    }
+                    None => {
+                        let view = fresh();
+                        kept.insert(p.name.clone(), (key, view.clone()));
+                        view
+                    }
                 }
             })
             .collect();
+        // Every plugin listed has its entry now: any more belong to plugins that are gone.
+        if kept.len() > ws.plugins.len() {
+            let listed: foldhash::HashSet<&str> =
+                ws.plugins.iter().map(|p| p.name.as_str()).collect();
+            kept.retain(|name, _| listed.contains(name.as_str()));
+        }
+        drop(kept);
         let windows = ws.windows();
         let estimated = compaction::estimate_with_system(
             self.preview.prompt.system_and_turn_context_tally(),
@@ -189,5 +198,75 @@ impl LiveStudio {
             last_reload: self.last_reload.as_ref().map(Into::into),
             diagnostics: ws.diagnostics().map(Into::into).collect(),
         }
+    }
+}
+
+/// What a plugin's view is made of besides the loaded plugin itself: the view kept under an
+/// equal key is the view [`plugin_view`] would build again.
+#[derive(PartialEq)]
+struct PluginViewKey {
+    /// The load the view shows (`LoadedPlugin::load_id`: a reload is another load).
+    load_id: u64,
+    status: PluginStatus,
+    rejection: Option<covel_kernel::resolver::Rejection>,
+    failures: Option<Vec<diagnostic::Diagnostic>>,
+    notes: Vec<String>,
+}
+
+/// The plugin views of the last snapshot, by folder name, with what each was made of: a save
+/// changes one plugin, and the snapshot after it shares every other view with the one before
+/// (at 500 plugins, building and comparing every view cost ≈ 2M instructions a save).
+#[derive(Default)]
+pub struct PluginViews(
+    std::sync::Mutex<foldhash::HashMap<String, (PluginViewKey, Shared<PluginView>)>>,
+);
+
+impl LiveStudio {
+    /// Drops the kept plugin views: the next snapshot builds every one again (tests compare
+    /// those with the views a snapshot shares).
+    pub fn forget_plugin_views(&self) {
+        self.plugin_views
+            .0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+    }
+}
+
+/// One plugin as the Plugins panel shows it.
+fn plugin_view(
+    p: &covel_js::LoadedPlugin,
+    status: PluginStatus,
+    rejection: Option<&covel_kernel::resolver::Rejection>,
+    failures: Option<&Vec<diagnostic::Diagnostic>>,
+    notes: &[&str],
+) -> PluginView {
+    let manifest = p.package.as_ref().map(|pkg| &pkg.manifest);
+    let mut diagnostics = p.diagnostics.clone();
+    diagnostics.extend(failures.cloned().unwrap_or_default());
+    let mut hints = p.hints.clone();
+    for line in notes {
+        if !hints.iter().any(|h| h.message == *line) {
+            hints.push(
+                diagnostic::Diagnostic::new(covel_kernel::Code::RowShapedRead, *line)
+                    .plugin(&p.name),
+            );
+        }
+    }
+    PluginView {
+        name: p.name.clone(),
+        status,
+        display_name: manifest
+            .and_then(|m| m.display_name.as_ref())
+            .map(Into::into),
+        description: manifest.map(|m| (&m.description).into()),
+        rejection: rejection.map(Into::into),
+        diagnostics: all(&diagnostics),
+        hints: all(&hints),
+        providers: manifest.map(|m| all(&m.extensions)).unwrap_or_default(),
+        has_static_prompt: manifest.is_some_and(|m| !m.static_prompt.is_empty()),
+        inventory: (&p.registrations).into(),
+        runtimes: manifest.map(|m| m.runtime_ids()).unwrap_or_default(),
+        load_ms: p.load_time.as_secs_f64() * 1000.0,
     }
 }
