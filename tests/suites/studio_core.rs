@@ -203,48 +203,43 @@ fn a_snapshot_shares_the_views_of_plugins_a_reload_left_as_they_were() {
         |except: &str| -> Vec<String> { names.iter().filter(|n| *n != except).cloned().collect() };
     let mut last = studio.snapshot();
 
-    // A code edit: a new load of story-director, every other view shared.
+    // Saves of story-director's entry: a new load, a syntax error (the last good load keeps
+    // running, marked with the failure), the fix. Every other view stays shared.
     let entry_file = dir.path().join("story-director/server/index.js");
-    edit(
-        &entry_file,
-        "export default function (covel) {",
-        "export default function (covel) {\n  // edited",
-    );
-    reload(&mut studio, std::slice::from_ref(&entry_file));
-    let (shared, now) = shared_views(&studio, &last);
-    assert_eq!(shared, others("story-director"));
-    last = now;
+    let head = "export default function (covel) {";
+    use covel_studio::wire::plugins::PluginStatus;
+    for (from, to, status) in [
+        (
+            head,
+            "export default function (covel) {\n  // edited",
+            PluginStatus::Active,
+        ),
+        (
+            head,
+            "export default function (covel) {{",
+            PluginStatus::LastGood,
+        ),
+        (
+            "export default function (covel) {{",
+            head,
+            PluginStatus::Active,
+        ),
+    ] {
+        edit(&entry_file, from, to);
+        reload(&mut studio, std::slice::from_ref(&entry_file));
+        let (shared, now) = shared_views(&studio, &last);
+        assert_eq!(shared, others("story-director"), "{to}");
+        let view = now
+            .plugins
+            .iter()
+            .find(|p| p.name == "story-director")
+            .expect("listed");
+        assert_eq!(view.status, status, "{to}");
+        last = now;
+    }
 
-    // A syntax error: the last good load keeps running, marked with the failure.
-    edit(
-        &entry_file,
-        "export default function (covel) {",
-        "export default function (covel) {{",
-    );
-    reload(&mut studio, std::slice::from_ref(&entry_file));
+    // Nothing at all: a snapshot with no change shares every view.
     let (shared, now) = shared_views(&studio, &last);
-    assert_eq!(shared, others("story-director"));
-    let view = now
-        .plugins
-        .iter()
-        .find(|p| p.name == "story-director")
-        .expect("listed");
-    assert_eq!(
-        view.status,
-        covel_studio::wire::plugins::PluginStatus::LastGood
-    );
-    last = now;
-
-    // The fix, then nothing at all: a snapshot with no change shares every view.
-    edit(
-        &entry_file,
-        "export default function (covel) {{",
-        "export default function (covel) {",
-    );
-    reload(&mut studio, std::slice::from_ref(&entry_file));
-    let (shared, now) = shared_views(&studio, &last);
-    assert_eq!(shared, others("story-director"));
-    let (shared, now) = shared_views(&studio, &now);
     assert_eq!(shared, names);
 
     // A plugin gone: the others' views stay shared.
