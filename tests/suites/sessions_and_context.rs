@@ -612,6 +612,23 @@ fn the_executions_of_one_call_scope_share_one_session_view_which_lasts_until_the
     // engine that ran under it need not check what its plugin sees again).
     assert_eq!(ws.calls().execution(None).view.id(), first_view);
 
+    // The same world record with its keys in another order is another view: a handler sees an
+    // object's keys in order.
+    let record = json!({"id": "vell", "name": "Vell"});
+    ws.session.world.world_record = Some(record);
+    let named_first = ws.calls().execution(None).view.id();
+    assert_ne!(named_first, first_view);
+    ws.session.world.world_record = Some(json!({"name": "Vell", "id": "vell"}));
+    let reordered = std::sync::Arc::clone(&ws.calls().execution(None).view);
+    assert_ne!(reordered.id(), named_first, "key order counts");
+    let keys: Vec<&String> = reordered.world["worldRecord"]
+        .as_object()
+        .expect("a record")
+        .keys()
+        .collect();
+    assert_eq!(keys, ["name", "id"]);
+    let first_view = reordered.id();
+
     // The author edits the session: the next scope reads it again, under a new view, and the
     // probe's engine (which saw the first view) hands its handler the new setting.
     ws.session

@@ -166,6 +166,8 @@ pub struct SessionView {
     data: SessionData,
     /// Hash of what every plugin sees (session, locale, world, HTTP policy), computed once.
     shared_key: std::sync::OnceLock<u64>,
+    /// Hash of all of it, computed once ([`SessionView::data_key`]).
+    data_key: std::sync::OnceLock<u64>,
 }
 
 impl std::ops::Deref for SessionView {
@@ -184,6 +186,7 @@ impl SessionView {
             id: NEXT_VIEW.fetch_add(1, Ordering::Relaxed),
             data,
             shared_key: std::sync::OnceLock::new(),
+            data_key: std::sync::OnceLock::new(),
         })
     }
 
@@ -250,6 +253,13 @@ impl SessionView {
             plugins,
             http: session.http.clone(),
         })
+    }
+
+    /// A key that changes whenever anything in the view changes, as its JSON text reads (an
+    /// object's keys in order, as a handler sees them): the same digest [`SessionView::visible_key`]
+    /// trusts for each plugin's part.
+    pub fn data_key(&self) -> u64 {
+        *self.data_key.get_or_init(|| hash_json(&self.data))
     }
 
     /// A key that changes whenever anything a provider of `plugin_id` can see changes (its own

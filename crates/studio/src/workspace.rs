@@ -445,11 +445,12 @@ impl Workspace {
     }
 
     /// What handlers see of the committed session state now, built by the kernel
-    /// ([`SessionView::from_session`]). When that equals the data of the last view handed out
-    /// (the usual save changes a handler's code, not the session or a manifest's settings), the
-    /// last view is handed out again: an engine that already ran under it then knows, by its
-    /// id, that its plugin sees the same data, without hashing that data again (at 500 plugins
-    /// ≈ 500 digests a save). A view is frozen, so sharing it cannot change what a call sees.
+    /// ([`SessionView::from_session`]). When its data reads as the last view's did (the same
+    /// JSON text, keys in the same order: [`SessionView::data_key`]; the usual save changes a
+    /// handler's code, not the session or a manifest's settings), the last view is handed out
+    /// again: an engine that already ran under it then knows, by its id, that its plugin sees
+    /// the same data, without hashing its part again (at 500 plugins ≈ 500 digests a save, for
+    /// one digest of the whole). A view is frozen, so sharing it cannot change what a call sees.
     pub fn session_view(&self) -> Arc<SessionView> {
         let manifests = self
             .plugins
@@ -460,7 +461,7 @@ impl Workspace {
             SessionView::from_session(&self.session, manifests, &self.dimension_providers());
         let mut last = self.last_view.lock().unwrap_or_else(|e| e.into_inner());
         match last.as_ref() {
-            Some(kept) if ***kept == **fresh => Arc::clone(kept),
+            Some(kept) if kept.data_key() == fresh.data_key() => Arc::clone(kept),
             _ => {
                 *last = Some(Arc::clone(&fresh));
                 fresh
