@@ -198,7 +198,7 @@ fn segment_changes(before: &Preview, after: &Preview) -> Vec<SegmentChange> {
 }
 
 /// Where a row was or is, as a change reports it.
-fn state(index: usize, s: &SegmentRow) -> SegmentState {
+fn state((index, s): (usize, &SegmentRow)) -> SegmentState {
     SegmentState {
         index,
         placement: s.placement,
@@ -232,8 +232,8 @@ fn in_place_changes(before: &Preview, after: &Preview) -> Option<Vec<SegmentChan
                 kind: SegmentChangeKind::Changed,
                 plugin: a.plugin.clone(),
                 id: a.id.clone(),
-                before: Some(state(index, b)),
-                after: Some(state(index, a)),
+                before: Some(state((index, b))),
+                after: Some(state((index, a))),
             })
             .collect(),
     )
@@ -258,7 +258,6 @@ fn indexed_changes(before: &Preview, after: &Preview) -> Vec<SegmentChange> {
     ) -> Option<(usize, &'p SegmentRow)> {
         index.get(&key).map(|&i| (i, &p.segments[i]))
     }
-    let state = |(index, s): (usize, &SegmentRow)| state(index, s);
     let mut segments = Vec::new();
     for (seg, &key) in after.segments.iter().zip(&keys_after) {
         let now = row(after, &index_after, key);

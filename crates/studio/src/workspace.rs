@@ -83,7 +83,7 @@ pub struct Workspace {
     /// The active providers in call order as of the last `resolve` (every scope of calls shares
     /// them); dropped when a plugin reloads, until the next `resolve`.
     in_call_order: Option<Arc<[Provider]>>,
-    /// The last session view handed out: a new view over equal data is this one again
+    /// The last session view handed out: a new view whose data reads the same is this one again
     /// ([`Workspace::session_view`]).
     last_view: std::sync::Mutex<Option<Arc<SessionView>>>,
 }
