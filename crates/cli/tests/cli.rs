@@ -166,9 +166,8 @@ fn call_selects_a_slot_and_fails_with_exit_1_when_the_run_fails() {
 
 #[test]
 fn call_reads_its_input_from_a_file() {
-    let dir = std::env::temp_dir().join(format!("covel-cli-input-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let file = dir.join("input.json");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("input.json");
     std::fs::write(&file, r#"{"turnId":"t1","playerMessage":"From a file"}"#).expect("write");
     let arg = format!("@{}", file.display());
     let out = covel(&[
@@ -378,8 +377,8 @@ fn next_json(lines: &std::sync::mpsc::Receiver<String>, what: &str) -> Value {
 
 #[test]
 fn watch_prints_one_json_entry_per_reload_with_diff_and_timings() {
-    let dir = std::env::temp_dir().join(format!("covel-watch-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let temp = tempfile::tempdir().expect("tempdir");
+    let dir = temp.path().join("plugins");
     copy_dir(&repo().join("plugins-sample"), &dir);
     let mut child = Reaped(
         Command::new(env!("CARGO_BIN_EXE_covel"))
@@ -435,13 +434,12 @@ fn watch_prints_one_json_entry_per_reload_with_diff_and_timings() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     };
     assert!(status.success());
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn play_runs_scripted_turns_and_saves_the_session() {
-    let dir = std::env::temp_dir().join(format!("covel-play-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("dir");
+    let temp = tempfile::tempdir().expect("tempdir");
+    let dir = temp.path();
     let saved = dir.join("played.session.yaml");
     let out = covel(&[
         "play",
@@ -475,7 +473,6 @@ fn play_runs_scripted_turns_and_saves_the_session() {
         Some(0),
         "the saved session opens again"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -537,8 +534,8 @@ fn play_never_writes_played_turns_into_the_authored_session_unasked() {
 
 #[test]
 fn compact_validates_a_hand_written_output_rule_by_rule() {
-    let dir = std::env::temp_dir().join(format!("covel-compact-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("dir");
+    let temp = tempfile::tempdir().expect("tempdir");
+    let dir = temp.path();
     let bad = dir.join("bad.json");
     std::fs::write(&bad, r#"{"summaries":[{"messageIds":["m2u"],"replacesSummaryIds":[],"content":"skips the first","focusSections":[]}]}"#).expect("write");
     let out = covel(&[
@@ -562,7 +559,6 @@ fn compact_validates_a_hand_written_output_rule_by_rule() {
     assert_eq!(broken, ["message-prefix-in-order"]);
     assert_eq!(report["failureCount"], 1);
     assert!(report["run"]["input"]["summaryBudget"]["maxTokens"].is_number());
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
