@@ -26,6 +26,10 @@ class Studio {
   reloads = $state(0);
   /** How long the window took to apply the last reload (from its event to the next painted frame), reported in the e2e timings. */
   applyMs = $state<number | null>(null);
+  /** Of `applyMs`, the script's part: merging the patch into the snapshot held (or fetching the whole snapshot) and updating the page; the rest is layout, paint and the frame. */
+  mergeMs = $state<number | null>(null);
+  /** Whether the last reload's patch did not fit the snapshot held, so the whole snapshot was fetched instead. */
+  fetchedWhole = $state(false);
   /** When the last reload's frame was painted, in epoch milliseconds (comparable with a file's write time). */
   paintedAt = $state<number | null>(null);
   /** The panel on show. */
@@ -85,7 +89,8 @@ class Studio {
       }
       if (event.reason === "reload" && this.snapshot) {
         const started = performance.now();
-        await this.merge(event.patch);
+        this.fetchedWhole = !(await this.merge(event.patch));
+        this.mergeMs = performance.now() - started;
         this.busy = null;
         requestAnimationFrame(() =>
           setTimeout(() => {
@@ -131,10 +136,11 @@ class Studio {
     this.openError = null;
   }
 
-  /** Merges a patch; one that does not apply to the snapshot held (it arrived out of order) is replaced by the whole snapshot. */
-  async merge(patch: SnapshotPatch) {
+  /** Applies a patch to the snapshot held. A patch made for another version (it arrived out of order) is replaced by the whole snapshot; then it returns false. */
+  async merge(patch: SnapshotPatch): Promise<boolean> {
     const merged = this.snapshot && applyPatch(this.snapshot, patch);
     this.adopt(merged ?? (await (await backend).snapshot()));
+    return merged != null;
   }
 
   /** The editor's text changed. */

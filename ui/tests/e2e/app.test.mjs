@@ -323,6 +323,9 @@ test("panel switches and a reload on a large folder (reported)", { skip: !proces
     const note = async (name) => (await browser.$('[data-testid="reload-note"]')).getAttribute(name);
     const writtenToPainted = [];
     const applied = [];
+    // Of which the script's part (merging the patch, updating the page; the rest is layout and
+    // paint), marked "whole" when the patch did not fit and the whole snapshot was fetched.
+    const merged = [];
     // The backend's part: the reload's own time, first file event → preview ready (the header's note).
     const reloaded = [];
     for (let i = 0; i < 9; i++) {
@@ -334,12 +337,13 @@ test("panel switches and a reload on a large folder (reported)", { skip: !proces
       await waitFor("its painted frame", async () => Number(await note("data-painted-at")) >= written, 5000);
       writtenToPainted.push(Number(await note("data-painted-at")) - written);
       applied.push(Number(await note("data-apply-ms")));
+      merged.push(`${await note("data-merge-ms")}${(await note("data-fetched-whole")) === "true" ? " whole" : ""}`);
       reloaded.push(Number((await text('[data-testid="reload-note"]')).match(/· (\d+) ms/)?.[1]));
       // Apart, as an author's saves are: each reload is measured on its own.
       await new Promise((r) => setTimeout(r, 300));
     }
     const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
-    console.log(`# nine reloads on ${dir}, file written → prompt panel painted: ${writtenToPainted.join(", ")} ms (median ${median(writtenToPainted)} ms); of which the reload in the backend: ${reloaded.join(", ")} ms (median ${median(reloaded)} ms), applying the event in the window: ${applied.join(", ")} ms (median ${median(applied)} ms); last: ${await text('[data-testid="reload-note"]')}`);
+    console.log(`# nine reloads on ${dir}, file written → prompt panel painted: ${writtenToPainted.join(", ")} ms (median ${median(writtenToPainted)} ms); of which the reload in the backend: ${reloaded.join(", ")} ms (median ${median(reloaded)} ms), applying the event in the window: ${applied.join(", ")} ms (median ${median(applied)} ms), of which script: ${merged.join(", ")} ms; last: ${await text('[data-testid="reload-note"]')}`);
   } finally {
     await writeFile(index, untouched);
   }
