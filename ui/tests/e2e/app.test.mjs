@@ -215,6 +215,7 @@ test("a draft in the session editor survives a hot reload; a change on disk asks
   await edit("story-director/server/lib/text.js", "grave, patient", "grave, steady");
   await waitFor("the reload", async () => Number(await (await browser.$('[data-testid="reload-note"]')).getAttribute("data-reloads")) > reloads);
   assert.match(await (await browser.$('[data-testid="reload-note"]')).getAttribute("title"), /text\.js/, "the reloaded paths are in the note's title");
+  assert.equal(await (await browser.$('[data-testid="reload-note"]')).getAttribute("data-fetched-whole"), "false", "the reload crossed as a patch on the snapshot the window held");
   assert.match(await text('[data-testid="session-editor"]'), /# my draft note/, "the reload kept the draft");
   assert.equal(await text('[data-testid="draft-state"]'), "unsaved changes");
   await writeFile(path, (await readFile(path, "utf8")) + "# changed on disk\n");
