@@ -32,6 +32,11 @@ pub struct Args {
     /// distribution of file written → preview ready.
     #[arg(long, default_value_t = 0)]
     watch_edits: usize,
+    /// With `--watch-edits`: how long the folder stays quiet before each edit, in milliseconds
+    /// (the memo is confirmed at the start of it, as the shells do). Spaced like an author's
+    /// saves (seconds), an edit finds the caches as other work left them.
+    #[arg(long, default_value_t = 30)]
+    watch_pause: u64,
     /// Machine-readable output.
     #[arg(long)]
     json: bool,
@@ -159,7 +164,12 @@ pub fn run(args: &Args, process_start: Instant) -> anyhow::Result<ExitCode> {
     });
     if args.watch_edits > 0 {
         let workspace = crate::open::workspace(&args.plugins_dir, None)?;
-        report["watch"] = crate::bench_watch::run(&args.plugins_dir, workspace, args.watch_edits)?;
+        report["watch"] = crate::bench_watch::run(
+            &args.plugins_dir,
+            workspace,
+            args.watch_edits,
+            std::time::Duration::from_millis(args.watch_pause),
+        )?;
     }
     if args.turns > 0 {
         report["turns"] = played_turns(workspace, args.turns);

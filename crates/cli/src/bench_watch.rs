@@ -3,7 +3,8 @@
 //! ready (the author's wait on a save), with the part of it that is work after the settle time
 //! and that work's parts (load, resolve, preview), and the size of the patch the desktop app
 //! would send its window for each reload (`WireState::patch`). Between edits the memo is
-//! confirmed, as the shells do while the author is idle (`LiveStudio::confirm_memo`).
+//! confirmed, as the shells do while the author is idle (`LiveStudio::confirm_memo`), and the
+//! folder stays quiet for the pause given (`--watch-pause`).
 
 use anyhow::Context;
 use covel_studio::RuntimeTarget;
@@ -25,11 +26,16 @@ pub fn distribution(mut samples: Vec<f64>) -> serde_json::Value {
     json!({"samples": samples.len(), "median": at(0.5), "p90": at(0.9), "max": samples.last()})
 }
 
-/// Edits the first loaded plugin's entry `edits` times and measures each reload.
+/// How long the previous reload's stray events get to drain before an edit.
+const DRAIN: Duration = Duration::from_millis(30);
+
+/// Edits the first loaded plugin's entry `edits` times, each after `pause` of quiet (at least
+/// [`DRAIN`]), and measures each reload.
 pub fn run(
     plugins_dir: &Path,
     workspace: Workspace,
     edits: usize,
+    pause: Duration,
 ) -> anyhow::Result<serde_json::Value> {
     let plugin = workspace
         .plugins
@@ -60,10 +66,13 @@ pub fn run(
         for i in 0..edits {
             // Let the previous reload's stray events drain, as between an author's saves; then,
             // as `covel watch` and the app do while the author is idle, confirm the memo.
-            std::thread::sleep(Duration::from_millis(30));
+            std::thread::sleep(DRAIN);
+            let quiet = Instant::now();
             if studio.needs_confirming() {
                 studio.confirm_memo();
             }
+            // The rest of the pause: an author's next save comes seconds later.
+            std::thread::sleep(pause.saturating_sub(DRAIN).saturating_sub(quiet.elapsed()));
             let written = Instant::now();
             std::fs::write(&file, format!("{original}\n// covel bench edit {i}\n"))
                 .with_context(|| format!("writing {}", file.display()))?;
@@ -98,6 +107,7 @@ pub fn run(
         "edits": edits,
         "missed": missed,
         "debounceMs": FolderWatcher::SETTLE.as_secs_f64() * 1000.0,
+        "pauseMs": pause.max(DRAIN).as_secs_f64() * 1000.0,
         "writtenToReadyMs": distribution(written_to_ready),
         "workMs": distribution(work),
         "loadMs": distribution(load),

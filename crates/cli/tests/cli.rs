@@ -1156,3 +1156,72 @@ fn play_record_needs_a_real_backend() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("story model is `scripted`"));
     assert!(!file.exists());
 }
+
+/// Every file under `dir` with its bytes, by path relative to `dir`.
+fn files_under(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(at) = stack.pop() {
+        for entry in std::fs::read_dir(&at).expect("readable dir") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let bytes = std::fs::read(&path).expect("readable file");
+                out.insert(
+                    path.strip_prefix(dir).expect("under dir").to_path_buf(),
+                    bytes,
+                );
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn bench_times_previews_and_watched_edits_spaced_as_asked_and_puts_the_edited_file_back() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let dir = temp.path().join("plugins");
+    copy_dir(&repo().join("plugins-sample"), &dir);
+    let out = covel(&[
+        "bench",
+        dir.to_str().expect("utf-8"),
+        "--iterations",
+        "3",
+        "--full-previews",
+        "1",
+        "--watch-edits",
+        "2",
+        "--watch-pause",
+        "80",
+        "--json",
+    ]);
+    assert_exit(&out, 0);
+    let report = json_of(&out);
+    assert!(report["providers"].as_u64().is_some_and(|n| n > 0));
+    assert!(
+        report["medianPreviewMs"]
+            .as_f64()
+            .is_some_and(|ms| ms > 0.0)
+    );
+    let watch = &report["watch"];
+    assert_eq!(watch["edits"], 2);
+    assert_eq!(
+        watch["missed"], 0,
+        "each edit was seen and reloaded: {watch}"
+    );
+    assert_eq!(watch["pauseMs"], 80.0);
+    for distribution in ["writtenToReadyMs", "workMs", "previewMs", "patchBytes"] {
+        assert_eq!(watch[distribution]["samples"], 2, "{distribution}: {watch}");
+    }
+    assert!(
+        watch["writtenToReadyMs"]["median"]
+            .as_f64()
+            .is_some_and(|ms| ms > 0.0)
+    );
+    assert_eq!(
+        files_under(&dir),
+        files_under(&repo().join("plugins-sample")),
+        "the bench put the file it edited back as it was"
+    );
+}
