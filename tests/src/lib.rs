@@ -180,3 +180,23 @@ pub fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+/// Every file under a folder with its bytes, by path relative to it (to check that a command
+/// left a folder as it found it).
+pub fn files_under(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    fn walk(root: &Path, at: &Path, out: &mut std::collections::BTreeMap<PathBuf, Vec<u8>>) {
+        for entry in std::fs::read_dir(at).expect("read a folder").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(root, &path, out);
+            } else {
+                let bytes = std::fs::read(&path).expect("read a file");
+                let relative = path.strip_prefix(root).expect("under the folder");
+                out.insert(relative.to_path_buf(), bytes);
+            }
+        }
+    }
+    let mut out = std::collections::BTreeMap::new();
+    walk(dir, dir, &mut out);
+    out
+}

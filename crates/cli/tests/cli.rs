@@ -1,6 +1,6 @@
 //! End-to-end tests of the real `covel` binary: exit codes, human and JSON output.
 
-use covel_tests::copy_dir;
+use covel_tests::{copy_dir, files_under};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -1155,27 +1155,6 @@ fn play_record_needs_a_real_backend() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("story model is `scripted`"));
     assert!(!file.exists());
-}
-
-/// Every file under `dir` with its bytes, by path relative to `dir`.
-fn files_under(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
-    let mut out = std::collections::BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(at) = stack.pop() {
-        for entry in std::fs::read_dir(&at).expect("readable dir") {
-            let path = entry.expect("entry").path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                let bytes = std::fs::read(&path).expect("readable file");
-                out.insert(
-                    path.strip_prefix(dir).expect("under dir").to_path_buf(),
-                    bytes,
-                );
-            }
-        }
-    }
-    out
 }
 
 #[test]
