@@ -255,6 +255,19 @@ fn upstream_shaped_plugins_load_and_their_providers_run() {
     assert_eq!(r.hooks, ["TurnStart:normal", "PostLLMResponse:post"]);
     assert_eq!(r.forms, ["quest-form"]);
     assert_eq!(r.wires, ["quest-voice"]);
+    // None of these is an extension point: the studio lists them and says it never runs them.
+    let kinds: Vec<&str> = r.not_run().iter().map(|(kind, _)| *kind).collect();
+    assert_eq!(
+        kinds,
+        ["tools", "actions", "services", "forms", "wires", "hooks"]
+    );
+    assert_eq!(
+        r.not_run_note().as_deref(),
+        Some(
+            "registered only: the studio lists these tools, actions, services, forms, wires and \
+             hooks but never runs them (Covel's turn loop does); it previews the extension points"
+        )
+    );
     assert!(
         quest
             .modules
@@ -262,6 +275,11 @@ fn upstream_shaped_plugins_load_and_their_providers_run() {
             .any(|m| m.ends_with("server/tools/update.js")),
         "relative imports are tracked"
     );
+    let static_only = plugins
+        .iter()
+        .find(|p| p.name == "static-only")
+        .expect("fixture");
+    assert_eq!(static_only.registrations.not_run_note(), None);
     let dice = plugins
         .iter()
         .find(|p| p.name == "dice-check")

@@ -6,6 +6,7 @@ use anyhow::bail;
 use covel_js::load_plugins;
 use covel_kernel::package;
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -25,6 +26,7 @@ struct Report<'a> {
 }
 
 #[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
 struct PluginReport<'a> {
     id: String,
     path: String,
@@ -33,6 +35,10 @@ struct PluginReport<'a> {
     /// Hints that do not make the plugin invalid (e.g. `row-shaped-read`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     hints: Vec<DiagnosticJson<'a>>,
+    /// What the entry registered that the studio lists but never runs, by kind
+    /// (`Registrations::not_run`).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    not_run: BTreeMap<&'static str, &'a [String]>,
 }
 
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
@@ -65,6 +71,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
                 ok: p.ok(),
                 diagnostics: p.diagnostics.iter().map(DiagnosticJson::from).collect(),
                 hints: p.hints.iter().map(DiagnosticJson::from).collect(),
+                not_run: p.registrations.not_run().into_iter().collect(),
             })
             .collect();
         print_json(&Report { plugins })?;
@@ -89,6 +96,15 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             }
             for hint in &p.hints {
                 crate::say!("    hint: {hint}");
+            }
+            if let Some(note) = p.registrations.not_run_note() {
+                let listed: Vec<String> = p
+                    .registrations
+                    .not_run()
+                    .iter()
+                    .map(|(kind, items)| format!("{kind}: {}", items.join(", ")))
+                    .collect();
+                crate::say!("    note: {note} ({})", listed.join("; "));
             }
         }
         let bad = loaded.iter().filter(|p| !p.ok()).count();

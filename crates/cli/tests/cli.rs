@@ -1204,3 +1204,42 @@ fn bench_times_previews_and_watched_edits_spaced_as_asked_and_puts_the_edited_fi
         "the bench put the file it edited back as it was"
     );
 }
+
+#[test]
+fn validate_says_what_a_plugin_registered_that_the_studio_never_runs() {
+    let out = covel(&["validate", "tests/fixtures/upstream-shaped"]);
+    assert_exit(&out, 0);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let note = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("note: registered only"))
+        .unwrap_or_else(|| panic!("a note for quest-tracker's tools and hooks: {text}"));
+    assert!(
+        note.contains("hooks: TurnStart:normal, PostLLMResponse:post"),
+        "{note}"
+    );
+    assert!(note.contains("tools: quest-update"), "{note}");
+
+    let out = covel(&["validate", "tests/fixtures/upstream-shaped", "--json"]);
+    let report = json_of(&out);
+    let quest = report["plugins"]
+        .as_array()
+        .and_then(|ps| ps.iter().find(|p| p["id"] == "quest-tracker"))
+        .expect("quest-tracker");
+    assert_eq!(
+        quest["notRun"]["hooks"],
+        serde_json::json!(["TurnStart:normal", "PostLLMResponse:post"])
+    );
+    assert_eq!(
+        quest["notRun"]["services"],
+        serde_json::json!(["quests.query@1"])
+    );
+    let static_only = report["plugins"]
+        .as_array()
+        .and_then(|ps| ps.iter().find(|p| p["id"] == "static-only"))
+        .expect("static-only");
+    assert!(
+        static_only.get("notRun").is_none(),
+        "nothing to say: {static_only}"
+    );
+}

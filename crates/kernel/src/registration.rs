@@ -49,6 +49,39 @@ pub struct Registrations {
 }
 
 impl Registrations {
+    /// What the entry registered that the studio lists but never calls, by kind, in call order:
+    /// tools, actions, services, forms, wires and hooks belong to Covel's turn loop (a model's
+    /// tool call, a service request, an event), which the studio does not run; it previews the
+    /// extension points. Kinds with nothing registered are left out.
+    pub fn not_run(&self) -> Vec<(&'static str, &[String])> {
+        [
+            ("tools", &self.tools),
+            ("actions", &self.actions),
+            ("services", &self.services),
+            ("forms", &self.forms),
+            ("wires", &self.wires),
+            ("hooks", &self.hooks),
+        ]
+        .into_iter()
+        .filter(|(_, items)| !items.is_empty())
+        .map(|(kind, items)| (kind, items.as_slice()))
+        .collect()
+    }
+
+    /// The sentence that tells an author so, naming the kinds registered ([`Self::not_run`]),
+    /// or `None` when the entry registered none of them.
+    pub fn not_run_note(&self) -> Option<String> {
+        let kinds: Vec<&str> = self.not_run().into_iter().map(|(kind, _)| kind).collect();
+        let named = match kinds.as_slice() {
+            [] => return None,
+            [one] => one.to_string(),
+            [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+        };
+        Some(format!(
+            "registered only: the studio lists these {named} but never runs them (Covel's turn loop does); it previews the extension points"
+        ))
+    }
+
     /// The site of the `nth` (0-based) registration with this `kind:name` key.
     pub fn site_of(&self, key: &str, nth: usize) -> Option<&Site> {
         self.sites
@@ -252,4 +285,37 @@ pub fn check(
         );
     }
     diags
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn registered(tools: &[&str], hooks: &[&str]) -> Registrations {
+        Registrations {
+            tools: tools.iter().map(|t| t.to_string()).collect(),
+            hooks: hooks.iter().map(|h| h.to_string()).collect(),
+            ..Registrations::default()
+        }
+    }
+
+    #[test]
+    fn the_not_run_note_names_each_kind_registered_and_is_absent_without_one() {
+        assert_eq!(registered(&[], &[]).not_run_note(), None);
+        let hooks = registered(&[], &["PostContextAssembly:normal"]);
+        assert_eq!(
+            hooks.not_run(),
+            [("hooks", &["PostContextAssembly:normal".to_string()][..])]
+        );
+        assert!(
+            hooks
+                .not_run_note()
+                .is_some_and(|n| n.starts_with("registered only: the studio lists these hooks but"))
+        );
+        assert!(
+            registered(&["roll"], &["TurnStart:normal"])
+                .not_run_note()
+                .is_some_and(|n| n.contains("these tools and hooks but never runs them"))
+        );
+    }
 }

@@ -804,7 +804,7 @@ export type PluginView_Deserialize = {
 	hints: Diagnostic_Deserialize[],
 	providers: ExtensionDecl_Deserialize[],
 	hasStaticPrompt: boolean,
-	inventory: Registrations,
+	inventory: Registrations_Deserialize,
 	runtimes: string[],
 	loadMs: number,
 };
@@ -821,7 +821,7 @@ export type PluginView_Serialize = {
 	hints: Diagnostic_Serialize[],
 	providers: ExtensionDecl_Serialize[],
 	hasStaticPrompt: boolean,
-	inventory: Registrations,
+	inventory: Registrations_Serialize,
 	runtimes: string[],
 	loadMs: number,
 };
@@ -1073,7 +1073,10 @@ export type RecentFolder_Serialize = {
 };
 
 /**  What a plugin's entry registered, by kind. */
-export type Registrations = {
+export type Registrations = Registrations_Serialize | Registrations_Deserialize;
+
+/**  What a plugin's entry registered, by kind. */
+export type Registrations_Deserialize = {
 	extensions: ProvidedExtension[],
 	tools: string[],
 	actions: string[],
@@ -1082,6 +1085,28 @@ export type Registrations = {
 	wires: string[],
 	hooks: string[],
 	refusedLate: string[],
+	/**
+	 *  That the studio lists but never runs the tools, hooks, … above, when there are any
+	 *  (`registration::Registrations::not_run_note`).
+	 */
+	notRunNote?: string | null,
+};
+
+/**  What a plugin's entry registered, by kind. */
+export type Registrations_Serialize = {
+	extensions: ProvidedExtension[],
+	tools: string[],
+	actions: string[],
+	services: string[],
+	forms: string[],
+	wires: string[],
+	hooks: string[],
+	refusedLate: string[],
+	/**
+	 *  That the studio lists but never runs the tools, hooks, … above, when there are any
+	 *  (`registration::Registrations::not_run_note`).
+	 */
+	notRunNote?: string,
 };
 
 /**  A plugin the session will not run, and why. */

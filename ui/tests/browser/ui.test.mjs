@@ -228,6 +228,8 @@ test("the plugins panel's inventory names registered extensions, never [object O
   const inventory = await page.getByTestId("inventory-quest-log").textContent();
   assert.match(inventory, /extensions: ui\.slot@1 · summary/);
   assert.match(inventory, /tools: quest-update/);
+  assert.match(await page.getByTestId("not-run-quest-log").textContent(), /lists these tools and hooks but never runs them/, "the studio says it never runs what is not an extension point");
+  assert.equal(await page.getByTestId("not-run-story-director").count(), 0, "no note where nothing else was registered");
   assert.doesNotMatch(await page.getByTestId("plugins").textContent(), /\[object Object\]/);
 });
 

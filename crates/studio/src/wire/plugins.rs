@@ -190,6 +190,10 @@ pub struct Registrations {
     pub wires: Vec<String>,
     pub hooks: Vec<String>,
     pub refused_late: Vec<String>,
+    /// That the studio lists but never runs the tools, hooks, … above, when there are any
+    /// (`registration::Registrations::not_run_note`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_run_note: Option<String>,
 }
 
 impl From<&registration::Registrations> for Registrations {
@@ -211,6 +215,7 @@ impl From<&registration::Registrations> for Registrations {
             wires: r.wires.clone(),
             hooks: r.hooks.clone(),
             refused_late: r.refused_late.clone(),
+            not_run_note: r.not_run_note(),
         }
     }
 }
