@@ -477,3 +477,154 @@ fn after_a_played_turn_the_confirmation_runs_the_new_previews_calls_not_the_turn
     assert_eq!(studio.confirm_memo(), 2);
     assert!(!studio.needs_confirming());
 }
+
+/// Writes a plugin whose segment providers have the given ids and orders (each says `text`).
+fn ordered_plugin(dir: &Path, name: &str, providers: &[(&str, i64)], text: &str) {
+    let plugin = dir.join(name);
+    std::fs::create_dir_all(plugin.join("server")).expect("mkdir");
+    let decls: String = providers
+        .iter()
+        .map(|(id, order)| {
+            format!("    - {{ point: prompt.segment@1, id: {id}, order: {order} }}\n")
+        })
+        .collect();
+    std::fs::write(
+        plugin.join("PLUGIN.md"),
+        format!("---\nid: {name}\nkind: plugin\ndescription: Ordered providers.\ncontributes:\n  extensions:\n{decls}---\n"),
+    )
+    .expect("manifest");
+    let calls: String = providers
+        .iter()
+        .map(|(id, order)| {
+            format!("  covel.provideExtension(\"prompt.segment@1\", \"{id}\", {{ order: {order}, handler: () => [{{ id: \"{id}\", content: \"{text}\", position: \"system\", audience: \"story\", volatility: \"stable\" }}] }});\n")
+        })
+        .collect();
+    std::fs::write(
+        plugin.join("server/index.js"),
+        format!("export default function (covel) {{\n{calls}}}\n"),
+    )
+    .expect("entry");
+}
+
+/// The call order a scope of calls uses, as `plugin/provider`.
+fn call_order(ws: &Workspace) -> Vec<String> {
+    ws.calls()
+        .providers()
+        .iter()
+        .map(|p| format!("{}/{}", p.plugin_id, p.decl.id))
+        .collect()
+}
+
+/// The call order sorting the active providers again gives.
+fn sorted_again(ws: &Workspace) -> Vec<String> {
+    let mut providers = ws.active_providers();
+    covel_kernel::runner::presort_providers(&mut providers);
+    providers
+        .iter()
+        .map(|p| format!("{}/{}", p.plugin_id, p.decl.id))
+        .collect()
+}
+
+/// A reload keeps the call order it had and puts the reloaded plugin's new providers where its
+/// old ones stood (without sorting the folder again) only while that is exactly the order a new
+/// sort gives: a changed declaration sorts again.
+#[test]
+fn after_a_reload_the_call_order_is_the_one_sorting_again_gives_and_calls_the_new_code() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    ordered_plugin(dir.path(), "alpha", &[("a-late", 9), ("a-early", -3)], "a");
+    ordered_plugin(
+        dir.path(),
+        "beta",
+        &[("b-mid", 0), ("b-first", -5), ("b-last", 20)],
+        "one",
+    );
+    ordered_plugin(dir.path(), "gamma", &[("g", 0)], "g");
+    let mut ws = Workspace::open(dir.path(), None, &Limits::default()).expect("opens");
+    let opened = call_order(&ws);
+    assert_eq!(
+        opened,
+        [
+            "beta/b-first",
+            "alpha/a-early",
+            "beta/b-mid",
+            "gamma/g",
+            "alpha/a-late",
+            "beta/b-last"
+        ],
+        "order, then plugin id, then provider id"
+    );
+    let contents = |ws: &Workspace| -> Vec<String> {
+        let run = ws.calls().segments(
+            serde_json::json!({"turnId": "t1", "playerMessage": "hi"}),
+            None,
+        );
+        run.parts
+            .iter()
+            .filter(|part| part.plugin_id == "beta")
+            .flat_map(|part| part.output.as_array().cloned().unwrap_or_default())
+            .map(|segment| segment["content"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    assert_eq!(contents(&ws), ["one", "one", "one"]);
+
+    // Only the handler's code changed: the same order, now calling the new code.
+    ordered_plugin(
+        dir.path(),
+        "beta",
+        &[("b-mid", 0), ("b-first", -5), ("b-last", 20)],
+        "two",
+    );
+    assert_eq!(ws.reload_plugin("beta"), PluginReload::Replaced);
+    ws.resolve();
+    assert_eq!(call_order(&ws), opened);
+    assert_eq!(call_order(&ws), sorted_again(&ws));
+    assert_eq!(
+        contents(&ws),
+        ["two", "two", "two"],
+        "the new providers run"
+    );
+
+    // A declaration's order changed: sorted again.
+    ordered_plugin(
+        dir.path(),
+        "beta",
+        &[("b-mid", 0), ("b-first", 50), ("b-last", 20)],
+        "three",
+    );
+    ws.reload_plugin("beta");
+    ws.resolve();
+    assert_eq!(
+        call_order(&ws),
+        [
+            "alpha/a-early",
+            "beta/b-mid",
+            "gamma/g",
+            "alpha/a-late",
+            "beta/b-last",
+            "beta/b-first"
+        ]
+    );
+    assert_eq!(call_order(&ws), sorted_again(&ws));
+
+    // A provider more, and one fewer in another reload: sorted again each time.
+    ordered_plugin(
+        dir.path(),
+        "beta",
+        &[("b-mid", 0), ("b-first", 50), ("b-last", 20), ("b-new", 1)],
+        "four",
+    );
+    ws.reload_plugin("beta");
+    ws.resolve();
+    assert_eq!(call_order(&ws), sorted_again(&ws));
+    assert!(call_order(&ws).contains(&"beta/b-new".to_string()));
+    ordered_plugin(dir.path(), "beta", &[("b-new", 1)], "five");
+    ws.reload_plugin("beta");
+    ws.resolve();
+    assert_eq!(call_order(&ws), sorted_again(&ws));
+    assert_eq!(contents(&ws), ["five"]);
+
+    // Between a reload and the next resolve, calls never reach the replaced runtime.
+    ordered_plugin(dir.path(), "beta", &[("b-new", 1)], "six");
+    ws.reload_plugin("beta");
+    assert_eq!(contents(&ws), ["six"]);
+}

@@ -14,6 +14,7 @@ pub mod parts;
 pub mod playtest;
 pub mod preview;
 pub mod replay;
+mod resolve_inputs;
 pub mod save;
 pub mod secrets;
 pub mod slots;

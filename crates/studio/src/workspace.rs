@@ -2,11 +2,12 @@
 //! resolution. Everything a preview or a call needs is derived from here.
 
 use crate::fingerprint::{self, Fingerprint};
+use crate::resolve_inputs::{CallOrder, ResolveInputs};
 use covel_js::{Limits, LoadedPlugin, load_plugins_with};
 use covel_kernel::context::{ExecutionContext, SessionView};
 use covel_kernel::contract::{PointId, SlotId};
 use covel_kernel::diagnostic::Diagnostic;
-use covel_kernel::resolver::{self, Candidate, LoadFailure, Resolution};
+use covel_kernel::resolver::Resolution;
 use covel_kernel::runner::{self, Provider, RunOptions, RunRequest, RunResult};
 use covel_kernel::session::{self, Session};
 use covel_kernel::slot_host::{self, SlotView};
@@ -79,22 +80,16 @@ pub struct Workspace {
     /// The request `resolution` answers. The resolver is a function of its request, so a
     /// reload that changed no manifest, load outcome or session selection (the usual save: a
     /// handler's code) keeps the resolution instead of resolving the folder again.
-    resolved_for: Option<ResolveRequest>,
+    resolve_inputs: ResolveInputs,
     /// The active providers in call order as of the last `resolve` (every scope of calls shares
-    /// them); dropped when a plugin reloads, until the next `resolve`.
-    in_call_order: Option<Arc<[Provider]>>,
+    /// them). After a plugin reloads it is out of date until the next `resolve`, which brings it
+    /// up to date from what it was ([`CallOrder::after_reload`]).
+    call_order: Option<CallOrder>,
+    /// Whether `call_order` is as of the plugins now loaded.
+    call_order_current: bool,
     /// The last session view handed out: a new view whose data reads the same is this one again
     /// ([`Workspace::session_view`]).
     last_view: std::sync::Mutex<Option<Arc<SessionView>>>,
-}
-
-/// A request to the session resolver, owned (see [`resolver::Request`]).
-#[derive(PartialEq)]
-struct ResolveRequest {
-    requested: Vec<String>,
-    excluded: Vec<String>,
-    plugins: Vec<Candidate>,
-    required_contracts: Vec<String>,
 }
 
 impl Drop for Workspace {
@@ -158,8 +153,9 @@ impl Workspace {
             session_problems: Vec::new(),
             limits: limits.clone(),
             fingerprints,
-            resolved_for: None,
-            in_call_order: None,
+            resolve_inputs: ResolveInputs::default(),
+            call_order: None,
+            call_order_current: false,
             last_view: std::sync::Mutex::new(None),
         };
         workspace.resolve();
@@ -178,7 +174,7 @@ impl Workspace {
     /// are all as its last load attempt read them is left as it is (`Unchanged`: its runtime and
     /// memo stay). Returns what happened to the plugin.
     pub fn reload_plugin(&mut self, name: &str) -> PluginReload {
-        self.in_call_order = None;
+        self.call_order_current = false;
         let folder = self.plugins_dir.join(name);
         let index = self.plugins.iter().position(|p| p.name == name);
         if !folder.join("PLUGIN.md").is_file() {
@@ -271,11 +267,18 @@ impl Workspace {
     }
 
     /// The session's settings against the plugins' `contributes.settings` (kernel rule in
-    /// `covel_kernel::settings`), with positions from the session file when there is one.
+    /// `covel_kernel::settings`), with positions from the session file when there is one. Only
+    /// the plugins the session gives settings to are looked up (the check reads nothing else),
+    /// and a session that gives none is not read again: a reload's check then costs nothing
+    /// per plugin of the folder.
     fn check_settings(&self) -> Vec<Diagnostic> {
+        if self.session.settings.is_empty() {
+            return Vec::new();
+        }
         let declared: BTreeMap<String, Vec<covel_kernel::manifest::raw::SettingDecl>> = self
             .plugins
             .iter()
+            .filter(|p| self.session.settings.contains_key(&p.name))
             .map(|p| {
                 (
                     p.name.clone(),
@@ -305,76 +308,32 @@ impl Workspace {
         )
     }
 
-    /// Re-runs the session resolver (after plugins or the session changed).
+    /// Brings the resolution and the call order up to date after plugins or the session
+    /// changed. The resolver runs only when what it is asked changed, and the call order is
+    /// sorted again only when the active providers' declarations changed (see
+    /// [`crate::resolve_inputs`]).
     pub fn resolve(&mut self) {
-        // Plugins that failed to load stay candidates: the resolver reports them with their own
-        // load code, and tells a plugin that needs what they provide why it is missing.
-        let candidates: Vec<Candidate> = self
-            .plugins
-            .iter()
-            .map(|p| {
-                let failure = p.diagnostics.first().map(|d| LoadFailure {
-                    code: d.code.as_str().to_string(),
-                    message: d.message.clone(),
-                });
-                match (
-                    p.package
-                        .as_ref()
-                        .map(|pkg| &pkg.manifest)
-                        .or(p.declared.as_ref()),
-                    failure,
-                ) {
-                    (Some(manifest), failure) => Candidate {
-                        load_failure: failure,
-                        ..Candidate::from_manifest(
-                            manifest,
-                            !self.session.plugins.unauthorized.contains(&manifest.id),
-                        )
-                    },
-                    (None, Some(failure)) => Candidate::unloadable(&p.name, failure),
-                    (None, None) => Candidate::unloadable(
-                        &p.name,
-                        LoadFailure {
-                            code: "internal".into(),
-                            message: "the plugin did not load".into(),
-                        },
-                    ),
-                }
-            })
-            .collect();
-        let requested: Vec<String> = self
-            .session
-            .plugins
-            .requested
-            .clone()
-            .unwrap_or_else(|| candidates.iter().map(|c| c.id.clone()).collect());
-        let request = ResolveRequest {
-            requested,
-            excluded: self.session.plugins.excluded.clone(),
-            plugins: candidates,
-            required_contracts: covel_kernel::world::required_contracts(&self.session.world),
-        };
         self.session_problems = self.check_settings();
-        if self.resolved_for.as_ref() != Some(&request) {
-            self.resolution = resolver::resolve(&resolver::Request {
-                requested: &request.requested,
-                excluded: &request.excluded,
-                plugins: &request.plugins,
-                required_contracts: &request.required_contracts,
-            });
-            self.resolved_for = Some(request);
+        let asks_otherwise = self.resolve_inputs.update(&self.plugins, &self.session);
+        if asks_otherwise {
+            self.resolution = self.resolve_inputs.resolve();
         }
-        self.in_call_order = Some(self.providers_in_call_order());
+        let active = active_among(&self.plugins, &self.resolution);
+        let kept = !asks_otherwise
+            && self
+                .call_order
+                .as_mut()
+                .is_some_and(|order| order.after_reload(active.clone()));
+        if !kept {
+            self.call_order = Some(CallOrder::build(active));
+        }
+        self.call_order_current = true;
     }
 
     /// The loaded plugins that are active in the session, in folder order (one set lookup per
     /// plugin: `Resolution::is_active` scans the active list, which is quadratic over a folder).
-    pub fn active_plugins(&self) -> impl Iterator<Item = &LoadedPlugin> {
-        let active: foldhash::HashSet<&str> =
-            self.resolution.active.iter().map(String::as_str).collect();
-        self.plugins
-            .iter()
-            .filter(move |p| active.contains(p.name.as_str()))
+    pub fn active_plugins(&self) -> impl Iterator<Item = &LoadedPlugin> + Clone {
+        active_among(&self.plugins, &self.resolution)
     }
 
     /// Runs again, on every loaded plugin's engine (plugins in parallel), the calls that ran
@@ -495,21 +454,13 @@ impl Workspace {
     pub fn calls(&self) -> Calls<'_> {
         Calls {
             workspace: self,
-            providers: self
-                .in_call_order
-                .clone()
-                .unwrap_or_else(|| self.providers_in_call_order()),
+            providers: match &self.call_order {
+                Some(order) if self.call_order_current => Arc::clone(&order.providers),
+                _ => CallOrder::build(self.active_plugins()).providers,
+            },
             view: std::cell::OnceCell::new(),
             contexts: RefCell::new(BTreeMap::new()),
         }
-    }
-
-    /// The active providers, sorted once by the kernel's call key so that each run's stable sort
-    /// finds its chain already in order (`runner::presort_providers`).
-    fn providers_in_call_order(&self) -> Arc<[Provider]> {
-        let mut providers = self.active_providers();
-        runner::presort_providers(&mut providers);
-        providers.into()
     }
 
     /// Runs one point over the given providers, in this session's context.
@@ -543,6 +494,17 @@ impl Workspace {
             .chain(self.session_error.iter())
             .chain(self.session_problems.iter())
     }
+}
+
+/// The plugins the resolution activated, in folder order (see [`Workspace::active_plugins`]).
+fn active_among<'a>(
+    plugins: &'a [LoadedPlugin],
+    resolution: &'a Resolution,
+) -> impl Iterator<Item = &'a LoadedPlugin> + Clone {
+    let active: foldhash::HashSet<&str> = resolution.active.iter().map(String::as_str).collect();
+    plugins
+        .iter()
+        .filter(move |p| active.contains(p.name.as_str()))
 }
 
 /// Calls that share providers and execution contexts (see [`Workspace::calls`]).
