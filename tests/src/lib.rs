@@ -118,6 +118,7 @@ where
             duration: Duration::from_micros(1),
             logs: Vec::new(),
             cached: false,
+            ran: None,
             not_cached: None,
         }
     }

@@ -1092,6 +1092,7 @@ impl runner::Invoker for MemoAnswers {
             duration: std::time::Duration::from_micros(1),
             logs: Vec::new(),
             cached: true,
+            ran: Some(std::time::Duration::from_millis(2)),
             not_cached: None,
         }
     }

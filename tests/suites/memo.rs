@@ -58,6 +58,16 @@ fn a_pure_handler_is_answered_from_the_memo_after_two_agreeing_runs() {
         pure(&runs[2]),
         "the memo answers what running answered"
     );
+    // The answer says what running it costs: its first run's duration (the lookup's is its own).
+    assert_eq!(
+        record(&runs[0], "pure").ran_ms,
+        None,
+        "a run reuses nothing"
+    );
+    assert_eq!(
+        record(&runs[2], "pure").ran_ms,
+        Some(record(&runs[0], "pure").duration_ms)
+    );
 }
 
 #[test]

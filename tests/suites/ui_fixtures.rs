@@ -211,8 +211,8 @@ fn fixture_workspaces() -> Vec<(std::path::PathBuf, std::path::PathBuf)> {
     found
 }
 
-/// A studio value as the wire shows it: call durations at the UI's display precision, and a
-/// memo answer's as 0 (it ran nothing).
+/// A studio value as the wire shows it: call durations (and the run a memo answer reuses) at the
+/// UI's display precision, and a memo answer's own duration as 0 (it ran nothing).
 fn shown(mut value: serde_json::Value) -> serde_json::Value {
     fn walk(v: &mut serde_json::Value) {
         match v {
@@ -223,7 +223,7 @@ fn shown(mut value: serde_json::Value) -> serde_json::Value {
                         Some(_) if key == "durationMs" && cached => {
                             *item = serde_json::json!(0.0);
                         }
-                        Some(ms) if key == "durationMs" => {
+                        Some(ms) if key == "durationMs" || key == "ranMs" => {
                             *item = serde_json::json!(covel_studio::wire::common::display_ms(ms));
                         }
                         _ => walk(item),

@@ -68,25 +68,30 @@ impl<'a> From<&'a Diagnostic> for DiagnosticJson<'a> {
 /// studio's hints, such as the row-shaped `pluginData` read).
 pub fn print_calls(calls: &[CallRecord]) {
     for call in calls {
-        let reason = call
-            .message
-            .as_deref()
-            .map(|m| format!(": {m}"))
-            .unwrap_or_default();
-        let cached = if call.cached { " (cached)" } else { "" };
-        crate::say!(
-            "  {}/{} ({}) order {} → {:?} in {:.2} ms{cached}{reason}",
-            call.plugin_id,
-            call.provider_id,
-            call.point,
-            call.order,
-            call.outcome,
-            call.duration_ms
-        );
+        crate::say!("{}", call_line(call));
         for line in &call.logs {
             crate::say!("      {line}");
         }
     }
+}
+
+/// One call's line: who, where, in which order, how it ended and in how long; a memo answer
+/// says so, with what its first run took (its own time is the lookup's).
+fn call_line(call: &CallRecord) -> String {
+    let reason = call
+        .message
+        .as_deref()
+        .map(|m| format!(": {m}"))
+        .unwrap_or_default();
+    let cached = match (call.cached, call.ran_ms) {
+        (true, Some(ran)) => format!(" (cached; its first run took {ran:.2} ms)"),
+        (true, None) => " (cached)".to_string(),
+        (false, _) => String::new(),
+    };
+    format!(
+        "  {}/{} ({}) order {} → {:?} in {:.2} ms{cached}{reason}",
+        call.plugin_id, call.provider_id, call.point, call.order, call.outcome, call.duration_ms
+    )
 }
 
 /// Plugins the session resolver did not activate, and why.
@@ -127,7 +132,43 @@ pub fn print_not_loaded(diagnostics: &mut dyn Iterator<Item = &Diagnostic>) {
 
 #[cfg(test)]
 mod tests {
-    use super::terminal_safe;
+    use super::{CallRecord, call_line, terminal_safe};
+    use covel_kernel::contract::PointId;
+    use covel_kernel::runner::Outcome;
+
+    #[test]
+    fn a_memo_answer_says_what_its_first_run_took() {
+        let answer = CallRecord {
+            point: PointId::PromptSegment,
+            plugin_id: "lore".into(),
+            provider_id: "glossary".into(),
+            slot: None,
+            order: 0,
+            outcome: Outcome::Success,
+            error_code: None,
+            message: None,
+            duration_ms: 0.004,
+            logs: Vec::new(),
+            cached: true,
+            ran_ms: Some(1.234),
+            not_cached: None,
+        };
+        assert_eq!(
+            call_line(&answer),
+            "  lore/glossary (prompt.segment@1) order 0 → Success in 0.00 ms (cached; its first run took 1.23 ms)"
+        );
+        let run = CallRecord {
+            cached: false,
+            ran_ms: None,
+            duration_ms: 1.234,
+            ..answer
+        };
+        assert!(
+            call_line(&run).ends_with("in 1.23 ms"),
+            "{}",
+            call_line(&run)
+        );
+    }
 
     #[test]
     fn escape_sequences_and_bidi_overrides_are_shown_not_interpreted() {

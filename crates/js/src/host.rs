@@ -31,6 +31,7 @@ impl Invoker for JsPlugin {
                 duration: Duration::ZERO,
                 logs: Vec::new(),
                 cached: false,
+                ran: None,
                 not_cached: None,
             },
         }

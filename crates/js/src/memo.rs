@@ -148,13 +148,21 @@ impl Memo {
         }
         let next = match self.entries.remove(&key).map(|(_, entry)| entry) {
             None => Entry::Seen(report.clone()),
+            // The answer keeps the first run's duration: the run the preview that asked first
+            // showed, which its memo answers then say they reuse (`CallReport::ran`).
             Some(Entry::Seen(previous)) if previous.result == report.result => {
-                Entry::Confirmed(report.clone())
+                Entry::Confirmed(CallReport {
+                    duration: previous.duration,
+                    ..report.clone()
+                })
             }
             Some(Entry::Seen(_)) => Entry::Uncacheable(
                 "its answer changed between identical calls (module-level state?)".into(),
             ),
-            Some(Entry::Confirmed(_)) => Entry::Confirmed(report.clone()),
+            Some(Entry::Confirmed(kept)) => Entry::Confirmed(CallReport {
+                duration: kept.duration,
+                ..report.clone()
+            }),
             Some(Entry::Uncacheable(reason)) => Entry::Uncacheable(reason),
         };
         let reason = match &next {
@@ -213,6 +221,7 @@ mod tests {
             duration: Duration::ZERO,
             logs: Vec::new(),
             cached: false,
+            ran: None,
             not_cached: None,
         }
     }
@@ -224,6 +233,28 @@ mod tests {
         assert!(memo.answer(1).is_none(), "one run is not enough");
         memo.record(1, &report(json!(1)), None);
         assert!(memo.answer(1).is_some());
+    }
+
+    /// A memo answer says what running it costs: the duration of the answer's first run (the
+    /// run the preview that asked first showed), also after the call ran again.
+    #[test]
+    fn an_answer_keeps_its_first_runs_duration() {
+        let mut memo = Memo::new(true);
+        let took = |ms: u64| CallReport {
+            duration: Duration::from_millis(ms),
+            ..report(json!(1))
+        };
+        memo.record(1, &took(7), None);
+        memo.record(1, &took(3), None);
+        assert_eq!(
+            memo.answer(1).map(|r| r.duration),
+            Some(Duration::from_millis(7))
+        );
+        memo.record(1, &took(5), None);
+        assert_eq!(
+            memo.answer(1).map(|r| r.duration),
+            Some(Duration::from_millis(7))
+        );
     }
 
     #[test]

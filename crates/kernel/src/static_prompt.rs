@@ -75,6 +75,7 @@ impl Invoker for StaticPrompt {
             duration: Duration::ZERO,
             logs: Vec::new(),
             cached: false,
+            ran: None,
             not_cached: None,
         }
     }

@@ -304,6 +304,11 @@ export type CallRecord_Deserialize = {
 	logs?: string[],
 	/**  Answered from the engine's memo: nothing the provider can see changed. */
 	cached?: boolean,
+	/**
+	 *  For a memo answer: how long the first run of the answer it reuses took, at the precision
+	 *  shown (its own duration shows 0: see [`shown_ms`]).
+	 */
+	ranMs?: number | null,
 	notCached?: string | null,
 };
 
@@ -321,6 +326,11 @@ export type CallRecord_Serialize = {
 	logs?: string[],
 	/**  Answered from the engine's memo: nothing the provider can see changed. */
 	cached?: boolean,
+	/**
+	 *  For a memo answer: how long the first run of the answer it reuses took, at the precision
+	 *  shown (its own duration shows 0: see [`shown_ms`]).
+	 */
+	ranMs?: number,
 	notCached?: string,
 };
 

@@ -13,14 +13,16 @@ import type { CallRecord, Positions, Preview, PreviewPatch, SlotView, Snapshot, 
 
 /**
  * A call record as a memo answer shows it: `cached`, no duration, no reason it would not be
- * cached (covel_studio::wire::patch::MemoAnswer, which sends `memoized` only where this is
- * exactly the new record).
+ * cached, and how long the run it reuses took (the duration the record of that run showed)
+ * (covel_studio::wire::patch::MemoAnswer, which sends `memoized` only where this is exactly the
+ * new record).
  */
 export function memoAnswer(call: CallRecord): CallRecord {
   // A record that already is one stays the same object, so the window redraws nothing for it.
   if (call.cached && call.durationMs === 0 && call.notCached == null) return call;
-  const { notCached: _, ...kept } = call;
-  return { ...kept, durationMs: 0, cached: true };
+  const { notCached: _, ranMs: __, ...kept } = call;
+  const ranMs = call.cached ? call.ranMs : call.durationMs;
+  return ranMs == null ? { ...kept, durationMs: 0, cached: true } : { ...kept, durationMs: 0, cached: true, ranMs };
 }
 
 /** A slot view whose chain was answered from the memo (the same object when it already was). */

@@ -133,7 +133,8 @@ describe("providers not called and cache reasons", () => {
   });
   it("says whether a call was answered from the memo and why not", () => {
     const call = demo.preview.calls[0];
-    expect(cacheReason({ ...call, cached: true })).toMatch(/^cached: same input and data/);
+    expect(cacheReason({ ...call, cached: true })).toMatch(/^cached: same input and data.*agreed$/);
+    expect(cacheReason({ ...call, cached: true, ranMs: 1.5 })).toMatch(/agreed; its first run took 1\.50 ms$/);
     expect(cacheReason({ ...call, cached: false, notCached: "reads the clock" })).toBe("not cached: reads the clock");
     expect(cacheReason({ ...call, cached: false, notCached: undefined })).toMatch(/^not cached: no confirmed earlier answer/);
   });

@@ -241,7 +241,10 @@ export function outcomeLabel(call: CallRecord): string {
 
 /** Whether a call that ran was answered from the memo, and why (not). */
 export function cacheReason(call: CallRecord): string {
-  if (call.cached) return "cached: same input and data as before, and two earlier runs agreed";
+  if (call.cached) {
+    const ran = call.ranMs == null ? "" : `; its first run took ${call.ranMs.toFixed(2)} ms`;
+    return `cached: same input and data as before, and two earlier runs agreed${ran}`;
+  }
   if (call.notCached) return `not cached: ${call.notCached}`;
   return "not cached: no confirmed earlier answer for this input and data (an answer is reused once two identical runs agree)";
 }

@@ -656,6 +656,8 @@ test("Providers: a provider of another slot is listed with that reason, and ever
   assert.equal(await other.locator('[data-provider="soundtrack/music"]').count(), 0, "not the slot's own provider");
   const row = (c) => p.locator(`tr[data-call="${c.slot ?? c.point}|${c.pluginId}/${c.providerId}"] [data-testid="cache-reason"]`).first();
   assert.match(await row(cachedCall).textContent(), /^cached: same input and data as before/);
+  assert.ok(cachedCall.ranMs != null, "a memo answer says what its run took");
+  assert.match(await row(cachedCall).textContent(), new RegExp(`; its first run took ${cachedCall.ranMs.toFixed(2)} ms$`));
   assert.equal(await row(clock).textContent(), "not cached: it read the clock (Date.now)");
   await p.screenshot({ path: join(shots, "browser-providers-reasons.png"), fullPage: true });
   await context.close();

@@ -55,6 +55,7 @@ impl Engine {
             return CallReport {
                 duration: started.elapsed(),
                 cached: true,
+                ran: Some(report.duration),
                 ..report.clone()
             };
         }
@@ -93,6 +94,7 @@ impl Engine {
             duration: started.elapsed(),
             logs,
             cached: false,
+            ran: None,
             not_cached: None,
         };
         report.not_cached = match memo_key {

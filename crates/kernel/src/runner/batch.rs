@@ -127,6 +127,7 @@ mod tests {
                 duration: Duration::ZERO,
                 logs: Vec::new(),
                 cached: false,
+                ran: None,
                 not_cached: None,
             }
         }

@@ -58,6 +58,9 @@ pub struct CallReport {
     pub logs: Vec<String>,
     /// Answered from the engine's memo: same input, same visible data as an earlier call.
     pub cached: bool,
+    /// For a memo answer: how long the first run of the answer it reuses took (its own
+    /// `duration` is the lookup's), so that the trace still says what running it costs.
+    pub ran: Option<Duration>,
     /// Why identical calls will not be answered from the memo (clock, randomness, changing
     /// answers, failure, memo off), when that is known.
     pub not_cached: Option<String>,
@@ -410,6 +413,7 @@ fn settle(
     let mut record = CallRecord::new(point, provider, duration);
     record.logs = report.logs;
     record.cached = report.cached;
+    record.ran_ms = report.ran.map(|ran| ran.as_secs_f64() * 1000.0);
     record.not_cached = report.not_cached;
     let outcome = match report.result {
         Err(failure) => Err((Outcome::from(failure.kind), failure.message)),

@@ -66,6 +66,10 @@ pub struct CallRecord {
     /// Reused from an identical earlier call (nothing it can see changed).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub cached: bool,
+    /// For a call answered from the memo: how long the first run of the answer took (its own
+    /// `duration_ms` is the memo lookup's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ran_ms: Option<f64>,
     /// Why identical calls are not answered from the memo.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub not_cached: Option<String>,
@@ -85,6 +89,7 @@ impl CallRecord {
             duration_ms: duration.as_secs_f64() * 1000.0,
             logs: Vec::new(),
             cached: false,
+            ran_ms: None,
             not_cached: None,
         }
     }

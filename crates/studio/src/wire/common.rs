@@ -299,6 +299,11 @@ pub struct CallRecord {
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     #[specta(optional)]
     pub cached: bool,
+    /// For a memo answer: how long the first run of the answer it reuses took, at the precision
+    /// shown (its own duration shows 0: see [`shown_ms`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[specta(type = Option<Number>, optional)]
+    pub ran_ms: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub not_cached: Option<String>,
 }
@@ -335,6 +340,7 @@ impl From<&runner::CallRecord> for CallRecord {
             duration_ms: shown_ms(c),
             logs: c.logs.clone(),
             cached: c.cached,
+            ran_ms: c.ran_ms.map(display_ms),
             not_cached: c.not_cached.clone(),
         }
     }

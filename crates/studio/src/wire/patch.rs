@@ -47,8 +47,10 @@ pub struct Positions<T> {
 }
 
 /// An item that being answered from the engine's memo changes in one known way: a call record
-/// is then `cached`, shows no duration and no reason it would not be cached; a slot view's chain
-/// is then every call answered so. The UI applies the same change (`memoAnswer` in
+/// is then `cached`, shows no duration and no reason it would not be cached, and says how long
+/// the run it reuses took (the duration the record of that run showed: the memo keeps an
+/// answer's first run's duration, `CallReport::ran`); a slot view's chain is then every call
+/// answered so. The UI applies the same change (`memoAnswer` in
 /// `ui/src/lib/patch.ts`); [`Positions::of_memoizing`] uses the flag only where this check says
 /// the result is exactly the new item, so a patch still rebuilds the snapshot exactly.
 pub trait MemoAnswer: Sized {
@@ -63,6 +65,11 @@ impl MemoAnswer for CallRecord {
         CallRecord {
             duration_ms: 0.0,
             cached: true,
+            ran_ms: if self.cached {
+                self.ran_ms
+            } else {
+                Some(self.duration_ms)
+            },
             not_cached: None,
             ..self.clone()
         }
@@ -81,10 +88,17 @@ impl MemoAnswer for CallRecord {
             duration_ms,
             logs,
             cached,
+            ran_ms,
             not_cached,
         } = self;
+        let ran_before = if before.cached {
+            before.ran_ms
+        } else {
+            Some(before.duration_ms)
+        };
         *cached
             && *duration_ms == 0.0
+            && *ran_ms == ran_before
             && not_cached.is_none()
             && *point == before.point
             && *plugin_id == before.plugin_id
@@ -390,6 +404,7 @@ mod tests {
             duration_ms,
             logs: vec!["[log] cast".into()],
             cached: false,
+            ran_ms: None,
             not_cached: Some("its answer awaits a second identical call".into()),
         }
     }
@@ -410,6 +425,11 @@ mod tests {
         let before = ran("cast", 1.25);
         let answer = before.memo_answer();
         assert!(answer.cached && answer.duration_ms == 0.0 && answer.not_cached.is_none());
+        assert_eq!(
+            answer.ran_ms,
+            Some(1.25),
+            "the run it reuses, as that record showed it"
+        );
         assert!(answer.is_memo_answer_to(&before));
         assert!(
             answer.is_memo_answer_to(&answer),
@@ -419,7 +439,9 @@ mod tests {
             !before.is_memo_answer_to(&before),
             "a call that ran is no answer"
         );
-        let changes: [fn(&mut CallRecord); 6] = [
+        let changes: [fn(&mut CallRecord); 8] = [
+            |c| c.ran_ms = Some(1.5),
+            |c| c.ran_ms = None,
             |c| c.logs.push("[log] more".into()),
             |c| c.order = 4,
             |c| c.provider_id = "other".into(),
