@@ -37,8 +37,9 @@ impl Selection {
 pub(crate) struct ResolveInputs {
     selection: Option<Selection>,
     candidates: Vec<Candidate>,
-    /// `(folder name, load id)` of the plugin each candidate was built from.
-    loads: Vec<(String, u64)>,
+    /// The load id of the plugin each candidate was built from (a load id is unique in the
+    /// process, so an equal one is the same load of the same folder).
+    loads: Vec<u64>,
 }
 
 impl ResolveInputs {
@@ -50,24 +51,17 @@ impl ResolveInputs {
     pub(crate) fn update(&mut self, plugins: &[LoadedPlugin], session: &Session) -> bool {
         let selection = Selection::of(session);
         let same_selection = self.selection.as_ref() == Some(&selection);
-        let same_folders = self.loads.len() == plugins.len()
-            && self
-                .loads
-                .iter()
-                .zip(plugins)
-                .all(|((name, _), p)| *name == p.name);
-        let mut changed = !(same_selection && same_folders);
+        // A folder added or removed shifts the ones after it: they then find another load id at
+        // their position and get their own candidate again.
+        let mut changed = !(same_selection && self.loads.len() == plugins.len());
         if changed {
             self.candidates = plugins
                 .iter()
                 .map(|p| candidate(p, &selection.unauthorized))
                 .collect();
-            self.loads = plugins
-                .iter()
-                .map(|p| (p.name.clone(), p.load_id))
-                .collect();
+            self.loads = plugins.iter().map(|p| p.load_id).collect();
         } else {
-            for ((at, (_, load)), p) in self.loads.iter_mut().enumerate().zip(plugins) {
+            for ((at, load), p) in self.loads.iter_mut().enumerate().zip(plugins) {
                 if *load == p.load_id {
                     continue;
                 }
