@@ -3,7 +3,7 @@ import { fixture as initial } from "../../fixtures/snapshot";
 import { fixture as afterTurn } from "../../fixtures/after-turn";
 import { fixture as afterReload } from "../../fixtures/after-reload";
 import { fixture as memoizedReload } from "../../fixtures/memoized-reload";
-import { applyPatch, isSnapshot, mergePositions, patchOf } from "./patch";
+import { applyPatch, isSnapshot, memoAnswer, mergePositions, patchOf } from "./patch";
 import type { Snapshot, SnapshotPatch } from "./wire";
 
 /** Applies a patch that must apply. */
@@ -66,6 +66,15 @@ describe("merging a snapshot patch", () => {
     expect(answered, "the fixture has a memo answer").toBeGreaterThanOrEqual(0);
     expect(again.preview.calls[answered]).toBe(merged.preview.calls[answered]);
     expect(again.preview.calls.every((c) => c.cached && c.durationMs === 0), "and every call is now an answer").toBe(true);
+  });
+  it("turns a call that ran into the memo answer that reuses it: no duration of its own, the run's as ranMs", () => {
+    const ran = { ...initial.preview.calls[0], durationMs: 2.37, cached: false, notCached: "its answer awaits a second identical call" };
+    const answer = memoAnswer(ran);
+    expect(answer).toMatchObject({ durationMs: 0, cached: true, ranMs: 2.37 });
+    expect(answer.notCached).toBeUndefined();
+    expect(memoAnswer(answer), "an answer stays the object held").toBe(answer);
+    const older = { ...ran, durationMs: 0, cached: true, ranMs: undefined, notCached: undefined };
+    expect("ranMs" in memoAnswer({ ...older, durationMs: 0.4 }), "an answer that never said its run does not make one up").toBe(false);
   });
   it("asks for the whole snapshot when a list it cannot answer from the memo says memoized", () => {
     expect(mergePositions(initial.plugins, { count: initial.plugins.length, changed: [], memoized: true })).toBeNull();
