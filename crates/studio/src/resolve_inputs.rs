@@ -145,17 +145,10 @@ impl CallOrder {
             .cloned()
             .collect();
         runner::presort_providers(&mut providers);
-        let mut positions: foldhash::HashMap<String, Vec<usize>> = Default::default();
-        for (at, provider) in providers.iter().enumerate() {
-            positions
-                .entry(provider.plugin_id.clone())
-                .or_default()
-                .push(at);
-        }
         CallOrder {
+            positions: positions_of(&providers),
             providers: providers.into(),
             loads: active.map(|p| p.load_id).collect(),
-            positions,
         }
     }
 
@@ -163,8 +156,9 @@ impl CallOrder {
     /// plugins loaded again: when each reloaded plugin declares the same providers (every field
     /// of each declaration equal, so the same call keys), the sort puts its new providers exactly
     /// where its old ones stood, so they replace them. Answers `false`, changing nothing, when
-    /// that does not hold (a declaration changed, the active plugins differ) or when a scope of
-    /// calls still holds this order: the caller then sorts again.
+    /// that does not hold (a declaration changed, two of a plugin's providers tie on the call key
+    /// and are registered in another order, the active plugins differ) or when a scope of calls
+    /// still holds this order: the caller then sorts again.
     pub(crate) fn after_reload<'a>(
         &mut self,
         active: impl Iterator<Item = &'a LoadedPlugin>,
@@ -185,36 +179,192 @@ impl CallOrder {
         let Some(providers) = Arc::get_mut(&mut self.providers) else {
             return false;
         };
-        // Every reloaded plugin is checked before any provider is replaced.
-        let mut replacements = Vec::with_capacity(reloaded.len());
+        let mut fresh = Vec::with_capacity(reloaded.len());
         for (_, p) in &reloaded {
             let Some(package) = &p.package else {
                 return false;
             };
-            // The new providers in their own call order; the old ones already stand in it.
-            let fresh = runner::sort_providers(p.providers().iter());
-            let old = self
-                .positions
-                .get(&package.manifest.id)
-                .map_or(&[][..], Vec::as_slice);
-            let same = old.len() == fresh.len()
-                && old
-                    .iter()
-                    .zip(&fresh)
-                    .all(|(&i, f)| providers[i].decl == f.decl);
-            if !same {
-                return false;
-            }
-            replacements.push((old, fresh));
+            fresh.push((package.manifest.id.as_str(), p.providers()));
         }
-        for (old, fresh) in replacements {
-            for (&i, f) in old.iter().zip(fresh) {
-                providers[i] = f.clone();
-            }
+        if !replace_in_place(providers, &self.positions, &fresh) {
+            return false;
         }
         for (at, p) in reloaded {
             self.loads[at] = p.load_id;
         }
         true
+    }
+}
+
+/// Where each plugin's providers stand in a list, by plugin id.
+fn positions_of(order: &[Provider]) -> foldhash::HashMap<String, Vec<usize>> {
+    let mut positions: foldhash::HashMap<String, Vec<usize>> = Default::default();
+    for (at, provider) in order.iter().enumerate() {
+        positions
+            .entry(provider.plugin_id.clone())
+            .or_default()
+            .push(at);
+    }
+    positions
+}
+
+/// Puts each plugin's new providers where its old ones stand in `order` (a list in the kernel's
+/// call order; `positions` says where each plugin's providers stand in it), when that is where
+/// sorting the list again would put them: each plugin declares the same providers as before,
+/// every field of each declaration equal, so each new provider has an old one's call key.
+/// Sorting a plugin's new providers by that key pairs them with the old ones as they stand.
+/// Answers `false`, changing nothing, when a plugin's declarations differ.
+fn replace_in_place(
+    order: &mut [Provider],
+    positions: &foldhash::HashMap<String, Vec<usize>>,
+    fresh: &[(&str, &[Provider])],
+) -> bool {
+    let mut replacements = Vec::with_capacity(fresh.len());
+    for (plugin_id, providers) in fresh {
+        let sorted = runner::sort_providers(providers.iter());
+        let old = positions.get(*plugin_id).map_or(&[][..], Vec::as_slice);
+        let same = old.len() == sorted.len()
+            && old
+                .iter()
+                .zip(&sorted)
+                .all(|(&i, f)| order[i].decl == f.decl);
+        if !same {
+            return false;
+        }
+        replacements.push((old, sorted));
+    }
+    for (old, sorted) in replacements {
+        for (&i, f) in old.iter().zip(sorted) {
+            order[i] = f.clone();
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use covel_kernel::contract::PointId;
+    use covel_kernel::manifest::ExtensionDecl;
+    use covel_kernel::runner::{CallReport, Invoker, ProviderCall};
+    use proptest::prelude::*;
+
+    struct Never;
+    impl Invoker for Never {
+        fn call(&self, _: &ProviderCall) -> CallReport {
+            unreachable!("only ordered, never called")
+        }
+    }
+
+    /// A provider of `plugin`; `load` tells one load's providers from another's.
+    fn provider(plugin: &str, (point, id, order): (PointId, &str, i64), load: u64) -> Provider {
+        Provider {
+            plugin_id: plugin.to_string(),
+            decl: Arc::new(ExtensionDecl {
+                point,
+                id: id.to_string(),
+                order,
+                slot: None,
+                watch: Vec::new(),
+                preview: Vec::new(),
+                position: None,
+            }),
+            runtime_ids: Arc::new(vec![format!("load-{load}")]),
+            invoker: Arc::new(Never),
+            checked: Default::default(),
+        }
+    }
+
+    fn sorted(providers: &[Provider]) -> Vec<Provider> {
+        let mut all = providers.to_vec();
+        runner::presort_providers(&mut all);
+        all
+    }
+
+    fn shown(order: &[Provider]) -> Vec<(String, String, String, i64, String)> {
+        order
+            .iter()
+            .map(|p| {
+                (
+                    p.plugin_id.clone(),
+                    p.decl.point.as_str().to_string(),
+                    p.decl.id.clone(),
+                    p.decl.order,
+                    p.runtime_ids[0].clone(),
+                )
+            })
+            .collect()
+    }
+
+    /// A plugin's declarations: a point, one of a few ids (so that ids and orders tie) and a
+    /// small order; a plugin never declares the same point and id twice.
+    fn declarations() -> impl Strategy<Value = Vec<(PointId, &'static str, i64)>> {
+        let point = prop_oneof![
+            Just(PointId::PromptSegment),
+            Just(PointId::UiSlot),
+            Just(PointId::SessionWorldContext)
+        ];
+        prop::collection::vec(
+            (point, prop::sample::select(vec!["a", "b", "c"]), -2i64..3),
+            0..5,
+        )
+        .prop_map(|mut decls| {
+            let mut seen = std::collections::BTreeSet::new();
+            decls.retain(|(point, id, _)| seen.insert((*point, *id)));
+            decls
+        })
+    }
+
+    proptest! {
+        /// Replacing a reloaded plugin's providers in place gives exactly the order sorting the
+        /// whole list again gives, whenever it replaces them; and it replaces them whenever the
+        /// plugin declares the same providers in the same order. (Registered in another order,
+        /// two of its providers whose call keys tie swap places in a new sort: that is refused,
+        /// and the caller sorts again.)
+        #[test]
+        fn replacing_in_place_is_sorting_again(
+            plugins in prop::collection::vec(declarations(), 1..6),
+            which in any::<prop::sample::Index>(),
+            changed in declarations(),
+            keep_declarations in any::<bool>(),
+            reverse in any::<bool>(),
+        ) {
+            let names: Vec<String> = (0..plugins.len()).map(|i| format!("p{i}")).collect();
+            let before: Vec<Provider> = names
+                .iter()
+                .zip(&plugins)
+                .flat_map(|(name, decls)| decls.iter().map(move |d| provider(name, *d, 1)))
+                .collect();
+            let mut order = sorted(&before);
+            let positions = positions_of(&order);
+            let reloaded = which.index(plugins.len());
+            let mut decls = if keep_declarations { plugins[reloaded].clone() } else { changed };
+            if reverse {
+                decls.reverse();
+            }
+            let fresh: Vec<Provider> =
+                decls.iter().map(|d| provider(&names[reloaded], *d, 2)).collect();
+            let after: Vec<Provider> = names
+                .iter()
+                .enumerate()
+                .flat_map(|(i, name)| {
+                    if i == reloaded {
+                        fresh.clone()
+                    } else {
+                        plugins[i].iter().map(|d| provider(name, *d, 1)).collect()
+                    }
+                })
+                .collect();
+            let untouched = shown(&order);
+            let replaced = replace_in_place(&mut order, &positions, &[(&names[reloaded], &fresh)]);
+            if replaced {
+                prop_assert_eq!(shown(&order), shown(&sorted(&after)));
+            } else {
+                prop_assert_eq!(shown(&order), untouched, "a refusal changes nothing");
+            }
+            if keep_declarations && !reverse {
+                prop_assert!(replaced, "the same declarations are always replaced in place");
+            }
+        }
     }
 }
