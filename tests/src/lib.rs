@@ -134,15 +134,7 @@ pub fn rust_provider(
 ) -> Provider {
     Provider {
         plugin_id: plugin_id.to_string(),
-        decl: Arc::new(covel_kernel::manifest::ExtensionDecl {
-            point,
-            id: id.to_string(),
-            order,
-            slot: None,
-            watch: Vec::new(),
-            preview: Vec::new(),
-            position: None,
-        }),
+        decl: Arc::new(covel_kernel::manifest::ExtensionDecl::new(point, id, order)),
         runtime_ids: Arc::new(Vec::new()),
         invoker: Arc::new(FnInvoker(handler)),
         checked: Default::default(),

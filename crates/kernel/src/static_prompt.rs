@@ -23,15 +23,11 @@ impl StaticPrompt {
         }
         Some(Provider {
             plugin_id: package.id().to_string(),
-            decl: Arc::new(ExtensionDecl {
-                point: PointId::PromptSegment,
-                id: STATIC_PROMPT_ID.to_string(),
-                order: 0,
-                slot: None,
-                watch: Vec::new(),
-                preview: Vec::new(),
-                position: None,
-            }),
+            decl: Arc::new(ExtensionDecl::new(
+                PointId::PromptSegment,
+                STATIC_PROMPT_ID,
+                0,
+            )),
             runtime_ids: Arc::new(package.manifest.runtime_ids()),
             checked: Default::default(),
             invoker: Arc::new(StaticPrompt {

@@ -260,15 +260,7 @@ mod tests {
     fn provider(plugin: &str, (point, id, order): (PointId, &str, i64), load: u64) -> Provider {
         Provider {
             plugin_id: plugin.to_string(),
-            decl: Arc::new(ExtensionDecl {
-                point,
-                id: id.to_string(),
-                order,
-                slot: None,
-                watch: Vec::new(),
-                preview: Vec::new(),
-                position: None,
-            }),
+            decl: Arc::new(ExtensionDecl::new(point, id, order)),
             runtime_ids: Arc::new(vec![format!("load-{load}")]),
             invoker: Arc::new(Never),
             checked: Default::default(),

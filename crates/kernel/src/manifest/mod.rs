@@ -41,6 +41,20 @@ pub struct ExtensionDecl {
 }
 
 impl ExtensionDecl {
+    /// A declaration of a provider no manifest item declares (the kernel's own static-prompt
+    /// provider, providers built in tests): no slot, watch or preview list, no position.
+    pub fn new(point: PointId, id: impl Into<String>, order: i64) -> ExtensionDecl {
+        ExtensionDecl {
+            point,
+            id: id.into(),
+            order,
+            slot: None,
+            watch: Vec::new(),
+            preview: Vec::new(),
+            position: None,
+        }
+    }
+
     /// `point/id`, the key registrations are matched by.
     pub fn key(&self) -> String {
         format!("{}/{}", self.point, self.id)

@@ -152,13 +152,8 @@ mod tests {
             .map(|(i, &(engine, slot))| Provider {
                 plugin_id: format!("p{engine}"),
                 decl: Arc::new(ExtensionDecl {
-                    point: PointId::UiSlot,
-                    id: format!("v{i}"),
-                    order: 0,
                     slot: Some(SLOTS[slot]),
-                    watch: Vec::new(),
-                    preview: Vec::new(),
-                    position: None,
+                    ..ExtensionDecl::new(PointId::UiSlot, format!("v{i}"), 0)
                 }),
                 runtime_ids: Arc::new(Vec::new()),
                 invoker: Arc::clone(&engines[engine]) as Arc<dyn Invoker>,

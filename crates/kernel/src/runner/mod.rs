@@ -590,15 +590,7 @@ mod tests {
     fn provider(engine: &Arc<dyn Invoker>) -> Provider {
         Provider {
             plugin_id: "p".into(),
-            decl: Arc::new(ExtensionDecl {
-                point: PointId::PromptSegment,
-                id: "s".into(),
-                order: 0,
-                slot: None,
-                watch: Vec::new(),
-                preview: Vec::new(),
-                position: None,
-            }),
+            decl: Arc::new(ExtensionDecl::new(PointId::PromptSegment, "s", 0)),
             runtime_ids: Arc::new(Vec::new()),
             invoker: Arc::clone(engine),
             checked: Default::default(),

@@ -102,15 +102,7 @@ mod tests {
         }
         Provider {
             plugin_id: plugin.into(),
-            decl: std::sync::Arc::new(crate::manifest::ExtensionDecl {
-                point,
-                id: id.into(),
-                order,
-                slot: None,
-                watch: Vec::new(),
-                preview: Vec::new(),
-                position: None,
-            }),
+            decl: std::sync::Arc::new(crate::manifest::ExtensionDecl::new(point, id, order)),
             runtime_ids: std::sync::Arc::new(Vec::new()),
             invoker: std::sync::Arc::new(Never),
             checked: Default::default(),
