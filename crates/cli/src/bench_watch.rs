@@ -1,7 +1,8 @@
 //! `covel bench --watch-edits N`: edits one plugin's entry N times with the folder watched the
 //! way `covel watch` watches it, and reports the distribution of file written → new preview
 //! ready (the author's wait on a save), with the part of it that is work after the settle time
-//! and that work's parts (load, resolve, preview), and the size of the patch the desktop app
+//! and that work's parts (load, resolve, preview, and the preview's own parts: the segment calls
+//! of its two turns, their assembly, the world context, the slots, the rest), and the size of the patch the desktop app
 //! would send its window for each reload (`WireState::patch`). Between edits the memo is
 //! confirmed, as the shells do while the author is idle (`LiveStudio::confirm_memo`), and the
 //! folder stays quiet for the pause given (`--watch-pause`).
@@ -58,6 +59,7 @@ pub fn run(
     let (mut written_to_ready, mut work, mut missed) = (Vec::new(), Vec::new(), 0);
     // The work's parts: the plugin's reload, resolving the session, the new preview.
     let (mut load, mut resolve, mut preview) = (Vec::new(), Vec::new(), Vec::new());
+    let mut preview_parts = PreviewParts::default();
     // What the window already holds, as the app tracks it: each reload then crosses as a patch.
     let mut wire = WireState::default();
     wire.full(studio.snapshot());
@@ -92,6 +94,7 @@ pub fn run(
                     load.push(entry.timings.load_ms);
                     resolve.push(entry.timings.resolve_ms);
                     preview.push(entry.timings.preview_ms);
+                    preview_parts.add(&studio.preview.timings);
                     let patch = wire.patch(studio.snapshot());
                     patch_bytes.push(serde_json::to_vec(&patch)?.len() as f64);
                     break;
@@ -113,6 +116,40 @@ pub fn run(
         "loadMs": distribution(load),
         "resolveMs": distribution(resolve),
         "previewMs": distribution(preview),
+        "previewParts": preview_parts.report(),
         "patchBytes": distribution(patch_bytes),
     }))
+}
+
+/// The preview's parts, per reload: what asking the providers costs against what the prompt's
+/// size costs (a reload's preview asks every provider again, answered from the memo).
+#[derive(Default)]
+struct PreviewParts {
+    segment_calls: Vec<f64>,
+    assembly: Vec<f64>,
+    world_context: Vec<f64>,
+    slots: Vec<f64>,
+    /// History transforms, the cache analysis, the image flow and the request bodies.
+    rest: Vec<f64>,
+}
+
+impl PreviewParts {
+    fn add(&mut self, t: &covel_studio::PreviewTimings) {
+        self.segment_calls.push(t.segment_calls_ms);
+        self.assembly.push(t.assembly_ms);
+        self.world_context.push(t.world_context_ms);
+        self.slots.push(t.slots_ms);
+        let parts = t.segment_calls_ms + t.assembly_ms + t.world_context_ms + t.slots_ms;
+        self.rest.push((t.total_ms - parts).max(0.0));
+    }
+
+    fn report(self) -> serde_json::Value {
+        json!({
+            "segmentCallsMs": distribution(self.segment_calls),
+            "assemblyMs": distribution(self.assembly),
+            "worldContextMs": distribution(self.world_context),
+            "slotsMs": distribution(self.slots),
+            "restMs": distribution(self.rest),
+        })
+    }
 }

@@ -1193,6 +1193,29 @@ fn bench_times_previews_and_watched_edits_spaced_as_asked_and_puts_the_edited_fi
     for distribution in ["writtenToReadyMs", "workMs", "previewMs", "patchBytes"] {
         assert_eq!(watch[distribution]["samples"], 2, "{distribution}: {watch}");
     }
+    // The preview's parts: each reload's, and together no more than the preview.
+    let parts = &watch["previewParts"];
+    let median = |d: &serde_json::Value| d["median"].as_f64().unwrap_or(f64::NAN);
+    let mut sum = 0.0;
+    for part in [
+        "segmentCallsMs",
+        "assemblyMs",
+        "worldContextMs",
+        "slotsMs",
+        "restMs",
+    ] {
+        assert_eq!(parts[part]["samples"], 2, "{part}: {parts}");
+        assert!(median(&parts[part]) >= 0.0, "{part}: {parts}");
+        sum += median(&parts[part]);
+    }
+    assert!(
+        median(&parts["segmentCallsMs"]) > 0.0 && median(&parts["assemblyMs"]) > 0.0,
+        "{parts}"
+    );
+    assert!(
+        sum <= 2.0 * median(&watch["previewMs"]) + 0.5,
+        "{parts} against {watch}"
+    );
     assert!(
         watch["writtenToReadyMs"]["median"]
             .as_f64()

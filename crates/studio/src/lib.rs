@@ -24,5 +24,5 @@ pub mod tokens;
 pub mod wire;
 pub mod workspace;
 
-pub use preview::{Preview, RuntimeTarget};
+pub use preview::{Preview, PreviewTimings, RuntimeTarget};
 pub use workspace::{Workspace, WorkspaceError};

@@ -139,6 +139,15 @@ struct TurnLog<'a> {
     errors: &'a mut Vec<PreviewError>,
     /// `this-turn` or `next-turn`.
     turn: &'static str,
+    /// Where the turn's segment calls' and assembly's times are added.
+    timings: &'a mut TurnTimings,
+}
+
+/// The parts of assembling turns that [`PreviewTimings`] reports, summed over the turns.
+#[derive(Default)]
+struct TurnTimings {
+    segment_calls_ms: f64,
+    assembly_ms: f64,
 }
 
 /// What the bench's quick preview computed.
@@ -169,10 +178,18 @@ pub struct ImageFlowView {
 #[serde(rename_all = "camelCase")]
 pub struct PreviewTimings {
     pub world_context_ms: f64,
+    /// This turn: its history transforms, segment calls and assembly.
     pub segments_ms: f64,
+    /// The next turn, the same, and the cache analysis between the two.
     pub next_turn_ms: f64,
     pub slots_ms: f64,
     pub total_ms: f64,
+    /// Of both turns, waiting on the `prompt.segment@1` calls (memo answers included): what
+    /// grows with the number of providers however little changed.
+    pub segment_calls_ms: f64,
+    /// Of both turns, reading the segments and assembling the prompt: what grows with the
+    /// prompt's size.
+    pub assembly_ms: f64,
 }
 
 /// Everything the providers contribute for one session.
@@ -446,6 +463,7 @@ impl Workspace {
             calls,
             errors,
             turn,
+            timings,
         } = log;
         let mut transformed = scope.run(
             PointId::PromptHistoryTransform,
@@ -460,12 +478,15 @@ impl Workspace {
         };
         let rewrites = history_rewrites(history, &messages, &transformed.calls);
         calls.append(&mut transformed.calls);
+        let t = Instant::now();
         let mut segments = scope.segments(
             json!({"turnId": turn_id, "playerMessage": player_message}),
             Some(turn_id),
         );
+        timings.segment_calls_ms += ms(t);
         errors.extend(PreviewError::of(&segments, turn));
         calls.append(&mut segments.calls);
+        let t = Instant::now();
         let (runtime, body) = self.runtime_view(target);
         let lore = self
             .session
@@ -484,6 +505,7 @@ impl Workspace {
             summaries: &self.session.history.summaries,
             player_message,
         });
+        timings.assembly_ms += ms(t);
         (assembly, rewrites)
     }
 
@@ -554,6 +576,7 @@ impl Workspace {
         let scope = self.calls();
         let mut calls = Vec::new();
         let mut errors = Vec::new();
+        let mut turn_timings = TurnTimings::default();
 
         let t = Instant::now();
         let (world_context, world_error) = self.world_context_run(&scope);
@@ -575,6 +598,7 @@ impl Workspace {
                 calls: &mut calls,
                 errors: &mut errors,
                 turn: "this-turn",
+                timings: &mut turn_timings,
             },
         );
         let segments_ms = ms(t);
@@ -608,6 +632,7 @@ impl Workspace {
                 calls: &mut next_calls,
                 errors: &mut errors,
                 turn: "next-turn",
+                timings: &mut turn_timings,
             },
         );
         let cache = prompt::analyse(&this, &next, self.min_cacheable_tokens());
@@ -682,6 +707,8 @@ impl Workspace {
                 next_turn_ms,
                 slots_ms,
                 total_ms: ms(started),
+                segment_calls_ms: turn_timings.segment_calls_ms,
+                assembly_ms: turn_timings.assembly_ms,
             },
         }
     }
