@@ -2,8 +2,8 @@
 //! way `covel watch` watches it, and reports the distribution of file written → new preview
 //! ready (the author's wait on a save), with the part of it that is work after the settle time
 //! and that work's parts (load, resolve, preview, and the preview's own parts: the segment calls
-//! of its two turns, their assembly, the world context, the slots, the rest), and the size of the patch the desktop app
-//! would send its window for each reload (`WireState::patch`). Between edits the memo is
+//! of its two turns, their assembly, the world context, the slots, the rest), and the size of
+//! the patch the desktop app would send its window for each reload (`WireState::patch`). Between edits the memo is
 //! confirmed, as the shells do while the author is idle (`LiveStudio::confirm_memo`), and the
 //! folder stays quiet for the pause given (`--watch-pause`).
 
