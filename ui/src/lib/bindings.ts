@@ -989,6 +989,10 @@ export type PreviewTimings = {
 	nextTurnMs: number,
 	slotsMs: number,
 	totalMs: number,
+	/**  Of both turns, waiting on the `prompt.segment@1` calls. */
+	segmentCallsMs: number,
+	/**  Of both turns, reading the segments and assembling the prompt. */
+	assemblyMs: number,
 };
 
 /**  Everything the providers contribute for one session. */

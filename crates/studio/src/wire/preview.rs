@@ -699,6 +699,12 @@ pub struct PreviewTimings {
     pub slots_ms: f64,
     #[specta(type = Number)]
     pub total_ms: f64,
+    /// Of both turns, waiting on the `prompt.segment@1` calls.
+    #[specta(type = Number)]
+    pub segment_calls_ms: f64,
+    /// Of both turns, reading the segments and assembling the prompt.
+    #[specta(type = Number)]
+    pub assembly_ms: f64,
 }
 
 /// Everything the providers contribute for one session.
@@ -762,6 +768,8 @@ impl From<&studio::Preview> for Preview {
                 next_turn_ms: p.timings.next_turn_ms,
                 slots_ms: p.timings.slots_ms,
                 total_ms: p.timings.total_ms,
+                segment_calls_ms: p.timings.segment_calls_ms,
+                assembly_ms: p.timings.assembly_ms,
             },
         }
     }
