@@ -138,6 +138,7 @@ pub fn rust_provider(
         runtime_ids: Arc::new(Vec::new()),
         invoker: Arc::new(FnInvoker(handler)),
         checked: Default::default(),
+        settled: Default::default(),
     }
 }
 

@@ -191,3 +191,123 @@ fn a_call_whose_visible_data_changed_since_is_not_run_again() {
         "only the calls under the data the handlers see now run again"
     );
 }
+
+/// The runner takes a memo answer it settled again without asking the engine, and only while
+/// the engine could give no other answer: for the same call in the same session view, while
+/// the engine's memo generation stays (`runner::SettledAnswers`). Calls that are never
+/// memoized are never taken again.
+#[test]
+fn a_settled_memo_answer_is_taken_again_only_while_the_engine_could_give_nothing_else() {
+    use covel_kernel::context::{ExecutionContext, SessionView};
+    use covel_kernel::runner::{RunOptions, run};
+    use std::sync::Arc;
+    let plugins = memo_cases(&covel_js::Limits::default());
+    let providers = covel_tests::providers(&plugins);
+    let pure = providers
+        .iter()
+        .find(|p| p.decl.id == "pure")
+        .expect("pure");
+    let in_turn = |view: &Arc<SessionView>, turn: &str| {
+        Arc::new(ExecutionContext::new(Arc::clone(view), Some(turn.into())))
+    };
+    let ask = |ctx: &Arc<ExecutionContext>| {
+        let input = json!({"turnId": ctx.turn_id, "playerMessage": ""});
+        run(
+            PointId::PromptSegment,
+            input,
+            &providers,
+            ctx,
+            &RunOptions::default(),
+        )
+    };
+    let view = SessionView::empty();
+    let ctx = in_turn(&view, "t");
+    // Ran, ran again and agreed, answered from the memo (settled and kept), taken again.
+    let runs: Vec<RunResult> = (0..4).map(|_| ask(&ctx)).collect();
+    assert!(record(&runs[2], "pure").cached);
+    assert_eq!(pure.settled.taken(), 1);
+    assert_eq!(record(&runs[3], "pure"), record(&runs[2], "pure"));
+    assert_eq!(
+        segment_content(&runs[3], "pure"),
+        Some("always the same".into())
+    );
+    for id in ["clock", "date", "random", "uuid", "counter"] {
+        assert!(!record(&runs[3], id).cached, "{id} ran");
+        let provider = providers
+            .iter()
+            .find(|p| p.decl.id == id)
+            .expect("provider");
+        assert_eq!(provider.settled.taken(), 0, "{id} is never taken again");
+    }
+    // Another session view (the same data): the engine is asked, its memo answers, and that
+    // answer is taken again for this view.
+    let other_view = SessionView::new((**view).clone());
+    let other = in_turn(&other_view, "t");
+    assert!(record(&ask(&other), "pure").cached);
+    assert_eq!(pure.settled.taken(), 1);
+    ask(&other);
+    assert_eq!(pure.settled.taken(), 2);
+    // Calls for four other turns evict turn `t`'s entries from the engine's memo: the answer is
+    // not taken again, and the engine runs the call (it no longer holds an answer).
+    for n in 0..covel_js::memo::RECENT_TURNS {
+        ask(&in_turn(&other_view, &format!("other {n}")));
+    }
+    let after = ask(&other);
+    assert_eq!(pure.settled.taken(), 2);
+    assert!(
+        !record(&after, "pure").cached,
+        "the engine ran it: {:?}",
+        record(&after, "pure")
+    );
+    assert_eq!(
+        segment_content(&after, "pure"),
+        segment_content(&runs[3], "pure")
+    );
+}
+
+/// A preview after nothing changed takes every settled answer again, and gives the prompt,
+/// segments, cache report, world context and slots that running every provider gives.
+#[test]
+fn a_preview_that_takes_settled_answers_again_equals_one_where_everything_runs() {
+    use covel_studio::{RuntimeTarget, Workspace};
+    let sample = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins-sample");
+    let session = sample.join("demo.session.yaml");
+    let open = |limits: &covel_js::Limits| {
+        Workspace::open(&sample, Some(&session), limits).expect("the sample opens")
+    };
+    let memo = open(&covel_js::Limits::default());
+    let previews: Vec<_> = (0..4)
+        .map(|_| memo.preview(&RuntimeTarget::Story))
+        .collect();
+    let taken: usize = memo
+        .active_providers()
+        .iter()
+        .map(|p| p.settled.taken())
+        .sum();
+    assert!(taken > 0, "the fourth preview took settled answers again");
+    let every = open(&covel_js::Limits {
+        memo: false,
+        ..covel_js::Limits::default()
+    })
+    .preview(&RuntimeTarget::Story);
+    let parts = |preview: &covel_studio::Preview| {
+        let mut value = serde_json::to_value(preview).expect("serializes");
+        covel_tests::redact_timings(&mut value);
+        let slots: Vec<_> = value["slots"]
+            .as_array()
+            .expect("slots")
+            .iter()
+            .map(|s| (s["slot"].clone(), s["key"].clone(), s["value"].clone()))
+            .collect();
+        json!([
+            value["prompt"],
+            value["segments"],
+            value["cache"],
+            value["worldContext"]["snapshot"],
+            slots,
+            value["errors"]
+        ])
+    };
+    assert_eq!(parts(&previews[3]), parts(&every));
+    assert_eq!(parts(&previews[3]), parts(&previews[2]));
+}

@@ -17,6 +17,8 @@ use std::time::{Duration, Instant};
 /// mode), so different plugins answer in parallel.
 pub struct JsPlugin {
     engine: Arc<Mutex<Engine>>,
+    /// The engine's memo generation, read without its lock ([`Invoker::memo_generation`]).
+    memo_generation: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Invoker for JsPlugin {
@@ -35,6 +37,14 @@ impl Invoker for JsPlugin {
                 not_cached: None,
             },
         }
+    }
+
+    /// A runtime that failed (its lock poisoned) answers nothing from its memo any more.
+    fn memo_generation(&self) -> Option<u64> {
+        (!self.engine.is_poisoned()).then(|| {
+            self.memo_generation
+                .load(std::sync::atomic::Ordering::Acquire)
+        })
     }
 }
 
@@ -125,6 +135,7 @@ fn providers_of(package: Option<&Package>, instance: Option<&Arc<JsPlugin>>) -> 
                 runtime_ids: Arc::clone(&runtime_ids),
                 invoker: Arc::clone(instance) as Arc<dyn Invoker>,
                 checked: Default::default(),
+                settled: Default::default(),
             })
             .collect(),
         None => Vec::new(),
@@ -269,6 +280,7 @@ fn finish(
         if diagnostics.is_empty() {
             instance = engine.map(|engine| {
                 Arc::new(JsPlugin {
+                    memo_generation: engine.memo_generation(),
                     engine: Arc::new(Mutex::new(engine)),
                 })
             });

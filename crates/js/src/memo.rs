@@ -16,11 +16,18 @@
 //! A call that ran once is kept until it runs a second time ([`Memo::take_unconfirmed`]): the
 //! shells confirm the memo while the author is idle by running exactly those calls again, not a
 //! whole preview (after a save, only the saved plugin's calls are unconfirmed).
+//!
+//! The memo's *generation* ([`Memo::generation`]) moves whenever a trusted answer may go or
+//! change: the memo cleared, a turn's entries evicted, the memo emptied at capacity, a trusted
+//! entry replaced. While it stays, the runner takes the answers it settled again without asking
+//! the engine (`covel_kernel::runner::SettledAnswers`).
 
 use covel_kernel::contract::PointId;
 use covel_kernel::runner::{CallReport, ProviderCall};
 use foldhash::HashMapExt;
 use std::hash::BuildHasher;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// Entries kept at most per engine.
@@ -46,6 +53,9 @@ pub struct Memo {
     turns: Vec<u64>,
     /// Calls whose entry is `Seen`, with their key and turn, in the order they ran.
     unconfirmed: Vec<(u64, u64, ProviderCall)>,
+    /// Moves whenever a trusted answer may go or change; shared with whoever reads it without
+    /// the engine's lock.
+    generation: Arc<AtomicU64>,
 }
 
 /// The hasher of call keys and turns: fixed, so that a key is the same for every engine and
@@ -79,10 +89,23 @@ impl Memo {
             entries: foldhash::HashMap::new(),
             turns: Vec::with_capacity(RECENT_TURNS + 1),
             unconfirmed: Vec::new(),
+            generation: Arc::new(AtomicU64::new(0)),
         }
     }
 
+    /// The memo's generation, to read without the engine's lock.
+    pub fn generation(&self) -> Arc<AtomicU64> {
+        Arc::clone(&self.generation)
+    }
+
+    /// A trusted answer may go or change: whoever took answers under the current generation
+    /// must ask again.
+    fn moved(&self) {
+        self.generation.fetch_add(1, Ordering::AcqRel);
+    }
+
     pub fn clear(&mut self) {
+        self.moved();
         self.entries.clear();
         self.turns.clear();
         self.unconfirmed.clear();
@@ -97,6 +120,7 @@ impl Memo {
         self.turns.retain(|t| *t != turn);
         self.turns.insert(0, turn);
         if self.turns.len() > RECENT_TURNS {
+            self.moved();
             self.turns.truncate(RECENT_TURNS);
             let kept = &self.turns;
             self.entries.retain(|_, (t, _)| kept.contains(t));
@@ -133,8 +157,14 @@ impl Memo {
             return Some("the memo is off (--no-memo)".into());
         }
         if self.entries.len() >= CAPACITY {
+            self.moved();
             self.entries.clear();
             self.unconfirmed.clear();
+        }
+        // A trusted answer is asked again only by a call the memo did not answer (a memo turned
+        // off for it); whatever it becomes now, it is no longer the answer taken before.
+        if matches!(self.entries.get(&key), Some((_, Entry::Confirmed(_)))) {
+            self.moved();
         }
         if report.result.is_err() {
             self.entries.remove(&key);
@@ -224,6 +254,49 @@ mod tests {
             ran: None,
             not_cached: None,
         }
+    }
+
+    /// The generation moves exactly when a trusted answer may go or change, so an answer taken
+    /// under it is the one the memo would give.
+    #[test]
+    fn the_generation_moves_whenever_a_trusted_answer_may_go_or_change() {
+        let mut memo = Memo::new(true);
+        let generation = memo.generation();
+        let now = || generation.load(Ordering::Acquire);
+        memo.turn(1);
+        memo.record(1, &report(json!(1)), None);
+        memo.record(1, &report(json!(1)), None);
+        memo.record(2, &report(json!(2)), None);
+        assert!(memo.answer(1).is_some());
+        let before = now();
+        // Answering, asking for a recent turn and recording other calls change no trusted
+        // answer.
+        let _ = memo.answer(1);
+        memo.turn(2);
+        memo.turn(1);
+        memo.record(2, &report(json!(2)), None);
+        memo.record(3, &report(json!(3)), Some("reads the clock"));
+        assert_eq!(now(), before);
+        // A trusted entry recorded again (a call the memo did not answer) moves it.
+        memo.record(1, &report(json!(9)), None);
+        assert_eq!(now(), before + 1);
+        // Evicting a turn's entries moves it.
+        for turn in 2..=RECENT_TURNS as u64 + 1 {
+            memo.turn(turn);
+        }
+        assert_eq!(now(), before + 2);
+        // So does clearing.
+        memo.clear();
+        assert_eq!(now(), before + 3);
+        // And emptying the memo at capacity.
+        let mut full = Memo::new(true);
+        let generation = full.generation();
+        for key in 0..CAPACITY as u64 {
+            full.record(key, &report(json!(key)), None);
+        }
+        let before = generation.load(Ordering::Acquire);
+        full.record(u64::MAX, &report(json!(0)), None);
+        assert_eq!(generation.load(Ordering::Acquire), before + 1);
     }
 
     #[test]

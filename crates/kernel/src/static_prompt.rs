@@ -30,6 +30,7 @@ impl StaticPrompt {
             )),
             runtime_ids: Arc::new(package.manifest.runtime_ids()),
             checked: Default::default(),
+            settled: Default::default(),
             invoker: Arc::new(StaticPrompt {
                 package: package.clone(),
             }),

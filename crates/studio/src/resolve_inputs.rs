@@ -264,6 +264,7 @@ mod tests {
             runtime_ids: Arc::new(vec![format!("load-{load}")]),
             invoker: Arc::new(Never),
             checked: Default::default(),
+            settled: Default::default(),
         }
     }
 

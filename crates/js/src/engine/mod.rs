@@ -321,6 +321,11 @@ impl Engine {
         self.shutdown.done.store(true, Ordering::SeqCst);
     }
 
+    /// The memo's generation ([`crate::memo::Memo::generation`]).
+    pub fn memo_generation(&self) -> Arc<AtomicU64> {
+        self.memo.generation()
+    }
+
     /// A handle that reports this engine's shutdown after it happened.
     pub fn watch(&self) -> RuntimeWatch {
         RuntimeWatch {

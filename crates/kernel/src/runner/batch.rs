@@ -158,6 +158,7 @@ mod tests {
                 runtime_ids: Arc::new(Vec::new()),
                 invoker: Arc::clone(&engines[engine]) as Arc<dyn Invoker>,
                 checked: Default::default(),
+                settled: Default::default(),
             })
             .collect();
         (providers, engines)

@@ -6,11 +6,13 @@ mod attribution;
 mod batch;
 mod checked;
 mod order;
+mod settled;
 mod trace;
 
 pub use batch::{RunRequest, run_all};
 pub use checked::CheckedOutputs;
 pub use order::{SortKey, presort_providers, sort_providers, utf16_cmp};
+pub use settled::SettledAnswers;
 pub use trace::{CallRecord, Outcome};
 
 use crate::context::ExecutionContext;
@@ -84,6 +86,15 @@ pub struct ProviderCall {
 /// was given); `collect` calls different plugins' invokers from several threads at once.
 pub trait Invoker: Send + Sync {
     fn call(&self, call: &ProviderCall) -> CallReport;
+
+    /// A number that moves whenever an answer the invoker's memo holds may go or change (the
+    /// memo cleared, an entry evicted or replaced), read without waiting for a call to end;
+    /// `None` when it has no memo or cannot answer at all. While it stays, an identical call
+    /// gets the same memo answer, which the runner then takes again without asking
+    /// ([`SettledAnswers`]).
+    fn memo_generation(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// A registered provider: the declaration from PLUGIN.md plus who runs it.
@@ -97,6 +108,8 @@ pub struct Provider {
     pub invoker: Arc<dyn Invoker>,
     /// The memo answers of this provider the runner already checked and attributed.
     pub checked: Arc<CheckedOutputs>,
+    /// The memo answers of this provider the runner settled, to take again without asking.
+    pub settled: Arc<SettledAnswers>,
 }
 
 impl std::fmt::Debug for Provider {
@@ -233,11 +246,24 @@ pub fn run(
             let groups = engine_groups(&chain);
             let input_key = crate::context::hash_json(&input);
             let shared_input = Arc::new(input);
+            let shared = options.shared_segments;
+            let identity =
+                settled::CallIdentity::of(point_id, slot, shared, input_key, ctx, timeout);
             let run_group = |members: &Vec<usize>| -> Vec<(usize, Settled)> {
                 members
                     .iter()
                     .map(|&i| {
                         let provider = &chain[i];
+                        // Read before the call: a memo answer is kept under the generation that
+                        // was current when it was given.
+                        let reusable = identity
+                            .as_ref()
+                            .and_then(|call| Some((call, provider.invoker.memo_generation()?)));
+                        if let Some((call, generation)) = reusable
+                            && let Some((record, output)) = provider.settled.get(call, generation)
+                        {
+                            return (i, (record, Ok(output)));
+                        }
                         let started = Instant::now();
                         let report = provider.invoker.call(&ProviderCall {
                             point: point_id,
@@ -247,8 +273,14 @@ pub fn run(
                             context: Arc::clone(ctx),
                             timeout,
                         });
-                        let shared = options.shared_segments;
-                        (i, settle(point_id, slot, provider, report, started, shared))
+                        let settled = settle(point_id, slot, provider, report, started, shared);
+                        if let (Some((call, generation)), (record, Ok(output))) =
+                            (reusable, &settled)
+                            && record.cached
+                        {
+                            provider.settled.keep(call, generation, record, output);
+                        }
+                        (i, settled)
                     })
                     .collect()
             };
@@ -594,6 +626,7 @@ mod tests {
             runtime_ids: Arc::new(Vec::new()),
             invoker: Arc::clone(engine),
             checked: Default::default(),
+            settled: Default::default(),
         }
     }
 

@@ -106,6 +106,7 @@ mod tests {
             runtime_ids: std::sync::Arc::new(Vec::new()),
             invoker: std::sync::Arc::new(Never),
             checked: Default::default(),
+            settled: Default::default(),
         }
     }
 
