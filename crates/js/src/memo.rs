@@ -161,8 +161,9 @@ impl Memo {
             self.entries.clear();
             self.unconfirmed.clear();
         }
-        // A trusted answer is asked again only by a call the memo did not answer (a memo turned
-        // off for it); whatever it becomes now, it is no longer the answer taken before.
+        // The engine answers a trusted entry without running its call, so this is not expected;
+        // should such a call run and be recorded anyway, whatever the entry becomes is no longer
+        // the answer taken before (the `Confirmed` arm below keeps the same guard for the memo).
         if matches!(self.entries.get(&key), Some((_, Entry::Confirmed(_)))) {
             self.moved();
         }
