@@ -279,12 +279,27 @@ fn a_preview_that_takes_settled_answers_again_equals_one_where_everything_runs()
     let previews: Vec<_> = (0..4)
         .map(|_| memo.preview(&RuntimeTarget::Story))
         .collect();
-    let taken: usize = memo
-        .active_providers()
-        .iter()
-        .map(|p| p.settled.taken())
-        .sum();
-    assert!(taken > 0, "the fourth preview took settled answers again");
+    let taken = |point: PointId| -> usize {
+        memo.active_providers()
+            .iter()
+            .filter(|p| p.decl.point == point)
+            .map(|p| p.settled.taken())
+            .sum()
+    };
+    // Collect runs (segments), pipelines (slots, history transforms) and single runs (world
+    // context, image flow) all took settled answers again.
+    for point in [
+        PointId::PromptSegment,
+        PointId::UiSlot,
+        PointId::PromptHistoryTransform,
+        PointId::SessionWorldContext,
+        PointId::MediaImageFlow,
+    ] {
+        assert!(
+            taken(point) > 0,
+            "the fourth preview took {point} answers again"
+        );
+    }
     let every = open(&covel_js::Limits {
         memo: false,
         ..covel_js::Limits::default()

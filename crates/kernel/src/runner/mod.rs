@@ -221,21 +221,23 @@ pub fn run(
     }
     let timeout = options.timeout.unwrap_or(point.timeout);
     out.calls.reserve_exact(chain.len());
-    // The input goes to the provider behind an `Arc` and comes back owned once the call is
-    // over, so a value passed along a chain is not deep-copied; only when the engine kept the
-    // call (covel-js keeps a call that ran once, to run it again while the author is idle) is
-    // it copied here.
-    let call_one = |provider: &Provider, input: Value| {
-        let call = ProviderCall {
+    // A pipeline step's or single call's input goes to the provider behind an `Arc` and comes
+    // back owned once the call is over, so a value passed along a chain is not deep-copied;
+    // only when the engine kept the call (covel-js keeps a call that ran once, to run it again
+    // while the author is idle) is it copied here.
+    let ask_one = |provider: &Provider, input: Value| {
+        let input_key = crate::context::hash_json(&input);
+        let identity = settled::CallIdentity::of(point_id, slot, false, input_key, ctx, timeout);
+        let input = Arc::new(input);
+        let settled = ask(provider, identity.as_ref(), slot, false, || ProviderCall {
             point: point_id,
             provider_id: provider.decl.id.clone(),
-            input_key: crate::context::hash_json(&input),
-            input: Arc::new(input),
+            input_key,
+            input: Arc::clone(&input),
             context: Arc::clone(ctx),
             timeout,
-        };
-        let report = provider.invoker.call(&call);
-        (report, Arc::unwrap_or_clone(call.input))
+        });
+        (settled, Arc::unwrap_or_clone(input))
     };
 
     match point.mode {
@@ -254,32 +256,15 @@ pub fn run(
                     .iter()
                     .map(|&i| {
                         let provider = &chain[i];
-                        // Read before the call: a memo answer is kept under the generation that
-                        // was current when it was given.
-                        let reusable = identity
-                            .as_ref()
-                            .and_then(|call| Some((call, provider.invoker.memo_generation()?)));
-                        if let Some((call, generation)) = reusable
-                            && let Some((record, output)) = provider.settled.get(call, generation)
-                        {
-                            return (i, (record, Ok(output)));
-                        }
-                        let started = Instant::now();
-                        let report = provider.invoker.call(&ProviderCall {
-                            point: point_id,
-                            provider_id: provider.decl.id.clone(),
-                            input: Arc::clone(&shared_input),
-                            input_key,
-                            context: Arc::clone(ctx),
-                            timeout,
-                        });
-                        let settled = settle(point_id, slot, provider, report, started, shared);
-                        if let (Some((call, generation)), (record, Ok(output))) =
-                            (reusable, &settled)
-                            && record.cached
-                        {
-                            provider.settled.keep(call, generation, record, output);
-                        }
+                        let settled =
+                            ask(provider, identity.as_ref(), slot, shared, || ProviderCall {
+                                point: point_id,
+                                provider_id: provider.decl.id.clone(),
+                                input: Arc::clone(&shared_input),
+                                input_key,
+                                context: Arc::clone(ctx),
+                                timeout,
+                            });
                         (i, settled)
                     })
                     .collect()
@@ -338,10 +323,8 @@ pub fn run(
             let mut current = input;
             let mut last: Option<Value> = None;
             for provider in &chain {
-                let started = Instant::now();
-                let (report, given) = call_one(provider, current);
+                let ((record, result), given) = ask_one(provider, current);
                 current = given;
-                let (record, result) = settle(point_id, slot, provider, report, started, false);
                 out.calls.push(record);
                 match result {
                     Ok(value) => match next_input(point_id, current, Arc::unwrap_or_clone(value)) {
@@ -373,9 +356,7 @@ pub fn run(
         }
         Mode::Single => {
             if let Some(provider) = chain.first() {
-                let started = Instant::now();
-                let (report, _) = call_one(provider, input);
-                let (record, result) = settle(point_id, slot, provider, report, started, false);
+                let ((record, result), _) = ask_one(provider, input);
                 out.calls.push(record);
                 match result {
                     Ok(value) => {
@@ -425,6 +406,36 @@ fn fail_turn(point: PointId, provider: &Provider, message: String) -> RunError {
 
 /// A call's trace entry, and its checked output or why it was skipped.
 type Settled = (CallRecord, Result<Arc<Value>, String>);
+
+/// One call of `provider`, in any mode: the memo answer it settled for the same call (same
+/// `identity`), taken again without asking while its engine's memo generation has not moved
+/// ([`SettledAnswers`]); else the engine's answer to `call`, checked, and kept for the next
+/// identical call when it came from the memo. The generation is read before the call, so a
+/// move during it makes the next identical call ask again.
+fn ask(
+    provider: &Provider,
+    identity: Option<&settled::CallIdentity>,
+    slot: Option<SlotId>,
+    shared_segments: bool,
+    call: impl FnOnce() -> ProviderCall,
+) -> Settled {
+    let reusable = identity.and_then(|id| Some((id, provider.invoker.memo_generation()?)));
+    if let Some((id, generation)) = reusable
+        && let Some((record, output)) = provider.settled.get(id, generation)
+    {
+        return (record, Ok(output));
+    }
+    let call = call();
+    let started = Instant::now();
+    let report = provider.invoker.call(&call);
+    let settled = settle(call.point, slot, provider, report, started, shared_segments);
+    if let (Some((id, generation)), (record, Ok(output))) = (reusable, &settled)
+        && record.cached
+    {
+        provider.settled.keep(id, generation, record, output);
+    }
+    settled
+}
 
 /// Checks one call's report: the output against the point's schema and provenance; the record
 /// says how the call ended. A memo answer already checked is not checked again
@@ -628,6 +639,140 @@ mod tests {
             checked: Default::default(),
             settled: Default::default(),
         }
+    }
+
+    /// An engine whose memo answers every call with its current answer, and whose memo
+    /// generation moves when the answer is replaced.
+    struct Answering {
+        answer: std::sync::Mutex<Value>,
+        generation: std::sync::atomic::AtomicU64,
+        asked: std::sync::atomic::AtomicUsize,
+    }
+
+    impl Answering {
+        fn new(answer: Value) -> Arc<Answering> {
+            Arc::new(Answering {
+                answer: std::sync::Mutex::new(answer),
+                generation: Default::default(),
+                asked: Default::default(),
+            })
+        }
+
+        fn replace(&self, answer: Value) {
+            *self.answer.lock().expect("not poisoned") = answer;
+            self.generation
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+
+        fn asked(&self) -> usize {
+            self.asked.load(std::sync::atomic::Ordering::Relaxed)
+        }
+    }
+
+    impl Invoker for Answering {
+        fn call(&self, _: &ProviderCall) -> CallReport {
+            self.asked
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            CallReport {
+                result: Ok(Arc::new(self.answer.lock().expect("not poisoned").clone())),
+                duration: Duration::from_micros(1),
+                logs: Vec::new(),
+                cached: true,
+                ran: None,
+                not_cached: None,
+            }
+        }
+
+        fn memo_generation(&self) -> Option<u64> {
+            Some(self.generation.load(std::sync::atomic::Ordering::Relaxed))
+        }
+    }
+
+    fn transform(plugin: &str, engine: &Arc<Answering>) -> Provider {
+        Provider {
+            plugin_id: plugin.into(),
+            decl: Arc::new(ExtensionDecl::new(PointId::PromptHistoryTransform, "t", 0)),
+            runtime_ids: Arc::new(Vec::new()),
+            invoker: Arc::clone(engine) as Arc<dyn Invoker>,
+            checked: Default::default(),
+            settled: Default::default(),
+        }
+    }
+
+    fn history(text: &str) -> Value {
+        let messages = crate::session_history::exchange("s", "t0", "hi", text, 0);
+        serde_json::json!({ "messages": messages })
+    }
+
+    /// A pipeline step takes its settled memo answer again only for the same input: when an
+    /// earlier step answers otherwise, the next step's input changed and its engine is asked.
+    #[test]
+    fn a_pipeline_step_is_taken_again_only_while_its_input_and_generation_stay() {
+        let (a, b) = (Answering::new(history("a")), Answering::new(history("b")));
+        let providers = [transform("a", &a), transform("b", &b)];
+        let ctx = Arc::new(ExecutionContext::new(
+            crate::context::SessionView::empty(),
+            Some("t1".into()),
+        ));
+        let pass = || {
+            let mut input = history("hi");
+            input["turnId"] = "t1".into();
+            let out = run(
+                PointId::PromptHistoryTransform,
+                input,
+                &providers,
+                &ctx,
+                &RunOptions::default(),
+            );
+            assert_eq!(out.error, None);
+            assert!(
+                out.calls.iter().all(|c| c.outcome == Outcome::Success),
+                "{:?}",
+                out.calls
+            );
+            (out.result, (a.asked(), b.asked()))
+        };
+        assert_eq!(pass(), (history("b"), (1, 1)));
+        // Nothing moved: both answers are taken again, neither engine is asked.
+        assert_eq!(pass(), (history("b"), (1, 1)));
+        assert_eq!(providers[1].settled.taken(), 1);
+        // The first engine's memo moved but answers the same: it is asked, and the second step
+        // sees the same input and is not.
+        a.replace(history("a"));
+        assert_eq!(pass(), (history("b"), (2, 1)));
+        // The first engine answers otherwise: the second step's input changed, so it is asked
+        // although its own memo did not move.
+        a.replace(history("a, edited"));
+        assert_eq!(pass(), (history("b"), (3, 2)));
+        assert_eq!(providers[1].settled.taken(), 2);
+    }
+
+    /// A `single` run takes its provider's settled memo answer again the same way, and asks
+    /// once the generation moved.
+    #[test]
+    fn a_single_run_takes_its_settled_answer_again_until_the_generation_moves() {
+        let engine = Answering::new(serde_json::json!({}));
+        let providers = [Provider {
+            decl: Arc::new(ExtensionDecl::new(PointId::SessionWorldContext, "w", 0)),
+            ..transform("a", &engine)
+        }];
+        let ctx = ExecutionContext::empty();
+        let once = || {
+            let out = run(
+                PointId::SessionWorldContext,
+                serde_json::json!({}),
+                &providers,
+                &ctx,
+                &RunOptions::default(),
+            );
+            assert_eq!(out.provided_by.as_deref(), Some("a"), "{:?}", out.calls);
+            engine.asked()
+        };
+        assert_eq!(once(), 1);
+        assert_eq!(once(), 1, "taken again");
+        engine.replace(serde_json::json!({}));
+        assert_eq!(once(), 2, "the memo moved: asked");
+        assert_eq!(once(), 2);
     }
 
     proptest::proptest! {
