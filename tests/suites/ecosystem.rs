@@ -145,7 +145,7 @@ fn rejection<'a>(
     ws.resolution
         .rejected
         .iter()
-        .find(|r| r.plugin == plugin)
+        .find(|r| &*r.plugin == plugin)
         .expect(why)
 }
 
@@ -205,8 +205,8 @@ fn a_chinese_session_reads_the_variant_body_and_static_prompt_with_variables_fil
     let statics: Vec<(&str, &str)> = preview
         .segments
         .iter()
-        .filter(|s| s.plugin == "narrator-zh")
-        .map(|s| (s.id.as_str(), format!("{:?}", s.volatility)))
+        .filter(|s| &*s.plugin == "narrator-zh")
+        .map(|s| (&*s.id, format!("{:?}", s.volatility)))
         .map(|(id, v)| (id, if v == "Turn" { "turn" } else { "other" }))
         .collect();
     assert_eq!(

@@ -291,7 +291,7 @@ fn upstream_shaped_plugins_load_and_their_providers_run() {
         .manifest
         .runtimes
         .iter()
-        .map(|r| r.id.as_str())
+        .map(|r| &*r.id)
         .collect();
     assert_eq!(runtimes, ["dice-check/recorder", "dice-check/roller"]);
     let summary = runner::run(
@@ -1134,7 +1134,7 @@ fn a_memo_answer_checked_once_is_not_checked_or_copied_again_and_reads_the_same(
         .filter_map(covel_kernel::prompt::Segment::parse)
         .collect();
     assert_eq!(expected.len(), 2);
-    assert!(expected.iter().all(|s| s.provider_plugin_id == "memo"));
+    assert!(expected.iter().all(|s| &*s.provider_plugin_id == "memo"));
     assert!(fresh.checked.is_empty(), "a call that ran is not kept");
     let shared = RunOptions {
         shared_segments: true,

@@ -26,7 +26,7 @@ fn story() -> Preview {
 fn placement(p: &Preview, id: &str) -> Placement {
     p.segments
         .iter()
-        .find(|s| s.id == id)
+        .find(|s| &*s.id == id)
         .unwrap_or_else(|| panic!("no segment {id}"))
         .placement
 }
@@ -261,7 +261,7 @@ fn equal_order_across_plugins_is_flagged_as_broken_only_by_plugin_id() {
     let row = |plugin: &str, id: &str| {
         p.segments
             .iter()
-            .find(|s| s.plugin == plugin && s.id == id)
+            .find(|s| &*s.plugin == plugin && &*s.id == id)
             .expect("row")
     };
     assert!(row("aaa-ties", "tie").tie_broken_by_plugin_id);
@@ -271,7 +271,7 @@ fn equal_order_across_plugins_is_flagged_as_broken_only_by_plugin_id() {
         "its own order placed it"
     );
     assert_eq!(
-        row("aaa-ties", "tie").sort_key.provider_plugin_id,
+        &*row("aaa-ties", "tie").sort_key.provider_plugin_id,
         "aaa-ties"
     );
 }
@@ -283,8 +283,8 @@ fn audience_filters_segments_for_the_runtime_being_previewed() {
     let included = |p: &Preview| -> Vec<String> {
         p.segments
             .iter()
-            .filter(|s| s.plugin == "audience" && s.included)
-            .map(|s| s.id.clone())
+            .filter(|s| &*s.plugin == "audience" && s.included)
+            .map(|s| s.id.to_string())
             .collect()
     };
     assert_eq!(
@@ -308,7 +308,7 @@ fn audience_filters_segments_for_the_runtime_being_previewed() {
     let excluded = story()
         .segments
         .into_iter()
-        .find(|s| s.id == "for-self")
+        .find(|s| &*s.id == "for-self")
         .expect("row");
     assert!(
         excluded
@@ -324,7 +324,7 @@ fn static_prompt_segments_are_self_audience_session_segments_of_their_plugin() {
     let row = own
         .segments
         .iter()
-        .find(|s| s.id == "static-rule")
+        .find(|s| &*s.id == "static-rule")
         .expect("static segment");
     assert_eq!(
         serde_json::to_value(&row.audience).expect("json"),
@@ -786,7 +786,7 @@ fn a_key_shared_by_two_providers_is_listed_in_row_order_in_its_block() {
         .segments
         .iter()
         .filter(|r| r.included)
-        .map(|r| r.content.as_str())
+        .map(|r| &*r.content)
         .collect();
     assert_eq!(rows, ["first", "second"]);
     assert_eq!(
@@ -800,11 +800,7 @@ fn a_key_shared_by_two_providers_is_listed_in_row_order_in_its_block() {
 #[test]
 fn two_providers_sharing_a_segment_id_are_not_linted_as_a_changing_segment() {
     let p = preview_of("shared-id.session.yaml", RuntimeTarget::Story);
-    let rows: Vec<(&str, &str)> = p
-        .segments
-        .iter()
-        .map(|s| (s.id.as_str(), s.content.as_str()))
-        .collect();
+    let rows: Vec<(&str, &str)> = p.segments.iter().map(|s| (&*s.id, &*s.content)).collect();
     assert_eq!(
         rows,
         [

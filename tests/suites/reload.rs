@@ -68,7 +68,7 @@ fn a_save_in_steps_gives_one_reload_without_a_bogus_syntax_error() {
         "no bogus syntax error: {:?}",
         entry.diagnostics
     );
-    assert!(studio.preview.segments.iter().any(|s| s.content == "two"));
+    assert!(studio.preview.segments.iter().any(|s| &*s.content == "two"));
 }
 
 /// Follows reloads until the preview shows `content` (or ten seconds pass); returns every entry.
@@ -79,7 +79,12 @@ fn reloads_until(
 ) -> Vec<covel_studio::live::ReloadEntry> {
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     let mut entries = Vec::new();
-    while !studio.preview.segments.iter().any(|s| s.content == content) {
+    while !studio
+        .preview
+        .segments
+        .iter()
+        .any(|s| &*s.content == content)
+    {
         let left = deadline.saturating_duration_since(std::time::Instant::now());
         assert!(!left.is_zero(), "no reload showed {content:?}: {entries:?}");
         if let Some(entry) = studio
@@ -161,7 +166,7 @@ fn a_file_that_stays_broken_is_reported_and_the_last_good_version_keeps_running(
             .any(|d| d.code.as_str() == "entry-syntax")
     );
     assert!(
-        studio.preview.segments.iter().any(|s| s.content == "one"),
+        studio.preview.segments.iter().any(|s| &*s.content == "one"),
         "the last good version runs"
     );
 }
@@ -212,7 +217,7 @@ fn first_save(confirm: bool) -> (Vec<(String, bool)>, Vec<String>) {
         .preview
         .segments
         .iter()
-        .map(|s| s.content.clone())
+        .map(|s| s.content.to_string())
         .collect();
     (calls, contents)
 }
@@ -297,7 +302,7 @@ fn a_save_of_the_same_bytes_reloads_nothing_and_keeps_the_runtime_and_the_last_r
         last.diff.segments, changed.diff.segments,
         "the last reload's changes are still the ones shown"
     );
-    assert!(studio.preview.segments.iter().any(|s| s.content == "two"));
+    assert!(studio.preview.segments.iter().any(|s| &*s.content == "two"));
 
     // "Run everything again" reloads it all the same: a fresh runtime.
     let again = studio.run_everything_again();
@@ -560,7 +565,7 @@ fn after_a_reload_the_call_order_is_the_one_sorting_again_gives_and_calls_the_ne
         );
         run.parts
             .iter()
-            .filter(|part| part.plugin_id == "beta")
+            .filter(|part| &*part.plugin_id == "beta")
             .flat_map(|part| part.output.as_array().cloned().unwrap_or_default())
             .map(|segment| segment["content"].as_str().unwrap_or_default().to_string())
             .collect()

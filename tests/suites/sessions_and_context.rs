@@ -29,7 +29,7 @@ fn rejection(ws: &Workspace, plugin: &str) -> (RejectionCode, Vec<String>) {
         .resolution
         .rejected
         .iter()
-        .find(|r| r.plugin == plugin)
+        .find(|r| &*r.plugin == plugin)
         .unwrap_or_else(|| panic!("{plugin} not rejected: {:?}", ws.resolution));
     (r.code, r.candidates.clone())
 }
@@ -88,7 +88,7 @@ fn an_excluded_only_provider_gives_one_code_for_a_plugin_requirement_and_a_world
         .resolution
         .rejected
         .iter()
-        .find(|r| r.plugin == "narrator")
+        .find(|r| &*r.plugin == "narrator")
         .expect("rejected");
     let by_world = &world.resolution.unmet[0];
     assert_eq!(

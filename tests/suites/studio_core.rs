@@ -70,7 +70,7 @@ fn editing_a_relatively_imported_module_reloads_only_its_plugin_and_diffs_the_se
         .diff
         .segments
         .iter()
-        .find(|s| s.id == "tone")
+        .find(|s| &*s.id == "tone")
         .expect("tone changed");
     assert_eq!(change.kind, SegmentChangeKind::Changed);
     assert_eq!(change.plugin, "story-director");
@@ -140,7 +140,7 @@ fn a_syntax_error_keeps_the_last_good_version_until_a_fix_arrives() {
             .preview
             .segments
             .iter()
-            .any(|s| s.plugin == "story-director" && s.id == "tone")
+            .any(|s| &*s.plugin == "story-director" && &*s.id == "tone")
     );
 
     edit(
@@ -261,7 +261,7 @@ fn a_deleted_plugin_is_unloaded_and_a_new_one_loaded() {
         .segments
         .iter()
         .filter(|s| s.kind == SegmentChangeKind::Removed)
-        .map(|s| s.id.as_str())
+        .map(|s| &*s.id)
         .collect();
     assert!(gone.contains(&"glossary"), "{gone:?}");
 
@@ -276,7 +276,7 @@ fn a_deleted_plugin_is_unloaded_and_a_new_one_loaded() {
             .diff
             .segments
             .iter()
-            .any(|s| s.kind == SegmentChangeKind::Added && s.id == "glossary")
+            .any(|s| s.kind == SegmentChangeKind::Added && &*s.id == "glossary")
     );
 }
 
@@ -297,7 +297,7 @@ fn a_session_file_change_reloads_the_session() {
         .diff
         .segments
         .iter()
-        .find(|s| s.id == "tone")
+        .find(|s| &*s.id == "tone")
         .expect("tone changed");
     assert_eq!(tone.kind, SegmentChangeKind::Changed);
 }
@@ -330,7 +330,7 @@ fn a_burst_of_one_hundred_writes_is_one_reload_with_the_final_state() {
         .preview
         .segments
         .iter()
-        .find(|s| s.id == "tone")
+        .find(|s| &*s.id == "tone")
         .expect("tone");
     assert!(
         tone.content.contains("grave (99)"),
@@ -405,7 +405,7 @@ fn replaced_runtimes_are_dropped_on_reload_and_shut_down_cleanly() {
             .preview
             .segments
             .iter()
-            .any(|s| s.id == "tone" && s.content.contains("grave-loop")),
+            .any(|s| &*s.id == "tone" && s.content.contains("grave-loop")),
         "the newest runtime answers"
     );
     let (watch, _) = runtime_of(&studio, "story-director");
@@ -1165,7 +1165,7 @@ fn editing_the_session_saves_it_safely_and_keeps_the_previous_text_as_a_backup()
             .preview
             .segments
             .iter()
-            .any(|s| s.id == "tone" && s.content.contains("wry")),
+            .any(|s| &*s.id == "tone" && s.content.contains("wry")),
         "the preview re-ran"
     );
     let saved = std::fs::read_to_string(&path).expect("saved");

@@ -230,8 +230,8 @@ fn in_place_changes(before: &Preview, after: &Preview) -> Option<Vec<SegmentChan
             .filter(|(_, (b, a))| b.content != a.content)
             .map(|(index, (b, a))| SegmentChange {
                 kind: SegmentChangeKind::Changed,
-                plugin: a.plugin.clone(),
-                id: a.id.clone(),
+                plugin: a.plugin.to_string(),
+                id: a.id.to_string(),
                 before: Some(state((index, b))),
                 after: Some(state((index, a))),
             })
@@ -282,8 +282,8 @@ fn indexed_changes(before: &Preview, after: &Preview) -> Vec<SegmentChange> {
         if let Some(kind) = kind {
             segments.push(SegmentChange {
                 kind,
-                plugin: seg.plugin.clone(),
-                id: seg.id.clone(),
+                plugin: seg.plugin.to_string(),
+                id: seg.id.to_string(),
                 before: was.map(state),
                 after: now.map(state),
             });
@@ -293,8 +293,8 @@ fn indexed_changes(before: &Preview, after: &Preview) -> Vec<SegmentChange> {
         if !index_after.contains_key(&key) {
             segments.push(SegmentChange {
                 kind: SegmentChangeKind::Removed,
-                plugin: seg.plugin.clone(),
-                id: seg.id.clone(),
+                plugin: seg.plugin.to_string(),
+                id: seg.id.to_string(),
                 before: row(before, &index_before, key).map(state),
                 after: None,
             });
@@ -502,10 +502,10 @@ mod tests {
         let variants: Vec<(&str, bool, Edit)> = vec![
             ("nothing", true, |_, _| {}),
             ("one content", true, |rows, _| {
-                rows[1].content.push_str(" edited")
+                rows[1].content = format!("{} edited", rows[1].content).into()
             }),
             ("two contents", true, |rows, _| {
-                rows[0].content.clear();
+                rows[0].content = "".into();
                 rows[3].content = "new".into();
             }),
             ("a placement", false, |rows, other| {
@@ -527,7 +527,7 @@ mod tests {
                 rows.push(extra);
             }),
             ("a row renamed", false, |rows, _| {
-                rows[2].id.push_str("-renamed")
+                rows[2].id = format!("{}-renamed", rows[2].id).into()
             }),
         ];
         for (what, in_place, edit) in variants {
@@ -549,7 +549,7 @@ mod tests {
                 let changes = segment_changes(&before, &after);
                 assert_eq!(changes.len(), 1);
                 assert_eq!(changes[0].kind, SegmentChangeKind::Changed);
-                assert_eq!(changes[0].id, before.segments[1].id);
+                assert_eq!(*changes[0].id, *before.segments[1].id);
             }
         }
     }

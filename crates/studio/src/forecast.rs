@@ -618,7 +618,7 @@ pub fn segment_tokens(
             };
             SegmentTokens {
                 segment: r.key(),
-                plugin: r.plugin.clone(),
+                plugin: r.plugin.to_string(),
                 estimate_tokens: r.tokens,
                 tokens,
                 range,

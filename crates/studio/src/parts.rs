@@ -55,7 +55,7 @@ impl Part {
 fn segment_text(rows: &[SegmentRow], key: &str) -> String {
     rows.iter()
         .find(|r| r.included && r.has_key(key))
-        .map(|r| r.content.clone())
+        .map(|r| r.content.to_string())
         .unwrap_or_default()
 }
 

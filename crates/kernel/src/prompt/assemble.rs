@@ -4,6 +4,7 @@ use super::segment::{Placement, RuntimeView, Segment, SegmentKey, TieGroups, sor
 use crate::sdk::estimate_tokens;
 use serde::Serialize;
 use serde_json::Value;
+use std::sync::Arc;
 
 /// What one assembly needs.
 #[derive(Debug, Clone)]
@@ -72,8 +73,8 @@ pub struct Message {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SegmentRow {
-    pub plugin: String,
-    pub id: String,
+    pub plugin: Arc<str>,
+    pub id: Arc<str>,
     pub volatility: super::Volatility,
     pub order: i64,
     pub position: crate::manifest::Position,
@@ -89,7 +90,7 @@ pub struct SegmentRow {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub excluded_because: Option<String>,
     pub tokens: u64,
-    pub content: String,
+    pub content: Arc<str>,
 }
 
 /// An assembled prompt.
@@ -254,9 +255,9 @@ pub fn row_keys(rows: &[SegmentRow]) -> Vec<RowKey<'_>> {
         foldhash::HashMap::with_capacity(rows.len());
     rows.iter()
         .map(|r| {
-            let rank = seen.entry((r.plugin.as_str(), r.id.as_str())).or_insert(0);
+            let rank = seen.entry((&*r.plugin, &*r.id)).or_insert(0);
             *rank += 1;
-            (r.plugin.as_str(), r.id.as_str(), *rank - 1)
+            (&*r.plugin, &*r.id, *rank - 1)
         })
         .collect()
 }
@@ -352,7 +353,7 @@ pub fn assemble(input: AssemblyInput<'_>) -> Assembly {
     let stable_parts: Vec<&str> = lore
         .as_deref()
         .into_iter()
-        .chain(stable.iter().map(|s| s.content.as_str()))
+        .chain(stable.iter().map(|s| &*s.content))
         .collect();
     push_block(
         BlockKind::StableSegments,
@@ -364,7 +365,7 @@ pub fn assemble(input: AssemblyInput<'_>) -> Assembly {
     push_block(
         BlockKind::TurnTail,
         tail.iter()
-            .map(|s| s.content.as_str())
+            .map(|s| &*s.content)
             .collect::<Vec<_>>()
             .join("\n\n"),
         tail.iter().map(|s| key_of(s)).collect(),
@@ -376,10 +377,10 @@ pub fn assemble(input: AssemblyInput<'_>) -> Assembly {
     for seg in in_bucket(Placement::PreHistoryMessage) {
         base.push(message(
             seg.role(),
-            seg.content.clone(),
+            seg.content.to_string(),
             Origin::Segment {
-                plugin: seg.provider_plugin_id.clone(),
-                segment: seg.id.clone(),
+                plugin: seg.provider_plugin_id.to_string(),
+                segment: seg.id.to_string(),
             },
         ));
     }
@@ -426,10 +427,10 @@ pub fn assemble(input: AssemblyInput<'_>) -> Assembly {
                 index,
                 message(
                     seg.role(),
-                    seg.content.clone(),
+                    seg.content.to_string(),
                     Origin::Segment {
-                        plugin: seg.provider_plugin_id.clone(),
-                        segment: seg.id.clone(),
+                        plugin: seg.provider_plugin_id.to_string(),
+                        segment: seg.id.to_string(),
                     },
                 ),
             ));
@@ -457,7 +458,7 @@ pub fn assemble(input: AssemblyInput<'_>) -> Assembly {
     let context: Vec<&Segment> = in_bucket(Placement::TurnContext).collect();
     let turn_context = context
         .iter()
-        .map(|s| s.content.as_str())
+        .map(|s| &*s.content)
         .collect::<Vec<_>>()
         .join("\n\n");
     if !turn_context.is_empty() {
@@ -479,10 +480,10 @@ pub fn assemble(input: AssemblyInput<'_>) -> Assembly {
     for seg in in_bucket(Placement::PostHistoryMessage) {
         messages.push(message(
             seg.role(),
-            seg.content.clone(),
+            seg.content.to_string(),
             Origin::Segment {
-                plugin: seg.provider_plugin_id.clone(),
-                segment: seg.id.clone(),
+                plugin: seg.provider_plugin_id.to_string(),
+                segment: seg.id.to_string(),
             },
         ));
     }

@@ -199,7 +199,7 @@ fn first_changed_segment(
         asm.segments
             .iter()
             .find(|s| s.has_key(key))
-            .map(|s| s.content.as_str())
+            .map(|s| &*s.content)
     }
     mine.iter()
         .enumerate()
@@ -442,8 +442,8 @@ fn lint(
         };
         out.push(LintFinding {
             code: "volatility-lint",
-            plugin: row.plugin.clone(),
-            segment: row.id.clone(),
+            plugin: row.plugin.to_string(),
+            segment: row.id.to_string(),
             volatility: row.volatility,
             breaks_breakpoint,
             message: format!("segment `{key}` is declared `{volatility}` but its content changed between two turns; {consequence}. Declare it `turn` or keep it constant."),

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// How often a segment's content changes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -40,8 +41,8 @@ pub enum NamedAudience {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Segment {
-    pub id: String,
-    pub content: String,
+    pub id: Arc<str>,
+    pub content: Arc<str>,
     pub position: Position,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub role: Option<String>,
@@ -49,16 +50,20 @@ pub struct Segment {
     pub volatility: Volatility,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub order: Option<i64>,
-    #[serde(default)]
-    pub provider_plugin_id: String,
+    #[serde(default = "no_plugin")]
+    pub provider_plugin_id: Arc<str>,
+}
+
+fn no_plugin() -> Arc<str> {
+    Arc::from("")
 }
 
 /// One provider's output in a shared `prompt.segment@1` run: its segment array as checked (not
 /// copied from the memo that answered it), and the plugin id the kernel stamps on each segment.
 #[derive(Debug, Clone)]
 pub struct ProvidedSegments {
-    pub plugin_id: String,
-    pub output: std::sync::Arc<Value>,
+    pub plugin_id: Arc<str>,
+    pub output: Arc<Value>,
 }
 
 impl Segment {
@@ -78,12 +83,11 @@ impl Segment {
         // thousand segments, copying them each time.
         let mut segments = Vec::with_capacity(parts.iter().map(|p| items_of(p).len()).sum());
         for part in parts {
-            segments.extend(items_of(part).iter().filter_map(|item| {
-                Segment::parse(item).map(|segment| Segment {
-                    provider_plugin_id: part.plugin_id.clone(),
-                    ..segment
-                })
-            }));
+            segments.extend(
+                items_of(part)
+                    .iter()
+                    .filter_map(|item| Segment::read(item, Some(&part.plugin_id))),
+            );
         }
         segments
     }
@@ -93,12 +97,25 @@ impl Segment {
     /// every value to try each variant (a preview parses a thousand segments per turn at 500
     /// plugins); anything else goes through serde. Both give the same segment.
     pub fn parse(value: &Value) -> Option<Segment> {
-        match value {
-            Value::Object(map) => match UsualSegment::of(map) {
-                Some(usual) => usual.read(map),
-                None => Segment::deserialize(value).ok(),
-            },
-            other => Segment::deserialize(other).ok(),
+        Segment::read(value, None)
+    }
+
+    /// One segment as [`Segment::parse`] reads it; stamped with `stamp` when given, whatever it
+    /// says (the id is shared, not copied into each segment).
+    fn read(value: &Value, stamp: Option<&Arc<str>>) -> Option<Segment> {
+        let usual = match value {
+            Value::Object(map) => UsualSegment::of(map).map(|usual| (usual, map)),
+            _ => None,
+        };
+        match usual {
+            Some((usual, map)) => usual.read(map, stamp),
+            None => Segment::deserialize(value).ok().map(|segment| match stamp {
+                Some(plugin_id) => Segment {
+                    provider_plugin_id: Arc::clone(plugin_id),
+                    ..segment
+                },
+                None => segment,
+            }),
         }
     }
 
@@ -186,8 +203,12 @@ impl UsualSegment {
         })
     }
 
-    /// The segment, its strings copied out of the map.
-    fn read(self, map: &serde_json::Map<String, Value>) -> Option<Segment> {
+    /// The segment, its strings copied out of the map; its plugin id is `stamp` when given.
+    fn read(
+        self,
+        map: &serde_json::Map<String, Value>,
+        stamp: Option<&Arc<str>>,
+    ) -> Option<Segment> {
         let (mut id, mut content, mut role, mut provider_plugin_id) = (None, None, None, None);
         for (key, value) in map {
             let Value::String(text) = value else { continue };
@@ -195,19 +216,22 @@ impl UsualSegment {
                 "id" => id = Some(text),
                 "content" => content = Some(text),
                 "role" => role = Some(text),
-                "providerPluginId" => provider_plugin_id = Some(text),
+                "providerPluginId" if stamp.is_none() => provider_plugin_id = Some(text),
                 _ => {}
             }
         }
         Some(Segment {
-            id: id?.clone(),
-            content: content?.clone(),
+            id: Arc::from(id?.as_str()),
+            content: Arc::from(content?.as_str()),
             position: Position::Named(self.position),
             role: role.cloned(),
             audience: Audience::Named(self.audience),
             volatility: self.volatility,
             order: self.order,
-            provider_plugin_id: provider_plugin_id.cloned().unwrap_or_default(),
+            provider_plugin_id: match stamp {
+                Some(plugin_id) => Arc::clone(plugin_id),
+                None => Arc::from(provider_plugin_id.map_or("", String::as_str)),
+            },
         })
     }
 }
@@ -273,7 +297,7 @@ impl RuntimeView {
                 Err("audience `story`: this runtime does not write the story".into())
             }
             Audience::Named(NamedAudience::Own)
-                if self.plugin_id.as_deref() == Some(segment.provider_plugin_id.as_str()) =>
+                if self.plugin_id.as_deref() == Some(&*segment.provider_plugin_id) =>
             {
                 Ok(())
             }
@@ -299,8 +323,8 @@ impl RuntimeView {
 pub struct SegmentKey {
     pub volatility: Volatility,
     pub order: i64,
-    pub provider_plugin_id: String,
-    pub id: String,
+    pub provider_plugin_id: Arc<str>,
+    pub id: Arc<str>,
 }
 
 impl SegmentKey {
@@ -396,7 +420,7 @@ impl<'a> TieGroups<'a> {
     pub fn of(all: &'a [Segment]) -> TieGroups<'a> {
         let mut groups: BTreeMap<(Volatility, i64, Placement), (&'a str, bool)> = BTreeMap::new();
         for segment in all {
-            let plugin = segment.provider_plugin_id.as_str();
+            let plugin = &*segment.provider_plugin_id;
             groups
                 .entry((segment.volatility, segment.order(), segment.placement()))
                 .and_modify(|(first, shared)| *shared |= *first != plugin)
@@ -518,7 +542,7 @@ mod tests {
                 .iter()
                 .enumerate()
                 .map(|(n, (plugin, id, order, volatility))| Segment {
-                    content: n.to_string(),
+                    content: n.to_string().into(),
                     ..segment(plugin, id, *order, volatility)
                 })
                 .collect();
@@ -541,7 +565,7 @@ mod tests {
         sort_segments(&mut all);
         let ids: Vec<(&str, &str)> = all
             .iter()
-            .map(|s| (s.provider_plugin_id.as_str(), s.id.as_str()))
+            .map(|s| (&*s.provider_plugin_id, &*s.id))
             .collect();
         assert_eq!(ids, [("a", "a"), ("a", "z"), ("b", "y"), ("b", "x")]);
     }

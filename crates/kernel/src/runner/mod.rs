@@ -300,7 +300,7 @@ pub fn run(
                 PointId::PromptSegment if options.shared_segments => {
                     out.parts = outputs
                         .map(|(provider, output)| ProvidedSegments {
-                            plugin_id: provider.plugin_id.clone(),
+                            plugin_id: Arc::from(provider.plugin_id.as_str()),
                             output,
                         })
                         .collect();

@@ -395,7 +395,7 @@ pub fn evaluate(expectation: &Expectation, capture: &TurnCapture) -> CheckResult
                         preview
                             .segments
                             .iter()
-                            .filter(|r| r.included && r.plugin == *plugin)
+                            .filter(|r| r.included && *r.plugin == **plugin)
                             .map(|r| r.tokens)
                             .sum::<u64>(),
                     ),

@@ -9,6 +9,7 @@ use covel_kernel::prompt;
 use covel_kernel::slot_host;
 use serde::Serialize;
 use specta::Type;
+use std::sync::Arc;
 
 /// Which runtime the prompt is assembled for.
 #[derive(Debug, Clone, PartialEq, Serialize, Type)]
@@ -234,8 +235,8 @@ pub struct SortKey {
     pub volatility: Volatility,
     #[specta(type = Number)]
     pub order: i64,
-    pub provider_plugin_id: String,
-    pub id: String,
+    pub provider_plugin_id: Arc<str>,
+    pub id: Arc<str>,
 }
 
 impl From<&prompt::SegmentKey> for SortKey {
@@ -253,8 +254,8 @@ impl From<&prompt::SegmentKey> for SortKey {
 #[derive(Debug, Clone, PartialEq, Serialize, Type)]
 #[serde(rename_all = "camelCase")]
 pub struct SegmentRow {
-    pub plugin: String,
-    pub id: String,
+    pub plugin: Arc<str>,
+    pub id: Arc<str>,
     pub volatility: Volatility,
     #[specta(type = Number)]
     pub order: i64,
@@ -270,7 +271,7 @@ pub struct SegmentRow {
     pub excluded_because: Option<String>,
     #[specta(type = Number)]
     pub tokens: u64,
-    pub content: String,
+    pub content: Arc<str>,
 }
 
 impl From<&prompt::SegmentRow> for SegmentRow {
