@@ -31,7 +31,7 @@ fn call_of<'a>(result: &'a RunResult, plugin: &str) -> &'a CallRecord {
     result
         .calls
         .iter()
-        .find(|c| c.plugin_id == plugin)
+        .find(|c| &*c.plugin_id == plugin)
         .unwrap_or_else(|| panic!("{plugin} was called: {:?}", result.calls))
 }
 

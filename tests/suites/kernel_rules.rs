@@ -29,7 +29,7 @@ fn call_for<'a>(result: &'a runner::RunResult, plugin: &str, id: &str) -> &'a ru
     result
         .calls
         .iter()
-        .find(|c| c.plugin_id == plugin && c.provider_id == id)
+        .find(|c| &*c.plugin_id == plugin && &*c.provider_id == id)
         .unwrap_or_else(|| panic!("no call for {plugin}/{id} in {:?}", result.calls))
 }
 
@@ -184,7 +184,7 @@ fn a_non_empty_contributes_prompt_registers_the_static_prompt_provider() {
     assert!(plugins[0].ok());
     let result = call(&plugins, PointId::PromptSegment, segment_input());
     assert_eq!(result.calls.len(), 1);
-    assert_eq!(result.calls[0].provider_id, "static-prompt");
+    assert_eq!(&*result.calls[0].provider_id, "static-prompt");
     let segments = result.result.as_array().expect("segments");
     assert_eq!(segments.len(), 2);
     for seg in segments {
@@ -572,7 +572,7 @@ fn plugin_ids_compare_by_utf16_code_units_not_locale() {
         rust_provider("Zeta", PointId::PromptSegment, "a", 0, |_| Ok(json!([]))),
     ];
     let result = run_segments(&providers);
-    let order: Vec<&str> = result.calls.iter().map(|c| c.plugin_id.as_str()).collect();
+    let order: Vec<&str> = result.calls.iter().map(|c| &*c.plugin_id).collect();
     assert_eq!(order, ["Zeta", "alpha"]);
 }
 

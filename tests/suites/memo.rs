@@ -33,7 +33,7 @@ fn record<'a>(result: &'a RunResult, id: &str) -> &'a covel_kernel::runner::Call
     result
         .calls
         .iter()
-        .find(|c| c.provider_id == id)
+        .find(|c| &*c.provider_id == id)
         .expect("called")
 }
 

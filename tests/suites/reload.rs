@@ -211,7 +211,7 @@ fn first_save(confirm: bool) -> (Vec<(String, bool)>, Vec<String>) {
         .calls
         .iter()
         .filter(|c| c.point == covel_kernel::contract::PointId::PromptSegment)
-        .map(|c| (c.plugin_id.clone(), c.cached))
+        .map(|c| (c.plugin_id.to_string(), c.cached))
         .collect();
     let contents = studio
         .preview

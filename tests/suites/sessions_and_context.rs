@@ -254,7 +254,7 @@ fn a_world_with_dimensions_requires_one_dimension_provider() {
 fn a_provider_is_only_called_when_its_plugin_is_active() {
     let ws = resolver_workspace("single-provider-conflict");
     let result = ws.call(PointId::SessionWorldContext, json!({}), None, None);
-    let callers: Vec<&str> = result.calls.iter().map(|c| c.plugin_id.as_str()).collect();
+    let callers: Vec<&str> = result.calls.iter().map(|c| &*c.plugin_id).collect();
     assert_eq!(callers, ["world-a"], "world-b is rejected and never called");
 }
 
@@ -1073,7 +1073,7 @@ fn reading_plugin_data_in_the_old_row_shape_is_explained_in_the_trace() {
     let call = result
         .calls
         .iter()
-        .find(|c| c.plugin_id == "row-reader")
+        .find(|c| &*c.plugin_id == "row-reader")
         .expect("called");
     assert!(
         call.logs

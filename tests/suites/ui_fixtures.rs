@@ -488,7 +488,7 @@ fn a_patch_sends_only_what_changed_and_a_played_turn_once() {
     assert!(!slots.changed.is_empty());
     for at in &slots.changed {
         assert!(
-            at.item.chain.iter().any(|c| c.plugin_id == "soundtrack"),
+            at.item.chain.iter().any(|c| &*c.plugin_id == "soundtrack"),
             "{:?} is sent though soundtrack is not in its chain",
             at.item.slot
         );

@@ -161,7 +161,7 @@ fn only_providers_of_the_selected_slot_run() {
         SlotId::StageMusic,
         &["music-set", "sum-a", "watcher-a"],
     );
-    let ran: Vec<&str> = result.calls.iter().map(|c| c.plugin_id.as_str()).collect();
+    let ran: Vec<&str> = result.calls.iter().map(|c| &*c.plugin_id).collect();
     assert_eq!(ran, ["music-set"]);
 }
 

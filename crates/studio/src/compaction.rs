@@ -215,7 +215,7 @@ impl Workspace {
                 let provider = result
                     .calls
                     .first()
-                    .map(|c| (c.plugin_id.clone(), c.provider_id.clone()))
+                    .map(|c| (c.plugin_id.to_string(), c.provider_id.to_string()))
                     .unwrap_or_default();
                 if let Some(failed) = result.calls.iter().find(|c| c.outcome != Outcome::Success) {
                     let reason = failed

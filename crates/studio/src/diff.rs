@@ -124,7 +124,8 @@ pub fn diff(before: &Preview, after: &Preview) -> PreviewDiff {
             .iter()
             .find(|o| o.slot == view.slot && o.key == view.key);
         if old.map(|o| &o.revision) != Some(&view.revision) {
-            let mut plugins: Vec<String> = view.chain.iter().map(|c| c.plugin_id.clone()).collect();
+            let mut plugins: Vec<String> =
+                view.chain.iter().map(|c| c.plugin_id.to_string()).collect();
             plugins.dedup();
             slots.push(SlotDiff {
                 slot: view.slot.as_str().to_string(),

@@ -198,7 +198,7 @@ mod tests {
             let answers = |results: &[RunResult]| -> Vec<(Value, Vec<String>)> {
                 results
                     .iter()
-                    .map(|r| (r.result.clone(), r.calls.iter().map(|c| c.provider_id.clone()).collect()))
+                    .map(|r| (r.result.clone(), r.calls.iter().map(|c| c.provider_id.to_string()).collect()))
                     .collect()
             };
             prop_assert_eq!(answers(&batched), answers(&one_by_one));

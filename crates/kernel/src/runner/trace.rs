@@ -4,6 +4,7 @@
 use super::{FailureKind, Provider};
 use crate::contract::{PointId, SlotId};
 use serde::Serialize;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// How a provider call ended.
@@ -49,8 +50,10 @@ impl From<FailureKind> for Outcome {
 #[serde(rename_all = "camelCase")]
 pub struct CallRecord {
     pub point: PointId,
-    pub plugin_id: String,
-    pub provider_id: String,
+    /// Shared: a record is copied into every preview that holds the call (a memo answer taken
+    /// again, a run's calls gathered into the preview's list, the wire's record).
+    pub plugin_id: Arc<str>,
+    pub provider_id: Arc<str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slot: Option<SlotId>,
     pub order: i64,
@@ -79,8 +82,8 @@ impl CallRecord {
     pub(super) fn new(point: PointId, provider: &Provider, duration: Duration) -> CallRecord {
         CallRecord {
             point,
-            plugin_id: provider.plugin_id.clone(),
-            provider_id: provider.decl.id.clone(),
+            plugin_id: Arc::from(provider.plugin_id.as_str()),
+            provider_id: Arc::from(provider.decl.id.as_str()),
             slot: provider.decl.slot,
             order: provider.decl.order,
             outcome: Outcome::Success,

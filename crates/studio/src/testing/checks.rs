@@ -458,8 +458,13 @@ pub fn evaluate(expectation: &Expectation, capture: &TurnCapture) -> CheckResult
             let calls: Vec<&covel_kernel::runner::CallRecord> = preview
                 .calls
                 .iter()
-                .filter(|c| c.plugin_id == check.plugin)
-                .filter(|c| check.provider.as_deref().is_none_or(|p| p == c.provider_id))
+                .filter(|c| *c.plugin_id == *check.plugin)
+                .filter(|c| {
+                    check
+                        .provider
+                        .as_deref()
+                        .is_none_or(|p| p == &*c.provider_id)
+                })
                 .filter(|c| check.point.as_deref().is_none_or(|p| p == c.point.as_str()))
                 .collect();
             let who = format!(

@@ -434,7 +434,7 @@ fn providers_of(capture: &TurnCapture, slot: &str) -> Option<String> {
         .filter(|s| s.slot.as_str() == slot)
         .flat_map(|s| s.chain.iter())
         .filter(|c| c.outcome == covel_kernel::runner::Outcome::Success)
-        .map(|c| c.plugin_id.clone())
+        .map(|c| c.plugin_id.to_string())
         .collect();
     plugins.dedup();
     (!plugins.is_empty()).then(|| plugins.join(", "))

@@ -5,6 +5,7 @@ use covel_kernel::diagnostic;
 use covel_kernel::runner;
 use serde::Serialize;
 use specta::Type;
+use std::sync::Arc;
 
 /// Any JSON value. Fields of this type carry `#[specta(type = JsonShape)]`: specta's own
 /// export of `serde_json::Value` holds 64-bit integers, which specta-typescript refuses.
@@ -279,8 +280,8 @@ impl From<runner::Outcome> for CallOutcome {
 #[serde(rename_all = "camelCase")]
 pub struct CallRecord {
     pub point: PointId,
-    pub plugin_id: String,
-    pub provider_id: String,
+    pub plugin_id: Arc<str>,
+    pub provider_id: Arc<str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slot: Option<SlotId>,
     #[specta(type = Number)]

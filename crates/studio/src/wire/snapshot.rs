@@ -85,10 +85,7 @@ impl LiveStudio {
         let mut studio_notes: foldhash::HashMap<&str, Vec<&str>> = foldhash::HashMap::new();
         for call in &self.preview.calls {
             for line in call.logs.iter().filter_map(|l| l.strip_prefix("[studio] ")) {
-                studio_notes
-                    .entry(call.plugin_id.as_str())
-                    .or_default()
-                    .push(line);
+                studio_notes.entry(&*call.plugin_id).or_default().push(line);
             }
         }
         let mut kept = self
