@@ -397,6 +397,60 @@ pub fn hash_json<T: Serialize + ?Sized>(value: &T) -> u64 {
     chunks.get_ref().0.finish()
 }
 
+/// A stable-within-the-process hash of a JSON value, read from the value itself: the same key
+/// for values whose JSON text reads the same (an object's keys in order), without writing the
+/// text. The runner keys every call's input with it (a slot chain's step hashes its input at
+/// every step, and serializing small values cost several times what reading them costs). Each
+/// node is tagged and each string and container carries its length, so different texts feed
+/// different streams.
+pub fn hash_value(value: &Value) -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    fn feed(hasher: &mut impl Hasher, value: &Value) {
+        match value {
+            Value::Null => hasher.write_u8(0),
+            Value::Bool(b) => hasher.write_u8(if *b { 1 } else { 2 }),
+            Value::Number(n) => match (n.as_u64(), n.as_i64()) {
+                (Some(u), _) => {
+                    hasher.write_u8(3);
+                    hasher.write_u64(u);
+                }
+                (None, Some(i)) => {
+                    hasher.write_u8(4);
+                    hasher.write_i64(i);
+                }
+                (None, None) => {
+                    hasher.write_u8(5);
+                    hasher.write_u64(n.as_f64().map_or(0, f64::to_bits));
+                }
+            },
+            Value::String(text) => {
+                hasher.write_u8(6);
+                hasher.write_usize(text.len());
+                hasher.write(text.as_bytes());
+            }
+            Value::Array(items) => {
+                hasher.write_u8(7);
+                hasher.write_usize(items.len());
+                for item in items {
+                    feed(hasher, item);
+                }
+            }
+            Value::Object(map) => {
+                hasher.write_u8(8);
+                hasher.write_usize(map.len());
+                for (key, item) in map {
+                    hasher.write_usize(key.len());
+                    hasher.write(key.as_bytes());
+                    feed(hasher, item);
+                }
+            }
+        }
+    }
+    let mut hasher = foldhash::quality::FixedState::with_seed(0x1A5E_C0DE).build_hasher();
+    feed(&mut hasher, value);
+    hasher.finish()
+}
+
 /// The empty World Model view.
 pub fn default_world() -> Value {
     serde_json::json!({
@@ -410,7 +464,7 @@ pub fn default_world() -> Value {
 
 #[cfg(test)]
 mod tests {
-    use super::{ExecutionContext, SessionData, SessionView, hash_json};
+    use super::{ExecutionContext, SessionData, SessionView, hash_json, hash_value};
     use serde_json::json;
     use std::hash::Hasher;
     use std::sync::Arc;
@@ -447,6 +501,50 @@ mod tests {
         assert_ne!(one.execution_id, two.execution_id);
         assert_eq!(one.turn_id.as_deref(), Some("t1"));
         assert!(one.gateway.is_none());
+    }
+
+    /// Values hash alike exactly when their JSON texts read alike, on values built to feed the
+    /// same bytes when read carelessly (concatenated strings, a string against an array of it,
+    /// an integer against a float, keys in another order, empty containers).
+    #[test]
+    fn hash_value_tells_apart_what_the_json_text_tells_apart() {
+        let values = [
+            json!(null),
+            json!(false),
+            json!(true),
+            json!(0),
+            json!(1),
+            json!(-1),
+            json!(1.0),
+            json!(u64::MAX),
+            json!(""),
+            json!("a"),
+            json!(["a"]),
+            json!(["ab", ""]),
+            json!(["a", "b"]),
+            json!([]),
+            json!({}),
+            json!([[]]),
+            json!([{}]),
+            json!({"a": 1, "b": 2}),
+            json!({"b": 2, "a": 1}),
+            json!({"a": "b"}),
+            json!({"ab": ""}),
+            json!({"a": {"b": null}}),
+            json!({"a": ["b", null]}),
+            json!({"slot": "stage.cast", "previous": null, "events": []}),
+            json!({"slot": "stage.cast", "previous": {"cast": []}, "events": []}),
+        ];
+        // The texts, not the values: two objects with their keys in another order are equal
+        // values but read differently.
+        let text = |v: &serde_json::Value| serde_json::to_string(v).expect("json");
+        for a in &values {
+            for b in &values {
+                let same_text = text(a) == text(b);
+                assert_eq!(hash_value(a) == hash_value(b), same_text, "{a} and {b}");
+            }
+            assert_eq!(hash_value(a), hash_value(&a.clone()), "{a} again");
+        }
     }
 
     #[test]

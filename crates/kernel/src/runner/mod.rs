@@ -226,7 +226,7 @@ pub fn run(
     // only when the engine kept the call (covel-js keeps a call that ran once, to run it again
     // while the author is idle) is it copied here.
     let ask_one = |provider: &Provider, input: Value| {
-        let input_key = crate::context::hash_json(&input);
+        let input_key = crate::context::hash_value(&input);
         let identity = settled::CallIdentity::of(point_id, slot, false, input_key, ctx, timeout);
         let input = Arc::new(input);
         let settled = ask(provider, identity.as_ref(), slot, false, || ProviderCall {
@@ -246,7 +246,7 @@ pub fn run(
             // in parallel across the cores. Outputs are checked where they ran, then gathered in
             // chain order (the first failure of a fail-turn point in that order fails the turn).
             let groups = engine_groups(&chain);
-            let input_key = crate::context::hash_json(&input);
+            let input_key = crate::context::hash_value(&input);
             let shared_input = Arc::new(input);
             let shared = options.shared_segments;
             let identity =
