@@ -54,6 +54,7 @@ pub struct Segment {
     pub provider_plugin_id: Arc<str>,
 }
 
+/// A segment read without a plugin id has an empty one until the kernel stamps it.
 fn no_plugin() -> Arc<str> {
     Arc::from("")
 }
