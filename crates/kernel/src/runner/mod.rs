@@ -279,12 +279,14 @@ pub fn run(
             for (i, one) in ran.into_iter().flatten() {
                 settled[i] = Some(one);
             }
-            // Each successful output with the provider that gave it, in chain order.
-            let mut gathered: Vec<(&Provider, Arc<Value>)> = Vec::with_capacity(chain.len());
+            // Each successful output with the plugin id of the provider that gave it (its
+            // record's, shared), in chain order.
+            let mut gathered: Vec<(Arc<str>, Arc<Value>)> = Vec::with_capacity(chain.len());
             for (provider, (record, result)) in chain.iter().zip(settled.into_iter().flatten()) {
+                let plugin_id = Arc::clone(&record.plugin_id);
                 out.calls.push(record);
                 match result {
-                    Ok(value) => gathered.push((provider, value)),
+                    Ok(value) => gathered.push((plugin_id, value)),
                     Err(message) => {
                         if point.on_error == OnError::FailTurn {
                             out.error = Some(fail_turn(point_id, provider, message));
@@ -299,10 +301,7 @@ pub fn run(
             out.result = match point_id {
                 PointId::PromptSegment if options.shared_segments => {
                     out.parts = outputs
-                        .map(|(provider, output)| ProvidedSegments {
-                            plugin_id: Arc::from(provider.plugin_id.as_str()),
-                            output,
-                        })
+                        .map(|(plugin_id, output)| ProvidedSegments { plugin_id, output })
                         .collect();
                     Value::Null
                 }
