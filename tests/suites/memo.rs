@@ -300,6 +300,10 @@ fn a_preview_that_takes_settled_answers_again_equals_one_where_everything_runs()
             "the fourth preview took {point} answers again"
         );
     }
+    assert!(
+        memo.segment_reads().taken_again() > 0,
+        "the later previews took the segments an earlier one read again"
+    );
     let every = open(&covel_js::Limits {
         memo: false,
         ..covel_js::Limits::default()

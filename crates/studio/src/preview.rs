@@ -7,7 +7,7 @@ use crate::workspace::{Calls, Workspace};
 use covel_kernel::contract::{PointId, SlotId};
 use covel_kernel::prompt::template::{self, TemplateScope};
 use covel_kernel::prompt::{
-    self, Assembly, AssemblyInput, CacheReport, RequestOptions, RuntimeView, Segment, SegmentRow,
+    self, Assembly, AssemblyInput, CacheReport, RequestOptions, RuntimeView, SegmentRow,
 };
 use covel_kernel::runner::{CallRecord, RunError, RunOptions, RunRequest, RunResult};
 use serde::Serialize;
@@ -496,7 +496,7 @@ impl Workspace {
             .and_then(|w| w.get("lore"))
             .and_then(Value::as_str);
         let assembly = prompt::assemble(AssemblyInput {
-            segments: Segment::parse_parts(&segments.parts),
+            segments: self.segment_reads().parse_parts(&segments.parts),
             runtime: &runtime,
             preamble: prompt::FRAMEWORK_PREAMBLE,
             body: &body,
@@ -573,6 +573,7 @@ impl Workspace {
     /// The full preview for one runtime.
     pub fn preview(&self, target: &RuntimeTarget) -> Preview {
         let started = Instant::now();
+        self.segment_reads().next_generation();
         let scope = self.calls();
         let mut calls = Vec::new();
         let mut errors = Vec::new();

@@ -90,6 +90,9 @@ pub struct Workspace {
     /// The last session view handed out: a new view whose data reads the same is this one again
     /// ([`Workspace::session_view`]).
     last_view: std::sync::Mutex<Option<Arc<SessionView>>>,
+    /// The segments the last previews read from provider outputs, taken again for the outputs
+    /// the memo hands out again (each preview starts a generation of them).
+    segment_reads: covel_kernel::prompt::SegmentReads,
 }
 
 impl Drop for Workspace {
@@ -157,6 +160,7 @@ impl Workspace {
             call_order: None,
             call_order_current: false,
             last_view: std::sync::Mutex::new(None),
+            segment_reads: Default::default(),
         };
         workspace.resolve();
         tracing::info!(
@@ -347,6 +351,11 @@ impl Workspace {
             .filter_map(|p| p.instance.as_ref())
             .map(|instance| instance.confirm_memo())
             .sum()
+    }
+
+    /// The segments previews read from provider outputs, kept for the next preview.
+    pub fn segment_reads(&self) -> &covel_kernel::prompt::SegmentReads {
+        &self.segment_reads
     }
 
     /// Whether an engine keeps calls [`Workspace::confirm_memo`] would run.

@@ -4,6 +4,7 @@
 
 mod assemble;
 mod cache;
+mod reads;
 mod requests;
 mod segment;
 pub mod template;
@@ -16,6 +17,7 @@ pub use assemble::{
 pub use cache::{
     Breakpoint, CacheAdvice, CacheReport, CacheWarning, Difference, LintFinding, analyse,
 };
+pub use reads::SegmentReads;
 pub use requests::{
     AnthropicRequest, PartOrigin, Place, RequestMessage, RequestOptions, RequestPart,
     anthropic_request, openai_request,

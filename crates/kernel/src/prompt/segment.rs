@@ -74,23 +74,28 @@ impl Segment {
     /// stays shared with the memo), and stamped with its provider's plugin id as the runner
     /// stamps a concatenated run's segments (`runner::attribution`), whatever the plugin wrote.
     pub fn parse_parts(parts: &[ProvidedSegments]) -> Vec<Segment> {
-        fn items_of(part: &ProvidedSegments) -> &[Value] {
-            part.output
-                .as_array()
-                .map(Vec::as_slice)
-                .unwrap_or_default()
-        }
         // Sized up front: collecting a flattened iterator grows the vector a dozen times over a
         // thousand segments, copying them each time.
-        let mut segments = Vec::with_capacity(parts.iter().map(|p| items_of(p).len()).sum());
+        let mut segments = Vec::with_capacity(parts.iter().map(Segment::count_in).sum());
         for part in parts {
-            segments.extend(
-                items_of(part)
-                    .iter()
-                    .filter_map(|item| Segment::read(item, Some(&part.plugin_id))),
-            );
+            segments.extend(Segment::read_part(part));
         }
         segments
+    }
+
+    /// How many items one provider's output holds (an upper bound on its segments).
+    pub(super) fn count_in(part: &ProvidedSegments) -> usize {
+        part.output.as_array().map_or(0, Vec::len)
+    }
+
+    /// One provider's segments, read as [`Segment::parse_parts`] reads each part.
+    pub(super) fn read_part(part: &ProvidedSegments) -> impl Iterator<Item = Segment> + '_ {
+        part.output
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|item| Segment::read(item, Some(&part.plugin_id)))
     }
 
     /// One segment. The usual shape (position and audience by name, every other field a plain
