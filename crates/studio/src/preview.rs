@@ -7,7 +7,8 @@ use crate::workspace::{Calls, Workspace};
 use covel_kernel::contract::{PointId, SlotId};
 use covel_kernel::prompt::template::{self, TemplateScope};
 use covel_kernel::prompt::{
-    self, Assembly, AssemblyInput, CacheReport, RequestOptions, RuntimeView, SegmentRow,
+    self, AnthropicRequest, Assembly, AssemblyInput, CacheReport, RequestOptions, RuntimeView,
+    SegmentRow,
 };
 use covel_kernel::runner::{CallRecord, RunError, RunOptions, RunRequest, RunResult};
 use serde::Serialize;
@@ -636,7 +637,8 @@ impl Workspace {
                 timings: &mut turn_timings,
             },
         );
-        let cache = prompt::analyse(&this, &next, self.min_cacheable_tokens());
+        let this_request = AnthropicRequest::of(&this);
+        let cache = prompt::analyse(&this, &this_request, &next, self.min_cacheable_tokens());
         let next_turn_ms = ms(t);
 
         let t = Instant::now();
@@ -677,7 +679,7 @@ impl Workspace {
         };
         // The request bodies read the assembly; then its parts move into the view.
         let requests = Requests {
-            anthropic: prompt::anthropic_request(&this, &options),
+            anthropic: this_request.body(&options),
             openai: prompt::openai_request(&this, &options),
         };
         let prompt_view = PromptView {

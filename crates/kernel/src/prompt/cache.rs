@@ -120,9 +120,14 @@ fn same(a: &(Place, &RequestPart), b: &(Place, &RequestPart)) -> bool {
     a.0 == b.0 && a.1.text == b.1.text
 }
 
-/// Compares this turn's assembly with the next turn's.
-pub fn analyse(this: &Assembly, next: &Assembly, min_cacheable_tokens: u32) -> CacheReport {
-    let this_request = AnthropicRequest::of(this);
+/// Compares this turn's assembly with the next turn's. `this_request` is this turn's Anthropic
+/// request (`AnthropicRequest::of(this)`), which the caller builds anyway for its body.
+pub fn analyse(
+    this: &Assembly,
+    this_request: &AnthropicRequest,
+    next: &Assembly,
+    min_cacheable_tokens: u32,
+) -> CacheReport {
     let next_request = AnthropicRequest::of(next);
     let parts = this_request.parts();
     let next_parts = next_request.parts();
