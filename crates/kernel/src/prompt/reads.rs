@@ -3,13 +3,16 @@
 //! preview had, so their segments are taken again instead of read again: a save at 500 plugins
 //! otherwise reads a thousand segments per turn, all but its own plugin's the same as before.
 //!
-//! An entry is keyed by its output's identity and holds that output, so the address cannot be
-//! reused by another value while the entry lives, and an entry is only ever taken for the value
-//! it was read from, with the plugin id it was stamped with: what it gives equals a fresh read.
+//! An entry is keyed by its output's identity and holds a weak reference to it: the output's
+//! text is freed with the last preview that uses it, but its allocation stays, so the address
+//! cannot be reused by another value while the entry lives, and a value held weakly cannot be
+//! changed in place (`Arc::get_mut` refuses, `Arc::make_mut` moves it). An entry is only ever
+//! taken for the value it was read from, with the plugin id it was stamped with: what it gives
+//! equals a fresh read.
 
 use super::segment::{ProvidedSegments, Segment};
 use serde_json::Value;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 /// The segments read from outputs, each stamped with the last generation (a preview) that took
 /// it.
@@ -28,8 +31,8 @@ struct Generations {
 
 #[derive(Debug)]
 struct Read {
-    /// Held so the key's address stays this value's.
-    output: Arc<Value>,
+    /// Held so the key's address stays this value's (weakly: the value is not kept alive).
+    output: Weak<Value>,
     plugin_id: Arc<str>,
     segments: Arc<[Segment]>,
     /// The last generation that read or took it.
@@ -68,7 +71,7 @@ impl SegmentReads {
                     generations.reads.insert(
                         key,
                         Read {
-                            output: Arc::clone(&part.output),
+                            output: Arc::downgrade(&part.output),
                             plugin_id: Arc::clone(&part.plugin_id),
                             segments: read,
                             generation,
@@ -101,7 +104,8 @@ impl SegmentReads {
 impl Read {
     /// Whether this read is the one `part` would give: the same value, stamped the same.
     fn reads(&self, part: &ProvidedSegments) -> bool {
-        Arc::ptr_eq(&self.output, &part.output) && self.plugin_id == part.plugin_id
+        std::ptr::eq(self.output.as_ptr(), Arc::as_ptr(&part.output))
+            && self.plugin_id == part.plugin_id
     }
 }
 
@@ -167,5 +171,29 @@ mod tests {
         reads.next_generation();
         reads.next_generation();
         assert_eq!(reads.held(), 0);
+    }
+
+    #[test]
+    fn a_read_keeps_no_output_alive_and_its_output_cannot_change_in_place() {
+        let reads = SegmentReads::default();
+        let mut kept = output("kept");
+        reads.parse_parts(&[part("p", &kept)]);
+        assert_eq!(
+            Arc::strong_count(&kept),
+            1,
+            "the read holds no strong reference"
+        );
+        assert!(
+            Arc::get_mut(&mut kept).is_none(),
+            "while its read lives, the value cannot be changed where it is"
+        );
+        let before = Arc::as_ptr(&kept);
+        Arc::make_mut(&mut kept)[0]["content"] = json!("changed");
+        assert_ne!(Arc::as_ptr(&kept), before, "a change moves the value");
+        let read = reads.parse_parts(&[part("p", &kept)]);
+        assert_eq!(
+            &*read[0].content, "changed",
+            "so it is read again, not taken"
+        );
     }
 }
