@@ -4,6 +4,7 @@ use super::segment::{Placement, RuntimeView, Segment, SegmentKey, TieGroups, sor
 use crate::sdk::estimate_tokens;
 use serde::Serialize;
 use serde_json::Value;
+use std::borrow::Cow;
 use std::sync::Arc;
 
 /// What one assembly needs.
@@ -78,7 +79,8 @@ pub struct SegmentRow {
     pub volatility: super::Volatility,
     pub order: i64,
     pub position: crate::manifest::Position,
-    pub role: String,
+    /// Shared, not copied, for the three roles of the contract (a row per segment per turn).
+    pub role: Cow<'static, str>,
     pub audience: super::Audience,
     pub placement: Placement,
     /// Whether volatility decided the placement (ignored for message positions).
@@ -500,7 +502,7 @@ pub fn assemble(input: AssemblyInput<'_>) -> Assembly {
     let row = |seg: Segment, excluded_because: Option<String>, tied: bool| SegmentRow {
         volatility: seg.volatility,
         order: seg.order(),
-        role: seg.role().to_string(),
+        role: seg.role_name(),
         placement: seg.placement(),
         volatility_applies: seg.placement().volatility_applies(),
         sort_key: SegmentKey::of(&seg),

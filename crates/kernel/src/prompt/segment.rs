@@ -7,6 +7,7 @@ use crate::manifest::{NamedPosition, Position};
 use crate::runner::utf16_cmp;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -132,6 +133,16 @@ impl Segment {
     /// The role a segment's message takes (system when absent).
     pub fn role(&self) -> &str {
         self.role.as_deref().unwrap_or("system")
+    }
+
+    /// [`Segment::role`], borrowed from a constant when it is one of the contract's roles.
+    pub fn role_name(&self) -> Cow<'static, str> {
+        match self.role() {
+            "system" => Cow::Borrowed("system"),
+            "user" => Cow::Borrowed("user"),
+            "assistant" => Cow::Borrowed("assistant"),
+            other => Cow::Owned(other.to_string()),
+        }
     }
 
     fn is_system_role(&self) -> bool {
@@ -516,6 +527,26 @@ mod tests {
         .expect("segment");
         s.provider_plugin_id = plugin.into();
         s
+    }
+
+    #[test]
+    fn a_role_name_is_the_role_and_shares_the_contract_s_three() {
+        let with_role = |role: Option<&str>| Segment {
+            role: role.map(str::to_string),
+            ..segment("a", "x", 0, "stable")
+        };
+        for (role, shared) in [
+            (None, true),
+            (Some("system"), true),
+            (Some("user"), true),
+            (Some("assistant"), true),
+            (Some("narrator"), false),
+        ] {
+            let segment = with_role(role);
+            let name = segment.role_name();
+            assert_eq!(name, segment.role());
+            assert_eq!(matches!(name, Cow::Borrowed(_)), shared, "{role:?}");
+        }
     }
 
     #[test]

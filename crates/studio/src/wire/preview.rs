@@ -9,6 +9,7 @@ use covel_kernel::prompt;
 use covel_kernel::slot_host;
 use serde::Serialize;
 use specta::Type;
+use std::borrow::Cow;
 use std::sync::Arc;
 
 /// Which runtime the prompt is assembled for.
@@ -260,7 +261,8 @@ pub struct SegmentRow {
     #[specta(type = Number)]
     pub order: i64,
     pub position: Position,
-    pub role: String,
+    #[specta(type = String)]
+    pub role: Cow<'static, str>,
     pub audience: Audience,
     pub placement: Placement,
     pub volatility_applies: bool,
