@@ -304,11 +304,16 @@ fn a_preview_that_takes_settled_answers_again_equals_one_where_everything_runs()
         memo.segment_reads().taken_again() > 0,
         "the later previews took the segments an earlier one read again"
     );
-    let every = open(&covel_js::Limits {
+    let without_memo = open(&covel_js::Limits {
         memo: false,
         ..covel_js::Limits::default()
-    })
-    .preview(&RuntimeTarget::Story);
+    });
+    let every = without_memo.preview(&RuntimeTarget::Story);
+    assert_eq!(
+        without_memo.segment_reads().held(),
+        0,
+        "without the memo no output comes back, so no read is kept"
+    );
     let parts = |preview: &covel_studio::Preview| {
         let mut value = serde_json::to_value(preview).expect("serializes");
         covel_tests::redact_timings(&mut value);

@@ -8,7 +8,7 @@ use covel_kernel::contract::{PointId, SlotId};
 use covel_kernel::prompt::template::{self, TemplateScope};
 use covel_kernel::prompt::{
     self, AnthropicRequest, Assembly, AssemblyInput, CacheReport, RequestOptions, RuntimeView,
-    SegmentRow,
+    Segment, SegmentRow,
 };
 use covel_kernel::runner::{CallRecord, RunError, RunOptions, RunRequest, RunResult};
 use serde::Serialize;
@@ -496,8 +496,14 @@ impl Workspace {
             .as_ref()
             .and_then(|w| w.get("lore"))
             .and_then(Value::as_str);
+        // Without the memo every output is a new value, so no read could be taken again.
+        let segments = if self.limits.memo {
+            self.segment_reads().parse_parts(&segments.parts)
+        } else {
+            Segment::parse_parts(&segments.parts)
+        };
         let assembly = prompt::assemble(AssemblyInput {
-            segments: self.segment_reads().parse_parts(&segments.parts),
+            segments,
             runtime: &runtime,
             preamble: prompt::FRAMEWORK_PREAMBLE,
             body: &body,
