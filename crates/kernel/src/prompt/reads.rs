@@ -3,12 +3,11 @@
 //! preview had, so their segments are taken again instead of read again: a save at 500 plugins
 //! otherwise reads a thousand segments per turn, all but its own plugin's the same as before.
 //!
-//! An entry is keyed by its output's identity and holds a weak reference to it: the output's
-//! text is freed with the last preview that uses it, but its allocation stays, so the address
-//! cannot be reused by another value while the entry lives, and a value held weakly cannot be
-//! changed in place (`Arc::get_mut` refuses, `Arc::make_mut` moves it). An entry is only ever
-//! taken for the value it was read from, with the plugin id it was stamped with: what it gives
-//! equals a fresh read.
+//! An entry is keyed by its output's identity and holds a weak reference to it, as the runner's
+//! checked outputs do (`runner::holds` says why a matching address is the same, unchanged
+//! value): the output's text is freed with the last preview that uses it. An entry is only
+//! ever taken for the value it was read from, with the plugin id it was stamped with: what it
+//! gives equals a fresh read.
 
 use super::segment::{ProvidedSegments, Segment};
 use serde_json::Value;
@@ -104,8 +103,7 @@ impl SegmentReads {
 impl Read {
     /// Whether this read is the one `part` would give: the same value, stamped the same.
     fn reads(&self, part: &ProvidedSegments) -> bool {
-        std::ptr::eq(self.output.as_ptr(), Arc::as_ptr(&part.output))
-            && self.plugin_id == part.plugin_id
+        crate::runner::holds(&self.output, &part.output) && self.plugin_id == part.plugin_id
     }
 }
 

@@ -12,6 +12,14 @@ use serde_json::Value;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, Weak};
 
+/// Whether `held` (a weak reference kept with something made of a value) is `value` itself. The
+/// weak reference keeps the value's allocation reserved, so its address cannot be another
+/// value's, and a weakly held value cannot change in place (`Arc::get_mut` refuses,
+/// `Arc::make_mut` moves it): the same address is the same, unchanged value.
+pub(crate) fn holds(held: &Weak<Value>, value: &Arc<Value>) -> bool {
+    std::ptr::eq(held.as_ptr(), Arc::as_ptr(value))
+}
+
 /// How many checked outputs a provider keeps at most: a preview asks each provider for two
 /// turns (a slot provider for its slot), and what the memo answers repeats from preview to
 /// preview.
@@ -42,7 +50,7 @@ impl CheckedOutputs {
         let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         entries
             .iter()
-            .find(|e| std::ptr::eq(e.raw.as_ptr(), Arc::as_ptr(raw)) && e.reading == reading)
+            .find(|e| holds(&e.raw, raw) && e.reading == reading)
             .map(|e| Arc::clone(e.stamped.as_ref().unwrap_or(raw)))
     }
 

@@ -11,6 +11,7 @@ mod trace;
 
 pub use batch::{RunRequest, run_all};
 pub use checked::CheckedOutputs;
+pub(crate) use checked::holds;
 pub use order::{SortKey, presort_providers, sort_providers, utf16_cmp};
 pub use settled::SettledAnswers;
 pub use trace::{CallRecord, Outcome};
