@@ -329,6 +329,38 @@ fn merged<T: Clone + MemoAnswer>(
     held
 }
 
+/// The slot views the window held with a slot patch applied (what `mergePreview` does): a view
+/// sent takes its chain from the one held at its position, merged with the chain's patch.
+fn merged_slots(
+    held: Vec<covel_studio::wire::preview::SlotView>,
+    patch: &covel_studio::wire::Positions<covel_studio::wire::SlotViewPatch>,
+) -> Vec<covel_studio::wire::preview::SlotView> {
+    let chains: Vec<_> = held.iter().map(|v| v.chain.clone()).collect();
+    let fields = covel_studio::wire::Positions {
+        count: patch.count,
+        memoized: patch.memoized,
+        changed: patch
+            .changed
+            .iter()
+            .map(|at| covel_studio::wire::At {
+                index: at.index,
+                item: covel_studio::wire::preview::SlotView {
+                    slot: at.item.slot,
+                    key: at.item.key.clone(),
+                    value: at.item.value.clone(),
+                    revision: at.item.revision.clone(),
+                    chain: merged(
+                        chains.get(at.index as usize).cloned().unwrap_or_default(),
+                        &at.item.chain,
+                    ),
+                    error: at.item.error.clone(),
+                },
+            })
+            .collect(),
+    };
+    merged(held, &fields)
+}
+
 /// A live studio on a scratch copy of `plugins-sample` with its demo session (the copy lives as
 /// long as the directory returned).
 fn sample_studio() -> (tempfile::TempDir, LiveStudio) {
@@ -466,7 +498,8 @@ fn a_patch_sends_only_what_changed_and_a_played_turn_once() {
     assert_eq!(preview.cache, None, "the cache analysis is the same");
 
     // Slot views cross by position too: re-running a slot provider sends the views whose chain
-    // ran it (each view carries its chain's calls), not every slot of the folder.
+    // ran it, not every slot of the folder, and each with only the calls of its chain that
+    // changed.
     studio.confirm_memo();
     let held = covel_studio::wire::Preview::from(&studio.preview).slots;
     let module = dir.path().join("soundtrack/server/index.js");
@@ -487,18 +520,76 @@ fn a_patch_sends_only_what_changed_and_a_played_turn_once() {
     assert_eq!(slots.count as usize, now.len());
     assert!(!slots.changed.is_empty());
     for at in &slots.changed {
+        let chain = &now[at.index as usize].chain;
         assert!(
-            at.item.chain.iter().any(|c| &*c.plugin_id == "soundtrack"),
+            chain.iter().any(|c| &*c.plugin_id == "soundtrack"),
             "{:?} is sent though soundtrack is not in its chain",
             at.item.slot
         );
+        let sent: Vec<&str> = at
+            .item
+            .chain
+            .changed
+            .iter()
+            .map(|c| &*c.item.plugin_id)
+            .collect();
+        assert_eq!(
+            sent,
+            vec!["soundtrack"],
+            "only soundtrack's call of the {:?} chain crosses",
+            at.item.slot
+        );
+        assert_eq!(at.item.chain.count as usize, chain.len());
     }
     assert!(
         slots.changed.len() < now.len(),
         "the slots without soundtrack are not sent"
     );
     assert_eq!(
-        merged(held, slots),
+        merged_slots(held, slots),
+        now,
+        "the held slots and the patch give the new list"
+    );
+
+    // A view whose chain holds other plugins' calls crosses with only the call that changed:
+    // quest-log follows world-state in the session summary's chain.
+    studio.confirm_memo();
+    let held = covel_studio::wire::Preview::from(&studio.preview).slots;
+    let module = dir.path().join("quest-log/server/index.js");
+    let handler = "handler: async ({ previous }, ctx) => {";
+    let touched = log_save(
+        &mut studio,
+        &mut wire,
+        &module,
+        handler,
+        &format!("{handler} console.log(\"summary check\");"),
+    );
+    let slots = touched
+        .preview
+        .as_ref()
+        .and_then(|p| p.slots.as_ref())
+        .expect("the summary's chain ran again");
+    let now = covel_studio::wire::Preview::from(&studio.preview).slots;
+    let summary = slots
+        .changed
+        .iter()
+        .find(|at| at.item.slot == covel_studio::wire::SlotId::SessionSummary)
+        .expect("the summary view is sent");
+    let chain = &now[summary.index as usize].chain;
+    assert!(
+        chain.len() > 1 && chain.iter().any(|c| &*c.plugin_id != "quest-log"),
+        "the summary's chain holds other plugins' calls: {chain:?}"
+    );
+    let sent: Vec<&str> = summary
+        .item
+        .chain
+        .changed
+        .iter()
+        .map(|c| &*c.item.plugin_id)
+        .collect();
+    assert_eq!(sent, vec!["quest-log"], "only quest-log's call crosses");
+    assert_eq!(
+        merged_slots(held, slots),
         now,
         "the held slots and the patch give the new list"
     );
@@ -637,7 +728,7 @@ fn the_first_save_after_opening_sends_the_memo_answers_as_one_flag() {
         .as_ref()
         .expect("the slot chains were answered");
     assert!(slots.memoized);
-    assert_eq!(merged(held.slots.clone(), slots), now.slots);
+    assert_eq!(merged_slots(held.slots.clone(), slots), now.slots);
     let bytes = serde_json::to_vec(&patch).expect("json").len();
     let whole =
         serde_json::to_vec(&covel_studio::wire::WireState::default().full(studio.snapshot()))

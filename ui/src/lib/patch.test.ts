@@ -40,13 +40,39 @@ describe("merging a snapshot patch", () => {
   });
   it("replaces only the slot views a patch sends, at their positions; the others stay the objects held", () => {
     expect(initial.preview.slots.length, "the fixture has slots to patch").toBeGreaterThan(1);
-    const rerun = { ...initial.preview.slots[1], revision: "new" };
+    const held = initial.preview.slots[1];
+    const rerun = { ...held, revision: "new", chain: { count: held.chain.length, changed: [] } };
     const merged = apply(initial, { since: 0, version: 1, preview: { slots: { count: initial.preview.slots.length, changed: [{ index: 1, item: rerun }] } } });
-    expect(merged.preview.slots[1]).toBe(rerun);
+    expect(merged.preview.slots[1]).toEqual({ ...held, revision: "new" });
+    expect(merged.preview.slots[1].chain, "a chain the patch does not change is the one held").toEqual(held.chain);
     expect(merged.preview.slots[0], "an unchanged slot view is the object held").toBe(initial.preview.slots[0]);
     expect(merged.preview.calls).toBe(initial.preview.calls);
     const gap = { since: 0, version: 1, preview: { slots: { count: initial.preview.slots.length + 1, changed: [] } } };
     expect(applyPatch(initial, gap), "a slot list the UI cannot fill asks for the whole snapshot").toBeNull();
+  });
+  it("merges a slot view's chain by position: only the calls sent replace those held", () => {
+    const at = initial.preview.slots.findIndex((s) => s.chain.length > 0);
+    expect(at, "the fixture has a slot with a chain").toBeGreaterThanOrEqual(0);
+    const view = initial.preview.slots[at];
+    // A long chain, as a slot every plugin of a large folder provides.
+    const long = { ...view, chain: Array.from({ length: 40 }, (_, i) => ({ ...view.chain[0], providerId: `p${i}` })) };
+    const slots = initial.preview.slots.map((s, i) => (i === at ? long : s));
+    const held = { ...initial, preview: { ...initial.preview, slots } };
+    const rerun = { ...long.chain[7], durationMs: 9.5 };
+    const patch = { count: 40, changed: [{ index: 7, item: rerun }] };
+    const merged = apply(held, { since: 0, version: 1, preview: { slots: { count: slots.length, changed: [{ index: at, item: { ...long, chain: patch } }] } } });
+    const chain = merged.preview.slots[at].chain;
+    expect(chain[7], "the call sent replaces the one held").toBe(rerun);
+    expect(chain[6], "the other calls are the objects held").toBe(long.chain[6]);
+    expect(chain.length).toBe(40);
+    // Answered from the memo but for the call sent: the chain says `memoized`.
+    const answered = apply(held, { since: 0, version: 1, preview: { slots: { count: slots.length, changed: [{ index: at, item: { ...long, chain: { ...patch, memoized: true } } }], memoized: true } } });
+    expect(answered.preview.slots[at].chain[7]).toBe(rerun);
+    expect(answered.preview.slots[at].chain[6]).toEqual(memoAnswer(long.chain[6]));
+    expect(answered.preview.slots[at].chain.filter((c) => c.cached).length).toBe(39);
+    // A chain the patch was not made against asks for the whole snapshot.
+    const gap = { since: 0, version: 1, preview: { slots: { count: slots.length, changed: [{ index: at, item: { ...long, chain: { count: 41, changed: [] } } }] } } };
+    expect(applyPatch(held, gap)).toBeNull();
   });
   it("rebuilds the first save after opening, whose calls the memo answered, from a flag and the calls that ran", () => {
     // The first save applies to the snapshot as opened (the Rust side checks it is `initial`);

@@ -5,11 +5,12 @@
 // come by position (`Positions`: a reload sends the plugin it changed, the slots whose chain ran
 // it and the calls that ran again, not the folder's lists; when most calls were answered from
 // the memo, as on the first reload after a folder opens, it says `memoized` instead of sending
-// them); the preview comes in parts too (`PreviewPatch`: a reload that changed only call
+// them; a slot view sent brings only the calls of its chain that changed, by position in the
+// chain held: `SlotViewPatch`); the preview comes in parts too (`PreviewPatch`: a reload that changed only call
 // durations sends those calls and the timings, not the prompt). A patch names the snapshot
 // version it applies to (`since`): one that arrives out of order does not apply, and the store
 // asks for the whole snapshot instead.
-import type { CallRecord, Positions, Preview, PreviewPatch, SlotView, Snapshot, SnapshotPatch } from "./wire";
+import type { CallRecord, Positions, Preview, PreviewPatch, SlotView, SlotViewPatch, Snapshot, SnapshotPatch } from "./wire";
 
 /**
  * A call record as a memo answer shows it: `cached`, no duration, no reason it would not be
@@ -96,7 +97,7 @@ export function mergePreview(preview: Preview, patch: PreviewPatch): Preview | n
     if (value !== undefined) (next as Record<keyof Preview, unknown>)[key] = value;
   }
   if (slots !== undefined) {
-    const merged = mergePositions(preview.slots, slots, memoSlotAnswer);
+    const merged = mergeSlots(preview.slots, slots);
     if (merged === null) return null;
     next.slots = merged;
   }
@@ -108,6 +109,26 @@ export function mergePreview(preview: Preview, patch: PreviewPatch): Preview | n
   // The preview omits an empty list of history rewrites; the patch sends `[]` when they are gone.
   if (next.historyRewrites?.length === 0) delete next.historyRewrites;
   return next;
+}
+
+/**
+ * The slot views after a slot patch: as `mergePositions` merges them, each view sent taking its
+ * chain from the chain of the view held at its position (before any memo answer) with the
+ * chain's own patch. Null when a list does not fit the one held.
+ */
+export function mergeSlots(held: SlotView[], patch: Positions<SlotViewPatch>): SlotView[] | null {
+  const changed: { index: number; item: SlotView }[] = [];
+  for (const { index, item } of patch.changed) {
+    const chain = mergePositions(held[index]?.chain ?? [], item.chain, memoAnswer);
+    if (chain === null) return null;
+    changed.push({ index, item: { ...item, chain } });
+  }
+  return mergePositions(held, { ...patch, changed }, memoSlotAnswer);
+}
+
+/** A slot view as a patch on no view: every call of its chain. */
+function wholeSlot(view: SlotView): SlotViewPatch {
+  return { ...view, chain: allPositions(view.chain) };
 }
 
 /** Every item of a list, as a `Positions` patch. */
@@ -128,6 +149,6 @@ export function patchOf(snapshot: Snapshot, since: number): SnapshotPatch {
     lastReload: snapshot.lastReload ?? null,
     plugins: allPositions(snapshot.plugins),
     turns: { keep: 0, append: snapshot.turns },
-    preview: { ...snapshot.preview, slots: allPositions(snapshot.preview.slots), calls: allPositions(snapshot.preview.calls), historyRewrites: snapshot.preview.historyRewrites ?? [] },
+    preview: { ...snapshot.preview, slots: { count: snapshot.preview.slots.length, changed: snapshot.preview.slots.map((view, index) => ({ index, item: wholeSlot(view) })) }, calls: allPositions(snapshot.preview.calls), historyRewrites: snapshot.preview.historyRewrites ?? [] },
   };
 }

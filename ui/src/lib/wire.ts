@@ -29,6 +29,7 @@ export type {
   SessionEdit_Deserialize as SessionEdit,
   SlotId,
   SlotView_Serialize as SlotView,
+  SlotViewPatch_Serialize as SlotViewPatch,
   Snapshot_Serialize as Snapshot,
   SnapshotPatch_Serialize as SnapshotPatch,
   StudioChanged_Serialize as StudioChanged,

@@ -19,6 +19,8 @@ pub mod snapshot;
 pub mod turns;
 
 pub use common::{CallRecord, Diagnostic, JsonValue, PointId, RunError, SlotId};
-pub use patch::{At, MemoAnswer, Positions, PreviewPatch, SnapshotPatch, Turns, WireState};
+pub use patch::{
+    At, MemoAnswer, Positions, PreviewPatch, SlotViewPatch, SnapshotPatch, Turns, WireState,
+};
 pub use preview::Preview;
 pub use snapshot::Snapshot;
