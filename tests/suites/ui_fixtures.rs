@@ -322,9 +322,24 @@ fn merged<T: Clone + MemoAnswer>(
     if patch.memoized {
         held = held.iter().map(MemoAnswer::memo_answer).collect();
     }
+    merged_plain(
+        held,
+        &covel_studio::wire::Positions {
+            memoized: false,
+            ..patch.clone()
+        },
+    )
+}
+
+/// [`merged`] for a list none of whose items is ever a memo answer.
+fn merged_plain<T: Clone>(mut held: Vec<T>, patch: &covel_studio::wire::Positions<T>) -> Vec<T> {
+    assert!(!patch.memoized, "this list has no memo answers");
     held.truncate(patch.count as usize);
     for at in &patch.changed {
-        held[at.index as usize] = at.item.clone();
+        match held.get_mut(at.index as usize) {
+            Some(item) => *item = at.item.clone(),
+            None => held.push(at.item.clone()),
+        }
     }
     held
 }
@@ -413,6 +428,7 @@ fn a_patch_sends_only_what_changed_and_a_played_turn_once() {
     assert_eq!((turns.keep, turns.append.len()), (1, 0));
 
     // A reload sends its entry and the parts it changed, not the unchanged ones.
+    let held_segments = covel_studio::wire::Preview::from(&studio.preview).segments;
     let module = dir.path().join("story-director/server/lib/text.js");
     let text = std::fs::read_to_string(&module).expect("read");
     std::fs::write(&module, text.replace("grave, unhurried", "grave, patient")).expect("write");
@@ -432,7 +448,32 @@ fn a_patch_sends_only_what_changed_and_a_played_turn_once() {
     let json = serde_json::to_value(&reload).expect("json");
     assert!(json.get("session").is_none() && json.get("turns").is_none());
     let preview = reload.preview.as_ref().expect("the preview changed");
-    assert!(preview.prompt.is_some() && preview.segments.is_some());
+    assert!(preview.prompt.is_some(), "the prompt's text changed");
+    // The segment table crosses by position: the rows whose text changed, not the whole table.
+    let segments = preview.segments.as_ref().expect("a segment's text changed");
+    let now_segments = covel_studio::wire::Preview::from(&studio.preview).segments;
+    assert!(!segments.changed.is_empty());
+    assert!(
+        segments
+            .changed
+            .iter()
+            .all(|at| &*at.item.plugin == "story-director"),
+        "only story-director's rows are sent: {:?}",
+        segments
+            .changed
+            .iter()
+            .map(|at| &at.item.plugin)
+            .collect::<Vec<_>>()
+    );
+    assert!(
+        segments.changed.len() < now_segments.len(),
+        "the other plugins' rows are not sent"
+    );
+    assert_eq!(
+        merged_plain(held_segments, segments),
+        now_segments,
+        "the held rows and the patch give the new table"
+    );
     // Only the reloaded plugin crosses (its load time changed), at its position in the list.
     let snapshot = studio.snapshot();
     let plugins = reload

@@ -846,9 +846,10 @@ export type Position = NamedPosition | { depth: number };
  *  A list's items that changed, by position: the list is now `count` long, and every position
  *  not in `changed` keeps the item the UI holds there. The plugins cross this way (a reload
  *  sends the plugin it changed, not the folder's list), and so do the preview's calls (a reload
- *  sends the calls that ran again, not every call of the folder) and its slot views (a reload
+ *  sends the calls that ran again, not every call of the folder), its slot views (a reload
  *  sends the slots whose chain ran the changed plugin, each with only the calls of its chain
- *  that changed: [`SlotViewPatch`]).
+ *  that changed: [`SlotViewPatch`]) and its segment table (a save that changes one segment's
+ *  text sends that row, not the folder's rows: ≈ 560 KB at 500 generated plugins).
  */
 export type Positions<T> = Positions_Serialize<T> | Positions_Deserialize<T>;
 
@@ -856,9 +857,10 @@ export type Positions<T> = Positions_Serialize<T> | Positions_Deserialize<T>;
  *  A list's items that changed, by position: the list is now `count` long, and every position
  *  not in `changed` keeps the item the UI holds there. The plugins cross this way (a reload
  *  sends the plugin it changed, not the folder's list), and so do the preview's calls (a reload
- *  sends the calls that ran again, not every call of the folder) and its slot views (a reload
+ *  sends the calls that ran again, not every call of the folder), its slot views (a reload
  *  sends the slots whose chain ran the changed plugin, each with only the calls of its chain
- *  that changed: [`SlotViewPatch`]).
+ *  that changed: [`SlotViewPatch`]) and its segment table (a save that changes one segment's
+ *  text sends that row, not the folder's rows: ≈ 560 KB at 500 generated plugins).
  */
 export type Positions_Deserialize<T> = {
 	count: number,
@@ -876,9 +878,10 @@ export type Positions_Deserialize<T> = {
  *  A list's items that changed, by position: the list is now `count` long, and every position
  *  not in `changed` keeps the item the UI holds there. The plugins cross this way (a reload
  *  sends the plugin it changed, not the folder's list), and so do the preview's calls (a reload
- *  sends the calls that ran again, not every call of the folder) and its slot views (a reload
+ *  sends the calls that ran again, not every call of the folder), its slot views (a reload
  *  sends the slots whose chain ran the changed plugin, each with only the calls of its chain
- *  that changed: [`SlotViewPatch`]).
+ *  that changed: [`SlotViewPatch`]) and its segment table (a save that changes one segment's
+ *  text sends that row, not the folder's rows: ≈ 560 KB at 500 generated plugins).
  */
 export type Positions_Serialize<T> = {
 	count: number,
@@ -952,7 +955,7 @@ export type PreviewPatch_Deserialize = {
 	runtime?: RuntimeTarget | null,
 	turnId?: string | null,
 	prompt?: PromptView | null,
-	segments?: SegmentRow_Deserialize[] | null,
+	segments?: Positions_Deserialize<SegmentRow_Deserialize> | null,
 	cache?: CacheReport_Deserialize | null,
 	worldContext?: WorldContextView_Deserialize | null,
 	slots?: Positions_Deserialize<SlotViewPatch_Deserialize> | null,
@@ -973,7 +976,7 @@ export type PreviewPatch_Serialize = {
 	runtime?: RuntimeTarget,
 	turnId?: string,
 	prompt?: PromptView,
-	segments?: SegmentRow_Serialize[],
+	segments?: Positions_Serialize<SegmentRow_Serialize>,
 	cache?: CacheReport_Serialize,
 	worldContext?: WorldContextView_Serialize,
 	slots?: Positions_Serialize<SlotViewPatch_Serialize>,

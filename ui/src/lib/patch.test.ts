@@ -38,6 +38,20 @@ describe("merging a snapshot patch", () => {
     const cleared = apply(merged, { since: 1, version: 2, preview: { historyRewrites: [] } });
     expect("historyRewrites" in cleared.preview, "an empty list of rewrites is omitted, as the preview omits it").toBe(false);
   });
+  it("replaces only the segment rows a patch sends, at their positions; the others stay the objects held", () => {
+    const rows = initial.preview.segments;
+    expect(rows.length, "the fixture has segments to patch").toBeGreaterThan(2);
+    const edited = { ...rows[1], content: "new text", tokens: 2 };
+    const merged = apply(initial, { since: 0, version: 1, preview: { segments: { count: rows.length, changed: [{ index: 1, item: edited }] } } });
+    expect(merged.preview.segments[1]).toBe(edited);
+    expect(merged.preview.segments[0], "an unchanged row is the object held").toBe(rows[0]);
+    expect(merged.preview.segments[2]).toBe(rows[2]);
+    expect(merged.preview.prompt, "the parts not sent stay the objects held").toBe(initial.preview.prompt);
+    const shorter = apply(initial, { since: 0, version: 1, preview: { segments: { count: 1, changed: [] } } });
+    expect(shorter.preview.segments).toEqual([rows[0]]);
+    const gap = { since: 0, version: 1, preview: { segments: { count: rows.length + 1, changed: [] } } };
+    expect(applyPatch(initial, gap), "a table the UI cannot fill asks for the whole snapshot").toBeNull();
+  });
   it("replaces only the slot views a patch sends, at their positions; the others stay the objects held", () => {
     expect(initial.preview.slots.length, "the fixture has slots to patch").toBeGreaterThan(1);
     const held = initial.preview.slots[1];

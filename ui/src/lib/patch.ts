@@ -6,7 +6,8 @@
 // it and the calls that ran again, not the folder's lists; when most calls were answered from
 // the memo, as on the first reload after a folder opens, it says `memoized` instead of sending
 // them; a slot view sent brings only the calls of its chain that changed, by position in the
-// chain held: `SlotViewPatch`); the preview comes in parts too (`PreviewPatch`: a reload that changed only call
+// chain held: `SlotViewPatch`), and so do the segment table's rows (a save that changes one
+// segment's text sends its row); the preview comes in parts too (`PreviewPatch`: a reload that changed only call
 // durations sends those calls and the timings, not the prompt). A patch names the snapshot
 // version it applies to (`since`): one that arrives out of order does not apply, and the store
 // asks for the whole snapshot instead.
@@ -89,12 +90,17 @@ export function mergePositions<T>(items: T[], patch: Positions<T>, memoized?: (i
   return next as T[];
 }
 
-/** The preview after a preview patch: the parts it sends replace those held (the slots and calls by position), the rest stay the same objects; null when its slots or calls do not fit the lists held. */
+/** The preview after a preview patch: the parts it sends replace those held (the segment rows, slots and calls by position), the rest stay the same objects; null when a list it sends by position does not fit the one held. */
 export function mergePreview(preview: Preview, patch: PreviewPatch): Preview | null {
-  const { slots, calls, ...parts } = patch;
+  const { slots, calls, segments, ...parts } = patch;
   const next: Preview = { ...preview };
   for (const [key, value] of Object.entries(parts) as [keyof Preview, unknown][]) {
     if (value !== undefined) (next as Record<keyof Preview, unknown>)[key] = value;
+  }
+  if (segments !== undefined) {
+    const merged = mergePositions(preview.segments, segments);
+    if (merged === null) return null;
+    next.segments = merged;
   }
   if (slots !== undefined) {
     const merged = mergeSlots(preview.slots, slots);
@@ -149,6 +155,6 @@ export function patchOf(snapshot: Snapshot, since: number): SnapshotPatch {
     lastReload: snapshot.lastReload ?? null,
     plugins: allPositions(snapshot.plugins),
     turns: { keep: 0, append: snapshot.turns },
-    preview: { ...snapshot.preview, slots: { count: snapshot.preview.slots.length, changed: snapshot.preview.slots.map((view, index) => ({ index, item: wholeSlot(view) })) }, calls: allPositions(snapshot.preview.calls), historyRewrites: snapshot.preview.historyRewrites ?? [] },
+    preview: { ...snapshot.preview, segments: allPositions(snapshot.preview.segments), slots: { count: snapshot.preview.slots.length, changed: snapshot.preview.slots.map((view, index) => ({ index, item: wholeSlot(view) })) }, calls: allPositions(snapshot.preview.calls), historyRewrites: snapshot.preview.historyRewrites ?? [] },
   };
 }

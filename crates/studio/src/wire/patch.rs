@@ -31,9 +31,10 @@ pub struct Turns {
 /// A list's items that changed, by position: the list is now `count` long, and every position
 /// not in `changed` keeps the item the UI holds there. The plugins cross this way (a reload
 /// sends the plugin it changed, not the folder's list), and so do the preview's calls (a reload
-/// sends the calls that ran again, not every call of the folder) and its slot views (a reload
+/// sends the calls that ran again, not every call of the folder), its slot views (a reload
 /// sends the slots whose chain ran the changed plugin, each with only the calls of its chain
-/// that changed: [`SlotViewPatch`]).
+/// that changed: [`SlotViewPatch`]) and its segment table (a save that changes one segment's
+/// text sends that row, not the folder's rows: ≈ 560 KB at 500 generated plugins).
 #[derive(Debug, Clone, PartialEq, Serialize, Type)]
 pub struct Positions<T> {
     pub count: u32,
@@ -345,7 +346,7 @@ pub struct PreviewPatch {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prompt: Option<PromptView>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub segments: Option<Vec<SegmentRow>>,
+    pub segments: Option<Positions<SegmentRow>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cache: Option<CacheReport>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -374,7 +375,7 @@ impl PreviewPatch {
             runtime: part(before.map(|b| &b.runtime), &now.runtime),
             turn_id: part(before.map(|b| &b.turn_id), &now.turn_id),
             prompt: part(before.map(|b| &b.prompt), &now.prompt),
-            segments: part(before.map(|b| &b.segments), &now.segments),
+            segments: Positions::of(before.map(|b| &b.segments[..]), &now.segments),
             cache: part(before.map(|b| &b.cache), &now.cache),
             world_context: part(before.map(|b| &b.world_context), &now.world_context),
             slots: SlotViewPatch::positions(before.map(|b| &b.slots[..]), &now.slots),
