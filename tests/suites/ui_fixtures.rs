@@ -111,6 +111,16 @@ fn ui_fixtures_are_fresh() {
         serde_json::to_value(covel_studio::wire::results::TestRun::of(tests)).expect("json"),
     ));
     studio.undo().expect("a turn to undo");
+    // The window holds the snapshot before the reload, whose prompt is the opened one (the
+    // `snapshot` fixture); the reload's patch sends its prompt as a change to it (the UI's
+    // tests apply it and compare with `after-reload`).
+    let mut wire = covel_studio::wire::WireState::default();
+    let held = wire.full(studio.snapshot());
+    assert_eq!(
+        serde_json::to_value(&held.preview.prompt).expect("json"),
+        outputs[0].2["preview"]["prompt"],
+        "the prompt after the undo is the opened one"
+    );
     let module = Path::new(&root).join("story-director/server/lib/text.js");
     let text = std::fs::read_to_string(&module).expect("read");
     std::fs::write(&module, text.replace("grave, unhurried", "grave, patient")).expect("write");
@@ -120,6 +130,16 @@ fn ui_fixtures_are_fresh() {
         "after-reload",
         "Snapshot",
         serde_json::to_value(studio.snapshot()).expect("json"),
+    ));
+    let change = wire
+        .patch(studio.snapshot())
+        .preview
+        .and_then(|p| p.prompt)
+        .expect("the reload changed the prompt");
+    outputs.push((
+        "reload-prompt-change",
+        "JsonChange",
+        serde_json::to_value(change).expect("json"),
     ));
     // A session edit from the Session panel: the session excludes soundtrack, which the
     // resolver then rejects with its code.
@@ -314,6 +334,39 @@ fn log_tone_save(
     )
 }
 
+/// Once the memo is confirmed, a save that makes the slot handler starting with `handler` in
+/// `module` log a line: the slot views the window held, the slot patch it sent and the views
+/// after it.
+fn slot_log_save(
+    studio: &mut LiveStudio,
+    wire: &mut covel_studio::wire::WireState,
+    module: &Path,
+    handler: &str,
+) -> (
+    Vec<covel_studio::wire::preview::SlotView>,
+    covel_studio::wire::Positions<covel_studio::wire::SlotViewPatch>,
+    Vec<covel_studio::wire::preview::SlotView>,
+) {
+    studio.confirm_memo();
+    let held = covel_studio::wire::Preview::from(&studio.preview).slots;
+    let touched = log_save(
+        studio,
+        wire,
+        module,
+        handler,
+        &format!("{handler} console.log(\"slot check\");"),
+    );
+    let slots = touched
+        .preview
+        .and_then(|p| p.slots)
+        .unwrap_or_else(|| panic!("a slot chain of {} ran again", module.display()));
+    (
+        held,
+        slots,
+        covel_studio::wire::Preview::from(&studio.preview).slots,
+    )
+}
+
 /// A list the window held with a `Positions` patch applied (what `mergePositions` does).
 fn merged<T: Clone + MemoAnswer>(
     mut held: Vec<T>,
@@ -428,7 +481,8 @@ fn a_patch_sends_only_what_changed_and_a_played_turn_once() {
     assert_eq!((turns.keep, turns.append.len()), (1, 0));
 
     // A reload sends its entry and the parts it changed, not the unchanged ones.
-    let held_segments = covel_studio::wire::Preview::from(&studio.preview).segments;
+    let held_preview = covel_studio::wire::Preview::from(&studio.preview);
+    let held_segments = held_preview.segments.clone();
     let module = dir.path().join("story-director/server/lib/text.js");
     let text = std::fs::read_to_string(&module).expect("read");
     std::fs::write(&module, text.replace("grave, unhurried", "grave, patient")).expect("write");
@@ -448,7 +502,25 @@ fn a_patch_sends_only_what_changed_and_a_played_turn_once() {
     let json = serde_json::to_value(&reload).expect("json");
     assert!(json.get("session").is_none() && json.get("turns").is_none());
     let preview = reload.preview.as_ref().expect("the preview changed");
-    assert!(preview.prompt.is_some(), "the prompt's text changed");
+    // The prompt crosses as a change to the one held: the splices of its texts, not its text.
+    let prompt = preview.prompt.as_ref().expect("the prompt's text changed");
+    let held_prompt = serde_json::to_value(&held_preview.prompt).expect("json");
+    let now_prompt =
+        serde_json::to_value(&covel_studio::wire::Preview::from(&studio.preview).prompt)
+            .expect("json");
+    assert_eq!(
+        prompt.apply_to(&held_prompt).map(|p| p.to_string()),
+        Some(now_prompt.to_string()),
+        "the held prompt and the change give the new prompt"
+    );
+    let (sent, whole) = (
+        serde_json::to_string(prompt).expect("json").len(),
+        now_prompt.to_string().len(),
+    );
+    assert!(
+        sent * 4 < whole,
+        "the prompt's change ({sent} bytes) is a fraction of the prompt ({whole} bytes)"
+    );
     // The segment table crosses by position: the rows whose text changed, not the whole table.
     let segments = preview.segments.as_ref().expect("a segment's text changed");
     let now_segments = covel_studio::wire::Preview::from(&studio.preview).segments;
@@ -541,23 +613,13 @@ fn a_patch_sends_only_what_changed_and_a_played_turn_once() {
     // Slot views cross by position too: re-running a slot provider sends the views whose chain
     // ran it, not every slot of the folder, and each with only the calls of its chain that
     // changed.
-    studio.confirm_memo();
-    let held = covel_studio::wire::Preview::from(&studio.preview).slots;
-    let module = dir.path().join("soundtrack/server/index.js");
-    let handler = "handler: async ({ previous, events }, ctx) => {";
-    let touched = log_save(
+    let (held, slots, now) = slot_log_save(
         &mut studio,
         &mut wire,
-        &module,
-        handler,
-        &format!("{handler} console.log(\"cue check\");"),
+        &dir.path().join("soundtrack/server/index.js"),
+        "handler: async ({ previous, events }, ctx) => {",
     );
-    let slots = touched
-        .preview
-        .as_ref()
-        .and_then(|p| p.slots.as_ref())
-        .expect("the music slot's chain ran again");
-    let now = covel_studio::wire::Preview::from(&studio.preview).slots;
+    let slots = &slots;
     assert_eq!(slots.count as usize, now.len());
     assert!(!slots.changed.is_empty());
     for at in &slots.changed {
@@ -594,23 +656,13 @@ fn a_patch_sends_only_what_changed_and_a_played_turn_once() {
 
     // A view whose chain holds other plugins' calls crosses with only the call that changed:
     // quest-log follows world-state in the session summary's chain.
-    studio.confirm_memo();
-    let held = covel_studio::wire::Preview::from(&studio.preview).slots;
-    let module = dir.path().join("quest-log/server/index.js");
-    let handler = "handler: async ({ previous }, ctx) => {";
-    let touched = log_save(
+    let (held, slots, now) = slot_log_save(
         &mut studio,
         &mut wire,
-        &module,
-        handler,
-        &format!("{handler} console.log(\"summary check\");"),
+        &dir.path().join("quest-log/server/index.js"),
+        "handler: async ({ previous }, ctx) => {",
     );
-    let slots = touched
-        .preview
-        .as_ref()
-        .and_then(|p| p.slots.as_ref())
-        .expect("the summary's chain ran again");
-    let now = covel_studio::wire::Preview::from(&studio.preview).slots;
+    let slots = &slots;
     let summary = slots
         .changed
         .iter()

@@ -621,8 +621,45 @@ export type ImageFlowView_Serialize = {
 	calls: CallRecord_Serialize[],
 };
 
+/**
+ *  The change of an array's item at `index` (an item past the held array's end is a
+ *  [`JsonChange::Value`]).
+ */
+export type IndexChange = {
+	index: number,
+	change: JsonChange,
+};
+
+/**  A JSON value as a change to the one the window holds. */
+export type JsonChange = 
+/**  The value itself (another kind of value, a short text, a number, …). */
+({ value: JsonValue }) & { array?: never; object?: never; text?: never } | 
+/**  A long text, as a splice on the text held. */
+({ text: TextSplice }) & { array?: never; object?: never; value?: never } | 
+/**
+ *  An array `count` long whose items at `changed` positions changed; every other position
+ *  keeps the item held there.
+ */
+({ array: {
+	count: number,
+	changed: IndexChange[],
+} }) & { object?: never; text?: never; value?: never } | 
+/**
+ *  An object with the same keys in the same order as the one held, whose values at
+ *  `changed` keys changed.
+ */
+({ object: {
+	changed: KeyChange[],
+} }) & { array?: never; text?: never; value?: never };
+
 /**  Any JSON value (slot values, the world snapshot, request bodies, handler outputs). */
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key in string]: JsonValue };
+
+/**  The change of an object's value at `key`. */
+export type KeyChange = {
+	key: string,
+	change: JsonChange,
+};
 
 /**  A breakpoint layout and what it costs over the session. */
 export type Layout = {
@@ -954,7 +991,11 @@ export type PreviewPatch_Deserialize = {
 	session?: string | null,
 	runtime?: RuntimeTarget | null,
 	turnId?: string | null,
-	prompt?: PromptView | null,
+	/**
+	 *  The prompt as a change to the one held ([`JsonChange`]): its system blocks and request
+	 *  bodies hold every segment's text, so a save that changes one segment sends the splice.
+	 */
+	prompt?: JsonChange | null,
 	segments?: Positions_Deserialize<SegmentRow_Deserialize> | null,
 	cache?: CacheReport_Deserialize | null,
 	worldContext?: WorldContextView_Deserialize | null,
@@ -975,7 +1016,11 @@ export type PreviewPatch_Serialize = {
 	session?: string,
 	runtime?: RuntimeTarget,
 	turnId?: string,
-	prompt?: PromptView,
+	/**
+	 *  The prompt as a change to the one held ([`JsonChange`]): its system blocks and request
+	 *  bodies hold every segment's text, so a save that changes one segment sends the splice.
+	 */
+	prompt?: JsonChange,
 	segments?: Positions_Serialize<SegmentRow_Serialize>,
 	cache?: CacheReport_Serialize,
 	worldContext?: WorldContextView_Serialize,
@@ -1748,6 +1793,17 @@ export type TestTurn_Serialize = {
 	goldenDifferences: GoldenDifference_Serialize[],
 	/**  Why the turn failed to run (a failing world context, a replay miss…). */
 	error?: string,
+};
+
+/**
+ *  A text as a change to the text the window holds: keep `keepStart` UTF-16 code units of its
+ *  start and `keepEnd` of its end, and put `insert` between them (UTF-16, as JavaScript counts a
+ *  string's length; the kept ends never split a character).
+ */
+export type TextSplice = {
+	keepStart: number,
+	keepEnd: number,
+	insert: string,
 };
 
 /**  Sums over every turn. */

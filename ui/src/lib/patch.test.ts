@@ -3,8 +3,9 @@ import { fixture as initial } from "../../fixtures/snapshot";
 import { fixture as afterTurn } from "../../fixtures/after-turn";
 import { fixture as afterReload } from "../../fixtures/after-reload";
 import { fixture as memoizedReload } from "../../fixtures/memoized-reload";
-import { applyPatch, isSnapshot, memoAnswer, mergePositions, patchOf } from "./patch";
-import type { Snapshot, SnapshotPatch } from "./wire";
+import { fixture as promptChange } from "../../fixtures/reload-prompt-change";
+import { applyJsonChange, applyPatch, isSnapshot, memoAnswer, mergePositions, patchOf } from "./patch";
+import type { JsonValue, Snapshot, SnapshotPatch } from "./wire";
 
 /** Applies a patch that must apply. */
 function apply(snapshot: Snapshot, patch: SnapshotPatch): Snapshot {
@@ -37,6 +38,31 @@ describe("merging a snapshot patch", () => {
     expect(initial.preview.timings.totalMs, "the snapshot given is not changed").not.toBe(1);
     const cleared = apply(merged, { since: 1, version: 2, preview: { historyRewrites: [] } });
     expect("historyRewrites" in cleared.preview, "an empty list of rewrites is omitted, as the preview omits it").toBe(false);
+  });
+  it("rebuilds a reload's prompt from the change the studio sent: its texts' splices, not its text", () => {
+    // The studio's own change (reload-prompt-change), made against the prompt the window held:
+    // the opened one (the Rust side checks it is `initial`'s).
+    const change = promptChange;
+    const held = initial.preview.prompt as unknown as JsonValue;
+    expect(JSON.stringify(change).length, "the change is a fraction of the prompt").toBeLessThan(JSON.stringify(held).length / 4);
+    expect(applyJsonChange(held, change)).toEqual(afterReload.preview.prompt);
+    // Through a patch: the prompt changes, what the change does not touch stays the object held.
+    const merged = apply(initial, { since: 0, version: 1, preview: { prompt: change } });
+    expect(merged.preview.prompt).toEqual(afterReload.preview.prompt);
+    expect(merged.preview.prompt.messages, "an unchanged part is the object held").toBe(initial.preview.prompt.messages);
+    expect(merged.preview.prompt.system.blocks[0]).toBe(initial.preview.prompt.system.blocks[0]);
+    // A change made against another prompt asks for the whole snapshot.
+    expect(applyPatch(initial, { since: 0, version: 1, preview: { prompt: { text: { keepStart: 0, keepEnd: 0, insert: "x" } } } })).toBeNull();
+  });
+  it("splices texts by UTF-16 units and refuses a change made against another value", () => {
+    const held: JsonValue = { a: ["é🜂 then text 🜂", 1], b: "kept" };
+    expect(applyJsonChange(held, { object: { changed: [{ key: "a", change: { array: { count: 3, changed: [{ index: 0, change: { text: { keepStart: 3, keepEnd: 2, insert: " now text " } } }, { index: 2, change: { value: true } }] } } }] } }))
+      .toEqual({ a: ["é🜂 now text 🜂", 1, true], b: "kept" });
+    expect(applyJsonChange(held, { object: { changed: [{ key: "c", change: { value: 1 } }] } }), "a key it does not hold").toBeUndefined();
+    expect(applyJsonChange(held, { array: { count: 1, changed: [] } }), "another kind").toBeUndefined();
+    expect(applyJsonChange("ab", { text: { keepStart: 2, keepEnd: 1, insert: "" } }), "a text too short").toBeUndefined();
+    expect(applyJsonChange([1], { array: { count: 2, changed: [] } }), "a position left empty").toBeUndefined();
+    expect(applyJsonChange([1, 2], { array: { count: 1, changed: [] } })).toEqual([1]);
   });
   it("replaces only the segment rows a patch sends, at their positions; the others stay the objects held", () => {
     const rows = initial.preview.segments;

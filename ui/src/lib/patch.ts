@@ -7,11 +7,14 @@
 // the memo, as on the first reload after a folder opens, it says `memoized` instead of sending
 // them; a slot view sent brings only the calls of its chain that changed, by position in the
 // chain held: `SlotViewPatch`), and so do the segment table's rows (a save that changes one
-// segment's text sends its row); the preview comes in parts too (`PreviewPatch`: a reload that changed only call
+// segment's text sends its row); the prompt comes as a change to the one held (`JsonChange`:
+// key by key, position by position, a long text as the splice between its common start and
+// end), since its system blocks and request bodies hold every segment's text; the preview
+// comes in parts too (`PreviewPatch`: a reload that changed only call
 // durations sends those calls and the timings, not the prompt). A patch names the snapshot
 // version it applies to (`since`): one that arrives out of order does not apply, and the store
 // asks for the whole snapshot instead.
-import type { CallRecord, Positions, Preview, PreviewPatch, SlotView, SlotViewPatch, Snapshot, SnapshotPatch } from "./wire";
+import type { CallRecord, JsonChange, JsonValue, Positions, Preview, PreviewPatch, SlotView, SlotViewPatch, Snapshot, SnapshotPatch } from "./wire";
 
 /**
  * A call record as a memo answer shows it: `cached`, no duration, no reason it would not be
@@ -90,12 +93,57 @@ export function mergePositions<T>(items: T[], patch: Positions<T>, memoized?: (i
   return next as T[];
 }
 
-/** The preview after a preview patch: the parts it sends replace those held (the segment rows, slots and calls by position), the rest stay the same objects; null when a list it sends by position does not fit the one held. */
+/**
+ * A JSON value after a change (covel_studio::wire::splice::JsonChange, whose `apply_to` is the
+ * same rule): what the change does not touch stays the object held. Undefined when the change
+ * was not made against this value (another kind, a missing key or position, a text too short
+ * for its kept ends), so the store asks for the whole snapshot.
+ */
+export function applyJsonChange(held: JsonValue, change: JsonChange): JsonValue | undefined {
+  if (change.value !== undefined) return change.value;
+  if (change.text !== undefined) {
+    const { keepStart, keepEnd, insert } = change.text;
+    if (typeof held !== "string" || keepStart + keepEnd > held.length) return undefined;
+    return held.slice(0, keepStart) + insert + held.slice(held.length - keepEnd);
+  }
+  if (change.array !== undefined) {
+    if (!Array.isArray(held)) return undefined;
+    const next: (JsonValue | undefined)[] = held.slice(0, change.array.count);
+    next.length = change.array.count;
+    for (const { index, change: item } of change.array.changed) {
+      if (index >= change.array.count) return undefined;
+      const merged = applyJsonChange(index < held.length ? held[index] : null, item);
+      if (merged === undefined) return undefined;
+      next[index] = merged;
+    }
+    for (let i = 0; i < next.length; i++) if (next[i] === undefined) return undefined;
+    return next as JsonValue[];
+  }
+  if (change.object !== undefined) {
+    if (held === null || typeof held !== "object" || Array.isArray(held)) return undefined;
+    const next: { [key: string]: JsonValue } = { ...held };
+    for (const { key, change: item } of change.object.changed) {
+      if (!Object.hasOwn(held, key)) return undefined;
+      const merged = applyJsonChange(held[key], item);
+      if (merged === undefined) return undefined;
+      next[key] = merged;
+    }
+    return next;
+  }
+  return undefined;
+}
+
+/** The preview after a preview patch: the parts it sends replace those held (the segment rows, slots and calls by position, the prompt as a change), the rest stay the same objects; null when a part it sends as a change does not fit the one held. */
 export function mergePreview(preview: Preview, patch: PreviewPatch): Preview | null {
-  const { slots, calls, segments, ...parts } = patch;
+  const { slots, calls, segments, prompt, ...parts } = patch;
   const next: Preview = { ...preview };
   for (const [key, value] of Object.entries(parts) as [keyof Preview, unknown][]) {
     if (value !== undefined) (next as Record<keyof Preview, unknown>)[key] = value;
+  }
+  if (prompt !== undefined) {
+    const merged = applyJsonChange(preview.prompt as unknown as JsonValue, prompt);
+    if (merged === undefined) return null;
+    next.prompt = merged as unknown as Preview["prompt"];
   }
   if (segments !== undefined) {
     const merged = mergePositions(preview.segments, segments);
@@ -155,6 +203,6 @@ export function patchOf(snapshot: Snapshot, since: number): SnapshotPatch {
     lastReload: snapshot.lastReload ?? null,
     plugins: allPositions(snapshot.plugins),
     turns: { keep: 0, append: snapshot.turns },
-    preview: { ...snapshot.preview, segments: allPositions(snapshot.preview.segments), slots: { count: snapshot.preview.slots.length, changed: snapshot.preview.slots.map((view, index) => ({ index, item: wholeSlot(view) })) }, calls: allPositions(snapshot.preview.calls), historyRewrites: snapshot.preview.historyRewrites ?? [] },
+    preview: { ...snapshot.preview, prompt: { value: snapshot.preview.prompt as unknown as JsonValue }, segments: allPositions(snapshot.preview.segments), slots: { count: snapshot.preview.slots.length, changed: snapshot.preview.slots.map((view, index) => ({ index, item: wholeSlot(view) })) }, calls: allPositions(snapshot.preview.calls), historyRewrites: snapshot.preview.historyRewrites ?? [] },
   };
 }

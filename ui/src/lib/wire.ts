@@ -13,6 +13,7 @@ export type {
   Forecast_Serialize as Forecast,
   GoldenDifference_Serialize as GoldenDifference,
   I18n,
+  JsonChange,
   JsonValue,
   Message,
   Origin,

@@ -95,7 +95,7 @@ impl<T: Serialize> Serialize for Shared<T> {
 }
 
 /// Whether two values serialize to the same JSON text (see [`JsonValue`]).
-fn same_json(a: &serde_json::Value, b: &serde_json::Value) -> bool {
+pub(crate) fn same_json(a: &serde_json::Value, b: &serde_json::Value) -> bool {
     use serde_json::Value;
     match (a, b) {
         (Value::Object(a), Value::Object(b)) => {

@@ -16,6 +16,7 @@ pub mod preview;
 pub mod reload;
 pub mod results;
 pub mod snapshot;
+pub mod splice;
 pub mod turns;
 
 pub use common::{CallRecord, Diagnostic, JsonValue, PointId, RunError, SlotId};

@@ -17,6 +17,7 @@ use super::preview::{
 };
 use super::reload::ReloadEntry;
 use super::snapshot::{Snapshot, UndoView};
+use super::splice::JsonChange;
 use super::turns::TurnRecord;
 use serde::Serialize;
 use specta::Type;
@@ -343,8 +344,10 @@ pub struct PreviewPatch {
     pub runtime: Option<RuntimeTarget>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub turn_id: Option<String>,
+    /// The prompt as a change to the one held ([`JsonChange`]): its system blocks and request
+    /// bodies hold every segment's text, so a save that changes one segment sends the splice.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub prompt: Option<PromptView>,
+    pub prompt: Option<JsonChange>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub segments: Option<Positions<SegmentRow>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -366,6 +369,20 @@ pub struct PreviewPatch {
     pub timings: Option<PreviewTimings>,
 }
 
+/// `now` as a change to the prompt the window holds (the whole prompt without one), `None` when
+/// it is the same.
+fn prompt_change(before: Option<&PromptView>, now: &PromptView) -> Option<JsonChange> {
+    if before == Some(now) {
+        return None;
+    }
+    // Cannot fail: the wire's types serialize to JSON objects with string keys only.
+    let json = |prompt: &PromptView| serde_json::to_value(prompt).unwrap_or_default();
+    match before {
+        Some(held) => JsonChange::of(&json(held), &json(now)),
+        None => Some(JsonChange::Value(json(now).into())),
+    }
+}
+
 impl PreviewPatch {
     /// The parts of `now` not equal to those of `before` (every part without `before`); `None`
     /// when nothing changed.
@@ -374,7 +391,7 @@ impl PreviewPatch {
             session: part(before.map(|b| &b.session), &now.session),
             runtime: part(before.map(|b| &b.runtime), &now.runtime),
             turn_id: part(before.map(|b| &b.turn_id), &now.turn_id),
-            prompt: part(before.map(|b| &b.prompt), &now.prompt),
+            prompt: prompt_change(before.map(|b| &b.prompt), &now.prompt),
             segments: Positions::of(before.map(|b| &b.segments[..]), &now.segments),
             cache: part(before.map(|b| &b.cache), &now.cache),
             world_context: part(before.map(|b| &b.world_context), &now.world_context),
@@ -575,57 +592,42 @@ mod tests {
         assert!(patch.changed.iter().any(|at| at.index == 6));
     }
 
-    /// A slot list the window held with a slot patch applied, as `mergePreview` does it: each
-    /// view sent takes its chain from the chain held at its position with the chain's patch.
-    fn merged_slots(held: &[SlotView], patch: &Positions<SlotViewPatch>) -> Vec<SlotView> {
-        let merge = |held: &[CallRecord], chain: &Positions<CallRecord>| {
-            let mut calls: Vec<CallRecord> = held
-                .iter()
-                .take(chain.count as usize)
-                .map(|c| {
-                    if chain.memoized {
-                        c.memo_answer()
-                    } else {
-                        c.clone()
-                    }
-                })
-                .collect();
-            for at in &chain.changed {
-                match calls.get_mut(at.index as usize) {
-                    Some(call) => *call = at.item.clone(),
-                    None => calls.push(at.item.clone()),
-                }
-            }
-            calls
-        };
-        let mut views: Vec<SlotView> = held
-            .iter()
-            .take(patch.count as usize)
-            .map(|v| {
-                if patch.memoized {
-                    v.memo_answer()
-                } else {
-                    v.clone()
-                }
-            })
-            .collect();
+    /// A list the window held with a `Positions` patch applied, as `mergePositions` does it:
+    /// each item sent is made by `item` from the item sent and the one held at its position.
+    fn merged<T: Clone + MemoAnswer, S>(
+        held: &[T],
+        patch: &Positions<S>,
+        item: impl Fn(&S, Option<&T>) -> T,
+    ) -> Vec<T> {
+        let mut list: Vec<T> = held.iter().take(patch.count as usize).cloned().collect();
+        if patch.memoized {
+            list = list.iter().map(MemoAnswer::memo_answer).collect();
+        }
         for at in &patch.changed {
-            let i = at.index as usize;
-            let held_chain = held.get(i).map_or(&[][..], |v| &v.chain[..]);
-            let view = SlotView {
-                slot: at.item.slot,
-                key: at.item.key.clone(),
-                value: at.item.value.clone(),
-                revision: at.item.revision.clone(),
-                chain: merge(held_chain, &at.item.chain),
-                error: at.item.error.clone(),
-            };
-            match views.get_mut(i) {
-                Some(held) => *held = view,
-                None => views.push(view),
+            let made = item(&at.item, held.get(at.index as usize));
+            match list.get_mut(at.index as usize) {
+                Some(kept) => *kept = made,
+                None => list.push(made),
             }
         }
-        views
+        list
+    }
+
+    /// A slot list the window held with a slot patch applied, as `mergeSlots` does it: each
+    /// view sent takes its chain from the chain held at its position with the chain's patch.
+    fn merged_slots(held: &[SlotView], patch: &Positions<SlotViewPatch>) -> Vec<SlotView> {
+        merged(held, patch, |sent, held_view| SlotView {
+            slot: sent.slot,
+            key: sent.key.clone(),
+            value: sent.value.clone(),
+            revision: sent.revision.clone(),
+            chain: merged(
+                held_view.map_or(&[][..], |v| &v.chain[..]),
+                &sent.chain,
+                |call, _| call.clone(),
+            ),
+            error: sent.error.clone(),
+        })
     }
 
     #[test]
