@@ -37,6 +37,11 @@ pub struct Args {
     /// saves (seconds), an edit finds the caches as other work left them.
     #[arg(long, default_value_t = 30)]
     watch_pause: u64,
+    /// With `--watch-edits`: instead of appending a comment (a save that changes no output),
+    /// each edit puts its number after TEXT in the first plugin module that holds it, as a save
+    /// that changes what the plugin contributes does (put TEXT inside a segment's text).
+    #[arg(long, value_name = "TEXT", requires = "watch_edits")]
+    watch_replace: Option<String>,
     /// Machine-readable output.
     #[arg(long)]
     json: bool,
@@ -169,6 +174,10 @@ pub fn run(args: &Args, process_start: Instant) -> anyhow::Result<ExitCode> {
             workspace,
             args.watch_edits,
             std::time::Duration::from_millis(args.watch_pause),
+            match &args.watch_replace {
+                Some(text) => crate::bench_watch::Edit::Replace(text),
+                None => crate::bench_watch::Edit::Comment,
+            },
         )?;
     }
     if args.turns > 0 {

@@ -5,7 +5,10 @@
 //! of its two turns, their assembly, the world context, the slots, the rest), and the size of
 //! the patch the desktop app would send its window for each reload (`WireState::patch`). Between edits the memo is
 //! confirmed, as the shells do while the author is idle (`LiveStudio::confirm_memo`), and the
-//! folder stays quiet for the pause given (`--watch-pause`).
+//! folder stays quiet for the pause given (`--watch-pause`). An edit appends a comment (a save
+//! that changes no output), or with `--watch-replace TEXT` puts its number after TEXT in the
+//! first module that holds it (a save that changes what the plugin contributes, such as a
+//! segment's text: the patch then carries the text's change).
 
 use anyhow::Context;
 use covel_studio::RuntimeTarget;
@@ -30,29 +33,59 @@ pub fn distribution(mut samples: Vec<f64>) -> serde_json::Value {
 /// How long the previous reload's stray events get to drain before an edit.
 const DRAIN: Duration = Duration::from_millis(30);
 
-/// Edits the first loaded plugin's entry `edits` times, each after `pause` of quiet (at least
+/// How each edit changes the file it edits.
+#[derive(Debug, Clone, Copy)]
+pub enum Edit<'a> {
+    /// Appends a comment to the first loaded plugin's entry: no output changes.
+    Comment,
+    /// Puts the edit's number after this text, in the first module of a loaded plugin that
+    /// holds it.
+    Replace(&'a str),
+}
+
+/// The plugin and the module file an edit changes, with the file's text.
+fn edited_file(
+    workspace: &Workspace,
+    edit: Edit<'_>,
+) -> anyhow::Result<(String, std::path::PathBuf, String)> {
+    let read = |file: &Path| {
+        std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))
+    };
+    let loaded: Vec<_> = workspace.plugins.iter().filter(|p| p.ok()).collect();
+    let Some(first) = loaded.first() else {
+        anyhow::bail!("no plugin of the folder loaded, so there is nothing to edit");
+    };
+    let wanted = match edit {
+        Edit::Comment => {
+            let file = first
+                .modules
+                .first()
+                .with_context(|| format!("the plugin {} has no module file", first.name))?;
+            return Ok((first.name.clone(), file.clone(), read(file)?));
+        }
+        Edit::Replace(wanted) => wanted,
+    };
+    for plugin in &loaded {
+        for file in &plugin.modules {
+            let text = read(file)?;
+            if text.contains(wanted) {
+                return Ok((plugin.name.clone(), file.clone(), text));
+            }
+        }
+    }
+    anyhow::bail!("no module of a loaded plugin holds the text {wanted:?} (--watch-replace)")
+}
+
+/// Edits a plugin `edits` times as `edit` says, each after `pause` of quiet (at least
 /// [`DRAIN`]), and measures each reload.
 pub fn run(
     plugins_dir: &Path,
     workspace: Workspace,
     edits: usize,
     pause: Duration,
+    edit: Edit<'_>,
 ) -> anyhow::Result<serde_json::Value> {
-    let plugin = workspace
-        .plugins
-        .iter()
-        .find(|p| p.ok())
-        .context("no plugin of the folder loaded, so there is nothing to edit")?;
-    let (name, file) = (
-        plugin.name.clone(),
-        plugin
-            .modules
-            .first()
-            .cloned()
-            .context("the plugin has no module file")?,
-    );
-    let original =
-        std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+    let (name, file, original) = edited_file(&workspace, edit)?;
     let mut watcher = FolderWatcher::new(plugins_dir, None, FolderWatcher::SETTLE)
         .context("starting the file watcher")?;
     let mut studio = LiveStudio::new(workspace, RuntimeTarget::Story);
@@ -64,6 +97,8 @@ pub fn run(
     let mut wire = WireState::default();
     wire.full(studio.snapshot());
     let mut patch_bytes = Vec::new();
+    // How many of the patches carried a change of the prompt (a text edit's do; a comment's not).
+    let mut prompt_patches = 0;
     let outcome = (|| -> anyhow::Result<()> {
         for i in 0..edits {
             // Let the previous reload's stray events drain, as between an author's saves; then,
@@ -76,8 +111,11 @@ pub fn run(
             // The rest of the pause: an author's next save comes seconds later.
             std::thread::sleep(pause.saturating_sub(DRAIN).saturating_sub(quiet.elapsed()));
             let written = Instant::now();
-            std::fs::write(&file, format!("{original}\n// covel bench edit {i}\n"))
-                .with_context(|| format!("writing {}", file.display()))?;
+            let edited = match edit {
+                Edit::Comment => format!("{original}\n// covel bench edit {i}\n"),
+                Edit::Replace(text) => original.replacen(text, &format!("{text} {i}"), 1),
+            };
+            std::fs::write(&file, edited).with_context(|| format!("writing {}", file.display()))?;
             let deadline = written + Duration::from_secs(5);
             loop {
                 let left = deadline.saturating_duration_since(Instant::now());
@@ -97,6 +135,9 @@ pub fn run(
                     preview_parts.add(&studio.preview.timings);
                     let patch = wire.patch(studio.snapshot());
                     patch_bytes.push(serde_json::to_vec(&patch)?.len() as f64);
+                    if patch.preview.is_some_and(|p| p.prompt.is_some()) {
+                        prompt_patches += 1;
+                    }
                     break;
                 }
             }
@@ -107,6 +148,11 @@ pub fn run(
     outcome?;
     Ok(json!({
         "plugin": name,
+        "file": file.display().to_string(),
+        "edit": match edit {
+            Edit::Comment => json!("comment"),
+            Edit::Replace(text) => json!({ "replace": text }),
+        },
         "edits": edits,
         "missed": missed,
         "debounceMs": FolderWatcher::SETTLE.as_secs_f64() * 1000.0,
@@ -118,6 +164,7 @@ pub fn run(
         "previewMs": distribution(preview),
         "previewParts": preview_parts.report(),
         "patchBytes": distribution(patch_bytes),
+        "patchesWithPrompt": prompt_patches,
     }))
 }
 

@@ -1158,6 +1158,58 @@ fn play_record_needs_a_real_backend() {
 }
 
 #[test]
+fn bench_watched_edits_can_change_a_segments_text_and_refuse_a_text_no_module_holds() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let dir = temp.path().join("plugins");
+    copy_dir(&repo().join("plugins-sample"), &dir);
+    let bench = |text: &str| {
+        covel(&[
+            "bench",
+            dir.to_str().expect("utf-8"),
+            "--iterations",
+            "1",
+            "--full-previews",
+            "0",
+            "--watch-edits",
+            "2",
+            "--watch-replace",
+            text,
+            "--json",
+        ])
+    };
+    // story-director's default tone, in a module its entry imports (not the first plugin's).
+    let out = bench("wry, lightly ironic");
+    assert_exit(&out, 0);
+    let watch = &json_of(&out)["watch"];
+    assert_eq!(watch["plugin"], "story-director", "{watch}");
+    assert!(
+        watch["file"]
+            .as_str()
+            .is_some_and(|f| f.ends_with("story-director/server/lib/text.js")),
+        "{watch}"
+    );
+    assert_eq!(watch["edit"]["replace"], "wry, lightly ironic");
+    assert_eq!(watch["missed"], 0, "{watch}");
+    assert_eq!(
+        watch["patchesWithPrompt"], 2,
+        "each edit changed the prompt: {watch}"
+    );
+    assert_eq!(
+        files_under(&dir),
+        files_under(&repo().join("plugins-sample")),
+        "the bench put the file it edited back as it was"
+    );
+
+    let out = bench("a text no module holds");
+    assert_ne!(out.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("no module of a loaded plugin holds the text \"a text no module holds\""),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn bench_times_previews_and_watched_edits_spaced_as_asked_and_puts_the_edited_file_back() {
     let temp = tempfile::tempdir().expect("tempdir");
     let dir = temp.path().join("plugins");
@@ -1190,6 +1242,8 @@ fn bench_times_previews_and_watched_edits_spaced_as_asked_and_puts_the_edited_fi
         "each edit was seen and reloaded: {watch}"
     );
     assert_eq!(watch["pauseMs"], 80.0);
+    assert_eq!(watch["edit"], "comment");
+    assert_eq!(watch["patchesWithPrompt"], 0, "a comment changes no prompt");
     for distribution in ["writtenToReadyMs", "workMs", "previewMs", "patchBytes"] {
         assert_eq!(watch[distribution]["samples"], 2, "{distribution}: {watch}");
     }
