@@ -327,8 +327,13 @@ test("panel switches and a reload on a large folder (reported)", { skip: !proces
   const height = await browser.execute(() => document.documentElement.scrollHeight);
   console.log(`# the Prompt page is ${height} px tall`);
   const index = join(dir, (await import("node:fs")).readdirSync(dir).filter((d) => !d.startsWith(".") && !d.endsWith(".yaml")).sort()[0], "server/index.js");
-  // The reloads append comments to this file; it is put back as it was whatever happens.
+  // The reloads append comments to this file (a save that changes no output), or with
+  // COVEL_E2E_PERF_REPLACE put their number after that text in it (a save that changes a
+  // segment's text, e.g. "The hall is old." in generated plugins); it is put back as it was
+  // whatever happens.
+  const replace = process.env.COVEL_E2E_PERF_REPLACE;
   const untouched = await readFile(index, "utf8");
+  if (replace && !untouched.includes(replace)) throw new Error(`${index} does not hold ${JSON.stringify(replace)}`);
   try {
     // What a frame costs with nothing to do: the floor under the reloads' figures below (under Xvfb
     // it is often well above 16 ms).
@@ -347,7 +352,7 @@ test("panel switches and a reload on a large folder (reported)", { skip: !proces
     const reloaded = [];
     for (let i = 0; i < 9; i++) {
       const count = Number(await note("data-reloads"));
-      const touched = (await readFile(index, "utf8")) + "\n// touched\n";
+      const touched = replace ? untouched.replace(replace, `${replace} ${i}`) : (await readFile(index, "utf8")) + "\n// touched\n";
       const written = Date.now();
       await writeFile(index, touched);
       await waitFor("the reload", async () => Number(await note("data-reloads")) > count, 60000);
@@ -360,7 +365,7 @@ test("panel switches and a reload on a large folder (reported)", { skip: !proces
       await new Promise((r) => setTimeout(r, 300));
     }
     const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
-    console.log(`# nine reloads on ${dir}, file written → prompt panel painted: ${writtenToPainted.join(", ")} ms (median ${median(writtenToPainted)} ms); of which the reload in the backend: ${reloaded.join(", ")} ms (median ${median(reloaded)} ms), applying the event in the window: ${applied.join(", ")} ms (median ${median(applied)} ms), of which script: ${merged.join(", ")} ms; last: ${await text('[data-testid="reload-note"]')}`);
+    console.log(`# nine reloads on ${dir}${replace ? ` changing ${JSON.stringify(replace)}` : ""}, file written → prompt panel painted: ${writtenToPainted.join(", ")} ms (median ${median(writtenToPainted)} ms); of which the reload in the backend: ${reloaded.join(", ")} ms (median ${median(reloaded)} ms), applying the event in the window: ${applied.join(", ")} ms (median ${median(applied)} ms), of which script: ${merged.join(", ")} ms; last: ${await text('[data-testid="reload-note"]')}`);
   } finally {
     await writeFile(index, untouched);
   }
