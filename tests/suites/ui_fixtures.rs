@@ -367,68 +367,6 @@ fn slot_log_save(
     )
 }
 
-/// A list the window held with a `Positions` patch applied (what `mergePositions` does).
-fn merged<T: Clone + MemoAnswer>(
-    mut held: Vec<T>,
-    patch: &covel_studio::wire::Positions<T>,
-) -> Vec<T> {
-    if patch.memoized {
-        held = held.iter().map(MemoAnswer::memo_answer).collect();
-    }
-    merged_plain(
-        held,
-        &covel_studio::wire::Positions {
-            memoized: false,
-            ..patch.clone()
-        },
-    )
-}
-
-/// [`merged`] for a list none of whose items is ever a memo answer.
-fn merged_plain<T: Clone>(mut held: Vec<T>, patch: &covel_studio::wire::Positions<T>) -> Vec<T> {
-    assert!(!patch.memoized, "this list has no memo answers");
-    held.truncate(patch.count as usize);
-    for at in &patch.changed {
-        match held.get_mut(at.index as usize) {
-            Some(item) => *item = at.item.clone(),
-            None => held.push(at.item.clone()),
-        }
-    }
-    held
-}
-
-/// The slot views the window held with a slot patch applied (what `mergePreview` does): a view
-/// sent takes its chain from the one held at its position, merged with the chain's patch.
-fn merged_slots(
-    held: Vec<covel_studio::wire::preview::SlotView>,
-    patch: &covel_studio::wire::Positions<covel_studio::wire::SlotViewPatch>,
-) -> Vec<covel_studio::wire::preview::SlotView> {
-    let chains: Vec<_> = held.iter().map(|v| v.chain.clone()).collect();
-    let fields = covel_studio::wire::Positions {
-        count: patch.count,
-        memoized: patch.memoized,
-        changed: patch
-            .changed
-            .iter()
-            .map(|at| covel_studio::wire::At {
-                index: at.index,
-                item: covel_studio::wire::preview::SlotView {
-                    slot: at.item.slot,
-                    key: at.item.key.clone(),
-                    value: at.item.value.clone(),
-                    revision: at.item.revision.clone(),
-                    chain: merged(
-                        chains.get(at.index as usize).cloned().unwrap_or_default(),
-                        &at.item.chain,
-                    ),
-                    error: at.item.error.clone(),
-                },
-            })
-            .collect(),
-    };
-    merged(held, &fields)
-}
-
 /// A live studio on a scratch copy of `plugins-sample` with its demo session (the copy lives as
 /// long as the directory returned).
 fn sample_studio() -> (tempfile::TempDir, LiveStudio) {
@@ -542,8 +480,8 @@ fn a_patch_sends_only_what_changed_and_a_played_turn_once() {
         "the other plugins' rows are not sent"
     );
     assert_eq!(
-        merged_plain(held_segments, segments),
-        now_segments,
+        segments.apply_to(&held_segments),
+        Some(now_segments),
         "the held rows and the patch give the new table"
     );
     // Only the reloaded plugin crosses (its load time changed), at its position in the list.
@@ -602,8 +540,8 @@ fn a_patch_sends_only_what_changed_and_a_played_turn_once() {
         );
     }
     assert_eq!(
-        merged(held, calls),
-        now,
+        calls.apply_answers_to(&held),
+        Some(now),
         "the held calls and the patch give the new list"
     );
     assert_eq!(preview.prompt, None, "the prompt is the same");
@@ -649,8 +587,8 @@ fn a_patch_sends_only_what_changed_and_a_played_turn_once() {
         "the slots without soundtrack are not sent"
     );
     assert_eq!(
-        merged_slots(held, slots),
-        now,
+        slots.apply_to_views(&held),
+        Some(now),
         "the held slots and the patch give the new list"
     );
 
@@ -682,8 +620,8 @@ fn a_patch_sends_only_what_changed_and_a_played_turn_once() {
         .collect();
     assert_eq!(sent, vec!["quest-log"], "only quest-log's call crosses");
     assert_eq!(
-        merged_slots(held, slots),
-        now,
+        slots.apply_to_views(&held),
+        Some(now),
         "the held slots and the patch give the new list"
     );
 }
@@ -812,8 +750,8 @@ fn the_first_save_after_opening_sends_the_memo_answers_as_one_flag() {
         );
     }
     assert_eq!(
-        merged(held.calls.clone(), calls),
-        now.calls,
+        calls.apply_answers_to(&held.calls),
+        Some(now.calls),
         "the held calls, answered from the memo, and the patch give the new list"
     );
     let slots = preview
@@ -821,7 +759,7 @@ fn the_first_save_after_opening_sends_the_memo_answers_as_one_flag() {
         .as_ref()
         .expect("the slot chains were answered");
     assert!(slots.memoized);
-    assert_eq!(merged_slots(held.slots.clone(), slots), now.slots);
+    assert_eq!(slots.apply_to_views(&held.slots), Some(now.slots));
     let bytes = serde_json::to_vec(&patch).expect("json").len();
     let whole =
         serde_json::to_vec(&covel_studio::wire::WireState::default().full(studio.snapshot()))

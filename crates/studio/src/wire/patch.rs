@@ -199,6 +199,73 @@ impl<T> Positions<T> {
     }
 }
 
+impl<S> Positions<S> {
+    /// The list after this patch on `held`, as the window merges it (`mergePositions` in
+    /// `ui/src/lib/patch.ts`): `count` long, every position the patch does not send keeping the
+    /// item held there (as `memo_answer` makes it when the patch says `memoized`), each item
+    /// sent made by `item` from it and the item held at its position. `None` when the patch was
+    /// not made against `held`: a position left empty, or `memoized` with no `memo_answer`.
+    fn merge_into<T: Clone>(
+        &self,
+        held: &[T],
+        memo_answer: Option<fn(&T) -> T>,
+        item: impl Fn(&S, Option<&T>) -> Option<T>,
+    ) -> Option<Vec<T>> {
+        let answer = match (self.memoized, memo_answer) {
+            (true, None) => return None,
+            (true, answer) => answer,
+            (false, _) => None,
+        };
+        let count = self.count as usize;
+        let mut list: Vec<Option<T>> = held
+            .iter()
+            .take(count)
+            .map(|kept| Some(answer.map_or_else(|| kept.clone(), |answer| answer(kept))))
+            .collect();
+        list.resize_with(count, || None);
+        for at in &self.changed {
+            let slot = list.get_mut(at.index as usize)?;
+            *slot = Some(item(&at.item, held.get(at.index as usize))?);
+        }
+        list.into_iter().collect()
+    }
+}
+
+impl<T: Clone> Positions<T> {
+    /// The list after this patch on `held` ([`Positions::merge_into`]), for a list none of
+    /// whose items is ever a memo answer (the plugins, the segment rows).
+    pub fn apply_to(&self, held: &[T]) -> Option<Vec<T>> {
+        self.merge_into(held, None, |item, _| Some(item.clone()))
+    }
+}
+
+impl<T: Clone + MemoAnswer> Positions<T> {
+    /// The list after this patch on `held` ([`Positions::merge_into`]), for a list whose items
+    /// may be memo answers (the calls: `mergePositions` with `memoAnswer`).
+    pub fn apply_answers_to(&self, held: &[T]) -> Option<Vec<T>> {
+        self.merge_into(held, Some(T::memo_answer), |item, _| Some(item.clone()))
+    }
+}
+
+impl Positions<SlotViewPatch> {
+    /// The slot views after this patch on `held`, as `mergeSlots` makes them: each view sent
+    /// takes its chain from the chain of the view held at its position with the chain's patch.
+    pub fn apply_to_views(&self, held: &[SlotView]) -> Option<Vec<SlotView>> {
+        self.merge_into(held, Some(SlotView::memo_answer), |sent, held_view| {
+            Some(SlotView {
+                slot: sent.slot,
+                key: sent.key.clone(),
+                value: sent.value.clone(),
+                revision: sent.revision.clone(),
+                chain: sent
+                    .chain
+                    .apply_answers_to(held_view.map_or(&[][..], |v| &v.chain[..]))?,
+                error: sent.error.clone(),
+            })
+        })
+    }
+}
+
 /// The positions of `now` whose item is not equal to the one `before` holds there.
 fn changed_positions<T: PartialEq>(before: Option<&[T]>, now: &[T]) -> Vec<usize> {
     (0..now.len())
@@ -592,44 +659,6 @@ mod tests {
         assert!(patch.changed.iter().any(|at| at.index == 6));
     }
 
-    /// A list the window held with a `Positions` patch applied, as `mergePositions` does it:
-    /// each item sent is made by `item` from the item sent and the one held at its position.
-    fn merged<T: Clone + MemoAnswer, S>(
-        held: &[T],
-        patch: &Positions<S>,
-        item: impl Fn(&S, Option<&T>) -> T,
-    ) -> Vec<T> {
-        let mut list: Vec<T> = held.iter().take(patch.count as usize).cloned().collect();
-        if patch.memoized {
-            list = list.iter().map(MemoAnswer::memo_answer).collect();
-        }
-        for at in &patch.changed {
-            let made = item(&at.item, held.get(at.index as usize));
-            match list.get_mut(at.index as usize) {
-                Some(kept) => *kept = made,
-                None => list.push(made),
-            }
-        }
-        list
-    }
-
-    /// A slot list the window held with a slot patch applied, as `mergeSlots` does it: each
-    /// view sent takes its chain from the chain held at its position with the chain's patch.
-    fn merged_slots(held: &[SlotView], patch: &Positions<SlotViewPatch>) -> Vec<SlotView> {
-        merged(held, patch, |sent, held_view| SlotView {
-            slot: sent.slot,
-            key: sent.key.clone(),
-            value: sent.value.clone(),
-            revision: sent.revision.clone(),
-            chain: merged(
-                held_view.map_or(&[][..], |v| &v.chain[..]),
-                &sent.chain,
-                |call, _| call.clone(),
-            ),
-            error: sent.error.clone(),
-        })
-    }
-
     #[test]
     fn a_slot_view_crosses_with_only_the_calls_of_its_chain_that_changed() {
         // A slot every plugin of a large folder provides, and one with a single provider.
@@ -647,7 +676,7 @@ mod tests {
         assert_eq!(sent.item.chain.count, 40);
         let calls: Vec<u32> = sent.item.chain.changed.iter().map(|at| at.index).collect();
         assert_eq!(calls, vec![7], "only the call that changed crosses");
-        assert_eq!(merged_slots(&held, &patch), now);
+        assert_eq!(patch.apply_to_views(&held), Some(now.clone()));
 
         // The view's own fields changed, its chain did not: the view crosses with no call.
         let mut revised = held.clone();
@@ -655,7 +684,7 @@ mod tests {
         let patch = SlotViewPatch::positions(Some(&held), &revised).expect("changed");
         assert_eq!(patch.changed.len(), 1);
         assert_eq!(patch.changed[0].item.chain, Positions::unchanged(1));
-        assert_eq!(merged_slots(&held, &patch), revised);
+        assert_eq!(patch.apply_to_views(&held), Some(revised));
 
         // The first reload after opening: every chain answered from the memo but one call. The
         // list says `memoized`, and so does the chain of the view sent, with that one call.
@@ -668,7 +697,7 @@ mod tests {
         assert!(chain.memoized);
         assert_eq!(chain.changed.len(), 1);
         assert_eq!(chain.changed[0].index, 3);
-        assert_eq!(merged_slots(&held, &patch), answered);
+        assert_eq!(patch.apply_to_views(&held), Some(answered));
 
         // A view the window does not hold crosses with its whole chain; so does every view of a
         // first patch.
@@ -677,10 +706,10 @@ mod tests {
         let patch = SlotViewPatch::positions(Some(&held), &grown).expect("grown");
         assert_eq!(patch.changed.len(), 1);
         assert_eq!(patch.changed[0].item.chain.changed.len(), 2);
-        assert_eq!(merged_slots(&held, &patch), grown);
+        assert_eq!(patch.apply_to_views(&held), Some(grown));
         let patch = SlotViewPatch::positions(None, &now).expect("every view");
         assert_eq!(patch.changed[0].item.chain.changed.len(), 40);
-        assert_eq!(merged_slots(&[], &patch), now);
+        assert_eq!(patch.apply_to_views(&[]), Some(now));
 
         // Nothing changed: nothing is sent.
         assert_eq!(SlotViewPatch::positions(Some(&held), &held), None);
