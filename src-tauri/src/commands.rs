@@ -12,7 +12,7 @@ use covel_studio::RuntimeTarget;
 use covel_studio::live::LiveStudio;
 use covel_studio::wire::results::{Forecast, SessionEdit, TestRun};
 use covel_studio::wire::turns::TurnPrompt;
-use covel_studio::wire::{Diagnostic, Snapshot, SnapshotPatch};
+use covel_studio::wire::{Diagnostic, RequestBodies, Snapshot, SnapshotPatch};
 use serde::{Deserialize, Serialize};
 use specta::Type;
 use std::sync::Arc;
@@ -209,6 +209,27 @@ async fn turn_prompt(state: State<'_, AppState>, turn_id: String) -> Result<Turn
     .await
 }
 
+/// The live preview's request bodies, asked for when the window shows them (they do not
+/// cross with the prompt), with the snapshot version they belong to.
+#[tauri::command]
+#[specta::specta]
+async fn request_bodies(state: State<'_, AppState>) -> Result<RequestBodies, String> {
+    let wire = Arc::clone(&state.wire);
+    // Under the studio's lock, as every patch is made: the version is the one of the last
+    // patch made from this preview.
+    with_studio(&state, move |s| {
+        let version = wire
+            .lock()
+            .map_err(|_| "studio state poisoned".to_string())?
+            .version();
+        Ok(RequestBodies {
+            version,
+            requests: (&s.preview.prompt).into(),
+        })
+    })
+    .await
+}
+
 /// Reloads every plugin and the session into fresh runtimes: every provider runs again (no
 /// answer from the memo).
 #[tauri::command]
@@ -372,6 +393,7 @@ pub fn builder() -> Builder<tauri::Wry> {
             compact_now,
             run_everything_again,
             turn_prompt,
+            request_bodies,
             cancel_work,
             undo,
             save_played_session,

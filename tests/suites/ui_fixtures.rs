@@ -60,6 +60,13 @@ fn ui_fixtures_are_fresh() {
     .expect("opens");
     let mut studio = LiveStudio::new(workspace, RuntimeTarget::Story);
     let mut outputs = Vec::new();
+    // The request bodies of each snapshot's prompt, which the window asks for apart.
+    let mut bodies = serde_json::Map::new();
+    let mut requests_of = |name: &str, studio: &LiveStudio| {
+        let requests = covel_studio::wire::Requests::from(&studio.preview.prompt);
+        bodies.insert(name.into(), serde_json::to_value(requests).expect("json"));
+    };
+    requests_of("snapshot", &studio);
     outputs.push((
         "snapshot",
         "Snapshot",
@@ -67,6 +74,7 @@ fn ui_fixtures_are_fresh() {
     ));
     // The runtime switch: the Prompt panel assembling for story-director's own runtime.
     studio.set_target(RuntimeTarget::Plugin("story-director".into()));
+    requests_of("runtime-plugin-story-director", &studio);
     outputs.push((
         "runtime-plugin-story-director",
         "Snapshot",
@@ -74,6 +82,7 @@ fn ui_fixtures_are_fresh() {
     ));
     studio.set_target(RuntimeTarget::Story);
     studio.play_turn("I swim to the bell tower.");
+    requests_of("after-turn", &studio);
     outputs.push((
         "after-turn",
         "Snapshot",
@@ -84,14 +93,14 @@ fn ui_fixtures_are_fresh() {
     let previews: serde_json::Map<String, serde_json::Value> = turn_ids
         .into_iter()
         .map(|id| {
-            let preview = studio.turn_preview(&id).expect("a played turn");
-            let preview = covel_studio::wire::Preview::from(&preview);
-            (id, serde_json::to_value(preview).expect("json"))
+            let prompt = studio.turn_prompt(&id).expect("a played turn");
+            let prompt = covel_studio::wire::turns::TurnPrompt::from(&prompt);
+            (id, serde_json::to_value(prompt).expect("json"))
         })
         .collect();
     outputs.push((
         "turn-previews",
-        "Record<string, Preview>",
+        "Record<string, TurnPrompt>",
         serde_json::Value::Object(previews),
     ));
     let forecast = studio
@@ -126,6 +135,7 @@ fn ui_fixtures_are_fresh() {
     std::fs::write(&module, text.replace("grave, unhurried", "grave, patient")).expect("write");
     let changes = studio.classify(std::slice::from_ref(&module));
     studio.reload(&changes, Instant::now());
+    requests_of("after-reload", &studio);
     outputs.push((
         "after-reload",
         "Snapshot",
@@ -149,10 +159,16 @@ fn ui_fixtures_are_fresh() {
             enabled: false,
         }])
         .expect("a valid edit");
+    requests_of("session-excludes-soundtrack", &studio);
     outputs.push((
         "session-excludes-soundtrack",
         "Snapshot",
         serde_json::to_value(studio.snapshot()).expect("json"),
+    ));
+    outputs.push((
+        "request-bodies",
+        "Record<string, Requests>",
+        serde_json::Value::Object(bodies),
     ));
 
     // The first save after opening applies to the snapshot as opened (the `snapshot` fixture).
@@ -170,7 +186,8 @@ fn ui_fixtures_are_fresh() {
         normalize(&mut value, &root);
         let path = repo.join("ui/fixtures").join(format!("{name}.ts"));
         let imported = match ty {
-            "Record<string, Preview>" => "Preview",
+            "Record<string, TurnPrompt>" => "TurnPrompt",
+            "Record<string, Requests>" => "Requests",
             "{ patch: SnapshotPatch; afterChanges: Partial<Omit<Snapshot, \"preview\">> & { preview?: Partial<Snapshot[\"preview\"]> } }" => {
                 "Snapshot, SnapshotPatch"
             }
@@ -258,6 +275,16 @@ fn shown(mut value: serde_json::Value) -> serde_json::Value {
     value
 }
 
+/// A studio preview as the wire shows it, and apart from it its prompt's request bodies.
+fn without_requests(preview: &covel_studio::Preview) -> (Value, Value) {
+    let mut preview = shown(serde_json::to_value(preview).expect("json"));
+    let requests = preview["prompt"]
+        .as_object_mut()
+        .and_then(|prompt| prompt.remove("requests"))
+        .expect("the studio's prompt holds its request bodies");
+    (preview, requests)
+}
+
 #[test]
 fn the_wire_keeps_the_json_shape_of_the_studio_types() {
     let mut checked = 0;
@@ -267,10 +294,18 @@ fn the_wire_keeps_the_json_shape_of_the_studio_types() {
         };
         let mut studio = LiveStudio::new(workspace, RuntimeTarget::Story);
         let what = session.display().to_string();
+        // The request bodies cross apart from the prompt, with the same shape.
+        let (preview, requests) = without_requests(&studio.preview);
         assert_eq!(
             serde_json::to_value(covel_studio::wire::Preview::from(&studio.preview)).expect("json"),
-            shown(serde_json::to_value(&studio.preview).expect("json")),
+            preview,
             "the preview of {what}"
+        );
+        assert_eq!(
+            serde_json::to_value(covel_studio::wire::Requests::from(&studio.preview.prompt))
+                .expect("json"),
+            requests,
+            "the request bodies of {what}"
         );
         studio.play_turn("I look around.");
         assert_eq!(
@@ -280,10 +315,15 @@ fn the_wire_keeps_the_json_shape_of_the_studio_types() {
         );
         let turn = studio.turns.first().map(|t| t.turn_id.clone());
         if let Some(prompt) = turn.and_then(|turn| studio.turn_prompt(&turn)) {
+            let (preview, requests) = without_requests(&prompt.preview);
             assert_eq!(
                 serde_json::to_value(covel_studio::wire::turns::TurnPrompt::from(&prompt))
                     .expect("json"),
-                shown(serde_json::to_value(&prompt).expect("json")),
+                serde_json::json!({
+                    "preview": preview,
+                    "withNewerPlugins": prompt.with_newer_plugins,
+                    "requests": requests,
+                }),
                 "the turn prompt of {what}"
             );
         }

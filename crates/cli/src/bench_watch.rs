@@ -95,7 +95,8 @@ pub fn run(
     let mut preview_parts = PreviewParts::default();
     // What the window already holds, as the app tracks it: each reload then crosses as a patch.
     let mut wire = WireState::default();
-    wire.full(studio.snapshot());
+    // What the window receives on open: the whole snapshot.
+    let snapshot_bytes = serde_json::to_vec(&wire.full(studio.snapshot()))?.len();
     let mut patch_bytes = Vec::new();
     // How many of the patches carried a change of the prompt (a text edit's do; a comment's not).
     let mut prompt_patches = 0;
@@ -163,6 +164,7 @@ pub fn run(
         "resolveMs": distribution(resolve),
         "previewMs": distribution(preview),
         "previewParts": preview_parts.report(),
+        "snapshotBytes": snapshot_bytes,
         "patchBytes": distribution(patch_bytes),
         "patchesWithPrompt": prompt_patches,
     }))

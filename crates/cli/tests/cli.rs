@@ -1247,6 +1247,12 @@ fn bench_times_previews_and_watched_edits_spaced_as_asked_and_puts_the_edited_fi
     for distribution in ["writtenToReadyMs", "workMs", "previewMs", "patchBytes"] {
         assert_eq!(watch[distribution]["samples"], 2, "{distribution}: {watch}");
     }
+    // The window's first snapshot holds every part; a touched reload's patch only what changed.
+    let snapshot_bytes = watch["snapshotBytes"].as_f64().unwrap_or_default();
+    assert!(
+        snapshot_bytes > watch["patchBytes"]["max"].as_f64().unwrap_or(f64::MAX),
+        "{watch}"
+    );
     // The preview's parts: each reload's, and together no more than the preview.
     let parts = &watch["previewParts"];
     let median = |d: &serde_json::Value| d["median"].as_f64().unwrap_or(f64::NAN);

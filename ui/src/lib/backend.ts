@@ -1,7 +1,7 @@
 // The only module that talks to the desktop shell. Everything else imports `backend` and stays
 // plain; browser tests build with `--mode fake` and get the fake, fed by fixtures the Rust
 // tests write (ui/fixtures/*.json).
-import type { Diagnostic, Forecast, OpenStatus, RecentFolder, SessionEdit, Snapshot, SnapshotPatch, StudioChanged, TestRun, TurnPrompt } from "./wire";
+import type { Diagnostic, Forecast, OpenStatus, RecentFolder, RequestBodies, SessionEdit, Snapshot, SnapshotPatch, StudioChanged, TestRun, TurnPrompt } from "./wire";
 
 /** What the shell sends on its own: opening, opened (the whole snapshot), open-failed, a reload (a patch). */
 export type StudioEvent = StudioChanged;
@@ -25,6 +25,11 @@ export interface Backend {
    * the recomputed prompt may differ from what was sent.
    */
   turnPrompt(turnId: string): Promise<TurnPrompt>;
+  /**
+   * The live prompt's request bodies (they do not cross with the snapshot), with the snapshot
+   * version they belong to.
+   */
+  requestBodies(): Promise<RequestBodies>;
   /** Asks the running work to stop (a turn then appends nothing). */
   cancel(): Promise<void>;
   /** Undoes the last turn or session edit (a session edit's undo writes the file back). */

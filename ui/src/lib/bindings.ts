@@ -23,6 +23,11 @@ export const commands = {
 	 *  session as it was before the turn, flagged when plugins were reloaded since).
 	 */
 	turnPrompt: (turnId: string) => typedError<TurnPrompt_Serialize, string>(__TAURI_INVOKE("turn_prompt", { turnId })),
+	/**
+	 *  The live preview's request bodies, asked for when the window shows them (they do not
+	 *  cross with the prompt), with the snapshot version they belong to.
+	 */
+	requestBodies: () => typedError<RequestBodies, string>(__TAURI_INVOKE("request_bodies")),
 	cancelWork: () => typedError<null, string>(__TAURI_INVOKE("cancel_work")),
 	undo: () => typedError<SnapshotPatch_Serialize, string>(__TAURI_INVOKE("undo")),
 	/**
@@ -1107,12 +1112,11 @@ export type Prices_Serialize = {
 	output: number,
 };
 
-/**  The assembled prompt with its request bodies. */
+/**  The assembled prompt (its request bodies cross apart: [`Requests`]). */
 export type PromptView = {
 	system: SystemView,
 	messages: Message[],
 	turnContext: string,
-	requests: Requests,
 };
 
 /**  A registered extension. */
@@ -1260,7 +1264,21 @@ export type Reported = {
 	outputTokens: number,
 };
 
-/**  The request bodies as sent. */
+/**
+ *  The live preview's request bodies, and the snapshot version whose prompt they belong to (the
+ *  window shows them only with that version, and asks again after a patch).
+ */
+export type RequestBodies = {
+	version: number,
+	requests: Requests,
+};
+
+/**
+ *  The request bodies as sent. They hold every segment's text once more in each body (at 500
+ *  generated plugins ≈ 400 KB of a 1.6 MB preview), so the window asks for them when it shows
+ *  them ([`RequestBodies`]) instead of receiving them with every prompt; a played turn's
+ *  ([`super::turns::TurnPrompt`]) comes with its prompt, which is asked for on demand too.
+ */
 export type Requests = {
 	anthropic: JsonValue,
 	openai: JsonValue,
@@ -1892,6 +1910,8 @@ export type TurnPrompt = TurnPrompt_Serialize | TurnPrompt_Deserialize;
 export type TurnPrompt_Deserialize = {
 	preview: Preview_Deserialize,
 	withNewerPlugins: boolean,
+	/**  The request bodies the turn sent (or, recomputed, would send). */
+	requests: Requests,
 };
 
 /**
@@ -1901,6 +1921,8 @@ export type TurnPrompt_Deserialize = {
 export type TurnPrompt_Serialize = {
 	preview: Preview_Serialize,
 	withNewerPlugins: boolean,
+	/**  The request bodies the turn sent (or, recomputed, would send). */
+	requests: Requests,
 };
 
 /**  One played turn, as the Playtest panel lists it (its prompt is asked for separately). */

@@ -11,10 +11,14 @@ import { fixture as forecast } from "../../fixtures/forecast";
 import { fixture as tests } from "../../fixtures/tests";
 import { fixture as storyDirectorRuntime } from "../../fixtures/runtime-plugin-story-director";
 import { fixture as excludesSoundtrack } from "../../fixtures/session-excludes-soundtrack";
+import { fixture as bodies } from "../../fixtures/request-bodies";
 import { parseDocument } from "yaml";
 import type { Backend, StudioEvent } from "./backend";
 import { patchOf } from "./patch";
-import type { Diagnostic, OpenStatus, Preview, SessionEdit, Snapshot, SnapshotPatch, TurnPrompt } from "./wire";
+import type { Diagnostic, OpenStatus, Preview, Requests, SessionEdit, Snapshot, SnapshotPatch, TurnPrompt } from "./wire";
+
+/** A played turn's prompt as a test may give it: without request bodies, or a bare preview. */
+type GivenPrompt = Preview | TurnPrompt | Omit<TurnPrompt, "requests">;
 
 function check(text: string): Diagnostic[] {
   const doc = parseDocument(text, { prettyErrors: true });
@@ -50,32 +54,39 @@ export function fakeBackend(): Backend {
   const listeners: ((e: StudioEvent) => void)[] = [];
   const calls: [string, ...unknown[]][] = [];
   (globalThis as any).__fakeCalls = calls;
-  const runtimes: Record<string, Snapshot> = { story: initial, "plugin:story-director": storyDirectorRuntime };
+  const runtimes: Record<string, [Snapshot, Requests]> = {
+    story: [initial, bodies.snapshot],
+    "plugin:story-director": [storyDirectorRuntime, bodies["runtime-plugin-story-director"]],
+  };
+  // The request bodies of the current snapshot's prompt (a snapshot a test built keeps the
+  // bodies of the one before).
+  let requests: Requests = bodies.snapshot;
   // Moves to the next snapshot, answered as a patch of every part (the real shell sends only
   // what changed) on the version the UI holds.
-  const advance = (next: Snapshot): SnapshotPatch => {
+  const advance = (next: Snapshot, nextRequests: Requests = requests): SnapshotPatch => {
     const patch = patchOf(next, current.version);
     current = { ...next, version: patch.version };
+    requests = nextRequests;
     return patch;
   };
-  const reload = (next: Snapshot) => {
-    const patch = advance(next);
+  const reload = (next: Snapshot, nextRequests?: Requests) => {
+    const patch = advance(next, nextRequests);
     for (const l of listeners) l({ reason: "reload", patch });
   };
   // Tests trigger a reload from the page: `window.__fakeReload()`, and a change of the session
   // file on disk: `window.__fakeSessionChanged(text)`, and any snapshot: `window.__fakeSnapshot(s)`.
   (globalThis as any).__fakeReload = () => {
-    reload({ ...afterReload, sessionText: current.sessionText });
+    reload({ ...afterReload, sessionText: current.sessionText }, bodies["after-reload"]);
   };
   (globalThis as any).__fakeSessionChanged = (text: string) => {
     reload({ ...current, sessionText: text });
   };
   (globalThis as any).__fakeSaved = () => current.sessionText;
   // Played turns' prompts: the fixture's, plus any a test adds with its snapshot.
-  const previews: Record<string, Preview | TurnPrompt> = { ...turnPreviews };
+  const previews: Record<string, GivenPrompt> = { ...turnPreviews };
   // A snapshot a test built (e.g. a fixture with a failing call), arriving as after a reload,
   // with the prompts of any played turns it made up.
-  (globalThis as any).__fakeSnapshot = (next: Snapshot, turnPrompts: Record<string, Preview | TurnPrompt> = {}) => {
+  (globalThis as any).__fakeSnapshot = (next: Snapshot, turnPrompts: Record<string, GivenPrompt> = {}) => {
     Object.assign(previews, turnPrompts);
     reload({ ...next, sessionText: current.sessionText });
   };
@@ -92,11 +103,11 @@ export function fakeBackend(): Backend {
       calls.push(["setRuntime", target]);
       const answer = runtimes[target];
       if (!answer) throw new Error(`the fake backend has no fixture for runtime ${target}`);
-      return advance({ ...answer, sessionText: current.sessionText });
+      return advance({ ...answer[0], sessionText: current.sessionText }, answer[1]);
     },
     playTurn: async (message) => {
       calls.push(["playTurn", message]);
-      return advance({ ...afterTurn, sessionText: current.sessionText });
+      return advance({ ...afterTurn, sessionText: current.sessionText }, bodies["after-turn"]);
     },
     cancel: async () => {
       calls.push(["cancel"]);
@@ -105,8 +116,14 @@ export function fakeBackend(): Backend {
       calls.push(["turnPrompt", turnId]);
       const found = previews[turnId];
       if (!found) throw new Error(`\`${turnId}\` is not a played turn`);
-      // A test may give `{ preview, withNewerPlugins }`; a bare preview was sent as it is.
-      return "withNewerPlugins" in found ? found : { preview: found, withNewerPlugins: false };
+      // A test may give `{ preview, withNewerPlugins }`; a bare preview was sent as it is. Either
+      // comes with the opened prompt's request bodies.
+      const prompt = "withNewerPlugins" in found ? found : { preview: found, withNewerPlugins: false };
+      return { requests: bodies.snapshot, ...prompt };
+    },
+    requestBodies: async () => {
+      calls.push(["requestBodies"]);
+      return { version: current.version, requests };
     },
     runEverythingAgain: async () => {
       calls.push(["runEverythingAgain"]);
@@ -118,7 +135,7 @@ export function fakeBackend(): Backend {
     },
     undo: async () => {
       calls.push(["undo"]);
-      return advance({ ...initial, sessionText: current.sessionText });
+      return advance({ ...initial, sessionText: current.sessionText }, bodies.snapshot);
     },
     savePlayedSession: async (path) => {
       calls.push(["savePlayedSession", path]);
@@ -130,8 +147,9 @@ export function fakeBackend(): Backend {
       if (problems.length) throw new Error(problems[0].message);
       // The one session edit a fixture covers: soundtrack excluded, which the resolver rejects.
       const excluded: unknown = (parseDocument(text).toJS() as any)?.plugins?.excluded;
-      const base = Array.isArray(excluded) && excluded.includes("soundtrack") ? excludesSoundtrack : current;
-      return advance({ ...base, sessionText: text, undo: { kind: "session-edit", label: "Undo the session edit (restores the file)" } });
+      const excludes = Array.isArray(excluded) && excluded.includes("soundtrack");
+      const base = excludes ? excludesSoundtrack : current;
+      return advance({ ...base, sessionText: text, undo: { kind: "session-edit", label: "Undo the session edit (restores the file)" } }, excludes ? bodies["session-excludes-soundtrack"] : requests);
     },
     applySessionEdits: async (text, edits) => {
       calls.push(["applySessionEdits", edits]);

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { fixture as snapshot } from "../../fixtures/snapshot";
+import { fixture as bodies } from "../../fixtures/request-bodies";
 import type { Snapshot } from "./wire";
 import { callTarget, fields, failingCalls, inventoryItem, inventoryLines, problemCounts, problems, runtimeValue } from "./view";
 
@@ -117,7 +118,7 @@ describe("raw data", () => {
     expect(jsonPreview("x".repeat(100), 10)).toBe('"xxxxxxxx…');
   });
   it("copies a request body as a curl command with the key from the environment and the body verbatim", () => {
-    const body = s0().preview.prompt.requests.anthropic;
+    const body = bodies.snapshot.anthropic;
     const command = curlCommand("anthropic", body);
     expect(command.split("\n")[0]).toBe("curl https://api.anthropic.com/v1/messages \\");
     expect(command).toContain('-H "x-api-key: $ANTHROPIC_API_KEY"');
@@ -183,7 +184,7 @@ describe("the turn inspector", () => {
   it("sums up a played turn from its record and the prompt it sent", () => {
     const turn = afterTurn.turns[0];
     expect("preview" in turn, "a played turn keeps no preview").toBe(false);
-    const sent = turnPreviews[turn.turnId];
+    const sent = turnPreviews[turn.turnId].preview;
     const p = sent.prompt;
     const tokens = p.system.tokens + p.messages.reduce((n: number, m: any) => n + m.tokens, 0);
     const words = turn.reply!.text.split(/\s+/).filter(Boolean).length;

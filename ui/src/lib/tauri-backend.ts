@@ -20,6 +20,7 @@ export function tauriBackend(): Backend {
     compactNow: () => unwrap(commands.compactNow()),
     runEverythingAgain: () => unwrap(commands.runEverythingAgain()),
     turnPrompt: (turnId) => unwrap(commands.turnPrompt(turnId)),
+    requestBodies: () => unwrap(commands.requestBodies()),
     cancel: async () => {
       await unwrap(commands.cancelWork());
     },

@@ -3,6 +3,7 @@ import { fixture as snapshot } from "../../fixtures/snapshot";
 import { fixture as forecast } from "../../fixtures/forecast";
 import { fixture as tests } from "../../fixtures/tests";
 import { fixture as afterReload } from "../../fixtures/after-reload";
+import { fixture as bodies } from "../../fixtures/request-bodies";
 import type { CallRecord, Snapshot, SlotId } from "./wire";
 import { activeActor, blockRows, outline, breakpointLabel, cacheReason, sdkCall, chains, providerChains, changedRows, changedSegments, contentBefore, differenceLabel, draftAfterSnapshot, forecastSummary, listView, meter, movingBreakpoint, nextTurnCacheRead, placementLabel, summaryEntries, systemBreakpoint, testCounts, text, usd, where } from "./view";
 
@@ -142,11 +143,11 @@ describe("providers not called and cache reasons", () => {
 
 describe("copy as SDK call", () => {
   it("passes the request body unchanged to the provider's JS SDK", () => {
-    const body = demo.preview.prompt.requests.anthropic;
+    const body = bodies.snapshot.anthropic;
     const anthropic = sdkCall("anthropic", body);
     expect(anthropic).toMatch(/^import Anthropic from "@anthropic-ai\/sdk";/);
     expect(JSON.parse(anthropic.slice(anthropic.indexOf("create(") + 7, anthropic.lastIndexOf(");\nconsole.log")))).toEqual(body);
-    const openai = sdkCall("openai", demo.preview.prompt.requests.openai);
+    const openai = sdkCall("openai", bodies.snapshot.openai);
     expect(openai).toMatch(/^import OpenAI from "openai";/);
     expect(openai).toContain("client.chat.completions.create(");
   });

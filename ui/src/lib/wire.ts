@@ -24,6 +24,8 @@ export type {
   Preview_Serialize as Preview,
   PreviewPatch_Serialize as PreviewPatch,
   RecentFolder_Serialize as RecentFolder,
+  RequestBodies,
+  Requests,
   ReloadEntry_Serialize as ReloadEntry,
   SegmentChange_Serialize as SegmentChange,
   SegmentRow_Serialize as SegmentRow,

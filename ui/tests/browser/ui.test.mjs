@@ -166,16 +166,23 @@ test("a long prompt can be searched, filtered, collapsed and navigated from its 
   await page.waitForFunction(() => document.activeElement?.dataset.boundary === "1");
 });
 
-test("request bodies are JSON trees with a copy button on every value, and copy as curl", async () => {
-  const demo = await fixture("after-reload.json");
+test("request bodies are asked for when shown, as JSON trees with a copy button on every value, and copy as curl", async () => {
+  const bodies = (await fixture("request-bodies.json"))["after-reload"];
+  const asked = () => page.evaluate(() => window.__fakeCalls.filter(([name]) => name === "requestBodies").length);
+  // They do not cross with the prompt: nothing is asked for until the author opens them.
+  assert.equal(await page.getByTestId("request-anthropic").count(), 0, "not shown before asked for");
+  assert.equal(await asked(), 0, "not asked for before shown");
+  await page.getByTestId("show-requests").click();
   const tree = page.getByTestId("request-anthropic");
+  await tree.waitFor();
+  assert.equal(await asked(), 1);
   assert.equal(await tree.locator("pre").count(), 0, "no <pre> dump");
   await tree.locator("button.fold").first().click();
   const messages = tree.locator('[data-json-depth="1"]', { hasText: "messages" }).first();
   await messages.getByTestId("json-copy").first().click();
-  assert.deepEqual(JSON.parse(await page.evaluate(() => window.__lastCopied)), demo.preview.prompt.requests.anthropic.messages);
+  assert.deepEqual(JSON.parse(await page.evaluate(() => window.__lastCopied)), bodies.anthropic.messages);
   await messages.locator("button.fold").first().click();
-  assert.ok((await messages.locator('[data-json-depth="2"]').count()) >= demo.preview.prompt.requests.anthropic.messages.length, "opens on demand");
+  assert.ok((await messages.locator('[data-json-depth="2"]').count()) >= bodies.anthropic.messages.length, "opens on demand");
   await page.getByTestId("copy-curl-anthropic").click();
   const curl = await page.evaluate(() => window.__lastCopied);
   assert.match(curl, /^curl https:\/\/api\.anthropic\.com\/v1\/messages/);
@@ -188,8 +195,13 @@ test("request bodies are JSON trees with a copy button on every value, and copy 
     const sdk = await page.evaluate(() => window.__lastCopied);
     assert.ok(sdk.includes(`from "${module}";`), `${provider}: imports ${module}`);
     const body = sdk.slice(sdk.indexOf(call) + call.length, sdk.lastIndexOf(");\nconsole.log"));
-    assert.deepEqual(JSON.parse(body), demo.preview.prompt.requests[provider], `${provider}: the request body`);
+    assert.deepEqual(JSON.parse(body), bodies[provider], `${provider}: the request body`);
   }
+  // A patch while they are shown: asked for again, for the new version.
+  await page.evaluate(() => window.__fakeReload());
+  await page.waitForFunction(() => window.__fakeCalls.filter(([name]) => name === "requestBodies").length === 2);
+  await tree.waitFor();
+  assert.equal(await page.getByTestId("requests-updating").count(), 0, "the bodies belong to the version shown");
 });
 
 test("the reload timeline steps back through recent reloads with their word diffs", async () => {
@@ -308,7 +320,7 @@ test("playing a turn updates the chat and the compaction panel", async () => {
 
 test("the turn inspector shows the played turn's prompt with its boundaries, reply, events, slot changes and compaction", async () => {
   const turn = (await fixture("after-turn.json")).turns[0];
-  const sent = (await fixture("turn-previews.json"))[turn.turnId];
+  const sent = (await fixture("turn-previews.json"))[turn.turnId].preview;
   await page.locator('[data-tab="Playtest"]').click();
   const inspector = page.getByTestId("turn-inspector");
   await inspector.getByTestId("turn-prompt").waitFor();
@@ -512,7 +524,7 @@ test("the turn inspector diffs a turn's segments against the turn before", async
   const after = await fixture("after-turn.json");
   const first = after.turns[0];
   const second = { ...structuredClone(first), turnId: "turn-4" };
-  const sent = structuredClone((await fixture("turn-previews.json"))[first.turnId]);
+  const sent = structuredClone((await fixture("turn-previews.json"))[first.turnId].preview);
   sent.segments.find((s) => s.id === "tone").content = "Keep a grave, patient narrative voice.";
   const two = { ...after, turns: [first, second] };
   const context = await browser.newContext({ viewport: { width: 1440, height: 920 } });
@@ -667,7 +679,7 @@ test("the turn inspector diffs a turn against any other played turn, earlier to 
   const after = await fixture("after-turn.json");
   const first = after.turns[0];
   const [second, third] = [{ ...structuredClone(first), turnId: "turn-4" }, { ...structuredClone(first), turnId: "turn-5" }];
-  const sentFirst = (await fixture("turn-previews.json"))[first.turnId];
+  const sentFirst = (await fixture("turn-previews.json"))[first.turnId].preview;
   const sentSecond = structuredClone(sentFirst);
   sentSecond.segments.find((s) => s.id === "tone").content = "Keep a grave, patient narrative voice.";
   const sentThird = structuredClone(sentSecond);

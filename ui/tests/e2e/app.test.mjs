@@ -133,6 +133,18 @@ test("editing a sample plugin's file on disk updates the prompt panel", async ()
   assert.equal((await (await browser.$('[data-testid="segment-diff"] ins')).getText()).trim(), "patient");
   await browser.execute(() => document.querySelector('[data-testid="segment-diff"]').scrollIntoView({ block: "center" }));
   await shot("e2e-reload", "prompt-diff");
+  // The request bodies do not cross with the prompt: the shell answers them when shown, for
+  // the prompt after the reload.
+  const show = await browser.$('[data-testid="show-requests"]');
+  await show.scrollIntoView({ block: "center" });
+  await show.click();
+  const curl = await browser.$('[data-testid="copy-curl-anthropic"]');
+  await curl.waitForExist({ timeout: 10000 });
+  await curl.scrollIntoView({ block: "center" });
+  await curl.click();
+  const copied = await browser.execute(() => window.__lastCopied);
+  assert.match(copied, /^curl https:\/\/api\.anthropic\.com\/v1\/messages/);
+  assert.ok(copied.includes("grave, patient") && !copied.includes("grave, unhurried"), "the body of the prompt after the reload");
 });
 
 test("a broken edit shows the diagnostic and keeps the last good result", async () => {

@@ -23,5 +23,5 @@ pub use common::{CallRecord, Diagnostic, JsonValue, PointId, RunError, SlotId};
 pub use patch::{
     At, MemoAnswer, Positions, PreviewPatch, SlotViewPatch, SnapshotPatch, Turns, WireState,
 };
-pub use preview::Preview;
+pub use preview::{Preview, RequestBodies, Requests};
 pub use snapshot::Snapshot;

@@ -502,6 +502,11 @@ impl WireState {
         snapshot
     }
 
+    /// The version of the last snapshot or patch made (0 before any).
+    pub fn version(&self) -> u32 {
+        self.version
+    }
+
     /// Only the parts of `snapshot` that differ from what was sent, remembered as sent. Before
     /// any snapshot was sent, every part.
     pub fn patch(&mut self, mut snapshot: Snapshot) -> SnapshotPatch {

@@ -549,7 +549,10 @@ pub struct SystemView {
     pub tokens: u64,
 }
 
-/// The request bodies as sent.
+/// The request bodies as sent. They hold every segment's text once more in each body (at 500
+/// generated plugins ≈ 400 KB of a 1.6 MB preview), so the window asks for them when it shows
+/// them ([`RequestBodies`]) instead of receiving them with every prompt; a played turn's
+/// ([`super::turns::TurnPrompt`]) comes with its prompt, which is asked for on demand too.
 #[derive(Debug, Clone, PartialEq, Serialize, Type)]
 pub struct Requests {
     #[specta(type = crate::wire::common::JsonShape)]
@@ -558,14 +561,30 @@ pub struct Requests {
     pub openai: JsonValue,
 }
 
-/// The assembled prompt with its request bodies.
+impl From<&studio::PromptView> for Requests {
+    fn from(p: &studio::PromptView) -> Self {
+        Requests {
+            anthropic: (&p.requests.anthropic).into(),
+            openai: (&p.requests.openai).into(),
+        }
+    }
+}
+
+/// The live preview's request bodies, and the snapshot version whose prompt they belong to (the
+/// window shows them only with that version, and asks again after a patch).
+#[derive(Debug, Clone, PartialEq, Serialize, Type)]
+pub struct RequestBodies {
+    pub version: u32,
+    pub requests: Requests,
+}
+
+/// The assembled prompt (its request bodies cross apart: [`Requests`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Type)]
 #[serde(rename_all = "camelCase")]
 pub struct PromptView {
     pub system: SystemView,
     pub messages: Vec<Message>,
     pub turn_context: String,
-    pub requests: Requests,
 }
 
 impl From<&studio::PromptView> for PromptView {
@@ -577,10 +596,6 @@ impl From<&studio::PromptView> for PromptView {
             },
             messages: all(&p.messages),
             turn_context: p.turn_context.clone(),
-            requests: Requests {
-                anthropic: (&p.requests.anthropic).into(),
-                openai: (&p.requests.openai).into(),
-            },
         }
     }
 }

@@ -3,7 +3,7 @@
 
 use super::common::{JsonValue, RunError, SlotId, all};
 use super::compaction::CompactionRun;
-use super::preview::Preview;
+use super::preview::{Preview, Requests};
 use crate::{live, models, playtest};
 use covel_kernel::slot_host;
 use serde::Serialize;
@@ -99,6 +99,8 @@ impl From<&playtest::TurnRecord> for TurnRecord {
 pub struct TurnPrompt {
     pub preview: Preview,
     pub with_newer_plugins: bool,
+    /// The request bodies the turn sent (or, recomputed, would send).
+    pub requests: Requests,
 }
 
 impl From<&live::TurnPrompt> for TurnPrompt {
@@ -106,6 +108,7 @@ impl From<&live::TurnPrompt> for TurnPrompt {
         TurnPrompt {
             preview: (&p.preview).into(),
             with_newer_plugins: p.with_newer_plugins,
+            requests: (&p.preview.prompt).into(),
         }
     }
 }
