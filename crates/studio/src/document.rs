@@ -130,8 +130,7 @@ fn data_of(text: &str) -> Result<Value, EditError> {
             .location()
             .map(|l| (to_u32(l.line()), to_u32(l.column())))
             .unwrap_or((0, 0));
-        let rendered = e.to_string();
-        let message = rendered.lines().next().unwrap_or(&rendered).to_string();
+        let message = covel_kernel::manifest::yaml_message(&e);
         EditError::Syntax {
             message,
             line,
