@@ -32,5 +32,6 @@ pub mod slot_host;
 pub mod static_prompt;
 pub mod test_session;
 pub mod world;
+pub mod yaml;
 
 pub use diagnostic::{Code, Diagnostic};

@@ -130,7 +130,7 @@ fn data_of(text: &str) -> Result<Value, EditError> {
             .location()
             .map(|l| (to_u32(l.line()), to_u32(l.column())))
             .unwrap_or((0, 0));
-        let message = covel_kernel::manifest::yaml_message(&e);
+        let message = covel_kernel::yaml::message(&e);
         EditError::Syntax {
             message,
             line,

@@ -54,7 +54,7 @@ pub fn trusted_keys() -> Result<Vec<TrustedKey>, String> {
             .location()
             .map(|l| format!(":{}:{}", l.line(), l.column()))
             .unwrap_or_default();
-        let message = covel_kernel::manifest::yaml_message(&e);
+        let message = covel_kernel::yaml::message(&e);
         format!("{}{at}: {message}", path.display())
     })?;
     Ok(settings.trusted_keys)

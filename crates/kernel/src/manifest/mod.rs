@@ -347,24 +347,9 @@ fn runtime_info(id: String, raw: &RawRuntime) -> RuntimeInfo {
     }
 }
 
-/// A serde-saphyr error's message, worded for the author, without its position (reported
-/// apart). serde-saphyr's user-facing wording: its default messages advise the programmer which
-/// parser option to set ("duplicate mapping key: entry, set DuplicateKeyPolicy in Options if
-/// acceptable").
-pub fn yaml_message(error: &serde_saphyr::Error) -> String {
-    let rendered = error.render_with_formatter(&serde_saphyr::UserMessageFormatter);
-    let first = rendered.lines().next().unwrap_or(&rendered);
-    let first = first.strip_prefix("error: ").unwrap_or(first);
-    // serde-saphyr prefixes "line L column C: "; the position is reported separately.
-    match first.split_once(": ") {
-        Some((prefix, rest)) if prefix.starts_with("line ") => rest.to_string(),
-        _ => first.to_string(),
-    }
-}
-
 /// Turns a serde-saphyr error into a diagnostic at the right file line.
 pub fn yaml_diagnostic(error: &serde_saphyr::Error, file: &Path, line_offset: u32) -> Diagnostic {
-    let message = yaml_message(error);
+    let message = crate::yaml::message(error);
     let position = error
         .location()
         .map(|l| (to_u32(l.line()) + line_offset, to_u32(l.column())));
