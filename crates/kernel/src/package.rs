@@ -317,7 +317,7 @@ fn load_messages(
                 continue;
             }
         };
-        match serde_saphyr::from_str::<Value>(&text) {
+        match crate::yaml::from_str::<Value>(&text) {
             Ok(value) => {
                 let messages = value
                     .get("messages")
@@ -351,7 +351,7 @@ fn load_prompt_variant(
         }
     };
     let split = frontmatter::split(&text).ok()?;
-    let value = match serde_saphyr::from_str::<Option<Value>>(split.yaml) {
+    let value = match crate::yaml::from_str::<Option<Value>>(split.yaml) {
         Ok(value) => value.unwrap_or(Value::Null),
         Err(e) => {
             diagnostics.push(manifest::yaml_diagnostic(

@@ -257,7 +257,7 @@ impl Model {
 
 /// Parses a session file; every error carries the file, line and column.
 pub fn parse_session(text: &str, file: &Path) -> Result<Session, Diagnostic> {
-    let mut session: Session = serde_saphyr::from_str(text).map_err(|e| {
+    let mut session: Session = crate::yaml::from_str(text).map_err(|e| {
         let mut d = crate::manifest::yaml_diagnostic(&e, file, 0);
         d.code = Code::SessionSchema;
         d

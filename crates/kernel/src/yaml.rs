@@ -8,8 +8,65 @@
 //! [`AuthorWording`] says those in the file's own terms and leaves the rest to the user-facing
 //! one.
 
-use serde_saphyr::{Error, MessageFormatter, UserMessageFormatter};
+use serde::de::DeserializeOwned;
+use serde_saphyr::{Error, Location, MessageFormatter, UserMessageFormatter};
 use std::borrow::Cow;
+
+/// Why a YAML document is not a `T`: the parser's error, and the path of the field it was
+/// reading (`models.story.contextWindow`, `pluginData[2]`), which a type error's line and column
+/// alone leave to the reader to work out.
+#[derive(Debug)]
+pub struct YamlError {
+    /// Boxed: serde-saphyr's error is large, and a `Result` carries its `Err` inline.
+    pub error: Box<Error>,
+    /// `None` at the document's top level.
+    pub path: Option<String>,
+}
+
+impl YamlError {
+    /// The message, prefixed by the field's path when there is one, without the position. A
+    /// path whose last field the message names already (an unknown field, a missing one) is
+    /// given up to its parent.
+    pub fn message(&self) -> String {
+        let said = message(&self.error);
+        let path = self.path.as_deref().map(|path| {
+            let parent = path.rfind(['.', '[']).map_or("", |at| &path[..at]);
+            let last = path[parent.len()..].trim_start_matches('.');
+            if said.contains(&format!("`{last}`")) {
+                parent
+            } else {
+                path
+            }
+        });
+        match path {
+            Some(path) if !path.is_empty() => format!("`{path}`: {said}"),
+            _ => said,
+        }
+    }
+
+    pub fn location(&self) -> Option<Location> {
+        self.error.location()
+    }
+}
+
+/// Parses a YAML document as a `T`, recording the path of the field an error was found in.
+pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, YamlError> {
+    let mut path = None;
+    serde_saphyr::with_deserializer_from_str(text, |de| {
+        serde_path_to_error::deserialize(de).map_err(|e| {
+            // Up to the first segment the wrapper could not name ("?", e.g. the key of a
+            // duplicate entry); the top level is ".".
+            let at = e.path().to_string();
+            let known = at.split(".?").next().unwrap_or_default();
+            path = (!known.is_empty() && known != "." && known != "?").then(|| known.to_string());
+            e.into_inner()
+        })
+    })
+    .map_err(|error| YamlError {
+        error: Box::new(error),
+        path,
+    })
+}
 
 /// The error's message, without its position (callers report line and column apart).
 pub fn message(error: &Error) -> String {
@@ -65,6 +122,7 @@ mod tests {
     use serde::Deserialize;
 
     #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
     #[allow(dead_code)]
     struct Shape {
         name: String,
@@ -111,6 +169,45 @@ mod tests {
         for (from, to, expected) in cases {
             assert_eq!(error_of(&VALID.replace(from, to)), expected, "{to}");
         }
+    }
+
+    #[test]
+    fn a_type_error_names_the_path_of_its_field() {
+        #[derive(Debug, Deserialize)]
+        #[allow(dead_code)]
+        struct Outer {
+            inner: Vec<Shape>,
+        }
+        let yaml = format!(
+            "inner:\n  - {}",
+            VALID
+                .replace("count: 1", "count: -3")
+                .replace('\n', "\n    ")
+        );
+        let error = from_str::<Outer>(&yaml).expect_err("invalid");
+        assert_eq!(
+            error.message(),
+            "`inner[0].count`: expected a whole number from 0 to 4294967295 here"
+        );
+        assert_eq!(error.location().map(|l| l.line()), Some(3));
+        let unknown = from_str::<Outer>(&format!(
+            "inner:\n  - {}",
+            VALID.replace('\n', "\n    ") + "colour: red\n"
+        ))
+        .expect_err("unknown field");
+        assert!(
+            unknown
+                .message()
+                .starts_with("`inner[0]`: unknown field `colour`"),
+            "the path up to the field the message names: {}",
+            unknown.message()
+        );
+        let top = from_str::<Outer>("[1]").expect_err("not a mapping");
+        assert!(top.path.is_none(), "{top:?}");
+        assert_eq!(
+            top.message(),
+            "expected a mapping here (`key: value` lines or `{…}`)"
+        );
     }
 
     #[test]

@@ -200,7 +200,7 @@ pub fn parse_plugin_md(
         diags.push(flat);
         return (None, diags);
     }
-    let raw: RawManifest = match serde_saphyr::from_str(split.yaml) {
+    let raw: RawManifest = match crate::yaml::from_str(split.yaml) {
         Ok(raw) => raw,
         Err(e) => {
             diags.push(yaml_diagnostic(&e, file, offset));
@@ -307,7 +307,7 @@ pub fn parse_runtime_md(
             return (None, diags);
         }
     };
-    match serde_saphyr::from_str::<RawRuntime>(split.yaml) {
+    match crate::yaml::from_str::<RawRuntime>(split.yaml) {
         Ok(raw) => (
             Some(runtime_info(format!("{plugin_id}/{dir}"), &raw)),
             diags,
@@ -347,13 +347,16 @@ fn runtime_info(id: String, raw: &RawRuntime) -> RuntimeInfo {
     }
 }
 
-/// Turns a serde-saphyr error into a diagnostic at the right file line.
-pub fn yaml_diagnostic(error: &serde_saphyr::Error, file: &Path, line_offset: u32) -> Diagnostic {
-    let message = crate::yaml::message(error);
+/// Turns a YAML error into a diagnostic at the right file line.
+pub fn yaml_diagnostic(
+    error: &crate::yaml::YamlError,
+    file: &Path,
+    line_offset: u32,
+) -> Diagnostic {
     let position = error
         .location()
         .map(|l| (to_u32(l.line()) + line_offset, to_u32(l.column())));
-    Diagnostic::new(Code::ManifestSchema, message)
+    Diagnostic::new(Code::ManifestSchema, error.message())
         .file(file)
         .at_opt(position)
 }
