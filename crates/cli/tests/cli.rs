@@ -863,6 +863,31 @@ fn test_finds_and_passes_the_sample_test_sessions() {
 }
 
 #[test]
+fn test_names_the_file_line_column_and_field_where_a_golden_snapshot_breaks() {
+    let dir = sample_copy();
+    let golden = dir.path().join("demo.golden.yaml");
+    let text = std::fs::read_to_string(&golden).expect("read");
+    // An editor's slip: the turns list written as a plain value.
+    let broken = text.replacen("turns:\n", "turns: none\n", 1);
+    assert_ne!(broken, text, "the golden snapshot lists its turns");
+    std::fs::write(&golden, broken).expect("write");
+    let demo = dir.path().join("demo.session.yaml");
+    let out = covel(&["test", demo.to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout
+        .lines()
+        .find(|l| l.contains("cannot read the golden snapshot"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(
+        line.contains("demo.golden.yaml:")
+            && line.contains("`turns`: expected a list here")
+            && !line.contains("<input>"),
+        "{line}"
+    );
+}
+
+#[test]
 fn test_fails_on_a_changed_segment_with_a_word_diff_naming_the_plugin_and_update_makes_it_pass() {
     let dir = sample_copy();
     edit(

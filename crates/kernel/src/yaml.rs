@@ -47,6 +47,16 @@ impl YamlError {
     pub fn location(&self) -> Option<Location> {
         self.error.location()
     }
+
+    /// `FILE:LINE:COLUMN: message` (without the position when the parser gave none), for files
+    /// that report errors as one line of text rather than a diagnostic.
+    pub fn in_file(&self, file: &std::path::Path) -> String {
+        let at = self
+            .location()
+            .map(|l| format!(":{}:{}", l.line(), l.column()))
+            .unwrap_or_default();
+        format!("{}{at}: {}", file.display(), self.message())
+    }
 }
 
 /// Parses a YAML document as a `T`, recording the path of the field an error was found in.
@@ -190,6 +200,10 @@ mod tests {
             "`inner[0].count`: expected a whole number from 0 to 4294967295 here"
         );
         assert_eq!(error.location().map(|l| l.line()), Some(3));
+        assert_eq!(
+            error.in_file(std::path::Path::new("a.yaml")),
+            "a.yaml:3:12: `inner[0].count`: expected a whole number from 0 to 4294967295 here"
+        );
         let unknown = from_str::<Outer>(&format!(
             "inner:\n  - {}",
             VALID.replace('\n', "\n    ") + "colour: red\n"

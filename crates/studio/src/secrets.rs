@@ -49,13 +49,7 @@ pub fn trusted_keys() -> Result<Vec<TrustedKey>, String> {
         return Ok(Vec::new());
     }
     let text = covel_kernel::files::read_regular(&path, 1024 * 1024).map_err(|e| e.to_string())?;
-    let settings: Settings = covel_kernel::yaml::from_str(&text).map_err(|e| {
-        let at = e
-            .location()
-            .map(|l| format!(":{}:{}", l.line(), l.column()))
-            .unwrap_or_default();
-        format!("{}{at}: {}", path.display(), e.message())
-    })?;
+    let settings: Settings = covel_kernel::yaml::from_str(&text).map_err(|e| e.in_file(&path))?;
     Ok(settings.trusted_keys)
 }
 

@@ -146,12 +146,17 @@ pub fn turn_of(capture: &TurnCapture) -> GoldenTurn {
     }
 }
 
-/// Reads a golden file.
+/// Reads a golden file; an error names the file (and the line and column where it breaks).
 pub fn load(path: &Path) -> Result<Golden, String> {
-    let text = crate::workspace::read_session_text(path).map_err(|e| e.to_string())?;
-    let golden: Golden = serde_saphyr::from_str(&text).map_err(|e| e.to_string())?;
+    let text = crate::workspace::read_session_text(path)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let golden: Golden = covel_kernel::yaml::from_str(&text).map_err(|e| e.in_file(path))?;
     if golden.format != FORMAT {
-        return Err(format!("format is `{}`, not {FORMAT}", golden.format));
+        return Err(format!(
+            "{}: format is `{}`, not {FORMAT}",
+            path.display(),
+            golden.format
+        ));
     }
     Ok(golden)
 }
