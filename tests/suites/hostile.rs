@@ -544,3 +544,241 @@ fn a_loaded_minimal_plugin_runtime_stays_small_and_keeps_its_memory_limit() {
     assert_eq!(call_of(&result, "small").outcome, Outcome::OutOfMemory);
     assert!(watch.bytes_held() <= 8 * 1024 * 1024);
 }
+
+/// The sample folder's text files, relative to it, in a fixed order.
+fn sample_files(root: &Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("read the folder").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| {
+                ["md", "yaml", "js", "mjs", "ts", "json"]
+                    .iter()
+                    .any(|x| e == *x)
+            }) {
+                found.push(path.strip_prefix(root).expect("inside").to_path_buf());
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// What an editor's slip or a hostile save can put in a file.
+const TOKENS: &[&str] = &[
+    "\0",
+    "\u{feff}",
+    "{",
+    "}",
+    "[",
+    "]",
+    ": ",
+    "- ",
+    "'",
+    "\"",
+    "\\",
+    "\n",
+    "\t",
+    "&a",
+    "*a",
+    "!!binary",
+    "<<: *a",
+    "99999999999999999999",
+    "1e309",
+    "~",
+    "---",
+    "...",
+    "é",
+    "😀",
+    "while(true){}",
+    "throw new Error('x');",
+    "await new Promise(() => {});",
+    "__proto__",
+    "{{user.name}}",
+    "depth: 99999",
+    "order: -9999999999",
+];
+
+/// One mutation of a text: a token inserted, a run deleted or a line repeated, at a place given
+/// as a fraction of the text.
+#[derive(Debug, Clone)]
+enum Slip {
+    Insert(usize, f64),
+    Delete(f64, usize),
+    RepeatLine(f64, usize),
+    /// The first lowercase letter from there becomes another (a typo: in a string it changes
+    /// what a provider says, in code what it does).
+    Letter(f64),
+}
+
+fn slip(text: &str, slip: &Slip) -> String {
+    let at = |f: f64| {
+        let mut i = ((text.len() as f64) * f) as usize;
+        while !text.is_char_boundary(i) {
+            i -= 1;
+        }
+        i
+    };
+    match *slip {
+        Slip::Insert(token, f) => {
+            let i = at(f);
+            format!(
+                "{}{}{}",
+                &text[..i],
+                TOKENS[token % TOKENS.len()],
+                &text[i..]
+            )
+        }
+        Slip::Delete(f, n) => {
+            let i = at(f);
+            let j = text[i..]
+                .char_indices()
+                .nth(n)
+                .map_or(text.len(), |(k, _)| i + k);
+            format!("{}{}", &text[..i], &text[j..])
+        }
+        Slip::Letter(f) => {
+            let i = at(f);
+            match text[i..].find(|c: char| c.is_ascii_lowercase()) {
+                Some(k) => {
+                    let c = text.as_bytes()[i + k];
+                    let other = char::from(b'a' + (c - b'a' + 7) % 26);
+                    format!("{}{other}{}", &text[..i + k], &text[i + k + 1..])
+                }
+                None => text.to_string(),
+            }
+        }
+        Slip::RepeatLine(f, times) => {
+            let mut lines: Vec<&str> = text.split('\n').collect();
+            let i = ((lines.len() as f64) * f) as usize % lines.len().max(1);
+            let line = lines.get(i).copied().unwrap_or_default();
+            lines.splice(i..i, std::iter::repeat_n(line, times));
+            lines.join("\n")
+        }
+    }
+}
+
+fn slips() -> impl proptest::strategy::Strategy<Value = Slip> {
+    use proptest::prelude::*;
+    prop_oneof![
+        (any::<usize>(), 0.0..1.0f64).prop_map(|(t, f)| Slip::Insert(t, f)),
+        (0.0..1.0f64, 1usize..60).prop_map(|(f, n)| Slip::Delete(f, n)),
+        (0.0..1.0f64, 2usize..40).prop_map(|(f, n)| Slip::RepeatLine(f, n)),
+        (0.0..1.0f64).prop_map(Slip::Letter),
+    ]
+}
+
+/// The assembled prompt as the author reads it (its request bodies and call records aside).
+fn prompt_text(studio: &covel_studio::live::LiveStudio) -> String {
+    let prompt = &studio.preview.prompt;
+    let messages: Vec<String> = prompt
+        .messages
+        .iter()
+        .map(|m| format!("{:?}: {}", m.role, m.content))
+        .collect();
+    format!(
+        "{}\n--\n{}\n--\n{}",
+        prompt.system.text(),
+        messages.join("\n"),
+        prompt.turn_context
+    )
+}
+
+/// A fixed number of slips from a fixed seed: the same cases on every run (a failure names its
+/// file and slip, shrunk); another seed explores others (`COVEL_SLIP_SEED=N`).
+#[test]
+fn a_mutated_sample_file_is_reported_by_file_never_a_panic_and_putting_it_back_restores_the_prompt()
+{
+    use covel_studio::RuntimeTarget;
+    use covel_studio::live::LiveStudio;
+    use proptest::prelude::*;
+    use proptest::test_runner::{RngAlgorithm, TestCaseError, TestRng, TestRunner};
+    let dir = tempfile::tempdir().expect("temp");
+    let root = dir.path().canonicalize().expect("canonical");
+    covel_tests::copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins-sample"),
+        &root,
+    );
+    let session = root.join("demo.session.yaml");
+    let workspace = Workspace::open(&root, Some(&session), &Limits::default()).expect("opens");
+    let studio = std::cell::RefCell::new(LiveStudio::new(workspace, RuntimeTarget::Story));
+    let pristine = prompt_text(&studio.borrow());
+    let files = sample_files(&root);
+    // Half the slips land where the prompt comes from (handler code and the session), where
+    // a slip most often changes what the author sees; the rest anywhere.
+    let feeding: Vec<_> = files
+        .iter()
+        .filter(|f| {
+            f.components().any(|c| c.as_os_str() == "server") || f.ends_with("demo.session.yaml")
+        })
+        .cloned()
+        .collect();
+    assert!(files.len() >= 20 && feeding.len() >= 10, "{files:?}");
+    let seed: u64 = std::env::var("COVEL_SLIP_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(14);
+    let mut key = [0u8; 32];
+    key[..8].copy_from_slice(&seed.to_le_bytes());
+    let config = ProptestConfig {
+        cases: 96,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    };
+    let mut runner =
+        TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &key));
+    // How many slips changed the prompt, and how many were reported: both must happen, or the
+    // cases did not test what they claim.
+    let (changed, reported) = (std::cell::Cell::new(0), std::cell::Cell::new(0));
+    let cases = (any::<bool>(), any::<prop::sample::Index>(), slips());
+    let outcome = runner.run(&cases, |(near_the_prompt, index, slip_made)| {
+        let file = root.join(index.get(if near_the_prompt { &feeding } else { &files }));
+        let original = std::fs::read_to_string(&file).expect("read");
+        let reload = |studio: &mut LiveStudio| {
+            let changes = studio.classify(std::slice::from_ref(&file));
+            studio.reload(&changes, Instant::now())
+        };
+        std::fs::write(&file, slip(&original, &slip_made)).expect("write");
+        let mut studio = studio.borrow_mut();
+        let entry = reload(&mut studio);
+        changed.set(changed.get() + usize::from(prompt_text(&studio) != pristine));
+        reported.set(reported.get() + usize::from(!entry.diagnostics.is_empty()));
+        let unnamed = entry
+            .diagnostics
+            .iter()
+            .chain(studio.workspace().diagnostics())
+            .find(|d| d.file.is_none() && d.plugin.is_none())
+            .map(|d| format!("{d:?}"));
+        std::fs::write(&file, &original).expect("put back");
+        reload(&mut studio);
+        if let Some(diagnostic) = unnamed {
+            return Err(TestCaseError::fail(format!(
+                "a diagnostic names neither file nor plugin: {diagnostic}"
+            )));
+        }
+        if prompt_text(&studio) != pristine {
+            return Err(TestCaseError::fail(format!(
+                "{} put back, the prompt differs",
+                file.display()
+            )));
+        }
+        Ok(())
+    });
+    if let Err(failure) = outcome {
+        panic!("seed {seed}: {failure}");
+    }
+    eprintln!(
+        "seed {seed}: slips that changed the prompt {}, reported {}",
+        changed.get(),
+        reported.get()
+    );
+    assert!(
+        changed.get() >= 1 && reported.get() >= 10,
+        "seed {seed}: slips that changed the prompt {}, reported {}",
+        changed.get(),
+        reported.get()
+    );
+}
