@@ -269,6 +269,9 @@ fn invalid_session_files_are_reported_with_line_and_column() {
         ("history-without-content", 5),
         ("history-content-not-text", 5),
         ("summary-without-range", 4),
+        // Checked after the text was read into types: the position is found again in the text.
+        ("empty-namespace", 8),
+        ("empty-id", 1),
     ] {
         let path = fixture("sessions-invalid").join(format!("{file}.session.yaml"));
         let text = std::fs::read_to_string(&path).expect("fixture");

@@ -262,16 +262,28 @@ pub fn parse_session(text: &str, file: &Path) -> Result<Session, Diagnostic> {
         d.code = Code::SessionSchema;
         d
     })?;
+    use crate::yaml::{Step, position};
     if session.id.trim().is_empty() {
-        return Err(Diagnostic::new(Code::SessionSchema, "`id` must not be empty").file(file));
+        return Err(
+            Diagnostic::new(Code::SessionSchema, "`id` must not be empty")
+                .file(file)
+                .at_opt(position(text, &[Step::Key("id")])),
+        );
     }
     for (index, row) in session.plugin_data.iter().enumerate() {
-        if row.plugin_id.is_empty() || row.namespace.is_empty() {
+        let empty = [("pluginId", &row.plugin_id), ("namespace", &row.namespace)]
+            .into_iter()
+            .find(|(_, value)| value.is_empty());
+        if let Some((field, _)) = empty {
+            let row_at = [Step::Key("pluginData"), Step::Index(index)];
+            let at = position(text, &[row_at[0], row_at[1], Step::Key(field)])
+                .or_else(|| position(text, &row_at));
             return Err(Diagnostic::new(
                 Code::SessionSchema,
-                format!("pluginData[{index}] needs pluginId and namespace"),
+                format!("`pluginData[{index}]`: `{field}` must not be empty"),
             )
-            .file(file));
+            .file(file)
+            .at_opt(at));
         }
     }
     let id = session.id.clone();

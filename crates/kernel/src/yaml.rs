@@ -78,6 +78,104 @@ pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, YamlError> {
     })
 }
 
+/// One step of a path into a YAML document.
+#[derive(Debug, Clone, Copy)]
+pub enum Step<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+/// The line and column of the value at `path` in a YAML text (1-based), for a check made after
+/// the text was read into types, which keep no positions. `None` when the text does not parse
+/// or holds no such value.
+pub fn position(text: &str, path: &[Step<'_>]) -> Option<(u32, u32)> {
+    let root: Node = serde_saphyr::from_str(text).ok()?;
+    let mut at = None;
+    let mut node = &root;
+    for step in path {
+        let child = match (node, step) {
+            (Node::Map(entries), Step::Key(key)) => {
+                entries.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+            }
+            (Node::Seq(items), Step::Index(i)) => items.get(*i),
+            _ => None,
+        }?;
+        let location = child.referenced;
+        at = Some((
+            u32::try_from(location.line()).unwrap_or(u32::MAX),
+            u32::try_from(location.column()).unwrap_or(u32::MAX),
+        ));
+        node = &child.value;
+    }
+    at.filter(|(line, _)| *line > 0)
+}
+
+/// A YAML value's shape with the location of every value in it.
+enum Node {
+    Map(Vec<(String, serde_saphyr::Spanned<Node>)>),
+    Seq(Vec<serde_saphyr::Spanned<Node>>),
+    Scalar,
+}
+
+impl<'de> serde::Deserialize<'de> for Node {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::{MapAccess, SeqAccess, Visitor};
+        struct NodeVisitor;
+        impl<'de> Visitor<'de> for NodeVisitor {
+            type Value = Node;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any YAML value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node, A::Error> {
+                let mut entries = Vec::new();
+                while let Some(key) = map.next_key::<serde_json::Value>()? {
+                    let key = key.as_str().map_or_else(|| key.to_string(), str::to_string);
+                    entries.push((key, map.next_value()?));
+                }
+                Ok(Node::Map(entries))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node, A::Error> {
+                let mut items = Vec::new();
+                while let Some(item) = seq.next_element()? {
+                    items.push(item);
+                }
+                Ok(Node::Seq(items))
+            }
+            fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Node, D::Error> {
+                <Node as serde::Deserialize>::deserialize(d)
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Node, E> {
+                Ok(Node::Scalar)
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Node, E> {
+                Ok(Node::Scalar)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Node, E> {
+                Ok(Node::Scalar)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Node, E> {
+                Ok(Node::Scalar)
+            }
+            fn visit_i128<E>(self, _: i128) -> Result<Node, E> {
+                Ok(Node::Scalar)
+            }
+            fn visit_u128<E>(self, _: u128) -> Result<Node, E> {
+                Ok(Node::Scalar)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Node, E> {
+                Ok(Node::Scalar)
+            }
+            fn visit_unit<E>(self) -> Result<Node, E> {
+                Ok(Node::Scalar)
+            }
+            fn visit_none<E>(self) -> Result<Node, E> {
+                Ok(Node::Scalar)
+            }
+        }
+        deserializer.deserialize_any(NodeVisitor)
+    }
+}
+
 /// The error's message, without its position (callers report line and column apart).
 pub fn message(error: &Error) -> String {
     let rendered = error.render_with_formatter(&AuthorWording);
@@ -221,6 +319,26 @@ mod tests {
         assert_eq!(
             top.message(),
             "expected a mapping here (`key: value` lines or `{…}`)"
+        );
+    }
+
+    #[test]
+    fn a_path_is_found_at_its_line_and_column() {
+        let text = "id: x\nrows:\n  - a: 1\n    b: ''\n  - {a: 2, b: 3}\n";
+        assert_eq!(position(text, &[Step::Key("id")]), Some((1, 5)));
+        assert_eq!(
+            position(text, &[Step::Key("rows"), Step::Index(0), Step::Key("b")]),
+            Some((4, 8))
+        );
+        assert_eq!(
+            position(text, &[Step::Key("rows"), Step::Index(1)]),
+            Some((5, 5))
+        );
+        assert_eq!(position(text, &[Step::Key("rows"), Step::Index(2)]), None);
+        assert_eq!(
+            position("id: [", &[Step::Key("id")]),
+            None,
+            "a text that does not parse"
         );
     }
 
