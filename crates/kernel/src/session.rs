@@ -280,7 +280,7 @@ pub fn parse_session(text: &str, file: &Path) -> Result<Session, Diagnostic> {
                 .or_else(|| position(text, &row_at));
             return Err(Diagnostic::new(
                 Code::SessionSchema,
-                format!("`pluginData[{index}]`: `{field}` must not be empty"),
+                format!("`pluginData[{index}]`.{field}: must not be empty"),
             )
             .file(file)
             .at_opt(at));

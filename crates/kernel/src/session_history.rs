@@ -20,11 +20,8 @@
 
 use crate::contract::{history_message_validator, summary_record_validator};
 use crate::diagnostic::{Code, Diagnostic};
-use serde::Deserialize;
-use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::{Map, Value};
-use serde_saphyr::Spanned;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::Path;
 
 /// Which list of the history an item belongs to.
@@ -331,103 +328,16 @@ fn derive_summaries(summaries: &mut [Value], session_id: &str) -> Result<(), Fai
 
 // ---- Positions --------------------------------------------------------------------------------
 
-/// Where one history item and its fields are in the file.
-#[derive(Default)]
-struct ItemPositions {
-    fields: BTreeMap<String, (u32, u32)>,
-}
-
-impl<'de> Deserialize<'de> for ItemPositions {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct ItemVisitor;
-        impl<'de> Visitor<'de> for ItemVisitor {
-            type Value = ItemPositions;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a history item")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ItemPositions, A::Error> {
-                let mut out = ItemPositions::default();
-                while let Some(key) = map.next_key::<String>()? {
-                    let value: Spanned<IgnoredAny> = map.next_value()?;
-                    out.fields.insert(
-                        key,
-                        (
-                            to_u32(value.referenced.line()),
-                            to_u32(value.referenced.column()),
-                        ),
-                    );
-                }
-                Ok(out)
-            }
-            fn visit_seq<A: de::SeqAccess<'de>>(
-                self,
-                mut seq: A,
-            ) -> Result<ItemPositions, A::Error> {
-                while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(ItemPositions::default())
-            }
-            fn visit_str<E>(self, _: &str) -> Result<ItemPositions, E> {
-                Ok(ItemPositions::default())
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<ItemPositions, E> {
-                Ok(ItemPositions::default())
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<ItemPositions, E> {
-                Ok(ItemPositions::default())
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<ItemPositions, E> {
-                Ok(ItemPositions::default())
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<ItemPositions, E> {
-                Ok(ItemPositions::default())
-            }
-            fn visit_unit<E>(self) -> Result<ItemPositions, E> {
-                Ok(ItemPositions::default())
-            }
-            fn visit_none<E>(self) -> Result<ItemPositions, E> {
-                Ok(ItemPositions::default())
-            }
-        }
-        deserializer.deserialize_any(ItemVisitor)
-    }
-}
-
-#[derive(Deserialize)]
-struct PositionsDoc {
-    #[serde(default)]
-    history: Option<PositionsHistory>,
-}
-
-#[derive(Deserialize)]
-struct PositionsHistory {
-    #[serde(default)]
-    messages: Vec<Spanned<ItemPositions>>,
-    #[serde(default)]
-    summaries: Vec<Spanned<ItemPositions>>,
-}
-
-fn to_u32(n: u64) -> u32 {
-    u32::try_from(n).unwrap_or(u32::MAX)
-}
-
-/// The line and column of a history item (or of one of its fields), read again from the text
-/// only when a diagnostic needs it.
+/// The line and column of a history item, or of its field when it has one, found again in the
+/// text only when a diagnostic needs it.
 fn position(text: &str, list: List, index: usize, field: Option<&str>) -> Option<(u32, u32)> {
-    let doc: PositionsDoc = serde_saphyr::from_str(text).ok()?;
-    let history = doc.history?;
-    let items = match list {
-        List::Messages => history.messages,
-        List::Summaries => history.summaries,
+    use crate::yaml::{Step, position};
+    let name = match list {
+        List::Messages => "messages",
+        List::Summaries => "summaries",
     };
-    let item = items.into_iter().nth(index)?;
-    let at = (
-        to_u32(item.referenced.line()),
-        to_u32(item.referenced.column()),
-    );
-    Some(
-        field
-            .and_then(|f| item.value.fields.get(f).copied())
-            .unwrap_or(at),
-    )
-    .filter(|(line, _)| *line > 0)
+    let item = [Step::Key("history"), Step::Key(name), Step::Index(index)];
+    field
+        .and_then(|f| position(text, &[item[0], item[1], item[2], Step::Key(f)]))
+        .or_else(|| position(text, &item))
 }
