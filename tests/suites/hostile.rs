@@ -545,6 +545,36 @@ fn a_loaded_minimal_plugin_runtime_stays_small_and_keeps_its_memory_limit() {
     assert!(watch.bytes_held() <= 8 * 1024 * 1024);
 }
 
+/// A scratch copy of the sample folder (the directory, and its canonical path).
+fn sample_copy() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().expect("temp");
+    let root = dir.path().canonicalize().expect("canonical");
+    covel_tests::copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins-sample"),
+        &root,
+    );
+    (dir, root)
+}
+
+/// A runner of `cases` cases drawn from a fixed seed, the same on every run (a failure names
+/// its input, shrunk), and the seed: `COVEL_SLIP_SEED=N` explores other cases.
+fn seeded_runner(cases: u32) -> (proptest::test_runner::TestRunner, u64) {
+    use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+    let seed: u64 = std::env::var("COVEL_SLIP_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(14);
+    let mut key = [0u8; 32];
+    key[..8].copy_from_slice(&seed.to_le_bytes());
+    let config = Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    };
+    let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &key);
+    (TestRunner::new_with_rng(config, rng), seed)
+}
+
 /// The sample folder's text files, relative to it, in a fixed order.
 fn sample_files(root: &Path) -> Vec<std::path::PathBuf> {
     let mut found = Vec::new();
@@ -695,13 +725,8 @@ fn a_mutated_sample_file_is_reported_by_file_never_a_panic_and_putting_it_back_r
     use covel_studio::RuntimeTarget;
     use covel_studio::live::LiveStudio;
     use proptest::prelude::*;
-    use proptest::test_runner::{RngAlgorithm, TestCaseError, TestRng, TestRunner};
-    let dir = tempfile::tempdir().expect("temp");
-    let root = dir.path().canonicalize().expect("canonical");
-    covel_tests::copy_dir(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins-sample"),
-        &root,
-    );
+    use proptest::test_runner::TestCaseError;
+    let (_dir, root) = sample_copy();
     let session = root.join("demo.session.yaml");
     let workspace = Workspace::open(&root, Some(&session), &Limits::default()).expect("opens");
     let studio = std::cell::RefCell::new(LiveStudio::new(workspace, RuntimeTarget::Story));
@@ -717,19 +742,7 @@ fn a_mutated_sample_file_is_reported_by_file_never_a_panic_and_putting_it_back_r
         .cloned()
         .collect();
     assert!(files.len() >= 20 && feeding.len() >= 10, "{files:?}");
-    let seed: u64 = std::env::var("COVEL_SLIP_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(14);
-    let mut key = [0u8; 32];
-    key[..8].copy_from_slice(&seed.to_le_bytes());
-    let config = ProptestConfig {
-        cases: 96,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    };
-    let mut runner =
-        TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &key));
+    let (mut runner, seed) = seeded_runner(96);
     // How many slips changed the prompt, and how many were reported: both must happen, or the
     // cases did not test what they claim.
     let (changed, reported) = (std::cell::Cell::new(0), std::cell::Cell::new(0));
@@ -856,30 +869,13 @@ fn a_session_with_hostile_values_opens_previews_and_plays_or_is_refused_with_its
     use covel_studio::RuntimeTarget;
     use covel_studio::live::LiveStudio;
     use proptest::prelude::*;
-    use proptest::test_runner::{RngAlgorithm, TestCaseError, TestRng, TestRunner};
-    let dir = tempfile::tempdir().expect("temp");
-    let root = dir.path().canonicalize().expect("canonical");
-    covel_tests::copy_dir(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins-sample"),
-        &root,
-    );
+    use proptest::test_runner::TestCaseError;
+    let (_dir, root) = sample_copy();
     let session = root.join("demo.session.yaml");
     let demo: serde_json::Value =
         serde_saphyr::from_str(&std::fs::read_to_string(&session).expect("read")).expect("parses");
     let paths = json_paths(&demo);
-    let seed: u64 = std::env::var("COVEL_SLIP_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(14);
-    let mut key = [0u8; 32];
-    key[..8].copy_from_slice(&seed.to_le_bytes());
-    let config = ProptestConfig {
-        cases: 48,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    };
-    let mut runner =
-        TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &key));
+    let (mut runner, seed) = seeded_runner(48);
     let (opened, refused) = (std::cell::Cell::new(0), std::cell::Cell::new(0));
     let cases = (any::<prop::sample::Index>(), hostile_value());
     let outcome = runner.run(&cases, |(index, value)| {
