@@ -577,24 +577,11 @@ fn seeded_runner(cases: u32) -> (proptest::test_runner::TestRunner, u64) {
 
 /// The sample folder's text files, relative to it, in a fixed order.
 fn sample_files(root: &Path) -> Vec<std::path::PathBuf> {
-    let mut found = Vec::new();
-    let mut dirs = vec![root.to_path_buf()];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).expect("read the folder").flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                dirs.push(path);
-            } else if path.extension().is_some_and(|e| {
-                ["md", "yaml", "js", "mjs", "ts", "json"]
-                    .iter()
-                    .any(|x| e == *x)
-            }) {
-                found.push(path.strip_prefix(root).expect("inside").to_path_buf());
-            }
-        }
-    }
-    found.sort();
-    found
+    let text = ["md", "yaml", "js", "mjs", "ts", "json"];
+    covel_tests::files_under(root)
+        .into_keys()
+        .filter(|f| f.extension().is_some_and(|e| text.iter().any(|x| e == *x)))
+        .collect()
 }
 
 /// What an editor's slip or a hostile save can put in a file.
@@ -710,10 +697,9 @@ fn prompt_text(studio: &covel_studio::live::LiveStudio) -> String {
         .map(|m| format!("{:?}: {}", m.role, m.content))
         .collect();
     format!(
-        "{}\n--\n{}\n--\n{}",
-        prompt.system.text(),
-        messages.join("\n"),
-        prompt.turn_context
+        "{}\n--\n{}",
+        prompt.system_and_turn_context(),
+        messages.join("\n")
     )
 }
 

@@ -326,7 +326,7 @@ fn load_messages(
                     .unwrap_or_default();
                 out.insert(locale.to_string(), messages);
             }
-            Err(e) => diagnostics.push(manifest::yaml_diagnostic(&e, &rel, 0)),
+            Err(e) => diagnostics.push(e.diagnostic(Code::ManifestSchema, &rel, 0)),
         }
     }
     out
@@ -354,11 +354,7 @@ fn load_prompt_variant(
     let value = match crate::yaml::from_str::<Option<Value>>(split.yaml) {
         Ok(value) => value.unwrap_or(Value::Null),
         Err(e) => {
-            diagnostics.push(manifest::yaml_diagnostic(
-                &e,
-                &rel,
-                split.yaml_first_line - 1,
-            ));
+            diagnostics.push(e.diagnostic(Code::ManifestSchema, &rel, split.yaml_first_line - 1));
             return None;
         }
     };

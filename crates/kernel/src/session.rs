@@ -257,11 +257,8 @@ impl Model {
 
 /// Parses a session file; every error carries the file, line and column.
 pub fn parse_session(text: &str, file: &Path) -> Result<Session, Diagnostic> {
-    let mut session: Session = crate::yaml::from_str(text).map_err(|e| {
-        let mut d = crate::manifest::yaml_diagnostic(&e, file, 0);
-        d.code = Code::SessionSchema;
-        d
-    })?;
+    let mut session: Session =
+        crate::yaml::from_str(text).map_err(|e| e.diagnostic(Code::SessionSchema, file, 0))?;
     use crate::yaml::{Step, position};
     if session.id.trim().is_empty() {
         return Err(

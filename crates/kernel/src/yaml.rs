@@ -8,6 +8,7 @@
 //! [`AuthorWording`] says those in the file's own terms and leaves the rest to the user-facing
 //! one.
 
+use crate::diagnostic::{Code, Diagnostic};
 use serde::de::DeserializeOwned;
 use serde_saphyr::{Error, Location, MessageFormatter, UserMessageFormatter};
 use std::borrow::Cow;
@@ -46,6 +47,20 @@ impl YamlError {
 
     pub fn location(&self) -> Option<Location> {
         self.error.location()
+    }
+
+    /// The error as a diagnostic with `code`, in `file` whose YAML starts after `line_offset`
+    /// lines (front matter after its `---`).
+    pub fn diagnostic(&self, code: Code, file: &std::path::Path, line_offset: u32) -> Diagnostic {
+        let position = self.location().map(|l| {
+            (
+                to_u32(l.line()).saturating_add(line_offset),
+                to_u32(l.column()),
+            )
+        });
+        Diagnostic::new(code, self.message())
+            .file(file)
+            .at_opt(position)
     }
 
     /// `FILE:LINE:COLUMN: message` (without the position when the parser gave none), for files
@@ -100,14 +115,17 @@ pub fn position(text: &str, path: &[Step<'_>]) -> Option<(u32, u32)> {
             (Node::Seq(items), Step::Index(i)) => items.get(*i),
             _ => None,
         }?;
-        let location = child.referenced;
         at = Some((
-            u32::try_from(location.line()).unwrap_or(u32::MAX),
-            u32::try_from(location.column()).unwrap_or(u32::MAX),
+            to_u32(child.referenced.line()),
+            to_u32(child.referenced.column()),
         ));
         node = &child.value;
     }
     at.filter(|(line, _)| *line > 0)
+}
+
+fn to_u32(n: u64) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 /// A YAML value's shape with the location of every value in it.

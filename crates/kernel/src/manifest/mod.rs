@@ -203,7 +203,7 @@ pub fn parse_plugin_md(
     let raw: RawManifest = match crate::yaml::from_str(split.yaml) {
         Ok(raw) => raw,
         Err(e) => {
-            diags.push(yaml_diagnostic(&e, file, offset));
+            diags.push(e.diagnostic(Code::ManifestSchema, file, offset));
             return (None, diags);
         }
     };
@@ -313,7 +313,7 @@ pub fn parse_runtime_md(
             diags,
         ),
         Err(e) => {
-            diags.push(yaml_diagnostic(&e, file, split.yaml_first_line - 1));
+            diags.push(e.diagnostic(Code::ManifestSchema, file, split.yaml_first_line - 1));
             (None, diags)
         }
     }
@@ -345,20 +345,6 @@ fn runtime_info(id: String, raw: &RawRuntime) -> RuntimeInfo {
         output_contract,
         http,
     }
-}
-
-/// Turns a YAML error into a diagnostic at the right file line.
-pub fn yaml_diagnostic(
-    error: &crate::yaml::YamlError,
-    file: &Path,
-    line_offset: u32,
-) -> Diagnostic {
-    let position = error
-        .location()
-        .map(|l| (to_u32(l.line()) + line_offset, to_u32(l.column())));
-    Diagnostic::new(Code::ManifestSchema, error.message())
-        .file(file)
-        .at_opt(position)
 }
 
 fn to_u32(n: u64) -> u32 {
