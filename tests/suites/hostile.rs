@@ -914,3 +914,6 @@ fn a_session_with_hostile_values_opens_previews_and_plays_or_is_refused_with_its
         "seed {seed}: opened {opened:?}, refused {refused:?}"
     );
 }
+
+#[path = "hostile/round_three.rs"]
+mod round_three;

@@ -26,6 +26,24 @@ impl ConversionBudget {
         nodes: 100_000,
         bytes: 4 * 1024 * 1024,
     };
+
+    /// What one call's end reads back: at most 51 log lines of about 2 000 characters.
+    pub const CALL_LOGS: ConversionBudget = ConversionBudget {
+        nodes: 64,
+        bytes: 256 * 1024,
+    };
+
+    /// What a load reads back (its registrations, each with a stack of at most 64 KiB).
+    pub const REGISTRATIONS: ConversionBudget = ConversionBudget {
+        nodes: 100_000,
+        bytes: 16 * 1024 * 1024,
+    };
+
+    /// A thrown value that is not an error, read for its message.
+    pub const THROWN: ConversionBudget = ConversionBudget {
+        nodes: 1_000,
+        bytes: 64 * 1024,
+    };
 }
 
 /// The state of one conversion: what is left of the budget, and how to tell the deadline passed.
@@ -177,13 +195,11 @@ pub enum FromJsError {
     Deadline,
 }
 
-/// Reads a JS value as JSON, with JSON.stringify's rules: `undefined` and functions in objects
-/// are dropped, non-finite numbers become null.
-pub fn from_js(value: &Value<'_>) -> Result<Json, FromJsError> {
-    from_js_within(value, ConversionBudget::OUTPUT, &|| false)
-}
-
-/// [`from_js`] within a budget and a deadline.
+/// Reads a JS value as JSON, with JSON.stringify's rules (`undefined` and functions in objects
+/// are dropped, non-finite numbers become null), within a budget and a deadline: the one reader
+/// of values out of an engine. Every element counts against the budget, holes included, an
+/// array's `length` is never trusted, and the deadline is checked as it goes (a getter or a
+/// proxy trap it runs is plugin code, which the engine's interrupt handler stops past it).
 pub fn from_js_within(
     value: &Value<'_>,
     budget: ConversionBudget,
@@ -238,13 +254,22 @@ fn read(
         }
         Type::Array => {
             let array = value
-                .as_array()
+                .as_object()
                 .ok_or_else(|| Refusal::new(Refused::Engine("array expected".into())))?;
-            let mut out = Vec::with_capacity(array.len());
-            for (i, item) in array.iter::<Value>().enumerate() {
-                let item = item.map_err(Refusal::engine)?;
+            // `length` is read as the value it is, never trusted: it can be 2**32 - 1 over a
+            // handful of elements (holes), and each index up to it counts against the budget.
+            let length = array_length(array)?;
+            if length > meter.budget.nodes.saturating_sub(meter.nodes) {
+                return Err(Refusal::new(Refused::Nodes(meter.budget.nodes)));
+            }
+            let mut out = Vec::with_capacity(length.min(1024));
+            for i in 0..length {
+                let index = u32::try_from(i).unwrap_or(u32::MAX);
+                let item: Value = array.get(index).map_err(Refusal::engine)?;
                 let kind = item.type_of();
                 out.push(if left_out(kind) {
+                    // A hole, `undefined` or a function is a value read all the same.
+                    meter.visit().map_err(|r| r.under(Step::Index(i)))?;
                     Json::Null
                 } else {
                     read(&item, kind, depth + 1, meter).map_err(|r| r.under(Step::Index(i)))?
@@ -262,6 +287,7 @@ fn read(
                 let (key, item) = prop.map_err(Refusal::engine)?;
                 let kind = item.type_of();
                 if left_out(kind) {
+                    meter.visit().map_err(|r| r.under(Step::Key(key.clone())))?;
                     continue;
                 }
                 meter.text(key.len())?;
@@ -284,6 +310,48 @@ fn read(
             return Err(Refusal::new(Refused::Unsupported("engine value")));
         }
     })
+}
+
+/// The elements of a JS array handed to a host function, at most `limit` of them, read while
+/// the running code's deadline holds (holes read as `undefined`). Anything but an array, and
+/// an array longer than `limit`, is refused with a message for the plugin's author.
+pub fn array_items<'js>(value: &Value<'js>, limit: usize) -> Result<Vec<Value<'js>>, String> {
+    let array = value
+        .as_object()
+        .filter(|_| value.is_array())
+        .ok_or_else(|| "an array was expected".to_string())?;
+    let length = array_length(array).map_err(|r| r.into_error().to_string())?;
+    if length > limit {
+        return Err(format!("an array of more than {limit} elements"));
+    }
+    let mut out = Vec::with_capacity(length.min(1024));
+    for i in 0..length {
+        if i % 4096 == 4095 && crate::deadline::current_expired() {
+            return Err(FromJsError::Deadline.to_string());
+        }
+        let index = u32::try_from(i).unwrap_or(u32::MAX);
+        out.push(array.get(index).map_err(|e| e.to_string())?);
+    }
+    Ok(out)
+}
+
+/// An array's `length` as the engine holds it: a whole number from 0 to 2**32 - 1, as an
+/// integer or, past 2**31 - 1, as a float (reading it as an `i32`, as `Array::len` does, is an
+/// assertion that fails there). A proxy's `length` is whatever its trap answered.
+fn array_length(array: &Object<'_>) -> Result<usize, Refusal> {
+    let length: Value = array.get("length").map_err(Refusal::engine)?;
+    let whole = match length.type_of() {
+        Type::Int => length.as_int().map(f64::from),
+        Type::Float => length.as_float(),
+        _ => None,
+    };
+    match whole {
+        // `as` saturates: anything that large is over every budget anyway.
+        Some(n) if n.is_finite() && n >= 0.0 => Ok(n as usize),
+        _ => Err(Refusal::new(Refused::Engine(
+            "an array whose length is not a whole number".into(),
+        ))),
+    }
 }
 
 fn shown(path: &str) -> String {
@@ -367,7 +435,11 @@ mod tests {
                 .expect("probe");
             let seen: String = probe.call((value.clone(),)).expect("runs");
             assert_eq!(seen, r#"[["__proto__","a"],true,true]"#);
-            assert_eq!(from_js(&value), Ok(input), "and it reads back the same");
+            assert_eq!(
+                from_js_within(&value, ConversionBudget::OUTPUT, &|| false),
+                Ok(input),
+                "and it reads back the same"
+            );
         });
     }
 

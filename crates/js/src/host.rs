@@ -239,12 +239,14 @@ fn finish(
     let mut diagnostics = load.diagnostics;
     let mut registrations = Registrations::default();
     let mut modules = Vec::new();
+    let mut sources = Vec::new();
     let mut instance = None;
     if let Some(package) = &load.package {
         let manifest_file = PathBuf::from(&load.name).join("PLUGIN.md");
         let engine = match ran {
             Some((engine, report)) => {
                 modules = report.modules;
+                sources = report.sources;
                 registrations = report.registrations;
                 if let Some(failure) = report.failure {
                     let file = failure
@@ -313,7 +315,7 @@ fn finish(
     if diagnostics.iter().any(|d| d.code == Code::Internal) {
         instance = None;
     }
-    let hints = source_hints(&load.folder, &load.name, &modules);
+    let hints = source_hints(&load.folder, &load.name, &sources);
     let providers = if diagnostics.is_empty() {
         providers_of(load.package.as_ref(), instance.as_ref())
     } else {
@@ -335,14 +337,12 @@ fn finish(
     }
 }
 
-/// Hints from reading the plugin's loaded modules (row-shaped `pluginData` reads).
-fn source_hints(folder: &Path, name: &str, modules: &[PathBuf]) -> Vec<Diagnostic> {
+/// Hints from reading the plugin's loaded modules as the loader read them (row-shaped
+/// `pluginData` reads).
+fn source_hints(folder: &Path, name: &str, sources: &[crate::modules::LoadedModule]) -> Vec<Diagnostic> {
     let mut out = Vec::new();
-    for module in modules {
-        let Ok(source) = std::fs::read_to_string(module) else {
-            continue;
-        };
-        for read in crate::lint::row_shaped_reads(module, &source) {
+    for crate::modules::LoadedModule { path: module, source } in sources {
+        for read in crate::lint::row_shaped_reads(module, source) {
             let file = shown_path(folder, name, module).unwrap_or_else(|| module.clone());
             out.push(
                 Diagnostic::new(Code::RowShapedRead, read.message)

@@ -56,9 +56,8 @@ pub fn parse(path: &Path, source: &str) -> Option<Parsed> {
 
 /// Where a module's default export is declared (`export default …`, or `export { x as
 /// default }`), 1-based; `None` without one or when the source does not parse.
-pub fn default_export_position(path: &Path) -> Option<(u32, u32)> {
-    let source = std::fs::read_to_string(path).ok()?;
-    let parsed = parse(path, &source)?;
+pub fn default_export_position(path: &Path, source: &str) -> Option<(u32, u32)> {
+    let parsed = parse(path, source)?;
     parsed.module.body.iter().find_map(|item| {
         let ModuleItem::ModuleDecl(decl) = item else { return None };
         match decl {
@@ -77,7 +76,7 @@ pub fn default_export_position(path: &Path) -> Option<(u32, u32)> {
 /// Positions (1-based) of calls `x.name(…)` for the given method names: where each method name
 /// is written. Engine stack frames give a call's line, but the column of whatever the engine
 /// last recorded (often inside an argument); this gives the call itself.
-pub fn method_calls(path: &Path, names: &[&str]) -> Vec<(u32, u32)> {
+pub fn method_calls(path: &Path, source: &str, names: &[&str]) -> Vec<(u32, u32)> {
     use swc_ecma_ast::{CallExpr, Callee, Expr, MemberProp};
     use swc_ecma_visit::{Visit, VisitWith};
     struct Calls<'a> {
@@ -96,10 +95,7 @@ pub fn method_calls(path: &Path, names: &[&str]) -> Vec<(u32, u32)> {
             call.visit_children_with(self);
         }
     }
-    let Ok(source) = std::fs::read_to_string(path) else {
-        return Vec::new();
-    };
-    let Some(parsed) = parse(path, &source) else {
+    let Some(parsed) = parse(path, source) else {
         return Vec::new();
     };
     let mut calls = Calls {
@@ -264,31 +260,36 @@ fn pattern_names(pattern: &swc_ecma_ast::Pat) -> Vec<String> {
 }
 
 /// A module's source by its engine name: the SDK, zod and built-ins from the binary, plugin
-/// modules from disk. Relative specifiers resolve against the importing file.
-fn source_of(importer: &Path, specifier: &str) -> Option<(PathBuf, String)> {
+/// modules from the loader's record (`loaded`), never from disk. Relative specifiers resolve
+/// against the importing file.
+fn source_among(
+    loaded: &[modules::LoadedModule],
+    importer: &Path,
+    specifier: &str,
+) -> Option<(PathBuf, String)> {
     if let Some(text) = modules::embedded_source(specifier) {
         return Some((PathBuf::from(specifier), text.to_string()));
     }
     if !(specifier.starts_with("./") || specifier.starts_with("../") || specifier.starts_with('/'))
+        || modules::embedded_source(&importer.to_string_lossy()).is_some()
     {
         return None;
     }
-    let base = if modules::embedded_source(&importer.to_string_lossy()).is_some() {
-        return None;
-    } else {
-        importer.parent()?
-    };
-    let joined = base.join(specifier);
+    let joined = modules::normalize(&importer.parent()?.join(specifier));
     let candidates = [
         joined.clone(),
         joined.with_extension("js"),
         joined.with_extension("ts"),
         joined.with_extension("mjs"),
     ];
-    let found = candidates.into_iter().find(|p| p.is_file())?;
-    let canonical = found.canonicalize().ok()?;
-    let text = std::fs::read_to_string(&canonical).ok()?;
-    Some((canonical, text))
+    candidates.into_iter().find_map(|candidate| {
+        modules::source_among(loaded, &candidate).map(|text| (candidate, text.to_string()))
+    })
+}
+
+/// The modules the binary serves only (what the SDK's own entries re-export).
+fn embedded_only(_importer: &Path, specifier: &str) -> Option<(PathBuf, String)> {
+    modules::embedded_source(specifier).map(|text| (PathBuf::from(specifier), text.to_string()))
 }
 
 /// The names the SDK's root entry exports (computed once from its source).
@@ -296,17 +297,14 @@ pub fn sdk_root_exports() -> &'static BTreeSet<String> {
     static NAMES: std::sync::OnceLock<BTreeSet<String>> = std::sync::OnceLock::new();
     NAMES.get_or_init(|| {
         let source = modules::embedded_source(modules::SDK).unwrap_or_default();
-        exported_names(Path::new(modules::SDK), source, &source_of, 0)
+        exported_names(Path::new(modules::SDK), source, &embedded_only, 0)
     })
 }
 
 /// For an import of a host-internal package: which of the imported names the SDK offers (the
 /// one-line fix) and which it does not.
-pub fn host_internal_advice(importer: &Path, specifier: &str) -> String {
-    let Some(parsed) = std::fs::read_to_string(importer)
-        .ok()
-        .and_then(|text| parse(importer, &text))
-    else {
+pub fn host_internal_advice(importer: &Path, source: &str, specifier: &str) -> String {
+    let Some(parsed) = parse(importer, source) else {
         return String::new();
     };
     let names: Vec<String> = named_imports(&parsed)
@@ -352,7 +350,12 @@ pub struct MissingExports {
 
 /// After QuickJS refused a link with "Could not find export 'x' in module 'M'": every module
 /// of the graph that imports from `M`, and every name each takes that `M` does not export.
-pub fn missing_exports(error_text: &str, loaded: &[PathBuf]) -> Option<MissingExports> {
+/// `M` is taken from the message (which plugin code can throw itself), so it counts only when
+/// the loader loaded a module of that name (or serves it): the text comes from `loaded`.
+pub fn missing_exports(
+    error_text: &str,
+    loaded: &[modules::LoadedModule],
+) -> Option<MissingExports> {
     let module = error_text
         .split("in module '")
         .nth(1)?
@@ -362,18 +365,17 @@ pub fn missing_exports(error_text: &str, loaded: &[PathBuf]) -> Option<MissingEx
     let target_path = PathBuf::from(&module);
     let target_source = modules::embedded_source(&module)
         .map(str::to_string)
-        .or_else(|| std::fs::read_to_string(&target_path).ok())?;
+        .or_else(|| modules::source_among(loaded, &target_path).map(|s| s.to_string()))?;
+    let source_of = |importer: &Path, specifier: &str| source_among(loaded, importer, specifier);
     let exports = exported_names(&target_path, &target_source, &source_of, 0);
     let shown = |p: &Path| -> String {
         // Absolute paths: the host shows them relative to the plugins folder.
         p.display().to_string()
     };
     let mut found: Vec<(PathBuf, (u32, u32), Vec<String>)> = Vec::new();
-    for file in loaded {
-        let Ok(text) = std::fs::read_to_string(file) else {
-            continue;
-        };
-        let Some(parsed) = parse(file, &text) else {
+    for importer in loaded {
+        let file = &importer.path;
+        let Some(parsed) = parse(file, &importer.source) else {
             continue;
         };
         let mut missing: Vec<(String, (u32, u32))> = Vec::new();

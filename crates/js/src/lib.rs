@@ -9,6 +9,7 @@
 
 pub mod bytecode;
 pub mod convert;
+pub mod deadline;
 pub mod engine;
 pub mod host;
 pub mod http;

@@ -142,6 +142,9 @@ thread_local! {
     /// The first import the resolver refused during a load: QuickJS cuts long error messages,
     /// so the loader reports the refusal from here, whole.
     static LAST_REFUSAL: RefCell<Option<Refusal>> = const { RefCell::new(None) };
+    /// The first module file the loader refused to read during a load (too large, not UTF-8,
+    /// unreadable), with the reason, which QuickJS would only pass on as "Error loading module".
+    static LAST_FILE_REFUSAL: RefCell<Option<covel_kernel::files::FileRefusal>> = const { RefCell::new(None) };
     /// The first TypeScript module that could not be stripped during a load.
     static LAST_TS_FAILURE: RefCell<Option<TypeScriptFailure>> = const { RefCell::new(None) };
     /// Whether the running call drew random bytes (`node:crypto`, `crypto.randomUUID`).
@@ -158,6 +161,11 @@ pub fn take_refusal() -> Option<Refusal> {
     LAST_REFUSAL.with(|r| r.borrow_mut().take())
 }
 
+/// Takes the module file the loader refused to read.
+pub fn take_file_refusal() -> Option<covel_kernel::files::FileRefusal> {
+    LAST_FILE_REFUSAL.with(|r| r.borrow_mut().take())
+}
+
 /// Takes the TypeScript failure of the last load.
 pub fn take_typescript_failure() -> Option<TypeScriptFailure> {
     LAST_TS_FAILURE.with(|r| r.borrow_mut().take())
@@ -172,15 +180,61 @@ pub fn set_thread_root(root: &Path) {
     });
 }
 
-/// Files the plugin's module graph loaded (for hot reload: any of them changing reloads it).
-pub type LoadedFiles = Arc<Mutex<Vec<PathBuf>>>;
+/// One module of a plugin as the loader read it: its engine name (the canonical path inside
+/// the plugin root) and the text read (before TypeScript stripping, which keeps positions).
+#[derive(Debug, Clone)]
+pub struct LoadedModule {
+    pub path: PathBuf,
+    pub source: Arc<str>,
+}
+
+/// The loader's own record of the modules a plugin's graph loaded: for hot reload (any of them
+/// changing reloads the plugin), and the only source of module text for diagnostics. A path
+/// that plugin code can influence (a stack frame, an error message) is looked up here, by exact
+/// name, and never opened: a module the loader did not load is no module at all.
+#[derive(Debug, Clone, Default)]
+pub struct ModuleRecords(Arc<Mutex<Vec<LoadedModule>>>);
+
+impl ModuleRecords {
+    fn push(&self, module: LoadedModule) {
+        if let Ok(mut modules) = self.0.lock() {
+            modules.push(module);
+        }
+    }
+
+    /// The records so far.
+    pub fn snapshot(&self) -> Vec<LoadedModule> {
+        self.0.lock().map(|m| m.clone()).unwrap_or_default()
+    }
+
+    /// The records so far, leaving none (a load hands its records to its report: the engine
+    /// keeps no module text once loaded).
+    pub fn take(&self) -> Vec<LoadedModule> {
+        self.0.lock().map(|mut m| std::mem::take(&mut *m)).unwrap_or_default()
+    }
+
+    /// The text of the module loaded under exactly this name.
+    pub fn source(&self, path: &Path) -> Option<Arc<str>> {
+        self.0.lock().ok().and_then(|modules| source_among(&modules, path))
+    }
+}
+
+/// The text of the module loaded under exactly `path` among `modules`.
+pub fn source_among(modules: &[LoadedModule], path: &Path) -> Option<Arc<str>> {
+    modules
+        .iter()
+        .find(|m| m.path == path)
+        .map(|m| Arc::clone(&m.source))
+}
 
 /// Resolves specifiers against the plugin root.
 pub struct PluginResolver {
     pub root: PathBuf,
+    /// What the loader read so far (the importing module's text, for refusal positions).
+    pub loaded: ModuleRecords,
 }
 
-fn normalize(path: &Path) -> PathBuf {
+pub(crate) fn normalize(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for part in path.components() {
         match part {
@@ -194,9 +248,8 @@ fn normalize(path: &Path) -> PathBuf {
     out
 }
 
-/// Where `specifier` is written in the importing file (1-based line and column of the quote).
-pub fn locate_specifier(file: &Path, specifier: &str) -> Option<(u32, u32)> {
-    let source = std::fs::read_to_string(file).ok()?;
+/// Where `specifier` is written in a module's source (1-based line and column of the quote).
+pub fn locate_specifier(source: &str, specifier: &str) -> Option<(u32, u32)> {
     for quote in ['"', '\'', '`'] {
         let needle = format!("{quote}{specifier}{quote}");
         if let Some(offset) = source.find(&needle) {
@@ -209,9 +262,12 @@ pub fn locate_specifier(file: &Path, specifier: &str) -> Option<(u32, u32)> {
     None
 }
 
-fn refuse(base: &str, name: &str, why: String) -> Error {
+fn refuse(loaded: &ModuleRecords, base: &str, name: &str, why: String) -> Error {
     let file = Path::new(base).is_absolute().then(|| PathBuf::from(base));
-    let position = file.as_deref().and_then(|f| locate_specifier(f, name));
+    let position = file
+        .as_deref()
+        .and_then(|f| loaded.source(f))
+        .and_then(|source| locate_specifier(&source, name));
     LAST_REFUSAL.with(|r| {
         let mut slot = r.borrow_mut();
         if slot.is_none() {
@@ -271,7 +327,7 @@ impl Resolver for PluginResolver {
             return if is_host_side(base) {
                 Ok(name.to_string())
             } else {
-                Err(refuse(base, name, format!("{name} is internal to the SDK")))
+                Err(refuse(&self.loaded, base, name, format!("{name} is internal to the SDK")))
             };
         }
         if !(name.starts_with("./")
@@ -284,9 +340,15 @@ impl Resolver for PluginResolver {
                 && !name.starts_with(SDK)
                 && Path::new(base).is_absolute()
             {
-                why.push_str(&crate::imports::host_internal_advice(Path::new(base), name));
+                if let Some(source) = self.loaded.source(Path::new(base)) {
+                    why.push_str(&crate::imports::host_internal_advice(
+                        Path::new(base),
+                        &source,
+                        name,
+                    ));
+                }
             }
-            return Err(refuse(base, name, why));
+            return Err(refuse(&self.loaded, base, name, why));
         }
         let relative = name.strip_prefix("file://").unwrap_or(name);
         let base_dir = if is_host_side(base) || base == ZOD {
@@ -315,6 +377,7 @@ impl Resolver for PluginResolver {
         candidates.extend(["index.js", "index.ts"].map(|i| joined.join(i)));
         let found = candidates.iter().find(|p| p.is_file()).ok_or_else(|| {
             refuse(
+                &self.loaded,
                 base,
                 name,
                 format!("`{name}` was not found ({})", joined.display()),
@@ -322,13 +385,14 @@ impl Resolver for PluginResolver {
         })?;
         let canonical = found
             .canonicalize()
-            .map_err(|e| refuse(base, name, e.to_string()))?;
+            .map_err(|e| refuse(&self.loaded, base, name, e.to_string()))?;
         let root = self
             .root
             .canonicalize()
-            .map_err(|e| refuse(base, name, e.to_string()))?;
+            .map_err(|e| refuse(&self.loaded, base, name, e.to_string()))?;
         if !canonical.starts_with(&root) {
             return Err(refuse(
+                &self.loaded,
                 base,
                 name,
                 format!("`{name}` resolves outside the plugin root"),
@@ -340,7 +404,7 @@ impl Resolver for PluginResolver {
 
 /// Loads the SDK, zod and the built-ins from the binary and plugin modules from disk.
 pub struct PluginLoader {
-    pub loaded: LoadedFiles,
+    pub loaded: ModuleRecords,
 }
 
 impl Loader for PluginLoader {
@@ -365,10 +429,17 @@ impl Loader for PluginLoader {
             &path,
             covel_kernel::files::MAX_PLUGIN_FILE_BYTES,
         )
-        .map_err(|e| Error::new_loading_message(name, e.to_string()))?;
-        if let Ok(mut loaded) = self.loaded.lock() {
-            loaded.push(path.clone());
-        }
+        .map_err(|refusal| {
+            let message = refusal.to_string();
+            LAST_FILE_REFUSAL.with(|slot| {
+                slot.borrow_mut().get_or_insert(refusal);
+            });
+            Error::new_loading_message(name, message)
+        })?;
+        self.loaded.push(LoadedModule {
+            path: path.clone(),
+            source: Arc::from(source.as_str()),
+        });
         if path.extension().is_some_and(|e| e == "json") {
             return Module::declare(ctx.clone(), name, format!("export default {source};"));
         }
@@ -442,12 +513,28 @@ fn read_plugin_file(relative: &str) -> Option<String> {
     })
 }
 
-/// The bytes of a chunk `node:crypto` hashes: a string (UTF-8) or an array of byte values.
-fn chunk_bytes<'js>(ctx: &Ctx<'js>, value: &Value<'js>) -> Option<Vec<u8>> {
+/// The most bytes one hash may take from plugin code (chunks together).
+const MAX_HASHED_BYTES: usize = 64 * 1024 * 1024;
+
+/// The bytes of a chunk `node:crypto` hashes: a string (UTF-8) or an array of byte values, read
+/// with the array reader every host function uses ([`crate::convert::array_items`]).
+fn chunk_bytes(value: &Value<'_>, left: usize) -> std::result::Result<Vec<u8>, String> {
     if let Some(text) = value.as_string() {
-        return text.to_string().ok().map(String::into_bytes);
+        let text = text.to_string().map_err(|e| e.to_string())?;
+        return if text.len() > left {
+            Err(format!("more than {MAX_HASHED_BYTES} bytes to hash"))
+        } else {
+            Ok(text.into_bytes())
+        };
     }
-    <Vec<u8> as rquickjs::FromJs>::from_js(ctx, value.clone()).ok()
+    crate::convert::array_items(value, left)?
+        .iter()
+        .map(|b| {
+            b.as_int()
+                .and_then(|b| u8::try_from(b & 0xff).ok())
+                .ok_or_else(|| "hash data must be strings or byte arrays".to_string())
+        })
+        .collect()
 }
 
 fn digest(algorithm: &str, chunks: &[Vec<u8>]) -> Option<Vec<u8>> {
@@ -496,16 +583,20 @@ impl ModuleDef for HostModule {
                 ctx.clone(),
                 |ctx: Ctx<'js>,
                  algorithm: String,
-                 chunks: Vec<Value<'js>>|
+                 chunks: Value<'js>|
                  -> Result<TypedArray<'js, u8>> {
-                    let bytes: Option<Vec<Vec<u8>>> =
-                        chunks.iter().map(|c| chunk_bytes(&ctx, c)).collect();
-                    let bytes = bytes.ok_or_else(|| {
-                        rquickjs::Exception::throw_type(
-                            &ctx,
-                            "hash data must be strings or byte arrays",
-                        )
-                    })?;
+                    let hashed = || -> std::result::Result<Vec<Vec<u8>>, String> {
+                        let mut left = MAX_HASHED_BYTES;
+                        let mut out = Vec::new();
+                        for chunk in crate::convert::array_items(&chunks, 1 << 20)? {
+                            let bytes = chunk_bytes(&chunk, left)?;
+                            left -= bytes.len();
+                            out.push(bytes);
+                        }
+                        Ok(out)
+                    };
+                    let bytes = hashed()
+                        .map_err(|why| rquickjs::Exception::throw_type(&ctx, &why))?;
                     let out = digest(&algorithm, &bytes).ok_or_else(|| {
                         rquickjs::Exception::throw_message(
                             &ctx,

@@ -120,8 +120,9 @@ pub struct PluginScope {
 /// session's `fast` model for a summary). The studio implements it over its model backends.
 pub trait TextGateway: Send + Sync {
     /// `request` is `{preset?, system?, prompt?, messages?, maxOutputTokens?}`; the answer is
-    /// `{text, finishReason, usage?}`.
-    fn generate(&self, request: &Value) -> Result<Value, String>;
+    /// `{text, finishReason, usage?}`. It gives up after `within` (what is left of the calling
+    /// provider's deadline): a model server that never answers costs the call, not the studio.
+    fn generate(&self, request: &Value, within: std::time::Duration) -> Result<Value, String>;
 }
 
 /// A shared gateway handle (compared by identity).

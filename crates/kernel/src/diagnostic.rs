@@ -38,6 +38,10 @@ pub enum Code {
     NotRegularFile,
     /// A file the plugin supplies is over the size limit.
     FileTooLarge,
+    /// A file the plugin supplies is not UTF-8 text.
+    NotUtf8,
+    /// A module the entry's graph needs exists but cannot be read (permissions, I/O).
+    FileUnreadable,
     /// A child `runtimes/<id>/PLUGIN.md`, or an inline runtime beside `runtimes/`.
     RuntimeLayout,
     /// The entry failed to compile (syntax error) or import.
@@ -80,7 +84,7 @@ pub enum Code {
 
 impl Code {
     /// Every code, in declaration order (for documentation checks).
-    pub const ALL: [Code; 31] = [
+    pub const ALL: [Code; 33] = [
         Code::ManifestUnreadable,
         Code::ManifestFrontmatter,
         Code::ManifestSchema,
@@ -94,6 +98,8 @@ impl Code {
         Code::PathEscapesRoot,
         Code::NotRegularFile,
         Code::FileTooLarge,
+        Code::NotUtf8,
+        Code::FileUnreadable,
         Code::RuntimeLayout,
         Code::EntrySyntax,
         Code::EntryThrew,
@@ -130,6 +136,8 @@ impl Code {
             Code::PathEscapesRoot => "path-escapes-root",
             Code::NotRegularFile => "not-regular-file",
             Code::FileTooLarge => "file-too-large",
+            Code::NotUtf8 => "not-utf8",
+            Code::FileUnreadable => "file-unreadable",
             Code::RuntimeLayout => "runtime-layout",
             Code::EntrySyntax => "entry-syntax",
             Code::EntryThrew => "entry-threw",

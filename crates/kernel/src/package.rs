@@ -100,12 +100,14 @@ pub struct PackageLoad {
     pub diagnostics: Vec<Diagnostic>,
 }
 
-/// Lists the plugin folders (sub-folders holding a PLUGIN.md) of a plugins folder, sorted.
+/// Lists the plugin folders (sub-folders holding a PLUGIN.md) of a plugins folder, sorted. A
+/// PLUGIN.md of any kind counts (a FIFO, a folder, a dangling link): loading it then says what
+/// is wrong with it, rather than the plugin vanishing in silence.
 pub fn discover(plugins_dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for entry in fs::read_dir(plugins_dir)? {
         let path = entry?.path();
-        if path.is_dir() && path.join("PLUGIN.md").is_file() {
+        if path.is_dir() && fs::symlink_metadata(path.join("PLUGIN.md")).is_ok() {
             out.push(path);
         }
     }

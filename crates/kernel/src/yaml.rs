@@ -77,7 +77,9 @@ impl YamlError {
 /// Parses a YAML document as a `T`, recording the path of the field an error was found in.
 pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, YamlError> {
     let mut path = None;
-    serde_saphyr::with_deserializer_from_str(text, |de| {
+    let mut options = serde_saphyr::Options::default();
+    options.budget = Some(budget_for(text));
+    serde_saphyr::with_deserializer_from_str_with_options(text, options, |de| {
         serde_path_to_error::deserialize(de).map_err(|e| {
             // Up to the first segment the wrapper could not name ("?", e.g. the key of a
             // duplicate entry); the top level is ".".
@@ -91,6 +93,19 @@ pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, YamlError> {
         error: Box::new(error),
         path,
     })
+}
+
+/// The parser's budget for `text`: its defaults (which stop alias and anchor bombs), with the
+/// node and event counts scaled to the text's size. A YAML node takes at least a byte of text,
+/// so a document never breaches them by its own nodes: the caller's byte limit on the file is
+/// the limit (sessions: 32 MiB), and whatever the studio opened, played and saved again opens
+/// again (a fixed count of 250 000 nodes refused the saved form of a session the studio had
+/// just opened).
+fn budget_for(text: &str) -> serde_saphyr::Budget {
+    let mut budget = serde_saphyr::Budget::default();
+    budget.max_nodes = budget.max_nodes.max(text.len());
+    budget.max_events = budget.max_events.max(text.len().saturating_mul(2));
+    budget
 }
 
 /// One step of a path into a YAML document.

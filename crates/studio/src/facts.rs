@@ -182,7 +182,7 @@ impl ModelFacts {
     /// Facts from a file.
     pub fn load(path: &Path) -> Result<ModelFacts, FactsError> {
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| FactsError::Read {
+        let text = covel_kernel::files::read_regular(path, 16 * 1024 * 1024).map_err(|e| FactsError::Read {
             path: shown.clone(),
             reason: e.to_string(),
         })?;

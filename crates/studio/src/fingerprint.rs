@@ -60,7 +60,9 @@ fn feed_folder(dir: &Path, prefix: &str, hasher: &mut Sha256, budget: &mut Budge
         } else if kind.is_file() {
             let size = entry.metadata().ok()?.len();
             budget.bytes = budget.bytes.checked_sub(size)?;
-            let bytes = fs::read(entry.path()).ok()?;
+            // Opened without blocking, and as what it is now (a file swapped for a FIFO since
+            // the listing is refused, never waited on).
+            let bytes = covel_kernel::files::read_regular_bytes(&entry.path(), size).ok()?;
             record(hasher, b'f', &path, &bytes);
         } else {
             // A socket or a device in a plugin folder: nothing the loader reads, but its name is

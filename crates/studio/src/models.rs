@@ -51,6 +51,17 @@ pub enum ModelError {
 /// How often a waiting model call looks at its cancel flag.
 const CANCEL_POLL: Duration = Duration::from_millis(20);
 
+/// The longest a model request may take.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// When a model request gives up: its cancel flag, and its deadline.
+struct Stop<'a> {
+    cancel: &'a AtomicBool,
+    deadline: std::time::Instant,
+    /// The time the request was given (for the message when it runs out).
+    within: Duration,
+}
+
 /// One model slot's backend.
 pub struct Backend {
     config: Model,
@@ -98,28 +109,40 @@ impl Backend {
         &self.config.backend
     }
 
-    /// Sends an assembled request: `anthropic` and `openai` are the request bodies the prompt
-    /// assembly produced; the backend picks its own.
-    pub fn complete(&self, anthropic: &Value, openai: &Value) -> Result<Reply, ModelError> {
-        self.complete_cancellable(anthropic, openai, &AtomicBool::new(false))
-    }
-
-    /// [`Backend::complete`] that gives up as soon as `cancel` is set, also while an HTTP
-    /// request is in flight: the call returns [`ModelError::Cancelled`] within a poll interval,
-    /// and the abandoned request's answer is discarded when it arrives (or at its timeout).
+    /// [`Backend::complete_within`] with the backend's own time limit only.
     pub fn complete_cancellable(
         &self,
         anthropic: &Value,
         openai: &Value,
         cancel: &AtomicBool,
     ) -> Result<Reply, ModelError> {
+        self.complete_within(anthropic, openai, cancel, REQUEST_TIMEOUT)
+    }
+
+    /// Sends an assembled request (`anthropic` and `openai` are the request bodies the prompt
+    /// assembly produced; the backend picks its own) and gives up as soon as `cancel` is set or
+    /// `within` has passed, also while an HTTP request is in flight: the call returns within a
+    /// poll interval, and the abandoned request's answer is discarded when it arrives (or at its
+    /// timeout).
+    pub fn complete_within(
+        &self,
+        anthropic: &Value,
+        openai: &Value,
+        cancel: &AtomicBool,
+        within: Duration,
+    ) -> Result<Reply, ModelError> {
         if cancel.load(Ordering::SeqCst) {
             return Err(ModelError::Cancelled);
         }
+        let stop = Stop {
+            cancel,
+            deadline: std::time::Instant::now() + within.min(REQUEST_TIMEOUT),
+            within: within.min(REQUEST_TIMEOUT),
+        };
         match self.config.backend.as_str() {
             "scripted" => Ok(self.scripted_story(openai)),
-            "openai" => self.openai(openai, cancel),
-            "anthropic" => self.anthropic(anthropic, cancel),
+            "openai" => self.openai(openai, &stop),
+            "anthropic" => self.anthropic(anthropic, &stop),
             "replay" => self.replay(anthropic, openai),
             other => Err(ModelError::UnknownBackend(other.to_string())),
         }
@@ -185,10 +208,14 @@ impl Backend {
         }
     }
 
-    fn agent(&self) -> ureq::Agent {
+    /// An HTTP agent for one request: at most `within`, and no redirect followed (a redirect
+    /// would carry the key's header to wherever the server points: `x-api-key` is not one of
+    /// the headers an HTTP client drops across origins). A redirect is reported instead.
+    fn agent(&self, within: Duration) -> ureq::Agent {
         ureq::Agent::config_builder()
-            .timeout_global(Some(Duration::from_secs(120)))
+            .timeout_global(Some(within.max(Duration::from_millis(20))))
             .http_status_as_error(false)
+            .max_redirects(0)
             .build()
             .into()
     }
@@ -201,9 +228,12 @@ impl Backend {
         url: &str,
         headers: &[(&str, String)],
         body: &Value,
-        cancel: &AtomicBool,
+        stop: &Stop<'_>,
     ) -> Result<Value, ModelError> {
-        let mut request = self.agent().post(url);
+        let left = stop
+            .deadline
+            .saturating_duration_since(std::time::Instant::now());
+        let mut request = self.agent(left).post(url);
         for (name, value) in headers {
             request = request.header(*name, value);
         }
@@ -217,6 +247,20 @@ impl Backend {
                     message: e.to_string(),
                 })?;
                 let status = response.status();
+                if status.is_redirection() {
+                    let to = response
+                        .headers()
+                        .get("location")
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or("(no location)")
+                        .to_string();
+                    return Err(ModelError::Request {
+                        backend,
+                        message: format!(
+                            "HTTP {status}: the server redirects to {to}; the studio does not follow a model server's redirects (your key would go along): set `baseUrl` to where it points, if you trust it"
+                        ),
+                    });
+                }
                 let answer: Value =
                     response
                         .body_mut()
@@ -259,9 +303,20 @@ impl Backend {
                     return answer;
                 }
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout)
-                    if cancel.load(Ordering::SeqCst) =>
+                    if stop.cancel.load(Ordering::SeqCst) =>
                 {
                     return Err(ModelError::Cancelled);
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+                    if std::time::Instant::now() >= stop.deadline =>
+                {
+                    return Err(ModelError::Request {
+                        backend,
+                        message: format!(
+                            "no answer within {} ms",
+                            stop.within.as_millis()
+                        ),
+                    });
                 }
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
                 Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
@@ -282,7 +337,7 @@ impl Backend {
         body
     }
 
-    fn openai(&self, body: &Value, cancel: &AtomicBool) -> Result<Reply, ModelError> {
+    fn openai(&self, body: &Value, stop: &Stop<'_>) -> Result<Reply, ModelError> {
         let base = self
             .config
             .base_url
@@ -297,12 +352,12 @@ impl Backend {
             &format!("{}/chat/completions", base.trim_end_matches('/')),
             &headers,
             &self.with_model(body),
-            cancel,
+            stop,
         )?;
         openai_reply(&answer)
     }
 
-    fn anthropic(&self, body: &Value, cancel: &AtomicBool) -> Result<Reply, ModelError> {
+    fn anthropic(&self, body: &Value, stop: &Stop<'_>) -> Result<Reply, ModelError> {
         let base = self
             .config
             .base_url
@@ -317,13 +372,14 @@ impl Backend {
             &format!("{}/v1/messages", base.trim_end_matches('/')),
             &headers,
             &self.with_model(body),
-            cancel,
+            stop,
         )?;
         anthropic_reply(&answer)
     }
 
-    /// A gateway text request (`{system?, prompt?, messages?, maxOutputTokens?}`).
-    pub fn generate_text(&self, request: &Value) -> Result<Reply, ModelError> {
+    /// A gateway text request (`{system?, prompt?, messages?, maxOutputTokens?}`), given up
+    /// after `within`.
+    pub fn generate_text(&self, request: &Value, within: Duration) -> Result<Reply, ModelError> {
         let system = request["system"].as_str().unwrap_or_default();
         let prompt = request["prompt"].as_str().unwrap_or_default();
         let max_tokens = request["maxOutputTokens"]
@@ -352,7 +408,7 @@ impl Backend {
         let mut openai_messages = vec![json!({"role": "system", "content": system})];
         openai_messages.extend(messages.iter().cloned());
         let openai = json!({"model": model, "max_tokens": max_tokens, "messages": openai_messages});
-        self.complete(&anthropic, &openai)
+        self.complete_within(&anthropic, &openai, &AtomicBool::new(false), within)
     }
 }
 
@@ -467,10 +523,10 @@ pub struct FastGateway {
 }
 
 impl TextGateway for FastGateway {
-    fn generate(&self, request: &Value) -> Result<Value, String> {
+    fn generate(&self, request: &Value, within: Duration) -> Result<Value, String> {
         let reply = self
             .fast
-            .generate_text(request)
+            .generate_text(request, within)
             .map_err(|e| e.to_string())?;
         serde_json::to_value(reply).map_err(|e| e.to_string())
     }

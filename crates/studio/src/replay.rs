@@ -98,9 +98,14 @@ impl Recording {
             path: path.to_path_buf(),
             source: std::io::Error::other(e),
         })?;
-        std::fs::write(path, text + "\n").map_err(|source| ReplayError::Write {
-            path: path.to_path_buf(),
-            source,
+        crate::save::write_author_file(path, (text + "\n").as_bytes()).map_err(|e| {
+            ReplayError::Write {
+                path: path.to_path_buf(),
+                source: match e {
+                    crate::save::SaveError::Io { source, .. } => source,
+                    other => std::io::Error::other(other.to_string()),
+                },
+            }
         })
     }
 

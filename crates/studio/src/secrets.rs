@@ -29,23 +29,56 @@ struct Settings {
     trusted_keys: Vec<TrustedKey>,
 }
 
-/// Where the user's trusted keys live.
-pub fn settings_path() -> PathBuf {
-    if let Some(path) = std::env::var_os("COVEL_STUDIO_CONFIG") {
-        return PathBuf::from(path);
+/// Where the user's trusted keys live: `$COVEL_STUDIO_CONFIG`, else
+/// `$XDG_CONFIG_HOME/covel-studio/trusted-keys.yaml`, else `$HOME/.config/covel-studio/…`.
+/// Only an absolute path counts: an empty or relative `XDG_CONFIG_HOME` (or no `HOME`) would
+/// make it relative to wherever the studio runs, where a plugin folder or a cloned repository
+/// could hold a file that trusts its own key. Then there is no trust file (said once).
+pub fn settings_path() -> Option<PathBuf> {
+    let configured = std::env::var_os("COVEL_STUDIO_CONFIG").map(|p| ("COVEL_STUDIO_CONFIG", PathBuf::from(p)));
+    let found = configured.or_else(|| {
+        let xdg = std::env::var_os("XDG_CONFIG_HOME")
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute());
+        let base = xdg.or_else(|| {
+            std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .filter(|h| h.is_absolute())
+                .map(|h| h.join(".config"))
+        })?;
+        Some(("XDG_CONFIG_HOME or HOME", base.join("covel-studio").join("trusted-keys.yaml")))
+    });
+    match found {
+        Some((_, path)) if path.is_absolute() => Some(path),
+        Some((from, path)) => {
+            say_once(&format!(
+                "covel-studio: {from} gives the relative path {}; only an absolute path is read for trusted keys, so none is used",
+                path.display()
+            ));
+            None
+        }
+        None => {
+            say_once(
+                "covel-studio: no absolute XDG_CONFIG_HOME or HOME, so no trusted-keys file is used (only the providers' official endpoints get keys)",
+            );
+            None
+        }
     }
-    let base = std::env::var_os("XDG_CONFIG_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
-        .unwrap_or_else(|| PathBuf::from("."));
-    base.join("covel-studio").join("trusted-keys.yaml")
 }
 
-/// The user's trusted pairs (none when the file is absent; an unreadable file trusts nothing
-/// and says why).
+/// Writes a note to stderr once per process.
+fn say_once(note: &str) {
+    static SAID: std::sync::Once = std::sync::Once::new();
+    SAID.call_once(|| eprintln!("{note}"));
+}
+
+/// The user's trusted pairs (none when the file is absent or no absolute place for it is
+/// known; an unreadable file trusts nothing and says why).
 pub fn trusted_keys() -> Result<Vec<TrustedKey>, String> {
-    let path = settings_path();
-    if !path.exists() {
+    let Some(path) = settings_path() else {
+        return Ok(Vec::new());
+    };
+    if std::fs::symlink_metadata(&path).is_err() {
         return Ok(Vec::new());
     }
     let text = covel_kernel::files::read_regular(&path, 1024 * 1024).map_err(|e| e.to_string())?;
@@ -94,9 +127,12 @@ pub fn key_use(
     if is_loopback(&origin) {
         return Ok(KeyUse::None);
     }
+    let file = settings_path().map_or_else(
+        || "a settings file named by COVEL_STUDIO_CONFIG (an absolute path)".to_string(),
+        |p| p.display().to_string(),
+    );
     Err(format!(
-        "the session asks to send the environment variable {env} to {origin}, which you have not trusted: keys go only where your own settings allow. To trust it, add\n  trustedKeys:\n    - {{ env: {env}, origin: {origin} }}\nto {}",
-        settings_path().display()
+        "the session asks to send the environment variable {env} to {origin}, which you have not trusted: keys go only where your own settings allow. To trust it, add\n  trustedKeys:\n    - {{ env: {env}, origin: {origin} }}\nto {file}"
     ))
 }
 

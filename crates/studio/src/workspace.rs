@@ -42,13 +42,7 @@ impl WorkspaceError {
                 Diagnostic::new(covel_kernel::Code::MissingFile, self.to_string()).file(path)
             }
             WorkspaceError::SessionFile(refusal) => {
-                let file = match refusal {
-                    covel_kernel::files::FileRefusal::Unreadable(p, _)
-                    | covel_kernel::files::FileRefusal::OutsideRoot(p)
-                    | covel_kernel::files::FileRefusal::NotRegular(p)
-                    | covel_kernel::files::FileRefusal::TooLarge(p, _) => p.clone(),
-                };
-                Diagnostic::new(refusal.code(), self.to_string()).file(file)
+                Diagnostic::new(refusal.code(), self.to_string()).file(refusal.path())
             }
             WorkspaceError::Session(diagnostic) => diagnostic.clone(),
         }

@@ -4,6 +4,11 @@
 
 use super::*;
 
+/// With the `fault-injection` feature (tests only), a handler that returns this string makes
+/// the host panic while it reads the result, inside the engine's context.
+#[cfg(feature = "fault-injection")]
+pub const INJECT_PANIC: &str = "covel:inject-panic";
+
 /// How long ending a call may take (its signal's abort listeners run then).
 const FINISH_TIMEOUT: Duration = Duration::from_millis(100);
 
@@ -20,8 +25,45 @@ impl Engine {
         self.turn_of_execution.1
     }
 
-    /// Runs one provider call to completion (or its deadline).
+    /// Runs one provider call to completion (or its deadline). A panic inside it (a bug of the
+    /// host's: a value the engine's bindings did not expect, say) fails this call and sets the
+    /// engine aside; the process, the other plugins and the studio's locks carry on.
     pub fn call(&mut self, call: &ProviderCall) -> CallReport {
+        let started = Instant::now();
+        let unavailable = |message: String| CallReport {
+            result: Err(ProviderFailure {
+                kind: FailureKind::Unavailable,
+                message,
+            }),
+            duration: started.elapsed(),
+            logs: Vec::new(),
+            cached: false,
+            ran: None,
+            not_cached: Some("the plugin's runtime was set aside".into()),
+        };
+        if let Some(why) = &self.broken {
+            return unavailable(format!(
+                "the plugin's runtime was set aside after an internal error ({why}); save the plugin or use \"Run everything again\" to load it afresh"
+            ));
+        }
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.call_guarded(call))) {
+            Ok(report) => report,
+            Err(payload) => {
+                let why = self.set_aside(payload.as_ref());
+                CallReport {
+                    result: Err(ProviderFailure {
+                        kind: FailureKind::Error,
+                        message: format!(
+                            "Covel Studio failed while running this call ({why}): this is a bug of the studio's, not of the plugin; its runtime was set aside, and the other plugins carry on"
+                        ),
+                    }),
+                    ..unavailable(String::new())
+                }
+            }
+        }
+    }
+
+    fn call_guarded(&mut self, call: &ProviderCall) -> CallReport {
         let started = Instant::now();
         let mut execution = None;
         let view = &call.context.view;
@@ -110,7 +152,7 @@ impl Engine {
 
     /// Whether the memo keeps calls [`Engine::confirm_memo`] would run.
     pub fn has_unconfirmed(&self) -> bool {
-        self.memo.has_unconfirmed()
+        self.broken.is_none() && self.memo.has_unconfirmed()
     }
 
     /// Forgets the calls [`Engine::confirm_memo`] would run ([`crate::memo::Memo::forget_unconfirmed`]).
@@ -195,6 +237,12 @@ impl Engine {
                     "the handler returned undefined (return null for \"nothing\")".into(),
                 ),
                 _ => {
+                    #[cfg(feature = "fault-injection")]
+                    if value.as_string().and_then(|s| s.to_string().ok()).as_deref()
+                        == Some(INJECT_PANIC)
+                    {
+                        panic!("injected panic while reading a result (fault-injection)");
+                    }
                     let expired = || self.expired();
                     match from_js_within(&value, ConversionBudget::OUTPUT, &expired) {
                         Ok(json) => Ok(json),
@@ -267,21 +315,26 @@ impl Engine {
         // abort listeners are plugin code too.
         self.arm(FINISH_TIMEOUT);
         let finished = fns.finish.call::<_, Value>(());
-        self.disarm();
+        // Read while the short deadline still holds, within a budget that fits what the
+        // bootstrap keeps (51 lines of at most ~2 000 characters).
         let (logs, impure) = match finished {
-            Ok(done) => match done.as_array() {
-                Some(done) => (
-                    done.get::<Vec<String>>(0).unwrap_or_default(),
-                    done.get::<Option<String>>(1).ok().flatten(),
-                ),
-                None => (Vec::new(), None),
-            },
+            Ok(done) => {
+                let expired = || self.expired();
+                match from_js_within(&done, ConversionBudget::CALL_LOGS, &expired) {
+                    Ok(done) => call_logs(&done),
+                    Err(e) => (
+                        vec![format!("[studio] the call's log could not be read: {e}")],
+                        Some("its log could not be read".to_string()),
+                    ),
+                }
+            }
             Err(_) => {
                 let _ = ctx.catch();
                 let why = "its abort listeners ran past their limit";
                 (Vec::new(), Some(why.to_string()))
             }
         };
+        self.disarm();
         (outcome, logs, impure)
     }
 
@@ -302,4 +355,17 @@ impl Engine {
         )
         .unwrap_or(Json::Null)
     }
+}
+
+/// The bootstrap's end-of-call answer (`null`, or `[lines, why impure]`) as the host keeps it.
+fn call_logs(done: &Json) -> (Vec<String>, Option<String>) {
+    let lines = done
+        .get(0)
+        .and_then(Json::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|line| line.as_str().map(str::to_string))
+        .collect();
+    let impure = done.get(1).and_then(Json::as_str).map(str::to_string);
+    (lines, impure)
 }

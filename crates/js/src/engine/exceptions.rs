@@ -19,33 +19,54 @@ impl Thrown {
     }
 }
 
-/// Takes the pending exception off the context.
+/// The most of a thrown error's name, message or stack the host keeps.
+const THROWN_TEXT_CHARS: usize = 16 * 1024;
+
+/// Takes the pending exception off the context. Its `name`, `message` and `stack` may be
+/// getters (plugin code): they run under the deadline of the code that threw, and only strings
+/// are kept, clipped.
 pub(super) fn thrown(ctx: &Ctx<'_>) -> Thrown {
     let value = ctx.catch();
     if let Some(exception) = value.as_exception() {
-        let name = exception
-            .get::<_, Option<String>>("name")
-            .ok()
-            .flatten()
-            .unwrap_or_default();
+        let text = |name: &str| -> Option<String> {
+            let value: Value = exception.get(name).ok()?;
+            let text = value.as_string()?.to_string().ok()?;
+            Some(clip(text))
+        };
         return Thrown {
-            name,
-            message: exception.message().unwrap_or_default(),
-            stack: exception.stack(),
+            name: text("name").unwrap_or_default(),
+            message: text("message").unwrap_or_default(),
+            stack: text("stack"),
         };
     }
     let message = if let Some(s) = value.as_string() {
-        s.to_string().unwrap_or_default()
+        s.to_string().map(clip).unwrap_or_default()
     } else {
-        from_js(&value)
-            .map(|v| v.to_string())
-            .unwrap_or_else(|_| "a non-error value was thrown".into())
+        from_js_within(
+            &value,
+            ConversionBudget::THROWN,
+            &crate::deadline::current_expired,
+        )
+        .map(|v| clip(v.to_string()))
+        .unwrap_or_else(|_| "a non-error value was thrown".into())
     };
     Thrown {
         name: String::new(),
         message: format!("threw {message}"),
         stack: None,
     }
+}
+
+fn clip(mut text: String) -> String {
+    if text.len() > THROWN_TEXT_CHARS {
+        let mut end = THROWN_TEXT_CHARS;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push('…');
+    }
+    text
 }
 
 /// The first `path:line:col` in a stack or message, for diagnostics.
@@ -66,6 +87,16 @@ pub(super) fn first_frame(stack: &str) -> Option<(PathBuf, (u32, u32))> {
         }
     }
     None
+}
+
+/// The first frame of a stack or message that names a module the loader loaded.
+pub(super) fn first_frame_in(
+    text: &str,
+    loaded: &[crate::modules::LoadedModule],
+) -> Option<(PathBuf, (u32, u32))> {
+    text.lines()
+        .filter_map(first_frame)
+        .find(|(file, _)| crate::modules::source_among(loaded, file).is_some())
 }
 
 pub(super) fn short(path: &std::path::Path) -> String {

@@ -12,11 +12,8 @@ thread_local! {
 impl Engine {
     pub(super) fn install_host<'js>(&self, ctx: &Ctx<'js>) -> rquickjs::Result<()> {
         let host = Object::new(ctx.clone())?;
-        let epoch = self.epoch;
-        host.set(
-            "now",
-            Function::new(ctx.clone(), move || epoch.elapsed().as_secs_f64() * 1000.0)?,
-        )?;
+        let clock = self.deadline.clone();
+        host.set("now", Function::new(ctx.clone(), move || clock.millis())?)?;
         // Plugin HTTP: the host decides for the running call (crate::http); plugin code only asks.
         let slot = Arc::clone(&self.http);
         host.set(
@@ -47,7 +44,12 @@ impl Engine {
             Function::new(
                 ctx.clone(),
                 |ctx: Ctx<'js>, request: Value<'js>| -> rquickjs::Result<Value<'js>> {
-                    let request = from_js(&request).map_err(|e| {
+                    let request = from_js_within(
+                        &request,
+                        ConversionBudget::OUTPUT,
+                        &crate::deadline::current_expired,
+                    )
+                    .map_err(|e| {
                         rquickjs::Error::new_from_js_message("value", "request", e.to_string())
                     })?;
                     let gateway = GATEWAY.with(|g| g.borrow().clone());
@@ -57,7 +59,17 @@ impl Engine {
                             "no model gateway is available to this call",
                         ));
                     };
-                    match gateway.0.generate(&request) {
+                    // The request may take what is left of the call's deadline, no more.
+                    let within = crate::deadline::current()
+                        .map(|d| d.remaining())
+                        .unwrap_or(Duration::ZERO);
+                    if within.is_zero() {
+                        return Err(rquickjs::Exception::throw_message(
+                            &ctx,
+                            "the call's deadline passed before the model request could start",
+                        ));
+                    }
+                    match gateway.0.generate(&request, within) {
                         Ok(answer) => to_js(&ctx, &answer),
                         Err(message) => Err(rquickjs::Exception::throw_message(&ctx, &message)),
                     }

@@ -53,6 +53,8 @@ pub struct LoadReport {
     pub registrations: Registrations,
     /// Every plugin file the module graph read.
     pub modules: Vec<PathBuf>,
+    /// What the loader read of each (the only module text the host reads for diagnostics).
+    pub sources: Vec<modules::LoadedModule>,
     pub failure: Option<LoadFailure>,
     pub duration: Duration,
 }
@@ -68,6 +70,7 @@ pub fn load(spec: &LoadSpec) -> (Option<Engine>, LoadReport) {
             let report = LoadReport {
                 registrations: Registrations::default(),
                 modules: Vec::new(),
+                sources: Vec::new(),
                 failure: Some(LoadFailure {
                     code: Code::Internal,
                     message,
@@ -79,7 +82,28 @@ pub fn load(spec: &LoadSpec) -> (Option<Engine>, LoadReport) {
             return (None, report);
         }
     };
-    let mut report = engine.load(spec);
+    let loaded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| engine.load(spec)));
+    let mut report = match loaded {
+        Ok(report) => report,
+        Err(payload) => {
+            let why = engine.set_aside(payload.as_ref());
+            let report = LoadReport {
+                registrations: Registrations::default(),
+                modules: Vec::new(),
+                sources: Vec::new(),
+                failure: Some(LoadFailure {
+                    code: Code::Internal,
+                    message: format!(
+                        "Covel Studio failed while loading this plugin ({why}): this is a bug of the studio's; the other plugins carry on"
+                    ),
+                    file: None,
+                    position: None,
+                }),
+                duration: started.elapsed(),
+            };
+            return (None, report);
+        }
+    };
     report.duration = started.elapsed();
     if report.failure.is_some() {
         engine.shutdown();
@@ -97,24 +121,18 @@ impl Engine {
         self.arm(spec.limits.load_timeout);
         let outcome = self.context.with(|ctx| self.load_in(&ctx, spec));
         self.disarm();
-        let modules = self
-            .loaded_files
-            .lock()
-            .map(|f| f.clone())
-            .unwrap_or_default();
-        match outcome {
-            Ok(registrations) => LoadReport {
-                registrations,
-                modules,
-                failure: None,
-                duration: Duration::ZERO,
-            },
-            Err(failure) => LoadReport {
-                registrations: Registrations::default(),
-                modules,
-                failure: Some(failure),
-                duration: Duration::ZERO,
-            },
+        let sources = self.loaded_files.take();
+        let modules = sources.iter().map(|m| m.path.clone()).collect();
+        let (registrations, failure) = match outcome {
+            Ok(registrations) => (registrations, None),
+            Err(failure) => (Registrations::default(), Some(failure)),
+        };
+        LoadReport {
+            registrations,
+            modules,
+            sources,
+            failure,
+            duration: Duration::ZERO,
         }
     }
 
@@ -125,6 +143,7 @@ impl Engine {
     ) -> Result<Registrations, LoadFailure> {
         let _ = modules::take_refusal();
         let _ = modules::take_typescript_failure();
+        let _ = modules::take_file_refusal();
         let internal = |e: rquickjs::Error| LoadFailure {
             code: Code::Internal,
             message: e.to_string(),
@@ -177,7 +196,10 @@ impl Engine {
             code: Code::Internal,
             message: String::new(),
             file: Some(entry.clone()),
-            position: crate::imports::default_export_position(&entry),
+            position: self
+                .loaded_files
+                .source(&entry)
+                .and_then(|source| crate::imports::default_export_position(&entry, &source)),
         };
         let Some(default) = default else {
             let message = "entry must default-export a function (covel) => { ... }".to_string();
@@ -225,13 +247,14 @@ impl Engine {
         }
         let close: Function = covel.get("close").map_err(internal)?;
         let staged: Value = close.call(()).map_err(internal)?;
-        let staged = from_js(&staged).map_err(|e| LoadFailure {
+        let expired = || self.expired();
+        let staged = from_js_within(&staged, ConversionBudget::REGISTRATIONS, &expired).map_err(|e| LoadFailure {
             code: Code::Internal,
             message: e.to_string(),
             file: None,
             position: None,
         })?;
-        Ok(registrations_from(&staged, &self.root))
+        Ok(registrations_from(&staged, &self.loaded_files.snapshot()))
     }
 
     pub(super) fn classify_import_error(&self, t: &Thrown) -> LoadFailure {
@@ -269,12 +292,17 @@ impl Engine {
                 None,
             );
         }
-        let loaded = self
-            .loaded_files
-            .lock()
-            .map(|f| f.clone())
-            .unwrap_or_default();
-        if let Some(missing) = crate::imports::missing_exports(&text, &loaded) {
+        if let Some(refusal) = modules::take_file_refusal() {
+            return self.unreadable_module(refusal);
+        }
+        let loaded = self.loaded_files.snapshot();
+        // The engine's link error is a SyntaxError; the same words in an error the entry threw
+        // itself are only the entry's words.
+        let link_error = t.name == "SyntaxError";
+        if let Some(missing) = link_error
+            .then(|| crate::imports::missing_exports(&text, &loaded))
+            .flatten()
+        {
             return LoadFailure {
                 code: Code::ImportUnavailable,
                 message: missing.message,
@@ -282,9 +310,10 @@ impl Engine {
                 position: Some(missing.position),
             };
         }
-        let code = if text.contains("resolving module")
-            || text.contains("Could not find export")
-            || text.contains("could not find export")
+        let code = if link_error
+            && (text.contains("resolving module")
+                || text.contains("Could not find export")
+                || text.contains("could not find export"))
         {
             Code::ImportUnavailable
         } else if t.name == "SyntaxError" {
@@ -304,14 +333,33 @@ impl Engine {
         self.entry_failure(code, message, Some(&position_source))
     }
 
+    /// A module of the entry's graph that the loader refused to read (too large, not UTF-8,
+    /// unreadable): its own code and the file, not "missing".
+    fn unreadable_module(&self, refusal: covel_kernel::files::FileRefusal) -> LoadFailure {
+        use covel_kernel::files::FileRefusal;
+        let code = match &refusal {
+            FileRefusal::Unreadable(..) => Code::FileUnreadable,
+            other => other.code(),
+        };
+        LoadFailure {
+            code,
+            message: format!("cannot load a module: {refusal}"),
+            file: Some(refusal.path().to_path_buf()),
+            position: None,
+        }
+    }
+
     pub(super) fn entry_failure(
         &self,
         code: Code,
         message: String,
         stack: Option<&str>,
     ) -> LoadFailure {
+        // A frame counts only when it names a module the loader loaded: a stack or message is
+        // text the plugin can write (`Error.prepareStackTrace`, a thrown message).
+        let loaded = self.loaded_files.snapshot();
         let (file, position) = stack
-            .and_then(first_frame)
+            .and_then(|text| first_frame_in(text, &loaded))
             .map_or((None, None), |(f, p)| (Some(f), Some(p)));
         LoadFailure {
             code,

@@ -19,15 +19,17 @@ mod host_functions;
 mod load;
 mod registrations;
 
+#[cfg(feature = "fault-injection")]
+pub use call::INJECT_PANIC;
 pub use load::{LoadFailure, LoadReport, LoadSpec, load};
 
 use event_loop::Settled;
-use exceptions::{Thrown, first_frame, short, thrown};
+use exceptions::{Thrown, first_frame, first_frame_in, short, thrown};
 use host_functions::GATEWAY;
 use registrations::registrations_from;
 
-use crate::convert::{ConversionBudget, FromJsError, from_js, from_js_within, to_js};
-use crate::modules::{self, LoadedFiles, PluginLoader, PluginResolver};
+use crate::convert::{ConversionBudget, FromJsError, from_js_within, to_js};
+use crate::modules::{self, ModuleRecords, PluginLoader, PluginResolver};
 use covel_kernel::Code;
 use covel_kernel::context::ExecutionContext;
 use covel_kernel::registration::{ProvidedExtension, Registrations, Site};
@@ -136,9 +138,8 @@ pub struct Engine {
     // Field order matters: the context must drop before the runtime.
     context: Context,
     runtime: Runtime,
-    deadline: Arc<AtomicU64>,
-    epoch: Instant,
-    loaded_files: LoadedFiles,
+    deadline: crate::deadline::Deadline,
+    loaded_files: ModuleRecords,
     plugin_id: String,
     messages: BTreeMap<String, Map<String, Json>>,
     /// The session view whose data the engine's handler context holds (`SessionView::id`; 0 for
@@ -161,10 +162,20 @@ pub struct Engine {
     root: PathBuf,
     disposed: bool,
     shutdown: Arc<ShutdownState>,
+    /// Why the engine was set aside: a panic went through it ([`Engine::set_aside`]).
+    broken: Option<String>,
 }
 
 impl Drop for Engine {
     fn drop(&mut self) {
+        if self.broken.is_some() {
+            // A runtime a panic went through is never entered again, not even to free it: its
+            // lock may be poisoned and its objects' counts left mid-update (freeing it would
+            // trip QuickJS's own assertions and abort the process). It is left to the process.
+            std::mem::forget(self.context.clone());
+            std::mem::forget(self.runtime.clone());
+            return;
+        }
         self.shutdown();
         if LEAVE_TO_EXIT.load(Ordering::Relaxed) {
             // One more handle on each, never released: the runtime is not freed (no collection
@@ -199,19 +210,16 @@ impl Engine {
             Runtime::new_with_alloc(crate::memory::BudgetAllocator::new(Arc::clone(&memory)))
                 .map_err(|e| format!("cannot create a QuickJS runtime: {e}"))?;
         runtime.set_max_stack_size(spec.limits.stack_bytes);
-        let deadline = Arc::new(AtomicU64::new(0));
-        let epoch = Instant::now();
+        let deadline = crate::deadline::Deadline::new();
         {
-            let deadline = Arc::clone(&deadline);
-            runtime.set_interrupt_handler(Some(Box::new(move || {
-                let limit = deadline.load(Ordering::Relaxed);
-                limit != 0 && nanos_since(epoch) > limit
-            })));
+            let deadline = deadline.clone();
+            runtime.set_interrupt_handler(Some(Box::new(move || deadline.expired())));
         }
-        let loaded_files: LoadedFiles = Default::default();
+        let loaded_files = ModuleRecords::default();
         runtime.set_loader(
             PluginResolver {
                 root: spec.root.clone(),
+                loaded: loaded_files.clone(),
             },
             PluginLoader {
                 loaded: loaded_files.clone(),
@@ -223,7 +231,6 @@ impl Engine {
             context,
             runtime,
             deadline,
-            epoch,
             loaded_files,
             plugin_id: spec.plugin_id.clone(),
             messages: spec.messages.clone(),
@@ -239,28 +246,24 @@ impl Engine {
             root: spec.root.clone(),
             disposed: false,
             shutdown: Arc::default(),
+            broken: None,
         })
     }
 
     fn arm(&self, timeout: Duration) {
-        let at = nanos_since(self.epoch)
-            .saturating_add(u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX))
-            .max(1);
-        self.deadline.store(at, Ordering::Relaxed);
+        self.deadline.arm(timeout);
     }
 
     fn disarm(&self) {
-        self.deadline.store(0, Ordering::Relaxed);
+        self.deadline.disarm();
     }
 
     fn expired(&self) -> bool {
-        let limit = self.deadline.load(Ordering::Relaxed);
-        limit != 0 && nanos_since(self.epoch) > limit
+        self.deadline.expired()
     }
 
     fn remaining(&self) -> Duration {
-        let limit = self.deadline.load(Ordering::Relaxed);
-        Duration::from_nanos(limit.saturating_sub(nanos_since(self.epoch)))
+        self.deadline.remaining()
     }
 
     /// The bootstrap's internal functions in this context.
@@ -321,6 +324,27 @@ impl Engine {
         self.shutdown.done.store(true, Ordering::SeqCst);
     }
 
+    /// Sets the engine aside after a panic went through it (a bug of the host's, never the
+    /// plugin's to fix): it answers no more calls and its runtime is never entered again.
+    fn set_aside(&mut self, payload: &(dyn std::any::Any + Send)) -> String {
+        let what = payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic".into());
+        self.disarm();
+        GATEWAY.with(|g| *g.borrow_mut() = None);
+        if let Ok(mut slot) = self.http.lock() {
+            *slot = None;
+        }
+        self.broken = Some(what.clone());
+        self.memo.clear();
+        // Nothing of the runtime runs at shutdown either (no `onDispose`).
+        self.disposed = true;
+        self.shutdown.done.store(true, Ordering::SeqCst);
+        what
+    }
+
     /// The memo's generation ([`crate::memo::Memo::generation`]).
     pub fn memo_generation(&self) -> Arc<AtomicU64> {
         self.memo.generation()
@@ -333,8 +357,4 @@ impl Engine {
             memory: Arc::clone(&self.memory),
         }
     }
-}
-
-fn nanos_since(epoch: Instant) -> u64 {
-    u64::try_from(epoch.elapsed().as_nanos()).unwrap_or(u64::MAX)
 }

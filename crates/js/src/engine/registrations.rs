@@ -14,22 +14,23 @@ const REGISTRATION_METHODS: &[&str] = &[
     "registerWires",
 ];
 
-/// The first frame of a stack that is inside the plugin's own modules: where the plugin made
-/// the call (the facade's own frames come first). The engine's column is where it last
-/// recorded a position, often inside an argument; the call on that line is found in the source
-/// (the last registration call starting at or before that column).
+/// The first frame of a stack that names one of the plugin's own modules (as the loader
+/// recorded them): where the plugin made the call (the facade's own frames come first). The
+/// engine's column is where it last recorded a position, often inside an argument; the call on
+/// that line is found in the module's recorded text (the last registration call starting at or
+/// before that column). The stack is text plugin code can shape (`Error.prepareStackTrace`), so
+/// a frame naming anything else is no site, and no file is ever opened for it.
 pub(super) fn plugin_frame(
     stack: &str,
-    root: &std::path::Path,
+    loaded: &[crate::modules::LoadedModule],
     calls: &mut BTreeMap<PathBuf, Vec<(u32, u32)>>,
 ) -> Option<Site> {
-    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
-    let (file, (line, column)) = stack
-        .lines()
-        .find_map(|line| first_frame(line).filter(|(file, _)| file.starts_with(&root)))?;
-    let known = calls
-        .entry(file.clone())
-        .or_insert_with(|| crate::imports::method_calls(&file, REGISTRATION_METHODS));
+    let (file, (line, column)) = first_frame_in(stack, loaded)?;
+    let known = calls.entry(file.clone()).or_insert_with(|| {
+        crate::modules::source_among(loaded, &file)
+            .map(|source| crate::imports::method_calls(&file, &source, REGISTRATION_METHODS))
+            .unwrap_or_default()
+    });
     let on_line: Vec<u32> = known
         .iter()
         .filter(|(l, _)| *l == line)
@@ -45,7 +46,10 @@ pub(super) fn plugin_frame(
     Some(Site { file, line, column })
 }
 
-pub(super) fn registrations_from(staged: &Json, root: &std::path::Path) -> Registrations {
+pub(super) fn registrations_from(
+    staged: &Json,
+    loaded: &[crate::modules::LoadedModule],
+) -> Registrations {
     let strings = |field: &str| -> Vec<String> {
         staged
             .get(field)
@@ -65,7 +69,7 @@ pub(super) fn registrations_from(staged: &Json, root: &std::path::Path) -> Regis
             let key = s.get("key").and_then(Json::as_str)?;
             let site = plugin_frame(
                 s.get("stack").and_then(Json::as_str).unwrap_or_default(),
-                root,
+                loaded,
                 &mut calls,
             )?;
             Some((key.to_string(), site))

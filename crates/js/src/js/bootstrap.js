@@ -8,30 +8,52 @@
   const host = globalThis.__host;
   delete globalThis.__host;
 
+  // ---- the host's own tools, taken before any plugin code runs --------------------------------
+  // Plugin code can replace `Array.prototype.push`, `Error`, `String.prototype.slice`, … and the
+  // replacement would receive the host's own arrays (the registrations the host reads back, the
+  // call's log lines). The host's bookkeeping uses only these originals, so none of its objects
+  // is ever handed to plugin code.
+  const defineOwn = Reflect.defineProperty;
+  const apply = Reflect.apply;
+  const HostError = Error;
+  const sliceText = String.prototype.slice;
+  /** Appends to a host array without `push` (replaceable) or an index setter on the prototype. */
+  const append = (list, value) => {
+    defineOwn(list, list.length, { value, writable: true, enumerable: true, configurable: true });
+  };
+  /** At most `max` characters of a string; anything else is no text. */
+  const clipped = (text, max) => (typeof text !== "string" ? "" : text.length > max ? apply(sliceText, text, [0, max]) : text);
+  // Node's timer range: a delay over 2**31 - 1 ms, under 1 ms or not a number runs after 1 ms.
+  const TIMEOUT_MAX = 2147483647;
+
   const staged = {
     extensions: [], tools: [], actions: [], services: [], forms: [], wires: [], hooks: [], refusedLate: [],
     // Where each registration was made: `{key: "kind:name", stack}` in call order (late ones as
     // `late:kind:name`); the host keeps the first frame inside the plugin's own modules.
     sites: [],
   };
-  const site = (key) => staged.sites.push({ key, stack: String(new Error().stack || "") });
-  const handlers = new Map();
+  // The stack is only ever a hint: the host keeps a frame only when it names a module the loader
+  // itself loaded, and reads that module's text from the loader's record, never from a path.
+  const site = (key) => append(staged.sites, { key, stack: clipped(new HostError().stack, 65536) });
+  const handlers = Object.create(null);
   const disposers = [];
   let closed = false;
   let logs = [];
 
   // ---- console: captured per call so the trace shows what a handler printed ----------------
+  const stringify = JSON.stringify;
   const show = (v) => {
-    if (typeof v === "string") return v.length > 4000 ? v.slice(0, 4000) : v;
-    try { const text = JSON.stringify(v); return text && text.length > 4000 ? text.slice(0, 4000) : text; } catch { return String(v); }
+    if (typeof v === "string") return clipped(v, 4000);
+    try { const text = stringify(v); return typeof text === "string" ? clipped(text, 4000) : `${text}`; } catch { return "(a value that cannot be shown)"; }
   };
   const log = (level) => (...args) => {
     // At most 50 lines of at most 2 000 characters per call reach the trace.
     if (logs.length < 50) {
-      const line = `[${level}] ${args.map(show).join(" ")}`;
-      logs.push(line.length > 2000 ? `${line.slice(0, 2000)}… (${line.length - 2000} more characters)` : line);
+      let line = `[${level}]`;
+      for (let i = 0; i < args.length; i++) line = `${line} ${show(args[i])}`;
+      append(logs, line.length > 2000 ? `${clipped(line, 2000)}… (${line.length - 2000} more characters)` : line);
     } else if (logs.length === 50) {
-      logs.push("[studio] more log lines were dropped (50 per call are kept)");
+      append(logs, "[studio] more log lines were dropped (50 per call are kept)");
     }
   };
   globalThis.console = { log: log("log"), info: log("info"), warn: log("warn"), error: log("error"), debug: log("debug") };
@@ -68,14 +90,20 @@
   }
 
   // ---- timers: driven by the host's event loop, bounded by the call deadline -----------------
-  const timers = new Map();
+  // Timers and handlers live in objects without a prototype: no replaceable method touches them.
+  const timers = Object.create(null);
   let nextTimer = 1;
   globalThis.setTimeout = (fn, ms = 0, ...args) => {
     const id = nextTimer++;
-    timers.set(id, { due: host.now() + Math.max(0, Number(ms) || 0), fn, args });
+    let delay = +ms;
+    if (!(delay >= 1 && delay <= TIMEOUT_MAX)) {
+      if (delay > TIMEOUT_MAX && logs.length < 50) append(logs, `[studio] setTimeout(…, ${delay}) is over ${TIMEOUT_MAX} ms: it runs after 1 ms, as in Node`);
+      delay = 1;
+    }
+    timers[id] = { due: host.now() + delay, fn, args };
     return id;
   };
-  globalThis.clearTimeout = (id) => { timers.delete(id); };
+  globalThis.clearTimeout = (id) => { delete timers[id]; };
   globalThis.setInterval = undefined;
   globalThis.queueMicrotask = (fn) => { Promise.resolve().then(fn); };
 
@@ -106,7 +134,7 @@
   // aborts): the listener list is made only when one listens.
   class Signal {
     constructor() { this.aborted = false; this.reason = undefined; this._listeners = null; }
-    addEventListener(type, fn) { if (type === "abort") (this._listeners || (this._listeners = [])).push(fn); }
+    addEventListener(type, fn) { if (type === "abort") append(this._listeners || (this._listeners = []), fn); }
     removeEventListener(type, fn) { if (this._listeners) this._listeners = this._listeners.filter((f) => f !== fn); }
     throwIfAborted() { if (this.aborted) throw this.reason; }
   }
@@ -122,7 +150,7 @@
   const callSignal = {
     get aborted() { return this !== liveSignal; },
     get reason() { return this !== liveSignal ? CALL_COMPLETED : undefined; },
-    addEventListener(type, fn) { if (type === "abort" && this === liveSignal) (liveListeners || (liveListeners = [])).push(fn); },
+    addEventListener(type, fn) { if (type === "abort" && this === liveSignal) append(liveListeners || (liveListeners = []), fn); },
     removeEventListener(type, fn) { if (this === liveSignal && liveListeners) liveListeners = liveListeners.filter((f) => f !== fn); },
     throwIfAborted() { if (this !== liveSignal) throw CALL_COMPLETED; },
   };
@@ -189,7 +217,7 @@
     const lifetime = new Signal();
     const guard = (kind, name) => {
       if (closed) {
-        staged.refusedLate.push(`${kind}:${name}`);
+        append(staged.refusedLate, `${kind}:${name}`);
         site(`late:${kind}:${name}`);
         throw new Error("plugin entry registration is closed");
       }
@@ -204,24 +232,25 @@
       provideExtension(point, id, definition) {
         guard("extension", `${point}/${id}`);
         const handler = definition && definition.handler;
-        staged.extensions.push({ point: String(point), id: String(id), handlerIsFunction: typeof handler === "function" });
-        if (typeof handler === "function" && !handlers.has(`${point}/${id}`)) handlers.set(`${point}/${id}`, handler);
+        append(staged.extensions, { point: `${point}`, id: `${id}`, handlerIsFunction: typeof handler === "function" });
+        const key = `${point}/${id}`;
+        if (typeof handler === "function" && !(key in handlers)) handlers[key] = handler;
       },
-      registerTool(tool) { const name = nameOf(tool, "<unnamed>"); guard("tool", name); staged.tools.push(name); },
-      registerService(def) { const c = def && def.contract ? String(def.contract) : "<no contract>"; guard("service", c); staged.services.push(c); },
-      on(event, _handler, options) { const key = `${event}:${(options && options.enforce) || "normal"}`; guard("hook", key); staged.hooks.push(key); },
-      registerRpc(action) { guard("action", action); staged.actions.push(String(action)); },
-      registerFormValidator(name) { guard("form", name); staged.forms.push(String(name)); },
+      registerTool(tool) { const name = nameOf(tool, "<unnamed>"); guard("tool", name); append(staged.tools, name); },
+      registerService(def) { const c = def && def.contract ? `${def.contract}` : "<no contract>"; guard("service", c); append(staged.services, c); },
+      on(event, _handler, options) { const key = `${event}:${(options && options.enforce) || "normal"}`; guard("hook", key); append(staged.hooks, key); },
+      registerRpc(action) { guard("action", action); append(staged.actions, `${action}`); },
+      registerFormValidator(name) { guard("form", name); append(staged.forms, `${name}`); },
       registerWires(groups) {
         for (const list of Object.values(groups || {})) {
           for (const wire of Array.isArray(list) ? list : [list]) {
-            const id = wire && wire.id ? String(wire.id) : "<no id>";
+            const id = wire && wire.id ? `${wire.id}` : "<no id>";
             guard("wire", id);
-            staged.wires.push(id);
+            append(staged.wires, id);
           }
         }
       },
-      onDispose(fn) { if (typeof fn === "function") disposers.push(fn); },
+      onDispose(fn) { if (typeof fn === "function") append(disposers, fn); },
     };
     return Object.freeze(covel);
   }
@@ -278,7 +307,7 @@
         if (prop === "value" && !warned && !(prop in target)) {
           warned = true;
           if (logs.length < 50) {
-            logs.push(`[studio] ctx.pluginData.get("${namespace}", "${key}") returns the stored value itself; reading .value on it gives undefined (the row shape of older Covel versions)`);
+            append(logs, `[studio] ctx.pluginData.get("${namespace}", "${key}") returns the stored value itself; reading .value on it gives undefined (the row shape of older Covel versions)`);
           }
         }
         return Reflect.get(target, prop, receiver);
@@ -326,7 +355,7 @@
     call(key, input, turnId, withGateway) {
       if (logs.length) logs = [];
       impure = null;
-      const handler = handlers.get(key);
+      const handler = handlers[key];
       if (!handler) throw new Error(`no handler registered for ${key}`);
       liveSignal = { __proto__: callSignal };
       return handler(input, makeContext(liveSignal, turnId, withGateway));
@@ -335,7 +364,7 @@
     // from now on), and answers null when the handler printed nothing and stayed pure, else
     // [logs, impure] (what it printed, why it must not be memoized), in one crossing.
     finish() {
-      timers.clear();
+      for (const id in timers) delete timers[id];
       const listeners = liveListeners;
       liveSignal = null;
       liveListeners = null;
@@ -351,21 +380,27 @@
     },
     nextTimerDue() {
       let due = -1;
-      for (const t of timers.values()) if (due < 0 || t.due < due) due = t.due;
+      for (const id in timers) { const t = timers[id]; if (due < 0 || t.due < due) due = t.due; }
       return due;
     },
     fireDueTimers() {
       const now = host.now();
-      for (const [id, t] of [...timers.entries()].sort((a, b) => a[1].due - b[1].due)) {
-        if (t.due <= now) { timers.delete(id); t.fn(...t.args); }
+      // Due timers fire earliest first (ties in the order they were set).
+      for (;;) {
+        let next = null;
+        for (const id in timers) if (timers[id].due <= now && (next === null || timers[id].due < timers[next].due)) next = id;
+        if (next === null) break;
+        const t = timers[next];
+        delete timers[next];
+        apply(t.fn, undefined, t.args);
       }
     },
     /** Runs the plugin's `onDispose` callbacks (newest first); returns how many ran. */
     dispose() {
       let ran = 0;
-      for (const fn of disposers.reverse()) { ran += 1; try { fn(); } catch { /* disposal errors do not block unloading */ } }
+      for (let i = disposers.length - 1; i >= 0; i--) { ran += 1; try { apply(disposers[i], undefined, []); } catch { /* disposal errors do not block unloading */ } }
       disposers.length = 0;
-      handlers.clear();
+      for (const key in handlers) delete handlers[key];
       return ran;
     },
   });

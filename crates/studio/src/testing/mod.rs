@@ -352,7 +352,10 @@ pub fn run_session(target: &Target, update: bool, limits: &Limits) -> SessionRes
             GoldenStatus::Unchanged
         } else {
             match golden::render(&current, &target.session)
-                .and_then(|t| std::fs::write(&golden_file, t).map_err(|e| e.to_string()))
+                .and_then(|t| {
+                    crate::save::write_author_file(&golden_file, t.as_bytes())
+                        .map_err(|e| e.to_string())
+                })
             {
                 Ok(()) => GoldenStatus::Written,
                 Err(e) => {
