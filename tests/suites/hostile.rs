@@ -917,3 +917,6 @@ fn a_session_with_hostile_values_opens_previews_and_plays_or_is_refused_with_its
 
 #[path = "hostile/round_three.rs"]
 mod round_three;
+
+#[path = "hostile/engine_values.rs"]
+mod engine_values;

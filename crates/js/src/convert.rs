@@ -408,8 +408,9 @@ mod tests {
         assert_eq!(
             read_of("({ a: 1, b: [2, 3] })", budget),
             Err(FromJsError::OverBudget(
-                "more than 3 values (at (root).b[0])".into()
-            ))
+                "more than 3 values (at (root).b)".into()
+            )),
+            "an array longer than what is left of the budget is refused before it is walked"
         );
         let budget = ConversionBudget {
             nodes: 100,
@@ -421,6 +422,37 @@ mod tests {
                 "more than 8 bytes of text (at (root)[0].k)".into()
             ))
         );
+    }
+
+    #[test]
+    fn an_array_length_is_never_trusted_and_holes_count() {
+        for source in [
+            "(() => { const a = []; a.length = 2 ** 31; return a; })()",
+            "(() => { const a = [1]; a.length = 2 ** 32 - 1; return a; })()",
+            "(() => { const a = []; a.length = 5e7; return { a }; })()",
+        ] {
+            assert!(
+                matches!(read_output(source), Err(FromJsError::OverBudget(_))),
+                "{source}"
+            );
+        }
+        let budget = ConversionBudget {
+            nodes: 5,
+            bytes: 1024,
+        };
+        // Four holes and `undefined`s are four values read, as many as four numbers.
+        assert!(read_of("[, undefined, , () => 1]", budget).is_ok());
+        assert!(matches!(
+            read_of("[[, undefined, , () => 1, 1]]", budget),
+            Err(FromJsError::OverBudget(_))
+        ));
+        assert!(matches!(
+            read_of(
+                "({ a: undefined, b: undefined, c: undefined, d: undefined, e: 1 })",
+                budget
+            ),
+            Err(FromJsError::OverBudget(_))
+        ));
     }
 
     #[test]

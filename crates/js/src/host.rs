@@ -339,9 +339,17 @@ fn finish(
 
 /// Hints from reading the plugin's loaded modules as the loader read them (row-shaped
 /// `pluginData` reads).
-fn source_hints(folder: &Path, name: &str, sources: &[crate::modules::LoadedModule]) -> Vec<Diagnostic> {
+fn source_hints(
+    folder: &Path,
+    name: &str,
+    sources: &[crate::modules::LoadedModule],
+) -> Vec<Diagnostic> {
     let mut out = Vec::new();
-    for crate::modules::LoadedModule { path: module, source } in sources {
+    for crate::modules::LoadedModule {
+        path: module,
+        source,
+    } in sources
+    {
         for read in crate::lint::row_shaped_reads(module, source) {
             let file = shown_path(folder, name, module).unwrap_or_else(|| module.clone());
             out.push(

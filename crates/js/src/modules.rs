@@ -210,12 +210,18 @@ impl ModuleRecords {
     /// The records so far, leaving none (a load hands its records to its report: the engine
     /// keeps no module text once loaded).
     pub fn take(&self) -> Vec<LoadedModule> {
-        self.0.lock().map(|mut m| std::mem::take(&mut *m)).unwrap_or_default()
+        self.0
+            .lock()
+            .map(|mut m| std::mem::take(&mut *m))
+            .unwrap_or_default()
     }
 
     /// The text of the module loaded under exactly this name.
     pub fn source(&self, path: &Path) -> Option<Arc<str>> {
-        self.0.lock().ok().and_then(|modules| source_among(&modules, path))
+        self.0
+            .lock()
+            .ok()
+            .and_then(|modules| source_among(&modules, path))
     }
 }
 
@@ -327,7 +333,12 @@ impl Resolver for PluginResolver {
             return if is_host_side(base) {
                 Ok(name.to_string())
             } else {
-                Err(refuse(&self.loaded, base, name, format!("{name} is internal to the SDK")))
+                Err(refuse(
+                    &self.loaded,
+                    base,
+                    name,
+                    format!("{name} is internal to the SDK"),
+                ))
             };
         }
         if !(name.starts_with("./")
@@ -338,15 +349,13 @@ impl Resolver for PluginResolver {
             let mut why = refusal_reason(name);
             if name.starts_with("@covel/")
                 && !name.starts_with(SDK)
-                && Path::new(base).is_absolute()
+                && let Some(source) = self.loaded.source(Path::new(base))
             {
-                if let Some(source) = self.loaded.source(Path::new(base)) {
-                    why.push_str(&crate::imports::host_internal_advice(
-                        Path::new(base),
-                        &source,
-                        name,
-                    ));
-                }
+                why.push_str(&crate::imports::host_internal_advice(
+                    Path::new(base),
+                    &source,
+                    name,
+                ));
             }
             return Err(refuse(&self.loaded, base, name, why));
         }
@@ -595,8 +604,8 @@ impl ModuleDef for HostModule {
                         }
                         Ok(out)
                     };
-                    let bytes = hashed()
-                        .map_err(|why| rquickjs::Exception::throw_type(&ctx, &why))?;
+                    let bytes =
+                        hashed().map_err(|why| rquickjs::Exception::throw_type(&ctx, &why))?;
                     let out = digest(&algorithm, &bytes).ok_or_else(|| {
                         rquickjs::Exception::throw_message(
                             &ctx,

@@ -182,9 +182,11 @@ impl ModelFacts {
     /// Facts from a file.
     pub fn load(path: &Path) -> Result<ModelFacts, FactsError> {
         let shown = path.display().to_string();
-        let text = covel_kernel::files::read_regular(path, 16 * 1024 * 1024).map_err(|e| FactsError::Read {
-            path: shown.clone(),
-            reason: e.to_string(),
+        let text = covel_kernel::files::read_regular(path, 16 * 1024 * 1024).map_err(|e| {
+            FactsError::Read {
+                path: shown.clone(),
+                reason: e.to_string(),
+            }
         })?;
         Self::parse(&text, &shown)
     }

@@ -312,10 +312,7 @@ impl Backend {
                 {
                     return Err(ModelError::Request {
                         backend,
-                        message: format!(
-                            "no answer within {} ms",
-                            stop.within.as_millis()
-                        ),
+                        message: format!("no answer within {} ms", stop.within.as_millis()),
                     });
                 }
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}

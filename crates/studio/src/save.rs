@@ -268,7 +268,10 @@ mod tests {
         std::fs::write(&locked, SESSION).expect("write");
         std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o444)).expect("chmod");
         let refused = write_session_text(&locked, "id: s\nlocale: fr\n");
-        assert!(matches!(refused, Err(SaveError::ReadOnly(_))), "{refused:?}");
+        assert!(
+            matches!(refused, Err(SaveError::ReadOnly(_))),
+            "{refused:?}"
+        );
         assert_eq!(std::fs::read_to_string(&locked).expect("read"), SESSION);
     }
 
@@ -304,7 +307,10 @@ mod tests {
             .expect("age");
         write_session_text(&file, SESSION).expect("saves");
         assert!(!old.exists());
-        assert!(fresh.exists(), "a save running at the same time keeps its file");
+        assert!(
+            fresh.exists(),
+            "a save running at the same time keeps its file"
+        );
     }
 
     #[test]

@@ -35,7 +35,8 @@ struct Settings {
 /// make it relative to wherever the studio runs, where a plugin folder or a cloned repository
 /// could hold a file that trusts its own key. Then there is no trust file (said once).
 pub fn settings_path() -> Option<PathBuf> {
-    let configured = std::env::var_os("COVEL_STUDIO_CONFIG").map(|p| ("COVEL_STUDIO_CONFIG", PathBuf::from(p)));
+    let configured =
+        std::env::var_os("COVEL_STUDIO_CONFIG").map(|p| ("COVEL_STUDIO_CONFIG", PathBuf::from(p)));
     let found = configured.or_else(|| {
         let xdg = std::env::var_os("XDG_CONFIG_HOME")
             .map(PathBuf::from)
@@ -46,7 +47,10 @@ pub fn settings_path() -> Option<PathBuf> {
                 .filter(|h| h.is_absolute())
                 .map(|h| h.join(".config"))
         })?;
-        Some(("XDG_CONFIG_HOME or HOME", base.join("covel-studio").join("trusted-keys.yaml")))
+        Some((
+            "XDG_CONFIG_HOME or HOME",
+            base.join("covel-studio").join("trusted-keys.yaml"),
+        ))
     });
     match found {
         Some((_, path)) if path.is_absolute() => Some(path),

@@ -46,8 +46,8 @@ fn entry(id: &str, handler: &str) -> String {
 /// Opens the folder and runs `prompt.segment@1` over it with a short point timeout.
 fn segments(dir: &Path, timeout: Duration) -> (Workspace, RunResult) {
     std::fs::write(dir.join("t.session.yaml"), "id: t\nlocale: en\n").expect("session");
-    let ws = Workspace::open(dir, Some(&dir.join("t.session.yaml")), &Limits::default())
-        .expect("opens");
+    let ws =
+        Workspace::open(dir, Some(&dir.join("t.session.yaml")), &Limits::default()).expect("opens");
     let result = covel_kernel::runner::run(
         PointId::PromptSegment,
         json!({"turnId": "t", "playerMessage": ""}),
@@ -179,7 +179,10 @@ fn row_3_a_registration_stack_naming_files_outside_the_loaded_modules_is_never_r
     });
     assert!(loaded.ok(), "{:?}", loaded.diagnostics);
     let site = &loaded.registrations.extensions[0].site;
-    assert!(site.is_none(), "no site is taken from a lying stack: {site:?}");
+    assert!(
+        site.is_none(),
+        "no site is taken from a lying stack: {site:?}"
+    );
 }
 
 #[test]

@@ -4,6 +4,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
+import { createServer } from "node:net";
 import { copyFile, cp, mkdtemp, mkdir, readFile, writeFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -16,6 +17,24 @@ const shots = resolve(import.meta.dirname, "../../test-results");
 let driver;
 let browser;
 let folder;
+// The WebDriver ports, free ones found at start (another suite on the machine may hold 4444).
+let port;
+let nativePort;
+// The app's config, state and data folders (its Recent list, its log) in a scratch folder, so
+// the tests never write into the real user's.
+let home;
+const isolated = () => ({ ...process.env, XDG_CONFIG_HOME: join(home, "config"), XDG_STATE_HOME: join(home, "state"), XDG_DATA_HOME: join(home, "data") });
+
+async function freePort() {
+  return new Promise((done, fail) => {
+    const server = createServer();
+    server.on("error", fail);
+    server.listen(0, "127.0.0.1", () => {
+      const { port: free } = server.address();
+      server.close(() => done(free));
+    });
+  });
+}
 
 async function waitFor(description, check, timeout = 20000) {
   const end = Date.now() + timeout;
@@ -38,7 +57,7 @@ async function tab(name) {
 async function open(args) {
   return remote({
     hostname: "127.0.0.1",
-    port: 4444,
+    port,
     logLevel: "error",
     capabilities: { "tauri:options": { application: app, args }, "wdio:enforceWebDriverClassic": true },
   });
@@ -84,7 +103,10 @@ before(async () => {
   await mkdir(shots, { recursive: true });
   // Its own process group, with its output piped through: a window that outlived its WebDriver
   // session kept the inherited output open, and the test runner waited for it forever.
-  driver = spawn("tauri-driver", ["--port", "4444"], { stdio: ["ignore", "pipe", "pipe"], detached: true });
+  home = await mkdtemp(join(tmpdir(), "covel-e2e-home-"));
+  port = await freePort();
+  nativePort = await freePort();
+  driver = spawn("tauri-driver", ["--port", String(port), "--native-port", String(nativePort)], { stdio: ["ignore", "pipe", "pipe"], detached: true, env: isolated() });
   driver.stdout.pipe(process.stdout);
   driver.stderr.pipe(process.stderr);
   await new Promise((r) => setTimeout(r, 1500));
@@ -105,6 +127,7 @@ after(async () => {
     driver.stderr.destroy();
   }
   await rm(folder, { recursive: true, force: true });
+  if (home) await rm(home, { recursive: true, force: true });
 });
 
 test("the studio opens on plugins-sample and shows the prompt with its cache boundaries", async () => {
@@ -273,7 +296,7 @@ test("start-up with a broken session shows the error with file, line and column 
 
 test("start-up with a missing folder shows the error in the window and on stderr", async () => {
   const missing = join(folder, "no-such-folder");
-  const child = spawn(app, [missing], { stdio: ["ignore", "ignore", "pipe"] });
+  const child = spawn(app, [missing], { stdio: ["ignore", "ignore", "pipe"], env: isolated() });
   let stderr = "";
   child.stderr.on("data", (d) => (stderr += d));
   try {
@@ -293,7 +316,7 @@ test("start-up with a missing folder shows the error in the window and on stderr
 // without a GPU render node) or COVEL_STUDIO_ACCELERATION, and the log says what WebKit took.
 test("the window's hardware acceleration follows the override and the log says what WebKit took", async () => {
   const started = async (env) => {
-    const child = spawn(app, [folder], { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, ...env } });
+    const child = spawn(app, [folder], { stdio: ["ignore", "ignore", "pipe"], env: { ...isolated(), ...env } });
     let stderr = "";
     child.stderr.on("data", (d) => (stderr += d));
     try {

@@ -238,7 +238,10 @@ impl Engine {
                 ),
                 _ => {
                     #[cfg(feature = "fault-injection")]
-                    if value.as_string().and_then(|s| s.to_string().ok()).as_deref()
+                    if value
+                        .as_string()
+                        .and_then(|s| s.to_string().ok())
+                        .as_deref()
                         == Some(INJECT_PANIC)
                     {
                         panic!("injected panic while reading a result (fault-injection)");

@@ -54,8 +54,9 @@ impl Engine {
             }
             // `due` is plugin-influenced (a timer's delay): a wait the clock cannot represent
             // (infinite, or past ~5e11 years) is a wait past every deadline.
-            let wait = Duration::try_from_secs_f64((due - self.deadline.millis()).max(0.0) / 1000.0)
-                .unwrap_or(Duration::MAX);
+            let wait =
+                Duration::try_from_secs_f64((due - self.deadline.millis()).max(0.0) / 1000.0)
+                    .unwrap_or(Duration::MAX);
             if wait >= self.remaining() {
                 std::thread::sleep(self.remaining());
                 return Settled::Timeout("the deadline passed while waiting for a timer".into());

@@ -248,12 +248,15 @@ impl Engine {
         let close: Function = covel.get("close").map_err(internal)?;
         let staged: Value = close.call(()).map_err(internal)?;
         let expired = || self.expired();
-        let staged = from_js_within(&staged, ConversionBudget::REGISTRATIONS, &expired).map_err(|e| LoadFailure {
-            code: Code::Internal,
-            message: e.to_string(),
-            file: None,
-            position: None,
-        })?;
+        let staged =
+            from_js_within(&staged, ConversionBudget::REGISTRATIONS, &expired).map_err(|e| {
+                LoadFailure {
+                    code: Code::Internal,
+                    message: e.to_string(),
+                    file: None,
+                    position: None,
+                }
+            })?;
         Ok(registrations_from(&staged, &self.loaded_files.snapshot()))
     }
 

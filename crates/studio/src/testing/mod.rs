@@ -351,12 +351,10 @@ pub fn run_session(target: &Target, update: bool, limits: &Limits) -> SessionRes
         if unchanged {
             GoldenStatus::Unchanged
         } else {
-            match golden::render(&current, &target.session)
-                .and_then(|t| {
-                    crate::save::write_author_file(&golden_file, t.as_bytes())
-                        .map_err(|e| e.to_string())
-                })
-            {
+            match golden::render(&current, &target.session).and_then(|t| {
+                crate::save::write_author_file(&golden_file, t.as_bytes())
+                    .map_err(|e| e.to_string())
+            }) {
                 Ok(()) => GoldenStatus::Written,
                 Err(e) => {
                     error.get_or_insert(format!("cannot write {}: {e}", golden_file.display()));
