@@ -97,6 +97,27 @@ fn json_answer(body: &str) -> String {
     )
 }
 
+/// In `dir`: a trust file at `settings` that trusts `COVEL_HOSTILE_KEY` for the loopback
+/// origin on `port`, the sample plugins as `plugins/`, and `s.session.yaml` whose story model is
+/// `model` (YAML flow fields) with that key.
+fn keyed_session(dir: &Path, settings: &Path, port: u16, model: &str) {
+    std::fs::write(
+        settings,
+        format!(
+            "trustedKeys:\n  - {{ env: COVEL_HOSTILE_KEY, origin: http://127.0.0.1:{port} }}\n"
+        ),
+    )
+    .expect("settings");
+    copy_dir(&repo().join("plugins-sample"), &dir.join("plugins"));
+    std::fs::write(
+        dir.join("s.session.yaml"),
+        format!(
+            "id: s\nlocale: en\nmodels:\n  story: {{ {model}, apiKeyEnv: COVEL_HOSTILE_KEY, contextWindow: 200000, reservedForResponse: 1000 }}\n"
+        ),
+    )
+    .expect("session");
+}
+
 #[test]
 fn row_9_a_trusted_model_server_that_redirects_never_passes_the_key_on() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -115,21 +136,14 @@ fn row_9_a_trusted_model_server_that_redirects_never_passes_the_key_on() {
         4,
     );
     let settings = dir.path().join("trusted-keys.yaml");
-    std::fs::write(
+    keyed_session(
+        dir.path(),
         &settings,
-        format!(
-            "trustedKeys:\n  - {{ env: COVEL_HOSTILE_KEY, origin: http://127.0.0.1:{trusted} }}\n"
+        trusted,
+        &format!(
+            "backend: anthropic, model: claude-sonnet-4-5, baseUrl: http://127.0.0.1:{trusted}"
         ),
-    )
-    .expect("settings");
-    copy_dir(&repo().join("plugins-sample"), &dir.path().join("plugins"));
-    std::fs::write(
-        dir.path().join("s.session.yaml"),
-        format!(
-            "id: s\nlocale: en\nmodels:\n  story: {{ backend: anthropic, model: claude-sonnet-4-5, baseUrl: http://127.0.0.1:{trusted}, apiKeyEnv: COVEL_HOSTILE_KEY, contextWindow: 200000, reservedForResponse: 1000 }}\n"
-        ),
-    )
-    .expect("session");
+    );
     let output = covel_in(
         dir.path(),
         &[
@@ -176,21 +190,12 @@ fn row_10_without_an_absolute_config_home_no_trust_file_is_read_from_the_working
     );
     // What a cloned repository could hold: a trust file where a relative path would look.
     std::fs::create_dir_all(dir.path().join("covel-studio")).expect("mkdir");
-    std::fs::write(
-        dir.path().join("covel-studio/trusted-keys.yaml"),
-        format!(
-            "trustedKeys:\n  - {{ env: COVEL_HOSTILE_KEY, origin: http://127.0.0.1:{port} }}\n"
-        ),
-    )
-    .expect("planted");
-    copy_dir(&repo().join("plugins-sample"), &dir.path().join("plugins"));
-    std::fs::write(
-        dir.path().join("s.session.yaml"),
-        format!(
-            "id: s\nlocale: en\nmodels:\n  story: {{ backend: openai, model: local, baseUrl: http://127.0.0.1:{port}/v1, apiKeyEnv: COVEL_HOSTILE_KEY, contextWindow: 200000, reservedForResponse: 1000 }}\n"
-        ),
-    )
-    .expect("session");
+    keyed_session(
+        dir.path(),
+        &dir.path().join("covel-studio/trusted-keys.yaml"),
+        port,
+        &format!("backend: openai, model: local, baseUrl: http://127.0.0.1:{port}/v1"),
+    );
     for home in [None, Some("")] {
         let output = covel_in(
             dir.path(),

@@ -59,6 +59,24 @@ pub struct LoadReport {
     pub duration: Duration,
 }
 
+impl LoadReport {
+    /// A load that failed before the entry could run (no runtime, or a panic of the host's).
+    fn internal(message: String, duration: Duration) -> LoadReport {
+        LoadReport {
+            registrations: Registrations::default(),
+            modules: Vec::new(),
+            sources: Vec::new(),
+            failure: Some(LoadFailure {
+                code: Code::Internal,
+                message,
+                file: None,
+                position: None,
+            }),
+            duration,
+        }
+    }
+}
+
 /// Loads a plugin's entry in a new runtime on the calling thread. The engine is returned only
 /// when the load succeeded; either way the report says what happened.
 pub fn load(spec: &LoadSpec) -> (Option<Engine>, LoadReport) {
@@ -66,42 +84,17 @@ pub fn load(spec: &LoadSpec) -> (Option<Engine>, LoadReport) {
     let started = Instant::now();
     let mut engine = match Engine::new(spec) {
         Ok(engine) => engine,
-        Err(message) => {
-            let report = LoadReport {
-                registrations: Registrations::default(),
-                modules: Vec::new(),
-                sources: Vec::new(),
-                failure: Some(LoadFailure {
-                    code: Code::Internal,
-                    message,
-                    file: None,
-                    position: None,
-                }),
-                duration: started.elapsed(),
-            };
-            return (None, report);
-        }
+        Err(message) => return (None, LoadReport::internal(message, started.elapsed())),
     };
     let loaded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| engine.load(spec)));
     let mut report = match loaded {
         Ok(report) => report,
         Err(payload) => {
             let why = engine.set_aside(payload.as_ref());
-            let report = LoadReport {
-                registrations: Registrations::default(),
-                modules: Vec::new(),
-                sources: Vec::new(),
-                failure: Some(LoadFailure {
-                    code: Code::Internal,
-                    message: format!(
-                        "Covel Studio failed while loading this plugin ({why}): this is a bug of the studio's; the other plugins carry on"
-                    ),
-                    file: None,
-                    position: None,
-                }),
-                duration: started.elapsed(),
-            };
-            return (None, report);
+            let message = format!(
+                "Covel Studio failed while loading this plugin ({why}): this is a bug of the studio's; the other plugins carry on"
+            );
+            return (None, LoadReport::internal(message, started.elapsed()));
         }
     };
     report.duration = started.elapsed();
