@@ -71,6 +71,18 @@ fn zod_is_the_genuine_package_and_its_schemas_accept_and_reject() {
 }
 
 #[test]
+fn keys_from_data_stay_own_keys_in_what_the_sdk_copies_never_the_prototype() {
+    let text = content_of("own-keys", "own-keys");
+    assert_eq!(
+        text.lines().collect::<Vec<_>>(),
+        [
+            "resolveI18nDeep: own __proto__ true, prototype untouched true, polluted false, keys __proto__,constructor,plain",
+            "compactRecord: own __proto__ true, prototype untouched true, polluted false, keys __proto__,constructor,plain",
+        ]
+    );
+}
+
+#[test]
 fn node_builtins_hash_and_resolve_as_node_does() {
     let text = content_of("node-builtins", "builtins");
     // Digests as Node computes them: `node -e 'crypto.createHash("sha256").update("covel").digest("hex")'`.

@@ -218,11 +218,12 @@ export function keepDerivedDimensionFields(schema, written, current) {
 export function dimensionSchemaWithoutDerived(schema) {
   if (schema["x-derive"]) return undefined;
   if (!schema.properties) return schema;
-  const properties = {};
-  for (const [key, child] of Object.entries(schema.properties)) {
-    const kept = dimensionSchemaWithoutDerived(child);
-    if (kept) properties[key] = kept;
-  }
+  // Own keys (`Object.fromEntries`), as JSON.parse makes them: a `__proto__` key stays a key.
+  const properties = Object.fromEntries(
+    Object.entries(schema.properties)
+      .map(([key, child]) => [key, dimensionSchemaWithoutDerived(child)])
+      .filter(([, kept]) => kept),
+  );
   return {
     ...schema,
     properties,
@@ -233,13 +234,13 @@ export function dimensionSchemaWithoutDerived(schema) {
 /** The value without its derived fields; the partner of dimensionSchemaWithoutDerived. */
 export function dimensionValueWithoutDerived(schema, value) {
   if (!schema.properties || !isObject(value)) return value;
-  const next = {};
+  const entries = [];
   for (const [key, item] of Object.entries(value)) {
     const child = hasOwn(schema.properties, key) ? schema.properties[key] : undefined;
     if (child?.["x-derive"]) continue;
-    next[key] = child ? dimensionValueWithoutDerived(child, item) : item;
+    entries.push([key, child ? dimensionValueWithoutDerived(child, item) : item]);
   }
-  return next;
+  return Object.fromEntries(entries);
 }
 
 // ============================================================================================
@@ -676,17 +677,17 @@ function localizeValue(schema, value, locale) {
   if (schema["x-i18n"]) return resolveI18nText(value, locale) ?? value;
   if (Array.isArray(value)) return value.map((item) => (schema.items ? localizeValue(schema.items, item, locale) : item));
   if (isObject(value)) {
-    const out = {};
-    for (const [key, item] of Object.entries(value)) {
-      const child =
-        schema.properties && hasOwn(schema.properties, key)
-          ? schema.properties[key]
-          : isObject(schema.additionalProperties)
-            ? schema.additionalProperties
-            : undefined;
-      out[key] = child ? localizeValue(child, item, locale) : item;
-    }
-    return out;
+    return Object.fromEntries(
+      Object.entries(value).map(([key, item]) => {
+        const child =
+          schema.properties && hasOwn(schema.properties, key)
+            ? schema.properties[key]
+            : isObject(schema.additionalProperties)
+              ? schema.additionalProperties
+              : undefined;
+        return [key, child ? localizeValue(child, item, locale) : item];
+      }),
+    );
   }
   return value;
 }

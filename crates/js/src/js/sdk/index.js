@@ -56,12 +56,13 @@ function randomUuid() {
 
 const copyJson = (value) =>
   typeof globalThis.structuredClone === "function" ? globalThis.structuredClone(value) : deepCopy(value);
+// Objects built from data keys are built with `Object.fromEntries`, which defines each key as
+// an own property, as JSON.parse does: assigning `out[key]` with a key `__proto__` would set the
+// copy's prototype instead (the key lost, and an object of the data's choosing inherited).
 function deepCopy(value) {
   if (value === null || typeof value !== "object") return value;
   if (Array.isArray(value)) return value.map(deepCopy);
-  const out = {};
-  for (const key of Object.keys(value)) out[key] = deepCopy(value[key]);
-  return out;
+  return Object.fromEntries(Object.keys(value).map((key) => [key, deepCopy(value[key])]));
 }
 
 // ============================================================================================
@@ -155,13 +156,9 @@ export function splitList(value) {
 /** A copy without `undefined` values (and without empty arrays with `dropEmptyArrays`). */
 export function compactRecord(value, options = {}) {
   const dropEmpty = options.dropEmptyArrays === true;
-  const out = {};
-  for (const [key, item] of Object.entries(value ?? {})) {
-    if (item === undefined) continue;
-    if (dropEmpty && Array.isArray(item) && item.length === 0) continue;
-    out[key] = item;
-  }
-  return out;
+  return Object.fromEntries(
+    Object.entries(value ?? {}).filter(([, item]) => item !== undefined && !(dropEmpty && Array.isArray(item) && item.length === 0)),
+  );
 }
 
 /**
@@ -863,16 +860,14 @@ function withRanges(fields, schema) {
   if (!schema || !Array.isArray(schema.attributes)) return fields;
   const ranged = new Map(schema.attributes.filter((a) => a.type === "number" && typeof a.max === "number").map((a) => [a.id, a]));
   if (ranged.size === 0) return fields;
-  const out = {};
-  for (const [key, value] of Object.entries(fields)) {
-    const def = ranged.get(key);
-    if (!def || typeof value !== "number") out[key] = value;
-    else {
+  return Object.fromEntries(
+    Object.entries(fields).map(([key, value]) => {
+      const def = ranged.get(key);
+      if (!def || typeof value !== "number") return [key, value];
       const min = def.min ?? 0;
-      out[key] = min === 0 ? `${value}/${def.max}` : `${value} (${min}–${def.max})`;
-    }
-  }
-  return out;
+      return [key, min === 0 ? `${value}/${def.max}` : `${value} (${min}–${def.max})`];
+    }),
+  );
 }
 
 function profileLines(characters, player, locale, schema) {
@@ -1393,7 +1388,7 @@ function parseStructuredText(params, issues) {
     const path = issue.path.join(".");
     try {
       const parsed = parseJsonText(text, { complete: true });
-      if (isStructure(parsed, issue.expected)) parent[key] = parsed;
+      if (isStructure(parsed, issue.expected)) Object.defineProperty(parent, key, { value: parsed, writable: true, enumerable: true, configurable: true });
       else problems.set(path, jsonTextProblem(text, issue.expected));
     } catch (error) {
       problems.set(path, jsonTextProblem(text, issue.expected, error));
@@ -1409,16 +1404,16 @@ const SCHEMA_CHILDREN = new Set(["items", "additionalProperties", "propertyNames
 /** Drops `pattern`s that use Unicode property escapes (providers reject them without the `u` flag). */
 function portablePatterns(schema) {
   if (!isPlainObject(schema)) return schema;
-  const out = {};
+  const entries = [];
   for (const [key, value] of Object.entries(schema)) {
     if (key === "pattern" && typeof value === "string" && /\\[pP]\{/.test(value)) continue;
     if (SCHEMA_MAPS.has(key) && value && typeof value === "object") {
-      out[key] = Object.fromEntries(Object.entries(value).map(([name, child]) => [name, portablePatterns(child)]));
-    } else if (SCHEMA_LISTS.has(key) && Array.isArray(value)) out[key] = value.map(portablePatterns);
-    else if (SCHEMA_CHILDREN.has(key)) out[key] = portablePatterns(value);
-    else out[key] = value;
+      entries.push([key, Object.fromEntries(Object.entries(value).map(([name, child]) => [name, portablePatterns(child)]))]);
+    } else if (SCHEMA_LISTS.has(key) && Array.isArray(value)) entries.push([key, value.map(portablePatterns)]);
+    else if (SCHEMA_CHILDREN.has(key)) entries.push([key, portablePatterns(value)]);
+    else entries.push([key, value]);
   }
-  return out;
+  return Object.fromEntries(entries);
 }
 
 /**

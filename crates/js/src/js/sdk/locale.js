@@ -557,9 +557,8 @@ export function resolveI18nDeep(value, locale) {
     if (keys.length === 1 && keys[0] === "x-i18n" && (typeof wrapped === "string" || isPlainObject(wrapped))) {
       return resolveI18nText(wrapped, locale) ?? "";
     }
-    const out = {};
-    for (const [key, item] of Object.entries(value)) out[key] = resolveI18nDeep(item, locale);
-    return out;
+    // Own keys, as JSON.parse makes them: a data key `__proto__` stays a key, never the prototype.
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, resolveI18nDeep(item, locale)]));
   }
   return value;
 }
