@@ -367,6 +367,14 @@ async fn run_tests(state: State<'_, AppState>, update: bool) -> Result<TestRun, 
 }
 
 /// Where this run's log file is (`None` when none could be created), for the UI to show.
+/// This build: the studio's version, the SDK it mirrors and the contracts it implements (what
+/// `covel-studio --version` prints).
+#[tauri::command]
+#[specta::specta]
+async fn about() -> Result<covel_studio::about::About, String> {
+    Ok(covel_studio::about::about())
+}
+
 #[tauri::command]
 #[specta::specta]
 async fn log_file() -> Result<Option<String>, String> {
@@ -404,7 +412,8 @@ pub fn builder() -> Builder<tauri::Wry> {
             recent_folders,
             forecast,
             run_tests,
-            log_file
+            log_file,
+            about
         ])
         .events(collect_events![StudioChanged])
 }

@@ -14,7 +14,11 @@ static ALLOCATOR: covel_js::memory::MiMalloc = covel_js::memory::MiMalloc;
 
 /// Covel Studio: author and playtest Covel plugins.
 #[derive(Parser)]
-#[command(name = "covel-studio", version)]
+#[command(
+    name = "covel-studio",
+    version,
+    long_version = covel_studio::about::version_text()
+)]
 struct Args {
     /// The plugins folder to open (plugins-sample/ when there is one and none is given).
     plugins: Option<String>,

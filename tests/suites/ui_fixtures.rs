@@ -170,6 +170,11 @@ fn ui_fixtures_are_fresh() {
         "Record<string, Requests>",
         serde_json::Value::Object(bodies),
     ));
+    outputs.push((
+        "about",
+        "About",
+        serde_json::to_value(covel_studio::about::about()).expect("json"),
+    ));
 
     // The first save after opening applies to the snapshot as opened (the `snapshot` fixture).
     let mut opened = outputs[0].2.clone();

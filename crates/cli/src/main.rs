@@ -24,7 +24,12 @@ static ALLOCATOR: covel_js::memory::MiMalloc = covel_js::memory::MiMalloc;
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "covel", version, about = "Covel plugin studio, headless")]
+#[command(
+    name = "covel",
+    version,
+    long_version = covel_studio::about::version_text(),
+    about = "Covel plugin studio, headless"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

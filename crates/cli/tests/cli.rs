@@ -1351,3 +1351,46 @@ fn validate_says_what_a_plugin_registered_that_the_studio_never_runs() {
         "nothing to say: {static_only}"
     );
 }
+
+#[test]
+fn version_names_the_studio_the_sdk_it_mirrors_and_every_contract() {
+    let output = covel(&["--version"]);
+    assert_exit(&output, 0);
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        text.starts_with(&format!("covel {}\n", env!("CARGO_PKG_VERSION"))),
+        "{text}"
+    );
+    // The SDK version the studio mirrors is the one its export inventory was taken from.
+    let inventory: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("tests/fixtures/sdk/upstream-exports.json"))
+            .expect("inventory"),
+    )
+    .expect("json");
+    let sdk = inventory["version"].as_str().expect("a version");
+    assert_eq!(covel_studio::about::SDK_VERSION, sdk);
+    assert!(text.contains(&format!("mirrored: {sdk}")), "{text}");
+    for point in covel_kernel::contract::PointId::ALL {
+        assert!(text.contains(point.as_str()), "{point:?}: {text}");
+    }
+    for slot in covel_kernel::contract::SlotId::ALL {
+        assert!(text.contains(slot.as_str()), "{slot:?}: {text}");
+    }
+}
+
+#[test]
+fn help_lists_every_command() {
+    let output = covel(&["--help"]);
+    assert_exit(&output, 0);
+    let text = String::from_utf8_lossy(&output.stdout);
+    for command in [
+        "validate", "call", "preview", "compact", "play", "bench", "watch", "resolve", "forecast",
+        "test",
+    ] {
+        assert!(
+            text.lines()
+                .any(|l| l.trim_start().starts_with(&format!("{command} "))),
+            "{command}: {text}"
+        );
+    }
+}

@@ -2,6 +2,7 @@
 //! a plugin folder with a test session, resolves which plugins the session runs, builds the
 //! handler context from the session, and runs extension points for previews.
 
+pub mod about;
 pub mod compaction;
 pub mod diff;
 pub mod document;

@@ -1,7 +1,7 @@
 // The only module that talks to the desktop shell. Everything else imports `backend` and stays
 // plain; browser tests build with `--mode fake` and get the fake, fed by fixtures the Rust
 // tests write (ui/fixtures/*.json).
-import type { Diagnostic, Forecast, OpenStatus, RecentFolder, RequestBodies, SessionEdit, Snapshot, SnapshotPatch, StudioChanged, TestRun, TurnPrompt } from "./wire";
+import type { About, Diagnostic, Forecast, OpenStatus, RecentFolder, RequestBodies, SessionEdit, Snapshot, SnapshotPatch, StudioChanged, TestRun, TurnPrompt } from "./wire";
 
 /** What the shell sends on its own: opening, opened (the whole snapshot), open-failed, a reload (a patch). */
 export type StudioEvent = StudioChanged;
@@ -46,6 +46,8 @@ export interface Backend {
   recentFolders(): Promise<RecentFolder[]>;
   /** Where the desktop app writes its log (null when there is no log file). */
   logFile(): Promise<string | null>;
+  /** This build: the studio's version, the SDK it mirrors, the contracts it implements. */
+  about(): Promise<About>;
   /** The native open dialog: a plugin folder or a session file; null when the author cancels. */
   pickPath(kind: "folder" | "session"): Promise<string | null>;
   /** The Cache panel: the played turns and the next one, forecast for a model. */

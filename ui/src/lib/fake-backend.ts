@@ -12,6 +12,7 @@ import { fixture as tests } from "../../fixtures/tests";
 import { fixture as storyDirectorRuntime } from "../../fixtures/runtime-plugin-story-director";
 import { fixture as excludesSoundtrack } from "../../fixtures/session-excludes-soundtrack";
 import { fixture as bodies } from "../../fixtures/request-bodies";
+import { fixture as about } from "../../fixtures/about";
 import { parseDocument } from "yaml";
 import type { Backend, StudioEvent } from "./backend";
 import { patchOf } from "./patch";
@@ -167,6 +168,7 @@ export function fakeBackend(): Backend {
         : { opening: false, plugins: current.pluginsDir, session: current.sessionPath ?? null, error: null },
     recentFolders: async () => [{ plugins: current.pluginsDir, session: current.sessionPath ?? null }],
     logFile: async () => null,
+    about: async () => about,
     // The fake picker: answers what a test set in `window.__fakePick` ({ folder, session }),
     // null (cancelled) otherwise.
     pickPath: async (kind) => {

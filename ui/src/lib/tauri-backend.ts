@@ -32,6 +32,7 @@ export function tauriBackend(): Backend {
     openStatus: () => unwrap(commands.openStatus()),
     recentFolders: () => unwrap(commands.recentFolders()),
     logFile: () => unwrap(commands.logFile()),
+    about: () => unwrap(commands.about()),
     // The capability grants `dialog:allow-open` only: the dialog returns a path, reads nothing.
     pickPath: async (kind) => {
       const picked = await openDialog(

@@ -4,6 +4,7 @@
 // omitted field is optional, never null) and its deserialized shape as `X_Deserialize` (what a
 // command accepts); the UI reads the first and sends the second.
 export type {
+  About,
   Block,
   BlockKind,
   Breakpoint_Serialize as Breakpoint,

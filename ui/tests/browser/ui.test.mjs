@@ -707,3 +707,24 @@ test("the turn inspector diffs a turn against any other played turn, earlier to 
   await p.screenshot({ path: join(shots, "browser-turn-compare.png"), fullPage: true });
   await context.close();
 });
+
+test("About says the studio's version, the SDK it mirrors and the contracts, as --version does", async () => {
+  const about = await fixture("about.json");
+  const context = await browser.newContext({ viewport: { width: 1440, height: 920 } });
+  const own = await context.newPage();
+  await own.goto(url);
+  await own.getByTestId("system-prompt").waitFor();
+  await own.getByTestId("about-button").click();
+  const box = own.getByTestId("about");
+  await box.waitFor();
+  assert.equal(await own.getByTestId("about-version").textContent(), about.version);
+  assert.equal(await own.getByTestId("about-sdk").textContent(), `@covel/plugin-handlers-utils ${about.sdkVersion}`);
+  const text = await box.textContent();
+  for (const contract of [...about.extensionPoints, ...about.slots]) assert.ok(text.includes(contract), contract);
+  const violations = (await new AxeBuilder({ page: own }).include('[data-testid="about"]').analyze()).violations;
+  assert.deepEqual(violations.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(" ")).join(" | ")}`), []);
+  await own.screenshot({ path: join(shots, "browser-about.png") });
+  await box.getByRole("button", { name: "Close" }).click();
+  assert.equal(await box.count(), 0);
+  await context.close();
+});
