@@ -491,3 +491,24 @@ fn an_openai_fake_that_caches_less_names_the_segment_where_its_cache_stopped() {
         mismatch.message
     );
 }
+
+#[test]
+fn a_history_message_without_text_does_not_shift_the_moving_breakpoint_or_bill_the_input_as_history()
+ {
+    let f = run(
+        open("empty-message.session.yaml"),
+        "claude-sonnet-4-5",
+        60.0,
+    );
+    let turn = &f.turns[0];
+    let at: Vec<&str> = turn.breakpoints.iter().map(|b| b.at.as_str()).collect();
+    let moving = at
+        .iter()
+        .find(|a| a.contains("history"))
+        .unwrap_or_else(|| panic!("a moving breakpoint on history: {at:?}"));
+    assert!(moving.ends_with("(history m4)"), "{at:?}");
+    // Every block the request sends is labelled by the message it came from.
+    let json = serde_json::to_value(turn).expect("json");
+    let text = json.to_string();
+    assert!(!text.contains("(history m2)"), "m2 is not sent: {text}");
+}

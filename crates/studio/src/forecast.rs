@@ -252,8 +252,14 @@ fn anthropic_items(preview: &Preview, counting: &Counting<'_>) -> Vec<Item> {
             content: text,
         });
     }
-    let newest = parts::history_breakpoint(&preview.prompt.messages);
-    let mut source = preview.prompt.messages.iter().enumerate();
+    let newest = covel_kernel::prompt::history_breakpoint(&preview.prompt.messages);
+    // The body leaves out messages without text: pair its blocks with the messages it sends.
+    let mut source = preview
+        .prompt
+        .messages
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| covel_kernel::prompt::is_sent(m));
     for message in body["messages"].as_array().into_iter().flatten() {
         let role = message["role"].as_str().unwrap_or_default();
         for (position, json) in message["content"]

@@ -100,11 +100,3 @@ pub fn message_parts(message: &Message, rows: &[SegmentRow]) -> Vec<Part> {
         Origin::PlayerInput => vec![Part::new("player input", message.content.clone())],
     }
 }
-
-/// Index of the message that carries the moving history breakpoint (the newest history or
-/// summary message), as the Anthropic request places it.
-pub fn history_breakpoint(messages: &[Message]) -> Option<usize> {
-    messages
-        .iter()
-        .rposition(|m| matches!(m.origin, Origin::History { .. } | Origin::Summary { .. }))
-}

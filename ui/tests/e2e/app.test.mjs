@@ -282,6 +282,26 @@ test("the cache and tests panels answer through the real backend", async () => {
   await capture(join(shots, "e2e-tests.png"));
 });
 
+test("About in the window says what `covel-studio --version` says", async () => {
+  const version = await new Promise((done, fail) => {
+    const child = spawn(app, ["--version"], { stdio: ["ignore", "pipe", "inherit"], env: isolated() });
+    let out = "";
+    child.stdout.on("data", (d) => (out += d));
+    child.on("error", fail);
+    child.on("close", () => done(out));
+  });
+  const [first, sdkLine] = version.split("\n");
+  const studioVersion = first.replace(/^covel-studio /, "");
+  const sdk = sdkLine.replace(/^.*mirrored: /, "");
+  await (await browser.$('[data-testid="about-button"]')).click();
+  await waitFor("the About box", async () => (await browser.$('[data-testid="about-version"]')).isExisting());
+  assert.equal(await text('[data-testid="about-version"]'), studioVersion);
+  assert.equal(await text('[data-testid="about-sdk"]'), `@covel/plugin-handlers-utils ${sdk}`);
+  assert.match(await text('[data-testid="about"]'), /prompt\.segment@1/);
+  await capture(join(shots, "e2e-about.png"));
+  await (await browser.$('[data-testid="about-button"]')).click();
+});
+
 test("start-up with a broken session shows the error with file, line and column and lets the author pick another", async () => {
   const broken = join(folder, "broken.session.yaml");
   await writeFile(broken, "id: broken\nlocale: en\nlokale: fr\n");

@@ -8,7 +8,7 @@
 //! and cache stability compares two of them block by block (see `cache`), so the verdict is
 //! about exactly what the provider receives.
 
-use super::assemble::{Assembly, BlockKind, Origin};
+use super::assemble::{Assembly, BlockKind, Message, Origin};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -172,18 +172,14 @@ impl AnthropicRequest {
             })
             .collect();
 
-        // System messages inside the conversation travel as user text in tags, in place. A
-        // message without text is left out: the API refuses an empty text block.
-        let sent = |m: &&super::assemble::Message| !m.content.trim().is_empty();
-        let newest_history = assembly.messages.iter().rposition(|m| {
-            sent(&m) && matches!(m.origin, Origin::History { .. } | Origin::Summary { .. })
-        });
+        // System messages inside the conversation travel as user text in tags, in place.
+        let newest_history = history_breakpoint(&assembly.messages);
         let mut messages: Vec<RequestMessage> = Vec::new();
         for (index, m) in assembly
             .messages
             .iter()
             .enumerate()
-            .filter(|(_, m)| sent(m))
+            .filter(|(_, m)| is_sent(m))
         {
             let (role, text) = match m.role.as_str() {
                 "system" => ("user", system_instruction(&m.content)),
@@ -240,6 +236,21 @@ impl AnthropicRequest {
             "messages": messages,
         })
     }
+}
+
+/// Whether a message of the assembly is sent in the Anthropic request: one without text is left
+/// out (the API refuses an empty text block). Whatever pairs the request's blocks with the
+/// assembly's messages (the forecast) skips the same ones.
+pub fn is_sent(message: &Message) -> bool {
+    !message.content.trim().is_empty()
+}
+
+/// The index of the message that carries the moving history breakpoint: the newest history
+/// message or summary that is sent.
+pub fn history_breakpoint(messages: &[Message]) -> Option<usize> {
+    messages.iter().rposition(|m| {
+        is_sent(m) && matches!(m.origin, Origin::History { .. } | Origin::Summary { .. })
+    })
 }
 
 /// The Anthropic Messages body.

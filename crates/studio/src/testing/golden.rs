@@ -115,7 +115,7 @@ pub fn turn_of(capture: &TurnCapture) -> GoldenTurn {
             parts: parts::block_parts(b, rows),
         })
         .collect();
-    let breakpoint = parts::history_breakpoint(&preview.prompt.messages);
+    let breakpoint = covel_kernel::prompt::history_breakpoint(&preview.prompt.messages);
     let messages = preview
         .prompt
         .messages
