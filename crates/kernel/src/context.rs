@@ -363,14 +363,6 @@ impl ExecutionContext {
     }
 }
 
-/// A stable-within-the-process hash of a string.
-pub fn hash_str(text: &str) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    text.hash(&mut hasher);
-    hasher.finish()
-}
-
 /// A stable-within-the-process hash of a value's JSON text, written into the hasher in chunks
 /// (no value copied, no text kept). serde_json writes a value in many small pieces (a quote, a
 /// colon, a key); each reaching the hasher on its own cost more than hashing the bytes, and the

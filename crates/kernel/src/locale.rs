@@ -354,11 +354,6 @@ pub fn canonicalize_locale(locale: &str) -> Option<String> {
     canonical_tag(&candidate)
 }
 
-/// Whether a string canonicalizes as a locale.
-pub fn is_locale_code(value: &str) -> bool {
-    canonicalize_locale(value).is_some()
-}
-
 /// A locale for comparison: trimmed, `_` → `-`, lower case. Keys of locale maps and names of
 /// locale files compare in this form.
 pub fn normalize_locale(locale: &str) -> String {

@@ -436,16 +436,6 @@ impl Workspace {
         )
     }
 
-    /// Runs the history transforms over a copy of the given history.
-    pub fn transformed_history(&self, history: &[Value], turn_id: &str) -> RunResult {
-        self.calls().run(
-            PointId::PromptHistoryTransform,
-            json!({"messages": history, "turnId": turn_id}),
-            None,
-            Some(turn_id),
-        )
-    }
-
     /// Projects every kernel slot from the committed state (no turn).
     pub fn slots(&self) -> Vec<SlotView> {
         self.calls().project_slots(&SlotId::ALL, &[], None)

@@ -1,6 +1,6 @@
 // The only module that talks to the desktop shell. Everything else imports `backend` and stays
 // plain; browser tests build with `--mode fake` and get the fake, fed by fixtures the Rust
-// tests write (ui/fixtures/*.json).
+// tests write (ui/fixtures/*.ts, from tests/suites/ui_fixtures.rs).
 import type { About, Diagnostic, Forecast, OpenStatus, RecentFolder, RequestBodies, SessionEdit, Snapshot, SnapshotPatch, StudioChanged, TestRun, TurnPrompt } from "./wire";
 
 /** What the shell sends on its own: opening, opened (the whole snapshot), open-failed, a reload (a patch). */
