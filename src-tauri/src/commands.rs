@@ -366,7 +366,6 @@ async fn run_tests(state: State<'_, AppState>, update: bool) -> Result<TestRun, 
     .await
 }
 
-/// Where this run's log file is (`None` when none could be created), for the UI to show.
 /// This build: the studio's version, the SDK it mirrors and the contracts it implements (what
 /// `covel-studio --version` prints).
 #[tauri::command]
@@ -375,6 +374,7 @@ async fn about() -> Result<covel_studio::about::About, String> {
     Ok(covel_studio::about::about())
 }
 
+/// Where this run's log file is (`None` when none could be created), for the UI to show.
 #[tauri::command]
 #[specta::specta]
 async fn log_file() -> Result<Option<String>, String> {

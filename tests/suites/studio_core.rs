@@ -942,6 +942,26 @@ fn the_cache_forecast_marks_played_turns_recomputed_after_a_plugin_reload() {
 }
 
 #[test]
+fn the_cache_forecast_refuses_a_mistyped_model_with_the_known_ones_never_guessing() {
+    let dir = sample_copy();
+    let mut studio = live(dir.path());
+    let options = covel_studio::forecast::ForecastOptions::default();
+    for typed in ["claude-sonet-4-5", "my-model"] {
+        let refused = studio
+            .forecast(Some(typed), &options)
+            .expect_err("an unknown model is refused");
+        assert!(
+            refused.contains(typed) && refused.contains("claude-sonnet-4-5"),
+            "names the model and the known ones: {refused}"
+        );
+    }
+    let known = studio
+        .forecast(Some("claude-haiku-4-5"), &options)
+        .expect("a known model");
+    assert_eq!(known.model.id, "claude-haiku-4-5");
+}
+
+#[test]
 fn turns_can_be_undone_back_to_the_session_files_state_and_saved_atomically() {
     let mut play = demo_play();
     let original = play.workspace.session.clone();

@@ -18,10 +18,14 @@ pub enum FactsError {
     Read { path: String, reason: String },
     #[error("the model facts {path} are not valid: {reason}")]
     Invalid { path: String, reason: String },
-    #[error("no model named `{name}` in the model facts ({date}); known: {known}")]
+    #[error(
+        "no model named `{name}` in the model facts ({date}){nearest}; known: {known} (a model the facts do not list is never priced as another)"
+    )]
     UnknownModel {
         name: String,
         date: String,
+        /// ", nearest: a, b" when some known ids are close to the name.
+        nearest: String,
         known: String,
     },
 }
@@ -220,23 +224,32 @@ impl ModelFacts {
         Ok(facts)
     }
 
-    /// The model named `name`: its id or an alias, else the longest id that starts `name`
-    /// (`claude-sonnet-4-5-20250929` finds `claude-sonnet-4-5`).
+    /// The model named `name`: its id or one of its documented aliases (dated snapshots such as
+    /// `claude-sonnet-4-5-20250929`). Nothing else: a longer id that starts like a known one is
+    /// another model with other prices (`gpt-4.1-mini` is not `gpt-4.1`), so it is refused with
+    /// the nearest known ids.
     pub fn profile(&self, name: &str) -> Result<ModelProfile, FactsError> {
         let exact = self
             .models
             .iter()
             .find(|m| m.id == name || m.aliases.iter().any(|a| a == name));
-        let prefix = || {
-            self.models
+        let Some(model) = exact else {
+            let mut near: Vec<(f64, &str)> = self
+                .models
                 .iter()
-                .filter(|m| name.starts_with(m.id.as_str()))
-                .max_by_key(|m| m.id.len())
-        };
-        let Some(model) = exact.or_else(prefix) else {
+                .map(|m| (strsim::jaro_winkler(name, &m.id), m.id.as_str()))
+                .filter(|(score, _)| *score >= 0.85)
+                .collect();
+            near.sort_by(|a, b| b.0.total_cmp(&a.0));
+            let nearest: Vec<&str> = near.into_iter().take(3).map(|(_, id)| id).collect();
             return Err(FactsError::UnknownModel {
                 name: name.into(),
                 date: self.date.clone(),
+                nearest: if nearest.is_empty() {
+                    String::new()
+                } else {
+                    format!(", nearest: {}", nearest.join(", "))
+                },
                 known: self
                     .models
                     .iter()
@@ -284,7 +297,7 @@ mod tests {
         assert!(facts.models.iter().all(|m| !m.sources.is_empty()));
         let claude = facts
             .profile("claude-sonnet-4-5-20250929")
-            .expect("prefix match");
+            .expect("a documented dated alias");
         assert_eq!(claude.provider.caching, Caching::ExplicitBreakpoints);
         assert_eq!(claude.provider.lookback_blocks, Some(20));
         assert!(claude.estimate().is_some(), "Claude counts are estimates");
@@ -300,5 +313,35 @@ mod tests {
             facts.profile("nonsense"),
             Err(FactsError::UnknownModel { .. })
         ));
+    }
+
+    #[test]
+    fn an_unlisted_variant_is_refused_with_the_nearest_ids_never_priced_as_its_prefix() {
+        let facts = ModelFacts::embedded().expect("valid facts");
+        for (variant, near) in [
+            ("gpt-4.1-mini", "gpt-4.1"),
+            ("gpt-5-nano", "gpt-5"),
+            ("gpt-4o-2024-05-13", "gpt-4o"),
+            ("claude-sonet-4-5", "claude-sonnet-4-5"),
+        ] {
+            let refused = facts
+                .profile(variant)
+                .map(|p| p.model.id)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                refused.contains(&format!("no model named `{variant}`")),
+                "{refused}"
+            );
+            let nearest = refused
+                .split("nearest: ")
+                .nth(1)
+                .and_then(|rest| rest.split(';').next())
+                .unwrap_or_default();
+            assert!(
+                nearest.split(", ").any(|id| id == near),
+                "{variant}: {refused}"
+            );
+        }
     }
 }

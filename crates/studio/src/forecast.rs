@@ -1487,7 +1487,9 @@ pub const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
 impl crate::live::LiveStudio {
     /// The Cache panel: the turns played in the studio (with the usage a real backend reported)
     /// and the next turn, forecast for `model` (default: the story model's name, else
-    /// [`DEFAULT_MODEL`]). Token counts are remembered across calls.
+    /// [`DEFAULT_MODEL`]). A model the facts do not know is refused with the known ones, as
+    /// `covel forecast` refuses it: never silently priced as another. Token counts are
+    /// remembered across calls.
     pub fn forecast(
         &mut self,
         model: Option<&str>,
@@ -1500,10 +1502,7 @@ impl crate::live::LiveStudio {
             .map(str::to_string)
             .or_else(|| story.model.clone())
             .unwrap_or_else(|| DEFAULT_MODEL.into());
-        let profile = facts
-            .profile(&name)
-            .or_else(|_| facts.profile(DEFAULT_MODEL))
-            .map_err(|e| e.to_string())?;
+        let profile = facts.profile(&name).map_err(|e| e.to_string())?;
         let succeeded: Vec<_> = self
             .turns
             .iter()
