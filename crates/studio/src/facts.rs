@@ -324,11 +324,10 @@ mod tests {
             ("gpt-4o-2024-05-13", "gpt-4o"),
             ("claude-sonet-4-5", "claude-sonnet-4-5"),
         ] {
-            let refused = facts
-                .profile(variant)
-                .map(|p| p.model.id)
-                .unwrap_err()
-                .to_string();
+            let refused = match facts.profile(variant) {
+                Ok(profile) => panic!("{variant} was priced as {}", profile.model.id),
+                Err(e) => e.to_string(),
+            };
             assert!(
                 refused.contains(&format!("no model named `{variant}`")),
                 "{refused}"
