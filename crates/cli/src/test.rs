@@ -15,6 +15,10 @@ pub struct Args {
     /// Write each session's golden snapshot (`x.golden.yaml`) from this run.
     #[arg(long)]
     update: bool,
+    /// Fail a session whose golden snapshot is missing (also when `CI` is set, as CI services
+    /// set it).
+    #[arg(long)]
+    ci: bool,
     /// Machine-readable output.
     #[arg(long)]
     json: bool,
@@ -28,9 +32,16 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     };
     let targets = testing::discover(&paths)?;
     let limits = Limits::default();
+    let ci = args.ci || testing::in_ci();
     let results: Vec<SessionResult> = targets
         .iter()
-        .map(|t| testing::run_session(t, args.update, &limits))
+        .map(|t| {
+            let mut result = testing::run_session(t, args.update, &limits);
+            if ci && !args.update {
+                testing::require_golden(&mut result);
+            }
+            result
+        })
         .collect();
     let failed = results.iter().filter(|r| !r.passed).count();
     if args.json {

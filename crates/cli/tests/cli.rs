@@ -9,9 +9,12 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+/// Runs `covel` with `args` from the repository root, outside CI mode whatever the test
+/// runner's environment (`covel test` reads `CI`).
 fn covel(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_covel"))
         .args(args)
+        .env_remove("CI")
         .current_dir(repo())
         .output()
         .expect("covel runs")
@@ -1393,4 +1396,46 @@ fn help_lists_every_command() {
             "{command}: {text}"
         );
     }
+}
+
+#[test]
+fn test_in_ci_fails_on_a_missing_golden_snapshot_that_passes_locally() {
+    let dir = sample_copy();
+    std::fs::remove_file(dir.path().join("tests/bell-tower.golden.yaml")).expect("rm");
+    let session = dir.path().join("tests/bell-tower.session.yaml");
+    let session = session.to_str().expect("utf-8");
+    let local = covel(&["test", session, "--json"]);
+    assert_eq!(
+        local.status.code(),
+        Some(0),
+        "the expectations pass locally"
+    );
+    assert_eq!(json_of(&local)["sessions"][0]["golden"], "missing");
+    let run = |args: &[&str], ci: Option<&str>| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_covel"));
+        command.args(args).env_remove("CI");
+        if let Some(value) = ci {
+            command.env("CI", value);
+        }
+        command.output().expect("covel runs")
+    };
+    for (args, ci) in [
+        (&["test", session, "--ci", "--json"][..], None),
+        (&["test", session, "--json"][..], Some("true")),
+    ] {
+        let out = run(args, ci);
+        assert_eq!(out.status.code(), Some(1), "{args:?} CI={ci:?}");
+        let error = json_of(&out)["sessions"][0]["error"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        assert!(
+            error.contains("in CI (--ci, or CI=true) a missing golden snapshot fails"),
+            "{error}"
+        );
+    }
+    assert_eq!(
+        run(&["test", session], Some("false")).status.code(),
+        Some(0)
+    );
 }

@@ -101,6 +101,25 @@ pub struct SessionResult {
     pub error: Option<String>,
 }
 
+/// In CI (`covel test --ci`, or `CI` set as CI services set it), a session without its golden
+/// snapshot fails: a forgotten snapshot must not pass unnoticed because the session also has
+/// expectations. Locally the run says it is missing and passes on the expectations.
+pub fn require_golden(result: &mut SessionResult) {
+    if result.golden == GoldenStatus::Missing {
+        result.passed = false;
+        result.error.get_or_insert(format!(
+            "no golden snapshot ({}): in CI (--ci, or CI=true) a missing golden snapshot fails; run `covel test --update` and commit it",
+            result.golden_file.display()
+        ));
+    }
+}
+
+/// Whether the environment says this is a CI run: `CI` set to anything but empty, `0` or
+/// `false` (GitHub Actions, GitLab CI and most services set `CI=true`).
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !matches!(v.trim(), "" | "0" | "false"))
+}
+
 /// Finds the sessions to test: files as given; in folders, every `*.session.yaml` in the folder
 /// and in its subfolders that are not plugins (two levels), except played sessions
 /// (`*.played.session.yaml`).
