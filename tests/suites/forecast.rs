@@ -347,7 +347,9 @@ fn anthropic_fake(
 }
 
 /// An OpenAI chat fake with automatic prefix caching (1024-token minimum, 128-token steps, exact
-/// o200k_base counts, 3 tokens per message, 3 for the reply). `cap` limits what it caches.
+/// o200k_base counts; a message as the chat format frames it, `<|im_start|>role<|im_sep|>content
+/// <|im_end|>`, the role one token: 4 tokens beside its content, as OpenAI's cookbook counts;
+/// 3 for the reply). `cap` limits what it caches.
 fn openai_fake(turns: usize, cap: Option<u64>) -> (String, std::thread::JoinHandle<()>) {
     let previous: Arc<Mutex<Vec<Vec<u32>>>> = Arc::default();
     let counter = TokenCounter::new();
@@ -361,11 +363,12 @@ fn openai_fake(turns: usize, cap: Option<u64>) -> (String, std::thread::JoinHand
             } else {
                 u32::MAX - 3
             };
-            sequence.extend([u32::MAX, role, u32::MAX]);
+            sequence.extend([u32::MAX, role, u32::MAX - 4]);
             sequence.extend(counter.encode(
                 Encoding::O200kBase,
                 m["content"].as_str().unwrap_or_default(),
             ));
+            sequence.push(u32::MAX - 5);
         }
         let total = sequence.len() as u64 + 3;
         let mut previous = previous.lock().expect("lock");

@@ -304,7 +304,9 @@ fn openai_items(
     for (index, json) in messages.iter().enumerate() {
         let role = json["role"].as_str().unwrap_or_default();
         let text = json["content"].as_str().unwrap_or_default().to_string();
-        let tokens = counting.tokens(&text) + overhead;
+        // As OpenAI's cookbook counts a chat message: its framing, plus the role's own tokens,
+        // plus the content's (`<|im_start|>role<|im_sep|>content<|im_end|>`).
+        let tokens = counting.tokens(&text) + overhead + counting.base(role);
         let (label, parts) = if index == 0 {
             (
                 "system message".to_string(),
@@ -1702,7 +1704,7 @@ pub fn forecast(
                 profile.provider.tokenizer.note
             ),
             None => format!(
-                "exact {} counts, plus {overhead} tokens per message and {priming} for the reply",
+                "exact {} counts, plus {overhead} tokens and the role per message and {priming} for the reply",
                 counting.encoding.name()
             ),
         },
