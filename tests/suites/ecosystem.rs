@@ -296,3 +296,32 @@ fn an_inactive_plugin_runtime_cannot_be_previewed_and_says_why() {
             .is_some_and(|w| w.contains("no plugin `nobody`"))
     );
 }
+
+#[test]
+fn the_web_platform_globals_behave_as_browsers_and_node_give_them() {
+    let text = content_of("web-globals", "web-globals");
+    assert_eq!(
+        text.lines().collect::<Vec<_>>(),
+        [
+            "abort: true AbortError heard 2",
+            "throwIfAborted: AbortError",
+            "reason: enough",
+            "static abort: true AbortError",
+            "any: true first",
+            "timeout: true TimeoutError",
+            "timeout(Infinity): TypeError",
+            "new AbortSignal(): TypeError",
+            "instanceof: true",
+            "encode: Uint8Array 18",
+            "round trip: true",
+            "encodeInto: 6 7",
+            "lone surrogate: 239,191,189",
+            "invalid: \"a\u{fffd}b\"",
+            "fatal: TypeError",
+            "bom: hi",
+            "stream: |€",
+            "latin1: RangeError",
+            "16 MiB decoded: 16777216",
+        ]
+    );
+}

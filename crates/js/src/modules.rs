@@ -51,6 +51,12 @@ const NODE_BUILTINS: &[(&str, &str)] = &[
     ("node:path", include_str!("js/node/path.js")),
 ];
 
+/// The web platform globals QuickJS lacks (AbortController, AbortSignal, TextEncoder,
+/// TextDecoder): the bootstrap loads it on first use of one of them. Importing it gives plugin
+/// code nothing the globals do not.
+pub const WEB: &str = "covel:web";
+const WEB_SOURCE: &str = include_str!("js/web/globals.js");
+
 /// The vendored zod bundle (see `crates/js/vendor/zod/VERSION.json`).
 const ZOD_SOURCE: &str = include_str!("../vendor/zod/zod.mjs");
 
@@ -114,11 +120,12 @@ pub fn embedded_source(name: &str) -> Option<&'static str> {
         .or_else(|| builtin_source(name))
         .or_else(|| (name == ZOD).then_some(ZOD_SOURCE))
         .or_else(|| (name == SDK_LOCALE).then_some(SDK_LOCALE_SOURCE))
+        .or_else(|| (name == WEB).then_some(WEB_SOURCE))
 }
 
 /// Whether a module may import `covel:host` (the SDK and the built-ins; never plugin code).
 fn is_host_side(name: &str) -> bool {
-    sdk_source(name).is_some() || builtin_source(name).is_some()
+    sdk_source(name).is_some() || builtin_source(name).is_some() || name == WEB
 }
 
 /// An import the resolver refused, with the importing file and the import's position there.
@@ -323,7 +330,7 @@ impl Resolver for PluginResolver {
         name: &str,
         _attributes: Option<ImportAttributes<'js>>,
     ) -> Result<String> {
-        if sdk_source(name).is_some() || name == ZOD {
+        if sdk_source(name).is_some() || name == ZOD || name == WEB {
             return Ok(name.to_string());
         }
         if let Some(canonical) = node_builtin(name) {
@@ -578,6 +585,8 @@ impl ModuleDef for HostModule {
         decl.declare("readPluginFile")?;
         decl.declare("digest")?;
         decl.declare("randomBytes")?;
+        decl.declare("encodeUtf8")?;
+        decl.declare("decodeUtf8")?;
         Ok(())
     }
 
@@ -630,7 +639,83 @@ impl ModuleDef for HostModule {
                 },
             )?,
         )?;
+        // TextEncoder and TextDecoder (covel:web): UTF-8 as Rust's standard library reads and
+        // writes it, whose replacement of invalid sequences is the WHATWG Encoding standard's.
+        exports.export(
+            "encodeUtf8",
+            Function::new(
+                ctx.clone(),
+                |ctx: Ctx<'js>, text: rquickjs::String<'js>| -> Result<TypedArray<'js, u8>> {
+                    let text = text.to_string().map_err(|_| {
+                        rquickjs::Exception::throw_type(&ctx, "the text is not well-formed")
+                    })?;
+                    TypedArray::new(ctx.clone(), text.into_bytes())
+                },
+            )?,
+        )?;
+        exports.export(
+            "decodeUtf8",
+            Function::new(
+                ctx.clone(),
+                |ctx: Ctx<'js>,
+                 bytes: TypedArray<'js, u8>,
+                 fatal: bool,
+                 stream: bool,
+                 strip_bom: bool|
+                 -> Result<rquickjs::Array<'js>> {
+                    let bytes = typed_bytes(&bytes).ok_or_else(|| {
+                        rquickjs::Exception::throw_type(&ctx, "the bytes' buffer was detached")
+                    })?;
+                    let (text, waiting) = decode_utf8(&bytes, fatal, stream, strip_bom)
+                        .ok_or_else(|| {
+                            rquickjs::Exception::throw_type(
+                                &ctx,
+                                "The encoded data was not valid for encoding utf-8",
+                            )
+                        })?;
+                    let answer = rquickjs::Array::new(ctx.clone())?;
+                    answer.set(0, text)?;
+                    answer.set(1, waiting)?;
+                    Ok(answer)
+                },
+            )?,
+        )?;
         Ok(())
+    }
+}
+
+/// A copy of a typed array's bytes (`None` when its buffer was detached).
+#[allow(unsafe_code)]
+fn typed_bytes(array: &TypedArray<'_, u8>) -> Option<Vec<u8>> {
+    // SAFETY: the slice aliases the engine's memory only while no JavaScript runs; it is copied
+    // here at once, before this host function returns to the engine.
+    unsafe { array.as_bytes() }.map(<[u8]>::to_vec)
+}
+
+/// UTF-8 bytes as text: without a leading byte-order mark when `strip_bom`; invalid sequences
+/// replaced by U+FFFD (`None` when `fatal`); when `stream`, an incomplete sequence at the end is
+/// left for the next chunk and its length answered beside the text.
+fn decode_utf8(
+    bytes: &[u8],
+    fatal: bool,
+    stream: bool,
+    strip_bom: bool,
+) -> Option<(String, usize)> {
+    let bytes = if strip_bom {
+        bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes)
+    } else {
+        bytes
+    };
+    // An incomplete sequence at the end (no invalid byte after it) waits when streaming.
+    let waiting = match std::str::from_utf8(bytes) {
+        Err(e) if stream && e.error_len().is_none() => bytes.len() - e.valid_up_to(),
+        _ => 0,
+    };
+    let complete = &bytes[..bytes.len() - waiting];
+    match std::str::from_utf8(complete) {
+        Ok(text) => Some((text.to_string(), waiting)),
+        Err(_) if fatal => None,
+        Err(_) => Some((String::from_utf8_lossy(complete).into_owned(), waiting)),
     }
 }
 

@@ -84,7 +84,10 @@ impl Engine {
             Function::new(
                 ctx.clone(),
                 |ctx: Ctx<'js>, name: String| -> rquickjs::Result<Object<'js>> {
-                    if !matches!(name.as_str(), modules::ZOD | "node:url" | "node:crypto") {
+                    if !matches!(
+                        name.as_str(),
+                        modules::ZOD | modules::WEB | "node:url" | "node:crypto"
+                    ) {
                         return Err(rquickjs::Exception::throw_type(
                             &ctx,
                             "not a module the host serves",

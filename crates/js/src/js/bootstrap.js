@@ -197,6 +197,8 @@
   lazyGlobal("URL", () => urlModule().URL);
   lazyGlobal("URLSearchParams", () => urlModule().URLSearchParams);
   lazyGlobal("crypto", () => cryptoModule().webcrypto);
+  const webModule = lazyModule("covel:web");
+  for (const name of ["AbortController", "AbortSignal", "TextEncoder", "TextDecoder"]) lazyGlobal(name, () => webModule()[name]);
 
   let shortIds = 0;
   const toolkit = Object.freeze({
