@@ -10,6 +10,18 @@ mod state;
 pub use commands::builder;
 use tauri::Manager;
 
+/// On Linux a window needs a display: without one GTK would panic ("Failed to initialize gtk
+/// backend!") with a backtrace; this says what to do instead.
+fn no_display_is_said() -> anyhow::Result<()> {
+    let display = |name: &str| std::env::var_os(name).is_some_and(|v| !v.is_empty());
+    if cfg!(target_os = "linux") && !display("DISPLAY") && !display("WAYLAND_DISPLAY") {
+        anyhow::bail!(
+            "there is no display to open the window on (neither DISPLAY nor WAYLAND_DISPLAY is set). Run it in a desktop session, under a virtual display (`xvfb-run covel-studio …`), or use the `covel` command line, which needs none"
+        );
+    }
+    Ok(())
+}
+
 /// Starts the app on a plugins folder and session.
 pub fn run(plugins: Option<String>, session: Option<String>) -> anyhow::Result<()> {
     logging::init();
@@ -21,6 +33,7 @@ pub fn run(plugins: Option<String>, session: Option<String>) -> anyhow::Result<(
         commands::export_bindings(&path)
             .map_err(|e| anyhow::anyhow!("exporting TypeScript bindings: {e}"))?;
     }
+    no_display_is_said()?;
     let initial = state::initial_folder(plugins, session);
     tauri::Builder::default()
         .plugin(tauri_plugin_dialog::init())

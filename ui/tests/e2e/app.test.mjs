@@ -314,6 +314,22 @@ test("start-up with a broken session shows the error with file, line and column 
   await capture(join(shots, "e2e-startup-error.png"));
 });
 
+test("without a display the app says what to do instead of a GTK panic", async () => {
+  const env = isolated();
+  delete env.DISPLAY;
+  delete env.WAYLAND_DISPLAY;
+  const { code, stderr } = await new Promise((done, fail) => {
+    const child = spawn(app, [folder], { stdio: ["ignore", "ignore", "pipe"], env });
+    let err = "";
+    child.stderr.on("data", (d) => (err += d));
+    child.on("error", fail);
+    child.on("close", (exit) => done({ code: exit, stderr: err }));
+  });
+  assert.equal(code, 1, stderr);
+  assert.match(stderr, /no display to open the window on .*xvfb-run covel-studio/);
+  assert.doesNotMatch(stderr, /panicked|backtrace/i);
+});
+
 test("start-up with a missing folder shows the error in the window and on stderr", async () => {
   const missing = join(folder, "no-such-folder");
   const child = spawn(app, [missing], { stdio: ["ignore", "ignore", "pipe"], env: isolated() });
