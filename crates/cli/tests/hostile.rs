@@ -118,6 +118,22 @@ fn keyed_session(dir: &Path, settings: &Path, port: u16, model: &str) {
     .expect("session");
 }
 
+/// `covel play plugins --session s.session.yaml --say hello` in `dir` (see [`keyed_session`]).
+fn play_keyed(dir: &Path, env: &[(&str, Option<&str>)]) -> Output {
+    covel_in(
+        dir,
+        &[
+            "play",
+            "plugins",
+            "--session",
+            "s.session.yaml",
+            "--say",
+            "hello",
+        ],
+        env,
+    )
+}
+
 #[test]
 fn row_9_a_trusted_model_server_that_redirects_never_passes_the_key_on() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -144,16 +160,8 @@ fn row_9_a_trusted_model_server_that_redirects_never_passes_the_key_on() {
             "backend: anthropic, model: claude-sonnet-4-5, baseUrl: http://127.0.0.1:{trusted}"
         ),
     );
-    let output = covel_in(
+    let output = play_keyed(
         dir.path(),
-        &[
-            "play",
-            "plugins",
-            "--session",
-            "s.session.yaml",
-            "--say",
-            "hello",
-        ],
         &[
             (
                 "COVEL_STUDIO_CONFIG",
@@ -197,16 +205,8 @@ fn row_10_without_an_absolute_config_home_no_trust_file_is_read_from_the_working
         &format!("backend: openai, model: local, baseUrl: http://127.0.0.1:{port}/v1"),
     );
     for home in [None, Some("")] {
-        let output = covel_in(
+        let output = play_keyed(
             dir.path(),
-            &[
-                "play",
-                "plugins",
-                "--session",
-                "s.session.yaml",
-                "--say",
-                "hello",
-            ],
             &[
                 ("COVEL_STUDIO_CONFIG", None),
                 ("XDG_CONFIG_HOME", Some("")),
