@@ -53,9 +53,9 @@ export const commands = {
 	forecast: (model: string | null, pace: number | null, ttl: string) => typedError<Forecast_Serialize, string>(__TAURI_INVOKE("forecast", { model, pace, ttl })),
 	/**  The Tests panel: every test session of the open folder (`update` rewrites golden snapshots). */
 	runTests: (update: boolean) => typedError<TestRun_Serialize, string>(__TAURI_INVOKE("run_tests", { update })),
+	/**  Where this run's log file is (`None` when none could be created), for the UI to show. */
 	logFile: () => typedError<string | null, string>(__TAURI_INVOKE("log_file")),
 	/**
-	 *  Where this run's log file is (`None` when none could be created), for the UI to show.
 	 *  This build: the studio's version, the SDK it mirrors and the contracts it implements (what
 	 *  `covel-studio --version` prints).
 	 */
