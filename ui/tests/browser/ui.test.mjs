@@ -276,6 +276,9 @@ test("switching the runtime assembles the prompt for that runtime", async () => 
   await page.getByTestId("assemble-contract").click();
   await page.getByTestId("error").waitFor();
   assert.deepEqual((await fakeCalls()).at(-1), ["setRuntime", "contract:narrative-engine@1"], "the contract field sends contract:C");
+  // The error of an action can be dismissed; it does not stay above every panel.
+  await page.getByTestId("dismiss-error").click();
+  assert.equal(await page.getByTestId("error").count(), 0);
   assert.equal(await page.getByTestId("runtime").inputValue(), "plugin:story-director", "a refused switch leaves the selector on the backend's runtime");
   await page.locator('[data-tab="Stage"]').click();
   await page.locator('[data-tab="Prompt"]').click();
@@ -419,6 +422,9 @@ test("an open that failed before the page listened is shown with file, line and 
   await failed.getByTestId("open-error").waitFor();
   assert.match(await failed.getByTestId("open-error").textContent(), /broken\.session\.yaml:3:1: \[session-schema\] unknown field `lokale`/);
   assert.ok(await failed.getByPlaceholder("/path/to/plugins").isVisible(), "the author can pick another folder");
+  await failed.getByTestId("dismiss-open-error").click();
+  assert.equal(await failed.getByTestId("open-error").count(), 0, "dismissed");
+  assert.ok(await failed.getByPlaceholder("/path/to/plugins").isVisible(), "the Open panel stays");
   await failed.close();
 });
 
@@ -727,4 +733,19 @@ test("About says the studio's version, the SDK it mirrors and the contracts, as 
   await box.getByRole("button", { name: "Close" }).click();
   assert.equal(await box.count(), 0);
   await context.close();
+});
+
+test("a compaction run that found nothing to compact says so, as covel compact does, not `output: null`", async () => {
+  const next = structuredClone(await fixture("after-reload.json"));
+  const c = next.compaction;
+  next.compaction.lastRun = {
+    windows: c.windows, budget: c.budget, estimatedTokens: c.estimatedTokens, thresholdTokens: c.thresholdTokens,
+    triggered: true, input: {}, output: null, providedBy: "history-compaction", calls: [], events: [], consecutiveFailures: 0,
+    verdict: { nothingToCompact: true, accepted: true, rules: [{ rule: "output-shape", ok: true, detail: "null: nothing to compact" }], totalSegments: 0, totalTokens: 0 },
+  };
+  await page.evaluate((s) => window.__fakeSnapshot(s), next);
+  await page.locator('[data-tab="Compaction"]').click();
+  assert.equal(await page.getByTestId("compaction-verdict").textContent(), "Verdict: nothing to compact");
+  assert.match(await page.getByTestId("compaction-output-null").textContent(), /returned null: it found nothing to compact/);
+  await page.locator('[data-tab="Prompt"]').click();
 });
