@@ -1520,3 +1520,19 @@ fn a_compact_now_whose_session_changed_meanwhile_is_not_applied_and_says_why() {
         Some(&covel_studio::live::UndoEntry::Compaction)
     );
 }
+
+#[test]
+fn a_missing_session_file_is_a_missing_file_not_an_unreadable_manifest() {
+    let dir = sample_copy();
+    let missing = dir.path().join("no-such.session.yaml");
+    let error = match covel_studio::Workspace::open(
+        dir.path(),
+        Some(&missing),
+        &covel_js::Limits::default(),
+    ) {
+        Ok(_) => panic!("a missing session does not open"),
+        Err(e) => e.diagnostic(),
+    };
+    assert_eq!(error.code.as_str(), "missing-file", "{error}");
+    assert_eq!(error.file.as_deref(), Some(missing.as_path()));
+}

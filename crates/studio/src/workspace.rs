@@ -42,7 +42,20 @@ impl WorkspaceError {
                 Diagnostic::new(covel_kernel::Code::MissingFile, self.to_string()).file(path)
             }
             WorkspaceError::SessionFile(refusal) => {
-                Diagnostic::new(refusal.code(), self.to_string()).file(refusal.path())
+                // A session is no manifest: a missing one is a missing file, an unreadable one
+                // an unreadable file.
+                let code = match refusal {
+                    covel_kernel::files::FileRefusal::Unreadable(path, _)
+                        if std::fs::symlink_metadata(path).is_err() =>
+                    {
+                        covel_kernel::Code::MissingFile
+                    }
+                    covel_kernel::files::FileRefusal::Unreadable(..) => {
+                        covel_kernel::Code::FileUnreadable
+                    }
+                    other => other.code(),
+                };
+                Diagnostic::new(code, self.to_string()).file(refusal.path())
             }
             WorkspaceError::Session(diagnostic) => diagnostic.clone(),
         }

@@ -94,6 +94,13 @@ export function fakeBackend(): Backend {
   return {
     open: async (plugins, session) => {
       calls.push(["open", plugins, session]);
+      // A folder named `missing…` fails to open as the shell does: an `open-failed` event with
+      // the diagnostic, and the command's rejection.
+      if (plugins.includes("missing")) {
+        const error = { code: "missing-file", message: `the plugins folder ${plugins} does not exist`, file: plugins };
+        for (const l of listeners) l({ reason: "open-failed", error });
+        throw new Error(`${plugins}: [missing-file] the plugins folder does not exist`);
+      }
       return current;
     },
     snapshot: async () => {

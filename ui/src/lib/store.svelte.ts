@@ -161,8 +161,12 @@ class Studio {
     this.conflict = null;
   }
 
-  /** Runs a backend action with progress; `cancel()` stops waiting for it. */
-  async run(label: string, action: (b: Awaited<typeof backend>) => Promise<Snapshot | SnapshotPatch | void>): Promise<boolean> {
+  /**
+   * Runs a backend action with progress; `cancel()` stops waiting for it. `shownByEvent`: the
+   * backend reports the action's failure as an event of its own (an open: `open-failed`, with the
+   * file, line and column), so its rejection is not shown a second time.
+   */
+  async run(label: string, action: (b: Awaited<typeof backend>) => Promise<Snapshot | SnapshotPatch | void>, shownByEvent = false): Promise<boolean> {
     const ticket = ++this.ticket;
     this.actions++;
     this.busy = label;
@@ -174,7 +178,7 @@ class Studio {
       else if (result) await this.merge(result);
       return true;
     } catch (e) {
-      if (ticket === this.ticket) this.error = e instanceof Error ? e.message : String(e);
+      if (ticket === this.ticket && !shownByEvent) this.error = e instanceof Error ? e.message : String(e);
       return false;
     } finally {
       if (ticket === this.ticket) this.busy = null;

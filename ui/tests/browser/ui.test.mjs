@@ -749,3 +749,19 @@ test("a compaction run that found nothing to compact says so, as covel compact d
   assert.match(await page.getByTestId("compaction-output-null").textContent(), /returned null: it found nothing to compact/);
   await page.locator('[data-tab="Prompt"]').click();
 });
+
+test("a failed open is shown once, with its code and place, and can be dismissed", async () => {
+  const context = await browser.newContext({ viewport: { width: 1440, height: 920 } });
+  const own = await context.newPage();
+  await own.goto(url);
+  await own.getByTestId("system-prompt").waitFor();
+  await own.locator('[data-tab="Open"]').click();
+  await own.getByPlaceholder("/path/to/plugins").fill("/work/missing-plugins");
+  await own.getByRole("button", { name: "Open", exact: true }).click();
+  await own.getByTestId("open-error").waitFor();
+  assert.match(await own.getByTestId("open-error").textContent(), /\[missing-file\]/);
+  assert.equal(await own.getByTestId("error").count(), 0, "not a second time as the action's error");
+  await own.getByTestId("dismiss-open-error").click();
+  assert.equal(await own.getByTestId("open-error").count(), 0);
+  await context.close();
+});
