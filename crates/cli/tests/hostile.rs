@@ -171,18 +171,18 @@ fn row_9_a_trusted_model_server_that_redirects_never_passes_the_key_on() {
         ],
     );
     let said = text_of(&output);
-    assert_eq!(output.status.code(), Some(1), "{said}");
-    assert!(said.contains("redirects to"), "{said}");
-    let asked = asked.lock().expect("lock");
-    assert!(
-        asked.iter().any(|r| r.contains(KEY)),
-        "the trusted origin got the key: {asked:?}"
-    );
     let taken = taken.lock().expect("lock");
     assert!(
         taken.iter().all(|r| !r.contains(KEY)),
         "the other origin never sees the key: {taken:?}"
     );
+    let asked = asked.lock().expect("lock");
+    assert!(
+        asked.iter().any(|r| r.contains(KEY)),
+        "the trusted origin got the key: {asked:?}"
+    );
+    assert_eq!(output.status.code(), Some(1), "{said}");
+    assert!(said.contains("redirects to"), "{said}");
 }
 
 #[test]
