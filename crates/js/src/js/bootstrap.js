@@ -35,7 +35,14 @@
   // The stack is only ever a hint: the host keeps a frame only when it names a module the loader
   // itself loaded, and reads that module's text from the loader's record, never from a path.
   const site = (key) => append(staged.sites, { key, stack: clipped(new HostError().stack, 65536) });
-  const handlers = Object.create(null);
+  // Handlers and timers are Maps reached only through their methods bound here, before plugin
+  // code runs: a replaced `Map.prototype.get` or `set` never receives them (and, unlike an
+  // object keyed by the call's key, a Map lookup makes no atom of the key on every call).
+  const handlers = new Map();
+  const handlerOf = Map.prototype.get.bind(handlers);
+  const hasHandler = Map.prototype.has.bind(handlers);
+  const setHandler = Map.prototype.set.bind(handlers);
+  const clearHandlers = Map.prototype.clear.bind(handlers);
   const disposers = [];
   let closed = false;
   let logs = [];
@@ -90,8 +97,13 @@
   }
 
   // ---- timers: driven by the host's event loop, bounded by the call deadline -----------------
-  // Timers and handlers live in objects without a prototype: no replaceable method touches them.
-  const timers = Object.create(null);
+  const timers = new Map();
+  const setTimer = Map.prototype.set.bind(timers);
+  const deleteTimer = Map.prototype.delete.bind(timers);
+  const clearTimers = Map.prototype.clear.bind(timers);
+  // `forEach` walks the Map natively: no iterator whose replaceable `next` would see it.
+  const eachTimer = Map.prototype.forEach.bind(timers);
+  const timerCount = Reflect.getOwnPropertyDescriptor(Map.prototype, "size").get.bind(timers);
   let nextTimer = 1;
   globalThis.setTimeout = (fn, ms = 0, ...args) => {
     const id = nextTimer++;
@@ -100,10 +112,10 @@
       if (delay > TIMEOUT_MAX && logs.length < 50) append(logs, `[studio] setTimeout(…, ${delay}) is over ${TIMEOUT_MAX} ms: it runs after 1 ms, as in Node`);
       delay = 1;
     }
-    timers[id] = { due: host.now() + delay, fn, args };
+    setTimer(id, { due: host.now() + delay, fn, args });
     return id;
   };
-  globalThis.clearTimeout = (id) => { delete timers[id]; };
+  globalThis.clearTimeout = (id) => { deleteTimer(id); };
   globalThis.setInterval = undefined;
   globalThis.queueMicrotask = (fn) => { Promise.resolve().then(fn); };
 
@@ -236,7 +248,7 @@
         const handler = definition && definition.handler;
         append(staged.extensions, { point: `${point}`, id: `${id}`, handlerIsFunction: typeof handler === "function" });
         const key = `${point}/${id}`;
-        if (typeof handler === "function" && !(key in handlers)) handlers[key] = handler;
+        if (typeof handler === "function" && !hasHandler(key)) setHandler(key, handler);
       },
       registerTool(tool) { const name = nameOf(tool, "<unnamed>"); guard("tool", name); append(staged.tools, name); },
       registerService(def) { const c = def && def.contract ? `${def.contract}` : "<no contract>"; guard("service", c); append(staged.services, c); },
@@ -357,7 +369,7 @@
     call(key, input, turnId, withGateway) {
       if (logs.length) logs = [];
       impure = null;
-      const handler = handlers[key];
+      const handler = handlerOf(key);
       if (!handler) throw new Error(`no handler registered for ${key}`);
       liveSignal = { __proto__: callSignal };
       return handler(input, makeContext(liveSignal, turnId, withGateway));
@@ -366,7 +378,7 @@
     // from now on), and answers null when the handler printed nothing and stayed pure, else
     // [logs, impure] (what it printed, why it must not be memoized), in one crossing.
     finish() {
-      for (const id in timers) delete timers[id];
+      if (timerCount()) clearTimers();
       const listeners = liveListeners;
       liveSignal = null;
       liveListeners = null;
@@ -382,7 +394,7 @@
     },
     nextTimerDue() {
       let due = -1;
-      for (const id in timers) { const t = timers[id]; if (due < 0 || t.due < due) due = t.due; }
+      eachTimer((t) => { if (due < 0 || t.due < due) due = t.due; });
       return due;
     },
     fireDueTimers() {
@@ -390,10 +402,10 @@
       // Due timers fire earliest first (ties in the order they were set).
       for (;;) {
         let next = null;
-        for (const id in timers) if (timers[id].due <= now && (next === null || timers[id].due < timers[next].due)) next = id;
-        if (next === null) break;
-        const t = timers[next];
-        delete timers[next];
+        let t = null;
+        eachTimer((timer, id) => { if (timer.due <= now && (t === null || timer.due < t.due)) { t = timer; next = id; } });
+        if (t === null) break;
+        deleteTimer(next);
         apply(t.fn, undefined, t.args);
       }
     },
@@ -402,7 +414,7 @@
       let ran = 0;
       for (let i = disposers.length - 1; i >= 0; i--) { ran += 1; try { apply(disposers[i], undefined, []); } catch { /* disposal errors do not block unloading */ } }
       disposers.length = 0;
-      for (const key in handlers) delete handlers[key];
+      clearHandlers();
       return ran;
     },
   });
