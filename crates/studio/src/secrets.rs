@@ -35,39 +35,29 @@ struct Settings {
 /// make it relative to wherever the studio runs, where a plugin folder or a cloned repository
 /// could hold a file that trusts its own key. Then there is no trust file (said once).
 pub fn settings_path() -> Option<PathBuf> {
-    let configured =
-        std::env::var_os("COVEL_STUDIO_CONFIG").map(|p| ("COVEL_STUDIO_CONFIG", PathBuf::from(p)));
-    let found = configured.or_else(|| {
-        let xdg = std::env::var_os("XDG_CONFIG_HOME")
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute());
-        let base = xdg.or_else(|| {
-            std::env::var_os("HOME")
-                .map(PathBuf::from)
-                .filter(|h| h.is_absolute())
-                .map(|h| h.join(".config"))
-        })?;
-        Some((
-            "XDG_CONFIG_HOME or HOME",
-            base.join("covel-studio").join("trusted-keys.yaml"),
-        ))
-    });
-    match found {
-        Some((_, path)) if path.is_absolute() => Some(path),
-        Some((from, path)) => {
-            say_once(&format!(
-                "covel-studio: {from} gives the relative path {}; only an absolute path is read for trusted keys, so none is used",
-                path.display()
-            ));
-            None
+    if let Some(path) = std::env::var_os("COVEL_STUDIO_CONFIG").map(PathBuf::from) {
+        if path.is_absolute() {
+            return Some(path);
         }
-        None => {
-            say_once(
-                "covel-studio: no absolute XDG_CONFIG_HOME or HOME, so no trusted-keys file is used (only the providers' official endpoints get keys)",
-            );
-            None
-        }
+        say_once(&format!(
+            "covel-studio: COVEL_STUDIO_CONFIG is the relative path {}; only an absolute path is read for trusted keys, so none is used",
+            path.display()
+        ));
+        return None;
     }
+    // As the XDG base directory rules say: a relative (or empty) value is ignored.
+    let absolute = |name: &str| {
+        std::env::var_os(name)
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    let base = absolute("XDG_CONFIG_HOME").or_else(|| absolute("HOME").map(|h| h.join(".config")));
+    if base.is_none() {
+        say_once(
+            "covel-studio: no absolute XDG_CONFIG_HOME or HOME, so no trusted-keys file is used (only the providers' official endpoints get keys)",
+        );
+    }
+    base.map(|b| b.join("covel-studio").join("trusted-keys.yaml"))
 }
 
 /// Writes a note to stderr once per process.

@@ -59,11 +59,7 @@ pub(super) fn thrown(ctx: &Ctx<'_>) -> Thrown {
 
 fn clip(mut text: String) -> String {
     if text.len() > THROWN_TEXT_CHARS {
-        let mut end = THROWN_TEXT_CHARS;
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        text.truncate(end);
+        text.truncate(text.floor_char_boundary(THROWN_TEXT_CHARS));
         text.push('…');
     }
     text
