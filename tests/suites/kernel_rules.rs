@@ -255,19 +255,20 @@ fn upstream_shaped_plugins_load_and_their_providers_run() {
     assert_eq!(r.hooks, ["TurnStart:normal", "PostLLMResponse:post"]);
     assert_eq!(r.forms, ["quest-form"]);
     assert_eq!(r.wires, ["quest-voice"]);
-    // None of these is an extension point: the studio lists them and says it never runs them.
+    // Tools and hooks run in played turns; the others the studio lists and says it never runs.
     let kinds: Vec<&str> = r.not_run().iter().map(|(kind, _)| *kind).collect();
-    assert_eq!(
-        kinds,
-        ["tools", "actions", "services", "forms", "wires", "hooks"]
-    );
+    assert_eq!(kinds, ["actions", "services", "forms", "wires"]);
     assert_eq!(
         r.not_run_note().as_deref(),
         Some(
-            "registered only: the studio lists these tools, actions, services, forms, wires and \
-             hooks but never runs them (Covel's turn loop does); it previews the extension points"
+            "registered only: the studio lists these actions, services, forms and wires but never \
+             runs them (a player's command, a service request or a media request runs them in \
+             Covel); tools and hooks run in played turns"
         )
     );
+    assert_eq!(r.tool_specs[0].name, "quest-update");
+    assert_eq!(r.hook_specs.len(), 2);
+    assert_eq!(r.hook_specs[1].enforce, "post");
     assert!(
         quest
             .modules

@@ -39,6 +39,26 @@ impl Invoker for JsPlugin {
         }
     }
 
+    fn call_handler(
+        &self,
+        call: &covel_kernel::runner::HandlerCall,
+    ) -> covel_kernel::runner::CallReport {
+        match self.engine.lock() {
+            Ok(mut engine) => engine.call_handler(call),
+            Err(_) => covel_kernel::runner::CallReport {
+                result: Err(covel_kernel::runner::ProviderFailure {
+                    kind: covel_kernel::runner::FailureKind::Unavailable,
+                    message: "the plugin's runtime failed earlier and was shut down".into(),
+                }),
+                duration: Duration::ZERO,
+                logs: Vec::new(),
+                cached: false,
+                ran: None,
+                not_cached: None,
+            },
+        }
+    }
+
     /// A runtime that failed (its lock poisoned) answers nothing from its memo any more.
     fn memo_generation(&self) -> Option<u64> {
         (!self.engine.is_poisoned()).then(|| {

@@ -28,6 +28,30 @@ pub struct ProvidedExtension {
     pub site: Option<Site>,
 }
 
+/// A registered tool as the model is offered it: `covel.registerTool({name, description,
+/// parameters})`, with `parameters` as JSON Schema (from the tool's zod schema).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub parameters: serde_json::Value,
+}
+
+/// A registered hook handler: `covel.on(event, handler, {enforce, timeoutMs})`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HookSpec {
+    pub event: String,
+    /// `pre`, `normal` (the default) or `post`: the group the handler runs in.
+    pub enforce: String,
+    /// The handler's key in the plugin's runtime.
+    pub key: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    pub handler_is_function: bool,
+}
+
 /// Everything an entry registered, in call order.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -40,6 +64,10 @@ pub struct Registrations {
     pub wires: Vec<String>,
     /// `event:enforce` pairs.
     pub hooks: Vec<String>,
+    /// The tools with what the model is offered, in registration order.
+    pub tool_specs: Vec<ToolSpec>,
+    /// The hook handlers, in registration order.
+    pub hook_specs: Vec<HookSpec>,
     /// Registrations attempted after the factory settled (refused), as `kind:name`.
     pub refused_late: Vec<String>,
     /// Where each non-extension registration was made, in call order: `kind:name` (late ones
@@ -50,17 +78,15 @@ pub struct Registrations {
 
 impl Registrations {
     /// What the entry registered that the studio lists but never calls, by kind, in call order:
-    /// tools, actions, services, forms, wires and hooks belong to Covel's turn loop (a model's
-    /// tool call, a service request, an event), which the studio does not run; it previews the
-    /// extension points. Kinds with nothing registered are left out.
+    /// actions, services, forms and wires answer a player's command, a service request or a
+    /// media request, which a playtest does not make (tools and hooks run in played turns).
+    /// Kinds with nothing registered are left out.
     pub fn not_run(&self) -> Vec<(&'static str, &[String])> {
         [
-            ("tools", &self.tools),
             ("actions", &self.actions),
             ("services", &self.services),
             ("forms", &self.forms),
             ("wires", &self.wires),
-            ("hooks", &self.hooks),
         ]
         .into_iter()
         .filter(|(_, items)| !items.is_empty())
@@ -78,7 +104,7 @@ impl Registrations {
             [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
         };
         Some(format!(
-            "registered only: the studio lists these {named} but never runs them (Covel's turn loop does); it previews the extension points"
+            "registered only: the studio lists these {named} but never runs them (a player's command, a service request or a media request runs them in Covel); tools and hooks run in played turns"
         ))
     }
 
@@ -291,31 +317,29 @@ pub fn check(
 mod tests {
     use super::*;
 
-    fn registered(tools: &[&str], hooks: &[&str]) -> Registrations {
+    fn registered(actions: &[&str], tools: &[&str], hooks: &[&str]) -> Registrations {
+        let owned = |items: &[&str]| items.iter().map(|t| t.to_string()).collect();
         Registrations {
-            tools: tools.iter().map(|t| t.to_string()).collect(),
-            hooks: hooks.iter().map(|h| h.to_string()).collect(),
+            actions: owned(actions),
+            tools: owned(tools),
+            hooks: owned(hooks),
             ..Registrations::default()
         }
     }
 
     #[test]
-    fn the_not_run_note_names_each_kind_registered_and_is_absent_without_one() {
-        assert_eq!(registered(&[], &[]).not_run_note(), None);
-        let hooks = registered(&[], &["PostContextAssembly:normal"]);
-        assert_eq!(
-            hooks.not_run(),
-            [("hooks", &["PostContextAssembly:normal".to_string()][..])]
-        );
+    fn the_not_run_note_names_each_kind_the_studio_never_runs_and_never_tools_or_hooks() {
+        assert_eq!(registered(&[], &[], &[]).not_run_note(), None);
+        // Tools and hooks run in played turns: no note for them.
+        let played = registered(&[], &["scene"], &["PostContextAssembly:normal"]);
+        assert!(played.not_run().is_empty());
+        assert_eq!(played.not_run_note(), None);
+        let actions = registered(&["roll"], &["scene"], &["TurnStart:normal"]);
+        assert_eq!(actions.not_run(), [("actions", &["roll".to_string()][..])]);
         assert!(
-            hooks
-                .not_run_note()
-                .is_some_and(|n| n.starts_with("registered only: the studio lists these hooks but"))
-        );
-        assert!(
-            registered(&["roll"], &["TurnStart:normal"])
-                .not_run_note()
-                .is_some_and(|n| n.contains("these tools and hooks but never runs them"))
+            actions.not_run_note().is_some_and(
+                |n| n.starts_with("registered only: the studio lists these actions but")
+            )
         );
     }
 }

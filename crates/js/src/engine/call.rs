@@ -29,6 +29,18 @@ impl Engine {
     /// host's: a value the engine's bindings did not expect, say) fails this call and sets the
     /// engine aside; the process, the other plugins and the studio's locks carry on.
     pub fn call(&mut self, call: &ProviderCall) -> CallReport {
+        self.contained(|engine| engine.call_guarded(call))
+    }
+
+    /// Runs a tool or hook handler of the turn loop to completion (or its deadline); never
+    /// answered from the memo (a tool or hook acts on the turn). Contained as [`Engine::call`].
+    pub fn call_handler(&mut self, call: &HandlerCall) -> CallReport {
+        self.contained(|engine| engine.call_handler_guarded(call))
+    }
+
+    /// Runs `run` unless the engine was set aside; a panic inside it fails this call and sets
+    /// the engine aside.
+    fn contained(&mut self, run: impl FnOnce(&mut Engine) -> CallReport) -> CallReport {
         let started = Instant::now();
         let unavailable = |message: String| CallReport {
             result: Err(ProviderFailure {
@@ -46,7 +58,7 @@ impl Engine {
                 "the plugin's runtime was set aside after an internal error ({why}); save the plugin or use \"Run everything again\" to load it afresh"
             ));
         }
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.call_guarded(call))) {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(self))) {
             Ok(report) => report,
             Err(payload) => {
                 let why = self.set_aside(payload.as_ref());
@@ -114,9 +126,18 @@ impl Engine {
             });
         }
         GATEWAY.with(|g| *g.borrow_mut() = call.context.gateway.clone());
+        let key = format!("{}/{}", call.point, call.provider_id);
+        let invocation = Invocation {
+            key: &key,
+            input: &call.input,
+            turn_id: call.context.turn_id.as_deref(),
+            with_gateway: call.context.gateway.is_some(),
+            timeout: call.timeout,
+            ctx_plugin_id: None,
+        };
         let (result, logs, impure) = self
             .context
-            .with(|ctx| self.call_in(&ctx, call, execution.as_ref()));
+            .with(|ctx| self.call_in(&ctx, &invocation, execution.as_ref()));
         let impure = impure.or_else(|| {
             modules::take_random_used().then(|| "uses randomness (crypto)".to_string())
         });
@@ -150,6 +171,64 @@ impl Engine {
         report
     }
 
+    fn call_handler_guarded(&mut self, call: &HandlerCall) -> CallReport {
+        let started = Instant::now();
+        let view = &call.context.view;
+        // The handler context is rebuilt when what the plugin sees changed (as for providers).
+        let mut execution = None;
+        if self.view_seen != view.id() {
+            let fingerprint = view.visible_key(&self.plugin_id);
+            if fingerprint == self.fingerprint {
+                self.view_seen = view.id();
+            } else {
+                self.memo.clear();
+                self.fingerprint = fingerprint;
+                execution = Some(self.execution_data(&call.context));
+            }
+        }
+        modules::set_thread_root(&self.root);
+        self.arm(call.timeout);
+        let _ = self.memory.take_refused();
+        if let Ok(mut slot) = self.http.lock() {
+            *slot = Some(crate::http::CallHttp {
+                plugin: self.plugin_id.clone(),
+                context: Arc::clone(&call.context),
+                deadline: Instant::now() + call.timeout,
+            });
+        }
+        GATEWAY.with(|g| *g.borrow_mut() = call.context.gateway.clone());
+        let invocation = Invocation {
+            key: &call.key,
+            input: &call.input,
+            turn_id: call.context.turn_id.as_deref(),
+            with_gateway: call.context.gateway.is_some(),
+            timeout: call.timeout,
+            ctx_plugin_id: Some(&call.ctx_plugin_id),
+        };
+        let (result, logs, _) = self
+            .context
+            .with(|ctx| self.call_in(&ctx, &invocation, execution.as_ref()));
+        GATEWAY.with(|g| *g.borrow_mut() = None);
+        if let Ok(mut slot) = self.http.lock() {
+            *slot = None;
+        }
+        self.disarm();
+        if execution.is_some() && result.is_ok() {
+            self.view_seen = view.id();
+        }
+        if matches!(&result, Err(f) if f.kind == FailureKind::OutOfMemory) {
+            self.runtime.run_gc();
+        }
+        CallReport {
+            result: result.map(Arc::new),
+            duration: started.elapsed(),
+            logs,
+            cached: false,
+            ran: None,
+            not_cached: Some("a tool or hook acts on the turn".into()),
+        }
+    }
+
     /// Whether the memo keeps calls [`Engine::confirm_memo`] would run.
     pub fn has_unconfirmed(&self) -> bool {
         self.broken.is_none() && self.memo.has_unconfirmed()
@@ -174,7 +253,7 @@ impl Engine {
     pub(super) fn call_in<'js>(
         &self,
         ctx: &Ctx<'js>,
-        call: &ProviderCall,
+        call: &Invocation<'_>,
         execution: Option<&Json>,
     ) -> (Result<Json, ProviderFailure>, Vec<String>, Option<String>) {
         let fail = |kind, message: String| Err(ProviderFailure { kind, message });
@@ -205,7 +284,7 @@ impl Engine {
                 );
             }
         }
-        let input = match to_js(ctx, &call.input) {
+        let input = match to_js(ctx, call.input) {
             Ok(v) => v,
             Err(e) => {
                 return (
@@ -218,12 +297,12 @@ impl Engine {
                 );
             }
         };
-        let key = format!("{}/{}", call.point, call.provider_id);
         let started: rquickjs::Result<Value> = fns.call.call((
-            key.as_str(),
+            call.key,
             input,
-            call.context.turn_id.as_deref(),
-            call.context.gateway.is_some(),
+            call.turn_id,
+            call.with_gateway,
+            call.ctx_plugin_id,
         ));
         // A value (or an already settled promise) needs no trip through the job loop.
         let settled = match started {
@@ -358,6 +437,17 @@ impl Engine {
         )
         .unwrap_or(Json::Null)
     }
+}
+
+/// One handler call as the bootstrap starts it: a provider's (`point/id`), a tool's or a hook's.
+pub(super) struct Invocation<'a> {
+    pub key: &'a str,
+    pub input: &'a Json,
+    pub turn_id: Option<&'a str>,
+    pub with_gateway: bool,
+    pub timeout: Duration,
+    /// `ctx.pluginId` (tools and hooks only).
+    pub ctx_plugin_id: Option<&'a str>,
 }
 
 /// The bootstrap's end-of-call answer (`null`, or `[lines, why impure]`) as the host keeps it.

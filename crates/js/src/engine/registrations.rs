@@ -111,7 +111,43 @@ pub(super) fn registrations_from(
             }
         })
         .collect();
+    let text = |v: &Json, field: &str| {
+        v.get(field)
+            .and_then(Json::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let list = |field: &str| {
+        staged
+            .get(field)
+            .and_then(Json::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let tool_specs = list("toolSpecs")
+        .iter()
+        .map(|t| ToolSpec {
+            name: text(t, "name"),
+            description: text(t, "description"),
+            parameters: t.get("parameters").cloned().unwrap_or(Json::Null),
+        })
+        .collect();
+    let hook_specs = list("hookSpecs")
+        .iter()
+        .map(|h| HookSpec {
+            event: text(h, "event"),
+            enforce: text(h, "enforce"),
+            key: text(h, "key"),
+            timeout_ms: h.get("timeoutMs").and_then(Json::as_u64),
+            handler_is_function: h
+                .get("handlerIsFunction")
+                .and_then(Json::as_bool)
+                .unwrap_or(false),
+        })
+        .collect();
     Registrations {
+        tool_specs,
+        hook_specs,
         extensions,
         tools: strings("tools"),
         actions: strings("actions"),

@@ -28,6 +28,9 @@
 
   const staged = {
     extensions: [], tools: [], actions: [], services: [], forms: [], wires: [], hooks: [], refusedLate: [],
+    // What the turn loop needs of tools and hooks: `{name, description, parameters}` (the input's
+    // JSON Schema) and `{event, enforce, key, timeoutMs}` (the handler's key).
+    toolSpecs: [], hookSpecs: [],
     // Where each registration was made: `{key: "kind:name", stack}` in call order (late ones as
     // `late:kind:name`); the host keeps the first frame inside the plugin's own modules.
     sites: [],
@@ -218,13 +221,73 @@
     tool: (def) => Object.freeze({
       ...def,
       parameterSchema: def && def.parameters && typeof def.parameters === "object" && "_zod" in def.parameters
-        ? zodModule().z.toJSONSchema(def.parameters)
+        ? zodModule().z.toJSONSchema(def.parameters, { io: "input", unrepresentable: "any" })
         : def && def.parameters,
     }),
     shortId: () => `id${(++shortIds).toString(36)}`,
     shortIdBatch: (n) => Array.from({ length: n }, () => `id${(++shortIds).toString(36)}`),
-    withPendingProposals: (result) => result,
+    get withPendingProposals() { return sdkModule().withPendingProposals; },
   });
+  const sdkModule = lazyModule("@covel/plugin-handlers-utils");
+
+  // A tool's input is checked against its zod schema before `execute` runs, as upstream's tool
+  // host does; a refused input is answered with this marker (the host reports the issues).
+  const INVALID_INPUT = "covel.invalid-tool-input";
+  const isZod = (schema) => schema !== null && typeof schema === "object" && "_zod" in schema;
+  function toolHandler(tool) {
+    const execute = tool && tool.execute;
+    const schema = tool && tool.parameters;
+    // The host passes `{params, pendingProposals, emittedEventTopics, turnNumber}`.
+    return async (input, ctx) => {
+      if (typeof execute !== "function") throw new HostError(`tool ${nameOf(tool, "<unnamed>")} has no execute function`);
+      ctx.pendingProposals = input.pendingProposals || [];
+      ctx.emittedEventTopics = input.emittedEventTopics || [];
+      ctx.turnNumber = input.turnNumber;
+      let params = input.params;
+      if (isZod(schema)) {
+        const checked = schema.safeParse(params);
+        if (!checked.success) {
+          const issues = checked.error.issues.map((i) => ({ path: (i.path || []).map((p) => `${String(p)}`), message: `${i.message}` }));
+          return { kind: INVALID_INPUT, issues };
+        }
+        params = checked.data;
+      }
+      const result = await execute(params, ctx);
+      return result === undefined ? null : result;
+    };
+  }
+
+  // A hook handler is called `(ctx, payload)`; the host passes `{event, payload,
+  // activePluginIds}`. Nothing returned means continue (answered as null); a `match` that says
+  // no is answered `{action: "continue", skipped: true}`.
+  function hookHandler(handler, match) {
+    return async (input, ctx) => {
+      ctx.event = input.event;
+      ctx.activePluginIds = new Set(input.activePluginIds || []);
+      if (typeof match === "function" && !match(deepCopy(input.payload))) return { action: "continue", skipped: true };
+      const result = await handler(ctx, input.payload);
+      return result === undefined ? null : result;
+    };
+  }
+  const nameOf = (value, fallback) => (value && typeof value === "object" && typeof value.name === "string" ? value.name : fallback);
+  function toolSpec(tool, name) {
+    // The model is offered the input side of the zod schema as JSON Schema, without `$schema`
+    // (as upstream's tool() does).
+    let parameters = tool && tool.parameterSchema;
+    if (parameters === undefined && tool) {
+      try {
+        parameters = isZod(tool.parameters) ? zodModule().z.toJSONSchema(tool.parameters, { io: "input", unrepresentable: "any" }) : tool.parameters;
+      } catch (e) {
+        parameters = null;
+      }
+    }
+    if (parameters && typeof parameters === "object" && "$schema" in parameters) {
+      parameters = { ...parameters };
+      delete parameters.$schema;
+    }
+    return { name, description: tool && typeof tool.description === "string" ? tool.description : "", parameters: parameters ?? null };
+  }
+  let hookCount = 0;
 
   // ---- the facade ------------------------------------------------------------------------------
   function makeFacade(pluginId) {
@@ -237,7 +300,6 @@
       }
       site(`${kind}:${name}`);
     };
-    const nameOf = (value, fallback) => (value && typeof value === "object" && typeof value.name === "string" ? value.name : fallback);
     const covel = {
       pluginId,
       signal: lifetime,
@@ -250,9 +312,23 @@
         const key = `${point}/${id}`;
         if (typeof handler === "function" && !hasHandler(key)) setHandler(key, handler);
       },
-      registerTool(tool) { const name = nameOf(tool, "<unnamed>"); guard("tool", name); append(staged.tools, name); },
+      registerTool(tool) {
+        const name = nameOf(tool, "<unnamed>");
+        guard("tool", name);
+        append(staged.tools, name);
+        append(staged.toolSpecs, toolSpec(tool, name));
+        if (!hasHandler(`tool:${name}`)) setHandler(`tool:${name}`, toolHandler(tool));
+      },
       registerService(def) { const c = def && def.contract ? `${def.contract}` : "<no contract>"; guard("service", c); append(staged.services, c); },
-      on(event, _handler, options) { const key = `${event}:${(options && options.enforce) || "normal"}`; guard("hook", key); append(staged.hooks, key); },
+      on(event, handler, options) {
+        const enforce = `${(options && options.enforce) || "normal"}`;
+        guard("hook", `${event}:${enforce}`);
+        append(staged.hooks, `${event}:${enforce}`);
+        const key = `hook:${++hookCount}`;
+        const timeoutMs = options && typeof options.timeoutMs === "number" ? options.timeoutMs : null;
+        append(staged.hookSpecs, { event: `${event}`, enforce, key, timeoutMs, handlerIsFunction: typeof handler === "function" });
+        if (typeof handler === "function") setHandler(key, hookHandler(handler, options && options.match));
+      },
       registerRpc(action) { guard("action", action); append(staged.actions, `${action}`); },
       registerFormValidator(name) { guard("form", name); append(staged.forms, `${name}`); },
       registerWires(groups) {
@@ -333,7 +409,7 @@
   // the call's own `ctx` and `pluginData` objects are not: each call gets new ones, so a handler
   // that changes them changes only what it sees itself, and freezing them cost about a tenth
   // of a call.
-  function makeContext(signal, turnId, withGateway) {
+  function makeContext(signal, turnId, withGateway, owner) {
     liveReader = { get: shared.get, list: shared.list };
     const ctx = {
       callerPluginId: "__kernel",
@@ -348,6 +424,8 @@
       signal,
     };
     if (withGateway) ctx.gateway = gateway;
+    // Tools and hooks know their plugin (proposals name it as their source).
+    if (typeof owner === "string") { ctx.pluginId = owner; ctx.runtimeId = owner; }
     return ctx;
   }
   const covelHttpForCalls = makeHttp();
@@ -366,13 +444,13 @@
     setExecution,
     // Starts one handler call and answers what the handler returned (a value or a promise); a
     // synchronous throw is the call's error. `withGateway`: the call site lends `ctx.gateway`.
-    call(key, input, turnId, withGateway) {
+    call(key, input, turnId, withGateway, owner) {
       if (logs.length) logs = [];
       impure = null;
       const handler = handlerOf(key);
       if (!handler) throw new Error(`no handler registered for ${key}`);
       liveSignal = { __proto__: callSignal };
-      return handler(input, makeContext(liveSignal, turnId, withGateway));
+      return handler(input, makeContext(liveSignal, turnId, withGateway, owner));
     },
     // Ends the call (started or not): drops its timers, aborts its signal (its ctx reads nothing
     // from now on), and answers null when the handler printed nothing and stayed pure, else

@@ -76,6 +76,18 @@ impl Validator {
         }
     }
 
+    /// Compiles a schema a plugin wrote (an event's data schema): one that does not compile
+    /// is the plugin's error, said in the answer.
+    pub fn of_plugin(name: &str, schema: &Value) -> Result<Validator, String> {
+        let compiled = jsonschema::draft202012::new(schema)
+            .map_err(|e| format!("the schema of {name} does not compile: {e}"))?;
+        Ok(Validator {
+            name: name.to_string(),
+            schema: schema.clone(),
+            compiled,
+        })
+    }
+
     /// Validates a value, returning every violation.
     pub fn check(&self, value: &Value) -> Result<(), SchemaError> {
         if self.compiled.is_valid(value) {

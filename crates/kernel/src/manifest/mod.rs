@@ -117,10 +117,20 @@ pub struct DeclaredInventory {
     pub wires: Vec<String>,
     /// `event:enforce` pairs (enforce defaults to `normal`).
     pub hooks: Vec<String>,
+    /// The event topics the package declares (`contributes.events`), with their data schemas:
+    /// what the turn loop's `emit-event` accepts.
+    pub events: Vec<DeclaredEvent>,
     /// Where each declaration's item starts in PLUGIN.md, by `kind:name` (tool, action, service,
     /// form, wire, hook), for diagnostics.
     #[serde(skip)]
     pub positions: BTreeMap<String, (u32, u32)>,
+}
+
+/// One `contributes.events` entry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DeclaredEvent {
+    pub topic: String,
+    pub schema: serde_json::Value,
 }
 
 /// A checked root manifest.
@@ -572,6 +582,14 @@ impl Checker<'_> {
             forms,
             wires,
             hooks,
+            events: contributes
+                .events
+                .iter()
+                .map(|e| DeclaredEvent {
+                    topic: e.topic.clone(),
+                    schema: e.schema.clone(),
+                })
+                .collect(),
             positions,
         };
         let runtimes = raw

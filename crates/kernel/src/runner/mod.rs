@@ -82,11 +82,41 @@ pub struct ProviderCall {
     pub timeout: Duration,
 }
 
+/// One call of a plugin's tool or hook handler in the turn loop. Unlike a provider call it is
+/// never answered from a memo: tools and hooks act on the turn.
+#[derive(Debug, Clone)]
+pub struct HandlerCall {
+    /// The handler's key in the plugin's runtime: `tool:<name>` or a hook's `hook:<n>`.
+    pub key: String,
+    pub input: Value,
+    pub context: Arc<ExecutionContext>,
+    pub timeout: Duration,
+    /// The plugin id the handler's `ctx.pluginId` names: the tool's own plugin, or for a hook
+    /// the runtime the event is about.
+    pub ctx_plugin_id: String,
+}
+
 /// Something that can run a plugin's handlers: covel-js's QuickJS runtime, or a Rust closure in
 /// tests. A call runs to completion on the caller's thread (the engine enforces the timeout it
 /// was given); `collect` calls different plugins' invokers from several threads at once.
 pub trait Invoker: Send + Sync {
     fn call(&self, call: &ProviderCall) -> CallReport;
+
+    /// Runs a tool or hook handler (see [`HandlerCall`]); an invoker that has none answers
+    /// `Unavailable`.
+    fn call_handler(&self, call: &HandlerCall) -> CallReport {
+        CallReport {
+            result: Err(ProviderFailure {
+                kind: FailureKind::Unavailable,
+                message: format!("no handler {} here", call.key),
+            }),
+            duration: Duration::ZERO,
+            logs: Vec::new(),
+            cached: false,
+            ran: None,
+            not_cached: None,
+        }
+    }
 
     /// A number that moves whenever an answer the invoker's memo holds may go or change (the
     /// memo cleared, an entry evicted or replaced), read without waiting for a call to end;
