@@ -74,6 +74,9 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
                 (Some(reply), None) => crate::say!("   narrator: {}", reply.text),
                 _ => {}
             }
+            for step in &turn.steps {
+                crate::say!("   · {}", step.line());
+            }
             let c = &turn.compaction;
             crate::say!(
                 "   prompt {} system tokens · estimate {} / threshold {:.0}{}",

@@ -169,6 +169,99 @@ pub fn json_schema() -> Value {
     schema
 }
 
+/// What a scripted story model answers in one turn: the narration, or the model's calls.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum ScriptedReply {
+    /// The narration (it may emit events as `<event topic="…">{…}</event>` tags).
+    Text(String),
+    /// A turn in which the model calls tools.
+    Calls(ScriptedCalls),
+}
+
+/// A scripted turn with tool calls: `tools` (one round) then `reply`; or `calls`, every model
+/// call of the turn in order (past the end, the last one is answered again).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptedCalls {
+    /// The tools the model calls first, all in one round.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<ScriptedToolCall>,
+    /// The narration after the tools' results.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply: Option<String>,
+    /// Instead of `tools` and `reply`: each model call of the turn, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calls: Vec<ScriptedCall>,
+}
+
+/// One scripted model call: its text, its tool calls, or both.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptedCall {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<ScriptedToolCall>,
+}
+
+/// A tool call the scripted model makes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptedToolCall {
+    /// The tool's name, as its plugin registered it (or `emit-event`).
+    pub name: String,
+    /// The tool's input (default: `{}`).
+    #[serde(default = "empty_input")]
+    pub input: Value,
+}
+
+fn empty_input() -> Value {
+    Value::Object(Map::new())
+}
+
+impl ScriptedReply {
+    /// The model's calls in the turn, in order.
+    pub fn calls(&self) -> Vec<ScriptedCall> {
+        match self {
+            ScriptedReply::Text(text) => vec![ScriptedCall {
+                text: Some(text.clone()),
+                tools: Vec::new(),
+            }],
+            ScriptedReply::Calls(c) if !c.calls.is_empty() => c.calls.clone(),
+            ScriptedReply::Calls(c) => {
+                let reply = ScriptedCall {
+                    text: c.reply.clone(),
+                    tools: Vec::new(),
+                };
+                if c.tools.is_empty() {
+                    vec![reply]
+                } else {
+                    let round = ScriptedCall {
+                        text: None,
+                        tools: c.tools.clone(),
+                    };
+                    vec![round, reply]
+                }
+            }
+        }
+    }
+
+    /// The turn's narration: the text of its last call.
+    pub fn narration(&self) -> String {
+        self.calls()
+            .last()
+            .and_then(|c| c.text.clone())
+            .unwrap_or_default()
+    }
+}
+
+impl From<&str> for ScriptedReply {
+    fn from(text: &str) -> Self {
+        ScriptedReply::Text(text.to_string())
+    }
+}
+
 /// The story and fast models.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -209,9 +302,10 @@ pub struct Model {
     /// Minimum cacheable prefix in tokens for this model (prompt-cache lint).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_cacheable_tokens: Option<u32>,
-    /// Replies of the scripted backend, used in turn order (cycled).
+    /// Replies of the scripted backend, one per turn, used in turn order (cycled): a text, or
+    /// the tools the model calls and its reply (docs/session-format.md).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub script: Vec<String>,
+    pub script: Vec<ScriptedReply>,
     /// Fault injection for the scripted backend: a gateway request whose prompt contains one of
     /// these texts fails, to see how providers handle a failing model.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -6,6 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::collections::BTreeMap;
 
 /// What a session file says about testing it.
 #[serde_with::skip_serializing_none]
@@ -32,7 +33,7 @@ pub struct ScriptedTurn {
     pub say: String,
     /// The story's reply. Absent: the session's story model answers (scripted, or `replay`
     /// from a recording).
-    pub reply: Option<String>,
+    pub reply: Option<crate::session::ScriptedReply>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub expect: Vec<Expectation>,
 }
@@ -60,6 +61,38 @@ pub enum Expectation {
     Tokens(TokenCheck),
     /// A provider's outcome in this turn's calls.
     Provider(ProviderCheck),
+    /// A tool call of the turn's loop: that it was called (with an input that matches), how
+    /// it ended, or that it was not called.
+    Tool(ToolCheck),
+    /// A hook call of the turn's loop and what it returned.
+    Hook(HookCheck),
+}
+
+/// A tool call in the turn's loop.
+#[serde_with::skip_serializing_none]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ToolCheck {
+    pub name: String,
+    /// Values the input must hold, by JSON pointer: `{ /sceneId: tower }`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub input: BTreeMap<String, Value>,
+    /// `ok`, `rejected`, `invalid-input`, `failed` or `not-found` (default: any).
+    pub outcome: Option<String>,
+    /// `false`: the tool must not be called this turn.
+    pub called: Option<bool>,
+}
+
+/// A hook call in the turn's loop.
+#[serde_with::skip_serializing_none]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct HookCheck {
+    pub event: String,
+    /// The hook's plugin (default: any).
+    pub plugin: Option<String>,
+    /// `continue`, `replaced`, `correction`, `rejected`, `failed`, … (default: any call).
+    pub outcome: Option<String>,
 }
 
 /// Text present or absent.

@@ -96,7 +96,7 @@ pub fn play(workspace: Workspace, turns: Option<usize>) -> (Vec<PlayedTurn>, Opt
                 None,
             ),
         };
-        let report = play.play_scripted(&say, reply.as_deref());
+        let report = play.play_scripted(&say, reply.as_ref());
         if let Some(error) = report.error {
             return (out, Some(format!("{}: {error}", report.turn_id)));
         }

@@ -22,6 +22,7 @@ pub mod slots;
 pub mod testing;
 pub mod textdiff;
 pub mod tokens;
+pub mod turn;
 pub mod wire;
 pub mod workspace;
 

@@ -193,10 +193,7 @@ impl PendingTurn {
     }
 
     /// Asks the story model; needs no access to the studio.
-    pub fn ask(
-        &self,
-        cancel: &std::sync::atomic::AtomicBool,
-    ) -> Result<crate::models::Reply, crate::models::ModelError> {
+    pub fn ask(&self, cancel: &std::sync::atomic::AtomicBool) -> crate::turn::LoopOutcome {
         self.turn.ask(cancel)
     }
 }
@@ -344,7 +341,7 @@ impl LiveStudio {
     pub fn finish_turn(
         &mut self,
         pending: PendingTurn,
-        answer: Result<crate::models::Reply, crate::models::ModelError>,
+        answer: crate::turn::LoopOutcome,
         cancel: &std::sync::atomic::AtomicBool,
     ) -> TurnReport {
         match self.append_reply(pending, answer, cancel) {
@@ -364,7 +361,7 @@ impl LiveStudio {
     pub fn append_reply(
         &mut self,
         pending: PendingTurn,
-        answer: Result<crate::models::Reply, crate::models::ModelError>,
+        answer: crate::turn::LoopOutcome,
         cancel: &std::sync::atomic::AtomicBool,
     ) -> Result<AppendedStudioTurn, Box<TurnReport>> {
         match self.play.append_reply(pending.turn, answer, cancel) {

@@ -7,7 +7,7 @@
 use crate::replay::{Exchange, Recording, ReplayError};
 use covel_kernel::context::TextGateway;
 use covel_kernel::sdk::estimate_tokens;
-use covel_kernel::session::Model;
+use covel_kernel::session::{Model, ScriptedCall, ScriptedReply};
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -24,6 +24,31 @@ pub struct Reply {
     /// Usage as the API reported it (Anthropic: input, output, cache read and write tokens).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub usage: Option<Value>,
+    /// The tools the model asked to call, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+}
+
+impl Reply {
+    /// A finished text reply (the scripted model's, a test's).
+    pub fn text(text: impl Into<String>) -> Reply {
+        Reply {
+            text: text.into(),
+            finish_reason: "stop".into(),
+            usage: None,
+            tool_calls: Vec::new(),
+        }
+    }
+}
+
+/// A tool call in a model's reply: the call's id (tool results answer it), the tool and its
+/// input.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub input: Value,
 }
 
 /// Why a model call failed.
@@ -188,11 +213,16 @@ impl Backend {
             .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
             .and_then(|m| m["content"].as_str())
             .unwrap_or_default();
-        Reply {
-            text: scripted_reply(&self.config.script, turn, last_user),
-            finish_reason: "stop".into(),
-            usage: None,
-        }
+        Reply::text(scripted_reply(&self.config.script, turn, last_user))
+    }
+
+    /// The scripted backend's calls for its next turn (the session's `models.story.script`,
+    /// cycled, `{turn}` and `{player}` filled in); `None` for any other backend.
+    pub fn scripted_turn(&self, message: &str) -> Option<Vec<ScriptedCall>> {
+        (self.config.backend == "scripted").then(|| {
+            let turn = self.turns.fetch_add(1, Ordering::Relaxed);
+            scripted_calls(&self.config.script, turn, message)
+        })
     }
 
     /// The key to send to `base`, if the user trusts that pair (see [`crate::secrets`]).
@@ -416,47 +446,100 @@ pub const UNSCRIPTED_REPLY: &str = "(The story continues.)";
 /// the session's `models.story.script`, cycled, with `{turn}` (1-based) and `{player}` filled
 /// in; [`UNSCRIPTED_REPLY`] without a script. The replies belong to the session (the demo's
 /// narration is in `plugins-sample/demo.session.yaml`).
-pub fn scripted_reply(script: &[String], turn: usize, message: &str) -> String {
+pub fn scripted_reply(script: &[ScriptedReply], turn: usize, message: &str) -> String {
+    scripted_calls(script, turn, message)
+        .last()
+        .and_then(|c| c.text.clone())
+        .unwrap_or_default()
+}
+
+/// The scripted story model's calls in its `turn`-th turn (see [`scripted_reply`]).
+pub fn scripted_calls(script: &[ScriptedReply], turn: usize, message: &str) -> Vec<ScriptedCall> {
+    let fill = |text: &str| {
+        text.replace("{turn}", &(turn + 1).to_string())
+            .replace("{player}", message.trim())
+    };
     match script.get(turn % script.len().max(1)) {
-        Some(line) => line
-            .replace("{turn}", &(turn + 1).to_string())
-            .replace("{player}", message.trim()),
-        None => UNSCRIPTED_REPLY.to_string(),
+        Some(entry) => entry
+            .calls()
+            .into_iter()
+            .map(|call| ScriptedCall {
+                text: call.text.as_deref().map(fill),
+                tools: call.tools,
+            })
+            .collect(),
+        None => vec![ScriptedCall {
+            text: Some(UNSCRIPTED_REPLY.to_string()),
+            tools: Vec::new(),
+        }],
     }
 }
 
-/// The reply in an OpenAI chat answer.
+/// The reply in an OpenAI chat answer: its text and its tool calls (whose `arguments` are JSON
+/// text; text that is not JSON is kept as a string for the tool's input check to refuse).
 fn openai_reply(answer: &Value) -> Result<Reply, ModelError> {
-    let text = answer
-        .pointer("/choices/0/message/content")
-        .and_then(Value::as_str);
-    let Some(text) = text else {
+    let message = answer.pointer("/choices/0/message");
+    let text = message.and_then(|m| m["content"].as_str());
+    let tool_calls: Vec<ToolCall> = message
+        .and_then(|m| m["tool_calls"].as_array())
+        .into_iter()
+        .flatten()
+        .map(|call| {
+            let arguments = call.pointer("/function/arguments");
+            let input = match arguments {
+                Some(Value::String(text)) => {
+                    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.clone()))
+                }
+                Some(other) => other.clone(),
+                None => json!({}),
+            };
+            ToolCall {
+                id: call["id"].as_str().unwrap_or_default().to_string(),
+                name: call
+                    .pointer("/function/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
+                input,
+            }
+        })
+        .collect();
+    if text.is_none() && tool_calls.is_empty() {
         return Err(ModelError::NoText {
             backend: "openai",
             body: answer.to_string(),
         });
-    };
+    }
     let finish = answer
         .pointer("/choices/0/finish_reason")
         .and_then(Value::as_str)
         .unwrap_or("stop");
     Ok(Reply {
-        text: text.to_string(),
+        text: text.unwrap_or_default().to_string(),
         finish_reason: finish.to_string(),
         usage: answer.get("usage").cloned(),
+        tool_calls,
     })
 }
 
-/// The reply in an Anthropic Messages answer.
+/// The reply in an Anthropic Messages answer: its text blocks and its `tool_use` blocks.
 fn anthropic_reply(answer: &Value) -> Result<Reply, ModelError> {
-    let text: String = answer["content"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    let blocks = answer["content"].as_array().cloned().unwrap_or_default();
+    let text: String = blocks
+        .iter()
         .filter(|b| b["type"] == "text")
         .filter_map(|b| b["text"].as_str())
         .collect();
-    if text.is_empty() {
+    let tool_calls: Vec<ToolCall> = blocks
+        .iter()
+        .filter(|b| b["type"] == "tool_use")
+        .map(|b| ToolCall {
+            id: b["id"].as_str().unwrap_or_default().to_string(),
+            name: b["name"].as_str().unwrap_or_default().to_string(),
+            input: b.get("input").cloned().unwrap_or_else(|| json!({})),
+        })
+        .collect();
+    if text.is_empty() && tool_calls.is_empty() {
         return Err(ModelError::NoText {
             backend: "anthropic",
             body: answer.to_string(),
@@ -467,6 +550,7 @@ fn anthropic_reply(answer: &Value) -> Result<Reply, ModelError> {
         text,
         finish_reason: finish.to_string(),
         usage: answer.get("usage").cloned(),
+        tool_calls,
     })
 }
 
@@ -507,11 +591,7 @@ fn scripted_summary(prompt: &str, max_tokens: u64) -> Reply {
         text.push_str(&line);
     }
     let text: String = text.chars().take(budget).collect();
-    Reply {
-        text,
-        finish_reason: "stop".into(),
-        usage: None,
-    }
+    Reply::text(text)
 }
 
 /// `ctx.gateway` over the session's fast model.
@@ -535,7 +615,10 @@ mod tests {
 
     #[test]
     fn scripted_replies_come_from_the_session_cycled_with_turn_and_player_filled_in() {
-        let script = vec!["turn {turn}: {player}".to_string(), "second".to_string()];
+        let script = vec![
+            ScriptedReply::from("turn {turn}: {player}"),
+            ScriptedReply::from("second"),
+        ];
         assert_eq!(scripted_reply(&script, 0, " I swim. "), "turn 1: I swim.");
         assert_eq!(scripted_reply(&script, 1, "x"), "second");
         assert_eq!(scripted_reply(&script, 2, "I dive."), "turn 3: I dive.");

@@ -4,13 +4,15 @@
 //! state, and the played session saved as a new session file (atomically).
 
 use crate::compaction::{CompactionOptions, CompactionRun};
-use crate::models::{Backend, ModelError, Reply};
+use crate::models::{Backend, Reply};
 use crate::preview::{Preview, RuntimeTarget};
 use crate::slots::{SlotChange, SlotHost, Trigger};
+use crate::turn::record::LoopStep;
+use crate::turn::{LoopInput, LoopOutcome, StoryModel, TurnPlugins};
 use crate::workspace::Workspace;
 use covel_kernel::compaction::FailureCounter;
 use covel_kernel::contract::PointId;
-use covel_kernel::session::{History, Session};
+use covel_kernel::session::{History, ScriptedReply, Session};
 use serde::Serialize;
 use serde_json::json;
 
@@ -35,6 +37,10 @@ pub struct TurnReport {
     /// reply), previewed on the slots that list their topic.
     pub events: Vec<serde_json::Value>,
     pub slot_changes: Vec<SlotChange>,
+    /// The turn's loop in order: hooks, model calls, tool calls, events and commits.
+    pub steps: Vec<LoopStep>,
+    /// Forms the turn's tools asked the player to fill.
+    pub forms: Vec<serde_json::Value>,
 }
 
 /// A played turn whose exchange is appended and whose compaction (when due) is still to run and
@@ -44,6 +50,8 @@ pub struct AppendedTurn {
     report: TurnReport,
     /// Begun right after the exchange was appended.
     compaction: BegunCompaction,
+    /// The turn's plugins (`PostCompaction` runs when the compaction is concluded).
+    plugins: Arc<TurnPlugins>,
 }
 
 impl AppendedTurn {
@@ -117,6 +125,8 @@ pub struct TurnRecord {
     pub compaction: Option<CompactionRun>,
     pub events: Vec<serde_json::Value>,
     pub slot_changes: Vec<SlotChange>,
+    pub steps: Vec<LoopStep>,
+    pub forms: Vec<serde_json::Value>,
     /// How many plugin reloads the studio had seen when the turn was played (a recomputed
     /// prompt of this turn uses the plugins as they are now; see `LiveStudio::turn_prompt`).
     #[serde(skip)]
@@ -138,6 +148,8 @@ impl From<&TurnReport> for TurnRecord {
             compaction,
             events: turn.events.clone(),
             slot_changes: turn.slot_changes.clone(),
+            steps: turn.steps.clone(),
+            forms: turn.forms.clone(),
             plugin_reloads: 0,
         }
     }
@@ -154,11 +166,16 @@ struct TurnUndo {
     messages: usize,
     summaries: usize,
     rewritten: Option<History>,
+    /// The plugin data before the turn's tools wrote to it.
+    plugin_data: Option<Vec<covel_kernel::context::DataRow>>,
 }
 
 impl TurnUndo {
     fn apply(&self, session: &mut Session) {
         session.next_message.clone_from(&self.next_message);
+        if let Some(rows) = &self.plugin_data {
+            session.plugin_data.clone_from(rows);
+        }
         // The history a compaction replaced still holds the turn's own two messages.
         if let Some(history) = &self.rewritten {
             session.history.clone_from(history);
@@ -209,16 +226,18 @@ fn next_session_version() -> u64 {
 }
 
 /// A turn whose prompt is built and whose story model is still to answer (see
-/// [`Playtest::prepare_turn`]). It owns what asking needs, so no lock is held while a model
-/// answers.
+/// [`Playtest::prepare_turn`]). It owns what its loop needs (the active plugins, the model), so
+/// no lock is held while the model answers and the plugins' tools and hooks run.
 pub struct TurnInFlight {
     turn_id: String,
     message: String,
     /// The preview the model is asked with.
     preview: Preview,
-    story: Arc<Backend>,
-    /// A test session's scripted reply: the model is not asked.
-    scripted: Option<String>,
+    plugins: Arc<TurnPlugins>,
+    model: StoryModel,
+    characters: serde_json::Value,
+    turn_number: u64,
+    session_start: bool,
     session_version: u64,
 }
 
@@ -232,25 +251,22 @@ impl TurnInFlight {
         &self.preview
     }
 
-    /// Asks the story model (or answers with the scripted reply); returns as soon as `cancel`
-    /// is set, also while a request is in flight.
-    pub fn ask(&self, cancel: &std::sync::atomic::AtomicBool) -> Result<Reply, ModelError> {
-        match &self.scripted {
-            Some(text) => Ok(Reply {
-                text: text.clone(),
-                finish_reason: "stop".into(),
-                usage: None,
-            }),
-            None => self.story.complete_cancellable(
-                &self.preview.prompt.requests.anthropic,
-                &self.preview.prompt.requests.openai,
-                cancel,
-            ),
-        }
+    /// Runs the turn's loop (hooks, the story model, the tools it calls); returns as soon as
+    /// `cancel` is set, also while a model request is in flight.
+    pub fn ask(&self, cancel: &std::sync::atomic::AtomicBool) -> LoopOutcome {
+        let input = LoopInput {
+            player_message: &self.message,
+            anthropic: &self.preview.prompt.requests.anthropic,
+            openai: &self.preview.prompt.requests.openai,
+            characters: self.characters.clone(),
+            turn_number: self.turn_number,
+            session_start: self.session_start,
+        };
+        self.plugins.play(&input, &self.model, cancel)
     }
 
     /// The report of this turn failing: nothing was appended.
-    fn failed(self, error: String, workspace: &Workspace) -> TurnReport {
+    fn failed(self, error: String, steps: Vec<LoopStep>, workspace: &Workspace) -> TurnReport {
         TurnReport {
             turn_id: self.turn_id,
             player_message: self.message,
@@ -260,6 +276,8 @@ impl TurnInFlight {
             error: Some(error),
             events: Vec::new(),
             slot_changes: Vec::new(),
+            steps,
+            forms: Vec::new(),
         }
     }
 }
@@ -275,6 +293,8 @@ pub struct Playtest {
     history: Vec<TurnUndo>,
     pub failures: FailureCounter,
     pub slots: SlotHost,
+    /// Whether `SessionStart` ran (on the playtest's first turn).
+    session_started: bool,
 }
 
 impl Playtest {
@@ -292,6 +312,7 @@ impl Playtest {
             history: Vec::new(),
             failures: FailureCounter::default(),
             slots,
+            session_started: false,
         }
     }
 
@@ -319,7 +340,7 @@ impl Playtest {
 
     /// Plays one turn whose story reply is given (a test session's scripted turn): the story
     /// model is not asked.
-    pub fn play_scripted(&mut self, message: &str, reply: Option<&str>) -> TurnReport {
+    pub fn play_scripted(&mut self, message: &str, reply: Option<&ScriptedReply>) -> TurnReport {
         self.play_turn(message, &std::sync::atomic::AtomicBool::new(false), reply)
     }
 
@@ -346,7 +367,7 @@ impl Playtest {
         &mut self,
         message: &str,
         cancel: &std::sync::atomic::AtomicBool,
-        scripted: Option<&str>,
+        scripted: Option<&ScriptedReply>,
     ) -> TurnReport {
         match self.prepare_turn(message, scripted) {
             Ok(turn) => {
@@ -364,7 +385,7 @@ impl Playtest {
     pub fn prepare_turn(
         &mut self,
         message: &str,
-        scripted: Option<&str>,
+        scripted: Option<&ScriptedReply>,
     ) -> Result<TurnInFlight, Box<TurnReport>> {
         let session = &mut self.workspace.session;
         let before_message = std::mem::replace(&mut session.next_message, message.to_string());
@@ -383,18 +404,47 @@ impl Playtest {
                     )
             })
             .map(|e| format!("{}: {}", e.point, e.message));
+        let turn_number = self.turns() as u64 + 1;
+        // A test's scripted reply, else the scripted backend's next turn, else the backend.
+        let model = match scripted {
+            Some(reply) => StoryModel::Scripted {
+                calls: crate::models::scripted_calls(std::slice::from_ref(reply), 0, message),
+                turn: turn_number,
+            },
+            None => match self.story.scripted_turn(message) {
+                Some(calls) => StoryModel::Scripted {
+                    calls,
+                    turn: turn_number,
+                },
+                None => StoryModel::Backend(Arc::clone(&self.story)),
+            },
+        };
+        let characters = serde_json::Value::Array(
+            self.workspace
+                .session
+                .world
+                .characters
+                .iter()
+                .map(|c| json!({"id": c["id"], "name": c["name"], "type": c["type"], "description": c["description"]}))
+                .collect(),
+        );
         let turn = TurnInFlight {
+            plugins: Arc::new(self.workspace.turn_plugins(&preview.turn_id)),
             turn_id: preview.turn_id.clone(),
             message: message.to_string(),
             preview,
-            story: Arc::clone(&self.story),
-            scripted: scripted.map(str::to_string),
+            model,
+            characters,
+            turn_number,
+            session_start: !self.session_started,
             session_version: self.session_version,
         };
         match turn.preview.world_context.error.clone().or(prompt_failure) {
-            Some(error) => Err(Box::new(
-                turn.failed(format!("the turn failed: {error}"), &self.workspace),
-            )),
+            Some(error) => Err(Box::new(turn.failed(
+                format!("the turn failed: {error}"),
+                Vec::new(),
+                &self.workspace,
+            ))),
             None => Ok(turn),
         }
     }
@@ -408,7 +458,7 @@ impl Playtest {
     pub fn finish_turn(
         &mut self,
         turn: TurnInFlight,
-        answer: Result<Reply, ModelError>,
+        answer: LoopOutcome,
         cancel: &std::sync::atomic::AtomicBool,
     ) -> TurnReport {
         match self.append_reply(turn, answer, cancel) {
@@ -427,48 +477,60 @@ impl Playtest {
     pub fn append_reply(
         &mut self,
         turn: TurnInFlight,
-        answer: Result<Reply, ModelError>,
+        answer: LoopOutcome,
         cancel: &std::sync::atomic::AtomicBool,
     ) -> Result<AppendedTurn, Box<TurnReport>> {
         const CANCELLED: &str = "the turn was cancelled; nothing was appended";
-        let mut reply = match answer {
-            Ok(reply) => reply,
-            Err(ModelError::Cancelled) => {
-                return Err(Box::new(turn.failed(CANCELLED.into(), &self.workspace)));
-            }
-            Err(e) => {
-                let error = format!("the story model failed: {e}");
-                return Err(Box::new(turn.failed(error, &self.workspace)));
+        // The playtest's session started with its first turn's loop, whatever became of it.
+        self.session_started = true;
+        let LoopOutcome {
+            reply,
+            mut steps,
+            effects,
+            error,
+            cancelled,
+        } = answer;
+        if cancelled || cancel.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(Box::new(turn.failed(
+                CANCELLED.into(),
+                steps,
+                &self.workspace,
+            )));
+        }
+        let mut reply: Reply = match (reply, error) {
+            (Some(reply), None) => reply,
+            (_, error) => {
+                let error = error.unwrap_or_else(|| "the turn ended without a reply".into());
+                return Err(Box::new(turn.failed(error, steps, &self.workspace)));
             }
         };
-        if cancel.load(std::sync::atomic::Ordering::SeqCst) {
-            return Err(Box::new(turn.failed(CANCELLED.into(), &self.workspace)));
-        }
         if turn.session_version != self.session_version {
             let error = "the session changed while the story model answered (an undo, a session \
                          edit or another turn); nothing was appended: play the turn again";
-            return Err(Box::new(turn.failed(error.into(), &self.workspace)));
+            return Err(Box::new(turn.failed(error.into(), steps, &self.workspace)));
         }
         let TurnInFlight {
             turn_id,
             message,
             preview,
+            plugins,
             ..
         } = turn;
-        let (narration, emitted) = extract_events(&reply.text);
+        // The story's own `<event>` tags join the events its tools emitted.
+        let (narration, tagged) = extract_events(&reply.text);
         reply.text = narration;
-        let mut slot_changes = Vec::new();
-        let mut events = Vec::new();
-        for (topic, data) in emitted {
-            events.push(json!({"topic": topic, "data": data, "turnId": turn_id}));
-            let trigger = Trigger::EventPreviewed {
-                turn_id: turn_id.clone(),
-                topic,
-                data,
-                plugin_id: None,
-            };
-            slot_changes.extend(self.workspace.apply_slots(&mut self.slots, &trigger));
-        }
+        let mut events = effects.events;
+        events.extend(tagged.into_iter().map(|(topic, data)| (topic, data, None)));
+        let plugin_data_before = self.workspace.session.plugin_data.clone();
+        let committed = crate::turn::commit::commit(
+            &mut self.workspace,
+            &mut self.slots,
+            &plugins,
+            &turn_id,
+            events,
+            effects.proposals,
+            &mut steps,
+        );
         let session = &mut self.workspace.session;
         let order = session.history.messages.len();
         let undo = TurnUndo {
@@ -477,6 +539,7 @@ impl Playtest {
             messages: order,
             summaries: session.history.summaries.len(),
             rewritten: None,
+            plugin_data: committed.wrote.then_some(plugin_data_before),
         };
         session
             .history
@@ -492,13 +555,36 @@ impl Playtest {
         self.history.push(undo);
         // The system prompt plus the turn context is what the compaction estimate counts.
         let system = preview.prompt.system_and_turn_context();
+        let pending = self.workspace.begin_compaction(
+            &turn_id,
+            &system,
+            &CompactionOptions::default(),
+            &mut self.failures,
+        );
+        // A due compaction asks `PreCompaction` first; a rejection skips it for this turn.
+        let message_count = self.workspace.session.history.messages.len();
+        let pending = match pending {
+            Ok(due) => {
+                let asked = plugins.dispatch(
+                    "PreCompaction",
+                    json!({"messageCount": message_count}),
+                    crate::turn::STORY_RUNTIME,
+                    &mut steps,
+                );
+                match asked.rejected {
+                    Some(reason) => {
+                        let mut skipped = due.abandoned();
+                        skipped.not_compacted_because =
+                            Some(format!("a PreCompaction hook rejected it: {reason}"));
+                        Err(Box::new(skipped))
+                    }
+                    None => Ok(due),
+                }
+            }
+            done => done,
+        };
         let compaction = BegunCompaction {
-            pending: self.workspace.begin_compaction(
-                &turn_id,
-                &system,
-                &CompactionOptions::default(),
-                &mut self.failures,
-            ),
+            pending,
             session_version: self.session_version,
         };
         Ok(AppendedTurn {
@@ -509,10 +595,13 @@ impl Playtest {
                 reply: Some(reply),
                 error: None,
                 compaction: CompactionRun::not_run(self.workspace.windows()),
-                events,
-                slot_changes,
+                events: committed.events,
+                slot_changes: committed.slot_changes,
+                steps,
+                forms: committed.forms,
             },
             compaction,
+            plugins,
         })
     }
 
@@ -523,9 +612,19 @@ impl Playtest {
         let AppendedTurn {
             mut report,
             compaction,
+            plugins,
         } = appended;
         let current = compaction.session_version == self.session_version;
+        let ran = compaction.pending.is_ok();
         report.compaction = self.conclude_compaction(compaction);
+        if ran {
+            plugins.dispatch(
+                "PostCompaction",
+                json!({"compacted": report.compaction.replaced.is_some()}),
+                crate::turn::STORY_RUNTIME,
+                &mut report.steps,
+            );
+        }
         if let Some(replaced) = report.compaction.replaced.take() {
             if let Some(undo) = self.history.last_mut() {
                 undo.rewritten = Some(replaced);
@@ -572,6 +671,7 @@ impl Playtest {
             messages: before.history.messages.len(),
             summaries: before.history.summaries.len(),
             rewritten: None,
+            plugin_data: None,
         };
         let compaction = BegunCompaction {
             pending: self.workspace.begin_compaction(
@@ -625,6 +725,7 @@ impl Playtest {
     /// projects the slots again). Called when the authored session changed.
     pub fn restart(&mut self) {
         self.history.clear();
+        self.session_started = false;
         self.session_version = next_session_version();
         self.failures = FailureCounter::default();
         self.story = Arc::new(Backend::for_session(

@@ -674,10 +674,20 @@ impl Workspace {
             max_tokens: self.session.models.story.reserved_for_response,
         };
         // The request bodies read the assembly; then its parts move into the view.
-        let requests = Requests {
+        let mut requests = Requests {
             anthropic: this_request.body(&options),
             openai: prompt::openai_request(&this, &options),
         };
+        // The story model is offered the active plugins' tools in every request.
+        let active: Vec<_> = self.active_plugins().collect();
+        let tools = crate::turn::tools::offered_tools(
+            active.iter().flat_map(|p| &p.registrations.tool_specs),
+            active
+                .iter()
+                .filter_map(|p| p.package.as_ref())
+                .any(|pkg| !pkg.manifest.declared.events.is_empty()),
+        );
+        crate::turn::requests::add_tools(&mut requests.anthropic, &mut requests.openai, &tools);
         let prompt_view = PromptView {
             system: SystemView {
                 tokens: this.blocks.iter().map(|b| b.tokens).sum(),

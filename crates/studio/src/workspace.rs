@@ -382,6 +382,30 @@ impl Workspace {
         }
     }
 
+    /// The active plugins as a turn's loop runs them (their tools, hook handlers and declared
+    /// events), over an execution of the committed state for `turn_id`.
+    pub fn turn_plugins(&self, turn_id: &str) -> crate::turn::TurnPlugins {
+        let plugins = self
+            .active_plugins()
+            .filter_map(|p| {
+                let instance = p.instance.as_ref()?;
+                let package = p.package.as_ref()?;
+                Some(crate::turn::TurnPlugin {
+                    id: package.id().to_string(),
+                    invoker: Arc::clone(instance) as Arc<dyn covel_kernel::runner::Invoker>,
+                    tools: p.registrations.tool_specs.clone(),
+                    hooks: p.registrations.hook_specs.clone(),
+                    events: package.manifest.declared.events.clone(),
+                })
+            })
+            .collect();
+        crate::turn::TurnPlugins {
+            plugins,
+            context: self.execution(Some(turn_id.to_string())),
+            session_id: self.session.id.clone(),
+        }
+    }
+
     /// Providers of active plugins only: a provider is never called unless its plugin is
     /// active and authorized.
     pub fn active_providers(&self) -> Vec<Provider> {

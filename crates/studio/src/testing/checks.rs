@@ -2,6 +2,7 @@
 //! applies, a description an author recognises, and on failure what was found instead.
 
 use super::TurnCapture;
+use crate::turn::record::LoopStep;
 use covel_kernel::prompt::{Origin, Placement, SegmentRow, segment_key};
 use covel_kernel::sdk::estimate_tokens;
 use covel_kernel::test_session::{Expectation, TextCheck};
@@ -507,5 +508,114 @@ pub fn evaluate(expectation: &Expectation, capture: &TurnCapture) -> CheckResult
             };
             result("provider-outcome", description, failure)
         }
+        Expectation::Tool(check) => tool_check(check, &capture.steps),
+        Expectation::Hook(check) => hook_check(check, &capture.steps),
     }
+}
+
+/// A kebab-case outcome's name.
+fn outcome_name<T: serde::Serialize>(outcome: &T) -> String {
+    serde_json::to_value(outcome)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+fn tool_check(check: &covel_kernel::test_session::ToolCheck, steps: &[LoopStep]) -> CheckResult {
+    let calls: Vec<&crate::turn::record::ToolStep> = steps
+        .iter()
+        .filter_map(|s| match s {
+            LoopStep::Tool(t) if t.name == check.name => Some(t),
+            _ => None,
+        })
+        .collect();
+    if check.called == Some(false) {
+        let failure = calls
+            .first()
+            .map(|t| format!("it was called with {}", t.input));
+        return result(
+            "tool-call",
+            format!("tool {} is not called", check.name),
+            failure,
+        );
+    }
+    let mut description = format!("tool {} is called", check.name);
+    for (pointer, value) in &check.input {
+        description.push_str(&format!(", {pointer} = {value}"));
+    }
+    if let Some(outcome) = &check.outcome {
+        description.push_str(&format!(" → {outcome}"));
+    }
+    let matches = |t: &&crate::turn::record::ToolStep| {
+        check
+            .input
+            .iter()
+            .all(|(p, v)| t.input.pointer(p) == Some(v))
+            && check
+                .outcome
+                .as_deref()
+                .is_none_or(|o| o == outcome_name(&t.outcome))
+    };
+    let failure = if calls.is_empty() {
+        Some("it was not called this turn".to_string())
+    } else if !calls.iter().any(matches) {
+        Some(
+            calls
+                .iter()
+                .map(|t| format!("called with {} → {}", t.input, outcome_name(&t.outcome)))
+                .collect::<Vec<_>>()
+                .join("; "),
+        )
+    } else {
+        None
+    };
+    result("tool-call", description, failure)
+}
+
+fn hook_check(check: &covel_kernel::test_session::HookCheck, steps: &[LoopStep]) -> CheckResult {
+    let calls: Vec<&crate::turn::record::HookStep> = steps
+        .iter()
+        .filter_map(|s| match s {
+            LoopStep::Hook(h)
+                if h.event == check.event
+                    && check.plugin.as_deref().is_none_or(|p| p == h.plugin_id) =>
+            {
+                Some(h)
+            }
+            _ => None,
+        })
+        .collect();
+    let who = check
+        .plugin
+        .as_ref()
+        .map(|p| format!(" of {p}"))
+        .unwrap_or_default();
+    let description = match &check.outcome {
+        Some(outcome) => format!("{} hook{who} → {outcome}", check.event),
+        None => format!("{} hook{who} runs", check.event),
+    };
+    let failure = if calls.is_empty() {
+        Some("no such hook ran this turn".to_string())
+    } else if let Some(outcome) = &check.outcome {
+        (!calls.iter().any(|h| &outcome_name(&h.outcome) == outcome)).then(|| {
+            calls
+                .iter()
+                .map(|h| {
+                    format!(
+                        "{} → {}{}",
+                        h.plugin_id,
+                        outcome_name(&h.outcome),
+                        h.detail
+                            .as_ref()
+                            .map(|d| format!(": {d}"))
+                            .unwrap_or_default()
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("; ")
+        })
+    } else {
+        None
+    };
+    result("hook-call", description, failure)
 }

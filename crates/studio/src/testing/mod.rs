@@ -51,6 +51,8 @@ pub struct TurnCapture {
     pub preview: Preview,
     pub slots: Vec<SlotView>,
     pub world: Value,
+    /// The turn's loop (hooks, model calls, tools, events, commits).
+    pub steps: Vec<crate::turn::record::LoopStep>,
 }
 
 /// The result of one turn.
@@ -239,13 +241,14 @@ pub fn capture_turns(workspace: Workspace) -> (Vec<TurnCapture>, Option<(String,
             slots: preview.slots.clone(),
             world: preview.world_context.snapshot.clone(),
             preview,
+            steps: Vec::new(),
         };
         return (vec![capture], None);
     }
     let mut play = Playtest::new(workspace);
     let mut captures = Vec::new();
     for turn in &turns {
-        let report = play.play_scripted(&turn.say, turn.reply.as_deref());
+        let report = play.play_scripted(&turn.say, turn.reply.as_ref());
         if let Some(error) = report.error {
             return (captures, Some((report.turn_id, turn.say.clone(), error)));
         }
@@ -256,6 +259,7 @@ pub fn capture_turns(workspace: Workspace) -> (Vec<TurnCapture>, Option<(String,
             preview: report.preview,
             slots: play.slots.values(),
             world,
+            steps: report.steps,
         });
     }
     (captures, None)

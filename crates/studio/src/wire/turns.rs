@@ -4,10 +4,21 @@
 use super::common::{JsonValue, RunError, SlotId, all};
 use super::compaction::CompactionRun;
 use super::preview::{Preview, Requests};
+use crate::turn::record;
 use crate::{live, models, playtest};
 use covel_kernel::slot_host;
 use serde::Serialize;
 use specta::Type;
+
+/// A tool call in a model's reply.
+#[derive(Debug, Clone, PartialEq, Serialize, Type)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    #[specta(type = crate::wire::common::JsonShape)]
+    pub input: JsonValue,
+}
 
 /// The model's reply.
 #[derive(Debug, Clone, PartialEq, Serialize, Type)]
@@ -19,6 +30,8 @@ pub struct Reply {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[specta(type = Option<crate::wire::common::JsonShape>)]
     pub usage: Option<JsonValue>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
 }
 
 impl From<&models::Reply> for Reply {
@@ -27,6 +40,188 @@ impl From<&models::Reply> for Reply {
             text: r.text.clone(),
             finish_reason: r.finish_reason.clone(),
             usage: r.usage.as_ref().map(JsonValue::from),
+            tool_calls: r
+                .tool_calls
+                .iter()
+                .map(|c| ToolCall {
+                    id: c.id.clone(),
+                    name: c.name.clone(),
+                    input: (&c.input).into(),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// One step of a turn's loop (see `turn::record`).
+#[derive(Debug, Clone, PartialEq, Serialize, Type)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum LoopStep {
+    Hook(HookStep),
+    Model(ModelStep),
+    Tool(ToolStep),
+    Commit(CommitStep),
+    Event(EventStep),
+}
+
+/// One hook handler's call.
+#[derive(Debug, Clone, PartialEq, Serialize, Type)]
+#[serde(rename_all = "camelCase")]
+pub struct HookStep {
+    pub event: String,
+    pub plugin_id: String,
+    pub enforce: String,
+    /// continue, not-matched, replaced, correction, rejected, abort-ignored or failed.
+    pub outcome: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    pub changes: Vec<FieldChange>,
+    pub duration_ms: f64,
+    pub logs: Vec<String>,
+}
+
+/// A field a hook replaced.
+#[derive(Debug, Clone, PartialEq, Serialize, Type)]
+pub struct FieldChange {
+    pub field: String,
+    #[specta(type = crate::wire::common::JsonShape)]
+    pub before: JsonValue,
+    #[specta(type = crate::wire::common::JsonShape)]
+    pub after: JsonValue,
+}
+
+/// One story model call.
+#[derive(Debug, Clone, PartialEq, Serialize, Type)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelStep {
+    pub call: u32,
+    #[specta(type = Vec<crate::wire::common::JsonShape>)]
+    pub added: Vec<JsonValue>,
+    pub tools: Vec<String>,
+    pub replaced: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reply: Option<Reply>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub duration_ms: f64,
+}
+
+/// One tool call.
+#[derive(Debug, Clone, PartialEq, Serialize, Type)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolStep {
+    pub call_id: String,
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plugin_id: Option<String>,
+    #[specta(type = crate::wire::common::JsonShape)]
+    pub input: JsonValue,
+    /// ok, rejected, invalid-input, failed or not-found.
+    pub outcome: String,
+    pub result: String,
+    #[specta(type = Vec<crate::wire::common::JsonShape>)]
+    pub proposals: Vec<JsonValue>,
+    #[specta(type = Vec<crate::wire::common::JsonShape>)]
+    pub events: Vec<JsonValue>,
+    pub duration_ms: f64,
+    pub logs: Vec<String>,
+}
+
+/// One proposal committed or refused.
+#[derive(Debug, Clone, PartialEq, Serialize, Type)]
+#[serde(rename_all = "camelCase")]
+pub struct CommitStep {
+    pub plugin_id: String,
+    #[serde(rename = "type")]
+    pub proposal_type: String,
+    pub committed: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    pub writes: Vec<String>,
+    pub slots: Vec<String>,
+}
+
+/// One event and the slots it moved.
+#[derive(Debug, Clone, PartialEq, Serialize, Type)]
+#[serde(rename_all = "camelCase")]
+pub struct EventStep {
+    pub topic: String,
+    #[specta(type = crate::wire::common::JsonShape)]
+    pub data: JsonValue,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plugin_id: Option<String>,
+    pub accepted: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    pub slots: Vec<String>,
+}
+
+/// A kebab-case enum's serialized name.
+fn kebab<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_value(value)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+impl From<&record::LoopStep> for LoopStep {
+    fn from(step: &record::LoopStep) -> Self {
+        match step {
+            record::LoopStep::Hook(h) => LoopStep::Hook(HookStep {
+                event: h.event.clone(),
+                plugin_id: h.plugin_id.clone(),
+                enforce: h.enforce.clone(),
+                outcome: kebab(&h.outcome),
+                detail: h.detail.clone(),
+                changes: h
+                    .changes
+                    .iter()
+                    .map(|c| FieldChange {
+                        field: c.field.clone(),
+                        before: (&c.before).into(),
+                        after: (&c.after).into(),
+                    })
+                    .collect(),
+                duration_ms: h.duration_ms,
+                logs: h.logs.clone(),
+            }),
+            record::LoopStep::Model(m) => LoopStep::Model(ModelStep {
+                call: m.call,
+                added: all(&m.added),
+                tools: m.tools.clone(),
+                replaced: m.replaced.clone(),
+                reply: m.reply.as_ref().map(Into::into),
+                error: m.error.clone(),
+                duration_ms: m.duration_ms,
+            }),
+            record::LoopStep::Tool(t) => LoopStep::Tool(ToolStep {
+                call_id: t.call_id.clone(),
+                name: t.name.clone(),
+                plugin_id: t.plugin_id.clone(),
+                input: (&t.input).into(),
+                outcome: kebab(&t.outcome),
+                result: t.result.clone(),
+                proposals: all(&t.proposals),
+                events: all(&t.events),
+                duration_ms: t.duration_ms,
+                logs: t.logs.clone(),
+            }),
+            record::LoopStep::Commit(c) => LoopStep::Commit(CommitStep {
+                plugin_id: c.plugin_id.clone(),
+                proposal_type: c.proposal_type.clone(),
+                committed: c.committed,
+                detail: c.detail.clone(),
+                writes: c.writes.clone(),
+                slots: c.slots.clone(),
+            }),
+            record::LoopStep::Event(e) => LoopStep::Event(EventStep {
+                topic: e.topic.clone(),
+                data: (&e.data).into(),
+                plugin_id: e.plugin_id.clone(),
+                accepted: e.accepted,
+                detail: e.detail.clone(),
+                slots: e.slots.clone(),
+            }),
         }
     }
 }
@@ -76,6 +271,11 @@ pub struct TurnRecord {
     #[specta(type = Vec<crate::wire::common::JsonShape>)]
     pub events: Vec<JsonValue>,
     pub slot_changes: Vec<SlotChange>,
+    /// The turn's loop: hooks, model calls, tool calls, events and commits, in order.
+    pub steps: Vec<LoopStep>,
+    /// Forms the turn's tools asked the player to fill.
+    #[specta(type = Vec<crate::wire::common::JsonShape>)]
+    pub forms: Vec<JsonValue>,
 }
 
 impl From<&playtest::TurnRecord> for TurnRecord {
@@ -88,6 +288,8 @@ impl From<&playtest::TurnRecord> for TurnRecord {
             compaction: t.compaction.as_ref().map(Into::into),
             events: all(&t.events),
             slot_changes: t.slot_changes.iter().map(Into::into).collect(),
+            steps: t.steps.iter().map(Into::into).collect(),
+            forms: all(&t.forms),
         }
     }
 }

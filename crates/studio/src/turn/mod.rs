@@ -1,0 +1,482 @@
+//! A played turn's loop, as Covel's turn runner runs a story runtime: `SessionStart` (a
+//! playtest's first turn), `TurnStart`, `PreRuntime`, the assembled prompt through
+//! `PostContextAssembly`, then model calls (`PreLLMCall` → the story model →
+//! `PostLLMResponse`, which may ask for a correction) and the tools each reply calls
+//! ([`tools`]), until the model answers with narration; then `PostRuntime` and `TurnStop`.
+//! Everything is bounded: model calls, corrections, tools per reply and each handler's time.
+//!
+//! The loop needs no access to the playtest: it runs over a snapshot of the active plugins
+//! ([`TurnPlugins`]), so a studio can release its lock while the model answers. Its effects
+//! (proposals, events) are committed by the playtest when the turn is appended
+//! ([`crate::playtest`]); a failed or cancelled turn commits nothing.
+
+pub mod commit;
+pub mod hooks;
+pub mod record;
+pub mod requests;
+pub mod tools;
+
+use crate::models::{Backend, ModelError, Reply, ToolCall};
+use covel_kernel::context::ExecutionContext;
+use covel_kernel::manifest::DeclaredEvent;
+use covel_kernel::registration::{HookSpec, ToolSpec};
+use covel_kernel::runner::Invoker;
+use covel_kernel::session::ScriptedCall;
+use record::{LoopStep, ModelStep};
+use requests::Conversation;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+use tools::ToolState;
+
+/// At most this many story model calls in one turn (Covel's default `maxSteps`).
+pub const MAX_MODEL_CALLS: u32 = 10;
+/// At most this many `PostLLMResponse` corrections in one turn; one more fails the turn.
+pub const MAX_CORRECTIONS: u32 = 2;
+/// At most this many tool calls in one reply; the rest are answered with an error.
+pub const MAX_TOOLS_PER_REPLY: usize = 16;
+/// The story runtime a played turn runs: Covel's narrator (what hooks see as `ctx.pluginId`).
+pub const STORY_RUNTIME: &str = "narrator";
+
+/// What a correction adds before the model is asked again (Covel's wording).
+const CORRECTION_PREFIX: &str = "The draft was not accepted. Correct it and resend the complete response — the rejected draft will not be executed or committed. Do not describe the correction process.";
+
+/// A tool as the model is offered it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OfferedTool {
+    pub name: String,
+    pub description: String,
+    pub parameters: Value,
+}
+
+/// One active plugin as the loop runs it.
+pub struct TurnPlugin {
+    pub id: String,
+    pub invoker: Arc<dyn Invoker>,
+    pub tools: Vec<ToolSpec>,
+    pub hooks: Vec<HookSpec>,
+    pub events: Vec<DeclaredEvent>,
+}
+
+/// The active plugins of a turn, in the session's order, and the execution their handlers run
+/// in (the committed session state before the turn).
+pub struct TurnPlugins {
+    pub plugins: Vec<TurnPlugin>,
+    pub context: Arc<ExecutionContext>,
+    pub session_id: String,
+}
+
+impl TurnPlugins {
+    fn active_ids(&self) -> Vec<&str> {
+        self.plugins.iter().map(|p| p.id.as_str()).collect()
+    }
+
+    /// Whether any active plugin registers a tool or a hook handler.
+    pub fn has_tools_or_hooks(&self) -> bool {
+        self.plugins
+            .iter()
+            .any(|p| !p.tools.is_empty() || !p.hooks.is_empty())
+    }
+
+    /// Checks an event against the topics the active plugins declare and their data schemas.
+    pub fn check_event(&self, topic: &str, data: &Value) -> Result<(), String> {
+        let Some((plugin, declared)) = self
+            .plugins
+            .iter()
+            .find_map(|p| p.events.iter().find(|e| e.topic == topic).map(|e| (p, e)))
+        else {
+            return Err(format!(
+                "no active plugin declares the event \"{topic}\" (contributes.events)"
+            ));
+        };
+        let name = format!("{}'s event \"{topic}\"", plugin.id);
+        covel_kernel::contract::Validator::of_plugin(&name, &declared.schema)
+            .and_then(|v| v.check(data).map_err(|e| e.to_string()))
+    }
+}
+
+/// The story model of a turn: a scripted turn's calls, or a backend.
+pub enum StoryModel {
+    /// The calls of a scripted turn, answered in order; past the end the last is answered again.
+    Scripted {
+        calls: Vec<ScriptedCall>,
+        turn: u64,
+    },
+    Backend(Arc<Backend>),
+}
+
+/// What the loop starts from.
+pub struct LoopInput<'a> {
+    pub player_message: &'a str,
+    /// The assembled request bodies.
+    pub anthropic: &'a Value,
+    pub openai: &'a Value,
+    /// The session's characters (`{id, name, type, description}`), for `PostContextAssembly`.
+    pub characters: Value,
+    /// The turn's number in the session (1-based).
+    pub turn_number: u64,
+    /// The playtest's first turn: `SessionStart` runs first.
+    pub session_start: bool,
+}
+
+/// What a turn's loop came to.
+pub struct LoopOutcome {
+    /// The final reply (its text is the narration); None when the turn failed.
+    pub reply: Option<Reply>,
+    pub steps: Vec<LoopStep>,
+    /// The proposals and events the tools made, to commit with the turn.
+    pub effects: ToolState,
+    pub error: Option<String>,
+    pub cancelled: bool,
+}
+
+impl LoopOutcome {
+    fn failed(steps: Vec<LoopStep>, effects: ToolState, error: String) -> LoopOutcome {
+        LoopOutcome {
+            reply: None,
+            steps,
+            effects,
+            error: Some(error),
+            cancelled: false,
+        }
+    }
+}
+
+/// A value's JSON kind, for messages.
+pub fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+impl TurnPlugins {
+    /// Plays the story runtime's part of a turn (see the module's documentation).
+    pub fn play(
+        &self,
+        input: &LoopInput<'_>,
+        model: &StoryModel,
+        cancel: &AtomicBool,
+    ) -> LoopOutcome {
+        let started = Instant::now();
+        let runtime = STORY_RUNTIME;
+        let mut steps = Vec::new();
+        let mut effects = ToolState {
+            turn_number: input.turn_number,
+            ..ToolState::default()
+        };
+        if input.session_start {
+            let world_id = self.context.view.world["worldRecord"]["id"].clone();
+            self.dispatch(
+                "SessionStart",
+                json!({"sessionId": self.session_id, "worldId": world_id}),
+                "",
+                &mut steps,
+            );
+        }
+        let start = self.dispatch(
+            "TurnStart",
+            json!({"playerMessage": input.player_message, "activeRuntimes": [runtime]}),
+            runtime,
+            &mut steps,
+        );
+        if let Some(reason) = start.rejected {
+            return LoopOutcome::failed(steps, effects, format!("TurnStart: {reason}"));
+        }
+        let pre = self.dispatch(
+            "PreRuntime",
+            json!({"manifest": {"name": runtime, "stage": "narrative"}, "input": {"playerMessage": input.player_message}}),
+            runtime,
+            &mut steps,
+        );
+        if let Some(reason) = pre.rejected {
+            return LoopOutcome::failed(
+                steps,
+                effects,
+                format!("PreRuntime: {reason}; the story runtime was skipped"),
+            );
+        }
+        let mut conversation = Conversation::new(input.anthropic, input.openai);
+        let assembled = self.dispatch(
+            "PostContextAssembly",
+            json!({"systemPrompt": conversation.system, "messages": conversation.messages, "characters": input.characters}),
+            runtime,
+            &mut steps,
+        );
+        if let Some(Value::String(system)) = assembled.replaced("systemPrompt") {
+            conversation.system.clone_from(system);
+            conversation.rewritten = true;
+        }
+        if let Some(Value::Array(messages)) = assembled.replaced("messages") {
+            conversation.messages.clone_from(messages);
+            conversation.assembled = messages.len();
+            conversation.rewritten = true;
+        }
+        let offered = self.offered_tools();
+        let mut corrections = 0;
+        let mut narration: Option<Reply> = None;
+        for call in 1..=MAX_MODEL_CALLS {
+            if cancel.load(Ordering::SeqCst) {
+                return LoopOutcome {
+                    cancelled: true,
+                    ..LoopOutcome::failed(
+                        steps,
+                        effects,
+                        "the turn was cancelled; nothing was appended".into(),
+                    )
+                };
+            }
+            // `PreLLMCall` may replace the messages, the model and the tools of this call only.
+            let request = self.dispatch(
+                "PreLLMCall",
+                json!({
+                    "messages": conversation.messages,
+                    "model": Value::Null,
+                    "tools": offered.iter().map(|t| json!({"name": t.name, "description": t.description, "parameters": t.parameters})).collect::<Vec<_>>(),
+                    "stream": false,
+                }),
+                runtime,
+                &mut steps,
+            );
+            let sent: Vec<Value> = match request.replaced("messages") {
+                Some(Value::Array(messages)) => messages.clone(),
+                _ => conversation.messages.clone(),
+            };
+            // A hook may narrow the tools offered to this call (by name).
+            let narrowed: Option<Vec<OfferedTool>> = match request.replaced("tools") {
+                Some(Value::Array(list)) => Some(
+                    list.iter()
+                        .filter_map(|t| {
+                            let name = t["name"].as_str()?;
+                            offered.iter().find(|o| o.name == name).cloned()
+                        })
+                        .collect(),
+                ),
+                _ => None,
+            };
+            let tools = narrowed.as_deref().unwrap_or(&offered);
+            let model_name = request.replaced("model").and_then(Value::as_str);
+            let asked = Instant::now();
+            let answer = match model {
+                StoryModel::Scripted { calls, turn } => Ok(scripted_answer(calls, *turn, call)),
+                StoryModel::Backend(backend) => {
+                    let (anthropic, openai) =
+                        conversation.bodies(&sent, narrowed.as_deref(), model_name);
+                    backend.complete_cancellable(&anthropic, &openai, cancel)
+                }
+            };
+            let added = sent
+                .get(conversation.assembled.min(sent.len())..)
+                .unwrap_or_default()
+                .to_vec();
+            let mut step = ModelStep {
+                call,
+                added,
+                tools: tools.iter().map(|t| t.name.clone()).collect(),
+                replaced: request
+                    .replaced
+                    .keys()
+                    .filter(|k| *k != "stream")
+                    .cloned()
+                    .collect(),
+                reply: None,
+                error: None,
+                duration_ms: record::ms(asked.elapsed()),
+            };
+            let reply = match answer {
+                Ok(reply) => reply,
+                Err(ModelError::Cancelled) => {
+                    step.error = Some(ModelError::Cancelled.to_string());
+                    steps.push(LoopStep::Model(step));
+                    return LoopOutcome {
+                        cancelled: true,
+                        ..LoopOutcome::failed(
+                            steps,
+                            effects,
+                            "the turn was cancelled; nothing was appended".into(),
+                        )
+                    };
+                }
+                Err(e) => {
+                    step.error = Some(e.to_string());
+                    steps.push(LoopStep::Model(step));
+                    return LoopOutcome::failed(
+                        steps,
+                        effects,
+                        format!("the story model failed: {e}"),
+                    );
+                }
+            };
+            step.reply = Some(reply.clone());
+            steps.push(LoopStep::Model(step));
+            // `PostLLMResponse` may rewrite the response or reject it with a correction.
+            let review = self.dispatch(
+                "PostLLMResponse",
+                json!({"response": response_json(&reply), "messages": sent}),
+                runtime,
+                &mut steps,
+            );
+            let mut reply = match review.replaced("response") {
+                Some(rewritten) => rewritten_reply(&reply, rewritten),
+                None => reply,
+            };
+            if let Some(correction) = review
+                .replaced("correction")
+                .and_then(Value::as_str)
+                .filter(|c| !c.trim().is_empty())
+            {
+                corrections += 1;
+                if corrections > MAX_CORRECTIONS {
+                    return LoopOutcome::failed(
+                        steps,
+                        effects,
+                        format!(
+                            "Response validation failed after {MAX_CORRECTIONS} corrections: {correction}"
+                        ),
+                    );
+                }
+                if !reply.text.is_empty() {
+                    conversation
+                        .messages
+                        .push(json!({"role": "assistant", "content": reply.text}));
+                }
+                conversation.messages.push(json!({"role": "system", "content": format!("{CORRECTION_PREFIX}\n{correction}")}));
+                continue;
+            }
+            if reply.tool_calls.is_empty() {
+                narration = Some(reply);
+                break;
+            }
+            conversation.messages.push(json!({
+                "role": "assistant",
+                "content": reply.text,
+                "toolCalls": reply.tool_calls.iter().map(|c| json!({"id": c.id, "name": c.name, "arguments": c.input.to_string()})).collect::<Vec<_>>(),
+            }));
+            let mut stop = false;
+            for (index, tool_call) in reply.tool_calls.iter().enumerate() {
+                let result = if index >= MAX_TOOLS_PER_REPLY {
+                    json!({"success": false, "error": format!("at most {MAX_TOOLS_PER_REPLY} tool calls are run per reply"), "code": "DENIED"}).to_string()
+                } else {
+                    let end = self.run_tool(tool_call, runtime, &mut effects, &mut steps);
+                    stop |= end.terminate || end.done;
+                    end.result
+                };
+                conversation
+                    .messages
+                    .push(json!({"role": "tool", "toolCallId": tool_call.id, "content": result}));
+                if stop {
+                    break;
+                }
+            }
+            if stop {
+                reply.tool_calls.clear();
+                narration = Some(reply);
+                break;
+            }
+        }
+        let Some(mut reply) = narration else {
+            return LoopOutcome::failed(
+                steps,
+                effects,
+                format!(
+                    "the story model was still calling tools after {MAX_MODEL_CALLS} model calls (the turn's bound); nothing was appended"
+                ),
+            );
+        };
+        let proposals: Vec<&Value> = effects.proposals.iter().map(|(_, p)| p).collect();
+        let post = self.dispatch(
+            "PostRuntime",
+            json!({"result": {"pluginId": runtime, "runtimeId": runtime, "status": "success", "output": {"text": reply.text}, "proposals": proposals}}),
+            runtime,
+            &mut steps,
+        );
+        if let Some(text) = post
+            .replaced("result")
+            .and_then(|r| r.pointer("/output/text"))
+            .and_then(Value::as_str)
+        {
+            reply.text = text.to_string();
+        }
+        self.dispatch(
+            "TurnStop",
+            json!({
+                "runtimeResults": [{"pluginId": runtime, "runtimeId": runtime, "status": "success", "output": {"text": reply.text}}],
+                "durationMs": started.elapsed().as_millis() as u64,
+            }),
+            runtime,
+            &mut steps,
+        );
+        LoopOutcome {
+            reply: Some(reply),
+            steps,
+            effects,
+            error: None,
+            cancelled: false,
+        }
+    }
+}
+
+/// The scripted model's answer to the turn's `call`-th model call (1-based).
+fn scripted_answer(calls: &[ScriptedCall], turn: u64, call: u32) -> Reply {
+    let index = (call as usize - 1).min(calls.len().saturating_sub(1));
+    let scripted = calls.get(index).cloned().unwrap_or_default();
+    let tool_calls: Vec<ToolCall> = scripted
+        .tools
+        .iter()
+        .enumerate()
+        .map(|(i, t)| ToolCall {
+            id: format!("call-t{turn}-{call}-{}", i + 1),
+            name: t.name.clone(),
+            input: t.input.clone(),
+        })
+        .collect();
+    Reply {
+        finish_reason: if tool_calls.is_empty() {
+            "stop"
+        } else {
+            "tool_use"
+        }
+        .into(),
+        text: scripted.text.unwrap_or_default(),
+        usage: None,
+        tool_calls,
+    }
+}
+
+/// A reply as hooks see it: `{content, toolCalls, finishReason}`.
+fn response_json(reply: &Reply) -> Value {
+    json!({
+        "content": reply.text,
+        "toolCalls": reply.tool_calls.iter().map(|c| json!({"id": c.id, "name": c.name, "arguments": c.input.to_string()})).collect::<Vec<_>>(),
+        "finishReason": reply.finish_reason,
+    })
+}
+
+/// A reply with a hook's `replace.response` applied (`content`: null or text; `toolCalls`).
+fn rewritten_reply(reply: &Reply, rewritten: &Value) -> Reply {
+    let mut out = reply.clone();
+    if let Some(content) = rewritten.get("content") {
+        out.text = content.as_str().unwrap_or_default().to_string();
+    }
+    if let Some(calls) = rewritten.get("toolCalls").and_then(Value::as_array) {
+        out.tool_calls = calls
+            .iter()
+            .map(|c| ToolCall {
+                id: c["id"].as_str().unwrap_or_default().to_string(),
+                name: c["name"].as_str().unwrap_or_default().to_string(),
+                input: match &c["arguments"] {
+                    Value::String(text) => {
+                        serde_json::from_str(text).unwrap_or(Value::String(text.clone()))
+                    }
+                    other => other.clone(),
+                },
+            })
+            .collect();
+    }
+    out
+}
