@@ -1,6 +1,34 @@
 const POSITIONS = ["left", "center-left", "center", "center-right", "right"];
 
+import { makeProposal, withPendingProposals } from "@covel/plugin-handlers-utils";
+
 export default function (covel) {
+  const { tool, z } = covel.toolkit;
+  covel.registerTool(
+    tool({
+      name: "set-scene",
+      description: "Move the story to another scene: its place, the time of day and who is there.",
+      parameters: z.object({
+        sceneId: z.string().min(1).describe("A short id for the place, e.g. harbour"),
+        name: z.string().min(1).describe("The place's name as the player sees it"),
+        night: z.boolean().optional().describe("Whether it is night"),
+        cast: z.array(z.string()).max(5).optional().describe("Ids of the characters on stage, the speaker first"),
+      }),
+      execute: async (scene, ctx) => {
+        const now = new Date(0).toISOString();
+        const items = [{ namespace: "stage", key: "current", value: { sceneId: scene.sceneId, name: scene.name, night: scene.night ?? false } }];
+        if (scene.cast) {
+          items.push({ namespace: "active-cast", key: "current", value: scene.cast });
+          items.push({ namespace: "direction", key: "current", value: { speaker: scene.cast[0] ?? null } });
+        }
+        return withPendingProposals(
+          { _text: `The scene is now ${scene.name}.` },
+          [makeProposal(ctx, now, "plugin.data.batch", { items })],
+        );
+      },
+    }),
+  );
+
   covel.provideExtension("ui.slot@1", "backdrop", {
     handler: async ({ events }, ctx) => {
       const stage = (await ctx.pluginData.get("stage", "current")) ?? {};
