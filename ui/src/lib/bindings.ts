@@ -383,6 +383,29 @@ export type CheckResult_Serialize = {
 	detail?: string,
 };
 
+/**  One proposal committed or refused. */
+export type CommitStep = CommitStep_Serialize | CommitStep_Deserialize;
+
+/**  One proposal committed or refused. */
+export type CommitStep_Deserialize = {
+	pluginId: string,
+	type: string,
+	committed: boolean,
+	detail?: string | null,
+	writes: string[],
+	slots: string[],
+};
+
+/**  One proposal committed or refused. */
+export type CommitStep_Serialize = {
+	pluginId: string,
+	type: string,
+	committed: boolean,
+	detail?: string,
+	writes: string[],
+	slots: string[],
+};
+
 /**  One compaction run. */
 export type CompactionRun = CompactionRun_Serialize | CompactionRun_Deserialize;
 
@@ -518,6 +541,29 @@ export type Difference_Serialize = {
 	plugin?: string,
 };
 
+/**  One event and the slots it moved. */
+export type EventStep = EventStep_Serialize | EventStep_Deserialize;
+
+/**  One event and the slots it moved. */
+export type EventStep_Deserialize = {
+	topic: string,
+	data: JsonValue,
+	pluginId?: string | null,
+	accepted: boolean,
+	detail?: string | null,
+	slots: string[],
+};
+
+/**  One event and the slots it moved. */
+export type EventStep_Serialize = {
+	topic: string,
+	data: JsonValue,
+	pluginId?: string,
+	accepted: boolean,
+	detail?: string,
+	slots: string[],
+};
+
 /**  A provider declared in PLUGIN.md. */
 export type ExtensionDecl = ExtensionDecl_Serialize | ExtensionDecl_Deserialize;
 
@@ -539,6 +585,13 @@ export type ExtensionDecl_Serialize = {
 	slot?: SlotId,
 	watch?: string[],
 	preview?: string[],
+};
+
+/**  A field a hook replaced. */
+export type FieldChange = {
+	field: string,
+	before: JsonValue,
+	after: JsonValue,
 };
 
 /**  The whole forecast. */
@@ -617,6 +670,35 @@ export type HistoryRewrite = {
 	/**  `rewritten`, `dropped` or `added`. */
 	change: string,
 	providers: string[],
+};
+
+/**  One hook handler's call. */
+export type HookStep = HookStep_Serialize | HookStep_Deserialize;
+
+/**  One hook handler's call. */
+export type HookStep_Deserialize = {
+	event: string,
+	pluginId: string,
+	enforce: string,
+	/**  continue, not-matched, replaced, correction, rejected, abort-ignored or failed. */
+	outcome: string,
+	detail?: string | null,
+	changes: FieldChange[],
+	durationMs: number | null,
+	logs: string[],
+};
+
+/**  One hook handler's call. */
+export type HookStep_Serialize = {
+	event: string,
+	pluginId: string,
+	enforce: string,
+	/**  continue, not-matched, replaced, correction, rejected, abort-ignored or failed. */
+	outcome: string,
+	detail?: string,
+	changes: FieldChange[],
+	durationMs: number | null,
+	logs: string[],
 };
 
 /**  Text in one language, or by locale. */
@@ -736,6 +818,35 @@ export type LintFinding_Serialize = {
 	message: string,
 };
 
+/**  One step of a turn's loop (see `turn::record`). */
+export type LoopStep = LoopStep_Serialize | LoopStep_Deserialize;
+
+/**  One step of a turn's loop (see `turn::record`). */
+export type LoopStep_Deserialize = {
+	kind: "hook",
+} & HookStep_Deserialize | {
+	kind: "model",
+} & ModelStep_Deserialize | {
+	kind: "tool",
+} & ToolStep_Deserialize | {
+	kind: "commit",
+} & CommitStep_Deserialize | {
+	kind: "event",
+} & EventStep_Deserialize;
+
+/**  One step of a turn's loop (see `turn::record`). */
+export type LoopStep_Serialize = {
+	kind: "hook",
+} & HookStep_Serialize | {
+	kind: "model",
+} & ModelStep_Serialize | {
+	kind: "tool",
+} & ToolStep_Serialize | {
+	kind: "commit",
+} & CommitStep_Serialize | {
+	kind: "event",
+} & EventStep_Serialize;
+
 /**  One message of the assembled prompt. */
 export type Message = {
 	role: string,
@@ -771,6 +882,31 @@ export type Mismatch_Serialize = {
 	plugin?: string,
 	at: string,
 	message: string,
+};
+
+/**  One story model call. */
+export type ModelStep = ModelStep_Serialize | ModelStep_Deserialize;
+
+/**  One story model call. */
+export type ModelStep_Deserialize = {
+	call: number,
+	added: JsonValue[],
+	tools: string[],
+	replaced: string[],
+	reply?: Reply_Deserialize | null,
+	error?: string | null,
+	durationMs: number | null,
+};
+
+/**  One story model call. */
+export type ModelStep_Serialize = {
+	call: number,
+	added: JsonValue[],
+	tools: string[],
+	replaced: string[],
+	reply?: Reply_Serialize,
+	error?: string,
+	durationMs: number | null,
 };
 
 /**  The model the forecast priced. */
@@ -1260,6 +1396,7 @@ export type Reply_Deserialize = {
 	finishReason: string,
 	/**  The usage the backend reported, as it sent it. */
 	usage?: JsonValue | null,
+	toolCalls: ToolCall[],
 };
 
 /**  The model's reply. */
@@ -1268,6 +1405,7 @@ export type Reply_Serialize = {
 	finishReason: string,
 	/**  The usage the backend reported, as it sent it. */
 	usage?: JsonValue,
+	toolCalls?: ToolCall[],
 };
 
 /**  What the backend reported for a turn. */
@@ -1839,6 +1977,46 @@ export type TextSplice = {
 	insert: string,
 };
 
+/**  A tool call in a model's reply. */
+export type ToolCall = {
+	id: string,
+	name: string,
+	input: JsonValue,
+};
+
+/**  One tool call. */
+export type ToolStep = ToolStep_Serialize | ToolStep_Deserialize;
+
+/**  One tool call. */
+export type ToolStep_Deserialize = {
+	callId: string,
+	name: string,
+	pluginId?: string | null,
+	input: JsonValue,
+	/**  ok, rejected, invalid-input, failed or not-found. */
+	outcome: string,
+	result: string,
+	proposals: JsonValue[],
+	events: JsonValue[],
+	durationMs: number | null,
+	logs: string[],
+};
+
+/**  One tool call. */
+export type ToolStep_Serialize = {
+	callId: string,
+	name: string,
+	pluginId?: string,
+	input: JsonValue,
+	/**  ok, rejected, invalid-input, failed or not-found. */
+	outcome: string,
+	result: string,
+	proposals: JsonValue[],
+	events: JsonValue[],
+	durationMs: number | null,
+	logs: string[],
+};
+
 /**  Sums over every turn. */
 export type Totals = {
 	inputTokens: number,
@@ -1953,6 +2131,10 @@ export type TurnRecord_Deserialize = {
 	compaction?: CompactionRun_Deserialize | null,
 	events: JsonValue[],
 	slotChanges: SlotChange_Deserialize[],
+	/**  The turn's loop: hooks, model calls, tool calls, events and commits, in order. */
+	steps: LoopStep_Deserialize[],
+	/**  Forms the turn's tools asked the player to fill. */
+	forms: JsonValue[],
 };
 
 /**  One played turn, as the Playtest panel lists it (its prompt is asked for separately). */
@@ -1965,6 +2147,10 @@ export type TurnRecord_Serialize = {
 	compaction?: CompactionRun_Serialize,
 	events: JsonValue[],
 	slotChanges: SlotChange_Serialize[],
+	/**  The turn's loop: hooks, model calls, tool calls, events and commits, in order. */
+	steps: LoopStep_Serialize[],
+	/**  Forms the turn's tools asked the player to fill. */
+	forms: JsonValue[],
 };
 
 /**  Which assembly a failed run belongs to. */

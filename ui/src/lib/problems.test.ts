@@ -178,7 +178,7 @@ describe("diffs of the last reload", () => {
 
 import { fixture as afterTurn } from "../../fixtures/after-turn";
 import { fixture as turnPreviews } from "../../fixtures/turn-previews";
-import { turnSummary } from "./view";
+import { loopStepLine, turnSummary } from "./view";
 
 describe("the turn inspector", () => {
   it("sums up a played turn from its record and the prompt it sent", () => {
@@ -191,7 +191,21 @@ describe("the turn inspector", () => {
     const rest = `${words}-word reply · ${turn.events.length} events · ${turn.slotChanges.length} slot changes · compaction ${turn.compaction?.triggered ? "ran" : "not due"}`;
     expect(turnSummary(turn, sent)).toBe(`${tokens} tokens sent over ${p.system.blocks.filter((b: any) => b.cacheBoundary).length} cache boundaries · ${rest}`);
     expect(turnSummary(turn), "before the prompt is loaded").toBe(rest);
-    expect(turnSummary({ turnId: "t", playerMessage: "x", error: "boom", events: [], slotChanges: [] })).toBe("no reply · 0 events · 0 slot changes · no compaction run");
+    expect(turnSummary({ turnId: "t", playerMessage: "x", error: "boom", events: [], slotChanges: [], steps: [], forms: [] })).toBe("no reply · 0 events · 0 slot changes · no compaction run");
+  });
+
+  it("reads each step of the turn's loop in the author's words", () => {
+    const steps = afterTurn.turns[0].steps;
+    const lines = steps.map(loopStepLine);
+    const tool = steps.findIndex((s) => s.kind === "tool");
+    expect(tool, "the demo's first turn calls a tool").toBeGreaterThan(-1);
+    expect(lines[tool].head).toBe("Tool set-scene (scene-stage) · ok · 1 proposal");
+    expect(lines[tool].tone).toBe("ok");
+    expect(lines[tool].detail).toBe("The scene is now The Bell Tower.");
+    const commit = lines[steps.findIndex((s) => s.kind === "commit")];
+    expect(commit.head).toBe("Commit plugin.data.batch of scene-stage stage/current, active-cast/current, direction/current · committed → moved stage.backdrop@1, stage.cast@1");
+    expect(lines[0].head).toBe("Model call 1 → calls set-scene");
+    expect(loopStepLine({ kind: "hook", event: "PreToolUse", pluginId: "dice", enforce: "normal", outcome: "rejected", detail: "wrong outcome", changes: [], durationMs: 1, logs: [] })).toEqual({ head: "PreToolUse hook · dice · rejected", tone: "error", detail: "wrong outcome" });
   });
 });
 

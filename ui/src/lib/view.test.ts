@@ -117,7 +117,7 @@ describe("the cache and tests panels", () => {
   it("counts sessions and checks of a test run", () => {
     const counts = testCounts(tests);
     expect(counts.failed).toBe(0);
-    expect(counts.sessions).toBe(4);
+    expect(counts.sessions).toBe(5);
     expect(counts.checks).toBeGreaterThan(20);
   });
 });

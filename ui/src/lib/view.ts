@@ -851,3 +851,52 @@ export function previewChanges(before: Snapshot["preview"] | undefined, after: S
     ...compare("slot", slots(before), slots(after)),
   ];
 }
+
+/** How a turn-loop step reads in the turn inspector: a headline, its tone, and what changed. */
+export type LoopLine = { head: string; tone: "" | "ok" | "warning" | "error"; detail?: string };
+
+/**
+ * One step of a played turn's loop (a hook call, a model call, a tool call, an event or a
+ * commit) in the author's words.
+ */
+export function loopStepLine(step: import("./wire").LoopStep): LoopLine {
+  switch (step.kind) {
+    case "hook": {
+      const fields = step.changes.map((c) => c.field).join(", ");
+      const said: Record<string, [string, LoopLine["tone"]]> = {
+        continue: ["continue", ""],
+        "not-matched": ["its match said no", ""],
+        replaced: [`replaced ${fields}`, "ok"],
+        correction: ["asked for a correction", "warning"],
+        rejected: ["rejected", "error"],
+        "abort-ignored": ["aborted (no effect on this event)", "warning"],
+        failed: ["failed (skipped)", "error"],
+      };
+      const [what, tone] = said[step.outcome] ?? [step.outcome, ""];
+      return { head: `${step.event} hook · ${step.pluginId} · ${what}`, tone, detail: step.detail };
+    }
+    case "model": {
+      const calls = step.reply?.toolCalls?.map((c) => c.name) ?? [];
+      const what = step.error ? `failed: ${step.error}` : calls.length ? `calls ${calls.join(", ")}` : `answers ${step.reply?.text.split(/\s+/).filter(Boolean).length ?? 0} words`;
+      const sent = step.added.length ? ` (${step.added.length} message${step.added.length === 1 ? "" : "s"} after the prompt)` : "";
+      const replaced = step.replaced.length ? ` · hooks replaced ${step.replaced.join(", ")}` : "";
+      return { head: `Model call ${step.call}${sent} → ${what}${replaced}`, tone: step.error ? "error" : "" };
+    }
+    case "tool": {
+      const tone: LoopLine["tone"] = step.outcome === "ok" ? "ok" : step.outcome === "rejected" ? "warning" : "error";
+      const owner = step.pluginId ? ` (${step.pluginId})` : "";
+      const proposals = step.proposals.length ? ` · ${step.proposals.length} proposal${step.proposals.length === 1 ? "" : "s"}` : "";
+      return { head: `Tool ${step.name}${owner} · ${step.outcome}${proposals}`, tone, detail: step.result };
+    }
+    case "event": {
+      const by = step.pluginId ? ` from ${step.pluginId}` : " from the story";
+      if (!step.accepted) return { head: `Event ${step.topic}${by} · refused`, tone: "error", detail: step.detail };
+      return { head: `Event ${step.topic}${by} → ${step.slots.length ? `moved ${step.slots.join(", ")}` : "no slot previews it"}`, tone: "ok" };
+    }
+    case "commit": {
+      const writes = step.writes.length ? ` ${step.writes.join(", ")}` : "";
+      const moved = step.slots.length ? ` → moved ${step.slots.join(", ")}` : "";
+      return { head: `Commit ${step.type} of ${step.pluginId}${writes} · ${step.committed ? "committed" : "refused"}${moved}`, tone: step.committed ? "ok" : "error", detail: step.detail };
+    }
+  }
+}

@@ -16,6 +16,7 @@ export type {
   I18n,
   JsonChange,
   JsonValue,
+  LoopStep_Serialize as LoopStep,
   Message,
   Origin,
   OpenStatus_Serialize as OpenStatus,

@@ -240,7 +240,8 @@ test("the plugins panel's inventory names registered extensions, never [object O
   const inventory = await page.getByTestId("inventory-quest-log").textContent();
   assert.match(inventory, /extensions: ui\.slot@1 · summary/);
   assert.match(inventory, /tools: quest-update/);
-  assert.match(await page.getByTestId("not-run-quest-log").textContent(), /lists these tools and hooks but never runs them/, "the studio says it never runs what is not an extension point");
+  // Tools and hooks run in played turns: no "never runs" note for a plugin that registers only those.
+  assert.equal(await page.getByTestId("not-run-quest-log").count(), 0, "quest-log's tool and hook run in played turns");
   assert.equal(await page.getByTestId("not-run-story-director").count(), 0, "no note where nothing else was registered");
   assert.doesNotMatch(await page.getByTestId("plugins").textContent(), /\[object Object\]/);
 });
@@ -335,8 +336,17 @@ test("the turn inspector shows the played turn's prompt with its boundaries, rep
   if (turn.compaction) assert.match(compaction, new RegExp(`estimate ${turn.compaction.estimatedTokens} of threshold`));
   else assert.match(compaction, /not due after this turn/, "a turn records a compaction run only when one was due");
   assert.match(await inspector.textContent(), new RegExp(`Events \\(${turn.events.length}\\)`));
+  // The turn's loop: the demo's first turn calls scene-stage's set-scene tool, whose write moves
+  // the backdrop and the cast when the turn commits.
+  const loop = await inspector.getByTestId("turn-loop").textContent();
+  assert.match(loop, /Model call 1 → calls set-scene/);
+  assert.match(loop, /Tool set-scene \(scene-stage\) · ok · 1 proposal/);
+  assert.match(loop, /Commit plugin\.data\.batch of scene-stage stage\/current, active-cast\/current, direction\/current · committed → moved stage\.backdrop@1, stage\.cast@1/);
+  assert.doesNotMatch(loop, /TurnStop hook/, "hooks that let everything through are folded away");
+  await inspector.getByTestId("turn-loop-quiet").check();
+  assert.match(await inspector.getByTestId("turn-loop").textContent(), /TurnStop hook · quest-log · continue/);
   const stage = await page.getByTestId("playtest-stage").textContent();
-  assert.match(stage, /The Harbour/, "the stage beside the chat");
+  assert.match(stage, /The Bell Tower/, "the stage beside the chat shows the scene the tool set");
   assert.match(stage, /Swim at low tide/);
   await page.screenshot({ path: join(shots, "browser-turn-inspector.png") });
 });
@@ -454,8 +464,8 @@ test("the tests panel runs the folder's test sessions and lists every check", as
   await page.locator('[data-tab="Tests"]').click();
   await page.getByTestId("tests-run").click();
   await page.getByTestId("tests-summary").waitFor();
-  assert.match(await page.getByTestId("tests-summary").textContent(), /4 sessions, \d+ checks: all passed/);
-  assert.equal(await page.getByTestId("test-session").count(), 4);
+  assert.match(await page.getByTestId("tests-summary").textContent(), /5 sessions, \d+ checks: all passed/);
+  assert.equal(await page.getByTestId("test-session").count(), 5);
   assert.match(await page.getByTestId("test-session").nth(1).textContent(), /\[segment-placement\] segment story-director\/tone in stable-segments/);
   await page.screenshot({ path: join(shots, "browser-tests.png") });
 });

@@ -191,21 +191,35 @@ test("a broken edit shows the diagnostic and keeps the last good result", async 
   await waitFor("the fixed status", async () => (await (await browser.$('[data-testid="status-story-director"]')).getText()) === "active");
 });
 
-test("playing a turn updates the stage panel", async () => {
+test("three scripted turns of the demo change the stage each turn, and the inspector shows their hooks and tools", async () => {
   await tab("Stage");
-  const before = await (await browser.$('[data-testid="dialog"]')).getText();
-  await tab("Playtest");
-  await (await browser.$('[data-testid="player-message"]')).setValue("I swim to the bell tower.");
-  await (await browser.$('[data-testid="play"]')).click();
-  await tab("Stage");
-  await waitFor("the new narration", async () => /Scripted narrator/.test(await (await browser.$('[data-testid="dialog"]')).getText()));
-  assert.notEqual(await (await browser.$('[data-testid="dialog"]')).getText(), before);
-  assert.match(await (await browser.$('[data-testid="backdrop"]')).getText(), /The Harbour/);
-  await shot("e2e-stage", "stage");
-  await tab("Playtest");
-  await waitFor("the turn inspector", async () => /Scripted narrator/.test(await text('[data-testid="turn-inspector"]')));
-  await shot("e2e-turn-inspector", "turn-inspector");
-  // After the turn the prompt shows the next turn with a player message, never an empty one.
+  const before = await text('[data-testid="dialog"]');
+  assert.match(await text('[data-testid="backdrop"]'), /The Harbour/);
+  // What each of the demo's scripted turns does (plugins-sample/demo.session.yaml): the stage it
+  // leaves, and the loop steps the turn inspector lists.
+  const turns = [
+    { say: "I swim to the bell tower.", backdrop: /The Bell Tower/, choices: /How do you reach the bell tower\?/, loop: [/Tool set-scene \(scene-stage\) · ok/, /Commit plugin\.data\.batch of scene-stage .* → moved stage\.backdrop@1, stage\.cast@1/] },
+    { say: "I climb the stairs.", backdrop: /The Bell Tower/, choices: /Do you ring the drowned bell\?/, loop: [/PostLLMResponse hook · narration-review · asked for a correction/, /Do not decide or feel for the player/, /Tool offer-choices \(choices\) · ok/] },
+    { say: "I swim back.", backdrop: /The Harbour/, choices: /What do you tell Oren\?/, loop: [/Model call 1 → calls set-scene, offer-choices/, /Commit plugin\.data of choices message\/current · committed → moved stage\.choices@1/] },
+  ];
+  let n = 0;
+  for (const turn of turns) {
+    n += 1;
+    await tab("Playtest");
+    await (await browser.$('[data-testid="player-message"]')).setValue(turn.say);
+    await (await browser.$('[data-testid="play"]')).click();
+    await waitFor(`turn ${n} in the inspector`, async () => new RegExp(`turn ${n}\\)`).test(await text('[data-testid="turn-inspector"]')));
+    const loop = await text('[data-testid="turn-loop"]');
+    for (const step of turn.loop) assert.match(loop, step, `turn ${n}'s loop`);
+    await shot(`e2e-turn-${n}-inspector`, n === 2 ? "turn-inspector" : undefined);
+    await tab("Stage");
+    await waitFor(`turn ${n}'s narration`, async () => new RegExp(`turn ${n}\\)`).test(await text('[data-testid="dialog"]')));
+    assert.match(await text('[data-testid="backdrop"]'), turn.backdrop, `turn ${n}'s backdrop`);
+    assert.match(await text('[data-testid="choices"]'), turn.choices, `turn ${n}'s choices`);
+    await shot(`e2e-turn-${n}-stage`, n === 1 ? "stage" : undefined);
+  }
+  assert.notEqual(await text('[data-testid="dialog"]'), before);
+  // After the turns the prompt shows the next turn with a player message, never an empty one.
   await tab("Prompt");
   const input = await text('[data-message="player-input"]');
   assert.doesNotMatch(input, /· 0 tokens/, input);
