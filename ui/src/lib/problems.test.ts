@@ -188,7 +188,7 @@ describe("the turn inspector", () => {
     const p = sent.prompt;
     const tokens = p.system.tokens + p.messages.reduce((n: number, m: any) => n + m.tokens, 0);
     const words = turn.reply!.text.split(/\s+/).filter(Boolean).length;
-    const rest = `${words}-word reply · ${turn.events.length} events · ${turn.slotChanges.length} slot changes · compaction ${turn.compaction?.triggered ? "ran" : "not due"}`;
+    const rest = `${words}-word reply · 1 tool call · ${turn.events.length} events · ${turn.slotChanges.length} slot changes · compaction ${turn.compaction?.triggered ? "ran" : "not due"}`;
     expect(turnSummary(turn, sent)).toBe(`${tokens} tokens sent over ${p.system.blocks.filter((b: any) => b.cacheBoundary).length} cache boundaries · ${rest}`);
     expect(turnSummary(turn), "before the prompt is loaded").toBe(rest);
     expect(turnSummary({ turnId: "t", playerMessage: "x", error: "boom", events: [], slotChanges: [], steps: [], forms: [] })).toBe("no reply · 0 events · 0 slot changes · no compaction run");

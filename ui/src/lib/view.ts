@@ -785,7 +785,11 @@ export function turnSummary(turn: import("./wire").TurnRecord, sent?: Snapshot["
   const prompt = p ? `${p.system.tokens + p.messages.reduce((n, m) => n + m.tokens, 0)} tokens sent over ${p.system.blocks.filter((b) => b.cacheBoundary).length} cache boundaries · ` : "";
   const reply = turn.reply ? `${turn.reply.text.split(/\s+/).filter(Boolean).length}-word reply` : "no reply";
   const compaction = turn.compaction?.triggered ? "compaction ran" : turn.error ? "no compaction run" : "compaction not due";
-  return `${prompt}${reply} · ${turn.events?.length ?? 0} events · ${turn.slotChanges?.length ?? 0} slot changes · ${compaction}`;
+  const steps = turn.steps ?? [];
+  const tools = steps.filter((s) => s.kind === "tool").length;
+  const hooks = steps.filter((s) => s.kind === "hook" && s.outcome !== "continue" && s.outcome !== "not-matched").length;
+  const loop = `${tools ? `${tools} tool call${tools === 1 ? "" : "s"} · ` : ""}${hooks ? `${hooks} hook${hooks === 1 ? "" : "s"} acted · ` : ""}`;
+  return `${prompt}${reply} · ${loop}${turn.events?.length ?? 0} events · ${turn.slotChanges?.length ?? 0} slot changes · ${compaction}`;
 }
 
 /**
@@ -880,7 +884,8 @@ export function loopStepLine(step: import("./wire").LoopStep): LoopLine {
       const what = step.error ? `failed: ${step.error}` : calls.length ? `calls ${calls.join(", ")}` : `answers ${step.reply?.text.split(/\s+/).filter(Boolean).length ?? 0} words`;
       const sent = step.added.length ? ` (${step.added.length} message${step.added.length === 1 ? "" : "s"} after the prompt)` : "";
       const replaced = step.replaced.length ? ` · hooks replaced ${step.replaced.join(", ")}` : "";
-      return { head: `Model call ${step.call}${sent} → ${what}${replaced}`, tone: step.error ? "error" : "" };
+      const said = step.reply?.text ? `“${step.reply.text}”` : undefined;
+      return { head: `Model call ${step.call}${sent} → ${what}${replaced}`, tone: step.error ? "error" : "", detail: said };
     }
     case "tool": {
       const tone: LoopLine["tone"] = step.outcome === "ok" ? "ok" : step.outcome === "rejected" ? "warning" : "error";

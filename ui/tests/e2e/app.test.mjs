@@ -211,6 +211,7 @@ test("three scripted turns of the demo change the stage each turn, and the inspe
     await waitFor(`turn ${n} in the inspector`, async () => new RegExp(`turn ${n}\\)`).test(await text('[data-testid="turn-inspector"]')));
     const loop = await text('[data-testid="turn-loop"]');
     for (const step of turn.loop) assert.match(loop, step, `turn ${n}'s loop`);
+    await (await browser.$('[data-testid="turn-inspector"]')).scrollIntoView();
     await shot(`e2e-turn-${n}-inspector`, n === 2 ? "turn-inspector" : undefined);
     await tab("Stage");
     await waitFor(`turn ${n}'s narration`, async () => new RegExp(`turn ${n}\\)`).test(await text('[data-testid="dialog"]')));
