@@ -13,9 +13,15 @@ use serde_json::{Value, json};
 /// A playtest of the turn-loop fixtures with the guard in `mode`.
 fn playtest(mode: &str) -> (Playtest, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("temp dir");
+    let play = playtest_in(&dir, mode, "");
+    (play, dir)
+}
+
+/// A playtest of the fixtures with a session in `dir` (its story model in `models`, YAML).
+fn playtest_in(dir: &tempfile::TempDir, mode: &str, models: &str) -> Playtest {
     let session = dir.path().join("loop.session.yaml");
     let text = format!(
-        "id: loop\nsettings:\n  guard: {{ mode: {mode} }}\npluginData:\n  - {{ pluginId: stage, namespace: stage, key: current, value: {{ sceneId: harbour, name: The Harbour }} }}\nhistory:\n  messages:\n    - {{ role: user, content: I arrive. }}\n    - {{ role: assistant, content: The harbour is quiet. }}\n"
+        "id: loop\nsettings:\n  guard: {{ mode: {mode} }}\npluginData:\n  - {{ pluginId: stage, namespace: stage, key: current, value: {{ sceneId: harbour, name: The Harbour }} }}\nhistory:\n  messages:\n    - {{ role: user, content: I arrive. }}\n    - {{ role: assistant, content: The harbour is quiet. }}\n{models}"
     );
     std::fs::write(&session, text).expect("session written");
     let ws = Workspace::open(&fixture("turn-loop"), Some(&session), &Limits::default())
@@ -24,7 +30,7 @@ fn playtest(mode: &str) -> (Playtest, tempfile::TempDir) {
         ws.plugins.iter().all(|p| p.diagnostics.is_empty()),
         "fixtures load cleanly"
     );
-    (Playtest::new(ws), dir)
+    Playtest::new(ws)
 }
 
 /// A scripted reply from YAML (the session format's `script` entry).
@@ -96,6 +102,7 @@ fn the_loop_runs_hooks_model_calls_and_tools_in_covel_s_order() {
             "model 1",
             "PostLLMResponse",
             "PreToolUse",
+            "PreToolUse",
             "tool set-scene",
             "PostToolUse",
             "PreLLMCall",
@@ -139,8 +146,8 @@ fn a_tool_s_proposal_takes_effect_and_moves_the_slot_that_watches_its_namespace(
 fn hook_return_rule_no_return_means_continue() {
     let (report, _, _dir) = play("none", SET_SCENE);
     let pre = hooks(&report, "PreToolUse");
-    assert_eq!(pre.len(), 1);
-    assert_eq!(pre[0].outcome, HookOutcome::Continue);
+    assert_eq!(pre.len(), 2, "the guard's two PreToolUse handlers");
+    assert!(pre.iter().all(|h| h.outcome == HookOutcome::Continue));
     assert_eq!(tools(&report)[0].outcome, ToolOutcome::Ok);
 }
 
@@ -495,4 +502,92 @@ fn tools_see_the_proposals_their_plugin_made_earlier_in_the_turn() {
         "tools: [{ name: set-scene, input: { sceneId: tower, name: The Tower } }, { name: again }]\nreply: Done.",
     );
     assert_eq!(tools(&report)[1].result, "call 1");
+}
+
+/// An Anthropic Messages fake that answers its requests in order with `answers`, and keeps
+/// each request body.
+fn anthropic_fake(answers: Vec<Value>) -> (String, std::thread::JoinHandle<Vec<Value>>) {
+    use covel_tests::http_fake::{accept_within, read_request, write_json};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let handle = std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        for answer in answers {
+            let Some(mut stream) = accept_within(&listener, std::time::Duration::from_secs(30))
+            else {
+                break;
+            };
+            let (_, body) = read_request(&stream).expect("a request");
+            seen.push(serde_json::from_slice(&body).unwrap_or(Value::Null));
+            write_json(&mut stream, &answer.to_string()).expect("answered");
+        }
+        seen
+    });
+    (url, handle)
+}
+
+#[test]
+fn a_real_backend_s_tool_use_runs_the_tool_and_a_recording_replays_the_tool_round_offline() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (url, fake) = anthropic_fake(vec![
+        json!({"content": [{"type": "text", "text": "Let me move us."}, {"type": "tool_use", "id": "toolu_1", "name": "set-scene", "input": {"sceneId": "tower", "name": "The Tower"}}], "stop_reason": "tool_use"}),
+        json!({"content": [{"type": "text", "text": "The tower looms."}], "stop_reason": "end_turn"}),
+    ]);
+    let live = format!(
+        "models:\n  story: {{ backend: anthropic, baseUrl: \"{url}\", model: claude-sonnet-4-5, contextWindow: 200000 }}\n"
+    );
+    let mut play = playtest_in(&dir, "none", &live);
+    let report = play.play("I look around.");
+    assert_eq!(report.error, None);
+    assert_eq!(
+        stage(&play)["sceneId"],
+        "tower",
+        "the tool the model called took effect"
+    );
+    let sent = fake.join().expect("the fake ran");
+    assert_eq!(sent.len(), 2, "one tool round, then the narration");
+    // The first request offers the tools; the second carries the tool round.
+    let offered: Vec<&str> = sent[0]["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(offered.contains(&"set-scene"), "{offered:?}");
+    assert!(sent[0]["tools"][0]["input_schema"].get("$schema").is_none());
+    let messages = sent[1]["messages"].as_array().expect("messages");
+    let n = messages.len();
+    assert_eq!(messages[n - 2]["content"][1]["type"], "tool_use");
+    assert_eq!(messages[n - 1]["content"][0]["type"], "tool_result");
+    assert_eq!(messages[n - 1]["content"][0]["tool_use_id"], "toolu_1");
+    assert_eq!(messages[n - 1]["content"][0]["content"], "now at The Tower");
+
+    // Recorded, the same turn replays offline with the same loop and effects.
+    let recording = dir.path().join("loop.recording.json");
+    play.story_backend()
+        .recording()
+        .save(&recording)
+        .expect("saved");
+    let replay = "models:\n  story: { backend: replay, recording: loop.recording.json, model: claude-sonnet-4-5, contextWindow: 200000 }\n";
+    let mut again = playtest_in(&dir, "none", replay);
+    let replayed = again.play("I look around.");
+    assert_eq!(replayed.error, None);
+    let lines = |r: &TurnReport| r.steps.iter().map(LoopStep::line).collect::<Vec<_>>();
+    assert_eq!(lines(&replayed), lines(&report));
+    assert_eq!(stage(&again)["sceneId"], "tower");
+}
+
+#[test]
+fn a_hook_past_its_time_on_an_interceptable_event_rejects() {
+    // The guard's PreToolUse handler in `spin` mode never returns; its timeoutMs is 200.
+    let (report, play, _dir) = play("spin", SET_SCENE);
+    let pre = hooks(&report, "PreToolUse");
+    assert!(
+        pre.iter().any(|h| h.outcome == HookOutcome::Rejected
+            && h.detail.as_deref().is_some_and(|d| d.contains("200 ms"))),
+        "{pre:?}"
+    );
+    assert_eq!(tools(&report)[0].outcome, ToolOutcome::Rejected);
+    assert_eq!(stage(&play)["sceneId"], "harbour");
+    assert_eq!(report.error, None, "the turn went on without the tool");
 }

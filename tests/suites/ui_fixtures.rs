@@ -25,10 +25,11 @@ fn normalize(value: &mut Value, root: &str) {
             // it stays. Any other may round to 0 on a fast machine, and is normalized.
             let memo_answer = map.get("cached") == Some(&Value::Bool(true));
             // A tool's proposal is made with a random id (the SDK's `makeProposal`).
-            if map.contains_key("source") && map.contains_key("payload") {
-                if let Some(id) = map.get_mut("id") {
-                    *id = Value::from("(a random proposal id)");
-                }
+            if map.contains_key("source")
+                && map.contains_key("payload")
+                && let Some(id) = map.get_mut("id")
+            {
+                *id = Value::from("(a random proposal id)");
             }
             for (key, item) in map.iter_mut() {
                 // Timings vary from run to run; a fixed non-zero value keeps the fixtures stable
