@@ -504,9 +504,10 @@ fn tools_see_the_proposals_their_plugin_made_earlier_in_the_turn() {
     assert_eq!(tools(&report)[1].result, "call 1");
 }
 
-/// An Anthropic Messages fake that answers its requests in order with `answers`, and keeps
+/// A model API fake (Anthropic or OpenAI shaped) that answers its requests in order with
+/// `answers`, and keeps
 /// each request body.
-fn anthropic_fake(answers: Vec<Value>) -> (String, std::thread::JoinHandle<Vec<Value>>) {
+fn model_fake(answers: Vec<Value>) -> (String, std::thread::JoinHandle<Vec<Value>>) {
     use covel_tests::http_fake::{accept_within, read_request, write_json};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let url = format!("http://{}", listener.local_addr().expect("addr"));
@@ -529,7 +530,7 @@ fn anthropic_fake(answers: Vec<Value>) -> (String, std::thread::JoinHandle<Vec<V
 #[test]
 fn a_real_backend_s_tool_use_runs_the_tool_and_a_recording_replays_the_tool_round_offline() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let (url, fake) = anthropic_fake(vec![
+    let (url, fake) = model_fake(vec![
         json!({"content": [{"type": "text", "text": "Let me move us."}, {"type": "tool_use", "id": "toolu_1", "name": "set-scene", "input": {"sceneId": "tower", "name": "The Tower"}}], "stop_reason": "tool_use"}),
         json!({"content": [{"type": "text", "text": "The tower looms."}], "stop_reason": "end_turn"}),
     ]);
@@ -590,4 +591,36 @@ fn a_hook_past_its_time_on_an_interceptable_event_rejects() {
     assert_eq!(tools(&report)[0].outcome, ToolOutcome::Rejected);
     assert_eq!(stage(&play)["sceneId"], "harbour");
     assert_eq!(report.error, None, "the turn went on without the tool");
+}
+
+#[test]
+fn an_openai_compatible_backend_s_tool_calls_run_and_their_results_go_back_as_tool_messages() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    // The same fake plumbing answers OpenAI's chat shape.
+    let (url, fake) = model_fake(vec![
+        json!({"choices": [{"message": {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "set-scene", "arguments": "{\"sceneId\":\"crypt\",\"name\":\"The Crypt\"}"}}]}, "finish_reason": "tool_calls"}]}),
+        json!({"choices": [{"message": {"role": "assistant", "content": "Cold air rises."}, "finish_reason": "stop"}]}),
+    ]);
+    let live = format!(
+        "models:\n  story: {{ backend: openai, baseUrl: \"{url}/v1\", model: local-model, contextWindow: 32768 }}\n"
+    );
+    let mut play = playtest_in(&dir, "none", &live);
+    let report = play.play("I go down.");
+    assert_eq!(report.error, None);
+    assert_eq!(
+        report.reply.as_ref().map(|r| r.text.as_str()),
+        Some("Cold air rises.")
+    );
+    assert_eq!(stage(&play)["sceneId"], "crypt");
+    let sent = fake.join().expect("the fake ran");
+    assert_eq!(sent[0]["tools"][0]["type"], "function");
+    let messages = sent[1]["messages"].as_array().expect("messages");
+    let n = messages.len();
+    assert_eq!(
+        messages[n - 2]["tool_calls"][0]["function"]["name"],
+        "set-scene"
+    );
+    assert_eq!(messages[n - 1]["role"], "tool");
+    assert_eq!(messages[n - 1]["tool_call_id"], "call_1");
+    assert_eq!(messages[n - 1]["content"], "now at The Crypt");
 }
