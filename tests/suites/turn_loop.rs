@@ -505,8 +505,7 @@ fn tools_see_the_proposals_their_plugin_made_earlier_in_the_turn() {
 }
 
 /// A model API fake (Anthropic or OpenAI shaped) that answers its requests in order with
-/// `answers`, and keeps
-/// each request body.
+/// `answers`, and keeps each request body.
 fn model_fake(answers: Vec<Value>) -> (String, std::thread::JoinHandle<Vec<Value>>) {
     use covel_tests::http_fake::{accept_within, read_request, write_json};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
