@@ -251,6 +251,26 @@ async fn cancel_work(state: State<'_, AppState>) -> Result<(), String> {
     Ok(())
 }
 
+/// Answers the form the last played turn asks the player to fill: what the player says (the
+/// form's narrative filled in, to play next), or what is wrong with the values.
+#[tauri::command]
+#[specta::specta]
+async fn answer_form(
+    state: State<'_, AppState>,
+    values: std::collections::BTreeMap<String, String>,
+) -> Result<covel_studio::turn::forms::FormAnswer, String> {
+    with_studio(&state, move |s| {
+        let values = values
+            .into_iter()
+            .map(|(k, v)| (k, serde_json::Value::String(v)))
+            .collect();
+        Ok(covel_studio::turn::forms::FormAnswer::from(
+            s.play.answer_form(&values),
+        ))
+    })
+    .await
+}
+
 #[tauri::command]
 #[specta::specta]
 async fn undo(state: State<'_, AppState>) -> Result<SnapshotPatch, String> {
@@ -398,6 +418,7 @@ pub fn builder() -> Builder<tauri::Wry> {
             snapshot,
             set_runtime,
             play_turn,
+            answer_form,
             compact_now,
             run_everything_again,
             turn_prompt,

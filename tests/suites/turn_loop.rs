@@ -623,3 +623,48 @@ fn an_openai_compatible_backend_s_tool_calls_run_and_their_results_go_back_as_to
     assert_eq!(messages[n - 1]["tool_call_id"], "call_1");
     assert_eq!(messages[n - 1]["content"], "now at The Crypt");
 }
+
+#[test]
+fn a_form_tool_s_form_waits_for_the_player_and_its_answer_is_checked_then_played() {
+    let (report, mut play, _dir) = play(
+        "none",
+        "tools: [{ name: ask-name }]\nreply: A voice asks your name.",
+    );
+    assert_eq!(report.error, None);
+    assert_eq!(report.forms.len(), 1, "{:?}", report.forms);
+    let form = play.pending_form().expect("a form waits");
+    assert_eq!(form["pluginId"], "stage");
+    assert_eq!(form["interaction"]["title"], "Who are you?");
+    let answer = |v: Value| v.as_object().cloned().unwrap_or_default();
+    // Each field is checked, then the plugin's validator.
+    let refused = play
+        .answer_form(&answer(json!({"name": "", "role": "pirate"})))
+        .err()
+        .unwrap_or_default();
+    let named: Vec<_> = refused
+        .iter()
+        .map(|p| (p.field.clone(), p.message.clone()))
+        .collect();
+    assert_eq!(
+        named,
+        [
+            (Some("name".into()), "required".into()),
+            (Some("role".into()), "one of diver, keeper".into())
+        ]
+    );
+    let refused = play
+        .answer_form(&answer(json!({"name": "Nobody", "role": "keeper"})))
+        .err()
+        .unwrap_or_default();
+    assert_eq!(
+        refused[0].message, "a real name, please",
+        "the validator's word"
+    );
+    let said = play
+        .answer_form(&answer(json!({"name": "Mira", "role": "keeper"})))
+        .expect("a valid answer");
+    assert_eq!(said, "I am Mira, a keeper.");
+    let next = play.play_scripted(&said, Some(&script("You begin.")));
+    assert_eq!(next.player_message, "I am Mira, a keeper.");
+    assert!(play.pending_form().is_none(), "answered: no form waits");
+}

@@ -295,6 +295,8 @@ pub struct Playtest {
     pub slots: SlotHost,
     /// Whether `SessionStart` ran (on the playtest's first turn).
     session_started: bool,
+    /// The form the last played turn asks the player to fill.
+    pending_form: Option<serde_json::Value>,
 }
 
 impl Playtest {
@@ -313,7 +315,50 @@ impl Playtest {
             failures: FailureCounter::default(),
             slots,
             session_started: false,
+            pending_form: None,
         }
+    }
+
+    /// The form the last played turn asks the player to fill (`{pluginId, interaction}`).
+    pub fn pending_form(&self) -> Option<&serde_json::Value> {
+        self.pending_form.as_ref()
+    }
+
+    /// Answers the pending form as the player would: the values are checked against its fields
+    /// and the plugin's form validator; `Ok` is what the player says (the form's narrative
+    /// filled in), to play as the next turn.
+    pub fn answer_form(
+        &self,
+        values: &serde_json::Map<String, serde_json::Value>,
+    ) -> Result<String, Vec<crate::turn::forms::FormProblem>> {
+        let Some(form) = &self.pending_form else {
+            return Err(vec![crate::turn::forms::FormProblem {
+                field: None,
+                message: "no form is waiting for an answer".into(),
+            }]);
+        };
+        let interaction = &form["interaction"];
+        let validator = interaction["validation"]["name"].as_str().and_then(|name| {
+            let plugin = self
+                .workspace
+                .active_plugins()
+                .find(|p| p.registrations.forms.iter().any(|f| f == name))?;
+            let invoker: Arc<dyn covel_kernel::runner::Invoker> =
+                Arc::clone(plugin.instance.as_ref()?) as _;
+            let call = covel_kernel::runner::HandlerCall {
+                key: format!("form:{name}"),
+                input: json!({"values": values, "data": interaction["validation"]["data"]}),
+                context: self.workspace.execution(None),
+                timeout: crate::turn::forms::VALIDATOR_TIMEOUT,
+                ctx_plugin_id: plugin.name.clone(),
+            };
+            Some((invoker, call))
+        });
+        crate::turn::forms::answer(
+            form,
+            values,
+            validator.as_ref().map(|(i, c)| (i, c.clone())),
+        )
     }
 
     /// Number of turns played (and not undone).
@@ -519,18 +564,20 @@ impl Playtest {
         // The story's own `<event>` tags join the events its tools emitted.
         let (narration, tagged) = extract_events(&reply.text);
         reply.text = narration;
-        let mut events = effects.events;
-        events.extend(tagged.into_iter().map(|(topic, data)| (topic, data, None)));
+        let mut effects = effects;
+        effects
+            .events
+            .extend(tagged.into_iter().map(|(topic, data)| (topic, data, None)));
         let plugin_data_before = self.workspace.session.plugin_data.clone();
         let committed = crate::turn::commit::commit(
             &mut self.workspace,
             &mut self.slots,
             &plugins,
             &turn_id,
-            events,
-            effects.proposals,
+            effects,
             &mut steps,
         );
+        self.pending_form = crate::turn::forms::pending(&committed.forms).cloned();
         let session = &mut self.workspace.session;
         let order = session.history.messages.len();
         let undo = TurnUndo {
@@ -726,6 +773,7 @@ impl Playtest {
     pub fn restart(&mut self) {
         self.history.clear();
         self.session_started = false;
+        self.pending_form = None;
         self.session_version = next_session_version();
         self.failures = FailureCounter::default();
         self.story = Arc::new(Backend::for_session(
@@ -738,6 +786,8 @@ impl Playtest {
     pub fn undo(&mut self) -> bool {
         match self.history.pop() {
             Some(undo) => {
+                // The form of the turn before is not kept: undo shows no pending form.
+                self.pending_form = None;
                 undo.apply(&mut self.workspace.session);
                 self.session_version = next_session_version();
                 self.workspace.apply_slots(&mut self.slots, &Trigger::All);

@@ -1,7 +1,7 @@
 // The only module that talks to the desktop shell. Everything else imports `backend` and stays
 // plain; browser tests build with `--mode fake` and get the fake, fed by fixtures the Rust
 // tests write (ui/fixtures/*.ts, from tests/suites/ui_fixtures.rs).
-import type { About, Diagnostic, Forecast, OpenStatus, RecentFolder, RequestBodies, SessionEdit, Snapshot, SnapshotPatch, StudioChanged, TestRun, TurnPrompt } from "./wire";
+import type { About, Diagnostic, Forecast, FormAnswer, OpenStatus, RecentFolder, RequestBodies, SessionEdit, Snapshot, SnapshotPatch, StudioChanged, TestRun, TurnPrompt } from "./wire";
 
 /** What the shell sends on its own: opening, opened (the whole snapshot), open-failed, a reload (a patch). */
 export type StudioEvent = StudioChanged;
@@ -15,6 +15,11 @@ export interface Backend {
   snapshot(): Promise<Snapshot>;
   setRuntime(target: string): Promise<SnapshotPatch>;
   playTurn(message: string): Promise<SnapshotPatch>;
+  /**
+   * Answers the form the last played turn asks for, as the player would: what the player says
+   * (the form's narrative filled in, to play next), or what is wrong with the values.
+   */
+  answerForm(values: Record<string, string>): Promise<FormAnswer>;
   /** Runs compaction now, even under the threshold (undo puts the session back). */
   compactNow(): Promise<SnapshotPatch>;
   /** Reloads every plugin into fresh runtimes: every provider runs again, none from the memo. */

@@ -11,6 +11,11 @@ export const commands = {
 	snapshot: () => typedError<Snapshot_Serialize, string>(__TAURI_INVOKE("snapshot")),
 	setRuntime: (target: string) => typedError<SnapshotPatch_Serialize, string>(__TAURI_INVOKE("set_runtime", { target })),
 	playTurn: (message: string) => typedError<SnapshotPatch_Serialize, string>(__TAURI_INVOKE("play_turn", { message })),
+	/**
+	 *  Answers the form the last played turn asks the player to fill: what the player says (the
+	 *  form's narrative filled in, to play next), or what is wrong with the values.
+	 */
+	answerForm: (values: { [key in string]: string }) => typedError<FormAnswer_Serialize, string>(__TAURI_INVOKE("answer_form", { values })),
 	/**  Runs compaction now, even under the threshold ("compact now"); undo puts the session back. */
 	compactNow: () => typedError<SnapshotPatch_Serialize, string>(__TAURI_INVOKE("compact_now")),
 	/**
@@ -621,6 +626,36 @@ export type Forecast_Serialize = {
 	segmentTokens: SegmentTokens_Serialize[],
 	/**  How many token counts were computed and how many reused. */
 	counting: CountStats,
+};
+
+/**  An answer to a form: what the player says, or the problems with the values. */
+export type FormAnswer = FormAnswer_Serialize | FormAnswer_Deserialize;
+
+/**  An answer to a form: what the player says, or the problems with the values. */
+export type FormAnswer_Deserialize = {
+	said?: string | null,
+	problems: FormProblem_Deserialize[],
+};
+
+/**  An answer to a form: what the player says, or the problems with the values. */
+export type FormAnswer_Serialize = {
+	said?: string,
+	problems: FormProblem_Serialize[],
+};
+
+/**  Why an answer was refused: a field's (or the form's, `field` absent) message. */
+export type FormProblem = FormProblem_Serialize | FormProblem_Deserialize;
+
+/**  Why an answer was refused: a field's (or the form's, `field` absent) message. */
+export type FormProblem_Deserialize = {
+	field?: string | null,
+	message: string,
+};
+
+/**  Why an answer was refused: a field's (or the form's, `field` absent) message. */
+export type FormProblem_Serialize = {
+	field?: string,
+	message: string,
 };
 
 /**  One difference from the golden snapshot. */

@@ -113,9 +113,18 @@ export function fakeBackend(): Backend {
       if (!answer) throw new Error(`the fake backend has no fixture for runtime ${target}`);
       return advance({ ...answer[0], sessionText: current.sessionText }, answer[1]);
     },
+    // A test may make the played turn ask for a form (`window.__fakeForm`, a form record) and
+    // say what answering it gives (`window.__fakeFormAnswer`, a FormAnswer).
     playTurn: async (message) => {
       calls.push(["playTurn", message]);
-      return advance({ ...afterTurn, sessionText: current.sessionText }, bodies["after-turn"]);
+      const form = (globalThis as any).__fakeForm;
+      const turns = form ? afterTurn.turns.map((t, i, all) => (i === all.length - 1 ? { ...t, forms: [form] } : t)) : afterTurn.turns;
+      (globalThis as any).__fakeForm = undefined;
+      return advance({ ...afterTurn, turns, sessionText: current.sessionText }, bodies["after-turn"]);
+    },
+    answerForm: async (values) => {
+      calls.push(["answerForm", values]);
+      return (globalThis as any).__fakeFormAnswer ?? { problems: [{ message: "no form is waiting for an answer" }] };
     },
     cancel: async () => {
       calls.push(["cancel"]);

@@ -17,6 +17,7 @@ export function tauriBackend(): Backend {
     snapshot: () => unwrap(commands.snapshot()),
     setRuntime: (target) => unwrap(commands.setRuntime(target)),
     playTurn: (message) => unwrap(commands.playTurn(message)),
+    answerForm: (values) => unwrap(commands.answerForm(values)),
     compactNow: () => unwrap(commands.compactNow()),
     runEverythingAgain: () => unwrap(commands.runEverythingAgain()),
     turnPrompt: (turnId) => unwrap(commands.turnPrompt(turnId)),

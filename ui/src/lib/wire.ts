@@ -12,6 +12,7 @@ export type {
   CallRecord_Serialize as CallRecord,
   Diagnostic_Serialize as Diagnostic,
   Forecast_Serialize as Forecast,
+  FormAnswer_Serialize as FormAnswer,
   GoldenDifference_Serialize as GoldenDifference,
   I18n,
   JsonChange,

@@ -351,6 +351,32 @@ test("the turn inspector shows the played turn's prompt with its boundaries, rep
   await page.screenshot({ path: join(shots, "browser-turn-inspector.png") });
 });
 
+test("a form the turn asks for is drawn as the player would fill it; its problems show by field, and a good answer is played", async () => {
+  await page.locator('[data-tab="Playtest"]').click();
+  await page.evaluate(() => {
+    window.__fakeForm = { pluginId: "char-sheet", interaction: { type: "form", interactionId: "who", title: "Who are you?", submitLabel: "Begin", narrativeTemplate: "I am {{name}}.",
+      fields: [{ type: "text", name: "name", label: "Name", required: true }, { type: "select", name: "role", label: "Role", options: ["diver", { value: "keeper", label: "Lighthouse keeper" }] }] } };
+    window.__fakeFormAnswer = { problems: [{ field: "name", message: "required" }] };
+  });
+  await page.getByTestId("player-message").fill("I look around.");
+  await page.getByTestId("play").click();
+  const form = page.getByTestId("player-form");
+  await form.waitFor();
+  assert.match(await form.textContent(), /Who are you\?.*asked by char-sheet/s);
+  assert.equal(await form.locator("select option").nth(2).textContent(), "Lighthouse keeper");
+  await form.getByTestId("form-submit").click();
+  await form.getByTestId("form-problem").waitFor();
+  assert.equal(await form.getByTestId("form-problem").textContent(), "required");
+  await page.screenshot({ path: join(shots, "browser-player-form.png") });
+  await page.evaluate(() => (window.__fakeFormAnswer = { said: "I am Mira.", problems: [] }));
+  await form.locator('[data-field="name"]').fill("Mira");
+  await form.locator('[data-field="role"]').selectOption("keeper");
+  await form.getByTestId("form-submit").click();
+  await page.waitForFunction(() => window.__fakeCalls.some((c) => c[0] === "playTurn" && c[1] === "I am Mira."));
+  const answered = (await fakeCalls()).filter((c) => c[0] === "answerForm").at(-1);
+  assert.deepEqual(answered[1], { name: "Mira", role: "keeper" });
+});
+
 test("Run everything again asks the backend to rerun every provider without the memo", async () => {
   const before = (await fakeCalls()).length;
   await page.getByTestId("run-again").click();

@@ -330,7 +330,18 @@
         if (typeof handler === "function") setHandler(key, hookHandler(handler, options && options.match));
       },
       registerRpc(action) { guard("action", action); append(staged.actions, `${action}`); },
-      registerFormValidator(name) { guard("form", name); append(staged.forms, `${name}`); },
+      registerFormValidator(name, validator) {
+        guard("form", name);
+        append(staged.forms, `${name}`);
+        // Called `(values, data, ctx)`; the host passes `{values, data}`. Nothing returned is
+        // "valid" (answered as null).
+        if (typeof validator === "function" && !hasHandler(`form:${name}`)) {
+          setHandler(`form:${name}`, (input, ctx) => {
+            const verdict = validator(input.values, input.data, ctx);
+            return verdict === undefined ? null : verdict;
+          });
+        }
+      },
       registerWires(groups) {
         for (const list of Object.values(groups || {})) {
           for (const wire of Array.isArray(list) ? list : [list]) {

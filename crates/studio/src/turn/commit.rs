@@ -5,6 +5,7 @@
 //! that watch a written namespace are projected again.
 
 use super::record::{CommitStep, EventStep, LoopStep};
+use super::tools::ToolState;
 use super::{STORY_RUNTIME, TurnPlugins};
 use crate::slots::{SlotChange, SlotHost, Trigger};
 use crate::workspace::Workspace;
@@ -23,20 +24,26 @@ pub struct Committed {
     pub wrote: bool,
 }
 
-/// One event to apply: topic, data and emitter (None: the story itself).
-pub type TurnEvent = (String, Value, Option<String>);
-
-/// Applies a turn's events, then its proposals. `steps` gets an entry per event and proposal.
+/// Applies a turn's effects: its events, then its proposals (its forms are kept as they are).
+/// `steps` gets an entry per event and proposal.
 pub fn commit(
     workspace: &mut Workspace,
     slots: &mut SlotHost,
     plugins: &TurnPlugins,
     turn_id: &str,
-    events: Vec<TurnEvent>,
-    proposals: Vec<(String, Value)>,
+    effects: ToolState,
     steps: &mut Vec<LoopStep>,
 ) -> Committed {
-    let mut out = Committed::default();
+    let ToolState {
+        proposals,
+        events,
+        forms,
+        ..
+    } = effects;
+    let mut out = Committed {
+        forms,
+        ..Committed::default()
+    };
     for (topic, data, plugin_id) in events {
         apply_event(
             workspace, slots, plugins, turn_id, topic, data, plugin_id, steps, &mut out,
@@ -105,8 +112,7 @@ pub fn commit(
                 continue;
             }
             "interaction.request" => {
-                out.forms
-                    .push(json!({"pluginId": owner, "turnId": turn_id, "request": payload}));
+                out.forms.push(super::forms::record(&owner, &payload));
                 step.committed = true;
                 step.detail = Some(format!(
                     "a {} for the player: {}",

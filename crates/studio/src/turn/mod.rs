@@ -11,6 +11,7 @@
 //! ([`crate::playtest`]); a failed or cancelled turn commits nothing.
 
 pub mod commit;
+pub mod forms;
 pub mod hooks;
 pub mod record;
 pub mod requests;

@@ -28,6 +28,8 @@ pub struct ToolState {
     pub events: Vec<(String, Value, Option<String>)>,
     /// The turn's number in the session (1-based).
     pub turn_number: u64,
+    /// Forms the tools asked the player to fill (see [`super::forms`]).
+    pub forms: Vec<Value>,
 }
 
 /// How a tool call ended for the loop.
@@ -252,6 +254,12 @@ impl TurnPlugins {
         } else {
             (value.as_ref().clone(), Vec::new(), Vec::new())
         };
+        // A presentable result (the SDK's form tool) asks the player to fill a form.
+        if content["interaction"]["type"].is_string() {
+            state
+                .forms
+                .push(super::forms::record(&plugin.id, &content["interaction"]));
+        }
         for proposal in proposals {
             step.proposals.push(proposal.clone());
             state.proposals.push((plugin.id.clone(), proposal));
