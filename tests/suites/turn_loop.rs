@@ -496,12 +496,13 @@ fn undo_restores_the_data_a_tool_wrote() {
 }
 
 #[test]
-fn tools_see_the_proposals_their_plugin_made_earlier_in_the_turn() {
+fn tools_see_the_proposals_their_plugin_made_earlier_in_the_turn_and_read_them_through_ctx_store() {
     let (report, _, _dir) = play(
         "none",
         "tools: [{ name: set-scene, input: { sceneId: tower, name: The Tower } }, { name: again }]\nreply: Done.",
     );
-    assert_eq!(tools(&report)[1].result, "call 1");
+    // ctx.store reads the committed rows with the turn's earlier writes laid over them.
+    assert_eq!(tools(&report)[1].result, "call 1 at tower (tower)");
 }
 
 /// A model API fake (Anthropic or OpenAI shaped) that answers its requests in order with
@@ -667,4 +668,38 @@ fn a_form_tool_s_form_waits_for_the_player_and_its_answer_is_checked_then_played
     let next = play.play_scripted(&said, Some(&script("You begin.")));
     assert_eq!(next.player_message, "I am Mira, a keeper.");
     assert!(play.pending_form().is_none(), "answered: no form waits");
+}
+
+#[test]
+fn an_event_schema_in_a_file_of_the_plugin_checks_the_event_s_data() {
+    let (report, _, _dir) = play(
+        "none",
+        "tools: [{ name: emit-event, input: { topic: lamp.lit, data: { lit: maybe } } }, { name: emit-event, input: { topic: lamp.lit, data: { lit: true } } }]\nreply: Light.",
+    );
+    let tools = tools(&report);
+    assert_eq!(tools[0].outcome, ToolOutcome::InvalidInput);
+    assert!(tools[0].result.contains("lit"), "{}", tools[0].result);
+    assert_eq!(tools[1].result, "event \"lamp.lit\" emitted");
+}
+
+#[test]
+fn the_toolkit_s_short_ids_are_the_sdk_s() {
+    let (report, _, _dir) = play(
+        "none",
+        "tools: [{ name: ids, input: { names: [Oren, Oren, Tavi] } }]\nreply: Names.",
+    );
+    // `<prefix>-<slug>-<8 hex>`, as the SDK's shortId makes them (not a counter).
+    let ids: Vec<String> = tools(&report)[0]
+        .result
+        .split(' ')
+        .map(str::to_string)
+        .collect();
+    assert_eq!(ids.len(), 3, "{ids:?}");
+    for (id, slug) in ids.iter().zip(["npc-oren-", "npc-oren-", "npc-tavi-"]) {
+        let hex = id.strip_prefix(slug).unwrap_or_default();
+        assert!(
+            hex.len() == 8 && hex.chars().all(|c| c.is_ascii_hexdigit()),
+            "{id}"
+        );
+    }
 }

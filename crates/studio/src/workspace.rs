@@ -395,7 +395,13 @@ impl Workspace {
                     invoker: Arc::clone(instance) as Arc<dyn covel_kernel::runner::Invoker>,
                     tools: p.registrations.tool_specs.clone(),
                     hooks: p.registrations.hook_specs.clone(),
-                    events: package.manifest.declared.events.clone(),
+                    events: package
+                        .manifest
+                        .declared
+                        .events
+                        .iter()
+                        .map(|e| (e.topic.clone(), event_schema(&p.folder, &e.schema)))
+                        .collect(),
                 })
             })
             .collect();
@@ -654,6 +660,17 @@ pub enum PluginReload {
 
 /// Session files are at most this large (a played session of thousands of turns fits).
 pub const MAX_SESSION_BYTES: u64 = 32 * 1024 * 1024;
+
+/// An event's data schema: inline, or a JSON file of the plugin's named by its path.
+fn event_schema(folder: &Path, schema: &Value) -> Result<Value, String> {
+    const LIMIT: u64 = 1024 * 1024;
+    let Some(path) = schema.as_str() else {
+        return Ok(schema.clone());
+    };
+    let text = covel_kernel::files::read_confined(folder, &folder.join(path), LIMIT)
+        .map_err(|e| format!("its schema file {path} cannot be read: {e}"))?;
+    serde_json::from_str(&text).map_err(|e| format!("its schema file {path} is not JSON: {e}"))
+}
 
 /// Reads a session file: a regular file (never a FIFO that would block) under the size cap.
 pub fn read_session_text(path: &Path) -> Result<String, covel_kernel::files::FileRefusal> {

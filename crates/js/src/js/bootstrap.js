@@ -215,7 +215,6 @@
   const webModule = lazyModule("covel:web");
   for (const name of ["AbortController", "AbortSignal", "TextEncoder", "TextDecoder"]) lazyGlobal(name, () => webModule()[name]);
 
-  let shortIds = 0;
   const toolkit = Object.freeze({
     get z() { return zodModule().z; },
     tool: (def) => Object.freeze({
@@ -224,8 +223,10 @@
         ? zodModule().z.toJSONSchema(def.parameters, { io: "input", unrepresentable: "any" })
         : def && def.parameters,
     }),
-    shortId: () => `id${(++shortIds).toString(36)}`,
-    shortIdBatch: (n) => Array.from({ length: n }, () => `id${(++shortIds).toString(36)}`),
+    // Upstream's `shortId(prefix, label, sessionId, random?)` and `shortIdBatch(prefix, labels,
+    // sessionId, random?)`: the SDK's own.
+    get shortId() { return sdkModule().shortId; },
+    get shortIdBatch() { return sdkModule().shortIdBatch; },
     get withPendingProposals() { return sdkModule().withPendingProposals; },
   });
   const sdkModule = lazyModule("@covel/plugin-handlers-utils");
@@ -243,6 +244,8 @@
       ctx.pendingProposals = input.pendingProposals || [];
       ctx.emittedEventTopics = input.emittedEventTopics || [];
       ctx.turnNumber = input.turnNumber;
+      ctx.logicalTurn = input.turnNumber;
+      ctx.store = storeFor(ctx);
       let params = input.params;
       if (isZod(schema)) {
         const checked = schema.safeParse(params);
@@ -255,6 +258,33 @@
       const result = await execute(params, ctx);
       return result === undefined ? null : result;
     };
+  }
+
+  // A tool's `ctx.store`: its plugin's data as the turn has it so far, the committed rows with
+  // the writes the plugin proposed earlier in this turn laid over them (the SDK's overlays).
+  function storeFor(ctx) {
+    const reader = ctx.pluginData;
+    const pending = ctx.pendingProposals;
+    return Object.freeze({
+      async getPluginData(namespace, key) {
+        const over = sdkModule().overlayPluginDataValue(pending, ctx.pluginId, `${namespace}`, `${key}`);
+        return over.hit ? over.value : reader.get(namespace, key);
+      },
+      async listPluginData(namespace) {
+        const rows = await reader.list(namespace);
+        const over = sdkModule().overlayPluginDataRows(pending, ctx.pluginId, `${namespace}`);
+        const out = [];
+        for (const row of rows) {
+          const written = over.get(JSON.stringify([`${namespace}`, row.key]));
+          if (!written) append(out, row);
+          else if (!written.deleted) append(out, { ...row, value: written.value });
+        }
+        over.forEach((written) => {
+          if (!written.deleted && !rows.some((r) => r.key === written.key)) append(out, { key: written.key, value: written.value, createdAt: null, updatedAt: null });
+        });
+        return out;
+      },
+    });
   }
 
   // A hook handler is called `(ctx, payload)`; the host passes `{event, payload,

@@ -49,6 +49,17 @@ const PARALLEL: [&str; 5] = [
     "SessionEnd",
 ];
 
+/// Events about one runtime (the story runtime in a playtest).
+const RUNTIME_EVENTS: [&str; 7] = [
+    "PreRuntime",
+    "PostContextAssembly",
+    "PreLLMCall",
+    "PostLLMResponse",
+    "PostRuntime",
+    "PreToolUse",
+    "PostToolUse",
+];
+
 /// A hook handler's time unless it asks for another (`timeoutMs`), as in Covel.
 pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_millis(5000);
 
@@ -131,6 +142,19 @@ impl TurnPlugins {
     ) -> HookRun {
         let guard = is_guard(event);
         let parallel = is_parallel(event);
+        // A runtime's events name the runtime in their payload too, as Covel's earlier payloads
+        // did (the SDK's narrative review still reads `payload.pluginId`).
+        let mut payload = payload;
+        if RUNTIME_EVENTS.contains(&event)
+            && let Some(fields) = payload.as_object_mut()
+        {
+            fields
+                .entry("pluginId")
+                .or_insert_with(|| Value::from(runtime));
+            fields
+                .entry("runtimeId")
+                .or_insert_with(|| Value::from(runtime));
+        }
         let mut run = HookRun {
             payload,
             replaced: Map::new(),

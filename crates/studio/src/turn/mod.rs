@@ -19,7 +19,6 @@ pub mod tools;
 
 use crate::models::{Backend, ModelError, Reply, ToolCall};
 use covel_kernel::context::ExecutionContext;
-use covel_kernel::manifest::DeclaredEvent;
 use covel_kernel::registration::{HookSpec, ToolSpec};
 use covel_kernel::runner::Invoker;
 use covel_kernel::session::ScriptedCall;
@@ -57,7 +56,9 @@ pub struct TurnPlugin {
     pub invoker: Arc<dyn Invoker>,
     pub tools: Vec<ToolSpec>,
     pub hooks: Vec<HookSpec>,
-    pub events: Vec<DeclaredEvent>,
+    /// The event topics the plugin declares, with their data schemas (a schema file already
+    /// read, or why it could not be).
+    pub events: Vec<(String, Result<Value, String>)>,
 }
 
 /// The active plugins of a turn, in the session's order, and the execution their handlers run
@@ -82,17 +83,19 @@ impl TurnPlugins {
 
     /// Checks an event against the topics the active plugins declare and their data schemas.
     pub fn check_event(&self, topic: &str, data: &Value) -> Result<(), String> {
-        let Some((plugin, declared)) = self
-            .plugins
-            .iter()
-            .find_map(|p| p.events.iter().find(|e| e.topic == topic).map(|e| (p, e)))
-        else {
+        let Some((plugin, schema)) = self.plugins.iter().find_map(|p| {
+            p.events
+                .iter()
+                .find(|(declared, _)| declared == topic)
+                .map(|(_, schema)| (p, schema))
+        }) else {
             return Err(format!(
                 "no active plugin declares the event \"{topic}\" (contributes.events)"
             ));
         };
         let name = format!("{}'s event \"{topic}\"", plugin.id);
-        covel_kernel::contract::Validator::of_plugin(&name, &declared.schema)
+        let schema = schema.as_ref().map_err(|why| format!("{name}: {why}"))?;
+        covel_kernel::contract::Validator::of_plugin(&name, schema)
             .and_then(|v| v.check(data).map_err(|e| e.to_string()))
     }
 }
