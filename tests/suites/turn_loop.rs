@@ -66,6 +66,15 @@ fn tools(report: &TurnReport) -> Vec<&covel_studio::turn::record::ToolStep> {
         .collect()
 }
 
+/// The turn's first commit step.
+fn commit_of(report: &TurnReport) -> &covel_studio::turn::record::CommitStep {
+    let commit = report.steps.iter().find_map(|s| match s {
+        LoopStep::Commit(c) => Some(c),
+        _ => None,
+    });
+    commit.expect("a commit step")
+}
+
 fn stage(play: &Playtest) -> Value {
     play.workspace
         .session
@@ -125,11 +134,7 @@ fn the_loop_runs_hooks_model_calls_and_tools_in_covel_s_order() {
 fn a_tool_s_proposal_takes_effect_and_moves_the_slot_that_watches_its_namespace() {
     let (report, play, _dir) = play("none", SET_SCENE);
     assert_eq!(stage(&play)["sceneId"], "tower");
-    let commit = report.steps.iter().find_map(|s| match s {
-        LoopStep::Commit(c) => Some(c),
-        _ => None,
-    });
-    let commit = commit.expect("a commit step");
+    let commit = commit_of(&report);
     assert!(commit.committed);
     assert_eq!(commit.writes, ["stage/current"]);
     assert_eq!(commit.slots, ["stage.backdrop@1"]);
@@ -251,11 +256,7 @@ fn a_post_tool_use_replacement_is_what_the_model_reads() {
 #[test]
 fn a_pre_state_commit_veto_refuses_the_proposal() {
     let (report, play, _dir) = play("veto-commit", SET_SCENE);
-    let commit = report.steps.iter().find_map(|s| match s {
-        LoopStep::Commit(c) => Some(c),
-        _ => None,
-    });
-    let commit = commit.expect("a commit step");
+    let commit = commit_of(&report);
     assert!(!commit.committed);
     assert!(
         commit
@@ -319,11 +320,7 @@ fn an_unknown_tool_is_answered_not_found() {
 #[test]
 fn a_tool_that_writes_another_plugin_s_data_is_refused() {
     let (report, play, _dir) = play("none", "tools: [{ name: grab }]\nreply: Done.");
-    let commit = report.steps.iter().find_map(|s| match s {
-        LoopStep::Commit(c) => Some(c),
-        _ => None,
-    });
-    let commit = commit.expect("a commit step");
+    let commit = commit_of(&report);
     assert!(!commit.committed);
     assert!(
         commit

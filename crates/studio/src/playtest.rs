@@ -531,7 +531,7 @@ impl Playtest {
         let LoopOutcome {
             reply,
             mut steps,
-            effects,
+            mut effects,
             error,
             cancelled,
         } = answer;
@@ -564,7 +564,6 @@ impl Playtest {
         // The story's own `<event>` tags join the events its tools emitted.
         let (narration, tagged) = extract_events(&reply.text);
         reply.text = narration;
-        let mut effects = effects;
         effects
             .events
             .extend(tagged.into_iter().map(|(topic, data)| (topic, data, None)));

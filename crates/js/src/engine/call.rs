@@ -77,19 +77,7 @@ impl Engine {
 
     fn call_guarded(&mut self, call: &ProviderCall) -> CallReport {
         let started = Instant::now();
-        let mut execution = None;
-        let view = &call.context.view;
-        if self.view_seen != view.id() {
-            let fingerprint = view.visible_key(&self.plugin_id);
-            if fingerprint == self.fingerprint {
-                // Same visible data in a new view: the engine's context still holds.
-                self.view_seen = view.id();
-            } else {
-                self.memo.clear();
-                self.fingerprint = fingerprint;
-                execution = Some(self.execution_data(&call.context));
-            }
-        }
+        let execution = self.execution_for(&call.context);
         let needs_execution = execution.is_some();
         // A call that can reach the network or a model is never answered from the memo.
         let memoizable = !call.context.view.http.live && call.context.gateway.is_none();
@@ -114,18 +102,7 @@ impl Engine {
             };
         }
         // Only a call that runs needs the module resolver's root (a memo answer runs no code).
-        modules::set_thread_root(&self.root);
         let _ = modules::take_random_used();
-        self.arm(call.timeout);
-        let _ = self.memory.take_refused();
-        if let Ok(mut slot) = self.http.lock() {
-            *slot = Some(crate::http::CallHttp {
-                plugin: self.plugin_id.clone(),
-                context: Arc::clone(&call.context),
-                deadline: Instant::now() + call.timeout,
-            });
-        }
-        GATEWAY.with(|g| *g.borrow_mut() = call.context.gateway.clone());
         let key = format!("{}/{}", call.point, call.provider_id);
         let invocation = Invocation {
             key: &key,
@@ -135,17 +112,11 @@ impl Engine {
             timeout: call.timeout,
             ctx_plugin_id: None,
         };
-        let (result, logs, impure) = self
-            .context
-            .with(|ctx| self.call_in(&ctx, &invocation, execution.as_ref()));
+        let (result, logs, impure) =
+            self.run_invocation(&call.context, &invocation, execution.as_ref());
         let impure = impure.or_else(|| {
             modules::take_random_used().then(|| "uses randomness (crypto)".to_string())
         });
-        GATEWAY.with(|g| *g.borrow_mut() = None);
-        if let Ok(mut slot) = self.http.lock() {
-            *slot = None;
-        }
-        self.disarm();
         if needs_execution && result.is_ok() {
             self.view_seen = call.context.view.id();
         }
@@ -173,30 +144,7 @@ impl Engine {
 
     fn call_handler_guarded(&mut self, call: &HandlerCall) -> CallReport {
         let started = Instant::now();
-        let view = &call.context.view;
-        // The handler context is rebuilt when what the plugin sees changed (as for providers).
-        let mut execution = None;
-        if self.view_seen != view.id() {
-            let fingerprint = view.visible_key(&self.plugin_id);
-            if fingerprint == self.fingerprint {
-                self.view_seen = view.id();
-            } else {
-                self.memo.clear();
-                self.fingerprint = fingerprint;
-                execution = Some(self.execution_data(&call.context));
-            }
-        }
-        modules::set_thread_root(&self.root);
-        self.arm(call.timeout);
-        let _ = self.memory.take_refused();
-        if let Ok(mut slot) = self.http.lock() {
-            *slot = Some(crate::http::CallHttp {
-                plugin: self.plugin_id.clone(),
-                context: Arc::clone(&call.context),
-                deadline: Instant::now() + call.timeout,
-            });
-        }
-        GATEWAY.with(|g| *g.borrow_mut() = call.context.gateway.clone());
+        let execution = self.execution_for(&call.context);
         let invocation = Invocation {
             key: &call.key,
             input: &call.input,
@@ -205,16 +153,9 @@ impl Engine {
             timeout: call.timeout,
             ctx_plugin_id: Some(&call.ctx_plugin_id),
         };
-        let (result, logs, _) = self
-            .context
-            .with(|ctx| self.call_in(&ctx, &invocation, execution.as_ref()));
-        GATEWAY.with(|g| *g.borrow_mut() = None);
-        if let Ok(mut slot) = self.http.lock() {
-            *slot = None;
-        }
-        self.disarm();
+        let (result, logs, _) = self.run_invocation(&call.context, &invocation, execution.as_ref());
         if execution.is_some() && result.is_ok() {
-            self.view_seen = view.id();
+            self.view_seen = call.context.view.id();
         }
         if matches!(&result, Err(f) if f.kind == FailureKind::OutOfMemory) {
             self.runtime.run_gc();
@@ -227,6 +168,54 @@ impl Engine {
             ran: None,
             not_cached: Some("a tool or hook acts on the turn".into()),
         }
+    }
+
+    /// The handler context to pass when what the plugin sees changed since the engine last
+    /// built it (`None`: it still holds). A new context clears the memo.
+    fn execution_for(&mut self, context: &ExecutionContext) -> Option<Json> {
+        let view = &context.view;
+        if self.view_seen == view.id() {
+            return None;
+        }
+        let fingerprint = view.visible_key(&self.plugin_id);
+        if fingerprint == self.fingerprint {
+            // Same visible data in a new view: the engine's context still holds.
+            self.view_seen = view.id();
+            None
+        } else {
+            self.memo.clear();
+            self.fingerprint = fingerprint;
+            Some(self.execution_data(context))
+        }
+    }
+
+    /// Runs one handler under its deadline with the call's HTTP and gateway lent for its time.
+    fn run_invocation(
+        &mut self,
+        context: &Arc<ExecutionContext>,
+        invocation: &Invocation<'_>,
+        execution: Option<&Json>,
+    ) -> (Result<Json, ProviderFailure>, Vec<String>, Option<String>) {
+        modules::set_thread_root(&self.root);
+        self.arm(invocation.timeout);
+        let _ = self.memory.take_refused();
+        if let Ok(mut slot) = self.http.lock() {
+            *slot = Some(crate::http::CallHttp {
+                plugin: self.plugin_id.clone(),
+                context: Arc::clone(context),
+                deadline: Instant::now() + invocation.timeout,
+            });
+        }
+        GATEWAY.with(|g| *g.borrow_mut() = context.gateway.clone());
+        let answer = self
+            .context
+            .with(|ctx| self.call_in(&ctx, invocation, execution));
+        GATEWAY.with(|g| *g.borrow_mut() = None);
+        if let Ok(mut slot) = self.http.lock() {
+            *slot = None;
+        }
+        self.disarm();
+        answer
     }
 
     /// Whether the memo keeps calls [`Engine::confirm_memo`] would run.

@@ -114,7 +114,7 @@ impl TurnPlugins {
                 done = true;
                 (true, json!({"_text": "the turn is complete"}))
             }
-            _ => self.run_plugin_tool(&name, &input, runtime, state, &mut step),
+            _ => self.run_plugin_tool(&name, &input, state, &mut step),
         };
         step.result = model_text(success, &content);
         step.duration_ms = ms(started);
@@ -154,11 +154,9 @@ impl TurnPlugins {
         &self,
         name: &str,
         input: &Value,
-        runtime: &str,
         state: &mut ToolState,
         step: &mut ToolStep,
     ) -> (bool, Value) {
-        let _ = runtime;
         let Some(plugin) = self
             .plugins
             .iter()
