@@ -36,6 +36,9 @@ pub const MAX_MODEL_CALLS: u32 = 10;
 pub const MAX_CORRECTIONS: u32 = 2;
 /// At most this many tool calls in one reply; the rest are answered with an error.
 pub const MAX_TOOLS_PER_REPLY: usize = 16;
+/// The longest a turn's loop may take, model calls included (Covel's narrator allows its runtime
+/// 240 s).
+pub const TURN_TIME: std::time::Duration = std::time::Duration::from_secs(240);
 /// The story runtime a played turn runs: Covel's narrator (what hooks see as `ctx.pluginId`).
 pub const STORY_RUNTIME: &str = "narrator";
 
@@ -225,6 +228,17 @@ impl TurnPlugins {
         let mut corrections = 0;
         let mut narration: Option<Reply> = None;
         for call in 1..=MAX_MODEL_CALLS {
+            let left = TURN_TIME.saturating_sub(started.elapsed());
+            if left.is_zero() {
+                return LoopOutcome::failed(
+                    steps,
+                    effects,
+                    format!(
+                        "the turn ran past its {} s (the turn's bound); nothing was appended",
+                        TURN_TIME.as_secs()
+                    ),
+                );
+            }
             if cancel.load(Ordering::SeqCst) {
                 return LoopOutcome {
                     cancelled: true,
@@ -271,7 +285,7 @@ impl TurnPlugins {
                 StoryModel::Backend(backend) => {
                     let (anthropic, openai) =
                         conversation.bodies(&sent, narrowed.as_deref(), model_name);
-                    backend.complete_cancellable(&anthropic, &openai, cancel)
+                    backend.complete_within(&anthropic, &openai, cancel, left)
                 }
             };
             let added = sent
