@@ -6,6 +6,7 @@ mod bench_watch;
 mod call;
 mod compact;
 mod forecast;
+mod new;
 mod open;
 mod output;
 mod play;
@@ -60,6 +61,8 @@ enum Command {
     Forecast(forecast::Args),
     /// Run test sessions: expectations per turn and golden snapshots (exit 1 on any failure).
     Test(test::Args),
+    /// Start a plugin: PLUGIN.md, an entry with one provider per point, a test session.
+    New(new::Args),
 }
 
 /// Logs go to stderr, filtered by `RUST_LOG` (warnings only when it is unset), so human and
@@ -107,6 +110,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::run(&args, started),
         Command::Test(args) => test::run(&args),
         Command::Forecast(args) => forecast::run(&args),
+        Command::New(args) => new::run(&args),
     };
     match result {
         Ok(code) => code,

@@ -1438,3 +1438,69 @@ fn test_in_ci_fails_on_a_missing_golden_snapshot_that_passes_locally() {
         Some(0)
     );
 }
+
+#[test]
+fn new_starts_a_plugin_that_validates_and_whose_test_session_passes_and_never_writes_over_a_file() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let plugins = dir.path().to_str().expect("utf-8");
+    let out = covel(&[
+        "new",
+        "weather-report",
+        "--dir",
+        plugins,
+        "--point",
+        "prompt.segment@1",
+        "--point",
+        "ui.slot@1:stage.backdrop@1",
+        "--point",
+        "ui.slot@1:stage.choices@1",
+    ]);
+    assert_exit(&out, 0);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("created"), "{text}");
+    assert!(dir.path().join("weather-report/PLUGIN.md").is_file());
+    assert!(dir.path().join("weather-report/server/index.js").is_file());
+    assert!(
+        dir.path()
+            .join("tests/weather-report.session.yaml")
+            .is_file()
+    );
+    let out = covel(&["new", "tide-table", "--ts", "--dir", plugins]);
+    assert_exit(&out, 0);
+    assert!(dir.path().join("tide-table/server/index.ts").is_file());
+    let out = covel(&["validate", plugins]);
+    assert_exit(&out, 0);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("2 plugins, 2 valid"), "{text}");
+    let out = covel(&["test", plugins]);
+    assert_exit(&out, 0);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("2 sessions, 2 turns, 4 checks: all passed"),
+        "{text}"
+    );
+    // An existing plugin is never written over, and a bad id or point says what is wrong.
+    let manifest =
+        std::fs::read_to_string(dir.path().join("weather-report/PLUGIN.md")).expect("read");
+    let out = covel(&["new", "weather-report", "--dir", plugins]);
+    assert_exit(&out, 2);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("already exists"));
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("weather-report/PLUGIN.md")).expect("read"),
+        manifest
+    );
+    let out = covel(&["new", "Weather", "--dir", plugins]);
+    assert_exit(&out, 2);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not a plugin id"));
+    let out = covel(&[
+        "new",
+        "cast",
+        "--point",
+        "ui.slot@1:stage.cast@1",
+        "--dir",
+        plugins,
+    ]);
+    assert_exit(&out, 2);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("starts ui.slot@1 providers for"));
+    assert!(!dir.path().join("cast").exists(), "nothing was written");
+}
