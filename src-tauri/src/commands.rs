@@ -9,7 +9,7 @@
 
 use crate::state::{self, AppState};
 use covel_studio::RuntimeTarget;
-use covel_studio::live::LiveStudio;
+use covel_studio::live::{LiveStudio, PlayedTurns};
 use covel_studio::wire::results::{Forecast, SessionEdit, TestRun};
 use covel_studio::wire::turns::TurnPrompt;
 use covel_studio::wire::{Diagnostic, RequestBodies, Snapshot, SnapshotPatch};
@@ -303,14 +303,23 @@ async fn save_played_session(
 }
 
 /// Writes new text for the authored session file (checked first, atomic, `.bak` kept).
+/// `drop_played`: the author chose to drop the playtest's played turns (otherwise a save with
+/// played turns is refused, naming them).
 #[tauri::command]
 #[specta::specta]
 async fn save_session_text(
     state: State<'_, AppState>,
     text: String,
+    drop_played: bool,
 ) -> Result<SnapshotPatch, String> {
+    let played = if drop_played {
+        PlayedTurns::Drop
+    } else {
+        PlayedTurns::Keep
+    };
     with_studio_patch(&state, move |s| {
-        s.save_session_text(&text).map_err(|e| e.to_string())
+        s.save_session_text(&text, played)
+            .map_err(|e| e.to_string())
     })
     .await
 }

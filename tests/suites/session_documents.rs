@@ -113,7 +113,10 @@ fn every_studio_action_changes_only_the_edited_lines_of_the_authors_file() {
     for (edit, line, removed, added) in cases {
         let (_dir, mut studio, path) = studio();
         studio
-            .edit_session(std::slice::from_ref(&edit))
+            .edit_session(
+                std::slice::from_ref(&edit),
+                covel_studio::live::PlayedTurns::Keep,
+            )
             .unwrap_or_else(|e| panic!("{edit:?}: {e}"));
         let saved = std::fs::read_to_string(&path).expect("saved");
         assert_eq!(
@@ -137,10 +140,13 @@ fn every_studio_action_changes_only_the_edited_lines_of_the_authors_file() {
 fn a_plugin_toggle_keeps_requested_absent_so_plugins_added_later_are_enabled() {
     let (dir, mut studio, path) = studio();
     studio
-        .edit_session(&[SessionEdit::SetPluginEnabled {
-            plugin: "lore-book".into(),
-            enabled: false,
-        }])
+        .edit_session(
+            &[SessionEdit::SetPluginEnabled {
+                plugin: "lore-book".into(),
+                enabled: false,
+            }],
+            covel_studio::live::PlayedTurns::Keep,
+        )
         .expect("off");
     assert!(!studio.workspace().resolution.is_active("lore-book"));
     assert!(
@@ -168,10 +174,13 @@ fn a_plugin_toggle_keeps_requested_absent_so_plugins_added_later_are_enabled() {
             .any(|p| p.name == "choices-two")
     );
     studio
-        .edit_session(&[SessionEdit::SetPluginEnabled {
-            plugin: "lore-book".into(),
-            enabled: true,
-        }])
+        .edit_session(
+            &[SessionEdit::SetPluginEnabled {
+                plugin: "lore-book".into(),
+                enabled: true,
+            }],
+            covel_studio::live::PlayedTurns::Keep,
+        )
         .expect("on");
     assert!(studio.workspace().resolution.is_active("lore-book"));
     assert!(
@@ -189,9 +198,12 @@ fn a_plugin_toggle_keeps_requested_absent_so_plugins_added_later_are_enabled() {
 fn undo_of_a_session_edit_restores_the_file_unless_it_changed_on_disk() {
     let (_dir, mut studio, path) = studio();
     studio
-        .edit_session(&[SessionEdit::SetLocale {
-            locale: "fr".into(),
-        }])
+        .edit_session(
+            &[SessionEdit::SetLocale {
+                locale: "fr".into(),
+            }],
+            covel_studio::live::PlayedTurns::Keep,
+        )
         .expect("edit");
     studio.play_turn("I swim.");
     assert_eq!(studio.next_undo().map(|_| ()), Some(()));
@@ -210,9 +222,12 @@ fn undo_of_a_session_edit_restores_the_file_unless_it_changed_on_disk() {
     assert_eq!(studio.undo().expect("undo"), None);
 
     studio
-        .edit_session(&[SessionEdit::SetLocale {
-            locale: "de".into(),
-        }])
+        .edit_session(
+            &[SessionEdit::SetLocale {
+                locale: "de".into(),
+            }],
+            covel_studio::live::PlayedTurns::Keep,
+        )
         .expect("edit");
     std::fs::write(&path, original().replace("locale: en", "locale: it"))
         .expect("someone else edits");
@@ -235,7 +250,7 @@ fn saving_text_checks_it_first_and_a_session_edit_restarts_the_playtest() {
     assert_eq!(studio.turns.len(), 1);
     let broken = original().replace("locale: en", "locale: [en");
     assert!(matches!(
-        studio.save_session_text(&broken),
+        studio.save_session_text(&broken, covel_studio::live::PlayedTurns::Keep),
         Err(SessionSaveError::Invalid(_))
     ));
     assert_eq!(
@@ -245,7 +260,16 @@ fn saving_text_checks_it_first_and_a_session_edit_restarts_the_playtest() {
     );
     assert_eq!(studio.turns.len(), 1, "nor was the playtest touched");
     let edited = original().replace("# the player first", "# the player first (edited by hand)");
-    studio.save_session_text(&edited).expect("saves");
+    assert!(
+        matches!(
+            studio.save_session_text(&edited, covel_studio::live::PlayedTurns::Keep),
+            Err(SessionSaveError::WouldDropPlayedTurns(turns)) if turns == ["turn-2"]
+        ),
+        "a valid text with played turns asks first"
+    );
+    studio
+        .save_session_text(&edited, covel_studio::live::PlayedTurns::Drop)
+        .expect("saves");
     assert_eq!(std::fs::read_to_string(&path).expect("read"), edited);
     assert!(
         studio.turns.is_empty(),
@@ -298,9 +322,12 @@ fn played_sessions_go_to_a_new_file_and_the_authored_file_only_by_choice() {
 fn a_change_on_disk_restarts_the_playtest_and_the_studios_own_write_is_no_change() {
     let (_dir, mut studio, path) = studio();
     studio
-        .edit_session(&[SessionEdit::SetLocale {
-            locale: "fr".into(),
-        }])
+        .edit_session(
+            &[SessionEdit::SetLocale {
+                locale: "fr".into(),
+            }],
+            covel_studio::live::PlayedTurns::Keep,
+        )
         .expect("edit");
     studio.play_turn("I swim.");
     let changes = studio.classify(std::slice::from_ref(&path));

@@ -913,7 +913,10 @@ fn after_a_session_edit_a_replay_recording_is_still_found_beside_the_session_fil
     let text = std::fs::read_to_string(&session).expect("read");
     // The edit restarts the playtest with a new story backend.
     studio
-        .save_session_text(&format!("{text}\n# edited\n"))
+        .save_session_text(
+            &format!("{text}\n# edited\n"),
+            covel_studio::live::PlayedTurns::Keep,
+        )
         .expect("saved");
     let report = studio.play_turn("I dive for the bell.");
     assert_eq!(
@@ -1180,7 +1183,9 @@ fn editing_the_session_saves_it_safely_and_keeps_the_previous_text_as_a_backup()
         key: "tone".into(),
         value: Some(json!("wry")),
     };
-    studio.edit_session(&[tone]).expect("valid edit");
+    studio
+        .edit_session(&[tone], covel_studio::live::PlayedTurns::Keep)
+        .expect("valid edit");
     assert!(
         studio
             .preview
@@ -1204,7 +1209,10 @@ fn editing_the_session_saves_it_safely_and_keeps_the_previous_text_as_a_backup()
     );
     assert!(
         studio
-            .save_session_text(&saved.replace("locale: en", "locale: [en"))
+            .save_session_text(
+                &saved.replace("locale: en", "locale: [en"),
+                covel_studio::live::PlayedTurns::Keep
+            )
             .is_err(),
         "invalid text is refused"
     );
@@ -1542,4 +1550,32 @@ fn a_missing_session_file_is_a_missing_file_not_an_unreadable_manifest() {
     };
     assert_eq!(error.code.as_str(), "missing-file", "{error}");
     assert_eq!(error.file.as_deref(), Some(missing.as_path()));
+}
+
+#[test]
+fn a_session_save_never_drops_the_played_turns_without_being_told_to() {
+    let dir = sample_copy();
+    let mut studio = live(dir.path());
+    let path = dir.path().join("demo.session.yaml");
+    let authored = std::fs::read_to_string(&path).expect("read");
+    studio.play_turn("I swim to the tower.");
+    studio.play_turn("I climb the stairs.");
+    let edited = authored.replace("tone: grave", "tone: wry");
+    let refused = studio.save_session_text(&edited, covel_studio::live::PlayedTurns::Keep);
+    let message = refused.err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(
+        message.contains("drops its 2 played turn(s) (turn-3, turn-4)"),
+        "{message}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&path).expect("read"),
+        authored,
+        "nothing written"
+    );
+    assert_eq!(studio.turns.len(), 2, "the playtest is as it was");
+    studio
+        .save_session_text(&edited, covel_studio::live::PlayedTurns::Drop)
+        .expect("saved when told to drop them");
+    assert_eq!(std::fs::read_to_string(&path).expect("read"), edited);
+    assert!(studio.turns.is_empty());
 }

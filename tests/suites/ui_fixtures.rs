@@ -161,10 +161,13 @@ fn ui_fixtures_are_fresh() {
     // A session edit from the Session panel: the session excludes soundtrack, which the
     // resolver then rejects with its code.
     studio
-        .edit_session(&[covel_studio::document::SessionEdit::SetPluginEnabled {
-            plugin: "soundtrack".into(),
-            enabled: false,
-        }])
+        .edit_session(
+            &[covel_studio::document::SessionEdit::SetPluginEnabled {
+                plugin: "soundtrack".into(),
+                enabled: false,
+            }],
+            covel_studio::live::PlayedTurns::Keep,
+        )
         .expect("a valid edit");
     requests_of("session-excludes-soundtrack", &studio);
     outputs.push((

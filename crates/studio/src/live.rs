@@ -148,6 +148,20 @@ pub enum SessionSaveError {
     WouldOverwriteAuthored(PathBuf),
     #[error("{} changed on disk since this edit; undoing it would overwrite that change (reopen or edit the file instead)", .0.display())]
     ChangedOnDisk(PathBuf),
+    /// Saving would restart the playtest and drop its played turns, and the caller did not say
+    /// to (`PlayedTurns::Drop`).
+    #[error("saving the session restarts the playtest and drops its {} played turn(s) ({}): save the played session first, or save again choosing to drop them", .0.len(), .0.join(", "))]
+    WouldDropPlayedTurns(Vec<String>),
+}
+
+/// What a session save does with the playtest's played turns: they belong to the version of
+/// the session they were played on, so a save restarts the playtest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlayedTurns {
+    /// Refuse the save when there are played turns (nothing is lost without asking).
+    Keep,
+    /// Save and drop them.
+    Drop,
 }
 
 /// A played turn waiting for the story model, taken out of the studio (see
@@ -469,14 +483,24 @@ impl LiveStudio {
     /// Saves new text for the authored session file (checked, atomic, the previous text kept as
     /// `.bak`, see [`crate::save`]), adopts it, and restarts the playtest from it. The edit joins
     /// the undo history: undoing it writes the previous text back. Without a session file the
-    /// text is adopted in memory only.
-    pub fn save_session_text(&mut self, text: &str) -> Result<(), SessionSaveError> {
+    /// text is adopted in memory only. With played turns and [`PlayedTurns::Keep`] nothing is
+    /// saved: the answer names the turns a save would drop.
+    pub fn save_session_text(
+        &mut self,
+        text: &str,
+        played: PlayedTurns,
+    ) -> Result<(), SessionSaveError> {
         let path = self.play.workspace.session_path.clone();
         let file = path
             .clone()
             .unwrap_or_else(|| PathBuf::from("session.yaml"));
         let session =
             covel_kernel::session::parse_session(text, &file).map_err(SessionSaveError::Invalid)?;
+        if played == PlayedTurns::Keep && !self.turns.is_empty() {
+            return Err(SessionSaveError::WouldDropPlayedTurns(
+                self.turns.iter().map(|t| t.turn_id.clone()).collect(),
+            ));
+        }
         if let Some(path) = &path {
             let before = crate::workspace::read_session_text(path).ok();
             crate::save::write_session_text(path, text).map_err(SessionSaveError::Save)?;
@@ -493,7 +517,11 @@ impl LiveStudio {
 
     /// Applies structured edits to the authored session text in place (see [`crate::document`])
     /// and saves it like [`LiveStudio::save_session_text`].
-    pub fn edit_session(&mut self, edits: &[SessionEdit]) -> Result<(), SessionSaveError> {
+    pub fn edit_session(
+        &mut self,
+        edits: &[SessionEdit],
+        played: PlayedTurns,
+    ) -> Result<(), SessionSaveError> {
         let current = self
             .play
             .workspace
@@ -501,7 +529,7 @@ impl LiveStudio {
             .clone()
             .unwrap_or_else(|| format!("id: {}\n", self.play.workspace.session.id));
         let text = crate::document::apply_edits(&current, edits).map_err(SessionSaveError::Edit)?;
-        self.save_session_text(&text)
+        self.save_session_text(&text, played)
     }
 
     /// Makes `session` (read from `text`) the authored session and restarts the playtest.

@@ -41,8 +41,11 @@ export interface Backend {
   undo(): Promise<SnapshotPatch>;
   /** Saves the played session to `path` (default beside the session); returns the file. */
   savePlayedSession(path: string | null, overwriteAuthored: boolean): Promise<string>;
-  /** Writes the session file's text (checked first, atomic, `.bak` kept). */
-  saveSessionText(text: string): Promise<SnapshotPatch>;
+  /**
+   * Writes the session file's text (checked first, atomic, `.bak` kept) and restarts the
+   * playtest; with played turns it is refused unless `dropPlayed` says to drop them.
+   */
+  saveSessionText(text: string, dropPlayed: boolean): Promise<SnapshotPatch>;
   /** Applies structured edits to session text in place; nothing is saved. */
   applySessionEdits(text: string, edits: SessionEdit[]): Promise<string>;
   /** The loader's diagnostics for session text (empty when valid). */

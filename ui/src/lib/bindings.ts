@@ -40,8 +40,12 @@ export const commands = {
 	 *  authored session. Returns the file written.
 	 */
 	savePlayedSession: (path: string | null, overwriteAuthored: boolean) => typedError<string, string>(__TAURI_INVOKE("save_played_session", { path, overwriteAuthored })),
-	/**  Writes new text for the authored session file (checked first, atomic, `.bak` kept). */
-	saveSessionText: (text: string) => typedError<SnapshotPatch_Serialize, string>(__TAURI_INVOKE("save_session_text", { text })),
+	/**
+	 *  Writes new text for the authored session file (checked first, atomic, `.bak` kept).
+	 *  `drop_played`: the author chose to drop the playtest's played turns (otherwise a save with
+	 *  played turns is refused, naming them).
+	 */
+	saveSessionText: (text: string, dropPlayed: boolean) => typedError<SnapshotPatch_Serialize, string>(__TAURI_INVOKE("save_session_text", { text, dropPlayed })),
 	/**
 	 *  Applies structured edits (`covel_studio::document::SessionEdit`) to session text and returns
 	 *  the new text; nothing is saved.

@@ -158,15 +158,17 @@ export function fakeBackend(): Backend {
       calls.push(["savePlayedSession", path]);
       return path ?? current.playedPath;
     },
-    saveSessionText: async (text) => {
-      calls.push(["saveSessionText", text]);
+    saveSessionText: async (text, dropPlayed) => {
+      calls.push(["saveSessionText", text, dropPlayed]);
       const problems = check(text);
       if (problems.length) throw new Error(problems[0].message);
+      // As the studio: a save with played turns is refused unless they are to be dropped.
+      if (current.turns.length && !dropPlayed) throw new Error(`saving the session restarts the playtest and drops its ${current.turns.length} played turn(s)`);
       // The one session edit a fixture covers: soundtrack excluded, which the resolver rejects.
       const excluded: unknown = (parseDocument(text).toJS() as any)?.plugins?.excluded;
       const excludes = Array.isArray(excluded) && excluded.includes("soundtrack");
       const base = excludes ? excludesSoundtrack : current;
-      return advance({ ...base, sessionText: text, undo: { kind: "session-edit", label: "Undo the session edit (restores the file)" } }, excludes ? bodies["session-excludes-soundtrack"] : requests);
+      return advance({ ...base, turns: [], sessionText: text, undo: { kind: "session-edit", label: "Undo the session edit (restores the file)" } }, excludes ? bodies["session-excludes-soundtrack"] : requests);
     },
     applySessionEdits: async (text, edits) => {
       calls.push(["applySessionEdits", edits]);

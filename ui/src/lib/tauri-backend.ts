@@ -27,7 +27,7 @@ export function tauriBackend(): Backend {
     },
     undo: () => unwrap(commands.undo()),
     savePlayedSession: (path, overwriteAuthored) => unwrap(commands.savePlayedSession(path, overwriteAuthored)),
-    saveSessionText: (text) => unwrap(commands.saveSessionText(text)),
+    saveSessionText: (text, dropPlayed) => unwrap(commands.saveSessionText(text, dropPlayed)),
     applySessionEdits: (text, edits) => unwrap(commands.applySessionEdits(text, edits)),
     checkSessionText: (text) => unwrap(commands.checkSessionText(text)),
     openStatus: () => unwrap(commands.openStatus()),

@@ -408,6 +408,11 @@ test("a played turn can be undone and the played session saved", async () => {
 
 // Last: the edited session stays the fake's state.
 test("the session panel saves an edit and the plugins panel shows the resolver's rejection code", async () => {
+  // A played turn first: a save then asks before it drops it.
+  await page.locator('[data-tab="Playtest"]').click();
+  await page.getByTestId("player-message").fill("I swim to the bell tower.");
+  await page.getByTestId("play").click();
+  await page.getByText("Scripted narrator").first().waitFor();
   await page.locator('[data-tab="Plugins"]').click();
   assert.equal(await page.getByTestId("status-soundtrack").textContent(), "active");
   await page.locator('[data-tab="Session"]').click();
@@ -415,9 +420,16 @@ test("the session panel saves an edit and the plugins panel shows the resolver's
   await page.getByText("unsaved changes").waitFor();
   assert.deepEqual((await fakeCalls()).at(-1), ["applySessionEdits", [{ kind: "set-plugin-enabled", plugin: "soundtrack", enabled: false }]]);
   await page.getByTestId("save-session").click();
+  // The playtest has a played turn: the save asks first, naming it, and saves nothing yet.
+  const ask = page.getByTestId("confirm-drop-played");
+  await ask.waitFor();
+  assert.match(await ask.textContent(), /restarts the playtest: its 1 played turn \(turn-3\) would be dropped/);
+  assert.equal((await fakeCalls()).filter((c) => c[0] === "saveSessionText").length, 0, "nothing saved before the author chose");
+  await page.getByTestId("drop-played-and-save").click();
   await page.locator('[data-tab="Plugins"]').click();
   await page.getByTestId("status-soundtrack").filter({ hasText: "rejected" }).waitFor();
   const saved = (await fakeCalls()).filter((c) => c[0] === "saveSessionText").at(-1);
+  assert.equal(saved[2], true, "the author chose to drop the played turns");
   assert.match(saved[1], /excluded:[\s\S]*soundtrack/, "the edited text was saved");
   assert.match(saved[1], /# The demo test session/, "with the author's comments");
   const row = await page.locator('tr[data-plugin="soundtrack"]').textContent();

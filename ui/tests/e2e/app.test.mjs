@@ -244,6 +244,15 @@ test("a Session panel edit is saved into the author's file in place, and undo re
   assert.equal(await readFile(path, "utf8"), original, "nothing is written before Save");
   await waitFor("the save button", async () => (await browser.$('[data-testid="save-session"]')).isEnabled());
   await (await browser.$('[data-testid="save-session"]')).click();
+  // Three turns were played above: the save names them and offers to keep them in a file first.
+  await waitFor("the question", async () => /its 3 played turns \(turn-3, turn-4, turn-5\) would be dropped/.test(await text('[data-testid="confirm-drop-played"]')));
+  assert.equal(await readFile(path, "utf8"), original, "nothing is written before the author chooses");
+  await capture(join(shots, "e2e-session-save-asks.png"));
+  await (await browser.$('[data-testid="save-played-then-session"]')).click();
+  await waitFor("the played session file", async () => /Saved by Covel Studio after a playtest/.test(await readFile(join(folder, "demo.played.session.yaml"), "utf8").catch(() => "")));
+  assert.match(await readFile(join(folder, "demo.played.session.yaml"), "utf8"), /I swim back\./, "the played turns are in it");
+  // Out of the folder again: the Tests panel below runs every session file of it.
+  await rm(join(folder, "demo.played.session.yaml"));
   await waitFor("the saved file", async () => (await readFile(path, "utf8")) === original.replace("\nlocale: en\n", "\nlocale: fr\n"));
   await waitFor("the saved state", async () => (await text('[data-testid="draft-state"]')) === "saved");
   await capture(join(shots, "e2e-session-saved.png"));
