@@ -272,6 +272,8 @@ fn invalid_session_files_are_reported_with_line_and_column() {
         // Checked after the text was read into types: the position is found again in the text.
         ("empty-namespace", 8),
         ("empty-id", 1),
+        // A quote left open runs on to the next one; the report points where it opened.
+        ("unclosed-quote", 4),
     ] {
         let path = fixture("sessions-invalid").join(format!("{file}.session.yaml"));
         let text = std::fs::read_to_string(&path).expect("fixture");

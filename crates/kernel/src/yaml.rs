@@ -22,6 +22,18 @@ pub struct YamlError {
     pub error: Box<Error>,
     /// `None` at the document's top level.
     pub path: Option<String>,
+    /// A quoted value that ran past its line into the error: where it opened, its quote and
+    /// where it closed (the parser's position is then far from the mistake).
+    pub quote: Option<QuoteRun>,
+}
+
+/// A quoted YAML value spanning lines: opened at `opened` with `quote`, closed at `closed`
+/// (1-based lines and columns).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QuoteRun {
+    pub quote: char,
+    pub opened: (u32, u32),
+    pub closed: Option<(u32, u32)>,
 }
 
 impl YamlError {
@@ -39,9 +51,24 @@ impl YamlError {
                 path
             }
         });
-        match path {
+        let said = match path {
             Some(path) if !path.is_empty() => format!("`{path}`: {said}"),
             _ => said,
+        };
+        match self.quote {
+            Some(run) => {
+                let (line, column) = run.opened;
+                let until = run
+                    .closed
+                    .map_or("the end of the file".to_string(), |(l, c)| {
+                        format!("{l}:{c}")
+                    });
+                format!(
+                    "the {q}…{q} value opened at {line}:{column} runs to {until}: is its closing {q} missing on line {line}? (the parser said: {said})",
+                    q = run.quote
+                )
+            }
+            None => said,
         }
     }
 
@@ -52,12 +79,15 @@ impl YamlError {
     /// The error as a diagnostic with `code`, in `file` whose YAML starts after `line_offset`
     /// lines (front matter after its `---`).
     pub fn diagnostic(&self, code: Code, file: &std::path::Path, line_offset: u32) -> Diagnostic {
-        let position = self.location().map(|l| {
-            (
-                to_u32(l.line()).saturating_add(line_offset),
-                to_u32(l.column()),
-            )
-        });
+        // A quote that ran on is reported where it opened: that is where the author looks.
+        let position = self
+            .quote
+            .map(|run| run.opened)
+            .or_else(|| {
+                self.location()
+                    .map(|l| (to_u32(l.line()), to_u32(l.column())))
+            })
+            .map(|(line, column)| (line.saturating_add(line_offset), column));
         Diagnostic::new(code, self.message())
             .file(file)
             .at_opt(position)
@@ -89,9 +119,75 @@ pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, YamlError> {
             e.into_inner()
         })
     })
-    .map_err(|error| YamlError {
-        error: Box::new(error),
-        path,
+    .map_err(|error| {
+        let at = error
+            .location()
+            .map(|l| (to_u32(l.line()), to_u32(l.column())));
+        YamlError {
+            quote: at.and_then(|at| quote_run_before(text, at)),
+            error: Box::new(error),
+            path,
+        }
+    })
+}
+
+/// The quoted value that spans lines and closed on the line of `at` (or never closed), where
+/// the parser reports a quote left open on its line: it runs on to the next quote of its
+/// kind, and the damage shows there. A quote opens a value only where a value starts (after `:`, `-`,
+/// `[`, `{`, `,` or at the start of a line), so the apostrophe in `Mira's` does not.
+pub fn quote_run_before(text: &str, at: (u32, u32)) -> Option<QuoteRun> {
+    let mut found = None;
+    let mut open: Option<(char, (u32, u32))> = None;
+    let mut last_significant = '\n';
+    for (index, line) in text.split('\n').enumerate() {
+        let line_no = u32::try_from(index + 1).unwrap_or(u32::MAX);
+        let mut in_comment = false;
+        let chars: Vec<char> = line.chars().collect();
+        let mut i = 0;
+        while i < chars.len() {
+            let c = chars[i];
+            let position = (line_no, u32::try_from(i + 1).unwrap_or(u32::MAX));
+            if position >= at && open.is_none() {
+                // Only a run that closed on the error's own line did the damage there.
+                return found.filter(|run: &QuoteRun| run.closed.is_some_and(|c| c.0 == at.0));
+            }
+            match open {
+                Some((quote, opened)) => {
+                    let escaped = quote == '"' && i > 0 && chars[i - 1] == '\\';
+                    let doubled = quote == '\'' && chars.get(i + 1) == Some(&'\'');
+                    if c == quote && doubled {
+                        i += 1;
+                    } else if c == quote && !escaped {
+                        open = None;
+                        found = (opened.0 != line_no).then_some(QuoteRun {
+                            quote,
+                            opened,
+                            closed: Some(position),
+                        });
+                        last_significant = c;
+                    }
+                }
+                None if in_comment => {}
+                None if c == '#' && (i == 0 || chars[i - 1].is_whitespace()) => in_comment = true,
+                None if (c == '\'' || c == '"')
+                    && matches!(last_significant, ':' | '-' | '[' | '{' | ',' | '\n' | '?') =>
+                {
+                    open = Some((c, position));
+                }
+                None if !c.is_whitespace() => last_significant = c,
+                None => {}
+            }
+            i += 1;
+        }
+        if open.is_none() {
+            last_significant = '\n';
+        }
+    }
+    // Still open at the end of the text.
+    open.map(|(quote, opened)| QuoteRun {
+        quote,
+        opened,
+        closed: None,
     })
 }
 
@@ -379,5 +475,40 @@ mod tests {
     fn a_duplicate_key_is_named_without_advice_on_parser_options() {
         let message = error_of(&format!("{VALID}name: b\n"));
         assert_eq!(message, "duplicate mapping key `name` is not allowed here");
+    }
+}
+
+#[cfg(test)]
+mod quote_tests {
+    use super::*;
+
+    #[test]
+    fn an_unclosed_quote_is_reported_where_it_opened() {
+        let text = "id: demo\nlocale: 'en\nworld:\n  characters:\n    - { id: tavi, description: Mira's brother. }\n";
+        let Err(error) = from_str::<serde_json::Value>(text) else {
+            panic!("an error");
+        };
+        let run = error.quote.expect("the quote that ran on");
+        assert_eq!(run.opened, (2, 9));
+        assert_eq!(run.quote, '\'');
+        assert!(
+            error
+                .message()
+                .starts_with("the '…' value opened at 2:9 runs to 5:"),
+            "{}",
+            error.message()
+        );
+        let diagnostic = error.diagnostic(Code::SessionSchema, std::path::Path::new("s.yaml"), 0);
+        assert_eq!(diagnostic.line, Some(2));
+        assert_eq!(diagnostic.column, Some(9));
+    }
+
+    #[test]
+    fn apostrophes_inside_plain_values_and_quotes_that_close_open_nothing() {
+        let text = "a: Mira's boat\nb: 'it''s fine'\nc: \"say \\\"hi\\\"\"\nd: [1, 2\n";
+        let Err(error) = from_str::<serde_json::Value>(text) else {
+            panic!("an error");
+        };
+        assert_eq!(error.quote, None, "{}", error.message());
     }
 }

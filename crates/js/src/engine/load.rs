@@ -326,7 +326,18 @@ impl Engine {
         };
         // QuickJS reports a syntax error's position in the message ("… at file:L:C") or stack.
         let position_source = format!("{}\n{}", t.message, t.stack.clone().unwrap_or_default());
-        self.entry_failure(code, message, Some(&position_source))
+        let mut failure = self.entry_failure(code, message, Some(&position_source));
+        // The engine's own words can be an empty token at the end of the file; the module's
+        // text parsed again says what and where (an unclosed bracket where it opened).
+        if code == Code::EntrySyntax
+            && let Some(file) = failure.file.clone()
+            && let Some(source) = modules::source_among(&loaded, &file)
+            && let Some(found) = crate::syntax::diagnose(&file, &source)
+        {
+            failure.message = format!("syntax error: {}", found.message);
+            failure.position = Some(found.position);
+        }
+        failure
     }
 
     /// A module of the entry's graph that the loader refused to read (too large, not UTF-8,
