@@ -700,3 +700,45 @@ fn the_toolkit_s_short_ids_are_the_sdk_s() {
         );
     }
 }
+
+#[test]
+fn a_test_session_answers_a_form_from_its_script_and_a_refused_answer_fails_the_turn() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let plugins = fixture("turn-loop");
+    let write = |name: &str, answer: &str| {
+        let path = dir.path().join(name);
+        let text = format!(
+            "id: forms\ntest:\n  plugins: {}\n  turns:\n    - say: I arrive.\n      reply: {{ tools: [{{ name: ask-name }}], reply: Who are you? }}\n    - answer: {answer}\n      reply: Welcome.\n      expect:\n        - message: {{ index: -1, contains: \"I am Mira, a keeper.\" }}\n",
+            plugins.display()
+        );
+        std::fs::write(&path, text).expect("written");
+        covel_studio::testing::Target {
+            session: path,
+            found_in: None,
+        }
+    };
+    let good = covel_studio::testing::run_session(
+        &write("good.session.yaml", "{ name: Mira, role: keeper }"),
+        false,
+        &Limits::default(),
+    );
+    assert_eq!(good.error, None);
+    assert!(good.turns.iter().all(|t| t.passed), "{:?}", good.turns);
+    let refused = covel_studio::testing::run_session(
+        &write("refused.session.yaml", "{ name: Nobody, role: keeper }"),
+        false,
+        &Limits::default(),
+    );
+    let failed = refused
+        .turns
+        .iter()
+        .find(|t| !t.passed)
+        .expect("a failed turn");
+    assert!(
+        failed
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("the form's answer was refused: name: a real name, please")),
+        "{failed:?}"
+    );
+}

@@ -30,7 +30,11 @@ pub struct TestSpec {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ScriptedTurn {
     /// What the player says.
+    #[serde(default)]
     pub say: String,
+    /// Instead of `say`: the values that answer the form the turn before asked for; the
+    /// form's narrative filled with them is what the player says.
+    pub answer: Option<serde_json::Map<String, Value>>,
     /// The story's reply. Absent: the session's story model answers (scripted, or `replay`
     /// from a recording).
     pub reply: Option<crate::session::ScriptedReply>,

@@ -87,7 +87,10 @@ pub fn play(workspace: Workspace, turns: Option<usize>) -> (Vec<PlayedTurn>, Opt
     let mut out = Vec::new();
     for index in 0..count {
         let (say, reply) = match scripted.get(index) {
-            Some(turn) => (turn.say.clone(), turn.reply.clone()),
+            Some(turn) => match play.scripted_message(turn) {
+                Ok(say) => (say, turn.reply.clone()),
+                Err(error) => return (out, Some(format!("turn {}: {error}", index + 1))),
+            },
             None => (
                 extra
                     .get(index - scripted.len())

@@ -319,6 +319,30 @@ impl Playtest {
         }
     }
 
+    /// What the player says in a test session's scripted turn: its `say`, or the narrative of
+    /// the pending form filled with its `answer`; `Err` says why there is nothing to say.
+    pub fn scripted_message(
+        &self,
+        turn: &covel_kernel::test_session::ScriptedTurn,
+    ) -> Result<String, String> {
+        match &turn.answer {
+            Some(values) => self.answer_form(values).map_err(|problems| {
+                let why: Vec<String> = problems
+                    .iter()
+                    .map(|p| match &p.field {
+                        Some(field) => format!("{field}: {}", p.message),
+                        None => p.message.clone(),
+                    })
+                    .collect();
+                format!("the form's answer was refused: {}", why.join("; "))
+            }),
+            None if turn.say.trim().is_empty() => {
+                Err("the turn says nothing: give it `say` (or `answer` for a form)".into())
+            }
+            None => Ok(turn.say.clone()),
+        }
+    }
+
     /// The form the last played turn asks the player to fill (`{pluginId, interaction}`).
     pub fn pending_form(&self) -> Option<&serde_json::Value> {
         self.pending_form.as_ref()

@@ -248,14 +248,22 @@ pub fn capture_turns(workspace: Workspace) -> (Vec<TurnCapture>, Option<(String,
     let mut play = Playtest::new(workspace);
     let mut captures = Vec::new();
     for turn in &turns {
-        let report = play.play_scripted(&turn.say, turn.reply.as_ref());
+        // A turn may answer the form the turn before asked for: its filled narrative is said.
+        let say = match play.scripted_message(turn) {
+            Ok(say) => say,
+            Err(error) => {
+                let turn_id = format!("turn {}", captures.len() + 1);
+                return (captures, Some((turn_id, turn.say.clone(), error)));
+            }
+        };
+        let report = play.play_scripted(&say, turn.reply.as_ref());
         if let Some(error) = report.error {
-            return (captures, Some((report.turn_id, turn.say.clone(), error)));
+            return (captures, Some((report.turn_id, say, error)));
         }
         let world = report.preview.world_context.snapshot.clone();
         captures.push(TurnCapture {
             turn_id: report.turn_id,
-            say: turn.say.clone(),
+            say,
             preview: report.preview,
             slots: play.slots.values(),
             world,
