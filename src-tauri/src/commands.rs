@@ -382,13 +382,23 @@ async fn forecast(
     with_studio(&state, move |s| s.forecast(model.as_deref(), &options)).await
 }
 
-/// The Tests panel: every test session of the open folder (`update` rewrites golden snapshots).
+/// The Tests panel: every test session of the open folder. `update` writes golden snapshots:
+/// every session's, or with `only` that session file's alone.
 #[tauri::command]
 #[specta::specta]
-async fn run_tests(state: State<'_, AppState>, update: bool) -> Result<TestRun, String> {
+async fn run_tests(
+    state: State<'_, AppState>,
+    update: bool,
+    only: Option<String>,
+) -> Result<TestRun, String> {
+    let update = match (update, only) {
+        (false, _) => covel_studio::testing::Update::None,
+        (true, None) => covel_studio::testing::Update::All,
+        (true, Some(session)) => covel_studio::testing::Update::Only(session.into()),
+    };
     with_studio(&state, move |s| {
         let dir = s.workspace().plugins_dir.clone();
-        covel_studio::testing::run_folder(&dir, update, &s.workspace().limits)
+        covel_studio::testing::run_folder(&dir, &update, &s.workspace().limits)
             .map(TestRun::of)
             .map_err(|e| e.to_string())
     })

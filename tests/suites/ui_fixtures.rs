@@ -119,8 +119,12 @@ fn ui_fixtures_are_fresh() {
     let mut forecast = serde_json::to_value(forecast).expect("json");
     forecast["counting"] = serde_json::json!({"computed": 0, "reused": 0});
     outputs.push(("forecast", "Forecast", forecast));
-    let tests = covel_studio::testing::run_folder(Path::new(&root), false, &Limits::default())
-        .expect("tests");
+    let tests = covel_studio::testing::run_folder(
+        Path::new(&root),
+        &covel_studio::testing::Update::None,
+        &Limits::default(),
+    )
+    .expect("tests");
     outputs.push((
         "tests",
         "TestRun",

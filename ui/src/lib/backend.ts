@@ -61,7 +61,11 @@ export interface Backend {
   /** The Cache panel: the played turns and the next one, forecast for a model. */
   forecast(model: string | null, paceSeconds: number, ttl: string): Promise<Forecast>;
   /** The Tests panel: every test session of the open folder (`update` rewrites golden snapshots). */
-  runTests(update: boolean): Promise<TestRun>;
+  /**
+   * Runs the folder's test sessions; `update` writes golden snapshots: every session's, or with
+   * `only` (a session file) that session's alone.
+   */
+  runTests(update: boolean, only?: string | null): Promise<TestRun>;
   onChange(listener: (event: StudioEvent) => void): Promise<() => void>;
 }
 

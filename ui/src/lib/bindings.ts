@@ -60,8 +60,11 @@ export const commands = {
 	recentFolders: () => typedError<RecentFolder_Serialize[], string>(__TAURI_INVOKE("recent_folders")),
 	/**  The Cache panel: the played turns and the next one, forecast for a model. */
 	forecast: (model: string | null, pace: number | null, ttl: string) => typedError<Forecast_Serialize, string>(__TAURI_INVOKE("forecast", { model, pace, ttl })),
-	/**  The Tests panel: every test session of the open folder (`update` rewrites golden snapshots). */
-	runTests: (update: boolean) => typedError<TestRun_Serialize, string>(__TAURI_INVOKE("run_tests", { update })),
+	/**
+	 *  The Tests panel: every test session of the open folder. `update` writes golden snapshots:
+	 *  every session's, or with `only` that session file's alone.
+	 */
+	runTests: (update: boolean, only: string | null) => typedError<TestRun_Serialize, string>(__TAURI_INVOKE("run_tests", { update, only })),
 	/**  Where this run's log file is (`None` when none could be created), for the UI to show. */
 	logFile: () => typedError<string | null, string>(__TAURI_INVOKE("log_file")),
 	/**

@@ -199,7 +199,11 @@ export function fakeBackend(): Backend {
       const recomputed: string[] = (globalThis as any).__fakeRecomputed ?? [];
       return { ...forecast, turns: forecast.turns.map((t) => ({ ...t, withNewerPlugins: recomputed.includes(t.turnId) || undefined })) };
     },
-    runTests: async () => tests,
+    // A test may give the run's answer (`window.__fakeTests`, a TestRun).
+    runTests: async (update, only) => {
+      calls.push(["runTests", update, only ?? null]);
+      return (globalThis as any).__fakeTests ?? tests;
+    },
     onChange: async (listener) => {
       listeners.push(listener);
       return () => listeners.splice(listeners.indexOf(listener), 1);

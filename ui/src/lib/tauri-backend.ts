@@ -44,7 +44,7 @@ export function tauriBackend(): Backend {
       return typeof picked === "string" ? picked : null;
     },
     forecast: (model, pace, ttl) => unwrap(commands.forecast(model, pace, ttl)),
-    runTests: (update) => unwrap(commands.runTests(update)),
+    runTests: (update, only) => unwrap(commands.runTests(update, only ?? null)),
     onChange: (listener) => events.studioChanged.listen((e) => listener(e.payload)),
   };
 }

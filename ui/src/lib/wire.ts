@@ -40,6 +40,7 @@ export type {
   SnapshotPatch_Serialize as SnapshotPatch,
   StudioChanged_Serialize as StudioChanged,
   TestRun_Serialize as TestRun,
+  TestSession_Serialize as TestSession,
   TurnPrompt_Serialize as TurnPrompt,
   TurnRecord_Serialize as TurnRecord,
 } from "./bindings";

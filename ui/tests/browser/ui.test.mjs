@@ -508,6 +508,28 @@ test("the tests panel runs the folder's test sessions and lists every check", as
   await page.screenshot({ path: join(shots, "browser-tests.png") });
 });
 
+test("accepting golden changes asks first, naming each file and its changes, and can take one session's alone", async () => {
+  const run = await fixture("tests.json");
+  const differs = structuredClone(run);
+  const target = differs.sessions[1];
+  target.golden = "differs";
+  target.passed = false;
+  target.turns[0].goldenDifferences = [{ place: "system block stable-segments", from: "segment story-director/tone", plugin: "story-director", change: "changed", diff: "Keep a [-grave-]{+wry+} voice." }];
+  await page.evaluate((answer) => (window.__fakeTests = answer), differs);
+  await page.locator('[data-tab="Tests"]').click();
+  await page.getByTestId("tests-run").click();
+  await page.getByTestId("golden-accept").waitFor();
+  assert.equal(await page.getByTestId("golden-accept").count(), 1, "only the session whose snapshot differs");
+  await page.getByTestId("golden-accept").click();
+  const ask = page.getByTestId("golden-confirm");
+  assert.match(await ask.textContent(), new RegExp(`Write this golden snapshot\\?.*${target.goldenFile.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} · 1 change`, "s"));
+  const before = (await fakeCalls()).filter((c) => c[0] === "runTests").length;
+  await page.getByTestId("golden-write").click();
+  await page.waitForFunction((n) => window.__fakeCalls.filter((c) => c[0] === "runTests").length > n, before);
+  assert.deepEqual((await fakeCalls()).filter((c) => c[0] === "runTests").at(-1), ["runTests", true, target.session], "that session's file alone");
+  await page.evaluate(() => (window.__fakeTests = undefined));
+});
+
 test("the problems panel lists every problem with a count badge and links to its place", async () => {
   const demo = await fixture("snapshot.json");
   await page.locator('[data-tab="Problems"]').click();

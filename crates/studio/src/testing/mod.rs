@@ -471,14 +471,31 @@ fn providers_of(capture: &TurnCapture, slot: &str) -> Option<String> {
     (!plugins.is_empty()).then(|| plugins.join(", "))
 }
 
-/// Runs every test session of a plugins folder (the Tests panel).
+/// Which golden snapshots a run of a folder writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Update {
+    /// None: every session is compared with its snapshot.
+    None,
+    /// Every session's (`covel test --update`).
+    All,
+    /// Only this session file's; the others are compared.
+    Only(PathBuf),
+}
+
+/// Runs every test session of a plugins folder (the Tests panel), writing the golden
+/// snapshots `update` names.
 pub fn run_folder(
     plugins_dir: &Path,
-    update: bool,
+    update: &Update,
     limits: &Limits,
 ) -> Result<Vec<SessionResult>, TestError> {
+    let writes = |session: &Path| match update {
+        Update::None => false,
+        Update::All => true,
+        Update::Only(only) => only == session || crate::save::same_file(only, session),
+    };
     Ok(discover(&[plugins_dir.to_path_buf()])?
         .iter()
-        .map(|t| run_session(t, update, limits))
+        .map(|t| run_session(t, writes(&t.session), limits))
         .collect())
 }
