@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use specta::Type;
 use std::sync::Arc;
 use tauri::{AppHandle, State};
-use tauri_specta::{Builder, collect_commands, collect_events};
+use tauri_specta::{Builder, Event, collect_commands, collect_events};
 
 /// Sent after the studio changed on its own (a reload) or while it opens a folder.
 #[derive(Debug, Clone, Serialize, Type, tauri_specta::Event)]
@@ -37,6 +37,15 @@ pub enum StudioChanged {
     Reload {
         patch: Box<SnapshotPatch>,
     },
+}
+
+/// The story model's text of the turn being played, as it streams from a real backend: each
+/// piece in order.
+#[derive(Debug, Clone, Serialize, Type, tauri_specta::Event)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnText {
+    pub turn_id: String,
+    pub text: String,
 }
 
 /// Whether a folder is being opened, and why the last open failed.
@@ -135,7 +144,11 @@ async fn set_runtime(state: State<'_, AppState>, target: String) -> Result<Snaps
 
 #[tauri::command]
 #[specta::specta]
-async fn play_turn(state: State<'_, AppState>, message: String) -> Result<SnapshotPatch, String> {
+async fn play_turn(
+    app: AppHandle,
+    state: State<'_, AppState>,
+    message: String,
+) -> Result<SnapshotPatch, String> {
     state
         .cancel
         .store(false, std::sync::atomic::Ordering::SeqCst);
@@ -152,7 +165,16 @@ async fn play_turn(state: State<'_, AppState>, message: String) -> Result<Snapsh
     let (pending, answer) = off_runtime({
         let cancel = Arc::clone(&cancel);
         move || {
-            let answer = pending.ask(&cancel);
+            // A real backend's reply reaches the window as it streams.
+            let turn_id = pending.turn_id().to_string();
+            let on_text = |text: &str| {
+                let _ = TurnText {
+                    turn_id: turn_id.clone(),
+                    text: text.to_string(),
+                }
+                .emit(&app);
+            };
+            let answer = pending.ask_streaming(&cancel, Some(&on_text));
             Ok((pending, answer))
         }
     })
@@ -455,7 +477,7 @@ pub fn builder() -> Builder<tauri::Wry> {
             log_file,
             about
         ])
-        .events(collect_events![StudioChanged])
+        .events(collect_events![StudioChanged, TurnText])
 }
 
 /// Writes the TypeScript bindings the UI imports (`ui/src/lib/bindings.ts`): the one place

@@ -65,10 +65,15 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         .transpose()?;
     let mut failed = false;
     for message in &args.say {
-        let turn = play.play(message);
+        // A real backend's reply is printed as it streams (JSON output keeps it for the end).
+        let turn = if args.json {
+            play.play(message)
+        } else {
+            play_streaming(&mut play, message)
+        };
         failed |= turn.error.is_some();
         if !args.json {
-            crate::say!("── {} · player: {}", turn.turn_id, turn.player_message);
+            // (The turn's header was printed before its reply streamed.)
             match (&turn.reply, &turn.error) {
                 (_, Some(error)) => crate::say!("   ✗ {error}"),
                 (Some(reply), None) => crate::say!("   narrator: {}", reply.text),
@@ -184,4 +189,35 @@ impl<W: Write> TurnStream<W> {
         self.out.flush()?;
         Ok(())
     }
+}
+
+/// Plays one turn, printing a real backend's reply as it arrives.
+fn play_streaming(play: &mut Playtest, message: &str) -> covel_studio::playtest::TurnReport {
+    let cancel = std::sync::atomic::AtomicBool::new(false);
+    let turn = match play.prepare_turn(message, None) {
+        Ok(turn) => turn,
+        Err(failed) => {
+            crate::say!("── {} · player: {message}", failed.turn_id);
+            return *failed;
+        }
+    };
+    crate::say!("── {} · player: {message}", turn.turn_id());
+    let started = std::cell::Cell::new(false);
+    let on_text = |text: &str| {
+        let mut out = std::io::stdout().lock();
+        if !started.replace(true) {
+            let _ = write!(out, "   ⋯ ");
+        }
+        let _ = write!(
+            out,
+            "{}",
+            crate::output::terminal_safe(text).replace('\n', "\n     ")
+        );
+        let _ = out.flush();
+    };
+    let answer = turn.ask_streaming(&cancel, Some(&on_text));
+    if started.get() {
+        crate::say!("");
+    }
+    play.finish_turn(turn, answer, &cancel)
 }

@@ -19,6 +19,7 @@ mod resolve_inputs;
 pub mod save;
 pub mod secrets;
 pub mod slots;
+pub mod streaming;
 pub mod testing;
 pub mod textdiff;
 pub mod tokens;

@@ -210,6 +210,15 @@ impl PendingTurn {
     pub fn ask(&self, cancel: &std::sync::atomic::AtomicBool) -> crate::turn::LoopOutcome {
         self.turn.ask(cancel)
     }
+
+    /// [`PendingTurn::ask`] with a real backend's reply streamed to `on_text`.
+    pub fn ask_streaming(
+        &self,
+        cancel: &std::sync::atomic::AtomicBool,
+        on_text: Option<&dyn Fn(&str)>,
+    ) -> crate::turn::LoopOutcome {
+        self.turn.ask_streaming(cancel, on_text)
+    }
 }
 
 impl LiveStudio {

@@ -27,6 +27,9 @@ pub struct Reply {
     /// The tools the model asked to call, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<ToolCall>,
+    /// How the reply streamed, when it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub streamed: Option<Streamed>,
 }
 
 impl Reply {
@@ -37,6 +40,7 @@ impl Reply {
             finish_reason: "stop".into(),
             usage: None,
             tool_calls: Vec::new(),
+            streamed: None,
         }
     }
 }
@@ -79,12 +83,33 @@ const CANCEL_POLL: Duration = Duration::from_millis(20);
 /// The longest a model request may take.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// When a model request gives up: its cancel flag, and its deadline.
+/// When a model request gives up: its cancel flag, and its deadline; and, for a streamed
+/// request, what receives the reply's text as it arrives.
 struct Stop<'a> {
     cancel: &'a AtomicBool,
     deadline: std::time::Instant,
     /// The time the request was given (for the message when it runs out).
     within: Duration,
+    stream: Option<&'a dyn Fn(&str)>,
+}
+
+/// How long a stream may stay silent before the studio gives up on it (as Covel does).
+pub const STREAM_IDLE: Duration = Duration::from_secs(120);
+
+/// How a streamed reply arrived.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Streamed {
+    /// From sending the request to the first text.
+    pub first_token_ms: Option<f64>,
+    /// Events that carried something.
+    pub chunks: u32,
+}
+
+/// What the thread reading an answer sends.
+enum Arrival {
+    Text(String),
+    Done(Result<(Value, Option<u32>), ModelError>),
 }
 
 /// One model slot's backend.
@@ -156,6 +181,35 @@ impl Backend {
         cancel: &AtomicBool,
         within: Duration,
     ) -> Result<Reply, ModelError> {
+        self.complete(anthropic, openai, cancel, within, None)
+    }
+
+    /// [`Backend::complete_within`] with the reply streamed: `on_text` receives its text as it
+    /// arrives (a real backend's server-sent events; the scripted and replay backends give it
+    /// whole). A stream that stays silent for [`STREAM_IDLE`] is given up.
+    pub fn complete_streaming(
+        &self,
+        anthropic: &Value,
+        openai: &Value,
+        cancel: &AtomicBool,
+        within: Duration,
+        on_text: &dyn Fn(&str),
+    ) -> Result<Reply, ModelError> {
+        let reply = self.complete(anthropic, openai, cancel, within, Some(on_text))?;
+        if reply.streamed.is_none() && !reply.text.is_empty() {
+            on_text(&reply.text);
+        }
+        Ok(reply)
+    }
+
+    fn complete(
+        &self,
+        anthropic: &Value,
+        openai: &Value,
+        cancel: &AtomicBool,
+        within: Duration,
+        stream: Option<&dyn Fn(&str)>,
+    ) -> Result<Reply, ModelError> {
         if cancel.load(Ordering::SeqCst) {
             return Err(ModelError::Cancelled);
         }
@@ -163,13 +217,27 @@ impl Backend {
             cancel,
             deadline: std::time::Instant::now() + within.min(REQUEST_TIMEOUT),
             within: within.min(REQUEST_TIMEOUT),
+            stream,
         };
-        match self.config.backend.as_str() {
-            "scripted" => Ok(self.scripted_story(openai)),
-            "openai" => self.openai(openai, &stop),
-            "anthropic" => self.anthropic(anthropic, &stop),
-            "replay" => self.replay(anthropic, openai),
-            other => Err(ModelError::UnknownBackend(other.to_string())),
+        // A streamed request asks for a stream (and, from OpenAI-compatible servers, the usage
+        // at its end); recordings keep the request as sent.
+        let streamed = |body: &Value, usage: bool| {
+            let mut body = body.clone();
+            body["stream"] = json!(true);
+            if usage {
+                body["stream_options"] = json!({"include_usage": true});
+            }
+            body
+        };
+        match (self.config.backend.as_str(), stream.is_some()) {
+            ("scripted", _) => Ok(self.scripted_story(openai)),
+            ("openai", false) => self.openai(openai, &stop),
+            ("openai", true) => self.openai(&streamed(openai, true), &stop),
+            ("anthropic", false) => self.anthropic(anthropic, &stop),
+            ("anthropic", true) => self.anthropic(&streamed(anthropic, false), &stop),
+            ("replay", false) => self.replay(anthropic, openai),
+            ("replay", true) => self.replay(&streamed(anthropic, false), &streamed(openai, true)),
+            (other, _) => Err(ModelError::UnknownBackend(other.to_string())),
         }
     }
 
@@ -259,16 +327,23 @@ impl Backend {
         headers: &[(&str, String)],
         body: &Value,
         stop: &Stop<'_>,
-    ) -> Result<Value, ModelError> {
+    ) -> Result<(Value, Option<Streamed>), ModelError> {
         let left = stop
             .deadline
             .saturating_duration_since(std::time::Instant::now());
-        let mut request = self.agent(left).post(url);
+        // The client's own limit comes after the call's deadline: the deadline is what gives
+        // up (and says so), the client only stops the abandoned request's thread.
+        let mut request = self.agent(left + Duration::from_secs(2)).post(url);
         for (name, value) in headers {
             request = request.header(*name, value);
         }
         let request_body = body.clone();
         let body = body.clone();
+        let wire = (body["stream"] == true).then_some(if backend == "anthropic" {
+            crate::streaming::Wire::Anthropic
+        } else {
+            crate::streaming::Wire::OpenAi
+        });
         let (tx, rx) = std::sync::mpsc::channel();
         let send = move || {
             let answer = (|| {
@@ -291,6 +366,30 @@ impl Backend {
                         ),
                     });
                 }
+                // A server that does not stream answers a stream request with JSON: read as it is.
+                let is_stream = response
+                    .headers()
+                    .get("content-type")
+                    .and_then(|v| v.to_str().ok())
+                    .is_some_and(|t| t.contains("text/event-stream"));
+                if let Some(wire) = wire.filter(|_| status.is_success() && is_stream) {
+                    // The events arrive as they come; their text goes to the caller at once.
+                    let mut assembler = crate::streaming::Assembler::new(wire);
+                    let reader = std::io::BufReader::new(response.into_body().into_reader());
+                    let text_tx = tx.clone();
+                    crate::streaming::read_events(reader, |event, data| {
+                        if let Some(text) = assembler.feed(event, data)? {
+                            let _ = text_tx.send(Arrival::Text(text));
+                        }
+                        Ok(true)
+                    })
+                    .map_err(|message| ModelError::Request { backend, message })?;
+                    let chunks = assembler.chunks;
+                    return assembler
+                        .finish()
+                        .map(|answer| (answer, Some(chunks)))
+                        .map_err(|message| ModelError::Request { backend, message });
+                }
                 let answer: Value =
                     response
                         .body_mut()
@@ -305,10 +404,10 @@ impl Backend {
                         message: format!("HTTP {status}: {answer}"),
                     });
                 }
-                Ok(answer)
+                Ok((answer, None))
             })();
             // The receiver is gone when the call was cancelled: the answer is discarded.
-            let _ = tx.send(answer);
+            let _ = tx.send(Arrival::Done(answer));
         };
         std::thread::Builder::new()
             .name(format!("covel-{backend}-request"))
@@ -317,11 +416,22 @@ impl Backend {
                 backend,
                 message: format!("cannot start the request: {e}"),
             })?;
+        let sent = std::time::Instant::now();
+        let mut last_arrival = sent;
+        let mut first_text: Option<Duration> = None;
         loop {
             match rx.recv_timeout(CANCEL_POLL) {
-                Ok(answer) => {
-                    // A recording (`covel play --record`) keeps every answered exchange.
-                    if let Ok(answer) = &answer {
+                Ok(Arrival::Text(text)) => {
+                    last_arrival = std::time::Instant::now();
+                    first_text.get_or_insert_with(|| sent.elapsed());
+                    if let Some(on_text) = stop.stream {
+                        on_text(&text);
+                    }
+                }
+                Ok(Arrival::Done(answer)) => {
+                    // A recording (`covel play --record`) keeps every answered exchange (a
+                    // stream as the answer it assembled to).
+                    if let Ok((answer, _)) = &answer {
                         self.exchanges
                             .lock()
                             .unwrap_or_else(|e| e.into_inner())
@@ -330,7 +440,25 @@ impl Backend {
                                 response: answer.clone(),
                             });
                     }
-                    return answer;
+                    return answer.map(|(answer, chunks)| {
+                        let streamed = chunks.map(|chunks| Streamed {
+                            first_token_ms: first_text
+                                .map(|d| (d.as_secs_f64() * 100_000.0).round() / 100.0),
+                            chunks,
+                        });
+                        (answer, streamed)
+                    });
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+                    if wire.is_some() && last_arrival.elapsed() >= STREAM_IDLE =>
+                {
+                    return Err(ModelError::Request {
+                        backend,
+                        message: format!(
+                            "the stream stayed silent for {} s; the studio gave up on it",
+                            STREAM_IDLE.as_secs()
+                        ),
+                    });
                 }
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout)
                     if stop.cancel.load(Ordering::SeqCst) =>
@@ -374,14 +502,14 @@ impl Backend {
         if let Some(key) = self.key(&base)? {
             headers.push(("authorization", format!("Bearer {key}")));
         }
-        let answer = self.post(
+        let (answer, streamed) = self.post(
             "openai",
             &format!("{}/chat/completions", base.trim_end_matches('/')),
             &headers,
             &self.with_model(body),
             stop,
         )?;
-        openai_reply(&answer)
+        openai_reply(&answer).map(|reply| Reply { streamed, ..reply })
     }
 
     fn anthropic(&self, body: &Value, stop: &Stop<'_>) -> Result<Reply, ModelError> {
@@ -394,14 +522,14 @@ impl Backend {
         if let Some(key) = self.key(&base)? {
             headers.push(("x-api-key", key));
         }
-        let answer = self.post(
+        let (answer, streamed) = self.post(
             "anthropic",
             &format!("{}/v1/messages", base.trim_end_matches('/')),
             &headers,
             &self.with_model(body),
             stop,
         )?;
-        anthropic_reply(&answer)
+        anthropic_reply(&answer).map(|reply| Reply { streamed, ..reply })
     }
 
     /// A gateway text request (`{system?, prompt?, messages?, maxOutputTokens?}`), given up
@@ -519,6 +647,7 @@ fn openai_reply(answer: &Value) -> Result<Reply, ModelError> {
         finish_reason: finish.to_string(),
         usage: answer.get("usage").cloned(),
         tool_calls,
+        streamed: None,
     })
 }
 
@@ -551,6 +680,7 @@ fn anthropic_reply(answer: &Value) -> Result<Reply, ModelError> {
         finish_reason: finish.to_string(),
         usage: answer.get("usage").cloned(),
         tool_calls,
+        streamed: None,
     })
 }
 

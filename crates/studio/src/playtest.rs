@@ -254,6 +254,15 @@ impl TurnInFlight {
     /// Runs the turn's loop (hooks, the story model, the tools it calls); returns as soon as
     /// `cancel` is set, also while a model request is in flight.
     pub fn ask(&self, cancel: &std::sync::atomic::AtomicBool) -> LoopOutcome {
+        self.ask_streaming(cancel, None)
+    }
+
+    /// [`TurnInFlight::ask`] with a real backend's replies streamed to `on_text` as they arrive.
+    pub fn ask_streaming(
+        &self,
+        cancel: &std::sync::atomic::AtomicBool,
+        on_text: Option<&dyn Fn(&str)>,
+    ) -> LoopOutcome {
         let input = LoopInput {
             player_message: &self.message,
             anthropic: &self.preview.prompt.requests.anthropic,
@@ -261,6 +270,7 @@ impl TurnInFlight {
             characters: self.characters.clone(),
             turn_number: self.turn_number,
             session_start: self.session_start,
+            on_text,
         };
         self.plugins.play(&input, &self.model, cancel)
     }

@@ -1,8 +1,8 @@
 //! Recorded model calls: `covel play --record FILE` keeps every request a real backend sent and
 //! the raw answer it got; the `replay` backend answers a request from the recording when it is
-//! byte-for-byte the request recorded (as JSON), and otherwise fails loudly with the nearest
-//! recorded request and the places where they differ. API keys travel in headers and are never
-//! recorded.
+//! byte-for-byte the request recorded (as JSON; whether it asked for a stream aside), and
+//! otherwise fails loudly with the nearest recorded request and the places where they differ.
+//! API keys travel in headers and are never recorded.
 
 use crate::textdiff;
 use serde::{Deserialize, Serialize};
@@ -113,11 +113,14 @@ impl Recording {
     /// equal one); a miss names the nearest recorded request and how this one differs.
     pub fn answer(&self, request: &Value, used: &mut Vec<bool>) -> Result<Value, ReplayError> {
         used.resize(self.exchanges.len(), false);
+        // Whether the request was streamed does not change its answer: a turn recorded by
+        // `covel play` (streamed) replays in `covel test` (not streamed), and back.
+        let request = &unstreamed(request);
         let equal: Vec<usize> = self
             .exchanges
             .iter()
             .enumerate()
-            .filter(|(_, e)| &e.request == request)
+            .filter(|(_, e)| &unstreamed(&e.request) == request)
             .map(|(i, _)| i)
             .collect();
         if let Some(&index) = equal.iter().find(|&&i| !used[i]).or(equal.first()) {
@@ -128,13 +131,15 @@ impl Recording {
     }
 
     fn miss_report(&self, request: &Value) -> String {
+        let request = &unstreamed(request);
         let this = serde_json::to_string_pretty(request).unwrap_or_default();
         let nearest = self
             .exchanges
             .iter()
             .enumerate()
             .map(|(i, e)| {
-                let recorded = serde_json::to_string_pretty(&e.request).unwrap_or_default();
+                let recorded =
+                    serde_json::to_string_pretty(&unstreamed(&e.request)).unwrap_or_default();
                 (
                     i,
                     similar::TextDiff::from_words(recorded.as_str(), this.as_str()).ratio(),
@@ -161,6 +166,16 @@ impl Recording {
         text.push_str("\nRecord again with `covel play --record FILE` if the change is intended.");
         text
     }
+}
+
+/// A request body without what asks for a stream (`stream`, `stream_options`).
+fn unstreamed(request: &Value) -> Value {
+    let mut request = request.clone();
+    if let Some(fields) = request.as_object_mut() {
+        fields.remove("stream");
+        fields.remove("stream_options");
+    }
+    request
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 // The only module that talks to the desktop shell. Everything else imports `backend` and stays
 // plain; browser tests build with `--mode fake` and get the fake, fed by fixtures the Rust
 // tests write (ui/fixtures/*.ts, from tests/suites/ui_fixtures.rs).
-import type { About, Diagnostic, Forecast, FormAnswer, OpenStatus, RecentFolder, RequestBodies, SessionEdit, Snapshot, SnapshotPatch, StudioChanged, TestRun, TurnPrompt } from "./wire";
+import type { About, Diagnostic, Forecast, FormAnswer, TurnText, OpenStatus, RecentFolder, RequestBodies, SessionEdit, Snapshot, SnapshotPatch, StudioChanged, TestRun, TurnPrompt } from "./wire";
 
 /** What the shell sends on its own: opening, opened (the whole snapshot), open-failed, a reload (a patch). */
 export type StudioEvent = StudioChanged;
@@ -67,6 +67,8 @@ export interface Backend {
    */
   runTests(update: boolean, only?: string | null): Promise<TestRun>;
   onChange(listener: (event: StudioEvent) => void): Promise<() => void>;
+  /** The story model's text of the turn being played, piece by piece as a real backend streams it. */
+  onTurnText(listener: (event: TurnText) => void): Promise<() => void>;
 }
 
 declare const __FAKE_BACKEND__: boolean;

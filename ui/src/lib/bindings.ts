@@ -77,6 +77,7 @@ export const commands = {
 /** Events */
 export const events = {
 	studioChanged: makeEvent<StudioChanged_Serialize, StudioChanged_Deserialize>("studio-changed"),
+	turnText: makeEvent<TurnText, TurnText>("turn-text"),
 };
 
 /* Types */
@@ -2197,6 +2198,15 @@ export type TurnRecord_Serialize = {
 
 /**  Which assembly a failed run belongs to. */
 export type TurnSide = "this-turn" | "next-turn";
+
+/**
+ *  The story model's text of the turn being played, as it streams from a real backend: each
+ *  piece in order.
+ */
+export type TurnText = {
+	turnId: string,
+	text: string,
+};
 
 /**  The played turns: keep the first `keep` the UI has, then append these. */
 export type Turns = Turns_Serialize | Turns_Deserialize;

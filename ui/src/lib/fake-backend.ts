@@ -16,7 +16,7 @@ import { fixture as about } from "../../fixtures/about";
 import { parseDocument } from "yaml";
 import type { Backend, StudioEvent } from "./backend";
 import { patchOf } from "./patch";
-import type { Diagnostic, OpenStatus, Preview, Requests, SessionEdit, Snapshot, SnapshotPatch, TurnPrompt } from "./wire";
+import type { Diagnostic, OpenStatus, Preview, Requests, SessionEdit, Snapshot, SnapshotPatch, TurnPrompt, TurnText } from "./wire";
 
 /** A played turn's prompt as a test may give it: without request bodies, or a bare preview. */
 type GivenPrompt = Preview | TurnPrompt | Omit<TurnPrompt, "requests">;
@@ -53,6 +53,7 @@ export function fakeBackend(): Backend {
   let current: Snapshot = initial;
   const failed = typeof location !== "undefined" && location.search.includes("open-failed");
   const listeners: ((e: StudioEvent) => void)[] = [];
+  const textListeners: ((e: TurnText) => void)[] = [];
   const calls: [string, ...unknown[]][] = [];
   (globalThis as any).__fakeCalls = calls;
   const runtimes: Record<string, [Snapshot, Requests]> = {
@@ -117,6 +118,14 @@ export function fakeBackend(): Backend {
     // say what answering it gives (`window.__fakeFormAnswer`, a FormAnswer).
     playTurn: async (message) => {
       calls.push(["playTurn", message]);
+      // A test may have the reply stream first (`window.__fakeStream`, its pieces), one piece
+      // every 150 ms, as a real backend's would.
+      const pieces: string[] = (globalThis as any).__fakeStream ?? [];
+      (globalThis as any).__fakeStream = undefined;
+      for (const text of pieces) {
+        for (const l of textListeners) l({ turnId: "turn-3", text });
+        await new Promise((r) => setTimeout(r, 150));
+      }
       const form = (globalThis as any).__fakeForm;
       const turns = form ? afterTurn.turns.map((t, i, all) => (i === all.length - 1 ? { ...t, forms: [form] } : t)) : afterTurn.turns;
       (globalThis as any).__fakeForm = undefined;
@@ -207,6 +216,10 @@ export function fakeBackend(): Backend {
     onChange: async (listener) => {
       listeners.push(listener);
       return () => listeners.splice(listeners.indexOf(listener), 1);
+    },
+    onTurnText: async (listener) => {
+      textListeners.push(listener);
+      return () => textListeners.splice(textListeners.indexOf(listener), 1);
     },
   };
 }

@@ -18,6 +18,8 @@ class Studio {
   /** Why the folder or session could not be opened (file, line, column). */
   openError = $state<Diagnostic | null>(null);
   lastEvent = $state<string>("");
+  /** The story model's text of the turn being played, as it streams (null between turns). */
+  streaming = $state<{ turnId: string; text: string } | null>(null);
   /** The session editor's unsaved text and the file text it started from. */
   draft = $state<Draft | null>(null);
   /** The file changed on disk while a draft was open: the author picks one. */
@@ -72,6 +74,10 @@ class Studio {
 
   async start() {
     const b = await backend;
+    await b.onTurnText((event) => {
+      const text = this.streaming?.turnId === event.turnId ? this.streaming.text : "";
+      this.streaming = { turnId: event.turnId, text: text + event.text };
+    });
     await b.onChange(async (event) => {
       this.lastEvent = event.reason;
       if (event.reason === "reload") this.reloads++;

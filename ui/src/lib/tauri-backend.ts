@@ -46,5 +46,6 @@ export function tauriBackend(): Backend {
     forecast: (model, pace, ttl) => unwrap(commands.forecast(model, pace, ttl)),
     runTests: (update, only) => unwrap(commands.runTests(update, only ?? null)),
     onChange: (listener) => events.studioChanged.listen((e) => listener(e.payload)),
+    onTurnText: (listener) => events.turnText.listen((e) => listener(e.payload)),
   };
 }

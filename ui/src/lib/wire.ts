@@ -43,4 +43,5 @@ export type {
   TestSession_Serialize as TestSession,
   TurnPrompt_Serialize as TurnPrompt,
   TurnRecord_Serialize as TurnRecord,
+  TurnText,
 } from "./bindings";

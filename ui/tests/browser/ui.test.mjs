@@ -322,6 +322,20 @@ test("playing a turn updates the chat and the compaction panel", async () => {
   assert.match(await page.getByTestId("compaction-estimate").textContent(), new RegExp(`^Estimate ${after.compaction.estimatedTokens} tokens`), "the estimate after the turn");
 });
 
+test("a reply that streams grows in the chat before the turn ends", async () => {
+  await page.locator('[data-tab="Playtest"]').click();
+  await page.evaluate(() => (window.__fakeStream = ["The bell ", "rings ", "once."]));
+  await page.getByTestId("player-message").fill("I listen.");
+  await page.getByTestId("play").click();
+  const bubble = page.getByTestId("streaming");
+  await bubble.filter({ hasText: "The bell" }).waitFor();
+  assert.doesNotMatch(await bubble.textContent(), /once\./, "the first piece shows before the last arrived");
+  await bubble.filter({ hasText: "The bell rings once." }).waitFor();
+  await page.screenshot({ path: join(shots, "browser-streaming.png") });
+  await bubble.waitFor({ state: "detached" });
+  assert.ok((await fakeCalls()).some((c) => c[0] === "playTurn" && c[1] === "I listen."));
+});
+
 test("the turn inspector shows the played turn's prompt with its boundaries, reply, events, slot changes and compaction", async () => {
   const turn = (await fixture("after-turn.json")).turns[0];
   const sent = (await fixture("turn-previews.json"))[turn.turnId].preview;

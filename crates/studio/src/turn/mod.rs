@@ -125,6 +125,9 @@ pub struct LoopInput<'a> {
     pub turn_number: u64,
     /// The playtest's first turn: `SessionStart` runs first.
     pub session_start: bool,
+    /// Receives the story model's text as it streams (a real backend's; a `PreLLMCall` hook
+    /// may turn streaming off with `replace.stream: false`).
+    pub on_text: Option<&'a dyn Fn(&str)>,
 }
 
 /// What a turn's loop came to.
@@ -256,7 +259,7 @@ impl TurnPlugins {
                     "messages": conversation.messages,
                     "model": Value::Null,
                     "tools": offered.iter().map(|t| json!({"name": t.name, "description": t.description, "parameters": t.parameters})).collect::<Vec<_>>(),
-                    "stream": false,
+                    "stream": input.on_text.is_some() && matches!(model, StoryModel::Backend(_)),
                 }),
                 runtime,
                 &mut steps,
@@ -285,7 +288,14 @@ impl TurnPlugins {
                 StoryModel::Backend(backend) => {
                     let (anthropic, openai) =
                         conversation.bodies(&sent, narrowed.as_deref(), model_name);
-                    backend.complete_within(&anthropic, &openai, cancel, left)
+                    // Streamed unless a hook said `stream: false` (Covel's narrative review does).
+                    let streamed = request.payload["stream"] == true;
+                    match input.on_text.filter(|_| streamed) {
+                        Some(on_text) => {
+                            backend.complete_streaming(&anthropic, &openai, cancel, left, on_text)
+                        }
+                        None => backend.complete_within(&anthropic, &openai, cancel, left),
+                    }
                 }
             };
             let added = sent
@@ -463,6 +473,7 @@ fn scripted_answer(calls: &[ScriptedCall], turn: u64, call: u32) -> Reply {
         text: scripted.text.unwrap_or_default(),
         usage: None,
         tool_calls,
+        streamed: None,
     }
 }
 
