@@ -64,6 +64,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         .then(|| TurnStream::start(std::io::stdout().lock()))
         .transpose()?;
     let mut failed = false;
+    cancel_on_ctrl_c();
     for message in &args.say {
         // A real backend's reply is printed as it streams (JSON output keeps it for the end).
         let turn = if args.json {
@@ -139,7 +140,20 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
                 );
             }
         }
-        if let Some(path) = &save {
+        if let Some(path) = save.as_ref().filter(|_| failed) {
+            // A failed or cancelled turn leaves no file behind: what was saved would not be the
+            // playtest that was asked for.
+            let why = format!(
+                "not saved to {}: a turn failed or was cancelled (nothing of it was appended)",
+                path.display()
+            );
+            if args.json {
+                eprintln!("{}", crate::output::terminal_safe(&why));
+            } else {
+                crate::say!("{why}");
+            }
+        }
+        if let Some(path) = save.as_ref().filter(|_| !failed) {
             let written = play
                 .save(path)
                 .with_context(|| format!("saving {}", path.display()))?;
@@ -191,9 +205,21 @@ impl<W: Write> TurnStream<W> {
     }
 }
 
-/// Plays one turn, printing a real backend's reply as it arrives.
+/// Set by Ctrl+C: the turn being played is cancelled (a second Ctrl+C ends at once).
+static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Makes Ctrl+C cancel the turn being played instead of killing the process mid-write.
+fn cancel_on_ctrl_c() {
+    let _ = ctrlc::set_handler(|| {
+        if INTERRUPTED.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            std::process::exit(130);
+        }
+    });
+}
+
+/// Plays one turn, printing a real backend's reply as it arrives; Ctrl+C cancels it.
 fn play_streaming(play: &mut Playtest, message: &str) -> covel_studio::playtest::TurnReport {
-    let cancel = std::sync::atomic::AtomicBool::new(false);
+    let cancel = &INTERRUPTED;
     let turn = match play.prepare_turn(message, None) {
         Ok(turn) => turn,
         Err(failed) => {
@@ -215,9 +241,9 @@ fn play_streaming(play: &mut Playtest, message: &str) -> covel_studio::playtest:
         );
         let _ = out.flush();
     };
-    let answer = turn.ask_streaming(&cancel, Some(&on_text));
+    let answer = turn.ask_streaming(cancel, Some(&on_text));
     if started.get() {
         crate::say!("");
     }
-    play.finish_turn(turn, answer, &cancel)
+    play.finish_turn(turn, answer, cancel)
 }

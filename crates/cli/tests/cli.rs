@@ -1504,3 +1504,79 @@ fn new_starts_a_plugin_that_validates_and_whose_test_session_passes_and_never_wr
     assert!(String::from_utf8_lossy(&out.stderr).contains("starts ui.slot@1 providers for"));
     assert!(!dir.path().join("cast").exists(), "nothing was written");
 }
+
+#[test]
+fn play_prints_a_streamed_reply_as_it_comes_and_ctrl_c_cancels_the_turn_without_a_save() {
+    use covel_tests::http_fake::{accept_within, read_request};
+    use std::io::{Read, Write};
+    let dir = sample_copy();
+    let session = dir.path().join("tests/replayed.session.yaml");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    // One text piece, then silence: the turn waits until Ctrl+C.
+    std::thread::spawn(move || {
+        if let Some(mut stream) = accept_within(&listener, std::time::Duration::from_secs(30)) {
+            let _ = read_request(&stream);
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\nevent: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{{\"type\":\"text_delta\",\"text\":\"The water is\"}}}}\n\n"
+            );
+            let _ = stream.flush();
+            std::thread::sleep(std::time::Duration::from_secs(20));
+        }
+    });
+    edit(
+        &session,
+        "backend: replay, recording: replayed.recording.json",
+        &format!("backend: anthropic, baseUrl: \"{url}\""),
+    );
+    let saved = dir.path().join("played.session.yaml");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_covel"))
+        .args([
+            "play",
+            dir.path().to_str().expect("utf-8"),
+            "--session",
+            session.to_str().expect("utf-8"),
+            "--say",
+            "I dive.",
+            "--save",
+            saved.to_str().expect("utf-8"),
+        ])
+        .env_remove("CI")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("covel runs");
+    let mut stdout = child.stdout.take().expect("stdout");
+    // The streamed text is printed before the turn ends.
+    let mut seen = Vec::new();
+    let mut buffer = [0u8; 256];
+    let started = std::time::Instant::now();
+    while !String::from_utf8_lossy(&seen).contains("The water is") {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "{}",
+            String::from_utf8_lossy(&seen)
+        );
+        let n = stdout.read(&mut buffer).expect("read");
+        seen.extend_from_slice(&buffer[..n]);
+    }
+    let interrupted = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(interrupted.success());
+    let mut rest = String::new();
+    stdout.read_to_string(&mut rest).expect("read");
+    let status = child.wait().expect("exits");
+    assert_eq!(status.code(), Some(1), "{rest}");
+    assert!(
+        rest.contains("the turn was cancelled; nothing was appended"),
+        "{rest}"
+    );
+    assert!(rest.contains("not saved to"), "{rest}");
+    assert!(!saved.exists(), "no file is written for a cancelled turn");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(15),
+        "cancelled at once"
+    );
+}

@@ -119,12 +119,12 @@ export function fakeBackend(): Backend {
     playTurn: async (message) => {
       calls.push(["playTurn", message]);
       // A test may have the reply stream first (`window.__fakeStream`, its pieces), one piece
-      // every 150 ms, as a real backend's would.
+      // every 300 ms, as a real backend's would.
       const pieces: string[] = (globalThis as any).__fakeStream ?? [];
       (globalThis as any).__fakeStream = undefined;
       for (const text of pieces) {
         for (const l of textListeners) l({ turnId: "turn-3", text });
-        await new Promise((r) => setTimeout(r, 150));
+        await new Promise((r) => setTimeout(r, 300));
       }
       const form = (globalThis as any).__fakeForm;
       const turns = form ? afterTurn.turns.map((t, i, all) => (i === all.length - 1 ? { ...t, forms: [form] } : t)) : afterTurn.turns;

@@ -4,6 +4,11 @@ import { shortcut } from "./keys";
 const key = (k: Partial<Parameters<typeof shortcut>[0]>) => shortcut({ key: "", altKey: false, ctrlKey: false, metaKey: false, shiftKey: false, target: null, ...k });
 
 describe("keyboard shortcuts", () => {
+  it("Esc asks to cancel the running work, even from a text field", () => {
+    expect(key({ key: "Escape" })).toEqual({ kind: "cancel" });
+    expect(key({ key: "Escape", target: { tagName: "INPUT" } as unknown as EventTarget })).toEqual({ kind: "cancel" });
+    expect(key({ key: "Escape", ctrlKey: true })).toBeNull();
+  });
   it("switch panels with Alt+digit", () => {
     expect(key({ key: "1", code: "Digit1", altKey: true })).toEqual({ kind: "tab", index: 0 });
     expect(key({ key: "0", code: "Digit0", altKey: true })).toEqual({ kind: "tab", index: 9 });

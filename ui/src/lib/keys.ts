@@ -1,8 +1,8 @@
 // The keyboard shortcuts of the frequent actions, as a pure function of the key event (tested
 // with Vitest): Alt+1…Alt+9 and Alt+0 switch panels, Ctrl+F (or / outside a text field)
 // searches the prompt, Ctrl+Enter goes to the player's message, Ctrl+Z outside a text field
-// undoes the last turn or session edit.
-export type Shortcut = { kind: "tab"; index: number } | { kind: "search" } | { kind: "play" } | { kind: "undo" };
+// undoes the last turn or session edit, Esc cancels the running work (a turn appends nothing).
+export type Shortcut = { kind: "tab"; index: number } | { kind: "search" } | { kind: "play" } | { kind: "undo" } | { kind: "cancel" };
 
 interface KeyLike {
   key: string;
@@ -33,5 +33,6 @@ export function shortcut(e: KeyLike): Shortcut | null {
   if (!ctrl && !e.altKey && e.key === "/" && !editable(e.target)) return { kind: "search" };
   if (ctrl && !e.altKey && e.key === "Enter") return { kind: "play" };
   if (ctrl && !e.altKey && !e.shiftKey && e.key.toLowerCase() === "z" && !editable(e.target)) return { kind: "undo" };
+  if (!ctrl && !e.altKey && e.key === "Escape") return { kind: "cancel" };
   return null;
 }

@@ -194,6 +194,7 @@ class Studio {
   async cancel() {
     this.ticket++;
     this.busy = null;
+    this.streaming = null;
     await (await backend).cancel();
   }
 }

@@ -334,6 +334,14 @@ test("a reply that streams grows in the chat before the turn ends", async () => 
   await page.screenshot({ path: join(shots, "browser-streaming.png") });
   await bubble.waitFor({ state: "detached" });
   assert.ok((await fakeCalls()).some((c) => c[0] === "playTurn" && c[1] === "I listen."));
+  // Esc cancels a turn while it streams: the studio is asked to cancel, the bubble goes.
+  await page.evaluate(() => (window.__fakeStream = ["A long ", "reply ", "that ", "goes ", "on."]));
+  await page.getByTestId("player-message").fill("I wait.");
+  await page.getByTestId("play").click();
+  await bubble.filter({ hasText: "A long" }).waitFor();
+  await page.keyboard.press("Escape");
+  await page.waitForFunction(() => window.__fakeCalls.some((c) => c[0] === "cancel"));
+  await bubble.waitFor({ state: "detached" });
 });
 
 test("the turn inspector shows the played turn's prompt with its boundaries, reply, events, slot changes and compaction", async () => {
