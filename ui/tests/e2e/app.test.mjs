@@ -5,6 +5,7 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { createServer } from "node:net";
+import { createServer as createHttpServer } from "node:http";
 import { copyFile, cp, mkdtemp, mkdir, readFile, writeFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -324,6 +325,59 @@ test("About in the window says what `covel-studio --version` says", async () => 
   assert.match(await text('[data-testid="about"]'), /prompt\.segment@1/);
   await capture(join(shots, "e2e-about.png"));
   await (await browser.$('[data-testid="about-button"]')).click();
+});
+
+test("a real backend's reply streams into the Playtest panel as it arrives, and Esc cancels the next turn", async () => {
+  // A local server speaking the Anthropic Messages streaming format: the first request gets
+  // four pieces 500 ms apart, the second one piece and then silence.
+  let requests = 0;
+  const server = createHttpServer((req, res) => {
+    req.resume();
+    req.on("end", async () => {
+      requests += 1;
+      const first = requests === 1;
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      const send = (event, data) => res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+      send("message_start", { type: "message_start", message: { id: "msg", model: "m", role: "assistant", usage: { input_tokens: 10, output_tokens: 1 } } });
+      send("content_block_start", { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } });
+      for (const text of first ? ["The tide ", "turns, ", "and the bell ", "rings once."] : ["Something "]) {
+        send("content_block_delta", { type: "content_block_delta", index: 0, delta: { type: "text_delta", text } });
+        await new Promise((r) => setTimeout(r, 500));
+      }
+      if (!first) return; // silence: the author cancels
+      send("message_delta", { type: "message_delta", delta: { stop_reason: "end_turn" }, usage: { output_tokens: 9 } });
+      send("message_stop", { type: "message_stop" });
+      res.end();
+    });
+  });
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  const url = `http://127.0.0.1:${server.address().port}`;
+  try {
+    await edit("demo.session.yaml", "  story:\n    contextWindow: 32768\n", `  story:\n    backend: anthropic\n    baseUrl: "${url}"\n    model: claude-sonnet-4-5\n    contextWindow: 32768\n`);
+    await tab("Playtest");
+    await waitFor("the reloaded session", async () => (await browser.$$('[data-testid="turn-pick"]')).length === 0);
+    await (await browser.$('[data-testid="player-message"]')).setValue("I listen.");
+    await (await browser.$('[data-testid="play"]')).click();
+    await waitFor("the first piece", async () => /The tide/.test(await text('[data-testid="streaming"]')));
+    assert.doesNotMatch(await text('[data-testid="streaming"]'), /rings once/, "the text grows before the turn ends");
+    await capture(join(shots, "e2e-streaming.png"));
+    await waitFor("the whole reply in the chat", async () => /assistant: The tide turns, and the bell rings once\./.test(await text('[data-testid="chat"]')), 30000);
+    // The next turn streams one piece and stalls: Esc cancels it, and nothing is appended.
+    const before = await text('[data-testid="chat"]');
+    await (await browser.$('[data-testid="player-message"]')).setValue("I wait.");
+    await (await browser.$('[data-testid="play"]')).click();
+    await waitFor("the stalled piece", async () => /Something/.test(await text('[data-testid="streaming"]')));
+    await browser.keys(["Escape"]);
+    await waitFor("the turn cancelled", async () => !(await (await browser.$('[data-testid="busy"]')).isExisting()));
+    await waitFor("the bubble gone", async () => !(await (await browser.$('[data-testid="streaming"]')).isExisting()));
+    await waitFor("the chat as it was, with the cancelled turn said", async () => {
+      const now = await text('[data-testid="chat"]');
+      return !/assistant: Something/.test(now) && now.startsWith(before.slice(0, 40));
+    });
+  } finally {
+    server.closeAllConnections?.();
+    server.close();
+  }
 });
 
 test("start-up with a broken session shows the error with file, line and column and lets the author pick another", async () => {
