@@ -773,6 +773,23 @@ test("Providers: a provider of another slot is listed with that reason, and ever
   await context.close();
 });
 
+test("the providers panel filters its chains and keeps the memo's usual reason out of the rows", async () => {
+  await page.locator('[data-tab="Providers"]').click();
+  const chains = page.locator('[data-testid="providers"] table');
+  const before = await chains.count();
+  await page.getByTestId("providers-filter").fill("soundtrack");
+  await page.waitForFunction((n) => document.querySelectorAll('[data-testid="providers"] table').length < n, before);
+  const keys = await chains.evaluateAll((tables) => tables.map((t) => t.getAttribute("data-chain")));
+  assert.ok(keys.length > 0 && keys.length < before, `${keys.length} of ${before} chains`);
+  for (const table of await chains.all()) assert.match(await table.textContent(), /soundtrack/);
+  await page.getByTestId("providers-filter").fill("no-such-plugin");
+  await page.getByTestId("providers-none").waitFor();
+  await page.getByTestId("providers-filter").fill("");
+  await page.waitForFunction((n) => document.querySelectorAll('[data-testid="providers"] table').length === n, before);
+  // The usual "no confirmed earlier answer" is no row's text any more (it is in the tooltip).
+  assert.doesNotMatch(await page.getByTestId("providers").textContent(), /no confirmed earlier answer/);
+});
+
 test("the turn inspector diffs a turn against any other played turn, earlier to later", async () => {
   const after = await fixture("after-turn.json");
   const first = after.turns[0];
