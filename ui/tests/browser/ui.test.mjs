@@ -773,6 +773,27 @@ test("Providers: a provider of another slot is listed with that reason, and ever
   await context.close();
 });
 
+test("the header and tab bar stay in view on a long page, and no text of a panel is under 13 px", async () => {
+  for (const tab of ["Prompt", "Providers", "Plugins", "Playtest", "Problems", "Stage"]) {
+    await page.locator(`[data-tab="${tab}"]`).click();
+    // Every element that holds text of its own, but for counters and chips (badges, copy buttons).
+    const small = await page.evaluate(() =>
+      [...document.querySelectorAll("body *")]
+        .filter((e) => [...e.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim()))
+        .filter((e) => e.getClientRects().length && !e.closest(".count, .badge, .copy, .tie, .cm-editor, svg"))
+        .map((e) => [e.tagName + "." + e.className, parseFloat(getComputedStyle(e).fontSize)])
+        .filter(([, size]) => size < 13),
+    );
+    assert.deepEqual(small, [], `${tab}: text under 13 px`);
+  }
+  await page.locator('[data-tab="Providers"]').click();
+  await page.evaluate(() => window.scrollTo(0, document.body.scrollHeight));
+  const bar = await page.getByTestId("top-bar").boundingBox();
+  assert.ok(bar && bar.y === 0, "the bar is at the top of the window after scrolling");
+  assert.ok(await page.locator('[data-tab="Prompt"]').isVisible());
+  await page.evaluate(() => window.scrollTo(0, 0));
+});
+
 test("the providers panel filters its chains and keeps the memo's usual reason out of the rows", async () => {
   await page.locator('[data-tab="Providers"]').click();
   const chains = page.locator('[data-testid="providers"] table');
