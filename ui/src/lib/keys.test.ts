@@ -4,6 +4,10 @@ import { shortcut } from "./keys";
 const key = (k: Partial<Parameters<typeof shortcut>[0]>) => shortcut({ key: "", altKey: false, ctrlKey: false, metaKey: false, shiftKey: false, target: null, ...k });
 
 describe("keyboard shortcuts", () => {
+  it("Alt+- and Alt+= reach the eleventh and twelfth panels", () => {
+    expect(key({ key: "-", code: "Minus", altKey: true })).toEqual({ kind: "tab", index: 10 });
+    expect(key({ key: "=", code: "Equal", altKey: true })).toEqual({ kind: "tab", index: 11 });
+  });
   it("Esc asks to cancel the running work, even from a text field", () => {
     expect(key({ key: "Escape" })).toEqual({ kind: "cancel" });
     expect(key({ key: "Escape", target: { tagName: "INPUT" } as unknown as EventTarget })).toEqual({ kind: "cancel" });

@@ -250,6 +250,10 @@ test("the stage renders backdrop, cast, choices, status bar and music", async ()
   await page.locator('[data-tab="Stage"]').click();
   assert.match(await page.getByTestId("backdrop").textContent(), /The Harbour/);
   assert.ok(await page.locator('.actor.active[data-actor="tavi"]').isVisible());
+  // The speaker is said in words, not by colour alone.
+  assert.equal(await page.locator('[data-actor="tavi"] [data-testid="speaking"]').textContent(), "▶ speaking");
+  assert.equal(await page.locator('[data-actor="tavi"]').getAttribute("aria-current"), "true");
+  assert.equal(await page.getByTestId("speaking").count(), 1);
   assert.match(await page.getByTestId("choices").textContent(), /Swim at low tide/);
   const bar = await page.getByTestId("status-bar").textContent();
   assert.match(bar, /Trust/);
@@ -771,6 +775,16 @@ test("Providers: a provider of another slot is listed with that reason, and ever
   assert.equal(await row(clock).textContent(), "not cached: it read the clock (Date.now)");
   await p.screenshot({ path: join(shots, "browser-providers-reasons.png"), fullPage: true });
   await context.close();
+});
+
+test("every panel has a keyboard shortcut", async () => {
+  const keys = await page.locator('nav [role="tab"]').evaluateAll((tabs) => tabs.map((t) => t.getAttribute("aria-keyshortcuts")));
+  assert.equal(keys.length, 12);
+  assert.deepEqual(keys, ["Alt+1", "Alt+2", "Alt+3", "Alt+4", "Alt+5", "Alt+6", "Alt+7", "Alt+8", "Alt+9", "Alt+0", "Alt+-", "Alt+="]);
+  await page.keyboard.press("Alt+Equal");
+  assert.equal(await page.locator('[data-tab="Open"]').getAttribute("aria-selected"), "true");
+  await page.keyboard.press("Alt+Minus");
+  assert.equal(await page.locator('[data-tab="Session"]').getAttribute("aria-selected"), "true");
 });
 
 test("the header and tab bar stay in view on a long page, and no text of a panel is under 13 px", async () => {
