@@ -273,6 +273,33 @@ async fn cancel_work(state: State<'_, AppState>) -> Result<(), String> {
     Ok(())
 }
 
+/// Opens a file of the open folder at a line and column in the author's editor
+/// (`COVEL_EDITOR`, `$VISUAL` or `$EDITOR`; see `covel_studio::editor`); answers the command
+/// run. A relative path is the plugins folder's.
+#[tauri::command]
+#[specta::specta]
+async fn open_in_editor(
+    state: State<'_, AppState>,
+    file: String,
+    line: Option<u32>,
+    column: Option<u32>,
+) -> Result<String, String> {
+    let dir = with_studio(&state, |s| Ok(s.workspace().plugins_dir.clone())).await?;
+    let path = std::path::Path::new(&file);
+    let path = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        dir.join(path)
+    };
+    if !path.is_file() {
+        return Err(format!(
+            "{} is not a file that can be opened",
+            path.display()
+        ));
+    }
+    covel_studio::editor::open(&path, line.unwrap_or(1), column.unwrap_or(1))
+}
+
 /// Answers the form the last played turn asks the player to fill: what the player says (the
 /// form's narrative filled in, to play next), or what is wrong with the values.
 #[tauri::command]
@@ -460,6 +487,7 @@ pub fn builder() -> Builder<tauri::Wry> {
             set_runtime,
             play_turn,
             answer_form,
+            open_in_editor,
             compact_now,
             run_everything_again,
             turn_prompt,

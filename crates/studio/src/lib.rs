@@ -6,6 +6,7 @@ pub mod about;
 pub mod compaction;
 pub mod diff;
 pub mod document;
+pub mod editor;
 pub mod facts;
 pub mod fingerprint;
 pub mod forecast;

@@ -20,6 +20,11 @@ export interface Backend {
    * (the form's narrative filled in, to play next), or what is wrong with the values.
    */
   answerForm(values: Record<string, string>): Promise<FormAnswer>;
+  /**
+   * Opens a file of the folder at a line and column in the author's editor (`COVEL_EDITOR`,
+   * `$VISUAL` or `$EDITOR`); answers the command run.
+   */
+  openInEditor(file: string, line?: number, column?: number): Promise<string>;
   /** Runs compaction now, even under the threshold (undo puts the session back). */
   compactNow(): Promise<SnapshotPatch>;
   /** Reloads every plugin into fresh runtimes: every provider runs again, none from the memo. */

@@ -16,6 +16,12 @@ export const commands = {
 	 *  form's narrative filled in, to play next), or what is wrong with the values.
 	 */
 	answerForm: (values: { [key in string]: string }) => typedError<FormAnswer_Serialize, string>(__TAURI_INVOKE("answer_form", { values })),
+	/**
+	 *  Opens a file of the open folder at a line and column in the author's editor
+	 *  (`COVEL_EDITOR`, `$VISUAL` or `$EDITOR`; see `covel_studio::editor`); answers the command
+	 *  run. A relative path is the plugins folder's.
+	 */
+	openInEditor: (file: string, line: number | null, column: number | null) => typedError<string, string>(__TAURI_INVOKE("open_in_editor", { file, line, column })),
 	/**  Runs compaction now, even under the threshold ("compact now"); undo puts the session back. */
 	compactNow: () => typedError<SnapshotPatch_Serialize, string>(__TAURI_INVOKE("compact_now")),
 	/**

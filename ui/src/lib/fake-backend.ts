@@ -131,6 +131,10 @@ export function fakeBackend(): Backend {
       (globalThis as any).__fakeForm = undefined;
       return advance({ ...afterTurn, turns, sessionText: current.sessionText }, bodies["after-turn"]);
     },
+    openInEditor: async (file, line, column) => {
+      calls.push(["openInEditor", file, line ?? null, column ?? null]);
+      return `code --goto ${file}:${line ?? 1}:${column ?? 1}`;
+    },
     answerForm: async (values) => {
       calls.push(["answerForm", values]);
       return (globalThis as any).__fakeFormAnswer ?? { problems: [{ message: "no form is waiting for an answer" }] };

@@ -18,6 +18,7 @@ export function tauriBackend(): Backend {
     setRuntime: (target) => unwrap(commands.setRuntime(target)),
     playTurn: (message) => unwrap(commands.playTurn(message)),
     answerForm: (values) => unwrap(commands.answerForm(values)),
+    openInEditor: (file, line, column) => unwrap(commands.openInEditor(file, line ?? null, column ?? null)),
     compactNow: () => unwrap(commands.compactNow()),
     runEverythingAgain: () => unwrap(commands.runEverythingAgain()),
     turnPrompt: (turnId) => unwrap(commands.turnPrompt(turnId)),

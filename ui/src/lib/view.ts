@@ -311,6 +311,11 @@ export function draftAfterSnapshot(draft: Draft | null, fileText: string | null)
   return { draft, conflict: fileText };
 }
 
+/** A diagnostic's file, line and column, when it names a file. */
+export function placeOf(d: { file?: string; line?: number; column?: number }): Problem["source_at"] {
+  return d.file ? { file: d.file, line: d.line, column: d.column } : undefined;
+}
+
 /** `file:line:column` of a diagnostic, as far as it is known. */
 export function where(d: { file?: string; line?: number; column?: number }): string {
   return [d.file, d.line, d.line !== undefined ? d.column : undefined].filter((p) => p !== undefined && p !== null).join(":");
@@ -381,6 +386,8 @@ export interface Problem {
   plugin?: string;
   /** `file:line:column`, as far as it is known. */
   at?: string;
+  /** The file, line and column, for opening it in the author's editor. */
+  source_at?: { file: string; line?: number; column?: number };
   /** Where it lives in the studio: the panel and the element (a CSS selector) to show. */
   tab: Tab;
   target?: string;
@@ -408,26 +415,26 @@ export function problems(snapshot: Snapshot | undefined, openError?: { code: str
     seen.add(key);
     out.push(p);
   };
-  if (openError) add({ severity: "error", source: "start-up", code: openError.code, message: openError.message, at: where(openError) || undefined, tab: "Open" });
+  if (openError) add({ severity: "error", source: "start-up", code: openError.code, message: openError.message, at: where(openError) || undefined, source_at: placeOf(openError), tab: "Open" });
   if (!snapshot) return out;
   if (snapshot.sessionError) {
     const e = snapshot.sessionError;
-    add({ severity: "error", source: "session file", code: e.code, message: `${e.message} (the last good session keeps running)`, at: where(e) || undefined, tab: "Session", target: '[data-testid="session-editor"]' });
+    add({ severity: "error", source: "session file", code: e.code, message: `${e.message} (the last good session keeps running)`, at: where(e) || undefined, source_at: placeOf(e), tab: "Session", target: '[data-testid="session-editor"]' });
   }
   // A plugin's diagnostics are listed with it; the folder's list repeats them.
   const raw = (d: { code: string; message: string; file?: string; line?: number; column?: number }, plugin?: string) => `${d.code}|${plugin ?? ""}|${where(d)}|${d.message}`;
   const ofPlugins = new Set(snapshot.plugins.flatMap((p) => p.diagnostics.map((d) => raw(d, p.name))));
   for (const d of snapshot.diagnostics ?? []) {
     if (ofPlugins.has(raw(d, d.plugin))) continue;
-    add({ severity: "error", source: "folder", code: d.code, message: d.message, plugin: d.plugin, at: where(d) || undefined, tab: d.plugin ? "Plugins" : "Open", target: d.plugin ? `tr[data-plugin="${attr(d.plugin)}"]` : undefined });
+    add({ severity: "error", source: "folder", code: d.code, message: d.message, plugin: d.plugin, at: where(d) || undefined, source_at: placeOf(d), tab: d.plugin ? "Plugins" : "Open", target: d.plugin ? `tr[data-plugin="${attr(d.plugin)}"]` : undefined });
   }
   for (const p of snapshot.plugins) {
     const target = `tr[data-plugin="${attr(p.name)}"]`;
     for (const d of p.diagnostics) {
       const lastGood = p.status === "last-good" ? " — the plugin runs its last good version" : "";
-      add({ severity: "error", source: "plugin", code: d.code, message: d.message + lastGood, plugin: p.name, at: where(d) || undefined, tab: "Plugins", target });
+      add({ severity: "error", source: "plugin", code: d.code, message: d.message + lastGood, plugin: p.name, at: where(d) || undefined, source_at: placeOf(d), tab: "Plugins", target });
     }
-    for (const h of p.hints) add({ severity: "warning", source: "lint", code: h.code, message: h.message, plugin: p.name, at: where(h) || undefined, tab: "Plugins", target });
+    for (const h of p.hints) add({ severity: "warning", source: "lint", code: h.code, message: h.message, plugin: p.name, at: where(h) || undefined, source_at: placeOf(h), tab: "Plugins", target });
     if (p.rejection) add({ severity: "warning", source: "resolver", code: p.rejection.code, message: p.rejection.message, plugin: p.name, tab: "Plugins", target });
   }
   for (const u of snapshot.resolution?.unmet ?? []) {

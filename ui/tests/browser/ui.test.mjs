@@ -777,6 +777,26 @@ test("Providers: a provider of another slot is listed with that reason, and ever
   await context.close();
 });
 
+test("a problem with a place opens it in the author's editor at its line and column", async () => {
+  const broken = await fixture("snapshot.json");
+  const plugin = broken.plugins.find((p) => p.name === "story-director");
+  plugin.diagnostics = [{ code: "entry-syntax", message: "syntax error: the `{` opened at 4:33 is never closed (the file ends first)", file: "story-director/server/index.js", line: 4, column: 33 }];
+  const context = await browser.newContext({ viewport: { width: 1440, height: 920 } });
+  const p = await context.newPage();
+  await p.goto(url);
+  await p.getByTestId("system-prompt").waitFor();
+  await p.evaluate((s) => window.__fakeSnapshot(s), broken);
+  await p.locator('[data-tab="Problems"]').click();
+  const row = p.locator('[data-testid="problem"][data-code="entry-syntax"]');
+  assert.match(await row.textContent(), /story-director\/server\/index\.js:4:33/);
+  await row.getByTestId("open-in-editor").click();
+  await p.getByTestId("editor-opened").waitFor();
+  assert.equal(await p.getByTestId("editor-opened").textContent(), "Ran code --goto story-director/server/index.js:4:33");
+  const calls = await p.evaluate(() => window.__fakeCalls);
+  assert.deepEqual(calls.filter((c) => c[0] === "openInEditor").at(-1), ["openInEditor", "story-director/server/index.js", 4, 33]);
+  await context.close();
+});
+
 test("every panel has a keyboard shortcut", async () => {
   const keys = await page.locator('nav [role="tab"]').evaluateAll((tabs) => tabs.map((t) => t.getAttribute("aria-keyshortcuts")));
   assert.equal(keys.length, 12);

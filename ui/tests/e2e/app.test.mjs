@@ -24,7 +24,8 @@ let nativePort;
 // The app's config, state and data folders (its Recent list, its log) in a scratch folder, so
 // the tests never write into the real user's.
 let home;
-const isolated = () => ({ ...process.env, XDG_CONFIG_HOME: join(home, "config"), XDG_STATE_HOME: join(home, "state"), XDG_DATA_HOME: join(home, "data") });
+// The author's editor is a script that writes what it was asked to open (see the broken-edit test).
+const isolated = () => ({ ...process.env, XDG_CONFIG_HOME: join(home, "config"), XDG_STATE_HOME: join(home, "state"), XDG_DATA_HOME: join(home, "data"), COVEL_EDITOR: `${join(home, "fake-editor.sh")} --goto {file}:{line}:{col}` });
 
 async function freePort() {
   return new Promise((done, fail) => {
@@ -105,6 +106,7 @@ before(async () => {
   // Its own process group, with its output piped through: a window that outlived its WebDriver
   // session kept the inherited output open, and the test runner waited for it forever.
   home = await mkdtemp(join(tmpdir(), "covel-e2e-home-"));
+  await writeFile(join(home, "fake-editor.sh"), `#!/bin/sh\nprintf '%s\\n' "$@" > "${join(home, "editor-args")}"\n`, { mode: 0o755 });
   port = await freePort();
   nativePort = await freePort();
   driver = spawn("tauri-driver", ["--port", String(port), "--native-port", String(nativePort)], { stdio: ["ignore", "pipe", "pipe"], detached: true, env: isolated() });
@@ -183,6 +185,10 @@ test("a broken edit shows the diagnostic and keeps the last good result", async 
   await waitFor("the problem", async () => /entry-syntax.*last good version/s.test(await text('[data-testid="problems"]')));
   assert.equal((await browser.$$('[data-testid="problem"][data-code="entry-syntax"]')).length, 1, "listed once");
   assert.ok(Number(await text('[data-testid="count-Plugins"]')) >= 1, "a badge on the Plugins tab");
+  // One click opens the file at the token that broke it, in the author's editor.
+  await (await browser.$('[data-testid="problem"][data-code="entry-syntax"] [data-testid="open-in-editor"]')).click();
+  await waitFor("the editor's arguments", async () => /index\.js:4:33/.test(await readFile(join(home, "editor-args"), "utf8").catch(() => "")));
+  assert.deepEqual((await readFile(join(home, "editor-args"), "utf8")).trim().split("\n"), ["--goto", `${join(folder, "story-director/server/index.js")}:4:33`]);
   await shot("e2e-problems", "problems");
   await tab("Prompt");
   assert.match(await (await browser.$('[data-segment="story-director/tone"]')).getText(), /grave, patient/, "the last good version still runs");
