@@ -21,21 +21,26 @@ pub struct JsPlugin {
     memo_generation: Arc<std::sync::atomic::AtomicU64>,
 }
 
+/// What a call of a runtime that failed earlier (its lock poisoned) answers.
+fn shut_down() -> covel_kernel::runner::CallReport {
+    covel_kernel::runner::CallReport {
+        result: Err(covel_kernel::runner::ProviderFailure {
+            kind: covel_kernel::runner::FailureKind::Unavailable,
+            message: "the plugin's runtime failed earlier and was shut down".into(),
+        }),
+        duration: Duration::ZERO,
+        logs: Vec::new(),
+        cached: false,
+        ran: None,
+        not_cached: None,
+    }
+}
+
 impl Invoker for JsPlugin {
     fn call(&self, call: &ProviderCall) -> covel_kernel::runner::CallReport {
         match self.engine.lock() {
             Ok(mut engine) => engine.call(call),
-            Err(_) => covel_kernel::runner::CallReport {
-                result: Err(covel_kernel::runner::ProviderFailure {
-                    kind: covel_kernel::runner::FailureKind::Unavailable,
-                    message: "the plugin's runtime failed earlier and was shut down".into(),
-                }),
-                duration: Duration::ZERO,
-                logs: Vec::new(),
-                cached: false,
-                ran: None,
-                not_cached: None,
-            },
+            Err(_) => shut_down(),
         }
     }
 
@@ -45,17 +50,7 @@ impl Invoker for JsPlugin {
     ) -> covel_kernel::runner::CallReport {
         match self.engine.lock() {
             Ok(mut engine) => engine.call_handler(call),
-            Err(_) => covel_kernel::runner::CallReport {
-                result: Err(covel_kernel::runner::ProviderFailure {
-                    kind: covel_kernel::runner::FailureKind::Unavailable,
-                    message: "the plugin's runtime failed earlier and was shut down".into(),
-                }),
-                duration: Duration::ZERO,
-                logs: Vec::new(),
-                cached: false,
-                ran: None,
-                not_cached: None,
-            },
+            Err(_) => shut_down(),
         }
     }
 

@@ -30,9 +30,12 @@ impl Parsed {
     }
 }
 
-/// Parses a module's source (TypeScript when the path says so); `None` on a syntax error,
-/// which the engine reports on its own.
-pub fn parse(path: &Path, source: &str) -> Option<Parsed> {
+/// A module's source as swc reads it: its source map, its file, and its syntax (TypeScript when
+/// the path says so).
+pub fn source_file(
+    path: &Path,
+    source: &str,
+) -> (Lrc<SourceMap>, Lrc<swc_common::SourceFile>, Syntax) {
     let cm: Lrc<SourceMap> = Default::default();
     let fm = cm.new_source_file(
         Lrc::new(FileName::Real(path.to_path_buf())),
@@ -43,6 +46,13 @@ pub fn parse(path: &Path, source: &str) -> Option<Parsed> {
     } else {
         Syntax::Es(EsSyntax::default())
     };
+    (cm, fm, syntax)
+}
+
+/// Parses a module's source (TypeScript when the path says so); `None` on a syntax error,
+/// which the engine reports on its own.
+pub fn parse(path: &Path, source: &str) -> Option<Parsed> {
+    let (cm, fm, syntax) = source_file(path, source);
     // Parser debug assertions can trip on malformed input; that is "no parse", never a crash.
     let module = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         Parser::new(syntax, StringInput::from(&*fm), None)

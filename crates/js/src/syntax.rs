@@ -4,8 +4,8 @@
 //! and when the error is at the end, the unclosed bracket is found and named where it opened.
 
 use std::path::Path;
-use swc_common::{FileName, SourceMap, Spanned, sync::Lrc};
-use swc_ecma_parser::{EsSyntax, Parser, StringInput, Syntax, TsSyntax};
+use swc_common::Spanned;
+use swc_ecma_parser::{Parser, StringInput};
 
 /// A syntax error's message and 1-based position.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,16 +16,7 @@ pub struct Diagnosis {
 
 /// What is wrong with `source`, when swc finds a syntax error in it.
 pub fn diagnose(path: &Path, source: &str) -> Option<Diagnosis> {
-    let cm: Lrc<SourceMap> = Default::default();
-    let fm = cm.new_source_file(
-        Lrc::new(FileName::Real(path.to_path_buf())),
-        source.to_string(),
-    );
-    let syntax = if crate::typescript::is_typescript(path) {
-        Syntax::Typescript(TsSyntax::default())
-    } else {
-        Syntax::Es(EsSyntax::default())
-    };
+    let (cm, fm, syntax) = crate::imports::source_file(path, source);
     // Parser debug assertions can trip on malformed input; that is "no diagnosis".
     // The first error, fatal or recovered from.
     let error = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {

@@ -142,6 +142,17 @@ pub struct LoopOutcome {
 }
 
 impl LoopOutcome {
+    fn cancelled(steps: Vec<LoopStep>, effects: ToolState) -> LoopOutcome {
+        LoopOutcome {
+            cancelled: true,
+            ..LoopOutcome::failed(
+                steps,
+                effects,
+                "the turn was cancelled; nothing was appended".into(),
+            )
+        }
+    }
+
     fn failed(steps: Vec<LoopStep>, effects: ToolState, error: String) -> LoopOutcome {
         LoopOutcome {
             reply: None,
@@ -243,14 +254,7 @@ impl TurnPlugins {
                 );
             }
             if cancel.load(Ordering::SeqCst) {
-                return LoopOutcome {
-                    cancelled: true,
-                    ..LoopOutcome::failed(
-                        steps,
-                        effects,
-                        "the turn was cancelled; nothing was appended".into(),
-                    )
-                };
+                return LoopOutcome::cancelled(steps, effects);
             }
             // `PreLLMCall` may replace the messages, the model and the tools of this call only.
             let request = self.dispatch(
@@ -321,14 +325,7 @@ impl TurnPlugins {
                 Err(ModelError::Cancelled) => {
                     step.error = Some(ModelError::Cancelled.to_string());
                     steps.push(LoopStep::Model(step));
-                    return LoopOutcome {
-                        cancelled: true,
-                        ..LoopOutcome::failed(
-                            steps,
-                            effects,
-                            "the turn was cancelled; nothing was appended".into(),
-                        )
-                    };
+                    return LoopOutcome::cancelled(steps, effects);
                 }
                 Err(e) => {
                     step.error = Some(e.to_string());
