@@ -57,6 +57,11 @@ const NODE_BUILTINS: &[(&str, &str)] = &[
 pub const WEB: &str = "covel:web";
 const WEB_SOURCE: &str = include_str!("js/web/globals.js");
 
+/// The turn loop's wrappers of tools, hooks and form validators (loaded by the bootstrap on a
+/// plugin's first registration of one).
+pub const TURN: &str = "covel:turn";
+const TURN_SOURCE: &str = include_str!("js/turn/handlers.js");
+
 /// The vendored zod bundle (see `crates/js/vendor/zod/VERSION.json`).
 const ZOD_SOURCE: &str = include_str!("../vendor/zod/zod.mjs");
 
@@ -121,6 +126,7 @@ pub fn embedded_source(name: &str) -> Option<&'static str> {
         .or_else(|| (name == ZOD).then_some(ZOD_SOURCE))
         .or_else(|| (name == SDK_LOCALE).then_some(SDK_LOCALE_SOURCE))
         .or_else(|| (name == WEB).then_some(WEB_SOURCE))
+        .or_else(|| (name == TURN).then_some(TURN_SOURCE))
 }
 
 /// Whether a module may import `covel:host` (the SDK and the built-ins; never plugin code).
@@ -330,7 +336,7 @@ impl Resolver for PluginResolver {
         name: &str,
         _attributes: Option<ImportAttributes<'js>>,
     ) -> Result<String> {
-        if sdk_source(name).is_some() || name == ZOD || name == WEB {
+        if sdk_source(name).is_some() || name == ZOD || name == WEB || name == TURN {
             return Ok(name.to_string());
         }
         if let Some(canonical) = node_builtin(name) {

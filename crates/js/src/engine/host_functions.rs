@@ -86,7 +86,12 @@ impl Engine {
                 |ctx: Ctx<'js>, name: String| -> rquickjs::Result<Object<'js>> {
                     if !matches!(
                         name.as_str(),
-                        modules::ZOD | modules::WEB | modules::SDK | "node:url" | "node:crypto"
+                        modules::ZOD
+                            | modules::WEB
+                            | modules::TURN
+                            | modules::SDK
+                            | "node:url"
+                            | "node:crypto"
                     ) {
                         return Err(rquickjs::Exception::throw_type(
                             &ctx,

@@ -231,92 +231,12 @@
   });
   const sdkModule = lazyModule("@covel/plugin-handlers-utils");
 
-  // A tool's input is checked against its zod schema before `execute` runs, as upstream's tool
-  // host does; a refused input is answered with this marker (the host reports the issues).
-  const INVALID_INPUT = "covel.invalid-tool-input";
-  const isZod = (schema) => schema !== null && typeof schema === "object" && "_zod" in schema;
-  function toolHandler(tool) {
-    const execute = tool && tool.execute;
-    const schema = tool && tool.parameters;
-    // The host passes `{params, pendingProposals, emittedEventTopics, turnNumber}`.
-    return async (input, ctx) => {
-      if (typeof execute !== "function") throw new HostError(`tool ${nameOf(tool, "<unnamed>")} has no execute function`);
-      ctx.pendingProposals = input.pendingProposals || [];
-      ctx.emittedEventTopics = input.emittedEventTopics || [];
-      ctx.turnNumber = input.turnNumber;
-      ctx.logicalTurn = input.turnNumber;
-      ctx.store = storeFor(ctx);
-      let params = input.params;
-      if (isZod(schema)) {
-        const checked = schema.safeParse(params);
-        if (!checked.success) {
-          const issues = checked.error.issues.map((i) => ({ path: (i.path || []).map((p) => `${String(p)}`), message: `${i.message}` }));
-          return { kind: INVALID_INPUT, issues };
-        }
-        params = checked.data;
-      }
-      const result = await execute(params, ctx);
-      return result === undefined ? null : result;
-    };
-  }
-
-  // A tool's `ctx.store`: its plugin's data as the turn has it so far, the committed rows with
-  // the writes the plugin proposed earlier in this turn laid over them (the SDK's overlays).
-  function storeFor(ctx) {
-    const reader = ctx.pluginData;
-    const pending = ctx.pendingProposals;
-    return Object.freeze({
-      async getPluginData(namespace, key) {
-        const over = sdkModule().overlayPluginDataValue(pending, ctx.pluginId, `${namespace}`, `${key}`);
-        return over.hit ? over.value : reader.get(namespace, key);
-      },
-      async listPluginData(namespace) {
-        const rows = await reader.list(namespace);
-        const over = sdkModule().overlayPluginDataRows(pending, ctx.pluginId, `${namespace}`);
-        const out = [];
-        for (const row of rows) {
-          const written = over.get(JSON.stringify([`${namespace}`, row.key]));
-          if (!written) append(out, row);
-          else if (!written.deleted) append(out, { ...row, value: written.value });
-        }
-        over.forEach((written) => {
-          if (!written.deleted && !rows.some((r) => r.key === written.key)) append(out, { key: written.key, value: written.value, createdAt: null, updatedAt: null });
-        });
-        return out;
-      },
-    });
-  }
-
-  // A hook handler is called `(ctx, payload)`; the host passes `{event, payload,
-  // activePluginIds}`. Nothing returned means continue (answered as null); a `match` that says
-  // no is answered `{action: "continue", skipped: true}`.
-  function hookHandler(handler, match) {
-    return async (input, ctx) => {
-      ctx.event = input.event;
-      ctx.activePluginIds = new Set(input.activePluginIds || []);
-      if (typeof match === "function" && !match(deepCopy(input.payload))) return { action: "continue", skipped: true };
-      const result = await handler(ctx, input.payload);
-      return result === undefined ? null : result;
-    };
-  }
+  // The wrappers tools, hooks and form validators are called through (covel:turn), made on a
+  // plugin's first registration of one.
+  const turnModule = lazyModule("covel:turn");
+  let turnHandlers = null;
+  const turn = () => turnHandlers || (turnHandlers = turnModule().makeTurnHandlers({ zod: zodModule, sdk: sdkModule, deepCopy }));
   const nameOf = (value, fallback) => (value && typeof value === "object" && typeof value.name === "string" ? value.name : fallback);
-  function toolSpec(tool, name) {
-    // The model is offered the input side of the zod schema as JSON Schema, without `$schema`
-    // (as upstream's tool() does).
-    let parameters = tool && tool.parameterSchema;
-    if (parameters === undefined && tool) {
-      try {
-        parameters = isZod(tool.parameters) ? zodModule().z.toJSONSchema(tool.parameters, { io: "input", unrepresentable: "any" }) : tool.parameters;
-      } catch (e) {
-        parameters = null;
-      }
-    }
-    if (parameters && typeof parameters === "object" && "$schema" in parameters) {
-      parameters = { ...parameters };
-      delete parameters.$schema;
-    }
-    return { name, description: tool && typeof tool.description === "string" ? tool.description : "", parameters: parameters ?? null };
-  }
   let hookCount = 0;
 
   // ---- the facade ------------------------------------------------------------------------------
@@ -346,8 +266,8 @@
         const name = nameOf(tool, "<unnamed>");
         guard("tool", name);
         append(staged.tools, name);
-        append(staged.toolSpecs, toolSpec(tool, name));
-        if (!hasHandler(`tool:${name}`)) setHandler(`tool:${name}`, toolHandler(tool));
+        append(staged.toolSpecs, turn().spec(tool, name));
+        if (!hasHandler(`tool:${name}`)) setHandler(`tool:${name}`, turn().tool(tool));
       },
       registerService(def) { const c = def && def.contract ? `${def.contract}` : "<no contract>"; guard("service", c); append(staged.services, c); },
       on(event, handler, options) {
@@ -357,20 +277,13 @@
         const key = `hook:${++hookCount}`;
         const timeoutMs = options && typeof options.timeoutMs === "number" ? options.timeoutMs : null;
         append(staged.hookSpecs, { event: `${event}`, enforce, key, timeoutMs, handlerIsFunction: typeof handler === "function" });
-        if (typeof handler === "function") setHandler(key, hookHandler(handler, options && options.match));
+        if (typeof handler === "function") setHandler(key, turn().hook(handler, options && options.match));
       },
       registerRpc(action) { guard("action", action); append(staged.actions, `${action}`); },
       registerFormValidator(name, validator) {
         guard("form", name);
         append(staged.forms, `${name}`);
-        // Called `(values, data, ctx)`; the host passes `{values, data}`. Nothing returned is
-        // "valid" (answered as null).
-        if (typeof validator === "function" && !hasHandler(`form:${name}`)) {
-          setHandler(`form:${name}`, (input, ctx) => {
-            const verdict = validator(input.values, input.data, ctx);
-            return verdict === undefined ? null : verdict;
-          });
-        }
+        if (typeof validator === "function" && !hasHandler(`form:${name}`)) setHandler(`form:${name}`, turn().formValidator(validator));
       },
       registerWires(groups) {
         for (const list of Object.values(groups || {})) {
