@@ -317,6 +317,8 @@ test("playing a turn updates the chat and the compaction panel", async () => {
   assert.notEqual(before.compaction.estimatedTokens, after.compaction.estimatedTokens);
   await page.locator('[data-tab="Compaction"]').click();
   assert.match(await page.getByTestId("compaction-estimate").textContent(), new RegExp(`^Estimate ${before.compaction.estimatedTokens} tokens`));
+  // Each panel's count says what it counts, so two different numbers are never a riddle.
+  assert.match(await page.getByTestId("compaction-estimate").textContent(), /Counted as the threshold counts: estimateTokens of the system prompt and the whole history/);
   await page.locator('[data-tab="Playtest"]').click();
   await page.getByTestId("player-message").fill("I swim to the bell tower.");
   await page.getByTestId("play").click();
