@@ -469,10 +469,11 @@ async fn log_file() -> Result<Option<String>, String> {
     Ok(crate::logging::log_file().map(|path| path.display().to_string()))
 }
 
+/// The recently opened folders that still exist, newest first.
 #[tauri::command]
 #[specta::specta]
 async fn recent_folders(app: AppHandle) -> Result<Vec<RecentFolder>, String> {
-    Ok(state::recent(&app)
+    Ok(state::still_there(state::recent(&app))
         .into_iter()
         .map(|(plugins, session)| RecentFolder { plugins, session })
         .collect())

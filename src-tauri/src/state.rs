@@ -211,6 +211,19 @@ pub fn recent(app: &AppHandle) -> Vec<(String, Option<String>)> {
         .unwrap_or_default()
 }
 
+/// The recent folders whose folder (and session file) are still there: one that is gone (a
+/// test run's scratch folder, a moved project) is not offered again.
+pub fn still_there(list: Vec<(String, Option<String>)>) -> Vec<(String, Option<String>)> {
+    list.into_iter()
+        .filter(|(plugins, session)| {
+            std::path::Path::new(plugins).is_dir()
+                && session
+                    .as_deref()
+                    .is_none_or(|s| std::path::Path::new(s).is_file())
+        })
+        .collect()
+}
+
 fn remember(app: &AppHandle, plugins: &str, session: Option<&str>) {
     let Some(file) = recent_file(app) else { return };
     let mut list = recent(app);
@@ -224,5 +237,34 @@ fn remember(app: &AppHandle, plugins: &str, session: Option<&str>) {
         && let Err(error) = covel_studio::save::atomic_write(&file, text.as_bytes(), None)
     {
         tracing::warn!(%error, "cannot remember the recent folders");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recent_folders_that_are_gone_are_not_offered() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let session = dir.path().join("a.session.yaml");
+        std::fs::write(&session, "id: a\n").expect("written");
+        let here = dir.path().display().to_string();
+        let list = vec![
+            (here.clone(), Some(session.display().to_string())),
+            (here.clone(), None),
+            ("/no/such/folder".to_string(), None),
+            (
+                here.clone(),
+                Some(dir.path().join("gone.yaml").display().to_string()),
+            ),
+        ];
+        assert_eq!(
+            still_there(list),
+            [
+                (here.clone(), Some(session.display().to_string())),
+                (here, None)
+            ]
+        );
     }
 }

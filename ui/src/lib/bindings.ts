@@ -63,6 +63,7 @@ export const commands = {
 	 */
 	checkSessionText: (text: string) => typedError<Diagnostic_Serialize[], string>(__TAURI_INVOKE("check_session_text", { text })),
 	openStatus: () => typedError<OpenStatus_Serialize, string>(__TAURI_INVOKE("open_status")),
+	/**  The recently opened folders that still exist, newest first. */
 	recentFolders: () => typedError<RecentFolder_Serialize[], string>(__TAURI_INVOKE("recent_folders")),
 	/**  The Cache panel: the played turns and the next one, forecast for a model. */
 	forecast: (model: string | null, pace: number | null, ttl: string) => typedError<Forecast_Serialize, string>(__TAURI_INVOKE("forecast", { model, pace, ttl })),

@@ -102,6 +102,8 @@ export function fakeBackend(): Backend {
         for (const l of listeners) l({ reason: "open-failed", error });
         throw new Error(`${plugins}: [missing-file] the plugins folder does not exist`);
       }
+      // As the shell: the opened snapshot also arrives as an `opened` event.
+      for (const l of listeners) l({ reason: "opened", snapshot: current });
       return current;
     },
     snapshot: async () => {

@@ -36,6 +36,8 @@ class Studio {
   paintedAt = $state<number | null>(null);
   /** The panel on show. */
   tab = $state<Tab>("Prompt");
+  /** What the last open from the Open panel opened (shown once, dismissable). */
+  opened = $state<string | null>(null);
   /** Bumped by every action the author takes: change marks fade after the next one. */
   actions = $state(0);
   /** The action count when the last reload arrived: its change marks show until the next action. */
@@ -92,6 +94,11 @@ class Studio {
       if (event.reason === "opened") {
         this.adopt(event.snapshot);
         this.busy = null;
+        // Opened from the Open panel: show what was opened, and say so.
+        if (this.tab === "Open") {
+          this.opened = `Opened ${event.snapshot.pluginsDir}${event.snapshot.sessionPath ? ` with ${event.snapshot.sessionPath}` : ""}`;
+          this.tab = "Prompt";
+        }
       }
       if (event.reason === "reload" && this.snapshot) {
         const started = performance.now();

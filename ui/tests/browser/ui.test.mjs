@@ -749,7 +749,10 @@ test("Open: the native picker chooses the session file and the folder, which ope
   await p.getByTestId("choose-folder").click();
   await p.waitForFunction(() => window.__fakeCalls.some((c) => c[0] === "open"));
   assert.deepEqual((await calls()).slice(1), [["pickPath", "session"], ["pickPath", "folder"], ["open", "/home/author/my-plugins", "/home/author/my-plugins/demo.session.yaml"]]);
-  assert.equal(await p.getByTestId("open-plugins").inputValue(), "/home/author/my-plugins", "the typed field shows what was picked");
+  // A successful open shows what was opened and says so.
+  await p.getByTestId("opened").waitFor();
+  assert.match(await p.getByTestId("opened").textContent(), /^Opened /);
+  assert.equal(await p.locator('[data-tab="Prompt"]').getAttribute("aria-selected"), "true");
   await p.screenshot({ path: join(shots, "browser-open-picker.png") });
   await context.close();
 });
