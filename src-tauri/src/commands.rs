@@ -273,6 +273,26 @@ async fn cancel_work(state: State<'_, AppState>) -> Result<(), String> {
     Ok(())
 }
 
+/// Starts a plugin in the open folder (`covel_studio::scaffold`, what `covel new` does); the
+/// watcher loads it. Answers what was written.
+#[tauri::command]
+#[specta::specta]
+async fn new_plugin(
+    state: State<'_, AppState>,
+    id: String,
+    points: Vec<String>,
+    typescript: bool,
+) -> Result<String, String> {
+    let dir = with_studio(&state, |s| Ok(s.workspace().plugins_dir.clone())).await?;
+    let created = covel_studio::scaffold::create(&dir, &id, &points, typescript)?;
+    Ok(format!(
+        "Created {} (PLUGIN.md, {}, README.md) and its test session {}",
+        created.folder.display(),
+        created.entry,
+        created.session.display()
+    ))
+}
+
 /// Opens a file of the open folder at a line and column in the author's editor
 /// (`COVEL_EDITOR`, `$VISUAL` or `$EDITOR`; see `covel_studio::editor`); answers the command
 /// run. A relative path is the plugins folder's.
@@ -489,6 +509,7 @@ pub fn builder() -> Builder<tauri::Wry> {
             play_turn,
             answer_form,
             open_in_editor,
+            new_plugin,
             compact_now,
             run_everything_again,
             turn_prompt,

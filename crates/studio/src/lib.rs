@@ -18,6 +18,7 @@ pub mod preview;
 pub mod replay;
 mod resolve_inputs;
 pub mod save;
+pub mod scaffold;
 pub mod secrets;
 pub mod slots;
 pub mod streaming;

@@ -25,6 +25,8 @@ export interface Backend {
    * `$VISUAL` or `$EDITOR`); answers the command run.
    */
   openInEditor(file: string, line?: number, column?: number): Promise<string>;
+  /** Starts a plugin in the open folder (as `covel new`); answers what was written. */
+  newPlugin(id: string, points: string[], typescript: boolean): Promise<string>;
   /** Runs compaction now, even under the threshold (undo puts the session back). */
   compactNow(): Promise<SnapshotPatch>;
   /** Reloads every plugin into fresh runtimes: every provider runs again, none from the memo. */

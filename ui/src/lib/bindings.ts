@@ -22,6 +22,11 @@ export const commands = {
 	 *  run. A relative path is the plugins folder's.
 	 */
 	openInEditor: (file: string, line: number | null, column: number | null) => typedError<string, string>(__TAURI_INVOKE("open_in_editor", { file, line, column })),
+	/**
+	 *  Starts a plugin in the open folder (`covel_studio::scaffold`, what `covel new` does); the
+	 *  watcher loads it. Answers what was written.
+	 */
+	newPlugin: (id: string, points: string[], typescript: boolean) => typedError<string, string>(__TAURI_INVOKE("new_plugin", { id, points, typescript })),
 	/**  Runs compaction now, even under the threshold ("compact now"); undo puts the session back. */
 	compactNow: () => typedError<SnapshotPatch_Serialize, string>(__TAURI_INVOKE("compact_now")),
 	/**

@@ -133,6 +133,11 @@ export function fakeBackend(): Backend {
       (globalThis as any).__fakeForm = undefined;
       return advance({ ...afterTurn, turns, sessionText: current.sessionText }, bodies["after-turn"]);
     },
+    newPlugin: async (id, points, typescript) => {
+      calls.push(["newPlugin", id, points, typescript]);
+      if (!/^[a-z][a-z0-9-]*$/.test(id)) throw new Error(`\`${id}\` is not a plugin id`);
+      return `Created plugins-sample/${id} (PLUGIN.md, server/index.${typescript ? "ts" : "js"}, README.md) and its test session plugins-sample/tests/${id}.session.yaml`;
+    },
     openInEditor: async (file, line, column) => {
       calls.push(["openInEditor", file, line ?? null, column ?? null]);
       return `code --goto ${file}:${line ?? 1}:${column ?? 1}`;

@@ -19,6 +19,7 @@ export function tauriBackend(): Backend {
     playTurn: (message) => unwrap(commands.playTurn(message)),
     answerForm: (values) => unwrap(commands.answerForm(values)),
     openInEditor: (file, line, column) => unwrap(commands.openInEditor(file, line ?? null, column ?? null)),
+    newPlugin: (id, points, typescript) => unwrap(commands.newPlugin(id, points, typescript)),
     compactNow: () => unwrap(commands.compactNow()),
     runEverythingAgain: () => unwrap(commands.runEverythingAgain()),
     turnPrompt: (turnId) => unwrap(commands.turnPrompt(turnId)),

@@ -802,6 +802,23 @@ test("a problem with a place opens it in the author's editor at its line and col
   await context.close();
 });
 
+test("New plugin… starts a plugin in the open folder, and a bad id says why", async () => {
+  await page.locator('[data-tab="Plugins"]').click();
+  await page.getByTestId("new-plugin").click();
+  const form = page.getByTestId("new-plugin-form");
+  await form.getByTestId("new-plugin-id").fill("Weather");
+  await form.getByTestId("new-plugin-create").click();
+  await page.getByTestId("error").filter({ hasText: "is not a plugin id" }).waitFor();
+  await page.getByTestId("dismiss-error").click();
+  await form.getByTestId("new-plugin-id").fill("weather-report");
+  await form.locator('[data-point="ui.slot@1:stage.music@1"]').check();
+  await form.getByTestId("new-plugin-create").click();
+  await page.getByTestId("new-plugin-done").waitFor();
+  assert.match(await page.getByTestId("new-plugin-done").textContent(), /^Created plugins-sample\/weather-report/);
+  const made = (await fakeCalls()).filter((c) => c[0] === "newPlugin").at(-1);
+  assert.deepEqual(made, ["newPlugin", "weather-report", ["prompt.segment@1", "ui.slot@1:stage.music@1"], false]);
+});
+
 test("every panel has a keyboard shortcut", async () => {
   const keys = await page.locator('nav [role="tab"]').evaluateAll((tabs) => tabs.map((t) => t.getAttribute("aria-keyshortcuts")));
   assert.equal(keys.length, 12);

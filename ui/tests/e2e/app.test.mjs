@@ -333,6 +333,28 @@ test("About in the window says what `covel-studio --version` says", async () => 
   await (await browser.$('[data-testid="about-button"]')).click();
 });
 
+test("New plugin… in the window starts a plugin that loads at once and whose segment reaches the prompt", async () => {
+  await tab("Plugins");
+  await (await browser.$('[data-testid="new-plugin"]')).click();
+  await (await browser.$('[data-testid="new-plugin-id"]')).setValue("weather-report");
+  await (await browser.$('[data-testid="new-plugin-create"]')).click();
+  await waitFor("the new plugin, active", async () => (await text('[data-testid="status-weather-report"]').catch(() => "")) === "active", 30000);
+  await capture(join(shots, "e2e-new-plugin.png"));
+  await tab("Prompt");
+  await waitFor("its segment in the prompt", async () => /Describe one sound in every scene\. \(weather-report\)/.test(await text('[data-segment="weather-report/guidance"]').catch(() => "")));
+  // Its test session passes as written (covel test, headless, on the same folder).
+  const run = spawn(join(repo, "target/debug/covel"), ["test", join(folder, "tests/weather-report.session.yaml")], { env: { ...process.env, CI: "" } });
+  let out = "";
+  run.stdout.on("data", (d) => (out += d));
+  const code = await new Promise((r) => run.on("close", r));
+  assert.equal(code, 0, out);
+  // Out of the folder again for the tests below.
+  await rm(join(folder, "weather-report"), { recursive: true });
+  await rm(join(folder, "tests/weather-report.session.yaml"));
+  await tab("Plugins");
+  await waitFor("the plugin gone", async () => !(await (await browser.$('[data-testid="status-weather-report"]')).isExisting()), 30000);
+});
+
 test("a real backend's reply streams into the Playtest panel as it arrives, and Esc cancels the next turn", async () => {
   // A local server speaking the Anthropic Messages streaming format: the first request gets
   // four pieces 500 ms apart, the second one piece and then silence.
