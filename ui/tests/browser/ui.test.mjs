@@ -69,6 +69,19 @@ test("the prompt panel marks the moving history breakpoint and explains why it c
   const advice = page.getByTestId("cache-advice");
   assert.equal(await advice.getAttribute("data-code"), "depth-segment-moves");
   assert.match(await advice.textContent(), /between `m3` and `m4`.*fix: Keep it behind the moving breakpoint: a depth of at most 1/s);
+  // One meaning, one colour: the Prompt panel says a severity as the Problems panel does.
+  assert.equal(await advice.getAttribute("data-severity"), "warning");
+  assert.match(await advice.textContent(), /^\s*⚠ cache:/);
+  assert.equal(await advice.evaluate((e) => getComputedStyle(e).color), "rgb(138, 90, 0)", "amber, not the errors' red");
+  const notes = page.getByTestId("cache-note");
+  for (const note of await notes.all()) {
+    assert.match(await note.textContent(), /^ℹ note: /);
+    const code = await note.getAttribute("data-code");
+    await page.locator('[data-tab="Problems"]').click();
+    const row = page.locator(`[data-testid="problem"][data-code="${code}"]`).first();
+    assert.equal(await row.getAttribute("data-severity"), "info", `${code} is a note in Problems too`);
+    await page.locator('[data-tab="Prompt"]').click();
+  }
 });
 
 test("plugin content is rendered as text, never as HTML", async () => {
