@@ -194,3 +194,30 @@ pub fn files_under(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
     walk(dir, dir, &mut out);
     out
 }
+
+/// A playtest of the turn-loop fixtures (`fixtures/turn-loop`) over a session `NAME.session.yaml`
+/// written in `dir`: the guard plugin in `mode`, the stage at the harbour, two history
+/// messages, and `models` (YAML, may be empty) appended.
+pub fn turn_loop_playtest(
+    dir: &Path,
+    name: &str,
+    mode: &str,
+    models: &str,
+) -> covel_studio::playtest::Playtest {
+    let session = dir.join(format!("{name}.session.yaml"));
+    let text = format!(
+        "id: {name}\nsettings:\n  guard: {{ mode: {mode} }}\npluginData:\n  - {{ pluginId: stage, namespace: stage, key: current, value: {{ sceneId: harbour, name: The Harbour }} }}\nhistory:\n  messages:\n    - {{ role: user, content: I arrive. }}\n    - {{ role: assistant, content: The harbour is quiet. }}\n{models}"
+    );
+    std::fs::write(&session, text).expect("session written");
+    let ws = covel_studio::workspace::Workspace::open(
+        &fixture("turn-loop"),
+        Some(&session),
+        &Limits::default(),
+    )
+    .expect("the fixture session opens");
+    assert!(
+        ws.plugins.iter().all(|p| p.diagnostics.is_empty()),
+        "fixtures load cleanly"
+    );
+    covel_studio::playtest::Playtest::new(ws)
+}

@@ -97,22 +97,15 @@ fn anthropic_text(pieces: &[&str]) -> Vec<(Option<&'static str>, String)> {
 
 /// A playtest of the turn-loop fixtures whose story model is `backend` at `url`.
 fn playtest(dir: &tempfile::TempDir, backend: &str, url: &str, mode: &str) -> Playtest {
-    let session = dir.path().join("stream.session.yaml");
     let base = if backend == "openai" {
         format!("{url}/v1")
     } else {
         url.to_string()
     };
-    std::fs::write(
-        &session,
-        format!(
-            "id: stream\nsettings:\n  guard: {{ mode: {mode} }}\npluginData:\n  - {{ pluginId: stage, namespace: stage, key: current, value: {{ sceneId: harbour, name: The Harbour }} }}\nhistory:\n  messages:\n    - {{ role: user, content: I arrive. }}\n    - {{ role: assistant, content: The harbour is quiet. }}\nmodels:\n  story: {{ backend: {backend}, baseUrl: \"{base}\", model: m, contextWindow: 32768 }}\n"
-        ),
-    )
-    .expect("written");
-    let ws =
-        Workspace::open(&fixture("turn-loop"), Some(&session), &Limits::default()).expect("opens");
-    Playtest::new(ws)
+    let models = format!(
+        "models:\n  story: {{ backend: {backend}, baseUrl: \"{base}\", model: m, contextWindow: 32768 }}\n"
+    );
+    covel_tests::turn_loop_playtest(dir.path(), "stream", mode, &models)
 }
 
 /// Plays one turn with its text streamed; returns the report and the pieces received.

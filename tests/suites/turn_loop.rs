@@ -6,7 +6,6 @@ use covel_js::engine::Limits;
 use covel_kernel::session::ScriptedReply;
 use covel_studio::playtest::{Playtest, TurnReport};
 use covel_studio::turn::record::{HookOutcome, LoopStep, ToolOutcome};
-use covel_studio::workspace::Workspace;
 use covel_tests::fixture;
 use serde_json::{Value, json};
 
@@ -19,18 +18,7 @@ fn playtest(mode: &str) -> (Playtest, tempfile::TempDir) {
 
 /// A playtest of the fixtures with a session in `dir` (its story model in `models`, YAML).
 fn playtest_in(dir: &tempfile::TempDir, mode: &str, models: &str) -> Playtest {
-    let session = dir.path().join("loop.session.yaml");
-    let text = format!(
-        "id: loop\nsettings:\n  guard: {{ mode: {mode} }}\npluginData:\n  - {{ pluginId: stage, namespace: stage, key: current, value: {{ sceneId: harbour, name: The Harbour }} }}\nhistory:\n  messages:\n    - {{ role: user, content: I arrive. }}\n    - {{ role: assistant, content: The harbour is quiet. }}\n{models}"
-    );
-    std::fs::write(&session, text).expect("session written");
-    let ws = Workspace::open(&fixture("turn-loop"), Some(&session), &Limits::default())
-        .expect("the fixture session opens");
-    assert!(
-        ws.plugins.iter().all(|p| p.diagnostics.is_empty()),
-        "fixtures load cleanly"
-    );
-    Playtest::new(ws)
+    covel_tests::turn_loop_playtest(dir.path(), "loop", mode, models)
 }
 
 /// A scripted reply from YAML (the session format's `script` entry).

@@ -159,16 +159,6 @@ impl Backend {
         &self.config.backend
     }
 
-    /// [`Backend::complete_within`] with the backend's own time limit only.
-    pub fn complete_cancellable(
-        &self,
-        anthropic: &Value,
-        openai: &Value,
-        cancel: &AtomicBool,
-    ) -> Result<Reply, ModelError> {
-        self.complete_within(anthropic, openai, cancel, REQUEST_TIMEOUT)
-    }
-
     /// Sends an assembled request (`anthropic` and `openai` are the request bodies the prompt
     /// assembly produced; the backend picks its own) and gives up as soon as `cancel` is set or
     /// `within` has passed, also while an HTTP request is in flight: the call returns within a

@@ -11,26 +11,6 @@ use covel_kernel::runner::HandlerCall;
 use serde_json::{Map, Value, json};
 use std::time::Duration;
 
-/// The sixteen hook events Covel declares.
-pub const HOOK_EVENTS: [&str; 16] = [
-    "SessionStart",
-    "TurnStart",
-    "PreCompaction",
-    "PostCompaction",
-    "PreSchedule",
-    "PreRuntime",
-    "PostContextAssembly",
-    "PreLLMCall",
-    "PostLLMResponse",
-    "PostRuntime",
-    "PreToolUse",
-    "PostToolUse",
-    "PreStateCommit",
-    "PostStateCommit",
-    "TurnStop",
-    "SessionEnd",
-];
-
 /// Events whose handlers can stop the operation (Covel's guard events).
 const GUARDS: [&str; 5] = [
     "TurnStart",
