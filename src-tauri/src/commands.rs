@@ -152,16 +152,28 @@ async fn play_turn(
     state
         .cancel
         .store(false, std::sync::atomic::Ordering::SeqCst);
+    play_one_turn(&app, &state, message).await?;
+    with_studio_patch(&state, |_| Ok(())).await
+}
+
+/// Plays one turn of the active branch; false when it failed or was cancelled (its report is
+/// among the turns either way).
+async fn play_one_turn(
+    app: &AppHandle,
+    state: &State<'_, AppState>,
+    message: String,
+) -> Result<bool, String> {
     let cancel = Arc::clone(&state.cancel);
-    // Five steps, the state lock held only for the first, the third and the last: neither a slow
-    // story model nor a compaction provider waiting for the fast model keeps reloads (or cancel)
-    // waiting. A session changed meanwhile makes the third step refuse the reply and
+    // Four steps, the state lock held only for the first, the third and the last: neither a
+    // slow story model nor a compaction provider waiting for the fast model keeps reloads (or
+    // cancel) waiting. A session changed meanwhile makes the third step refuse the reply and
     // the last one leave the compaction unapplied (see `Playtest::append_reply` and
     // `Playtest::complete_turn`).
-    let pending = with_studio(&state, move |s| Ok(s.begin_turn(&message))).await?;
+    let pending = with_studio(state, move |s| Ok(s.begin_turn(&message))).await?;
     let Ok(pending) = pending else {
-        return with_studio_patch(&state, |_| Ok(())).await;
+        return Ok(false);
     };
+    let app = app.clone();
     let (pending, answer) = off_runtime({
         let cancel = Arc::clone(&cancel);
         move || {
@@ -179,24 +191,67 @@ async fn play_turn(
         }
     })
     .await?;
-    let appended = with_studio(
-        &state,
-        move |s| Ok(s.append_reply(pending, answer, &cancel)),
-    )
-    .await?;
+    let appended =
+        with_studio(state, move |s| Ok(s.append_reply(pending, answer, &cancel))).await?;
     let Ok(mut appended) = appended else {
-        return with_studio_patch(&state, |_| Ok(())).await;
+        return Ok(false);
     };
     let appended = off_runtime(move || {
         appended.compact();
         Ok(appended)
     })
     .await?;
-    with_studio_patch(&state, move |s| {
+    with_studio(state, move |s| {
         s.complete_turn(appended);
-        Ok(())
+        Ok(true)
     })
     .await
+}
+
+/// "Play from here": forks the active branch after its played turn `turn_id`; the new branch
+/// is played from then on (the branch it leaves is kept beside it).
+#[tauri::command]
+#[specta::specta]
+async fn fork_turn(state: State<'_, AppState>, turn_id: String) -> Result<SnapshotPatch, String> {
+    with_studio_patch(&state, move |s| {
+        s.fork_turn(&turn_id).map(|_| ()).map_err(|e| e.to_string())
+    })
+    .await
+}
+
+/// Makes another branch of the playtest the one played.
+#[tauri::command]
+#[specta::specta]
+async fn switch_branch(
+    state: State<'_, AppState>,
+    branch: String,
+) -> Result<SnapshotPatch, String> {
+    with_studio_patch(&state, move |s| {
+        s.switch_branch(&branch).map_err(|e| e.to_string())
+    })
+    .await
+}
+
+/// "Replay with my change": plays the active branch's player messages again, in a new branch
+/// from the state before its first turn, with the plugins as they are now. Stops at the first
+/// turn that fails (or is cancelled).
+#[tauri::command]
+#[specta::specta]
+async fn replay_branch(
+    app: AppHandle,
+    state: State<'_, AppState>,
+) -> Result<SnapshotPatch, String> {
+    state
+        .cancel
+        .store(false, std::sync::atomic::Ordering::SeqCst);
+    let (_, messages) =
+        with_studio(&state, |s| s.begin_replay().map_err(|e| e.to_string())).await?;
+    for message in messages {
+        if !play_one_turn(&app, &state, message).await? {
+            break;
+        }
+    }
+    with_studio_patch(&state, |_| Ok(())).await
 }
 
 /// Runs compaction now, even under the threshold ("compact now"); undo puts the session back.
@@ -218,13 +273,18 @@ async fn compact_now(state: State<'_, AppState>) -> Result<SnapshotPatch, String
     .await
 }
 
-/// The prompt a played turn sent (the last turn's is kept; older ones are recomputed from the
-/// session as it was before the turn, flagged when plugins were reloaded since).
+/// The prompt a played turn sent, in the branch `branch` (the one played by default): the last
+/// turn's is kept; older ones are recomputed from the session as it was before the turn,
+/// flagged when plugins were reloaded since.
 #[tauri::command]
 #[specta::specta]
-async fn turn_prompt(state: State<'_, AppState>, turn_id: String) -> Result<TurnPrompt, String> {
+async fn turn_prompt(
+    state: State<'_, AppState>,
+    turn_id: String,
+    branch: Option<String>,
+) -> Result<TurnPrompt, String> {
     with_studio(&state, move |s| {
-        s.turn_prompt(&turn_id)
+        s.branch_turn_prompt(branch.as_deref(), &turn_id)
             .map(|p| TurnPrompt::from(&p))
             .ok_or_else(|| format!("`{turn_id}` is not a played turn"))
     })
@@ -507,6 +567,9 @@ pub fn builder() -> Builder<tauri::Wry> {
             snapshot,
             set_runtime,
             play_turn,
+            fork_turn,
+            switch_branch,
+            replay_branch,
             answer_form,
             open_in_editor,
             new_plugin,

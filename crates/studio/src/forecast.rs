@@ -216,15 +216,7 @@ fn block_kind(kind: covel_kernel::prompt::BlockKind) -> String {
 }
 
 fn message_label(index: usize, message: &covel_kernel::prompt::Message) -> String {
-    use covel_kernel::prompt::Origin;
-    let what = match &message.origin {
-        Origin::History { id } => format!("history {id}"),
-        Origin::Summary { id } => format!("summary {id}"),
-        Origin::Segment { plugin, segment } => format!("segment {plugin}/{segment}"),
-        Origin::TurnContext { .. } => "turn context".into(),
-        Origin::PlayerInput => "player input".into(),
-    };
-    format!("message {} ({what})", index + 1)
+    format!("message {} ({})", index + 1, message.origin.name())
 }
 
 /// The Anthropic request's content blocks in order: system blocks, then every message's blocks.

@@ -3,6 +3,7 @@
 //! handler context from the session, and runs extension points for previews.
 
 pub mod about;
+pub mod branches;
 pub mod compaction;
 pub mod diff;
 pub mod document;

@@ -3,9 +3,10 @@
 //! file, reloaded (only what changed), and every reload yields an entry with the diff, the
 //! diagnostics and the timings. The CLI's `covel watch` and the desktop app both use it.
 
+use crate::branches::{BranchError, Branches, Parked};
 use crate::diff::{PreviewDiff, diff};
 use crate::document::SessionEdit;
-use crate::playtest::{ForcedCompaction, Playtest, TurnInFlight, TurnRecord, TurnReport};
+use crate::playtest::{ForcedCompaction, PlayLine, Playtest, TurnInFlight, TurnRecord, TurnReport};
 use crate::preview::{Preview, RuntimeTarget};
 use crate::slots::Trigger;
 use crate::workspace::{PluginReload, Workspace};
@@ -98,6 +99,8 @@ pub struct LiveStudio {
     plugin_reloads: u64,
     /// The last snapshot's plugin views, shared by the next snapshot where unchanged.
     pub(crate) plugin_views: crate::wire::snapshot::PluginViews,
+    /// The playtest's branches (forks and replays); the active one is `play`, `turns`, `undo`.
+    pub branches: Branches,
 }
 
 /// How many played turns keep their whole preview in memory (older ones are recomputed): a
@@ -236,6 +239,7 @@ impl LiveStudio {
             forced_compaction: None,
             plugin_reloads: 0,
             plugin_views: Default::default(),
+            branches: Branches::default(),
         }
     }
 
@@ -505,10 +509,11 @@ impl LiveStudio {
             .unwrap_or_else(|| PathBuf::from("session.yaml"));
         let session =
             covel_kernel::session::parse_session(text, &file).map_err(SessionSaveError::Invalid)?;
-        if played == PlayedTurns::Keep && !self.turns.is_empty() {
-            return Err(SessionSaveError::WouldDropPlayedTurns(
-                self.turns.iter().map(|t| t.turn_id.clone()).collect(),
-            ));
+        if played == PlayedTurns::Keep {
+            let played = self.played_turns_of_every_branch();
+            if !played.is_empty() {
+                return Err(SessionSaveError::WouldDropPlayedTurns(played));
+            }
         }
         if let Some(path) = &path {
             let before = crate::workspace::read_session_text(path).ok();
@@ -563,6 +568,135 @@ impl LiveStudio {
         self.recent.clear();
         self.undo
             .retain(|u| matches!(u, UndoEntry::SessionEdit { .. }));
+        self.branches = Branches::default();
+    }
+
+    /// The played turns a restart would drop, in every branch (`turn-2`, or `b2/turn-3` for a
+    /// branch other than the one played).
+    fn played_turns_of_every_branch(&self) -> Vec<String> {
+        let active = self.turns.iter().map(|t| t.turn_id.clone());
+        let parked = self.branches.all_parked().flat_map(|(branch, p)| {
+            p.turns
+                .iter()
+                .map(move |t| format!("{branch}/{}", t.turn_id))
+        });
+        active.chain(parked).collect()
+    }
+
+    /// Forks the active branch after its played turn `turn_id`: a new branch starts from the
+    /// state right after that turn and becomes the one played (the branch it leaves is kept).
+    /// Returns the new branch's id.
+    pub fn fork_turn(&mut self, turn_id: &str) -> Result<String, BranchError> {
+        let line = self
+            .play
+            .fork_after(turn_id)
+            .ok_or_else(|| BranchError::NotPlayed(turn_id.to_string()))?;
+        let upto = self
+            .turns
+            .iter()
+            .rposition(|t| t.turn_id == turn_id)
+            .ok_or_else(|| BranchError::NotPlayed(turn_id.to_string()))?;
+        let turns = self.turns[..=upto].to_vec();
+        let undo = undo_prefix(&self.undo, line.undo_steps());
+        let recent = self
+            .recent
+            .iter()
+            .filter(|(id, _)| turns.iter().any(|t| t.turn_id == *id))
+            .cloned()
+            .collect();
+        let id = self.start_branch(line, turns, undo, recent, Some(turn_id.to_string()));
+        Ok(id)
+    }
+
+    /// Starts a branch from the state before the first played turn of the active branch and
+    /// makes it the one played; returns its id and the player messages to play again in it
+    /// ("replay with my change": the same messages against the plugins as they are now).
+    pub fn begin_replay(&mut self) -> Result<(String, Vec<String>), BranchError> {
+        let messages: Vec<String> = self
+            .turns
+            .iter()
+            .filter(|t| t.error.is_none())
+            .map(|t| t.player_message.clone())
+            .collect();
+        if messages.is_empty() {
+            return Err(BranchError::NothingToReplay);
+        }
+        let line = self.play.fork_at_start();
+        let undo = undo_prefix(&self.undo, 0);
+        let id = self.start_branch(line, Vec::new(), undo, Default::default(), None);
+        Ok((id, messages))
+    }
+
+    fn start_branch(
+        &mut self,
+        line: PlayLine,
+        turns: Vec<TurnRecord>,
+        undo: Vec<UndoEntry>,
+        recent: std::collections::VecDeque<(String, Preview)>,
+        after_turn: Option<String>,
+    ) -> String {
+        let leaving = Parked {
+            line: self.play.swap_line(line),
+            turns: std::mem::replace(&mut self.turns, turns),
+            undo: std::mem::replace(&mut self.undo, undo),
+            recent: std::mem::replace(&mut self.recent, recent),
+        };
+        let id = self.branches.start(after_turn, leaving);
+        self.forced_compaction = None;
+        self.refresh();
+        id
+    }
+
+    /// Makes the branch `id` the one played; the branch left is kept as it is.
+    pub fn switch_branch(&mut self, id: &str) -> Result<(), BranchError> {
+        if self.branches.active().id == id {
+            return Ok(());
+        }
+        let parked = self.branches.unpark(id)?;
+        let leaving = Parked {
+            line: self.play.swap_line(parked.line),
+            turns: std::mem::replace(&mut self.turns, parked.turns),
+            undo: std::mem::replace(&mut self.undo, parked.undo),
+            recent: std::mem::replace(&mut self.recent, parked.recent),
+        };
+        self.branches.switch(id, leaving);
+        self.forced_compaction = None;
+        self.refresh();
+        Ok(())
+    }
+
+    /// A played turn's prompt in any branch (the active one when `branch` is None): see
+    /// [`LiveStudio::turn_prompt`]. A parked branch's turns are recomputed from its own state.
+    pub fn branch_turn_prompt(
+        &mut self,
+        branch: Option<&str>,
+        turn_id: &str,
+    ) -> Option<TurnPrompt> {
+        let Some(parked) = branch
+            .filter(|b| *b != self.branches.active().id)
+            .map(|b| self.branches.parked(b))
+        else {
+            return self.turn_prompt(turn_id);
+        };
+        let parked = parked?;
+        if let Some((_, preview)) = parked.recent.iter().find(|(id, _)| id == turn_id) {
+            return Some(TurnPrompt {
+                preview: preview.clone(),
+                with_newer_plugins: false,
+            });
+        }
+        let record = parked.turns.iter().find(|t| t.turn_id == turn_id)?;
+        let mut before = parked.line.session_before(turn_id)?;
+        before.next_message.clone_from(&record.player_message);
+        let reloaded_since = record.plugin_reloads != self.plugin_reloads;
+        let workspace = &mut self.play.workspace;
+        let current = std::mem::replace(&mut workspace.session, before);
+        let preview = workspace.preview(&RuntimeTarget::Story);
+        workspace.session = current;
+        Some(TurnPrompt {
+            preview,
+            with_newer_plugins: reloaded_since,
+        })
     }
 
     /// Played sessions are new files: saves the played session as YAML to `path`, or to
@@ -1114,4 +1248,20 @@ fn is_change(kind: &notify_debouncer_full::notify::EventKind) -> bool {
         EventKind::Access(_) | EventKind::Other => false,
         _ => true,
     }
+}
+
+/// The undo entries of a branch that keeps the first `steps` undo steps of the playtest (its
+/// played turns and compactions): the session edits before them come along.
+fn undo_prefix(undo: &[UndoEntry], steps: usize) -> Vec<UndoEntry> {
+    let mut kept = 0;
+    undo.iter()
+        .take_while(|u| {
+            if matches!(u, UndoEntry::SessionEdit { .. }) {
+                return true;
+            }
+            kept += 1;
+            kept <= steps
+        })
+        .cloned()
+        .collect()
 }

@@ -283,6 +283,12 @@ impl Backend {
         })
     }
 
+    /// Sets where the scripted backend is in its script (the turns a line of play has played)
+    /// and returns where it was: each branch of a playtest continues its own script.
+    pub fn replace_scripted_position(&self, turns: usize) -> usize {
+        self.turns.swap(turns, Ordering::Relaxed)
+    }
+
     /// The key to send to `base`, if the user trusts that pair (see [`crate::secrets`]).
     fn key(&self, base: &str) -> Result<Option<String>, ModelError> {
         let trusted = crate::secrets::trusted_keys().map_err(ModelError::UntrustedKey)?;

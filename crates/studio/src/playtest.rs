@@ -127,6 +127,8 @@ pub struct TurnRecord {
     pub slot_changes: Vec<SlotChange>,
     pub steps: Vec<LoopStep>,
     pub forms: Vec<serde_json::Value>,
+    /// What the turn's prompt said besides the history, as sent (see [`SentPart`]).
+    pub sent: Vec<SentPart>,
     /// How many plugin reloads the studio had seen when the turn was played (a recomputed
     /// prompt of this turn uses the plugins as they are now; see `LiveStudio::turn_prompt`).
     #[serde(skip)]
@@ -150,15 +152,57 @@ impl From<&TurnReport> for TurnRecord {
             slot_changes: turn.slot_changes.clone(),
             steps: turn.steps.clone(),
             forms: turn.forms.clone(),
+            sent: SentPart::of(&turn.preview),
             plugin_reloads: 0,
         }
+    }
+}
+
+/// One part of what a played turn's prompt said, kept with the turn as it was sent: each
+/// included segment's text and every message that is not the history's own (the player's
+/// input, summaries). Turns of two branches (a replay after a plugin change) are compared on
+/// these, since an older turn's whole prompt is not kept and recomputing it would use the
+/// plugins as they are now. Small: it grows with the plugins' output, not with the history.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SentPart {
+    /// `segment story-director/tone`, `player input`, `summary s1`.
+    pub key: String,
+    pub text: std::sync::Arc<str>,
+}
+
+impl SentPart {
+    /// The parts of a turn's prompt (a segment that appears twice gets a numbered key).
+    pub fn of(preview: &Preview) -> Vec<SentPart> {
+        use covel_kernel::prompt::Origin;
+        let segments = preview
+            .segments
+            .iter()
+            .filter(|s| s.included)
+            .map(|s| (format!("segment {}/{}", s.plugin, s.id), s.content.clone()));
+        let messages = preview
+            .prompt
+            .messages
+            .iter()
+            .filter(|m| matches!(m.origin, Origin::PlayerInput | Origin::Summary { .. }))
+            .map(|m| (m.origin.name(), std::sync::Arc::from(m.content.as_str())));
+        let mut seen: std::collections::HashMap<String, usize> = Default::default();
+        segments
+            .chain(messages)
+            .map(|(key, text)| {
+                let n = seen.entry(key.clone()).or_default();
+                *n += 1;
+                let key = if *n == 1 { key } else { format!("{key} ({n})") };
+                SentPart { key, text }
+            })
+            .collect()
     }
 }
 
 /// What undoing one played turn (or one forced compaction) needs. Not a copy of the session: a
 /// turn appends two messages, and only an applied compaction rewrites the history (then the
 /// history before it is kept).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct TurnUndo {
     /// The played turn; None for a "compact now" between turns.
     turn_id: Option<String>,
@@ -290,6 +334,51 @@ impl TurnInFlight {
             forms: Vec::new(),
         }
     }
+}
+
+/// A line of play that is not being played: the state a [`Playtest`] swaps in and out when an
+/// author forks a turn or switches between branches (see [`Playtest::swap_line`]).
+#[derive(Debug)]
+pub struct PlayLine {
+    session: Session,
+    history: Vec<TurnUndo>,
+    /// None until the line is first played (its slots are projected then).
+    slots: Option<SlotHost>,
+    failures: FailureCounter,
+    session_started: bool,
+    pending_form: Option<serde_json::Value>,
+    /// Where the scripted story model is in its script (the line's played turns).
+    scripted_turns: usize,
+}
+
+impl PlayLine {
+    /// The session as it was before the line's played turn `turn_id` (see
+    /// [`Playtest::session_before`]).
+    pub fn session_before(&self, turn_id: &str) -> Option<Session> {
+        session_before(&self.session, &self.history, turn_id)
+    }
+
+    /// The line's session as it stands (after its last turn).
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// How many undo steps (played turns and compactions) the line has.
+    pub fn undo_steps(&self) -> usize {
+        self.history.len()
+    }
+}
+
+/// `session` as it was before `turn_id`, undoing the turns from it on.
+fn session_before(session: &Session, history: &[TurnUndo], turn_id: &str) -> Option<Session> {
+    let index = history
+        .iter()
+        .rposition(|u| u.turn_id.as_deref() == Some(turn_id))?;
+    let mut session = session.clone();
+    for undo in history[index..].iter().rev() {
+        undo.apply(&mut session);
+    }
+    Some(session)
 }
 
 /// A playtest over a workspace.
@@ -431,15 +520,78 @@ impl Playtest {
     /// The session as it was before the played turn `turn_id` (None when no such turn is in
     /// the undo history): what recomputes an older turn's preview on demand.
     pub fn session_before(&self, turn_id: &str) -> Option<Session> {
+        session_before(&self.workspace.session, &self.history, turn_id)
+    }
+
+    /// A new line of play that starts from the state right after the played turn `turn_id`:
+    /// its history, plugin data and undo history up to that turn (None when no such turn is in
+    /// the undo history). Its slots are projected again when it becomes the active line, as
+    /// undo does.
+    pub fn fork_after(&self, turn_id: &str) -> Option<PlayLine> {
         let index = self
             .history
             .iter()
             .rposition(|u| u.turn_id.as_deref() == Some(turn_id))?;
         let mut session = self.workspace.session.clone();
-        for undo in self.history[index..].iter().rev() {
+        for undo in self.history[index + 1..].iter().rev() {
             undo.apply(&mut session);
         }
-        Some(session)
+        let history = self.history[..=index].to_vec();
+        Some(PlayLine {
+            session,
+            scripted_turns: history.iter().filter(|u| u.turn_id.is_some()).count(),
+            history,
+            slots: None,
+            failures: FailureCounter::default(),
+            session_started: true,
+            pending_form: None,
+        })
+    }
+
+    /// A new line of play from the state before the first played turn (the session as the
+    /// playtest started, with its plugin data), for replaying the player's messages.
+    pub fn fork_at_start(&self) -> PlayLine {
+        let mut session = self.workspace.session.clone();
+        for undo in self.history.iter().rev() {
+            undo.apply(&mut session);
+        }
+        PlayLine {
+            session,
+            history: Vec::new(),
+            slots: None,
+            failures: FailureCounter::default(),
+            session_started: false,
+            pending_form: None,
+            scripted_turns: 0,
+        }
+    }
+
+    /// Makes `line` the line being played and returns the one that was (to switch back to it
+    /// later). A turn in flight on the old line appends nothing (the session version changes).
+    pub fn swap_line(&mut self, mut line: PlayLine) -> PlayLine {
+        std::mem::swap(&mut self.workspace.session, &mut line.session);
+        std::mem::swap(&mut self.history, &mut line.history);
+        std::mem::swap(&mut self.failures, &mut line.failures);
+        std::mem::swap(&mut self.session_started, &mut line.session_started);
+        std::mem::swap(&mut self.pending_form, &mut line.pending_form);
+        let incoming_slots = line.slots.take();
+        let outgoing_slots = match incoming_slots {
+            Some(slots) => std::mem::replace(&mut self.slots, slots),
+            None => {
+                let mut projected = SlotHost::default();
+                self.workspace.apply_slots(&mut projected, &Trigger::All);
+                std::mem::replace(&mut self.slots, projected)
+            }
+        };
+        line.slots = Some(outgoing_slots);
+        line.scripted_turns = self.story.replace_scripted_position(line.scripted_turns);
+        self.session_version = next_session_version();
+        line
+    }
+
+    /// Turn ids of the line being played, oldest first.
+    pub fn played_turn_ids(&self) -> impl Iterator<Item = &str> {
+        self.history.iter().filter_map(|u| u.turn_id.as_deref())
     }
 
     fn play_turn(

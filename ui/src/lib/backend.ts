@@ -36,7 +36,13 @@ export interface Backend {
    * session as it was before the turn — `withNewerPlugins` when plugins were reloaded since, so
    * the recomputed prompt may differ from what was sent.
    */
-  turnPrompt(turnId: string): Promise<TurnPrompt>;
+  turnPrompt(turnId: string, branch?: string | null): Promise<TurnPrompt>;
+  /** "Play from here": forks the played branch after `turnId`; the new branch is played from then on. */
+  forkTurn(turnId: string): Promise<SnapshotPatch>;
+  /** Makes another branch of the playtest the one played. */
+  switchBranch(branch: string): Promise<SnapshotPatch>;
+  /** "Replay with my change": the played branch's player messages again, in a new branch, with the plugins as they are now. */
+  replayBranch(): Promise<SnapshotPatch>;
   /**
    * The live prompt's request bodies (they do not cross with the snapshot), with the snapshot
    * version they belong to.

@@ -12,6 +12,19 @@ export const commands = {
 	setRuntime: (target: string) => typedError<SnapshotPatch_Serialize, string>(__TAURI_INVOKE("set_runtime", { target })),
 	playTurn: (message: string) => typedError<SnapshotPatch_Serialize, string>(__TAURI_INVOKE("play_turn", { message })),
 	/**
+	 *  "Play from here": forks the active branch after its played turn `turn_id`; the new branch
+	 *  is played from then on (the branch it leaves is kept beside it).
+	 */
+	forkTurn: (turnId: string) => typedError<SnapshotPatch_Serialize, string>(__TAURI_INVOKE("fork_turn", { turnId })),
+	/**  Makes another branch of the playtest the one played. */
+	switchBranch: (branch: string) => typedError<SnapshotPatch_Serialize, string>(__TAURI_INVOKE("switch_branch", { branch })),
+	/**
+	 *  "Replay with my change": plays the active branch's player messages again, in a new branch
+	 *  from the state before its first turn, with the plugins as they are now. Stops at the first
+	 *  turn that fails (or is cancelled).
+	 */
+	replayBranch: () => typedError<SnapshotPatch_Serialize, string>(__TAURI_INVOKE("replay_branch")),
+	/**
 	 *  Answers the form the last played turn asks the player to fill: what the player says (the
 	 *  form's narrative filled in, to play next), or what is wrong with the values.
 	 */
@@ -35,10 +48,11 @@ export const commands = {
 	 */
 	runEverythingAgain: () => typedError<SnapshotPatch_Serialize, string>(__TAURI_INVOKE("run_everything_again")),
 	/**
-	 *  The prompt a played turn sent (the last turn's is kept; older ones are recomputed from the
-	 *  session as it was before the turn, flagged when plugins were reloaded since).
+	 *  The prompt a played turn sent, in the branch `branch` (the one played by default): the last
+	 *  turn's is kept; older ones are recomputed from the session as it was before the turn,
+	 *  flagged when plugins were reloaded since.
 	 */
-	turnPrompt: (turnId: string) => typedError<TurnPrompt_Serialize, string>(__TAURI_INVOKE("turn_prompt", { turnId })),
+	turnPrompt: (turnId: string, branch: string | null) => typedError<TurnPrompt_Serialize, string>(__TAURI_INVOKE("turn_prompt", { turnId, branch })),
 	/**
 	 *  The live preview's request bodies, asked for when the window shows them (they do not
 	 *  cross with the prompt), with the snapshot version they belong to.
@@ -171,6 +185,33 @@ export type BoundaryDiff_Serialize = {
 	afterTokens: number,
 	plugin?: string,
 	segment?: string,
+};
+
+/**  One branch of the playtest, as the Playtest panel lists them side by side. */
+export type BranchView = BranchView_Serialize | BranchView_Deserialize;
+
+/**  One branch of the playtest, as the Playtest panel lists them side by side. */
+export type BranchView_Deserialize = {
+	id: string,
+	/**  `main`, `from turn-2 of main`, `replay of main`. */
+	label: string,
+	forkedFrom?: ForkPoint_Deserialize | null,
+	/**  Whether it is the branch played (its turns are the snapshot's `turns`). */
+	active: boolean,
+	/**  A parked branch's turns (empty for the active branch: they are the snapshot's `turns`). */
+	turns: TurnRecord_Deserialize[],
+};
+
+/**  One branch of the playtest, as the Playtest panel lists them side by side. */
+export type BranchView_Serialize = {
+	id: string,
+	/**  `main`, `from turn-2 of main`, `replay of main`. */
+	label: string,
+	forkedFrom?: ForkPoint_Serialize,
+	/**  Whether it is the branch played (its turns are the snapshot's `turns`). */
+	active: boolean,
+	/**  A parked branch's turns (empty for the active branch: they are the snapshot's `turns`). */
+	turns: TurnRecord_Serialize[],
 };
 
 /**  One cache breakpoint judged against the next turn. */
@@ -646,6 +687,23 @@ export type Forecast_Serialize = {
 	segmentTokens: SegmentTokens_Serialize[],
 	/**  How many token counts were computed and how many reused. */
 	counting: CountStats,
+};
+
+/**  Where a branch of the playtest started. */
+export type ForkPoint = ForkPoint_Serialize | ForkPoint_Deserialize;
+
+/**  Where a branch of the playtest started. */
+export type ForkPoint_Deserialize = {
+	branch: string,
+	/**  The turn it continues after; absent for a replay (it starts before the first turn). */
+	afterTurn?: string | null,
+};
+
+/**  Where a branch of the playtest started. */
+export type ForkPoint_Serialize = {
+	branch: string,
+	/**  The turn it continues after; absent for a replay (it starts before the first turn). */
+	afterTurn?: string,
 };
 
 /**  An answer to a form: what the player says, or the problems with the values. */
@@ -1628,6 +1686,15 @@ export type SegmentTokens_Serialize = {
 	exact: boolean,
 };
 
+/**
+ *  One part of a played turn's prompt as sent (a segment's text, the player's input, a
+ *  summary).
+ */
+export type SentPart = {
+	key: string,
+	text: string,
+};
+
 /**  An edit the studio makes to a session document. */
 export type SessionEdit = SessionEdit_Serialize | SessionEdit_Deserialize;
 
@@ -1824,6 +1891,7 @@ export type SnapshotPatch_Deserialize = {
 	preview?: PreviewPatch_Deserialize | null,
 	compaction?: CompactionView_Deserialize | null,
 	turns?: Turns_Deserialize | null,
+	branches?: BranchView_Deserialize[] | null,
 	/**  The reload that caused this patch (or `null` once there is none). */
 	lastReload?: ReloadEntry_Deserialize | null,
 	diagnostics?: Diagnostic_Deserialize[] | null,
@@ -1854,6 +1922,7 @@ export type SnapshotPatch_Serialize = {
 	preview?: PreviewPatch_Serialize,
 	compaction?: CompactionView_Serialize,
 	turns?: Turns_Serialize,
+	branches?: BranchView_Serialize[],
 	/**  The reload that caused this patch (or `null` once there is none). */
 	lastReload?: ReloadEntry_Serialize | null,
 	diagnostics?: Diagnostic_Serialize[],
@@ -1884,6 +1953,8 @@ export type Snapshot_Deserialize = {
 	preview: Preview_Deserialize,
 	compaction: CompactionView_Deserialize,
 	turns: TurnRecord_Deserialize[],
+	/**  The playtest's branches (one, `main`, until the author forks a turn or replays). */
+	branches: BranchView_Deserialize[],
 	lastReload?: ReloadEntry_Deserialize | null,
 	diagnostics: Diagnostic_Deserialize[],
 };
@@ -1913,6 +1984,8 @@ export type Snapshot_Serialize = {
 	preview: Preview_Serialize,
 	compaction: CompactionView_Serialize,
 	turns: TurnRecord_Serialize[],
+	/**  The playtest's branches (one, `main`, until the author forks a turn or replays). */
+	branches: BranchView_Serialize[],
 	lastReload?: ReloadEntry_Serialize,
 	diagnostics: Diagnostic_Serialize[],
 };
@@ -2190,6 +2263,11 @@ export type TurnRecord_Deserialize = {
 	steps: LoopStep_Deserialize[],
 	/**  Forms the turn's tools asked the player to fill. */
 	forms: JsonValue[],
+	/**
+	 *  What the prompt said besides the history, as sent: what turns of two branches are
+	 *  compared on.
+	 */
+	sent: SentPart[],
 };
 
 /**  One played turn, as the Playtest panel lists it (its prompt is asked for separately). */
@@ -2206,6 +2284,11 @@ export type TurnRecord_Serialize = {
 	steps: LoopStep_Serialize[],
 	/**  Forms the turn's tools asked the player to fill. */
 	forms: JsonValue[],
+	/**
+	 *  What the prompt said besides the history, as sent: what turns of two branches are
+	 *  compared on.
+	 */
+	sent: SentPart[],
 };
 
 /**  Which assembly a failed run belongs to. */

@@ -149,8 +149,40 @@ export function fakeBackend(): Backend {
     cancel: async () => {
       calls.push(["cancel"]);
     },
-    turnPrompt: async (turnId) => {
-      calls.push(["turnPrompt", turnId]);
+    // Branches as the studio keeps them: forking parks the played turns under their branch and
+    // plays on from the chosen turn; switching swaps them back.
+    forkTurn: async (turnId) => {
+      calls.push(["forkTurn", turnId]);
+      const upto = current.turns.findIndex((t) => t.turnId === turnId && !t.error);
+      if (upto < 0) throw new Error(`\`${turnId}\` is not a played turn of this branch`);
+      const from = current.branches.find((b) => b.active)?.id ?? "main";
+      const id = `b${current.branches.length + 1}`;
+      const branches = [
+        ...current.branches.map((b) => (b.active ? { ...b, active: false, turns: current.turns } : b)),
+        { id, label: `from ${turnId} of ${from}`, forkedFrom: { branch: from, afterTurn: turnId }, active: true, turns: [] },
+      ];
+      return advance({ ...current, turns: current.turns.slice(0, upto + 1), branches });
+    },
+    switchBranch: async (branch) => {
+      calls.push(["switchBranch", branch]);
+      const target = current.branches.find((b) => b.id === branch);
+      if (!target) throw new Error(`there is no branch \`${branch}\``);
+      if (target.active) return advance(current);
+      const branches = current.branches.map((b) => (b.active ? { ...b, active: false, turns: current.turns } : b.id === branch ? { ...b, active: true, turns: [] } : b));
+      return advance({ ...current, turns: target.turns, branches });
+    },
+    replayBranch: async () => {
+      calls.push(["replayBranch"]);
+      const from = current.branches.find((b) => b.active)?.id ?? "main";
+      const id = `b${current.branches.length + 1}`;
+      const branches = [
+        ...current.branches.map((b) => (b.active ? { ...b, active: false, turns: current.turns } : b)),
+        { id, label: `replay of ${from}`, forkedFrom: { branch: from }, active: true, turns: [] },
+      ];
+      return advance({ ...current, turns: current.turns.filter((t) => !t.error), branches });
+    },
+    turnPrompt: async (turnId, branch) => {
+      calls.push(["turnPrompt", turnId, branch ?? null]);
       const found = previews[turnId];
       if (!found) throw new Error(`\`${turnId}\` is not a played turn`);
       // A test may give `{ preview, withNewerPlugins }`; a bare preview was sent as it is. Either

@@ -65,6 +65,7 @@ export function applyPatch(snapshot: Snapshot, patch: SnapshotPatch): Snapshot |
   }
   if (patch.compaction !== undefined) next.compaction = patch.compaction;
   if (patch.turns !== undefined) next.turns = [...snapshot.turns.slice(0, patch.turns.keep), ...patch.turns.append];
+  if (patch.branches !== undefined) next.branches = patch.branches;
   if (patch.lastReload !== undefined) next.lastReload = patch.lastReload ?? undefined;
   if (patch.diagnostics !== undefined) next.diagnostics = patch.diagnostics;
   for (const key of ["sessionPath", "sessionText", "sessionError", "undo", "lastReload"] as const) {

@@ -191,7 +191,7 @@ describe("the turn inspector", () => {
     const rest = `${words}-word reply · 1 tool call · ${turn.events.length} events · ${turn.slotChanges.length} slot changes · compaction ${turn.compaction?.triggered ? "ran" : "not due"}`;
     expect(turnSummary(turn, sent)).toBe(`${tokens} tokens sent over ${p.system.blocks.filter((b: any) => b.cacheBoundary).length} cache boundaries · ${rest}`);
     expect(turnSummary(turn), "before the prompt is loaded").toBe(rest);
-    expect(turnSummary({ turnId: "t", playerMessage: "x", error: "boom", events: [], slotChanges: [], steps: [], forms: [] })).toBe("no reply · 0 events · 0 slot changes · no compaction run");
+    expect(turnSummary({ turnId: "t", playerMessage: "x", error: "boom", events: [], slotChanges: [], steps: [], forms: [], sent: [] })).toBe("no reply · 0 events · 0 slot changes · no compaction run");
   });
 
   it("reads each step of the turn's loop in the author's words", () => {

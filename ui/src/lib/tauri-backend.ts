@@ -22,7 +22,10 @@ export function tauriBackend(): Backend {
     newPlugin: (id, points, typescript) => unwrap(commands.newPlugin(id, points, typescript)),
     compactNow: () => unwrap(commands.compactNow()),
     runEverythingAgain: () => unwrap(commands.runEverythingAgain()),
-    turnPrompt: (turnId) => unwrap(commands.turnPrompt(turnId)),
+    turnPrompt: (turnId, branch) => unwrap(commands.turnPrompt(turnId, branch ?? null)),
+    forkTurn: (turnId) => unwrap(commands.forkTurn(turnId)),
+    switchBranch: (branch) => unwrap(commands.switchBranch(branch)),
+    replayBranch: () => unwrap(commands.replayBranch()),
     requestBodies: () => unwrap(commands.requestBodies()),
     cancel: async () => {
       await unwrap(commands.cancelWork());

@@ -4,8 +4,8 @@ import { fixture as forecast } from "../../fixtures/forecast";
 import { fixture as tests } from "../../fixtures/tests";
 import { fixture as afterReload } from "../../fixtures/after-reload";
 import { fixture as bodies } from "../../fixtures/request-bodies";
-import type { CallRecord, Snapshot, SlotId } from "./wire";
-import { activeActor, blockRows, outline, breakpointLabel, cacheReason, sdkCall, chains, providerChains, changedRows, changedSegments, contentBefore, differenceLabel, draftAfterSnapshot, forecastSummary, listView, meter, movingBreakpoint, nextTurnCacheRead, placementLabel, summaryEntries, systemBreakpoint, testCounts, text, usd, where } from "./view";
+import type { CallRecord, Snapshot, SlotId, TurnRecord } from "./wire";
+import { activeActor, blockRows, outline, breakpointLabel, cacheReason, sdkCall, chains, providerChains, changedRows, changedSegments, contentBefore, differenceLabel, draftAfterSnapshot, forecastSummary, listView, meter, movingBreakpoint, nextTurnCacheRead, placementLabel, summaryEntries, systemBreakpoint, testCounts, text, usd, where, turnRecordChanges, usageLine, replayCounterpart } from "./view";
 
 const demo: Snapshot = snapshot;
 
@@ -188,5 +188,46 @@ describe("segment rows of the system blocks", () => {
     const preview = { ...demo.preview, segments: [tokens("a"), tokens("bbb")], prompt: { ...demo.preview.prompt, system: { ...demo.preview.prompt.system, blocks: [{ ...demo.preview.prompt.system.blocks[0], segments: ["p/x", "p/x"] }] } } };
     const entries = outline(preview).filter((e) => e.kind === "segment");
     expect(entries.map((e) => e.tokens)).toEqual([1, 3]);
+  });
+});
+
+describe("comparing turns of two branches", () => {
+  const base: TurnRecord = {
+    turnId: "turn-3",
+    playerMessage: "I swim.",
+    reply: { text: "The tide pulls.", finishReason: "stop", toolCalls: [], usage: { input_tokens: 120, output_tokens: 30 } } as TurnRecord["reply"],
+    events: [{ topic: "scene", data: { id: "tower" } }],
+    slotChanges: [{ slot: "stage.backdrop@1" as SlotId, value: { name: "The Bell Tower" }, revision: "1" }],
+    steps: [],
+    forms: [],
+    sent: [
+      { key: "segment story-director/tone", text: "Keep a wry voice." },
+      { key: "player input", text: "I swim." },
+    ],
+  };
+  it("says what the prompt sent, the reply, events, slots and usage changed", () => {
+    const other: TurnRecord = structuredClone(base);
+    other.sent[0].text = "Keep a grave voice.";
+    other.reply = { ...other.reply!, text: "The tide pulls hard.", usage: { input_tokens: 125, output_tokens: 30 } };
+    other.slotChanges = [];
+    const changes = turnRecordChanges(base, other);
+    expect(changes.map((c) => c.key)).toEqual(["segment story-director/tone", "reply", "slot change stage.backdrop@1", "usage (cost)"]);
+    expect(changes[0].parts).toContainEqual({ kind: "added", text: "grave " });
+    expect(turnRecordChanges(base, structuredClone(base))).toEqual([]);
+  });
+  it("reads usage in either backend's words", () => {
+    expect(usageLine(base)).toBe("input 120 · output 30");
+    expect(usageLine({ ...base, reply: { ...base.reply!, usage: { prompt_tokens: 9, completion_tokens: 2 } } })).toBe("input 9 · output 2");
+    expect(usageLine({ ...base, reply: undefined })).toBe("no usage reported");
+  });
+  it("compares a replayed turn with the turn it replays, a fork's with none", () => {
+    const replayed = { ...base, turnId: "turn-3" };
+    const branches = (forkedFrom: { branch: string; afterTurn?: string }) => [
+      { id: "main", label: "main", active: false, turns: [{ ...base, turnId: "turn-3" }, { ...base, turnId: "turn-4", error: "boom" }, { ...base, turnId: "turn-5" }] },
+      { id: "b2", label: "x", active: true, turns: [], forkedFrom },
+    ];
+    const snap = (forkedFrom: { branch: string; afterTurn?: string }) => ({ ...snapshot, turns: [replayed, { ...base, turnId: "turn-4" }], branches: branches(forkedFrom) }) as unknown as Snapshot;
+    expect(replayCounterpart(snap({ branch: "main" }), "turn-4")).toEqual({ branch: "main", turnId: "turn-5" });
+    expect(replayCounterpart(snap({ branch: "main", afterTurn: "turn-3" }), "turn-4")).toBeUndefined();
   });
 });

@@ -1,6 +1,6 @@
 // View logic: pure functions over the snapshot, unit-tested with Vitest. Components stay thin.
 import { resolveI18nText } from "./locale";
-import type { Breakpoint, CacheReport, CallRecord, Forecast, GoldenDifference, I18n, JsonValue, Message, Origin, PartOrigin, PluginView, ReloadEntry, SegmentChange, SegmentRow, Snapshot, TestRun } from "./wire";
+import type { Breakpoint, CacheReport, CallRecord, Forecast, GoldenDifference, I18n, JsonValue, Message, Origin, PartOrigin, PluginView, ReloadEntry, SegmentChange, SegmentRow, Snapshot, TestRun, TurnRecord } from "./wire";
 
 // ---- reading JSON values (the session, the world snapshot, summaries) ----------------------------
 
@@ -771,6 +771,59 @@ export function wordDiff(before: string, after: string, limit = 4000): DiffPart[
   while (i < n) push("removed", a[i++]);
   while (j < m) push("added", b[j++]);
   return out;
+}
+
+/**
+ * What differs between two played turns (of one branch or of two): the prompt as each sent it
+ * (its segments, the player's input and summaries; kept with the turn, so a turn played before
+ * a plugin change keeps what it sent), the reply's words, the events emitted, the slot values
+ * the turns left, and the usage (cost) the backend reported.
+ */
+export function turnRecordChanges(before: TurnRecord, after: TurnRecord): { key: string; parts: DiffPart[] }[] {
+  const out: { key: string; parts: DiffPart[] }[] = [];
+  const compare = (key: string, a: string, b: string) => {
+    if (a !== b) out.push({ key, parts: wordDiff(a, b) });
+  };
+  // The prompt as each turn sent it (segments, the player's input, summaries; not the history).
+  const sent = (t: TurnRecord) => new Map((t.sent ?? []).map((p) => [p.key, p.text]));
+  const [x, y] = [sent(before), sent(after)];
+  for (const key of [...new Set([...x.keys(), ...y.keys()])]) compare(key, x.get(key) ?? "", y.get(key) ?? "");
+  compare("reply", before.reply?.text ?? before.error ?? "", after.reply?.text ?? after.error ?? "");
+  compare("events", (before.events ?? []).map((e) => JSON.stringify(e)).join("\n"), (after.events ?? []).map((e) => JSON.stringify(e)).join("\n"));
+  const slots = (t: TurnRecord) => new Map((t.slotChanges ?? []).map((c) => [c.key ? `${c.slot}[${c.key}]` : c.slot, JSON.stringify(c.value)]));
+  const [a, b] = [slots(before), slots(after)];
+  for (const slot of [...new Set([...a.keys(), ...b.keys()])]) compare(`slot change ${slot}`, a.get(slot) ?? "(unchanged)", b.get(slot) ?? "(unchanged)");
+  compare("usage (cost)", usageLine(before), usageLine(after));
+  return out;
+}
+
+/** A reply's reported usage in one line (tokens in, cached, out), or why there is none. */
+export function usageLine(turn: TurnRecord): string {
+  const u = turn.reply?.usage as Record<string, unknown> | undefined;
+  if (!u || typeof u !== "object") return "no usage reported";
+  const n = (...keys: string[]) => keys.map((k) => u[k]).find((v) => typeof v === "number") as number | undefined;
+  const parts = [
+    ["input", n("input_tokens", "prompt_tokens")],
+    ["cache write", n("cache_creation_input_tokens")],
+    ["cache read", n("cache_read_input_tokens")],
+    ["output", n("output_tokens", "completion_tokens")],
+  ].filter(([, v]) => v !== undefined);
+  return parts.length ? parts.map(([k, v]) => `${k} ${v}`).join(" · ") : JSON.stringify(u);
+}
+
+/**
+ * The turn of another branch a played turn is compared with by default: in a replay, the turn
+ * at the same position of the branch it replays; otherwise none (the turn before is used).
+ */
+export function replayCounterpart(snapshot: Snapshot, turnId: string): { branch: string; turnId: string } | undefined {
+  const branches = snapshot.branches ?? [];
+  const active = branches.find((b) => b.active);
+  const from = active?.forkedFrom;
+  if (!from || from.afterTurn) return undefined;
+  const source = branches.find((b) => b.id === from.branch);
+  const index = snapshot.turns.findIndex((t) => t.turnId === turnId);
+  const other = source?.turns.filter((t) => !t.error)[index];
+  return other ? { branch: from.branch, turnId: other.turnId } : undefined;
 }
 
 /** One line per cache boundary the last reload moved or broke, naming the segment responsible. */

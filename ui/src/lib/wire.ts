@@ -43,5 +43,7 @@ export type {
   TestSession_Serialize as TestSession,
   TurnPrompt_Serialize as TurnPrompt,
   TurnRecord_Serialize as TurnRecord,
+  BranchView_Serialize as BranchView,
+  ForkPoint_Serialize as ForkPoint,
   TurnText,
 } from "./bindings";

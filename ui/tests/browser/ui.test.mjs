@@ -640,9 +640,10 @@ test("every panel passes axe with no serious or critical violations", async () =
 test("the turn inspector diffs a turn's segments against the turn before", async () => {
   const after = await fixture("after-turn.json");
   const first = after.turns[0];
+  // What a turn sent is kept with it: the second turn's tone segment said something else.
   const second = { ...structuredClone(first), turnId: "turn-4" };
+  second.sent.find((s) => s.key === "segment story-director/tone").text = "Keep a grave, patient narrative voice.";
   const sent = structuredClone((await fixture("turn-previews.json"))[first.turnId].preview);
-  sent.segments.find((s) => s.id === "tone").content = "Keep a grave, patient narrative voice.";
   const two = { ...after, turns: [first, second] };
   const context = await browser.newContext({ viewport: { width: 1440, height: 920 } });
   const p = await context.newPage();
@@ -884,28 +885,29 @@ test("the turn inspector diffs a turn against any other played turn, earlier to 
   const after = await fixture("after-turn.json");
   const first = after.turns[0];
   const [second, third] = [{ ...structuredClone(first), turnId: "turn-4" }, { ...structuredClone(first), turnId: "turn-5" }];
+  const part = (turn, key) => turn.sent.find((s) => s.key === key);
+  part(second, "segment story-director/tone").text = "Keep a grave, patient narrative voice.";
+  part(third, "segment story-director/tone").text = "Keep a grave, patient narrative voice.";
+  part(third, "segment story-director/focus").text += " Mind the bells.";
   const sentFirst = (await fixture("turn-previews.json"))[first.turnId].preview;
-  const sentSecond = structuredClone(sentFirst);
-  sentSecond.segments.find((s) => s.id === "tone").content = "Keep a grave, patient narrative voice.";
-  const sentThird = structuredClone(sentSecond);
-  sentThird.segments.find((s) => s.id === "focus").content += " Mind the bells.";
+  const [sentSecond, sentThird] = [structuredClone(sentFirst), structuredClone(sentFirst)];
   const context = await browser.newContext({ viewport: { width: 1440, height: 920 } });
   const p = await context.newPage();
   await p.goto(url);
   await p.getByTestId("system-prompt").waitFor();
-  await p.evaluate(([s, prompts]) => window.__fakeSnapshot(s, prompts), [{ ...after, turns: [first, second, third] }, { "turn-4": { preview: sentSecond, withNewerPlugins: true }, "turn-5": sentThird }]);
+  await p.evaluate(([s, prompts]) => window.__fakeSnapshot(s, prompts), [{ ...after, turns: [first, second, third] }, { "turn-4": sentSecond, "turn-5": { preview: sentThird, withNewerPlugins: true } }]);
   await p.locator('[data-tab="Playtest"]').click();
   await p.getByTestId("turn-pick").nth(2).click();
   const changes = () => p.getByTestId("turn-change").evaluateAll((all) => all.map((c) => c.querySelector(".muted").textContent));
   await p.getByTestId("turn-change").first().waitFor();
-  assert.equal(await p.getByTestId("turn-compare").inputValue(), "turn-4", "the turn before by default");
-  assert.match(await p.getByTestId("turn-newer-plugins").textContent(), /reloaded after turn-4/, "a recomputed prompt says it may differ from what was sent");
+  assert.equal(await p.getByTestId("turn-compare").inputValue(), "|turn-4", "the turn before by default");
+  assert.match(await p.getByTestId("turn-newer-plugins").textContent(), /reloaded after turn-5.*comparisons below use what it sent/, "a recomputed prompt says it may differ from what was sent");
   assert.deepEqual(await changes(), ["segment story-director/focus"]);
-  await p.getByTestId("turn-compare").selectOption(first.turnId);
+  await p.getByTestId("turn-compare").selectOption(`|${first.turnId}`);
   await p.getByTestId("turn-compare-title").filter({ hasText: `from ${first.turnId} to turn-5` }).waitFor();
   assert.deepEqual((await changes()).sort(), ["segment story-director/focus", "segment story-director/tone"]);
   await p.getByTestId("turn-pick").first().click();
-  await p.getByTestId("turn-compare").selectOption("turn-5");
+  await p.getByTestId("turn-compare").selectOption("|turn-5");
   await p.getByTestId("turn-compare-title").filter({ hasText: `from ${first.turnId} to turn-5` }).waitFor();
   assert.deepEqual((await changes()).sort(), ["segment story-director/focus", "segment story-director/tone"], "from the earlier to the later turn");
   assert.equal((await p.getByTestId("turn-change").filter({ hasText: "tone" }).locator("ins").textContent()).trim(), "patient");
@@ -962,5 +964,44 @@ test("a failed open is shown once, with its code and place, and can be dismissed
   assert.equal(await own.getByTestId("error").count(), 0, "not a second time as the action's error");
   await own.getByTestId("dismiss-open-error").click();
   assert.equal(await own.getByTestId("open-error").count(), 0);
+  await context.close();
+});
+
+test("Play from here starts a branch beside the one played; turns of two branches compare; a replay says per turn what changed", async () => {
+  const after = await fixture("after-turn.json");
+  const first = after.turns[0];
+  const second = { ...structuredClone(first), turnId: "turn-4", playerMessage: "I climb the stairs." };
+  second.reply.text = "The stairs are slick with weed.";
+  second.sent.find((s) => s.key === "player input").text = "I climb the stairs.";
+  const context = await browser.newContext({ viewport: { width: 1440, height: 920 } });
+  const p = await context.newPage();
+  await p.goto(url);
+  await p.getByTestId("system-prompt").waitFor();
+  await p.evaluate((s) => window.__fakeSnapshot(s), { ...after, turns: [first, second] });
+  await p.locator('[data-tab="Playtest"]').click();
+  const branches = p.getByTestId("branch");
+  assert.equal(await branches.count(), 1, "one branch until a fork");
+  await p.getByTestId("turn-pick").first().click();
+  await p.getByTestId("play-from-here").click();
+  await p.locator('[data-testid="branch"][aria-pressed="true"]', { hasText: `from ${first.turnId} of main` }).waitFor();
+  assert.equal(await branches.count(), 2);
+  assert.equal(await p.getByTestId("turn-pick").count(), 1, "the branch holds the turns up to the fork");
+  // Any turn of the other branch can be compared with.
+  await p.getByTestId("turn-compare").selectOption("main|turn-4");
+  await p.getByTestId("turn-compare-title").filter({ hasText: `from main · turn-4 to ${first.turnId}` }).waitFor();
+  const keys = await p.getByTestId("turn-change").evaluateAll((all) => all.map((c) => c.querySelector(".muted").textContent));
+  assert.deepEqual(keys, ["player input", "reply"]);
+  await p.screenshot({ path: join(shots, "browser-branches.png"), fullPage: true });
+  // Back to main: its two turns, kept.
+  await p.locator('[data-testid="branch"][data-branch="main"]').click();
+  await p.locator('[data-testid="branch"][data-branch="main"][aria-pressed="true"]').waitFor();
+  assert.equal(await p.getByTestId("turn-pick").count(), 2);
+  // Replay with my change: a new branch, each turn against the one it replays.
+  await p.getByTestId("replay-branch").click();
+  await p.getByTestId("replay-changes").waitFor();
+  assert.equal(await p.getByTestId("replay-turn").count(), 2);
+  assert.match(await p.getByTestId("replay-changes").textContent(), /replay of main/);
+  assert.match(await p.getByTestId("replay-turn").first().textContent(), /same reply, events, slots and usage/);
+  assert.deepEqual((await p.evaluate(() => window.__fakeCalls)).filter((c) => ["forkTurn", "switchBranch", "replayBranch"].includes(c[0])), [["forkTurn", first.turnId], ["switchBranch", "main"], ["replayBranch"]]);
   await context.close();
 });

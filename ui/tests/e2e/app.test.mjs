@@ -355,24 +355,25 @@ test("New plugin… in the window starts a plugin that loads at once and whose s
   await waitFor("the plugin gone", async () => !(await (await browser.$('[data-testid="status-weather-report"]')).isExisting()), 30000);
 });
 
-test("a real backend's reply streams into the Playtest panel as it arrives, and Esc cancels the next turn", async () => {
-  // A local server speaking the Anthropic Messages streaming format: the first request gets
-  // four pieces 500 ms apart, the second one piece and then silence.
+test("a real backend's reply streams into the Playtest panel as it arrives, Esc cancels a turn, and a fork of an earlier turn compares with the branch it left", async () => {
+  // A local server speaking the Anthropic Messages streaming format: each answer comes in
+  // pieces 500 ms apart; the third request gets one piece and then silence.
+  const replies = { 1: ["The tide ", "turns, ", "and the bell ", "rings once."], 2: ["The stairs ", "are slick."], 3: ["Something "], 4: ["Oren ", "waves back."] };
   let requests = 0;
   const server = createHttpServer((req, res) => {
     req.resume();
     req.on("end", async () => {
       requests += 1;
-      const first = requests === 1;
+      const pieces = replies[requests] ?? ["Again."];
       res.writeHead(200, { "content-type": "text/event-stream" });
       const send = (event, data) => res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
       send("message_start", { type: "message_start", message: { id: "msg", model: "m", role: "assistant", usage: { input_tokens: 10, output_tokens: 1 } } });
       send("content_block_start", { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } });
-      for (const text of first ? ["The tide ", "turns, ", "and the bell ", "rings once."] : ["Something "]) {
+      for (const text of pieces) {
         send("content_block_delta", { type: "content_block_delta", index: 0, delta: { type: "text_delta", text } });
         await new Promise((r) => setTimeout(r, 500));
       }
-      if (!first) return; // silence: the author cancels
+      if (requests === 3) return; // silence: the author cancels
       send("message_delta", { type: "message_delta", delta: { stop_reason: "end_turn" }, usage: { output_tokens: 9 } });
       send("message_stop", { type: "message_stop" });
       res.end();
@@ -380,28 +381,56 @@ test("a real backend's reply streams into the Playtest panel as it arrives, and 
   });
   await new Promise((r) => server.listen(0, "127.0.0.1", r));
   const url = `http://127.0.0.1:${server.address().port}`;
+  const say = async (message) => {
+    await (await browser.$('[data-testid="player-message"]')).setValue(message);
+    await (await browser.$('[data-testid="play"]')).click();
+  };
+  const chat = () => text('[data-testid="chat"]');
   try {
     await edit("demo.session.yaml", "  story:\n    contextWindow: 32768\n", `  story:\n    backend: anthropic\n    baseUrl: "${url}"\n    model: claude-sonnet-4-5\n    contextWindow: 32768\n`);
     await tab("Playtest");
     await waitFor("the reloaded session", async () => (await browser.$$('[data-testid="turn-pick"]')).length === 0);
-    await (await browser.$('[data-testid="player-message"]')).setValue("I listen.");
-    await (await browser.$('[data-testid="play"]')).click();
+    await say("I listen.");
     await waitFor("the first piece", async () => /The tide/.test(await text('[data-testid="streaming"]')));
     assert.doesNotMatch(await text('[data-testid="streaming"]'), /rings once/, "the text grows before the turn ends");
     await capture(join(shots, "e2e-streaming.png"));
-    await waitFor("the whole reply in the chat", async () => /assistant: The tide turns, and the bell rings once\./.test(await text('[data-testid="chat"]')), 30000);
+    await waitFor("the whole reply in the chat", async () => /assistant: The tide turns, and the bell rings once\./.test(await chat()), 30000);
+    await say("I climb the stairs.");
+    await waitFor("the second reply", async () => /assistant: The stairs are slick\./.test(await chat()), 30000);
     // The next turn streams one piece and stalls: Esc cancels it, and nothing is appended.
-    const before = await text('[data-testid="chat"]');
-    await (await browser.$('[data-testid="player-message"]')).setValue("I wait.");
-    await (await browser.$('[data-testid="play"]')).click();
+    const before = await chat();
+    await say("I wait.");
     await waitFor("the stalled piece", async () => /Something/.test(await text('[data-testid="streaming"]')));
     await browser.keys(["Escape"]);
     await waitFor("the turn cancelled", async () => !(await (await browser.$('[data-testid="busy"]')).isExisting()));
     await waitFor("the bubble gone", async () => !(await (await browser.$('[data-testid="streaming"]')).isExisting()));
     await waitFor("the chat as it was, with the cancelled turn said", async () => {
-      const now = await text('[data-testid="chat"]');
+      const now = await chat();
       return !/assistant: Something/.test(now) && now.startsWith(before.slice(0, 40));
     });
+    // What if the player had said something else at the second turn? Fork the first one.
+    await (await browser.$('[data-testid="turn-pick"]')).click();
+    await (await browser.$('[data-testid="play-from-here"]')).click();
+    await waitFor("the fork played", async () => /from turn-3 of main/.test(await text('[data-testid="branch"][aria-pressed="true"]')));
+    assert.doesNotMatch(await chat(), /The stairs are slick/, "the fork starts right after turn-3");
+    await say("I wave to Oren.");
+    await waitFor("the fork's own turn", async () => /assistant: Oren waves back\./.test(await chat()), 30000);
+    const picks = await browser.$$('[data-testid="turn-pick"]');
+    await picks[picks.length - 1].click();
+    await waitFor("the inspector on the fork's turn", async () => /I wave to Oren/.test(await text('[data-testid="turn-inspector"]')));
+    const compare = await browser.$('[data-testid="turn-compare"]');
+    await compare.scrollIntoView({ block: "center" });
+    await compare.selectByAttribute("value", "main|turn-4");
+    await waitFor("the branches compared", async () => /Changed from main · turn-4 to turn-4/.test(await text('[data-testid="turn-compare-title"]')));
+    const changes = await browser.execute(() => [...document.querySelectorAll('[data-testid="turn-change"] .muted')].map((e) => e.textContent));
+    assert.ok(changes.includes("player input") && changes.includes("reply"), changes.join(", "));
+    await capture(join(shots, "e2e-fork-compare.png"));
+    // The branch left is kept: back to main, its turns are there.
+    const main = await browser.$('[data-testid="branch"][data-branch="main"]');
+    await main.scrollIntoView({ block: "center" });
+    await main.click();
+    await waitFor("main again", async () => /assistant: The stairs are slick\./.test(await chat()));
+    assert.equal(requests, 4, "a fork replays nothing: only the new turn asked the model");
   } finally {
     server.closeAllConnections?.();
     server.close();

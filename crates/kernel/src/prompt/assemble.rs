@@ -60,6 +60,20 @@ pub enum Origin {
     PlayerInput,
 }
 
+impl Origin {
+    /// Where a text came from, in the author's words: `history m3`, `summary s1`,
+    /// `segment lore-book/remember`, `turn context`, `player input`.
+    pub fn name(&self) -> String {
+        match self {
+            Origin::History { id } => format!("history {id}"),
+            Origin::Summary { id } => format!("summary {id}"),
+            Origin::Segment { plugin, segment } => format!("segment {plugin}/{segment}"),
+            Origin::TurnContext { .. } => "turn context".into(),
+            Origin::PlayerInput => "player input".into(),
+        }
+    }
+}
+
 /// One message of the request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -18,7 +18,7 @@ use super::preview::{
 use super::reload::ReloadEntry;
 use super::snapshot::{Snapshot, UndoView};
 use super::splice::JsonChange;
-use super::turns::TurnRecord;
+use super::turns::{BranchView, TurnRecord};
 use serde::Serialize;
 use specta::Type;
 
@@ -393,6 +393,8 @@ pub struct SnapshotPatch {
     pub compaction: Option<CompactionView>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub turns: Option<Turns>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub branches: Option<Vec<BranchView>>,
     /// The reload that caused this patch (or `null` once there is none).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_reload: Option<Option<ReloadEntry>>,
@@ -542,6 +544,7 @@ impl WireState {
                 keep: u32::try_from(kept).unwrap_or(u32::MAX),
                 append: now.turns[kept..].to_vec(),
             }),
+            branches: part(before.map(|b| &b.branches), &now.branches),
             last_reload: part(before.map(|b| &b.last_reload), &now.last_reload),
             diagnostics: part(before.map(|b| &b.diagnostics), &now.diagnostics),
         };

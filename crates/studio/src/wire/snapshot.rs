@@ -8,7 +8,7 @@ use super::compaction::{CompactionRun, CompactionView};
 use super::plugins::{PluginStatus, PluginView, Resolution};
 use super::preview::Preview;
 use super::reload::ReloadEntry;
-use super::turns::TurnRecord;
+use super::turns::{BranchView, TurnRecord};
 use crate::live::{LiveStudio, UndoEntry};
 use covel_kernel::compaction::{self, Budget};
 use covel_kernel::diagnostic;
@@ -63,6 +63,8 @@ pub struct Snapshot {
     pub preview: Preview,
     pub compaction: CompactionView,
     pub turns: Vec<TurnRecord>,
+    /// The playtest's branches (one, `main`, until the author forks a turn or replays).
+    pub branches: Vec<BranchView>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_reload: Option<ReloadEntry>,
     pub diagnostics: Vec<Diagnostic>,
@@ -192,6 +194,7 @@ impl LiveStudio {
                     .map(CompactionRun::from),
             },
             turns: self.turns.iter().map(Into::into).collect(),
+            branches: BranchView::all(&self.branches),
             last_reload: self.last_reload.as_ref().map(Into::into),
             diagnostics: ws.diagnostics().map(Into::into).collect(),
         }

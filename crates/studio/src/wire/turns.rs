@@ -276,6 +276,18 @@ pub struct TurnRecord {
     /// Forms the turn's tools asked the player to fill.
     #[specta(type = Vec<crate::wire::common::JsonShape>)]
     pub forms: Vec<JsonValue>,
+    /// What the prompt said besides the history, as sent: what turns of two branches are
+    /// compared on.
+    pub sent: Vec<SentPart>,
+}
+
+/// One part of a played turn's prompt as sent (a segment's text, the player's input, a
+/// summary).
+#[derive(Debug, Clone, PartialEq, Serialize, Type)]
+#[serde(rename_all = "camelCase")]
+pub struct SentPart {
+    pub key: String,
+    pub text: String,
 }
 
 impl From<&playtest::TurnRecord> for TurnRecord {
@@ -290,7 +302,64 @@ impl From<&playtest::TurnRecord> for TurnRecord {
             slot_changes: t.slot_changes.iter().map(Into::into).collect(),
             steps: t.steps.iter().map(Into::into).collect(),
             forms: all(&t.forms),
+            sent: t
+                .sent
+                .iter()
+                .map(|p| SentPart {
+                    key: p.key.clone(),
+                    text: p.text.to_string(),
+                })
+                .collect(),
         }
+    }
+}
+
+/// Where a branch of the playtest started.
+#[derive(Debug, Clone, PartialEq, Serialize, Type)]
+#[serde(rename_all = "camelCase")]
+pub struct ForkPoint {
+    pub branch: String,
+    /// The turn it continues after; absent for a replay (it starts before the first turn).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub after_turn: Option<String>,
+}
+
+/// One branch of the playtest, as the Playtest panel lists them side by side.
+#[derive(Debug, Clone, PartialEq, Serialize, Type)]
+#[serde(rename_all = "camelCase")]
+pub struct BranchView {
+    pub id: String,
+    /// `main`, `from turn-2 of main`, `replay of main`.
+    pub label: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<ForkPoint>,
+    /// Whether it is the branch played (its turns are the snapshot's `turns`).
+    pub active: bool,
+    /// A parked branch's turns (empty for the active branch: they are the snapshot's `turns`).
+    pub turns: Vec<TurnRecord>,
+}
+
+impl BranchView {
+    /// The studio's branches, in creation order.
+    pub fn all(branches: &crate::branches::Branches) -> Vec<BranchView> {
+        let active = &branches.active().id;
+        branches
+            .list()
+            .iter()
+            .map(|b| BranchView {
+                id: b.id.clone(),
+                label: b.label.clone(),
+                forked_from: b.forked_from.as_ref().map(|f| ForkPoint {
+                    branch: f.branch.clone(),
+                    after_turn: f.after_turn.clone(),
+                }),
+                active: &b.id == active,
+                turns: branches
+                    .parked(&b.id)
+                    .map(|p| p.turns.iter().map(Into::into).collect())
+                    .unwrap_or_default(),
+            })
+            .collect()
     }
 }
 
