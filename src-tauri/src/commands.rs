@@ -254,6 +254,31 @@ async fn replay_branch(
     with_studio_patch(&state, |_| Ok(())).await
 }
 
+/// The models a server says it serves, for the Session panel's model picker: the session's
+/// story model with the backend, address and key variable the author is editing.
+#[tauri::command]
+#[specta::specta]
+async fn list_models(
+    state: State<'_, AppState>,
+    backend: String,
+    base_url: Option<String>,
+    api_key_env: Option<String>,
+) -> Result<Vec<String>, String> {
+    let mut config = with_studio(&state, |s| {
+        Ok(s.play.workspace.session.models.story.clone())
+    })
+    .await?;
+    config.backend = backend;
+    config.base_url = base_url.filter(|u| !u.trim().is_empty());
+    config.api_key_env = api_key_env.filter(|k| !k.trim().is_empty());
+    off_runtime(move || {
+        covel_studio::models::Backend::new(&config)
+            .list_models()
+            .map_err(|e| e.to_string())
+    })
+    .await
+}
+
 /// Runs compaction now, even under the threshold ("compact now"); undo puts the session back.
 #[tauri::command]
 #[specta::specta]
@@ -570,6 +595,7 @@ pub fn builder() -> Builder<tauri::Wry> {
             fork_turn,
             switch_branch,
             replay_branch,
+            list_models,
             answer_form,
             open_in_editor,
             new_plugin,

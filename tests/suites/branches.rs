@@ -1,4 +1,4 @@
-//! Branches of a playtest (docs/turn-loop.md, "Fork and compare"): "Play from here" starts a
+//! Branches of a playtest (docs/turn-loop.md, "Branches"): "Play from here" starts a
 //! branch from the state right after a played turn, branches are kept side by side and each
 //! turn's prompt can be recomputed in its own branch, and "Replay with my change" plays a
 //! branch's player messages again against the plugins as they are now.

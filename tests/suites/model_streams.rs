@@ -20,6 +20,8 @@ enum Answer {
     /// Server-sent events (`event:` name, data), then the connection closes — or, with
     /// `stall`, stays open and silent for that long first.
     Events(Vec<(Option<&'static str>, String)>, Option<Duration>),
+    /// An HTTP error status with this body (as a server that refuses the request answers).
+    Status(u16, String),
 }
 
 /// A model server answering its requests in order; returns its URL and the requests it got.
@@ -43,6 +45,13 @@ fn fake(answers: Vec<Answer>) -> (String, Arc<Mutex<Vec<Value>>>) {
                     let _ = write!(
                         stream,
                         "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{text}",
+                        text.len()
+                    );
+                }
+                Answer::Status(code, text) => {
+                    let _ = write!(
+                        stream,
+                        "HTTP/1.1 {code} Refused\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{text}",
                         text.len()
                     );
                 }
@@ -364,4 +373,116 @@ fn a_streamed_turn_s_recording_replays_unstreamed_and_a_server_that_does_not_str
         report.reply.map(|r| r.text).as_deref(),
         Some("Whole anyway.")
     );
+}
+
+#[test]
+fn a_server_that_cannot_call_tools_fails_the_turn_saying_so_and_what_to_do() {
+    // Ollama's answer for a model without tool support.
+    let refusal = Answer::Status(
+        400,
+        json!({"error": "registry.ollama.ai/library/llama2:latest does not support tools"})
+            .to_string(),
+    );
+    fails_and_keeps_the_session(
+        refusal,
+        "openai",
+        "this server or model does not take tool calls (the request offered 8 tools: set-scene, cue, boom, grab, again, ask-name, ids, emit-event)",
+    );
+    // A server whose error does not say why still hears that the request offered tools.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (url, _) = fake(vec![Answer::Status(500, "internal error".into())]);
+    let mut play = playtest(&dir, "openai", &url, "none");
+    let (report, _) = play_streamed(&mut play);
+    let error = report.error.expect("the turn failed");
+    assert!(
+        error.contains("HTTP 500") && error.contains("internal error"),
+        "{error}"
+    );
+    assert!(error.contains("the request offered 8 tools"), "{error}");
+}
+
+/// A server answering one request with `status` and `body`; returns its URL and the request
+/// line's path it got.
+fn one_answer(status: u16, body: &'static str) -> (String, std::sync::mpsc::Receiver<String>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        if let Some(mut stream) = accept_within(&listener, Duration::from_secs(30)) {
+            let (path, _) = read_request(&stream).expect("a request");
+            let _ = tx.send(path);
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    (url, rx)
+}
+
+fn backend(backend: &str, base_url: &str) -> covel_studio::models::Backend {
+    let config: covel_kernel::session::Model = serde_json::from_value(
+        json!({"backend": backend, "baseUrl": base_url, "contextWindow": 8192}),
+    )
+    .expect("a model");
+    covel_studio::models::Backend::new(&config)
+}
+
+#[test]
+fn the_model_picker_lists_what_a_local_server_reports() {
+    // Ollama's OpenAI-compatible `GET /v1/models`.
+    let (url, path) = one_answer(
+        200,
+        r#"{"object":"list","data":[{"id":"qwen2.5:7b","object":"model"},{"id":"llama3.1:8b","object":"model"}]}"#,
+    );
+    let models = backend("openai", &format!("{url}/v1"))
+        .list_models()
+        .expect("listed");
+    assert_eq!(models, ["llama3.1:8b", "qwen2.5:7b"]);
+    assert_eq!(path.recv().expect("asked"), "/v1/models");
+    // Anthropic's list, under its own path.
+    let (url, path) = one_answer(
+        200,
+        r#"{"data":[{"id":"claude-sonnet-4-5","type":"model"}],"has_more":false}"#,
+    );
+    assert_eq!(
+        backend("anthropic", &url).list_models().expect("listed"),
+        ["claude-sonnet-4-5"]
+    );
+    assert_eq!(path.recv().expect("asked"), "/v1/models");
+}
+
+#[test]
+fn the_model_picker_says_why_a_server_gave_no_list() {
+    let (url, _) = one_answer(401, r#"{"error":{"message":"invalid api key"}}"#);
+    let error = backend("openai", &url)
+        .list_models()
+        .expect_err("refused")
+        .to_string();
+    assert!(
+        error.contains("HTTP 401") && error.contains("invalid api key"),
+        "{error}"
+    );
+    let (url, _) = one_answer(200, r#"{"ok":true}"#);
+    let error = backend("openai", &url)
+        .list_models()
+        .expect_err("no list")
+        .to_string();
+    assert!(error.contains("did not answer a model list"), "{error}");
+    let error = backend("scripted", "http://127.0.0.1:9")
+        .list_models()
+        .expect_err("no server")
+        .to_string();
+    assert!(
+        error.contains("has no server to list models from"),
+        "{error}"
+    );
+    // A redirect is not followed (a key would go along).
+    let (url, _) = one_answer(302, "");
+    let error = backend("openai", &url)
+        .list_models()
+        .expect_err("redirect")
+        .to_string();
+    assert!(error.contains("HTTP 302"), "{error}");
 }

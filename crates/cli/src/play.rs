@@ -1,6 +1,7 @@
 //! `covel play PLUGINS_DIR --session FILE --say TEXT…`: plays turns with the session's story
 //! model (the offline scripted model by default) and prints each turn; `--record FILE` keeps
-//! what a real backend was sent and answered, for the `replay` backend.
+//! what a real backend was sent and answered, for the `replay` backend; `--from TURN` starts
+//! after an earlier turn of a played session (a branch: "what if the player had said…").
 
 use anyhow::Context;
 use covel_studio::playtest::Playtest;
@@ -29,6 +30,10 @@ pub struct Args {
     /// (`backend: replay`, `recording: FILE` in the session's story model).
     #[arg(long)]
     record: Option<PathBuf>,
+    /// Start right after this turn of the session's history (a played session saved with
+    /// `--save`): the history is cut after it and the plugin data put back as it was then.
+    #[arg(long, value_name = "TURN_ID")]
+    from: Option<String>,
     /// Machine-readable output.
     #[arg(long)]
     json: bool,
@@ -56,7 +61,35 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             "--record keeps what a real backend (anthropic or openai) was sent and answered; this session's story model is `{backend}`"
         );
     }
+    let mut workspace = workspace;
+    let started_after = match &args.from {
+        Some(turn) => {
+            let (session, started) =
+                covel_studio::checkpoints::start_after(&workspace.session, turn)
+                    .with_context(|| format!("--from {turn}"))?;
+            workspace.session = session;
+            Some(started)
+        }
+        None => None,
+    };
     let mut play = Playtest::new(workspace);
+    if let Some(started) = &started_after {
+        // A scripted story model goes on with its script where the turn left it.
+        play.story_backend()
+            .replace_scripted_position(started.turns_before);
+        if !args.json {
+            crate::say!(
+                "starting after {}: {} of {} history messages kept; plugin data {}",
+                started.turn_id,
+                started.messages_kept,
+                started.messages_before,
+                started.plugin_data_from.as_ref().map_or_else(
+                    || "as saved (no later turn changed it)".to_string(),
+                    |c| format!("as it was {c}")
+                )
+            );
+        }
+    }
     // With --json each turn is written as soon as it is played and then dropped: a long
     // playtest's memory holds the played session, not every turn's preview.
     let mut stream = args
@@ -165,7 +198,10 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     })();
     // The JSON document is closed even when saving failed (the error goes to stderr).
     if let Some(stream) = stream {
-        stream.finish(&play.workspace.session.history.summaries)?;
+        stream.finish(
+            &play.workspace.session.history.summaries,
+            started_after.as_ref(),
+        )?;
     }
     saved?;
     Ok(if failed {
@@ -175,7 +211,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// `{"turns": [...], "summaries": [...]}` written one turn at a time.
+/// `{"turns": [...], "summaries": [...], "startedAfter": {...}}` written one turn at a time.
 struct TurnStream<W: Write> {
     out: W,
     first: bool,
@@ -196,9 +232,17 @@ impl<W: Write> TurnStream<W> {
         Ok(())
     }
 
-    fn finish(mut self, summaries: &[serde_json::Value]) -> anyhow::Result<()> {
+    fn finish(
+        mut self,
+        summaries: &[serde_json::Value],
+        started_after: Option<&covel_studio::checkpoints::StartedAfter>,
+    ) -> anyhow::Result<()> {
         write!(self.out, "\n  ],\n  \"summaries\": ")?;
         serde_json::to_writer_pretty(&mut self.out, summaries)?;
+        if let Some(started) = started_after {
+            write!(self.out, ",\n  \"startedAfter\": ")?;
+            serde_json::to_writer_pretty(&mut self.out, started)?;
+        }
         writeln!(self.out, "\n}}")?;
         self.out.flush()?;
         Ok(())

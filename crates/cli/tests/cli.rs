@@ -1580,3 +1580,133 @@ fn play_prints_a_streamed_reply_as_it_comes_and_ctrl_c_cancels_the_turn_without_
         "cancelled at once"
     );
 }
+
+/// Plays the demo's three scripted turns (turn-3 moves the stage to the bell tower, turn-4
+/// offers choices, turn-5 moves it back to the harbour) and saves the played session.
+fn played_demo(dir: &Path) -> PathBuf {
+    let saved = dir.join("played.session.yaml");
+    let out = covel(&[
+        "play",
+        "plugins-sample",
+        "--session",
+        "plugins-sample/demo.session.yaml",
+        "--say",
+        "I swim.",
+        "--say",
+        "I climb.",
+        "--say",
+        "I go back.",
+        "--save",
+        saved.to_str().expect("utf-8"),
+    ]);
+    assert_exit(&out, 0);
+    saved
+}
+
+#[test]
+fn play_from_starts_right_after_an_earlier_turn_of_a_played_session() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let saved = played_demo(temp.path());
+    let out = covel(&[
+        "play",
+        "plugins-sample",
+        "--session",
+        saved.to_str().expect("utf-8"),
+        "--from",
+        "turn-4",
+        "--say",
+        "I wait on the stairs.",
+        "--json",
+    ]);
+    assert_exit(&out, 0);
+    let report = json_of(&out);
+    let turn = &report["turns"][0];
+    assert_eq!(turn["turnId"], "turn-5", "the branch's next turn");
+    let said: Vec<&str> = turn["preview"]["prompt"]["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert!(said.contains(&"I climb."), "turn-4 is in the history");
+    assert!(
+        !said.contains(&"I go back."),
+        "turn-5 of the saved play is not"
+    );
+    // The stage as right after turn-4: turn-5's move back to the harbour is undone.
+    let backdrop = turn["preview"]["slots"]
+        .as_array()
+        .expect("slots")
+        .iter()
+        .find(|s| s["slot"] == "stage.backdrop@1")
+        .expect("the backdrop slot");
+    assert_eq!(backdrop["value"]["name"], "The Bell Tower");
+    assert_eq!(report["startedAfter"]["pluginDataFrom"], "before turn-5");
+    assert_eq!(report["startedAfter"]["messagesKept"], 8);
+    // The scripted narrator goes on with its third entry, as the saved play did at turn-5.
+    assert!(
+        turn["reply"]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("turn 3") && t.contains("Dawn comes")),
+        "{}",
+        turn["reply"]["text"]
+    );
+}
+
+#[test]
+fn play_from_a_turn_the_session_does_not_have_names_those_it_has() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let saved = played_demo(temp.path());
+    let out = covel(&[
+        "play",
+        "plugins-sample",
+        "--session",
+        saved.to_str().expect("utf-8"),
+        "--from",
+        "turn-9",
+        "--say",
+        "Hello.",
+    ]);
+    assert_exit(&out, 2);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("`turn-9` is not a turn of this session's history; the turns it has: t1, t2, turn-3, turn-4, turn-5"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn play_from_refuses_a_turn_whose_history_a_later_compaction_rewrote() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let saved = played_demo(temp.path());
+    let text = std::fs::read_to_string(&saved).expect("saved");
+    assert!(
+        text.contains("- turnId: turn-4\n"),
+        "a checkpoint per played turn"
+    );
+    std::fs::write(
+        &saved,
+        text.replace(
+            "- turnId: turn-4\n",
+            "- turnId: turn-4\n  compactedAfter: true\n",
+        ),
+    )
+    .expect("write");
+    let out = covel(&[
+        "play",
+        "plugins-sample",
+        "--session",
+        saved.to_str().expect("utf-8"),
+        "--from",
+        "turn-3",
+        "--say",
+        "Hello.",
+    ]);
+    assert_exit(&out, 2);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("a compaction after turn-4 rewrote the history `turn-3` needs")
+            && stderr.contains("turn-4, turn-5"),
+        "{stderr}"
+    );
+}

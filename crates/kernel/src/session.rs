@@ -49,6 +49,24 @@ pub struct Session {
         description = "Scripted turns and expectations for `covel test` (docs/testing.md)."
     )]
     pub test: Option<crate::test_session::TestSpec>,
+    /// Written by played saves (`covel play --save`, "Save played session"), one per played
+    /// turn in order: what `covel play --from TURN` needs to start after an earlier turn that
+    /// the history alone does not say.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checkpoints: Vec<Checkpoint>,
+}
+
+/// What a played save keeps of one played turn (see [`Session::checkpoints`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Checkpoint {
+    pub turn_id: String,
+    /// The plugin data before the turn, when the turn's tools changed it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plugin_data_before: Option<Vec<DataRow>>,
+    /// A compaction after the turn rewrote the history: no earlier turn can be started from.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub compacted_after: bool,
 }
 
 fn default_locale() -> String {

@@ -4,6 +4,7 @@
 
 pub mod about;
 pub mod branches;
+pub mod checkpoints;
 pub mod compaction;
 pub mod diff;
 pub mod document;

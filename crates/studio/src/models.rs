@@ -73,12 +73,19 @@ pub enum ModelError {
     NoText { backend: &'static str, body: String },
     #[error("the model request was cancelled")]
     Cancelled,
+    #[error(
+        "the `{0}` backend has no server to list models from (the picker lists them for openai and anthropic)"
+    )]
+    NoModelList(String),
     #[error("{0}")]
     Replay(String),
 }
 
 /// How often a waiting model call looks at its cancel flag.
 const CANCEL_POLL: Duration = Duration::from_millis(20);
+
+/// The longest listing a server's models may take.
+const MODEL_LIST_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The longest a model request may take.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
@@ -91,6 +98,53 @@ struct Stop<'a> {
     /// The time the request was given (for the message when it runs out).
     within: Duration,
     stream: Option<&'a dyn Fn(&str)>,
+}
+
+/// The names of the tools a request body offers (Anthropic's `name`, OpenAI's
+/// `function.name`).
+fn offered_tools(body: &Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|t| t["name"].as_str().or(t["function"]["name"].as_str()))
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// What an HTTP error from a model server says to the author: the status and the server's
+/// words, and, when the request offered tools, what to do if the server or model cannot call
+/// them (local servers often cannot: Ollama refuses models without tool support, llama.cpp's
+/// server needs `--jinja`).
+fn refusal(status: u16, body: &str, offered: &[String]) -> String {
+    let body = body.trim();
+    let mut message = format!(
+        "HTTP {status}: {}",
+        if body.is_empty() { "(no body)" } else { body }
+    );
+    if offered.is_empty() {
+        return message;
+    }
+    let tools = format!(
+        "the request offered {} tool{}: {}",
+        offered.len(),
+        if offered.len() == 1 { "" } else { "s" },
+        offered.join(", ")
+    );
+    let fix = "choose a model that calls tools (Ollama marks them `tools`; start llama.cpp's llama-server with `--jinja`), or play without the plugins that register them (`plugins.excluded` in the session)";
+    if body.to_lowercase().contains("tool") {
+        message.push_str(&format!(
+            "\nthis server or model does not take tool calls ({tools}): {fix}"
+        ));
+    } else {
+        message.push_str(&format!(
+            "\n({tools}; if this server or model cannot call tools: {fix})"
+        ));
+    }
+    message
 }
 
 /// How long a stream may stay silent before the studio gives up on it (as Covel does).
@@ -334,6 +388,7 @@ impl Backend {
             request = request.header(*name, value);
         }
         let request_body = body.clone();
+        let offered = offered_tools(body);
         let body = body.clone();
         let wire = (body["stream"] == true).then_some(if backend == "anthropic" {
             crate::streaming::Wire::Anthropic
@@ -386,6 +441,19 @@ impl Backend {
                         .map(|answer| (answer, Some(chunks)))
                         .map_err(|message| ModelError::Request { backend, message });
                 }
+                if !status.is_success() {
+                    // Whatever the body is (JSON or text): its words are the server's reason.
+                    let text = response
+                        .body_mut()
+                        .with_config()
+                        .limit(64 * 1024)
+                        .read_to_string()
+                        .unwrap_or_default();
+                    return Err(ModelError::Request {
+                        backend,
+                        message: refusal(status.as_u16(), &text, &offered),
+                    });
+                }
                 let answer: Value =
                     response
                         .body_mut()
@@ -394,12 +462,6 @@ impl Backend {
                             backend,
                             message: e.to_string(),
                         })?;
-                if !status.is_success() {
-                    return Err(ModelError::Request {
-                        backend,
-                        message: format!("HTTP {status}: {answer}"),
-                    });
-                }
                 Ok((answer, None))
             })();
             // The receiver is gone when the call was cancelled: the answer is discarded.
@@ -488,12 +550,99 @@ impl Backend {
         body
     }
 
+    /// The models the backend's server says it serves (`GET /models` of an OpenAI-compatible
+    /// server, local ones included; `GET /v1/models` of Anthropic's API), sorted: what the
+    /// window's model picker offers. The key rules and the refusal of redirects are those of
+    /// a played turn's request.
+    pub fn list_models(&self) -> Result<Vec<String>, ModelError> {
+        let (backend, url, headers): (&'static str, String, Vec<(&str, String)>) =
+            match self.config.backend.as_str() {
+                "openai" => {
+                    let base = self.base_url();
+                    let mut headers = Vec::new();
+                    if let Some(key) = self.key(&base)? {
+                        headers.push(("authorization", format!("Bearer {key}")));
+                    }
+                    (
+                        "openai",
+                        format!("{}/models", base.trim_end_matches('/')),
+                        headers,
+                    )
+                }
+                "anthropic" => {
+                    let base = self.base_url();
+                    let mut headers = vec![("anthropic-version", "2023-06-01".to_string())];
+                    if let Some(key) = self.key(&base)? {
+                        headers.push(("x-api-key", key));
+                    }
+                    (
+                        "anthropic",
+                        format!("{}/v1/models", base.trim_end_matches('/')),
+                        headers,
+                    )
+                }
+                other => {
+                    return Err(ModelError::NoModelList(other.to_string()));
+                }
+            };
+        let mut request = self.agent(MODEL_LIST_TIMEOUT).get(&url);
+        for (name, value) in &headers {
+            request = request.header(*name, value);
+        }
+        let failed = |message: String| ModelError::Request { backend, message };
+        let mut response = request.call().map_err(|e| failed(format!("{url}: {e}")))?;
+        let status = response.status();
+        let text = response
+            .body_mut()
+            .with_config()
+            .limit(4 * 1024 * 1024)
+            .read_to_string()
+            .map_err(|e| failed(format!("{url}: {e}")))?;
+        if !status.is_success() {
+            return Err(failed(format!(
+                "{url}: {}",
+                refusal(status.as_u16(), &text, &[])
+            )));
+        }
+        let answer: Value = serde_json::from_str(&text)
+            .map_err(|e| failed(format!("{url} did not answer a model list: {e}")))?;
+        // OpenAI, Anthropic and OpenAI-compatible servers: `data[].id`; Ollama's own API:
+        // `models[].name`.
+        let mut ids: Vec<String> = answer["data"]
+            .as_array()
+            .map(|d| {
+                d.iter()
+                    .filter_map(|m| m["id"].as_str())
+                    .map(str::to_string)
+                    .collect()
+            })
+            .or_else(|| {
+                answer["models"].as_array().map(|d| {
+                    d.iter()
+                        .filter_map(|m| m["name"].as_str().or(m["model"].as_str()))
+                        .map(str::to_string)
+                        .collect()
+                })
+            })
+            .ok_or_else(|| failed(format!("{url} did not answer a model list (no `data`)")))?;
+        ids.sort();
+        ids.dedup();
+        Ok(ids)
+    }
+
+    /// The server's address: the session's `baseUrl`, else the backend's usual one.
+    fn base_url(&self) -> String {
+        self.config.base_url.clone().unwrap_or_else(|| {
+            if self.config.backend == "anthropic" {
+                "https://api.anthropic.com".into()
+            } else {
+                "http://127.0.0.1:11434/v1".into()
+            }
+        })
+    }
+
     fn openai(&self, body: &Value, stop: &Stop<'_>) -> Result<Reply, ModelError> {
-        let base = self
-            .config
-            .base_url
-            .clone()
-            .unwrap_or_else(|| "http://127.0.0.1:11434/v1".into());
+        let base = self.base_url();
         let mut headers = Vec::new();
         if let Some(key) = self.key(&base)? {
             headers.push(("authorization", format!("Bearer {key}")));
@@ -509,11 +658,7 @@ impl Backend {
     }
 
     fn anthropic(&self, body: &Value, stop: &Stop<'_>) -> Result<Reply, ModelError> {
-        let base = self
-            .config
-            .base_url
-            .clone()
-            .unwrap_or_else(|| "https://api.anthropic.com".into());
+        let base = self.base_url();
         let mut headers = vec![("anthropic-version", "2023-06-01".to_string())];
         if let Some(key) = self.key(&base)? {
             headers.push(("x-api-key", key));

@@ -985,7 +985,31 @@ impl Playtest {
     /// Saves the played session as a YAML session file (see [`crate::save`]: checked, atomic,
     /// the previous text kept as `.bak`). Callers choose a new file for played turns.
     pub fn save(&self, path: &Path) -> Result<PathBuf, crate::save::SaveError> {
-        save_session(&self.workspace.session, path)
+        let mut session = self.workspace.session.clone();
+        self.add_checkpoints(&mut session.checkpoints);
+        save_session(&session, path)
+    }
+
+    /// Adds the played turns' checkpoints, in order, to those the session file had (see
+    /// [`crate::checkpoints`]): what a played save keeps so a later playtest can start after
+    /// any of them.
+    fn add_checkpoints(&self, checkpoints: &mut Vec<covel_kernel::session::Checkpoint>) {
+        for undo in &self.history {
+            match &undo.turn_id {
+                Some(turn) => checkpoints.push(covel_kernel::session::Checkpoint {
+                    turn_id: turn.clone(),
+                    plugin_data_before: undo.plugin_data.clone(),
+                    compacted_after: undo.rewritten.is_some(),
+                }),
+                // "Compact now" between turns rewrote the history after the turn before it.
+                None if undo.rewritten.is_some() => {
+                    if let Some(last) = checkpoints.last_mut() {
+                        last.compacted_after = true;
+                    }
+                }
+                None => {}
+            }
+        }
     }
 }
 

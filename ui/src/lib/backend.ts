@@ -59,6 +59,8 @@ export interface Backend {
    * playtest; with played turns it is refused unless `dropPlayed` says to drop them.
    */
   saveSessionText(text: string, dropPlayed: boolean): Promise<SnapshotPatch>;
+  /** The models a server says it serves (`GET /models`), for the story model picker. */
+  listModels(backend: string, baseUrl: string | null, apiKeyEnv: string | null): Promise<string[]>;
   /** Applies structured edits to session text in place; nothing is saved. */
   applySessionEdits(text: string, edits: SessionEdit[]): Promise<string>;
   /** The loader's diagnostics for session text (empty when valid). */

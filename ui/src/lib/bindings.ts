@@ -25,6 +25,11 @@ export const commands = {
 	 */
 	replayBranch: () => typedError<SnapshotPatch_Serialize, string>(__TAURI_INVOKE("replay_branch")),
 	/**
+	 *  The models a server says it serves, for the Session panel's model picker: the session's
+	 *  story model with the backend, address and key variable the author is editing.
+	 */
+	listModels: (backend: string, baseUrl: string | null, apiKeyEnv: string | null) => typedError<string[], string>(__TAURI_INVOKE("list_models", { backend, baseUrl, apiKeyEnv })),
+	/**
 	 *  Answers the form the last played turn asks the player to fill: what the player says (the
 	 *  form's narrative filled in, to play next), or what is wrong with the values.
 	 */

@@ -45,6 +45,8 @@ function edit(text: string, edits: SessionEdit[]): string {
     else if (e.kind === "set-character") doc.setIn(["world", "characters", e.index], doc.createNode(e.character, { flow: true }));
     else if (e.kind === "add-character") doc.addIn(["world", "characters"], doc.createNode(e.character, { flow: true }));
     else if (e.kind === "remove-character") doc.deleteIn(["world", "characters", e.index]);
+    else if (e.kind === "set") doc.setIn(e.path, e.value);
+    else if (e.kind === "remove") doc.deleteIn(e.path);
   }
   return doc.toString();
 }
@@ -180,6 +182,13 @@ export function fakeBackend(): Backend {
         { id, label: `replay of ${from}`, forkedFrom: { branch: from }, active: true, turns: [] },
       ];
       return advance({ ...current, turns: current.turns.filter((t) => !t.error), branches });
+    },
+    // A test may say what the server lists (`window.__fakeModels`) or that it refuses (a string).
+    listModels: async (backend, baseUrl, apiKeyEnv) => {
+      calls.push(["listModels", backend, baseUrl, apiKeyEnv]);
+      const given = (globalThis as any).__fakeModels ?? ["llama3.1:8b", "qwen2.5:7b"];
+      if (typeof given === "string") throw new Error(given);
+      return given;
     },
     turnPrompt: async (turnId, branch) => {
       calls.push(["turnPrompt", turnId, branch ?? null]);

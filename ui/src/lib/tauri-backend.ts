@@ -26,6 +26,7 @@ export function tauriBackend(): Backend {
     forkTurn: (turnId) => unwrap(commands.forkTurn(turnId)),
     switchBranch: (branch) => unwrap(commands.switchBranch(branch)),
     replayBranch: () => unwrap(commands.replayBranch()),
+    listModels: (backend, baseUrl, apiKeyEnv) => unwrap(commands.listModels(backend, baseUrl, apiKeyEnv)),
     requestBodies: () => unwrap(commands.requestBodies()),
     cancel: async () => {
       await unwrap(commands.cancelWork());

@@ -1005,3 +1005,40 @@ test("Play from here starts a branch beside the one played; turns of two branche
   assert.deepEqual((await p.evaluate(() => window.__fakeCalls)).filter((c) => ["forkTurn", "switchBranch", "replayBranch"].includes(c[0])), [["forkTurn", first.turnId], ["switchBranch", "main"], ["replayBranch"]]);
   await context.close();
 });
+
+test("the story model picker lists the models the local server reports and writes the choice into the session draft", async () => {
+  const context = await browser.newContext({ viewport: { width: 1440, height: 920 } });
+  const p = await context.newPage();
+  await p.goto(url);
+  await p.getByTestId("system-prompt").waitFor();
+  await p.locator('[data-tab="Session"]').click();
+  const editor = p.locator('[data-testid="session-editor"] .cm-content');
+  await editor.waitFor();
+  // Each choice is a structured edit of the draft (the Session panel's Save writes it).
+  const edits = async () => (await p.evaluate(() => window.__fakeCalls)).filter((c) => c[0] === "applySessionEdits").map((c) => c[1][0]);
+  await p.getByTestId("story-backend").selectOption("openai");
+  await p.getByTestId("story-base-url").waitFor();
+  await p.getByTestId("story-base-url").fill("http://localhost:11434/v1");
+  await p.getByTestId("story-base-url").press("Tab");
+  await p.getByText("unsaved changes").waitFor();
+  await p.waitForFunction(() => window.__fakeCalls.filter((c) => c[0] === "applySessionEdits").length === 2);
+  assert.deepEqual(await edits(), [
+    { kind: "set", path: ["models", "story", "backend"], value: "openai" },
+    { kind: "set", path: ["models", "story", "baseUrl"], value: "http://localhost:11434/v1" },
+  ]);
+  await p.getByTestId("list-models").click();
+  const listed = p.getByTestId("server-models").locator("button");
+  await listed.first().waitFor();
+  assert.deepEqual(await listed.allTextContents(), ["llama3.1:8b", "qwen2.5:7b"]);
+  assert.deepEqual((await p.evaluate(() => window.__fakeCalls)).filter((c) => c[0] === "listModels").at(-1), ["listModels", "openai", "http://localhost:11434/v1", null]);
+  await listed.nth(1).click();
+  await p.locator('[data-testid="server-models"] button[aria-pressed="true"]', { hasText: "qwen2.5:7b" }).waitFor();
+  assert.deepEqual((await edits()).at(-1), { kind: "set", path: ["models", "story", "model"], value: "qwen2.5:7b" });
+  assert.equal(await p.getByTestId("story-model-name").inputValue(), "qwen2.5:7b");
+  await p.screenshot({ path: join(shots, "browser-model-picker.png") });
+  // A server that refuses says why, next to the button.
+  await p.evaluate(() => (window.__fakeModels = "openai request failed: http://localhost:11434/v1/models: connection refused"));
+  await p.getByTestId("list-models").click();
+  await p.getByTestId("models-problem").filter({ hasText: "connection refused" }).waitFor();
+  await context.close();
+});
