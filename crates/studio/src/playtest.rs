@@ -835,6 +835,15 @@ impl Playtest {
     pub fn save(&self, path: &Path) -> Result<PathBuf, crate::save::SaveError> {
         save_session(&self.workspace.session, path)
     }
+
+    /// A playtest whose story model is `story` rather than the one the session's models make
+    /// (a re-recording replay backend for `covel test --rerecord-changed`).
+    pub fn with_story_backend(workspace: Workspace, story: Backend) -> Playtest {
+        Playtest {
+            story: Arc::new(story),
+            ..Playtest::new(workspace)
+        }
+    }
 }
 
 /// Writes a session as YAML, safely (see [`crate::save`]).
