@@ -1,10 +1,12 @@
-//! `covel test [PATH…] [--update] [--json]`: runs test sessions (a plugins folder's
-//! `*.session.yaml` files, or the session files given) and reports pass/fail per turn and per
-//! check, with word-level golden diffs naming the plugin and segment. Exit 1 on any failure.
+//! `covel test [PATH…] [--update] [--rerecord-changed] [--json]`: runs test sessions (a plugins
+//! folder's `*.session.yaml` files, or the session files given) and reports pass/fail per turn
+//! and per check, with word-level golden diffs naming the plugin and segment. With
+//! `--rerecord-changed`, replay sessions re-record the requests their recordings lack and say
+//! what changed in each recording. Exit 1 on any failure.
 
 use crate::output::print_json;
 use covel_js::Limits;
-use covel_studio::testing::{self, GoldenStatus, SessionResult};
+use covel_studio::testing::{self, GoldenStatus, RerecordStatus, RunOptions, SessionResult};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -15,6 +17,13 @@ pub struct Args {
     /// Write each session's golden snapshot (`x.golden.yaml`) from this run.
     #[arg(long)]
     update: bool,
+    /// In sessions whose story model is `backend: replay`, send each request the recording
+    /// lacks to the backend the recording was made with (the session model's `model`, `baseUrl`
+    /// and `apiKeyEnv`), use its answer, and rewrite the recording with the exchanges this run
+    /// used (unused ones are dropped). Reaches the network. With `--update`, the golden
+    /// snapshots are written from the new answers.
+    #[arg(long)]
+    rerecord_changed: bool,
     /// Fail a session whose golden snapshot is missing (also when `CI` is set, as CI services
     /// set it).
     #[arg(long)]
@@ -36,7 +45,11 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let results: Vec<SessionResult> = targets
         .iter()
         .map(|t| {
-            let mut result = testing::run_session(t, args.update, &limits);
+            let options = RunOptions {
+                update: args.update,
+                rerecord_changed: args.rerecord_changed,
+            };
+            let mut result = testing::run_session_with(t, &options, &limits);
             if ci && !args.update {
                 testing::require_golden(&mut result);
             }
@@ -115,6 +128,9 @@ fn print_human(result: &SessionResult) {
             crate::say!("    ✗ golden: {}{who} {}: {}", d.place, d.change, d.diff);
         }
     }
+    if let Some(rerecord) = &result.rerecord {
+        crate::say!("    {}", rerecord_line(rerecord));
+    }
     let golden = match result.golden {
         GoldenStatus::Matches => "matches".to_string(),
         GoldenStatus::Differs => "DIFFERS (review, then `covel test --update`)".to_string(),
@@ -127,4 +143,28 @@ fn print_human(result: &SessionResult) {
         "    golden snapshot {}: {golden}",
         result.golden_file.display()
     );
+}
+
+/// What `--rerecord-changed` did with a session's recording, in one line.
+fn rerecord_line(rerecord: &testing::RerecordSummary) -> String {
+    let file = rerecord.recording.display();
+    let counts = format!(
+        "{} exchange(s) kept, {} re-recorded, {} dropped",
+        rerecord.kept, rerecord.rerecorded, rerecord.dropped
+    );
+    match rerecord.status {
+        RerecordStatus::Rewritten if rerecord.turns.is_empty() => {
+            format!("recording {file}: rewritten ({counts})")
+        }
+        RerecordStatus::Rewritten => format!(
+            "recording {file}: re-recorded {} ({counts}); rewritten",
+            rerecord.turns.join(", ")
+        ),
+        RerecordStatus::Unchanged => {
+            format!("recording {file}: unchanged, nothing to re-record ({counts})")
+        }
+        RerecordStatus::Untouched => {
+            format!("recording {file}: left untouched (the run failed)")
+        }
+    }
 }

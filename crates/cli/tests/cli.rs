@@ -1015,22 +1015,26 @@ fn test_refuses_live_backends() {
     );
 }
 
-/// A loopback Anthropic fake: answers `replies.len()` requests in order, then stops by itself.
-fn anthropic_fake(replies: Vec<&'static str>) -> (String, std::thread::JoinHandle<()>) {
+/// A loopback Anthropic fake: answers `replies.len()` requests in order, then stops by itself
+/// (a request after that is refused); joined, it gives the request bodies it received.
+fn anthropic_fake(replies: Vec<&'static str>) -> (String, std::thread::JoinHandle<Vec<Value>>) {
     use covel_tests::http_fake::{accept_within, read_request, write_json};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let url = format!("http://{}", listener.local_addr().expect("addr"));
     let handle = std::thread::spawn(move || {
+        let mut received = Vec::new();
         for reply in replies {
             let Some(mut stream) = accept_within(&listener, std::time::Duration::from_secs(30))
             else {
-                return;
+                return received;
             };
-            read_request(&stream).expect("request");
+            let (_, body) = read_request(&stream).expect("request");
+            received.push(serde_json::from_slice(&body).expect("a JSON request"));
             let answer = serde_json::json!({"content": [{"type": "text", "text": reply}], "stop_reason": "end_turn",
                 "usage": {"input_tokens": 50, "output_tokens": 9, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}).to_string();
             write_json(&mut stream, &answer).expect("respond");
         }
+        received
     });
     (url, handle)
 }
@@ -1101,6 +1105,278 @@ fn play_records_a_real_backend_and_the_replay_backend_answers_from_the_recording
     );
     let turns = &json_of(&out)["sessions"][0]["turns"];
     assert_eq!(turns.as_array().map(Vec::len), Some(2));
+}
+
+/// Copies the sample with a plugin change that alters what turn 2 of the replayed session sends
+/// (its focus line names "the sunken stairs"), turn 1's requests staying as recorded; the
+/// replayed session's model names `base_url`.
+fn sample_with_changed_turn_two(base_url: &str) -> tempfile::TempDir {
+    let dir = sample_copy();
+    edit(
+        &dir.path().join("story-director/server/index.js"),
+        "const message = input.playerMessage.trim();",
+        "const message = input.playerMessage.trim().replace(\"stairs\", \"sunken stairs\");",
+    );
+    edit(
+        &dir.path().join("tests/replayed.session.yaml"),
+        "recording: replayed.recording.json,",
+        &format!("recording: replayed.recording.json, baseUrl: \"{base_url}\","),
+    );
+    dir
+}
+
+/// A loopback URL where nothing listens (connections are refused).
+fn closed_url() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    format!("http://{}", listener.local_addr().expect("addr"))
+}
+
+/// Runs `covel` as [`covel`] does, with environment variables set and removed.
+fn covel_env(args: &[&str], set: &[(&str, &str)], remove: &[&str]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_covel"));
+    command.args(args).env_remove("CI").current_dir(repo());
+    for (name, value) in set {
+        command.env(name, value);
+    }
+    for name in remove {
+        command.env_remove(name);
+    }
+    command.output().expect("covel runs")
+}
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).expect("read")).expect("json")
+}
+
+#[test]
+fn rerecord_changed_rerecords_only_the_changed_turn_against_the_recorded_backend_and_keeps_the_rest()
+ {
+    let (url, fake) = anthropic_fake(vec![
+        "The bell tower's shadow lies across the sunken stairs.",
+    ]);
+    let dir = sample_with_changed_turn_two(&url);
+    let session = dir.path().join("tests/replayed.session.yaml");
+    let recording = dir.path().join("tests/replayed.recording.json");
+    let before = read_json(&recording);
+    // The key goes where the user's settings trust it (here: the fake), and never into the
+    // recording.
+    let settings = dir.path().join("trusted-keys.yaml");
+    std::fs::write(
+        &settings,
+        format!("trustedKeys:\n  - {{ env: COVEL_TEST_KEY, origin: \"{url}\" }}\n"),
+    )
+    .expect("settings");
+    edit(
+        &session,
+        &format!("baseUrl: \"{url}\","),
+        &format!("baseUrl: \"{url}\", apiKeyEnv: COVEL_TEST_KEY,"),
+    );
+
+    // The golden snapshot is written from the new answers too (--update).
+    let out = covel_env(
+        &[
+            "test",
+            session.to_str().expect("utf-8"),
+            "--rerecord-changed",
+            "--update",
+            "--json",
+        ],
+        &[
+            ("COVEL_TEST_KEY", "sk-covel-test-secret"),
+            ("COVEL_STUDIO_CONFIG", settings.to_str().expect("utf-8")),
+        ],
+        &[],
+    );
+    let report = json_of(&out);
+    assert_exit(&out, 0);
+    let received = fake.join().expect("the fake stops by itself");
+    assert_eq!(
+        received.len(),
+        1,
+        "only turn 2's request reached the backend"
+    );
+    let result = &report["sessions"][0];
+    assert_eq!(result["passed"], true, "{report}");
+    assert_eq!(result["golden"], "written");
+    let rerecord = &result["rerecord"];
+    assert_eq!(rerecord["status"], "rewritten", "{report}");
+    assert_eq!(rerecord["turns"], serde_json::json!(["turn-2"]));
+    assert_eq!(
+        [
+            &rerecord["kept"],
+            &rerecord["rerecorded"],
+            &rerecord["dropped"]
+        ],
+        [2, 1, 1]
+    );
+
+    let after = read_json(&recording);
+    let exchanges = after["exchanges"].as_array().expect("exchanges");
+    assert_eq!(exchanges.len(), 3, "the stale turn 2 exchange is dropped");
+    for turn_one in 0..2 {
+        assert_eq!(
+            serde_json::to_string(&exchanges[turn_one]).expect("json"),
+            serde_json::to_string(&before["exchanges"][turn_one]).expect("json"),
+            "turn 1's exchange #{turn_one} is kept as it was"
+        );
+    }
+    assert_eq!(exchanges[2]["request"], received[0], "the request as sent");
+    assert!(
+        exchanges[2]["request"]
+            .to_string()
+            .contains("I surface by the sunken stairs."),
+        "{}",
+        exchanges[2]["request"]
+    );
+    assert_eq!(
+        exchanges[2]["response"]["content"][0]["text"],
+        "The bell tower's shadow lies across the sunken stairs."
+    );
+    assert!(
+        !std::fs::read_to_string(&recording)
+            .expect("read")
+            .contains("sk-covel-test-secret"),
+        "no key is recorded"
+    );
+}
+
+#[test]
+fn rerecord_changed_a_second_time_has_nothing_to_rerecord_and_does_not_rewrite_the_recording() {
+    let (url, fake) = anthropic_fake(vec![
+        "The bell tower's shadow lies across the sunken stairs.",
+    ]);
+    let dir = sample_with_changed_turn_two(&url);
+    let session = dir.path().join("tests/replayed.session.yaml");
+    let recording = dir.path().join("tests/replayed.recording.json");
+    let out = covel(&[
+        "test",
+        session.to_str().expect("utf-8"),
+        "--rerecord-changed",
+        "--update",
+    ]);
+    assert_exit(&out, 0);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(
+            "replayed.recording.json: re-recorded turn-2 (2 exchange(s) kept, 1 re-recorded, 1 dropped); rewritten"
+        ),
+        "{text}"
+    );
+    fake.join().expect("the fake stops by itself");
+    let bytes = std::fs::read(&recording).expect("read");
+    let modified = std::fs::metadata(&recording)
+        .and_then(|m| m.modified())
+        .expect("mtime");
+
+    // The fake is gone: a request that reached for it would fail the run.
+    let out = covel(&[
+        "test",
+        session.to_str().expect("utf-8"),
+        "--rerecord-changed",
+    ]);
+    assert_exit(&out, 0);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("replayed.recording.json: unchanged, nothing to re-record (3 exchange(s) kept, 0 re-recorded, 0 dropped)"),
+        "{text}"
+    );
+    let out = covel(&[
+        "test",
+        session.to_str().expect("utf-8"),
+        "--rerecord-changed",
+        "--json",
+    ]);
+    assert_exit(&out, 0);
+    let rerecord = &json_of(&out)["sessions"][0]["rerecord"];
+    assert_eq!(rerecord["status"], "unchanged");
+    assert_eq!(rerecord["turns"], serde_json::json!([]));
+    assert_eq!(std::fs::read(&recording).expect("read"), bytes);
+    assert_eq!(
+        std::fs::metadata(&recording)
+            .and_then(|m| m.modified())
+            .expect("mtime"),
+        modified,
+        "the file is not written"
+    );
+}
+
+#[test]
+fn rerecord_changed_leaves_the_recording_untouched_and_fails_with_the_message_when_the_live_call_fails()
+ {
+    let url = closed_url();
+    let dir = sample_with_changed_turn_two(&url);
+    let session = dir.path().join("tests/replayed.session.yaml");
+    let recording = dir.path().join("tests/replayed.recording.json");
+    let bytes = std::fs::read(&recording).expect("read");
+    let out = covel(&[
+        "test",
+        session.to_str().expect("utf-8"),
+        "--rerecord-changed",
+        "--json",
+    ]);
+    assert_exit(&out, 1);
+    let report = json_of(&out);
+    let result = &report["sessions"][0];
+    assert!(
+        result["turns"][1]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("anthropic request failed") && e.contains("refused")),
+        "{report}"
+    );
+    assert_eq!(result["rerecord"]["status"], "untouched");
+    assert_eq!(std::fs::read(&recording).expect("read"), bytes);
+
+    // No key: the official endpoint, and the variable holding its key unset.
+    edit(
+        &session,
+        &format!("baseUrl: \"{url}\","),
+        "apiKeyEnv: ANTHROPIC_API_KEY,",
+    );
+    let no_settings = dir.path().join("no-trusted-keys.yaml");
+    let out = covel_env(
+        &[
+            "test",
+            session.to_str().expect("utf-8"),
+            "--rerecord-changed",
+        ],
+        &[("COVEL_STUDIO_CONFIG", no_settings.to_str().expect("utf-8"))],
+        &["ANTHROPIC_API_KEY"],
+    );
+    assert_exit(&out, 1);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("environment variable ANTHROPIC_API_KEY with the API key is not set"),
+        "{text}"
+    );
+    assert!(text.contains("left untouched (the run failed)"), "{text}");
+    assert_eq!(std::fs::read(&recording).expect("read"), bytes);
+    assert!(
+        !dir.path()
+            .join("tests/replayed.recording.json.bak")
+            .exists(),
+        "never written"
+    );
+}
+
+#[test]
+fn without_rerecord_changed_a_changed_request_still_fails_with_the_diff_and_reaches_no_server() {
+    let (url, fake) = anthropic_fake(Vec::new());
+    let dir = sample_with_changed_turn_two(&url);
+    let session = dir.path().join("tests/replayed.session.yaml");
+    let recording = dir.path().join("tests/replayed.recording.json");
+    let bytes = std::fs::read(&recording).expect("read");
+    let out = covel(&["test", session.to_str().expect("utf-8")]);
+    assert_exit(&out, 1);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("replay miss: none of the 3 recorded anthropic requests equals this request; nearest is exchange #3"), "{text}");
+    assert!(
+        text.contains("I surface by the {+sunken +}stairs."),
+        "{text}"
+    );
+    assert!(text.contains("covel test --rerecord-changed"), "{text}");
+    assert!(!text.contains("recording "), "no re-record line: {text}");
+    assert_eq!(std::fs::read(&recording).expect("read"), bytes);
+    assert!(fake.join().expect("fake").is_empty());
 }
 
 // ---- covel forecast ----------------------------------------------------------------------------

@@ -3,8 +3,12 @@
 //! llama.cpp, LM Studio…), the Anthropic Messages API, and `replay`, which answers from a
 //! recording of one of those ([`crate::replay`]). API keys come from the environment variable
 //! the session names, and go only to origins the user trusts ([`crate::secrets`]).
+//!
+//! A replay backend made by [`Backend::rerecording`] (`covel test --rerecord-changed`) asks the
+//! backend the recording was made with when the recording has no answer, and logs which
+//! exchange answered each request, so the recording can be rewritten from what the run used.
 
-use crate::replay::{Exchange, Recording, ReplayError};
+use crate::replay::{Exchange, Recording, ReplayError, Rerecorded, Used};
 use covel_kernel::context::TextGateway;
 use covel_kernel::sdk::estimate_tokens;
 use covel_kernel::session::{Model, ScriptedCall, ScriptedReply};
@@ -176,6 +180,18 @@ pub struct Backend {
     base_dir: Option<PathBuf>,
     replay: OnceLock<Result<Recording, String>>,
     replay_used: Mutex<Vec<bool>>,
+    /// Set for a replay backend that re-records what its recording lacks.
+    rerecord: Option<Rerecorder>,
+}
+
+/// What a re-recording replay backend keeps (see [`Backend::rerecording`]).
+#[derive(Default)]
+struct Rerecorder {
+    /// The backend the recording was made with, made at the first miss (the recording names
+    /// which one it is, and it is read only then).
+    live: OnceLock<Box<Backend>>,
+    /// Which exchange answered each request, in order.
+    used: Mutex<Vec<Used>>,
 }
 
 impl Backend {
@@ -187,7 +203,40 @@ impl Backend {
             base_dir: None,
             replay: OnceLock::new(),
             replay_used: Mutex::new(Vec::new()),
+            rerecord: None,
         }
+    }
+
+    /// A `replay` backend for a session file that answers from its recording as
+    /// [`Backend::for_session`]'s does, but sends a request the recording lacks to the backend
+    /// the recording was made with (with this model's `model`, `baseUrl` and `apiKeyEnv`, its key
+    /// going where [`crate::secrets`] allows, as for any live call) and answers with its reply.
+    /// [`Backend::rerecorded`] then gives the recording the run leaves.
+    pub fn rerecording(config: &Model, session_path: Option<&Path>) -> Backend {
+        Backend {
+            rerecord: Some(Rerecorder::default()),
+            ..Backend::for_session(config, session_path)
+        }
+    }
+
+    /// How many requests a re-recording backend has answered afresh so far (0 for any other).
+    pub fn rerecorded_count(&self) -> usize {
+        self.rerecord.as_ref().map_or(0, |r| {
+            lock(&r.used)
+                .iter()
+                .filter(|u| matches!(u, Used::Fresh(_)))
+                .count()
+        })
+    }
+
+    /// For a re-recording backend, the recording the run so far leaves (see
+    /// [`Recording::rerecorded`]); `None` for any other backend.
+    pub fn rerecorded(&self) -> Option<Result<Rerecorded, ModelError>> {
+        let rerecord = self.rerecord.as_ref()?;
+        Some(
+            self.loaded_recording()
+                .map(|recording| recording.rerecorded(&lock(&rerecord.used))),
+        )
     }
 
     /// A backend for a session file: its `recording` path is relative to the file's folder.
@@ -279,42 +328,81 @@ impl Backend {
             ("openai", true) => self.openai(&streamed(openai, true), &stop),
             ("anthropic", false) => self.anthropic(anthropic, &stop),
             ("anthropic", true) => self.anthropic(&streamed(anthropic, false), &stop),
-            ("replay", false) => self.replay(anthropic, openai),
-            ("replay", true) => self.replay(&streamed(anthropic, false), &streamed(openai, true)),
+            // A recording answers a request whether or not it asks for a stream.
+            ("replay", _) => self.replay(anthropic, openai, cancel, within, stream),
             (other, _) => Err(ModelError::UnknownBackend(other.to_string())),
         }
     }
 
-    /// Answers from the recording with the reply the recorded backend got for this very request.
-    fn replay(&self, anthropic: &Value, openai: &Value) -> Result<Reply, ModelError> {
-        let recording = self
-            .replay
+    /// The recording file a `replay` backend answers from (relative to the session's folder).
+    pub fn recording_path(&self) -> Result<PathBuf, ModelError> {
+        let path = self
+            .config
+            .recording
+            .as_deref()
+            .ok_or_else(|| ModelError::Replay(ReplayError::NoRecording.to_string()))?;
+        Ok(self
+            .base_dir
+            .as_deref()
+            .map_or_else(|| PathBuf::from(path), |dir| dir.join(path)))
+    }
+
+    /// The recording, read once (its error too).
+    fn loaded_recording(&self) -> Result<&Recording, ModelError> {
+        self.replay
             .get_or_init(|| {
-                let path = self
-                    .config
-                    .recording
-                    .as_deref()
-                    .ok_or_else(|| ReplayError::NoRecording.to_string())?;
-                let path = self
-                    .base_dir
-                    .as_deref()
-                    .map_or_else(|| PathBuf::from(path), |dir| dir.join(path));
+                let path = self.recording_path().map_err(|e| e.to_string())?;
                 Recording::load(&path).map_err(|e| e.to_string())
             })
             .as_ref()
-            .map_err(|e| ModelError::Replay(e.clone()))?;
-        let (body, backend) = match recording.backend.as_str() {
-            "anthropic" => (self.with_model(anthropic), "anthropic"),
-            _ => (self.with_model(openai), "openai"),
+            .map_err(|e| ModelError::Replay(e.clone()))
+    }
+
+    /// Answers from the recording with the reply the recorded backend got for this very
+    /// request; a re-recording backend asks the recorded backend about a request it lacks.
+    fn replay(
+        &self,
+        anthropic: &Value,
+        openai: &Value,
+        cancel: &AtomicBool,
+        within: Duration,
+        stream: Option<&dyn Fn(&str)>,
+    ) -> Result<Reply, ModelError> {
+        let recording = self.loaded_recording()?;
+        let body = match recording.backend.as_str() {
+            "anthropic" => self.with_model(anthropic),
+            _ => self.with_model(openai),
         };
-        let mut used = self.replay_used.lock().unwrap_or_else(|e| e.into_inner());
-        let answer = recording
-            .answer(&body, &mut used)
-            .map_err(|e| ModelError::Replay(e.to_string()))?;
-        if backend == "anthropic" {
-            anthropic_reply(&answer)
-        } else {
-            openai_reply(&answer)
+        let found = recording.find(&body, &mut lock(&self.replay_used));
+        match (found, &self.rerecord) {
+            (Some(index), rerecord) => {
+                if let Some(rerecord) = rerecord {
+                    lock(&rerecord.used).push(Used::Recorded(index));
+                }
+                let answer = &recording.exchanges[index].response;
+                if recording.backend == "anthropic" {
+                    anthropic_reply(answer)
+                } else {
+                    openai_reply(answer)
+                }
+            }
+            (None, None) => Err(ModelError::Replay(recording.miss_report(&body))),
+            (None, Some(rerecord)) => {
+                let live = rerecord.live.get_or_init(|| {
+                    Box::new(Backend::new(&Model {
+                        backend: recording.backend.clone(),
+                        recording: None,
+                        ..self.config.clone()
+                    }))
+                });
+                let reply = live.complete(anthropic, openai, cancel, within, stream);
+                // The live backend keeps what it sent and got, as for `covel play --record`; an
+                // answer without a usable reply is not kept (the turn fails on it).
+                let fresh = std::mem::take(&mut *lock(&live.exchanges));
+                let reply = reply?;
+                lock(&rerecord.used).extend(fresh.into_iter().map(Used::Fresh));
+                Ok(reply)
+            }
         }
     }
 
@@ -708,6 +796,11 @@ impl Backend {
     }
 }
 
+/// A lock whose holder panicked is still good here: what it guards is only appended to.
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// What the scripted story model answers when the session gives it no script.
 pub const UNSCRIPTED_REPLY: &str = "(The story continues.)";
 
@@ -883,6 +976,107 @@ impl TextGateway for FastGateway {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::{BufRead, Read, Write};
+
+    /// A loopback OpenAI-compatible server that answers one request with `text`; joined, it
+    /// gives the body it received.
+    fn one_answer(text: &'static str) -> (String, std::thread::JoinHandle<Value>) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let url = format!("http://{}", listener.local_addr().expect("addr"));
+        let server = std::thread::spawn(move || {
+            let (mut stream, _) = listener.accept().expect("a request");
+            let mut reader = std::io::BufReader::new(stream.try_clone().expect("clone"));
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                reader.read_line(&mut line).expect("header");
+                if line.trim().is_empty() {
+                    break;
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().expect("length");
+                }
+            }
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).expect("body");
+            let answer =
+                json!({"choices": [{"message": {"content": text}, "finish_reason": "stop"}]})
+                    .to_string();
+            write!(
+                stream,
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
+                answer.len()
+            )
+            .expect("answer");
+            serde_json::from_slice(&body).expect("JSON")
+        });
+        (url, server)
+    }
+
+    fn openai_request(say: &str) -> Value {
+        json!({"model": "m", "messages": [{"role": "user", "content": say}]})
+    }
+
+    #[test]
+    fn a_rerecording_replay_backend_answers_hits_from_the_recording_and_asks_the_recorded_backend_about_misses()
+     {
+        let dir = std::env::temp_dir().join(format!("covel-rerecord-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let session = dir.join("s.session.yaml");
+        let recorded = Exchange {
+            request: openai_request("old"),
+            response: json!({"choices": [{"message": {"content": "recorded"}}]}),
+        };
+        Recording::new("openai", vec![recorded.clone(), recorded.clone()])
+            .save(&dir.join("r.json"))
+            .expect("save");
+        let (url, server) = one_answer("fresh");
+        let config = Model {
+            backend: "replay".into(),
+            model: Some("m".into()),
+            base_url: Some(url),
+            recording: Some("r.json".into()),
+            ..covel_kernel::session::Models::default().story
+        };
+        let ask = |backend: &Backend, say: &str| {
+            let request = openai_request(say);
+            backend
+                .complete_within(
+                    &request,
+                    &request,
+                    &AtomicBool::new(false),
+                    Duration::from_secs(10),
+                )
+                .map(|r| r.text)
+        };
+
+        let plain = Backend::for_session(&config, Some(&session));
+        assert!(
+            ask(&plain, "new").is_err_and(|e| e.to_string().contains("replay miss")),
+            "without re-recording a miss fails"
+        );
+        assert!(plain.rerecorded().is_none());
+
+        let backend = Backend::rerecording(&config, Some(&session));
+        assert_eq!(ask(&backend, "old").as_deref(), Ok("recorded"));
+        assert_eq!(ask(&backend, "new").as_deref(), Ok("fresh"));
+        assert_eq!(
+            server.join().expect("server")["messages"][0]["content"],
+            "new"
+        );
+        assert_eq!(backend.rerecorded_count(), 1);
+        let run = backend
+            .rerecorded()
+            .expect("re-recording")
+            .expect("the recording");
+        assert_eq!(
+            (run.kept, run.rerecorded, run.dropped, run.changed),
+            (1, 1, 1, true)
+        );
+        assert_eq!(run.recording.exchanges[0], recorded);
+        assert_eq!(run.recording.exchanges[1].request, openai_request("new"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn scripted_replies_come_from_the_session_cycled_with_turn_and_player_filled_in() {

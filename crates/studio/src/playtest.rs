@@ -1011,6 +1011,15 @@ impl Playtest {
             }
         }
     }
+
+    /// A playtest whose story model is `story` rather than the one the session's models make
+    /// (a re-recording replay backend for `covel test --rerecord-changed`).
+    pub fn with_story_backend(workspace: Workspace, story: Backend) -> Playtest {
+        Playtest {
+            story: Arc::new(story),
+            ..Playtest::new(workspace)
+        }
+    }
 }
 
 /// Writes a session as YAML, safely (see [`crate::save`]).

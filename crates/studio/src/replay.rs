@@ -3,6 +3,11 @@
 //! byte-for-byte the request recorded (as JSON; whether it asked for a stream aside), and
 //! otherwise fails loudly with the nearest recorded request and the places where they differ.
 //! API keys travel in headers and are never recorded.
+//!
+//! `covel test --rerecord-changed` keeps a recording useful as plugins change: the replay
+//! backend logs which exchange answered each request ([`Used`]), asks the recorded backend again
+//! for the requests the recording lacks, and [`Recording::rerecorded`] makes the recording that
+//! run leaves behind (hits as they were, misses answered afresh, unused exchanges dropped).
 
 use crate::textdiff;
 use serde::{Deserialize, Serialize};
@@ -112,6 +117,15 @@ impl Recording {
     /// The answer to `request`: the first unused exchange whose request is equal (then any
     /// equal one); a miss names the nearest recorded request and how this one differs.
     pub fn answer(&self, request: &Value, used: &mut Vec<bool>) -> Result<Value, ReplayError> {
+        match self.find(request, used) {
+            Some(index) => Ok(self.exchanges[index].response.clone()),
+            None => Err(ReplayError::Miss(self.miss_report(request))),
+        }
+    }
+
+    /// The index of the exchange that answers `request` (see [`Recording::answer`]), marked
+    /// used; `None` when no recorded request equals it.
+    pub fn find(&self, request: &Value, used: &mut Vec<bool>) -> Option<usize> {
         used.resize(self.exchanges.len(), false);
         // Whether the request was streamed does not change its answer: a turn recorded by
         // `covel play` (streamed) replays in `covel test` (not streamed), and back.
@@ -123,14 +137,38 @@ impl Recording {
             .filter(|(_, e)| &unstreamed(&e.request) == request)
             .map(|(i, _)| i)
             .collect();
-        if let Some(&index) = equal.iter().find(|&&i| !used[i]).or(equal.first()) {
-            used[index] = true;
-            return Ok(self.exchanges[index].response.clone());
-        }
-        Err(ReplayError::Miss(self.miss_report(request)))
+        let index = *equal.iter().find(|&&i| !used[i]).or(equal.first())?;
+        used[index] = true;
+        Some(index)
     }
 
-    fn miss_report(&self, request: &Value) -> String {
+    /// The recording a run that used `used` leaves: the exchanges in the order used (recorded
+    /// ones as they were, fresh ones as answered), without those no request used (stale now).
+    pub fn rerecorded(&self, used: &[Used]) -> Rerecorded {
+        let mut still_used = vec![false; self.exchanges.len()];
+        let exchanges: Vec<Exchange> = used
+            .iter()
+            .filter_map(|u| match u {
+                Used::Recorded(index) => {
+                    *still_used.get_mut(*index)? = true;
+                    self.exchanges.get(*index).cloned()
+                }
+                Used::Fresh(exchange) => Some(exchange.clone()),
+            })
+            .collect();
+        let rerecorded = used.iter().filter(|u| matches!(u, Used::Fresh(_))).count();
+        let recording = Recording::new(&self.backend, exchanges);
+        Rerecorded {
+            kept: recording.exchanges.len() - rerecorded,
+            rerecorded,
+            dropped: still_used.iter().filter(|u| !**u).count(),
+            changed: recording != *self,
+            recording,
+        }
+    }
+
+    /// Why `request` has no answer here: the nearest recorded request and where they differ.
+    pub fn miss_report(&self, request: &Value) -> String {
         let request = &unstreamed(request);
         let this = serde_json::to_string_pretty(request).unwrap_or_default();
         let nearest = self
@@ -163,9 +201,36 @@ impl Recording {
         for change in changes {
             text.push_str(&format!("\n  {}: {}", change.pointer, change.diff));
         }
-        text.push_str("\nRecord again with `covel play --record FILE` if the change is intended.");
+        text.push_str(
+            "\nIf the change is intended, re-record the requests that changed with `covel test --rerecord-changed` (or record again with `covel play --record FILE`).",
+        );
         text
     }
+}
+
+/// Which exchange answered a request of a replay run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Used {
+    /// The recording's exchange at this index.
+    Recorded(usize),
+    /// None in the recording: the recorded backend was asked again, and answered this.
+    Fresh(Exchange),
+}
+
+/// What a re-recording run leaves (see [`Recording::rerecorded`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rerecorded {
+    /// The recording to write (equal to the old one when nothing changed).
+    pub recording: Recording,
+    /// Recorded exchanges used again (a request used twice counts twice).
+    pub kept: usize,
+    /// Requests the recording lacked, answered afresh.
+    pub rerecorded: usize,
+    /// Recorded exchanges no request used.
+    pub dropped: usize,
+    /// Whether the recording differs from the one the run started from (the same exchanges in
+    /// another order, or one used twice, differ too).
+    pub changed: bool,
 }
 
 /// A request body without what asks for a stream (`stream`, `stream_options`).
@@ -219,6 +284,50 @@ mod tests {
         assert!(
             text.contains("/system/0/text: ") && text.contains("[-grave.-]{+wry.+}"),
             "{text}"
+        );
+    }
+
+    fn exchange(request: &str, response: u32) -> Exchange {
+        Exchange {
+            request: json!({"say": request}),
+            response: json!({"n": response}),
+        }
+    }
+
+    #[test]
+    fn a_rerecorded_recording_keeps_hits_in_order_used_replaces_misses_and_drops_stale_exchanges() {
+        let recording = Recording::new(
+            "openai",
+            vec![exchange("a", 1), exchange("b", 2), exchange("c", 3)],
+        );
+        let fresh = exchange("b2", 4);
+        let run = [
+            Used::Recorded(0),
+            Used::Fresh(fresh.clone()),
+            Used::Recorded(2),
+        ];
+        let result = recording.rerecorded(&run);
+        assert_eq!(
+            result.recording,
+            Recording::new("openai", vec![exchange("a", 1), fresh, exchange("c", 3)])
+        );
+        assert_eq!(
+            (
+                result.kept,
+                result.rerecorded,
+                result.dropped,
+                result.changed
+            ),
+            (2, 1, 1, true)
+        );
+        let same = recording.rerecorded(&[Used::Recorded(0), Used::Recorded(1), Used::Recorded(2)]);
+        assert_eq!(
+            same.recording, recording,
+            "nothing to change: the same recording"
+        );
+        assert_eq!(
+            (same.kept, same.rerecorded, same.dropped, same.changed),
+            (3, 0, 0, false)
         );
     }
 }

@@ -2030,6 +2030,32 @@ export type SystemView = {
 	tokens: number,
 };
 
+/**  What re-recording did with a replay session's recording. */
+export type TestRerecord = {
+	recording: string,
+	status: TestRerecordStatus,
+	/**  The turns whose story requests the recording lacked (answered afresh). */
+	turns: string[],
+	/**  Recorded exchanges used again. */
+	kept: number,
+	/**  Exchanges answered afresh. */
+	rerecorded: number,
+	/**  Recorded exchanges no request used any more. */
+	dropped: number,
+};
+
+/**  What happened with the recording file. */
+export type TestRerecordStatus = 
+/**  Written from this run. */
+"rewritten" | 
+/**  The run used exactly the recorded exchanges, in their order: not written. */
+"unchanged" | 
+/**
+ *  The run failed before every turn was played: the file was left as it was (and nothing
+ *  counts as kept, re-recorded or dropped).
+ */
+"untouched";
+
 /**  The Tests panel: every test session of the open folder. */
 export type TestRun = TestRun_Serialize | TestRun_Deserialize;
 
@@ -2058,6 +2084,11 @@ export type TestSession_Deserialize = {
 	turns: TestTurn_Deserialize[],
 	/**  Why the session could not be tested at all (unreadable, invalid, a live backend…). */
 	error?: string | null,
+	/**
+	 *  What re-recording did with the session's recording (replay sessions run with
+	 *  [`RunOptions::rerecord_changed`] only).
+	 */
+	rerecord?: TestRerecord | null,
 };
 
 /**  The result of one test session. */
@@ -2070,6 +2101,11 @@ export type TestSession_Serialize = {
 	turns: TestTurn_Serialize[],
 	/**  Why the session could not be tested at all (unreadable, invalid, a live backend…). */
 	error?: string,
+	/**
+	 *  What re-recording did with the session's recording (replay sessions run with
+	 *  [`RunOptions::rerecord_changed`] only).
+	 */
+	rerecord?: TestRerecord,
 };
 
 /**  The result of one turn. */

@@ -3,11 +3,15 @@
 //! (scripted, or `replay` from a recording) — and without scripted turns the session is tested
 //! on its next turn (`nextMessage`) without calling a model. Each turn is checked against its
 //! expectations and against the golden snapshot next to the session (`x.golden.yaml`), which
-//! `--update` writes. Live model backends are refused: tests never reach the network.
+//! `--update` writes. Live model backends are refused: tests never reach the network, except
+//! when asked to re-record (`covel test --rerecord-changed`, [`RunOptions::rerecord_changed`]):
+//! a replay session's requests that its recording lacks then go to the backend the recording
+//! was made with, and the recording is rewritten from what the run used.
 
 pub mod checks;
 pub mod golden;
 
+use crate::models::Backend;
 use crate::playtest::Playtest;
 use crate::preview::{Preview, RuntimeTarget, SlotView};
 use crate::workspace::Workspace;
@@ -101,6 +105,51 @@ pub struct SessionResult {
     /// Why the session could not be tested at all (unreadable, invalid, a live backend…).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// What re-recording did with the session's recording (replay sessions run with
+    /// [`RunOptions::rerecord_changed`] only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rerecord: Option<RerecordSummary>,
+}
+
+/// How a session is tested.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunOptions {
+    /// Write the golden snapshot from this run (`covel test --update`).
+    pub update: bool,
+    /// In a replay session, send the requests its recording lacks to the backend it was made
+    /// with, use the answers, and rewrite the recording (`covel test --rerecord-changed`).
+    pub rerecord_changed: bool,
+}
+
+/// What re-recording did with a replay session's recording.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, specta::Type)]
+#[serde(rename = "TestRerecord")]
+#[serde(rename_all = "camelCase")]
+pub struct RerecordSummary {
+    pub recording: PathBuf,
+    pub status: RerecordStatus,
+    /// The turns whose story requests the recording lacked (answered afresh).
+    pub turns: Vec<String>,
+    /// Recorded exchanges used again.
+    pub kept: u32,
+    /// Exchanges answered afresh.
+    pub rerecorded: u32,
+    /// Recorded exchanges no request used any more.
+    pub dropped: u32,
+}
+
+/// What happened with the recording file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, specta::Type)]
+#[serde(rename = "TestRerecordStatus")]
+#[serde(rename_all = "kebab-case")]
+pub enum RerecordStatus {
+    /// Written from this run.
+    Rewritten,
+    /// The run used exactly the recorded exchanges, in their order: not written.
+    Unchanged,
+    /// The run failed before every turn was played: the file was left as it was (and nothing
+    /// counts as kept, re-recorded or dropped).
+    Untouched,
 }
 
 /// In CI (`covel test --ci`, or `CI` set as CI services set it), a session without its golden
@@ -210,12 +259,30 @@ fn failed_session(target: &Target, plugins_dir: PathBuf, error: String) -> Sessi
         passed: false,
         turns: Vec::new(),
         error: Some(error),
+        rerecord: None,
     }
 }
 
 /// Plays (or previews) a session's turns and captures each one. Stops at the first turn that
 /// fails to run; returns the captures so far and that turn's error.
 pub fn capture_turns(workspace: Workspace) -> (Vec<TurnCapture>, Option<(String, String, String)>) {
+    let captured = capture(workspace, false);
+    (captured.captures, captured.failure)
+}
+
+/// What playing a session's turns gave.
+struct Captured {
+    captures: Vec<TurnCapture>,
+    /// The turn that failed to run: its id, what the player said, why.
+    failure: Option<(String, String, String)>,
+    /// The turns whose story requests were answered afresh (when re-recording).
+    rerecorded_turns: Vec<String>,
+    /// The playtest that played them (none when the session's next turn was only previewed).
+    play: Option<Playtest>,
+}
+
+/// [`capture_turns`], the story model re-recording when `rerecord` is set (a replay session).
+fn capture(workspace: Workspace, rerecord: bool) -> Captured {
     let turns = workspace
         .session
         .test
@@ -226,14 +293,16 @@ pub fn capture_turns(workspace: Workspace) -> (Vec<TurnCapture>, Option<(String,
         let preview = workspace.preview(&RuntimeTarget::Story);
         let say = workspace.session.next_message.clone();
         if let Some(error) = &preview.world_context.error {
-            return (
-                Vec::new(),
-                Some((
+            return Captured {
+                captures: Vec::new(),
+                failure: Some((
                     preview.turn_id.clone(),
                     say,
                     format!("the turn would fail: {error}"),
                 )),
-            );
+                rerecorded_turns: Vec::new(),
+                play: None,
+            };
         }
         let capture = TurnCapture {
             turn_id: preview.turn_id.clone(),
@@ -243,25 +312,49 @@ pub fn capture_turns(workspace: Workspace) -> (Vec<TurnCapture>, Option<(String,
             preview,
             steps: Vec::new(),
         };
-        return (vec![capture], None);
+        return Captured {
+            captures: vec![capture],
+            failure: None,
+            rerecorded_turns: Vec::new(),
+            play: None,
+        };
     }
-    let mut play = Playtest::new(workspace);
-    let mut captures = Vec::new();
+    let mut play = if rerecord {
+        let story = Backend::rerecording(
+            &workspace.session.models.story,
+            workspace.session_path.as_deref(),
+        );
+        Playtest::with_story_backend(workspace, story)
+    } else {
+        Playtest::new(workspace)
+    };
+    let mut captured = Captured {
+        captures: Vec::new(),
+        failure: None,
+        rerecorded_turns: Vec::new(),
+        play: None,
+    };
     for turn in &turns {
         // A turn may answer the form the turn before asked for: its filled narrative is said.
         let say = match play.scripted_message(turn) {
             Ok(say) => say,
             Err(error) => {
-                let turn_id = format!("turn {}", captures.len() + 1);
-                return (captures, Some((turn_id, turn.say.clone(), error)));
+                let turn_id = format!("turn {}", captured.captures.len() + 1);
+                captured.failure = Some((turn_id, turn.say.clone(), error));
+                break;
             }
         };
+        let fresh_before = play.story_backend().rerecorded_count();
         let report = play.play_scripted(&say, turn.reply.as_ref());
         if let Some(error) = report.error {
-            return (captures, Some((report.turn_id, say, error)));
+            captured.failure = Some((report.turn_id, say, error));
+            break;
+        }
+        if play.story_backend().rerecorded_count() > fresh_before {
+            captured.rerecorded_turns.push(report.turn_id.clone());
         }
         let world = report.preview.world_context.snapshot.clone();
-        captures.push(TurnCapture {
+        captured.captures.push(TurnCapture {
             turn_id: report.turn_id,
             say,
             preview: report.preview,
@@ -270,7 +363,53 @@ pub fn capture_turns(workspace: Workspace) -> (Vec<TurnCapture>, Option<(String,
             steps: report.steps,
         });
     }
-    (captures, None)
+    captured.play = Some(play);
+    captured
+}
+
+/// Settles a re-recording run's recording: rewritten (atomically, the old text kept as `.bak`)
+/// when the run played every turn and used other exchanges than it holds; left as it was when
+/// nothing changed or a turn failed. `Ok(None)` when the story model did not re-record.
+fn settle_recording(captured: &Captured) -> Result<Option<RerecordSummary>, String> {
+    let Some(story) = captured.play.as_ref().map(Playtest::story_backend) else {
+        return Ok(None);
+    };
+    let Some(rerecorded) = story.rerecorded() else {
+        return Ok(None);
+    };
+    // A failed turn already says why (a live call's error, a missing recording…).
+    let Ok(recording) = story.recording_path() else {
+        return Ok(None);
+    };
+    if captured.failure.is_some() {
+        return Ok(Some(RerecordSummary {
+            recording,
+            status: RerecordStatus::Untouched,
+            turns: Vec::new(),
+            kept: 0,
+            rerecorded: 0,
+            dropped: 0,
+        }));
+    }
+    let rerecorded = rerecorded.map_err(|e| e.to_string())?;
+    let status = if rerecorded.changed {
+        rerecorded
+            .recording
+            .save(&recording)
+            .map_err(|e| e.to_string())?;
+        RerecordStatus::Rewritten
+    } else {
+        RerecordStatus::Unchanged
+    };
+    let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+    Ok(Some(RerecordSummary {
+        recording,
+        status,
+        turns: captured.rerecorded_turns.clone(),
+        kept: count(rerecorded.kept),
+        rerecorded: count(rerecorded.rerecorded),
+        dropped: count(rerecorded.dropped),
+    }))
 }
 
 /// Why a session's model would reach the network in a test, if it would.
@@ -290,8 +429,20 @@ fn live_backend(session: &Session) -> Option<String> {
     })
 }
 
-/// Tests one session.
+/// Tests one session, writing its golden snapshot when `update` is set.
 pub fn run_session(target: &Target, update: bool, limits: &Limits) -> SessionResult {
+    let options = RunOptions {
+        update,
+        ..RunOptions::default()
+    };
+    run_session_with(target, &options, limits)
+}
+
+/// Tests one session as `options` say: with `rerecord_changed`, a replay session's recording is
+/// brought up to date first (see [`RunOptions`]) and its checks and golden snapshot see the new
+/// answers; [`SessionResult::rerecord`] says what changed.
+pub fn run_session_with(target: &Target, options: &RunOptions, limits: &Limits) -> SessionResult {
+    let update = options.update;
     let text = match crate::workspace::read_session_text(&target.session) {
         Ok(text) => text,
         Err(e) => {
@@ -332,7 +483,12 @@ pub fn run_session(target: &Target, update: bool, limits: &Limits) -> SessionRes
     };
     let has_expectations = expectations.iter().any(|e| !e.is_empty());
     let session_id = workspace.session.id.clone();
-    let (captures, failure) = capture_turns(workspace);
+    let rerecord = options.rerecord_changed && parsed.models.story.backend == "replay";
+    let captured = capture(workspace, rerecord);
+    let settled = settle_recording(&captured);
+    let Captured {
+        captures, failure, ..
+    } = captured;
 
     let mut turns: Vec<TurnResult> = captures
         .iter()
@@ -374,6 +530,10 @@ pub fn run_session(target: &Target, update: bool, limits: &Limits) -> SessionRes
             "plugins or the session have problems: {}",
             broken.join("; ")
         )
+    });
+    let rerecord = settled.unwrap_or_else(|e| {
+        error.get_or_insert(format!("cannot re-record: {e}"));
+        None
     });
     let status = if failure.is_some() {
         GoldenStatus::Skipped
@@ -451,6 +611,7 @@ pub fn run_session(target: &Target, update: bool, limits: &Limits) -> SessionRes
         passed,
         turns,
         error,
+        rerecord,
     }
 }
 
@@ -489,6 +650,17 @@ pub fn run_folder(
     update: &Update,
     limits: &Limits,
 ) -> Result<Vec<SessionResult>, TestError> {
+    run_folder_with(plugins_dir, update, false, limits)
+}
+
+/// [`run_folder`], re-recording the replay sessions' changed requests when `rerecord_changed`
+/// is set (see [`RunOptions::rerecord_changed`]).
+pub fn run_folder_with(
+    plugins_dir: &Path,
+    update: &Update,
+    rerecord_changed: bool,
+    limits: &Limits,
+) -> Result<Vec<SessionResult>, TestError> {
     let writes = |session: &Path| match update {
         Update::None => false,
         Update::All => true,
@@ -496,6 +668,12 @@ pub fn run_folder(
     };
     Ok(discover(&[plugins_dir.to_path_buf()])?
         .iter()
-        .map(|t| run_session(t, writes(&t.session), limits))
+        .map(|t| {
+            let options = RunOptions {
+                update: writes(&t.session),
+                rerecord_changed,
+            };
+            run_session_with(t, &options, limits)
+        })
         .collect())
 }
