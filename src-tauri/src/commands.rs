@@ -537,22 +537,27 @@ async fn forecast(
 }
 
 /// The Tests panel: every test session of the open folder. `update` writes golden snapshots:
-/// every session's, or with `only` that session file's alone.
+/// every session's, or with `only` that session file's alone. `rerecord` re-records the
+/// changed requests of the replay session `only` (or of every replay session) with the backend
+/// its recording was made with (`covel test --rerecord-changed`).
 #[tauri::command]
 #[specta::specta]
 async fn run_tests(
     state: State<'_, AppState>,
     update: bool,
     only: Option<String>,
+    rerecord: bool,
 ) -> Result<TestRun, String> {
-    let update = match (update, only) {
-        (false, _) => covel_studio::testing::Update::None,
-        (true, None) => covel_studio::testing::Update::All,
-        (true, Some(session)) => covel_studio::testing::Update::Only(session.into()),
+    use covel_studio::testing::Sessions;
+    let sessions = |asked: bool| match (asked, &only) {
+        (false, _) => Sessions::None,
+        (true, None) => Sessions::All,
+        (true, Some(session)) => Sessions::Only(session.into()),
     };
+    let (update, rerecord) = (sessions(update), sessions(rerecord));
     with_studio(&state, move |s| {
         let dir = s.workspace().plugins_dir.clone();
-        covel_studio::testing::run_folder(&dir, &update, &s.workspace().limits)
+        covel_studio::testing::run_folder_with(&dir, &update, &rerecord, &s.workspace().limits)
             .map(TestRun::of)
             .map_err(|e| e.to_string())
     })

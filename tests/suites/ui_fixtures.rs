@@ -121,7 +121,7 @@ fn ui_fixtures_are_fresh() {
     outputs.push(("forecast", "Forecast", forecast));
     let tests = covel_studio::testing::run_folder(
         Path::new(&root),
-        &covel_studio::testing::Update::None,
+        &covel_studio::testing::Sessions::None,
         &Limits::default(),
     )
     .expect("tests");

@@ -145,6 +145,17 @@ impl Recording {
     /// The recording a run that used `used` leaves: the exchanges in the order used (recorded
     /// ones as they were, fresh ones as answered), without those no request used (stale now).
     pub fn rerecorded(&self, used: &[Used]) -> Rerecorded {
+        // A run that asked the model nothing (every turn scripted) says nothing about which
+        // exchanges are stale: the recording stays whole.
+        if used.is_empty() {
+            return Rerecorded {
+                kept: self.exchanges.len(),
+                rerecorded: 0,
+                dropped: 0,
+                changed: false,
+                recording: self.clone(),
+            };
+        }
         let mut still_used = vec![false; self.exchanges.len()];
         let exchanges: Vec<Exchange> = used
             .iter()
@@ -292,6 +303,22 @@ mod tests {
             request: json!({"say": request}),
             response: json!({"n": response}),
         }
+    }
+
+    #[test]
+    fn a_run_that_asked_the_model_nothing_leaves_the_recording_whole() {
+        let recording = Recording::new("openai", vec![exchange("a", 1), exchange("b", 2)]);
+        let result = recording.rerecorded(&[]);
+        assert_eq!(result.recording, recording);
+        assert_eq!(
+            (
+                result.kept,
+                result.rerecorded,
+                result.dropped,
+                result.changed
+            ),
+            (2, 0, 0, false)
+        );
     }
 
     #[test]

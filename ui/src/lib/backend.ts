@@ -78,9 +78,10 @@ export interface Backend {
   /** The Tests panel: every test session of the open folder (`update` rewrites golden snapshots). */
   /**
    * Runs the folder's test sessions; `update` writes golden snapshots: every session's, or with
-   * `only` (a session file) that session's alone.
+   * `only` (a session file) that session's alone; `rerecord` re-records the changed requests of
+   * the replay session `only` with the backend its recording was made with.
    */
-  runTests(update: boolean, only?: string | null): Promise<TestRun>;
+  runTests(update: boolean, only?: string | null, rerecord?: boolean): Promise<TestRun>;
   onChange(listener: (event: StudioEvent) => void): Promise<() => void>;
   /** The story model's text of the turn being played, piece by piece as a real backend streams it. */
   onTurnText(listener: (event: TurnText) => void): Promise<() => void>;

@@ -93,9 +93,11 @@ export const commands = {
 	forecast: (model: string | null, pace: number | null, ttl: string) => typedError<Forecast_Serialize, string>(__TAURI_INVOKE("forecast", { model, pace, ttl })),
 	/**
 	 *  The Tests panel: every test session of the open folder. `update` writes golden snapshots:
-	 *  every session's, or with `only` that session file's alone.
+	 *  every session's, or with `only` that session file's alone. `rerecord` re-records the
+	 *  changed requests of the replay session `only` (or of every replay session) with the backend
+	 *  its recording was made with (`covel test --rerecord-changed`).
 	 */
-	runTests: (update: boolean, only: string | null) => typedError<TestRun_Serialize, string>(__TAURI_INVOKE("run_tests", { update, only })),
+	runTests: (update: boolean, only: string | null, rerecord: boolean) => typedError<TestRun_Serialize, string>(__TAURI_INVOKE("run_tests", { update, only, rerecord })),
 	/**  Where this run's log file is (`None` when none could be created), for the UI to show. */
 	logFile: () => typedError<string | null, string>(__TAURI_INVOKE("log_file")),
 	/**

@@ -261,8 +261,11 @@ export function fakeBackend(): Backend {
       return { ...forecast, turns: forecast.turns.map((t) => ({ ...t, withNewerPlugins: recomputed.includes(t.turnId) || undefined })) };
     },
     // A test may give the run's answer (`window.__fakeTests`, a TestRun).
-    runTests: async (update, only) => {
-      calls.push(["runTests", update, only ?? null]);
+    // A test may give the run's answer (`window.__fakeTests`) and a re-recording run's
+    // (`window.__fakeRerecordTests`).
+    runTests: async (update, only, rerecord) => {
+      calls.push(["runTests", update, only ?? null, ...(rerecord ? [true] : [])]);
+      if (rerecord && (globalThis as any).__fakeRerecordTests) return (globalThis as any).__fakeRerecordTests;
       return (globalThis as any).__fakeTests ?? tests;
     },
     onChange: async (listener) => {

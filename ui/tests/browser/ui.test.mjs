@@ -1042,3 +1042,29 @@ test("the story model picker lists the models the local server reports and write
   await p.getByTestId("models-problem").filter({ hasText: "connection refused" }).waitFor();
   await context.close();
 });
+
+test("a replay miss in the Tests panel offers to re-record the changed turns, asks first, and says what was re-recorded", async () => {
+  const run = structuredClone(await fixture("tests.json"));
+  const session = run.sessions[0];
+  session.passed = false;
+  session.turns[0].passed = false;
+  session.turns[0].error = "replay miss: none of the 3 recorded anthropic requests equals this request; nearest is exchange #2 (97% similar). Where this request differs from it:\n  /messages/3/content: …";
+  const after = structuredClone(await fixture("tests.json"));
+  after.sessions[0].rerecord = { recording: "tests/replayed.recording.json", status: "rewritten", turns: [session.turns[0].turnId], kept: 2, rerecorded: 1, dropped: 1 };
+  const context = await browser.newContext({ viewport: { width: 1440, height: 920 } });
+  const p = await context.newPage();
+  await p.goto(url);
+  await p.getByTestId("system-prompt").waitFor();
+  await p.evaluate(([a, b]) => ((window.__fakeTests = a), (window.__fakeRerecordTests = b)), [run, after]);
+  await p.locator('[data-tab="Tests"]').click();
+  await p.getByTestId("tests-run").click();
+  await p.getByTestId("rerecord-ask").click();
+  await p.getByTestId("rerecord-confirm").waitFor();
+  const runs = async () => (await p.evaluate(() => window.__fakeCalls)).filter((c) => c[0] === "runTests");
+  assert.equal((await runs()).length, 1, "nothing is sent before the author says so");
+  await p.getByTestId("rerecord-run").click();
+  await p.getByTestId("rerecord-result").waitFor();
+  assert.deepEqual((await runs()).at(-1), ["runTests", false, session.session, true]);
+  assert.match(await p.getByTestId("rerecord-result").textContent(), new RegExp(`Re-recorded ${session.turns[0].turnId} into tests/replayed.recording.json \\(2 kept, 1 re-recorded, 1 dropped\\)`));
+  await context.close();
+});

@@ -632,46 +632,53 @@ fn providers_of(capture: &TurnCapture, slot: &str) -> Option<String> {
     (!plugins.is_empty()).then(|| plugins.join(", "))
 }
 
-/// Which golden snapshots a run of a folder writes.
+/// Which sessions of a folder a run does something more for: write their golden snapshots
+/// (`covel test --update`), or re-record their changed requests (`--rerecord-changed`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Update {
-    /// None: every session is compared with its snapshot.
+pub enum Sessions {
+    /// None: every session is only run and compared.
     None,
-    /// Every session's (`covel test --update`).
+    /// Every session.
     All,
-    /// Only this session file's; the others are compared.
+    /// Only this session file.
     Only(PathBuf),
 }
 
-/// Runs every test session of a plugins folder (the Tests panel), writing the golden
-/// snapshots `update` names.
-pub fn run_folder(
-    plugins_dir: &Path,
-    update: &Update,
-    limits: &Limits,
-) -> Result<Vec<SessionResult>, TestError> {
-    run_folder_with(plugins_dir, update, false, limits)
+impl Sessions {
+    /// Whether `session` is one of them.
+    fn include(&self, session: &Path) -> bool {
+        match self {
+            Sessions::None => false,
+            Sessions::All => true,
+            Sessions::Only(only) => only == session || crate::save::same_file(only, session),
+        }
+    }
 }
 
-/// [`run_folder`], re-recording the replay sessions' changed requests when `rerecord_changed`
-/// is set (see [`RunOptions::rerecord_changed`]).
-pub fn run_folder_with(
+/// Runs every test session of a plugins folder (the Tests panel), writing the golden
+/// snapshots of the sessions `update` names.
+pub fn run_folder(
     plugins_dir: &Path,
-    update: &Update,
-    rerecord_changed: bool,
+    update: &Sessions,
     limits: &Limits,
 ) -> Result<Vec<SessionResult>, TestError> {
-    let writes = |session: &Path| match update {
-        Update::None => false,
-        Update::All => true,
-        Update::Only(only) => only == session || crate::save::same_file(only, session),
-    };
+    run_folder_with(plugins_dir, update, &Sessions::None, limits)
+}
+
+/// [`run_folder`], re-recording the changed requests of the replay sessions `rerecord` names
+/// (see [`RunOptions::rerecord_changed`]).
+pub fn run_folder_with(
+    plugins_dir: &Path,
+    update: &Sessions,
+    rerecord: &Sessions,
+    limits: &Limits,
+) -> Result<Vec<SessionResult>, TestError> {
     Ok(discover(&[plugins_dir.to_path_buf()])?
         .iter()
         .map(|t| {
             let options = RunOptions {
-                update: writes(&t.session),
-                rerecord_changed,
+                update: update.include(&t.session),
+                rerecord_changed: rerecord.include(&t.session),
             };
             run_session_with(t, &options, limits)
         })
