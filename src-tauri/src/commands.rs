@@ -391,7 +391,9 @@ async fn open_in_editor(
 ) -> Result<String, String> {
     let dir = with_studio(&state, |s| Ok(s.workspace().plugins_dir.clone())).await?;
     let path = std::path::Path::new(&file);
-    let path = if path.is_absolute() {
+    // Registration sites are as the folder was opened (relative to the working directory when
+    // it was opened by a relative path); diagnostics' files may be relative to the folder.
+    let path = if path.is_absolute() || path.is_file() {
         path.to_path_buf()
     } else {
         dir.join(path)

@@ -1391,10 +1391,24 @@ export type PromptView = {
 };
 
 /**  A registered extension. */
-export type ProvidedExtension = {
+export type ProvidedExtension = ProvidedExtension_Serialize | ProvidedExtension_Deserialize;
+
+/**  A registered extension. */
+export type ProvidedExtension_Deserialize = {
 	point: string,
 	id: string,
 	handlerIsFunction: boolean,
+	/**  Its `provideExtension` call, when the engine could tell. */
+	site?: SourceSite | null,
+};
+
+/**  A registered extension. */
+export type ProvidedExtension_Serialize = {
+	point: string,
+	id: string,
+	handlerIsFunction: boolean,
+	/**  Its `provideExtension` call, when the engine could tell. */
+	site?: SourceSite,
 };
 
 /**  A recently opened folder. */
@@ -1412,12 +1426,21 @@ export type RecentFolder_Serialize = {
 	session: string | null,
 };
 
+/**
+ *  A registration call other than an extension's (`tool:set-scene`, `hook:PostLLMResponse:normal`)
+ *  and where it was made.
+ */
+export type RegistrationSite = {
+	key: string,
+	site: SourceSite,
+};
+
 /**  What a plugin's entry registered, by kind. */
 export type Registrations = Registrations_Serialize | Registrations_Deserialize;
 
 /**  What a plugin's entry registered, by kind. */
 export type Registrations_Deserialize = {
-	extensions: ProvidedExtension[],
+	extensions: ProvidedExtension_Deserialize[],
 	tools: string[],
 	actions: string[],
 	services: string[],
@@ -1425,6 +1448,8 @@ export type Registrations_Deserialize = {
 	wires: string[],
 	hooks: string[],
 	refusedLate: string[],
+	/**  Where the tools, hooks, … were registered, in call order. */
+	sites: RegistrationSite[],
 	/**
 	 *  That the studio lists but never runs the tools, hooks, … above, when there are any
 	 *  (`registration::Registrations::not_run_note`).
@@ -1434,7 +1459,7 @@ export type Registrations_Deserialize = {
 
 /**  What a plugin's entry registered, by kind. */
 export type Registrations_Serialize = {
-	extensions: ProvidedExtension[],
+	extensions: ProvidedExtension_Serialize[],
 	tools: string[],
 	actions: string[],
 	services: string[],
@@ -1442,6 +1467,8 @@ export type Registrations_Serialize = {
 	wires: string[],
 	hooks: string[],
 	refusedLate: string[],
+	/**  Where the tools, hooks, … were registered, in call order. */
+	sites: RegistrationSite[],
 	/**
 	 *  That the studio lists but never runs the tools, hooks, … above, when there are any
 	 *  (`registration::Registrations::not_run_note`).
@@ -2003,6 +2030,13 @@ export type SortKey = {
 	order: number,
 	providerPluginId: string,
 	id: string,
+};
+
+/**  Where the plugin's code made a registration call: what "open in editor" opens. */
+export type SourceSite = {
+	file: string,
+	line: number,
+	column: number,
 };
 
 /**  Sent after the studio changed on its own (a reload) or while it opens a folder. */

@@ -1,6 +1,6 @@
 // View logic: pure functions over the snapshot, unit-tested with Vitest. Components stay thin.
 import { resolveI18nText } from "./locale";
-import type { Breakpoint, CacheReport, CallRecord, Forecast, GoldenDifference, I18n, JsonValue, Message, Origin, PartOrigin, PluginView, ReloadEntry, SegmentChange, SegmentRow, Snapshot, TestRun, TurnRecord } from "./wire";
+import type { Breakpoint, CacheReport, CallRecord, Forecast, GoldenDifference, I18n, JsonValue, Message, Origin, PartOrigin, PluginView, ReloadEntry, SegmentChange, SegmentRow, Snapshot, TestRun, TurnRecord, SourceSite } from "./wire";
 
 // ---- reading JSON values (the session, the world snapshot, summaries) ----------------------------
 
@@ -964,4 +964,24 @@ export function loopStepLine(step: import("./wire").LoopStep): LoopLine {
       return { head: `Commit ${step.type} of ${step.pluginId}${writes} · ${step.committed ? "committed" : "refused"}${moved}`, tone: step.committed ? "ok" : "error", detail: step.detail };
     }
   }
+}
+
+/** Where a provider's `provideExtension` call is in its plugin's code (undefined when unknown). */
+export function providerSite(snapshot: Snapshot, pluginId: string, point: string, providerId: string): SourceSite | undefined {
+  const plugin = snapshot.plugins.find((p) => p.name === pluginId);
+  return plugin?.inventory.extensions.find((e) => e.point === point && e.id === providerId)?.site ?? undefined;
+}
+
+/**
+ * Where a tool or hook was registered: `tool:NAME`, or a hook's event (`hook:EVENT:` and its
+ * enforce group, the first registration of that event by the plugin).
+ */
+export function registrationSite(snapshot: Snapshot, pluginId: string | null | undefined, key: string): SourceSite | undefined {
+  const plugin = snapshot.plugins.find((p) => p.name === pluginId);
+  return plugin?.inventory.sites.find((s) => s.key === key || (key.endsWith(":") && s.key.startsWith(key)))?.site;
+}
+
+/** A site as an author reads it: the last two parts of its path, line and column. */
+export function siteLabel(site: SourceSite): string {
+  return `${site.file.split(/[\\/]/).slice(-2).join("/")}:${site.line}:${site.column}`;
 }

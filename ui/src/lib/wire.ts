@@ -44,6 +44,7 @@ export type {
   TurnPrompt_Serialize as TurnPrompt,
   TurnRecord_Serialize as TurnRecord,
   BranchView_Serialize as BranchView,
+  SourceSite,
   ForkPoint_Serialize as ForkPoint,
   TurnText,
 } from "./bindings";

@@ -1068,3 +1068,40 @@ test("a replay miss in the Tests panel offers to re-record the changed turns, as
   assert.match(await p.getByTestId("rerecord-result").textContent(), new RegExp(`Re-recorded ${session.turns[0].turnId} into tests/replayed.recording.json \\(2 kept, 1 re-recorded, 1 dropped\\)`));
   await context.close();
 });
+
+test("one click to the source: a provider, a segment, a slot value and a turn's tool call open their registration site in the editor", async () => {
+  const snapshot = await fixture("snapshot.json");
+  const after = await fixture("after-turn.json");
+  const context = await browser.newContext({ viewport: { width: 1440, height: 920 } });
+  const p = await context.newPage();
+  await p.goto(url);
+  await p.getByTestId("system-prompt").waitFor();
+  const opened = async () => (await p.evaluate(() => window.__fakeCalls)).filter((c) => c[0] === "openInEditor").at(-1);
+  const site = (plugin, point, id) => snapshot.plugins.find((x) => x.name === plugin).inventory.extensions.find((e) => e.point === point && e.id === id).site;
+  // A segment in the Prompt panel's table.
+  const tone = site("story-director", "prompt.segment@1", "tone");
+  assert.ok(tone && tone.line > 0, "the sample's registration sites are known");
+  if (!(await p.getByTestId("segments").isVisible())) await p.getByTestId("show-segments").click();
+  await p.locator(`[data-testid="segments"] [data-site="${tone.file}:${tone.line}:${tone.column}"]`).click();
+  await p.waitForFunction(() => window.__fakeCalls.some((c) => c[0] === "openInEditor"));
+  assert.deepEqual(await opened(), ["openInEditor", tone.file, tone.line, tone.column]);
+  assert.match(await p.locator(`[data-testid="segments"] [data-site="${tone.file}:${tone.line}:${tone.column}"]`).textContent(), /server\/index\.js:\d+:\d+/);
+  // A provider in the Providers panel.
+  await p.locator('[data-tab="Providers"]').click();
+  const first = p.locator('[data-testid="providers"] [data-testid="source-link"]').first();
+  await first.click();
+  const [file, line, column] = (await first.getAttribute("data-site")).split(/:(?=\d+:\d+$)|:(?=\d+$)/);
+  assert.deepEqual(await opened(), ["openInEditor", file, Number(line), Number(column)]);
+  // A slot value on the Stage panel.
+  await p.locator('[data-tab="Stage"]').click();
+  assert.ok((await p.locator('details [data-testid="source-link"]').count()) > 0, "slot values link to their providers");
+  // A tool call of a played turn.
+  await p.evaluate((s) => window.__fakeSnapshot(s), after);
+  await p.locator('[data-tab="Playtest"]').click();
+  const tool = p.locator('[data-testid="loop-step"][data-kind="tool"] [data-testid="source-link"]').first();
+  await tool.click();
+  const setScene = after.plugins.find((x) => x.name === "scene-stage").inventory.sites.find((s) => s.key === "tool:set-scene").site;
+  assert.deepEqual(await opened(), ["openInEditor", setScene.file, setScene.line, setScene.column]);
+  await p.screenshot({ path: join(shots, "browser-source-links.png") });
+  await context.close();
+});

@@ -169,6 +169,25 @@ impl From<&manifest::ExtensionDecl> for ExtensionDecl {
     }
 }
 
+/// Where the plugin's code made a registration call: what "open in editor" opens.
+#[derive(Debug, Clone, PartialEq, Serialize, Type)]
+#[serde(rename_all = "camelCase")]
+pub struct SourceSite {
+    pub file: String,
+    pub line: u32,
+    pub column: u32,
+}
+
+impl From<&registration::Site> for SourceSite {
+    fn from(site: &registration::Site) -> Self {
+        SourceSite {
+            file: site.file.display().to_string(),
+            line: site.line,
+            column: site.column,
+        }
+    }
+}
+
 /// A registered extension.
 #[derive(Debug, Clone, PartialEq, Serialize, Type)]
 #[serde(rename_all = "camelCase")]
@@ -176,6 +195,18 @@ pub struct ProvidedExtension {
     pub point: String,
     pub id: String,
     pub handler_is_function: bool,
+    /// Its `provideExtension` call, when the engine could tell.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub site: Option<SourceSite>,
+}
+
+/// A registration call other than an extension's (`tool:set-scene`, `hook:PostLLMResponse:normal`)
+/// and where it was made.
+#[derive(Debug, Clone, PartialEq, Serialize, Type)]
+#[serde(rename_all = "camelCase")]
+pub struct RegistrationSite {
+    pub key: String,
+    pub site: SourceSite,
 }
 
 /// What a plugin's entry registered, by kind.
@@ -190,6 +221,8 @@ pub struct Registrations {
     pub wires: Vec<String>,
     pub hooks: Vec<String>,
     pub refused_late: Vec<String>,
+    /// Where the tools, hooks, … were registered, in call order.
+    pub sites: Vec<RegistrationSite>,
     /// That the studio lists but never runs the tools, hooks, … above, when there are any
     /// (`registration::Registrations::not_run_note`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -206,6 +239,7 @@ impl From<&registration::Registrations> for Registrations {
                     point: e.point.clone(),
                     id: e.id.clone(),
                     handler_is_function: e.handler_is_function,
+                    site: e.site.as_ref().map(Into::into),
                 })
                 .collect(),
             tools: r.tools.clone(),
@@ -215,6 +249,14 @@ impl From<&registration::Registrations> for Registrations {
             wires: r.wires.clone(),
             hooks: r.hooks.clone(),
             refused_late: r.refused_late.clone(),
+            sites: r
+                .sites
+                .iter()
+                .map(|(key, site)| RegistrationSite {
+                    key: key.clone(),
+                    site: site.into(),
+                })
+                .collect(),
             not_run_note: r.not_run_note(),
         }
     }
