@@ -811,3 +811,30 @@ fn two_providers_sharing_a_segment_id_are_not_linted_as_a_changing_segment() {
     assert!(p.cache.lint.is_empty(), "{:?}", p.cache.lint);
     assert!(p.cache.breakpoints.iter().all(|b| b.stable));
 }
+
+#[test]
+fn a_contract_no_active_runtime_produces_is_previewed_with_a_note() {
+    let plugins = fixture("prompt/plugins");
+    let session = fixture("prompt/session.yaml");
+    let ws = Workspace::open(&plugins, Some(&session), &Limits::default()).expect("opens");
+    let mut studio = covel_studio::live::LiveStudio::new(ws, RuntimeTarget::Story);
+    assert_eq!(studio.snapshot().runtime_note, None);
+    studio
+        .switch_target(RuntimeTarget::Contract("nobody@1".into()))
+        .expect("any well-formed contract id is previewed");
+    let note = studio.snapshot().runtime_note.expect("a note");
+    assert!(
+        note.starts_with("no active plugin has a runtime whose output contract is `nobody@1`"),
+        "{note}"
+    );
+    assert!(
+        studio
+            .switch_target(RuntimeTarget::Contract("not a contract".into()))
+            .is_err(),
+        "an ill-formed id is refused"
+    );
+    studio
+        .switch_target(RuntimeTarget::Story)
+        .expect("back to the story");
+    assert_eq!(studio.snapshot().runtime_note, None);
+}

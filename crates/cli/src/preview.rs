@@ -30,9 +30,13 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         anyhow::bail!("--runtime {}: {why}", args.runtime);
     }
     let preview = workspace.preview(&target);
+    let note = workspace.runtime_note(&target);
     if args.json {
         let mut value = serde_json::to_value(&preview)?;
         if let Some(map) = value.as_object_mut() {
+            if let Some(note) = &note {
+                map.insert("runtimeNote".into(), note.clone().into());
+            }
             map.insert(
                 "resolution".into(),
                 serde_json::to_value(&workspace.resolution)?,
@@ -45,6 +49,9 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         }
         print_json(&value)?;
     } else {
+        if let Some(note) = &note {
+            crate::say!("note: {note}\n");
+        }
         print_human(&preview);
         crate::say!();
         crate::output::print_rejections(&workspace.resolution);

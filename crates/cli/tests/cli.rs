@@ -678,10 +678,29 @@ fn preview_assembles_for_the_runtime_of_an_output_contract() {
         "--runtime",
         "contract:nobody@1",
     ]);
-    assert_eq!(nobody.status.code(), Some(2));
+    // A contract no active plugin's runtime produces is previewed all the same, with a note:
+    // what such a runtime from another package would get.
+    assert_exit(&nobody, 0);
+    let text = String::from_utf8_lossy(&nobody.stdout);
     assert!(
-        String::from_utf8_lossy(&nobody.stderr)
-            .contains("no active plugin has a runtime whose output contract is `nobody@1`")
+        text.starts_with("note: no active plugin has a runtime whose output contract is `nobody@1`: this is the prompt such a runtime would get"),
+        "{text}"
+    );
+    assert!(text.contains("System prompt"), "{text}");
+    let ill_formed = covel(&[
+        "preview",
+        "tests/fixtures/prompt/plugins",
+        "--session",
+        "tests/fixtures/prompt/session.yaml",
+        "--runtime",
+        "contract:Nobody",
+    ]);
+    assert_exit(&ill_formed, 2);
+    assert!(
+        String::from_utf8_lossy(&ill_formed.stderr)
+            .contains("`Nobody` is not a versioned contract id (expected `name@N`"),
+        "{}",
+        String::from_utf8_lossy(&ill_formed.stderr)
     );
 }
 

@@ -280,7 +280,7 @@ impl LiveStudio {
     }
 
     /// Switches the previewed runtime when it can be previewed; otherwise says why (a plugin
-    /// that is not active, a contract no active runtime produces) and keeps the current one.
+    /// that is not active, an ill-formed contract id) and keeps the current one.
     pub fn switch_target(&mut self, target: RuntimeTarget) -> Result<(), String> {
         if let Some(why) = self.play.workspace.runtime_unavailable(&target) {
             return Err(why);

@@ -369,8 +369,8 @@ impl Workspace {
         }
     }
 
-    /// Why a runtime cannot be previewed (a plugin that is not active, a contract no active
-    /// runtime produces), or `None` when it can.
+    /// Why a runtime cannot be previewed (a plugin that is not active, an ill-formed contract
+    /// id), or `None` when it can.
     pub fn runtime_unavailable(&self, target: &RuntimeTarget) -> Option<String> {
         match target {
             RuntimeTarget::Story => None,
@@ -392,20 +392,34 @@ impl Workspace {
                 Some(format!("there is no plugin `{id}` in the folder"))
             }
             RuntimeTarget::Contract(contract) => {
-                let produced = self
-                    .active_plugins()
-                    .filter_map(|p| p.package.as_ref())
-                    .any(|p| {
-                        p.manifest
-                            .runtimes
-                            .iter()
-                            .any(|r| r.output_contract.as_deref() == Some(contract.as_str()))
-                    });
-                (!produced).then(|| {
-                    format!("no active plugin has a runtime whose output contract is `{contract}`")
-                })
+                covel_kernel::contract::ContractId::parse(contract)
+                    .err()
+                    .map(|e| e.to_string())
             }
         }
+    }
+
+    /// What an author should know about a runtime that can be previewed: a contract that no
+    /// active plugin's runtime produces is assembled all the same (what a `{contract: …}`
+    /// audience segment gives a runtime another package provides), and says so.
+    pub fn runtime_note(&self, target: &RuntimeTarget) -> Option<String> {
+        let RuntimeTarget::Contract(contract) = target else {
+            return None;
+        };
+        let produced = self
+            .active_plugins()
+            .filter_map(|p| p.package.as_ref())
+            .any(|p| {
+                p.manifest
+                    .runtimes
+                    .iter()
+                    .any(|r| r.output_contract.as_deref() == Some(contract.as_str()))
+            });
+        (!produced).then(|| {
+            format!(
+                "no active plugin has a runtime whose output contract is `{contract}`: this is the prompt such a runtime would get from another package (segments with `audience: {{contract: {contract}}}` included)"
+            )
+        })
     }
 
     /// Runs the world context, enforcing the dimension-provider rule.

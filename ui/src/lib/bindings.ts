@@ -1923,6 +1923,7 @@ export type SnapshotPatch_Deserialize = {
 	plugins?: Positions_Deserialize<Shared<PluginView_Deserialize>> | null,
 	resolution?: Resolution_Deserialize | null,
 	preview?: PreviewPatch_Deserialize | null,
+	runtimeNote?: string | null,
 	compaction?: CompactionView_Deserialize | null,
 	turns?: Turns_Deserialize | null,
 	branches?: BranchView_Deserialize[] | null,
@@ -1954,6 +1955,7 @@ export type SnapshotPatch_Serialize = {
 	plugins?: Positions_Serialize<Shared<PluginView_Serialize>>,
 	resolution?: Resolution_Serialize,
 	preview?: PreviewPatch_Serialize,
+	runtimeNote?: string | null,
 	compaction?: CompactionView_Serialize,
 	turns?: Turns_Serialize,
 	branches?: BranchView_Serialize[],
@@ -1985,6 +1987,11 @@ export type Snapshot_Deserialize = {
 	plugins: Shared<PluginView_Deserialize>[],
 	resolution: Resolution_Deserialize,
 	preview: Preview_Deserialize,
+	/**
+	 *  What to know about the runtime the preview is for (a contract no active runtime
+	 *  produces is previewed all the same).
+	 */
+	runtimeNote?: string | null,
 	compaction: CompactionView_Deserialize,
 	turns: TurnRecord_Deserialize[],
 	/**  The playtest's branches (one, `main`, until the author forks a turn or replays). */
@@ -2016,6 +2023,11 @@ export type Snapshot_Serialize = {
 	plugins: Shared<PluginView_Serialize>[],
 	resolution: Resolution_Serialize,
 	preview: Preview_Serialize,
+	/**
+	 *  What to know about the runtime the preview is for (a contract no active runtime
+	 *  produces is previewed all the same).
+	 */
+	runtimeNote?: string,
 	compaction: CompactionView_Serialize,
 	turns: TurnRecord_Serialize[],
 	/**  The playtest's branches (one, `main`, until the author forks a turn or replays). */

@@ -63,12 +63,13 @@ export function applyPatch(snapshot: Snapshot, patch: SnapshotPatch): Snapshot |
     if (preview === null) return null;
     next.preview = preview;
   }
+  if (patch.runtimeNote !== undefined) next.runtimeNote = patch.runtimeNote ?? undefined;
   if (patch.compaction !== undefined) next.compaction = patch.compaction;
   if (patch.turns !== undefined) next.turns = [...snapshot.turns.slice(0, patch.turns.keep), ...patch.turns.append];
   if (patch.branches !== undefined) next.branches = patch.branches;
   if (patch.lastReload !== undefined) next.lastReload = patch.lastReload ?? undefined;
   if (patch.diagnostics !== undefined) next.diagnostics = patch.diagnostics;
-  for (const key of ["sessionPath", "sessionText", "sessionError", "undo", "lastReload"] as const) {
+  for (const key of ["sessionPath", "sessionText", "sessionError", "undo", "lastReload", "runtimeNote"] as const) {
     if (next[key] === undefined) delete next[key];
   }
   return next;
@@ -202,6 +203,7 @@ export function patchOf(snapshot: Snapshot, since: number): SnapshotPatch {
     sessionError: snapshot.sessionError ?? null,
     undo: snapshot.undo ?? null,
     lastReload: snapshot.lastReload ?? null,
+    runtimeNote: snapshot.runtimeNote ?? null,
     plugins: allPositions(snapshot.plugins),
     turns: { keep: 0, append: snapshot.turns },
     preview: { ...snapshot.preview, prompt: { value: snapshot.preview.prompt as unknown as JsonValue }, segments: allPositions(snapshot.preview.segments), slots: { count: snapshot.preview.slots.length, changed: snapshot.preview.slots.map((view, index) => ({ index, item: wholeSlot(view) })) }, calls: allPositions(snapshot.preview.calls), historyRewrites: snapshot.preview.historyRewrites ?? [] },

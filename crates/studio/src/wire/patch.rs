@@ -390,6 +390,8 @@ pub struct SnapshotPatch {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub preview: Option<PreviewPatch>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub runtime_note: Option<Option<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub compaction: Option<CompactionView>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub turns: Option<Turns>,
@@ -539,6 +541,7 @@ impl WireState {
             plugins: Positions::of(before.map(|b| &b.plugins[..]), &now.plugins),
             resolution: part(before.map(|b| &b.resolution), &now.resolution),
             preview: PreviewPatch::of(before.map(|b| &b.preview), &now.preview),
+            runtime_note: part(before.map(|b| &b.runtime_note), &now.runtime_note),
             compaction: part(before.map(|b| &b.compaction), &now.compaction),
             turns: turns_changed.then(|| Turns {
                 keep: u32::try_from(kept).unwrap_or(u32::MAX),

@@ -61,6 +61,10 @@ pub struct Snapshot {
     pub plugins: Vec<Shared<PluginView>>,
     pub resolution: Resolution,
     pub preview: Preview,
+    /// What to know about the runtime the preview is for (a contract no active runtime
+    /// produces is previewed all the same).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runtime_note: Option<String>,
     pub compaction: CompactionView,
     pub turns: Vec<TurnRecord>,
     /// The playtest's branches (one, `main`, until the author forks a turn or replays).
@@ -180,6 +184,7 @@ impl LiveStudio {
             plugins,
             resolution: (&ws.resolution).into(),
             preview: (&self.preview).into(),
+            runtime_note: ws.runtime_note(self.target()),
             compaction: CompactionView {
                 windows: windows.into(),
                 budget: Budget::for_window(windows.context_window).into(),
