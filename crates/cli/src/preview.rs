@@ -210,14 +210,17 @@ fn print_human(p: &covel_studio::Preview) {
         );
     }
     for a in &p.cache.advice {
+        crate::say!("  ⚠ {}", a.headline);
         crate::say!("  why: {}", a.message);
         crate::say!("  fix: {}", a.fix);
     }
+    // Severities as the window says them: advice and lint are warnings, the cache's remarks
+    // (a prefix under the model's minimum, …) are notes.
     for f in &p.cache.lint {
-        crate::say!("  lint: {}", f.message);
+        crate::say!("  ⚠ lint: {}", f.message);
     }
     for w in &p.cache.warnings {
-        crate::say!("  warning: {}", w.message);
+        crate::say!("  ℹ note: {}", w.message);
     }
     crate::say!(
         "\nWorld context{}",

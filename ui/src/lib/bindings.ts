@@ -313,6 +313,8 @@ export type CacheAdvice_Deserialize = {
 	segment?: string | null,
 	lostTokens: number,
 	stillCachedTokens: number,
+	/**  The finding in one sentence, in the author's words. */
+	headline: string,
 	message: string,
 	fix: string,
 };
@@ -325,6 +327,8 @@ export type CacheAdvice_Serialize = {
 	segment?: string,
 	lostTokens: number,
 	stillCachedTokens: number,
+	/**  The finding in one sentence, in the author's words. */
+	headline: string,
 	message: string,
 	fix: string,
 };

@@ -5,7 +5,7 @@ import { fixture as tests } from "../../fixtures/tests";
 import { fixture as afterReload } from "../../fixtures/after-reload";
 import { fixture as bodies } from "../../fixtures/request-bodies";
 import type { CallRecord, Snapshot, SlotId, TurnRecord } from "./wire";
-import { activeActor, blockRows, outline, breakpointLabel, cacheReason, sdkCall, chains, providerChains, changedRows, changedSegments, contentBefore, differenceLabel, draftAfterSnapshot, forecastSummary, listView, meter, movingBreakpoint, nextTurnCacheRead, placementLabel, summaryEntries, systemBreakpoint, testCounts, text, usd, where, turnRecordChanges, usageLine, replayCounterpart } from "./view";
+import { activeActor, blockRows, outline, breakpointLabel, cacheReason, sdkCall, chains, providerChains, changedRows, changedSegments, contentBefore, differenceLabel, draftAfterSnapshot, forecastSummary, listView, meter, movingBreakpoint, nextTurnCacheRead, placementLabel, summaryEntries, systemBreakpoint, testCounts, text, usd, where, turnRecordChanges, usageLine, replayCounterpart, highlightParts } from "./view";
 
 const demo: Snapshot = snapshot;
 
@@ -229,5 +229,18 @@ describe("comparing turns of two branches", () => {
     const snap = (forkedFrom: { branch: string; afterTurn?: string }) => ({ ...snapshot, turns: [replayed, { ...base, turnId: "turn-4" }], branches: branches(forkedFrom) }) as unknown as Snapshot;
     expect(replayCounterpart(snap({ branch: "main" }), "turn-4")).toEqual({ branch: "main", turnId: "turn-5" });
     expect(replayCounterpart(snap({ branch: "main", afterTurn: "turn-3" }), "turn-4")).toBeUndefined();
+  });
+});
+
+describe("search in the prompt", () => {
+  it("marks every match, whatever its case, and keeps the rest", () => {
+    expect(highlightParts("The Bell rings; the bell.", "bell")).toEqual([
+      { text: "The ", hit: false },
+      { text: "Bell", hit: true },
+      { text: " rings; the ", hit: false },
+      { text: "bell", hit: true },
+      { text: ".", hit: false },
+    ]);
+    expect(highlightParts("no match", "")).toEqual([{ text: "no match", hit: false }]);
   });
 });

@@ -362,7 +362,8 @@ export function inventoryItem(item: unknown): string {
 /** A plugin's registered inventory as `kind: item, item` lines, empty kinds left out. */
 export function inventoryLines(inventory: Record<string, unknown> | null | undefined): string[] {
   return Object.entries(inventory ?? {})
-    .filter(([, items]) => Array.isArray(items) && items.length > 0)
+    // Registration sites are where the items are, not items (they link from the items' rows).
+    .filter(([kind, items]) => kind !== "sites" && Array.isArray(items) && items.length > 0)
     .map(([kind, items]) => `${kind}: ${(items as unknown[]).map(inventoryItem).join(", ")}`);
 }
 
@@ -464,7 +465,7 @@ export function problems(snapshot: Snapshot | undefined, openError?: { code: str
     add({ severity: "warning", source: "volatility lint", code: l.code, message: l.message, plugin: l.plugin, tab: "Prompt", target: `[data-segment="${attr(l.segment.includes("/") ? l.segment : `${l.plugin}/${l.segment}`)}"]` });
   }
   for (const a of preview.cache.advice) {
-    add({ severity: "warning", source: "cache", code: a.code, message: `${a.message} Fix: ${a.fix}`, plugin: a.plugin, tab: "Prompt", target: a.segment ? `[data-segment="${attr(a.segment.includes("/") || !a.plugin ? a.segment : `${a.plugin}/${a.segment}`)}"]` : '[data-testid="cache-advice"]' });
+    add({ severity: "warning", source: "cache", code: a.code, message: `${a.headline} Fix: ${a.fix.split(/(?<=\.)\s/)[0]}`, plugin: a.plugin, tab: "Prompt", target: a.segment ? `[data-segment="${attr(a.segment.includes("/") || !a.plugin ? a.segment : `${a.plugin}/${a.segment}`)}"]` : '[data-testid="cache-advice"]' });
   }
   for (const w of preview.cache.warnings) add({ severity: "info", source: "cache", code: w.code, message: w.message, tab: "Prompt", target: '[data-testid="cache-boundary"]' });
   for (const t of snapshot.turns) if (t.error) add({ severity: "error", source: "turn", code: "turn-failed", message: `${t.turnId}: ${t.error}`, tab: "Playtest" });
@@ -984,4 +985,20 @@ export function registrationSite(snapshot: Snapshot, pluginId: string | null | u
 /** A site as an author reads it: the last two parts of its path, line and column. */
 export function siteLabel(site: SourceSite): string {
   return `${site.file.split(/[\\/]/).slice(-2).join("/")}:${site.line}:${site.column}`;
+}
+
+/** A text cut where it matches `find` (case-insensitive), for marking the matches. */
+export function highlightParts(text: string, find: string): { text: string; hit: boolean }[] {
+  const needle = find.trim().toLowerCase();
+  if (!needle) return [{ text, hit: false }];
+  const lower = text.toLowerCase();
+  const out: { text: string; hit: boolean }[] = [];
+  let at = 0;
+  for (let i = lower.indexOf(needle); i >= 0; i = lower.indexOf(needle, i + needle.length)) {
+    if (i > at) out.push({ text: text.slice(at, i), hit: false });
+    out.push({ text: text.slice(i, i + needle.length), hit: true });
+    at = i + needle.length;
+  }
+  if (at < text.length) out.push({ text: text.slice(at), hit: false });
+  return out;
 }

@@ -68,10 +68,12 @@ test("the prompt panel marks the moving history breakpoint and explains why it c
   assert.match(moving, /moving cache breakpoint 3 .* changes next turn \(first difference: segment lore-book\/remember; next turn: history message m4\)/);
   const advice = page.getByTestId("cache-advice");
   assert.equal(await advice.getAttribute("data-code"), "depth-segment-moves");
-  assert.match(await advice.textContent(), /between `m3` and `m4`.*fix: Keep it behind the moving breakpoint: a depth of at most 1/s);
+  // The finding in one sentence and the one-line fix first; the explanation behind "Why".
+  assert.match(await advice.textContent(), /^\s*⚠ `lore-book\/remember` moves with the history every turn: the next turn cannot read 84 of the tokens cached this turn.*Fix: Keep it behind the moving breakpoint: a depth of at most 1/s);
+  assert.equal(await advice.locator("details").getAttribute("open"), null, "the why is folded");
+  assert.match(await advice.locator("details").textContent(), /between `m3` and `m4`/);
   // One meaning, one colour: the Prompt panel says a severity as the Problems panel does.
   assert.equal(await advice.getAttribute("data-severity"), "warning");
-  assert.match(await advice.textContent(), /^\s*⚠ cache:/);
   assert.equal(await advice.evaluate((e) => getComputedStyle(e).color), "rgb(138, 90, 0)", "amber, not the errors' red");
   const notes = page.getByTestId("cache-note");
   for (const note of await notes.all()) {
@@ -159,7 +161,11 @@ test("a long prompt can be searched, filtered, collapsed and navigated from its 
     page.locator('[data-testid="prompt-content"] :is([data-segment], [data-segments]):visible').evaluateAll((es) => es.flatMap((e) => (e.dataset.segment ? [e.dataset.segment] : e.dataset.segments.split(" "))));
   assert.deepEqual(await visible(), ["story-director/tone"]);
   assert.equal(await page.getByTestId("filter-count").textContent(), `1 of ${included.length} segments match`);
+  // The match is marked where it is.
+  const hits = page.locator('[data-testid="prompt-content"] [data-segment="story-director/tone"] [data-testid="search-hit"]');
+  assert.deepEqual(await hits.allTextContents(), ["patient"]);
   await page.getByTestId("prompt-search").fill("");
+  assert.equal(await page.getByTestId("search-hit").count(), 0, "no marks without a search");
   await page.getByTestId("filter-volatility").selectOption("turn");
   const turn = included.filter((s) => s.volatility === "turn").map((s) => `${s.plugin}/${s.id}`);
   assert.deepEqual([...new Set(await visible())].filter((k) => turn.includes(k)).sort(), [...new Set(turn)].sort(), "every turn segment shows");
@@ -317,7 +323,8 @@ test("the providers panel shows each chain in call order with durations and what
   const compact = page.locator('table[data-chain="history.compact@2"] [data-testid="not-called"]');
   assert.match(await compact.textContent(), /history-compaction\/segmented-summary.*not called.*this preview does not run this point/);
   assert.equal(await page.locator('table[data-chain="prompt.segment@1"] .tie').count(), 0, "no tie marks where the call order decides nothing");
-  const segmentRows = await page.locator('table[data-chain="prompt.segment@1"] tbody tr td:nth-child(2)').allTextContents();
+  // (Each provider's name is followed by its registration site, file:line:col.)
+  const segmentRows = await page.locator('table[data-chain="prompt.segment@1"] tbody tr td:nth-child(2)').evaluateAll((cells) => cells.map((c) => c.textContent.replace(c.querySelector(".source-link")?.textContent ?? "", "")));
   const expectedRows = [...new Set(demo.preview.calls.filter((c) => c.point === "prompt.segment@1").map((c) => `${c.pluginId}/${c.providerId}`))];
   assert.deepEqual(segmentRows, expectedRows, "providers in the order they ran");
   const tone = page.locator('table[data-chain="prompt.segment@1"] tbody tr', { hasText: "story-director/tone" });

@@ -93,6 +93,8 @@ pub struct CacheAdvice {
     pub lost_tokens: u64,
     /// Tokens the next turn still reads from the cache (the last stable breakpoint's prefix).
     pub still_cached_tokens: u64,
+    /// The finding in one sentence, in the author's words (what happens and what it costs).
+    pub headline: String,
     /// What moves or changes, and what it costs.
     pub message: String,
     /// What keeps the prefix stable.
@@ -315,7 +317,7 @@ fn advise(this: &Assembly, breakpoints: &[Breakpoint], d: &Difference) -> Option
                     row.plugin, row.id, row.role
                 ),
                 format!(
-                    "Keep it behind the moving breakpoint: a depth of at most {behind} (it then follows the newest history message), or `post-history`; an instruction that does not depend on the turn can be a `pre-history` segment with the system role (it stays in the cached system prompt). Its volatility does not matter here: the seed page ignores it for message positions."
+                    "Keep it behind the moving breakpoint: a depth of at most {behind} (it then follows the newest history message), or `post-history`; an instruction that does not depend on the turn can be a `pre-history` segment with the system role (it stays in the cached system prompt). Its volatility does not help here: volatility orders system-prompt segments, not segments placed in the history."
                 ),
             )
         }
@@ -356,8 +358,32 @@ fn advise(this: &Assembly, breakpoints: &[Breakpoint], d: &Difference) -> Option
             "Keep everything ahead of the moving breakpoint identical from turn to turn.".to_string(),
         ),
     };
+    let what = match (&d.this_turn, &d.segment) {
+        (PartOrigin::History { id }, _) => format!("History message `{id}`"),
+        (PartOrigin::Summary { id }, _) => format!("Summary `{id}`"),
+        (_, Some(segment)) => format!("`{segment}`"),
+        (origin, None) => {
+            let mut said = origin.describe();
+            if let Some(first) = said.get_mut(0..1) {
+                first.make_ascii_uppercase();
+            }
+            said
+        }
+    };
+    let how = match code {
+        "depth-segment-moves" => "moves with the history every turn",
+        "turn-tail-changes" | "stable-block-changes" => {
+            "changes every turn inside the cached system prompt"
+        }
+        "summary-changes" => "is sent differently next turn",
+        _ => "is sent differently next turn, ahead of the moving breakpoint",
+    };
+    let headline = format!(
+        "{what} {how}: the next turn cannot read {lost_tokens} of the tokens cached this turn (it pays to write them again)."
+    );
     Some(CacheAdvice {
         code,
+        headline,
         breakpoints: indexes,
         plugin: d.plugin.clone(),
         segment: d.segment.clone(),

@@ -497,6 +497,8 @@ pub struct CacheAdvice {
     pub lost_tokens: u64,
     #[specta(type = Number)]
     pub still_cached_tokens: u64,
+    /// The finding in one sentence, in the author's words.
+    pub headline: String,
     pub message: String,
     pub fix: String,
 }
@@ -510,6 +512,7 @@ impl From<&prompt::CacheAdvice> for CacheAdvice {
             segment: a.segment.clone(),
             lost_tokens: a.lost_tokens,
             still_cached_tokens: a.still_cached_tokens,
+            headline: a.headline.clone(),
             message: a.message.clone(),
             fix: a.fix.clone(),
         }
