@@ -530,6 +530,12 @@ test("the cache panel forecasts each turn's breakpoints with costs, the ledger a
   assert.match(await page.getByTestId("cache-model").textContent(), /claude-sonnet-4-5 \(anthropic, explicit breakpoints\)/);
   assert.equal(await page.getByTestId("cache-turn").count(), 2, "the played turn and the next one");
   assert.match(await page.getByTestId("cache-turns").textContent(), /under claude-sonnet-4-5's minimum cacheable 1024 tokens/);
+  // The demo is under the model's minimum: the panel says so first, and a prefix that is too
+  // short reads as that, not as a red miss.
+  assert.match(await page.getByTestId("cache-too-short").textContent(), /Nothing can be cached yet: the longest prefix up to a breakpoint here is \d+ tokens, under claude-sonnet-4-5's minimum of 1024/);
+  assert.equal(await page.locator('[data-testid="cache-turns"] .error[data-outcome="miss"]').count(), 0, "no red misses for prefixes too short to cache");
+  assert.ok((await page.locator('[data-testid="cache-turns"] [data-short]').count()) > 0);
+  assert.match(await page.locator('[data-testid="cache-turns"] [data-short]').first().textContent(), /^too short to cache · /);
   assert.match(await page.getByTestId("cache-totals").textContent(), /against \$.* without caching/);
   assert.match(await page.getByTestId("ledger").textContent(), /story-director/);
   assert.match(await page.getByTestId("advice").textContent(), /never reaches/);
