@@ -1118,3 +1118,29 @@ test("one click to the source: a provider, a segment, a slot value and a turn's 
   await p.screenshot({ path: join(shots, "browser-source-links.png") });
   await context.close();
 });
+
+test("an empty folder: every panel says what would appear there and how to make it appear", async () => {
+  const snapshot = structuredClone(await fixture("snapshot.json"));
+  const empty = {
+    ...snapshot,
+    plugins: [],
+    preview: { ...snapshot.preview, slots: [], calls: [], segments: [], worldContext: { ...snapshot.preview.worldContext, providedBy: undefined, snapshot: null, error: undefined, calls: [] } },
+  };
+  delete empty.preview.worldContext.providedBy;
+  const context = await browser.newContext({ viewport: { width: 1440, height: 920 } });
+  const p = await context.newPage();
+  await p.goto(url);
+  await p.getByTestId("system-prompt").waitFor();
+  await p.evaluate((s) => window.__fakeSnapshot(s), empty);
+  for (const [tab, id, said] of [
+    ["Plugins", "empty-plugins", /no plugins yet.*New plugin/],
+    ["Providers", "empty-providers", /No provider ran for this session.*provideExtension/],
+    ["World", "empty-world", /No plugin provides `?session\.world-context@1/],
+    ["Stage", "empty-stage", /No plugin fills a slot in this session/],
+    ["Playtest", "no-turns", /Play a turn/],
+  ]) {
+    await p.locator(`[data-tab="${tab}"]`).click();
+    assert.match(await p.getByTestId(id).textContent(), said, tab);
+  }
+  await context.close();
+});
