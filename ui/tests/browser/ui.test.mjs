@@ -1144,3 +1144,24 @@ test("an empty folder: every panel says what would appear there and how to make 
   }
   await context.close();
 });
+
+test("labels are labels: every field of the Open, Prompt, Cache, Providers and Playtest panels has a visible label, not only a placeholder", async () => {
+  const context = await browser.newContext({ viewport: { width: 1440, height: 920 } });
+  const p = await context.newPage();
+  await p.goto(url);
+  await p.getByTestId("system-prompt").waitFor();
+  const unlabelled = [];
+  for (const tab of ["Open", "Prompt", "Cache", "Providers", "Playtest"]) {
+    await p.locator(`[data-tab="${tab}"]`).click();
+    await p.waitForTimeout(200);
+    const found = await p.locator("#panel").evaluate((panel) =>
+      [...panel.querySelectorAll("input:not([type=checkbox]):not([type=hidden]), select, textarea")]
+        .filter((e) => e.offsetParent !== null && !e.closest("table"))
+        .filter((e) => ![...(e.labels ?? [])].some((l) => l.textContent.replace(e.value ?? "", "").trim()))
+        .map((e) => e.dataset.testid ?? e.outerHTML.slice(0, 80)),
+    );
+    unlabelled.push(...found.map((f) => `${tab}: ${f}`));
+  }
+  await context.close();
+  assert.deepEqual(unlabelled, []);
+});
