@@ -437,6 +437,89 @@ test("a real backend's reply streams into the Playtest panel as it arrives, Esc 
   }
 });
 
+// The author's day: start a plugin with `covel new`, open it, change its text and see the diff,
+// break it and jump to the error in the editor, fix it, play three turns, and save a session
+// edit keeping the playtest. Each step's screenshot goes to docs/ with COVEL_README_SHOTS=1.
+test("an author's day: covel new, open, edit and see the diff, break and jump to the error, fix, play three turns, save a session edit keeping the playtest", async () => {
+  const day = await mkdtemp(join(tmpdir(), "covel-e2e-day-"));
+  const covel = (args) =>
+    new Promise((done) => {
+      const run = spawn(join(repo, "target/debug/covel"), args, { env: { ...process.env, CI: "" } });
+      let out = "";
+      run.stdout.on("data", (d) => (out += d));
+      run.stderr.on("data", (d) => (out += d));
+      run.on("close", (code) => done({ code, out }));
+    });
+  const entry = join(day, "weather/server/index.js");
+  const change = async (from, to) => {
+    const text = await readFile(entry, "utf8");
+    assert.ok(text.includes(from), from);
+    await writeFile(entry, text.replace(from, to));
+  };
+  try {
+    const created = await covel(["new", "weather", "--dir", day]);
+    assert.equal(created.code, 0, created.out);
+    // Open it.
+    await tab("Open");
+    await (await browser.$('[data-testid="open-plugins"]')).setValue(day);
+    await (await browser.$('[data-testid="open-session"]')).setValue(join(day, "tests/weather.session.yaml"));
+    await (await browser.$('[data-testid="open-submit"]')).click();
+    await waitFor("the new plugin's segment in the prompt", async () => /Describe one sound in every scene\. \(weather\)/.test(await text('[data-segment="weather/guidance"]').catch(() => "")), 30000);
+    await shot("e2e-day-1-opened", "day-1-opened");
+    // Edit its text on disk: the prompt shows what changed.
+    await change("Describe one sound in every scene. (weather)", "Describe one sound in every scene. (weather) Name the wind.");
+    await waitFor("the diff toggle", async () => (await browser.$('[data-segment="weather/guidance"] [data-testid="diff-toggle"]')).isExisting(), 30000);
+    await (await browser.$('[data-segment="weather/guidance"] [data-testid="diff-toggle"]')).click();
+    await waitFor("the word diff", async () => /Name the wind\./.test(await text('[data-segment="weather/guidance"] [data-testid="segment-diff"] ins')));
+    await shot("e2e-day-2-diff", "day-2-diff");
+    // Break it: the problem names the place, and one click opens the editor there.
+    await change("export default function (covel) {", "export default function (covel) {{");
+    await tab("Problems");
+    await waitFor("the syntax error", async () => (await browser.$('[data-testid="problem"][data-severity="error"] [data-testid="open-in-editor"]')).isExisting(), 30000);
+    await (await browser.$('[data-testid="problem"][data-severity="error"] [data-testid="open-in-editor"]')).click();
+    await waitFor("the editor asked", async () => /index\.js:\d+:\d+/.test(await readFile(join(home, "editor-args"), "utf8").catch(() => "")));
+    const [flag, place] = (await readFile(join(home, "editor-args"), "utf8")).trim().split("\n");
+    assert.equal(flag, "--goto");
+    assert.match(place, new RegExp(`^${entry.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}:2:\\d+$`), "the editor opens the entry at the brace that broke it");
+    await shot("e2e-day-3-broken", "day-3-broken");
+    // Fix it.
+    await change("export default function (covel) {{", "export default function (covel) {");
+    await waitFor("no error any more", async () => !(await (await browser.$('[data-testid="problem"][data-severity="error"]')).isExisting()), 30000);
+    // Play three turns.
+    await tab("Playtest");
+    for (const [i, say] of ["I look around.", "I listen.", "I walk on."].entries()) {
+      await (await browser.$('[data-testid="player-message"]')).setValue(say);
+      await (await browser.$('[data-testid="play"]')).click();
+      await waitFor(`turn ${i + 1}`, async () => (await browser.$$('[data-testid="turn-pick"]')).length === i + 1, 30000);
+    }
+    await shot("e2e-day-4-played", "day-4-played");
+    // Edit the session and save it: the studio asks first, and keeps the playtest in a file.
+    await tab("Session");
+    await (await browser.$('[data-testid="locale"]')).setValue("fr");
+    await (await browser.$('[data-testid="apply-locale"]')).click();
+    await waitFor("the draft", async () => (await text('[data-testid="draft-state"]')) === "unsaved changes");
+    await (await browser.$('[data-testid="save-session"]')).click();
+    await waitFor("the question", async () => /3 played turns/.test(await text('[data-testid="confirm-drop-played"]').catch(() => "")));
+    await shot("e2e-day-5-save-asks", "day-5-save-asks");
+    await (await browser.$('[data-testid="save-played-then-session"]')).click();
+    await waitFor("saved", async () => (await text('[data-testid="draft-state"]').catch(() => "")) === "saved", 30000);
+    const played = await readFile(join(day, "tests/weather.played.session.yaml"), "utf8");
+    for (const say of ["I look around.", "I listen.", "I walk on."]) assert.ok(played.includes(say), `the played session keeps ${say}`);
+    assert.match(await readFile(join(day, "tests/weather.session.yaml"), "utf8"), /locale: fr/);
+    // The session's own test still passes headless.
+    const tested = await covel(["test", join(day, "tests/weather.session.yaml")]);
+    assert.equal(tested.code, 0, tested.out);
+  } finally {
+    // Back to the folder the other tests use.
+    await tab("Open");
+    await (await browser.$('[data-testid="open-plugins"]')).setValue(folder);
+    await (await browser.$('[data-testid="open-session"]')).setValue(join(folder, "demo.session.yaml"));
+    await (await browser.$('[data-testid="open-submit"]')).click();
+    await waitFor("the sample again", async () => (await browser.$$('[data-testid="cache-boundary"]')).length === 3, 30000);
+    await rm(day, { recursive: true, force: true });
+  }
+});
+
 test("start-up with a broken session shows the error with file, line and column and lets the author pick another", async () => {
   const broken = join(folder, "broken.session.yaml");
   await writeFile(broken, "id: broken\nlocale: en\nlokale: fr\n");
