@@ -3,7 +3,7 @@
 // and tab switches, and when the file changes on disk while a draft is open, the author chooses
 // which to keep.
 import { backend } from "./backend";
-import { draftAfterSnapshot, type Draft, type Tab } from "./view";
+import { draftAfterSnapshot, draftFor, type Draft, type Tab } from "./view";
 import { tick } from "svelte";
 import { applyPatch, isSnapshot } from "./patch";
 import { share } from "./share";
@@ -22,6 +22,8 @@ class Studio {
   streaming = $state<{ turnId: string; text: string } | null>(null);
   /** The session editor's unsaved text and the file text it started from. */
   draft = $state<Draft | null>(null);
+  /** Unsaved drafts of the session files opened before, by path. */
+  private draftsAside = new Map<string, Draft>();
   /** The file changed on disk while a draft was open: the author picks one. */
   conflict = $state<string | null>(null);
   /** How many reloads arrived since the page started. */
@@ -131,7 +133,10 @@ class Studio {
    */
   adopt(received: Snapshot) {
     const snapshot = this.snapshot ? share(this.snapshot, received) : received;
-    const next = draftAfterSnapshot(this.draft, snapshot.sessionText ?? null);
+    // Another session file opened: the draft of the one before waits for it, unsaved and unseen.
+    const own = draftFor(snapshot.sessionPath ?? "", this.draft, this.draftsAside);
+    if (own !== this.draft) this.conflict = null;
+    const next = draftAfterSnapshot(own, snapshot.sessionText ?? null);
     this.draft = next.draft;
     if (next.conflict !== null) this.conflict = next.conflict;
     else if (this.draft === null) this.conflict = null;
@@ -159,12 +164,12 @@ class Studio {
   /** The editor's text changed. */
   setDraft(text: string) {
     const base = this.draft?.base ?? this.snapshot?.sessionText ?? "";
-    this.draft = text === base ? null : { text, base };
+    this.draft = text === base ? null : { text, base, path: this.snapshot?.sessionPath ?? "" };
   }
 
   /** Keep the draft: it will replace the file's new text when saved. */
   keepDraft() {
-    if (this.draft && this.conflict !== null) this.draft = { text: this.draft.text, base: this.conflict };
+    if (this.draft && this.conflict !== null) this.draft = { ...this.draft, base: this.conflict };
     this.conflict = null;
   }
 

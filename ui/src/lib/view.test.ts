@@ -5,7 +5,7 @@ import { fixture as tests } from "../../fixtures/tests";
 import { fixture as afterReload } from "../../fixtures/after-reload";
 import { fixture as bodies } from "../../fixtures/request-bodies";
 import type { CallRecord, Snapshot, SlotId, TurnRecord } from "./wire";
-import { activeActor, blockRows, outline, breakpointLabel, cacheReason, sdkCall, chains, providerChains, changedRows, changedSegments, contentBefore, differenceLabel, draftAfterSnapshot, forecastSummary, listView, meter, movingBreakpoint, nextTurnCacheRead, placementLabel, summaryEntries, systemBreakpoint, testCounts, text, usd, where, turnRecordChanges, usageLine, replayCounterpart, highlightParts } from "./view";
+import { activeActor, blockRows, outline, breakpointLabel, cacheReason, sdkCall, chains, providerChains, changedRows, changedSegments, contentBefore, differenceLabel, draftAfterSnapshot, forecastSummary, listView, meter, movingBreakpoint, nextTurnCacheRead, placementLabel, summaryEntries, systemBreakpoint, testCounts, text, usd, where, turnRecordChanges, usageLine, replayCounterpart, highlightParts, draftFor } from "./view";
 
 const demo: Snapshot = snapshot;
 
@@ -87,7 +87,7 @@ describe("cache breakpoints", () => {
 });
 
 describe("the session editor's draft", () => {
-  const draft = { text: "id: s\nlocale: fr\n", base: "id: s\nlocale: en\n" };
+  const draft = { text: "id: s\nlocale: fr\n", base: "id: s\nlocale: en\n", path: "/a/s.session.yaml" };
   it("survives a reload that did not change the session file", () => {
     expect(draftAfterSnapshot(draft, draft.base)).toEqual({ draft, conflict: null });
   });
@@ -242,5 +242,17 @@ describe("search in the prompt", () => {
       { text: ".", hit: false },
     ]);
     expect(highlightParts("no match", "")).toEqual([{ text: "no match", hit: false }]);
+  });
+});
+
+describe("a draft belongs to its session file", () => {
+  it("is put aside when another file opens, and comes back with its file", () => {
+    const aside = new Map();
+    const a = { text: "id: a\nlocale: fr\n", base: "id: a\n", path: "/x/a.session.yaml" };
+    expect(draftFor("/y/b.session.yaml", a, aside)).toBeNull();
+    expect(aside.get("/x/a.session.yaml")).toEqual(a);
+    expect(draftFor("/x/a.session.yaml", null, aside)).toEqual(a);
+    expect(aside.size).toBe(0);
+    expect(draftFor("/x/a.session.yaml", a, aside)).toBe(a);
   });
 });

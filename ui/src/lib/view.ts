@@ -296,6 +296,21 @@ export function nextTurnCacheRead(cache: CacheReport): number {
 export interface Draft {
   text: string;
   base: string;
+  /** The session file it edits ("" without one): a draft never follows the author to another file. */
+  path: string;
+}
+
+/**
+ * The draft to edit when the open session is `path`: the current one when it is that file's;
+ * otherwise the current one is put aside with the other files' drafts (opening its file again
+ * brings it back) and that file's own, if one was put aside, is taken out.
+ */
+export function draftFor(path: string, current: Draft | null, aside: Map<string, Draft>): Draft | null {
+  if (current?.path === path) return current;
+  if (current) aside.set(current.path, current);
+  const own = aside.get(path) ?? null;
+  aside.delete(path);
+  return own;
 }
 
 /**

@@ -254,7 +254,7 @@ test("a Session panel edit is saved into the author's file in place, and undo re
   // Three turns were played above: the save names them and offers to keep them in a file first.
   await waitFor("the question", async () => /its 3 played turns \(turn-3, turn-4, turn-5\) would be dropped/.test(await text('[data-testid="confirm-drop-played"]')));
   assert.equal(await readFile(path, "utf8"), original, "nothing is written before the author chooses");
-  await capture(join(shots, "e2e-session-save-asks.png"));
+  await shot("e2e-session-save-asks", "session");
   await (await browser.$('[data-testid="save-played-then-session"]')).click();
   await waitFor("the played session file", async () => /Saved by Covel Studio after a playtest/.test(await readFile(join(folder, "demo.played.session.yaml"), "utf8").catch(() => "")));
   assert.match(await readFile(join(folder, "demo.played.session.yaml"), "utf8"), /I swim back\./, "the played turns are in it");
@@ -302,7 +302,7 @@ test("the cache and tests panels answer through the real backend", async () => {
   await tab("Cache");
   await waitFor("the forecast", async () => (await browser.$$('[data-testid="cache-turn"]')).length >= 2);
   assert.match(await (await browser.$('[data-testid="cache-totals"]')).getText(), /without caching/);
-  await capture(join(shots, "e2e-cache.png"));
+  await shot("e2e-cache", "cache");
   await tab("Tests");
   await (await browser.$('[data-testid="tests-run"]')).click();
   await waitFor("the test run", async () => (await browser.$('[data-testid="tests-summary"]')).isExisting(), 60000);
@@ -310,7 +310,7 @@ test("the cache and tests panels answer through the real backend", async () => {
   const diffs = await browser.$$('[data-testid="golden-diff"]');
   assert.ok(diffs.length >= 1);
   assert.match(await diffs[0].getText(), /segment story-director\/tone \(plugin story-director\) changed/);
-  await capture(join(shots, "e2e-tests.png"));
+  await shot("e2e-tests", "tests");
 });
 
 test("About in the window says what `covel-studio --version` says", async () => {
