@@ -1165,3 +1165,25 @@ test("labels are labels: every field of the Open, Prompt, Cache, Providers and P
   await context.close();
   assert.deepEqual(unlabelled, []);
 });
+
+test("Plugins and Problems have a filter: the rows that match, and how many of how many", async () => {
+  const context = await browser.newContext({ viewport: { width: 1440, height: 920 } });
+  const p = await context.newPage();
+  await p.goto(url);
+  await p.getByTestId("system-prompt").waitFor();
+  await p.locator('[data-tab="Plugins"]').click();
+  const all = await p.locator('[data-testid="plugins"] tbody tr').count();
+  await p.getByTestId("plugins-filter").fill("stage.cast");
+  await p.waitForFunction((n) => document.querySelectorAll('[data-testid="plugins"] tbody tr').length < n, all);
+  const names = await p.locator('[data-testid="plugins"] tbody tr').evaluateAll((rows) => rows.map((r) => r.dataset.plugin));
+  assert.deepEqual(names, ["scene-stage"]);
+  assert.equal(await p.getByTestId("plugins-shown").textContent(), `1 of ${all} plugins`);
+  await p.locator('[data-tab="Problems"]').click();
+  const problems = await p.getByTestId("problem").count();
+  assert.ok(problems >= 2, "the demo has a warning and notes");
+  await p.getByTestId("problems-find").fill("depth-segment");
+  await p.waitForFunction(() => document.querySelectorAll('[data-testid="problem"]').length === 1);
+  assert.equal(await p.getByTestId("problem").getAttribute("data-code"), "depth-segment-moves");
+  assert.equal(await p.getByTestId("problems-shown").textContent(), `1 of ${problems} shown`);
+  await context.close();
+});
