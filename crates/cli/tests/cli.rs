@@ -1898,6 +1898,20 @@ fn played_demo(dir: &Path) -> PathBuf {
     saved
 }
 
+/// `covel play --from TURN` on a played session, saying one line.
+fn play_from(saved: &Path, turn: &str) -> Output {
+    covel(&[
+        "play",
+        "plugins-sample",
+        "--session",
+        saved.to_str().expect("utf-8"),
+        "--from",
+        turn,
+        "--say",
+        "Hello.",
+    ])
+}
+
 #[test]
 fn play_from_starts_right_after_an_earlier_turn_of_a_played_session() {
     let temp = tempfile::tempdir().expect("tempdir");
@@ -1952,16 +1966,7 @@ fn play_from_starts_right_after_an_earlier_turn_of_a_played_session() {
 fn play_from_a_turn_the_session_does_not_have_names_those_it_has() {
     let temp = tempfile::tempdir().expect("tempdir");
     let saved = played_demo(temp.path());
-    let out = covel(&[
-        "play",
-        "plugins-sample",
-        "--session",
-        saved.to_str().expect("utf-8"),
-        "--from",
-        "turn-9",
-        "--say",
-        "Hello.",
-    ]);
+    let out = play_from(&saved, "turn-9");
     assert_exit(&out, 2);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -1987,16 +1992,7 @@ fn play_from_refuses_a_turn_whose_history_a_later_compaction_rewrote() {
         ),
     )
     .expect("write");
-    let out = covel(&[
-        "play",
-        "plugins-sample",
-        "--session",
-        saved.to_str().expect("utf-8"),
-        "--from",
-        "turn-3",
-        "--say",
-        "Hello.",
-    ]);
+    let out = play_from(&saved, "turn-3");
     assert_exit(&out, 2);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
