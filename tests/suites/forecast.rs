@@ -515,3 +515,25 @@ fn a_history_message_without_text_does_not_shift_the_moving_breakpoint_or_bill_t
     let text = json.to_string();
     assert!(!text.contains("(history m2)"), "m2 is not sent: {text}");
 }
+
+#[test]
+fn a_forecast_with_a_counter_that_remembers_equals_one_counted_afresh() {
+    let (played, _) = forecast::play(open("storm.session.yaml"), None);
+    // A counter that has counted these texts (and others) before, for two encodings.
+    let warm = TokenCounter::new();
+    predict(&played, "gpt-4o", 60.0, &warm);
+    predict(&played, "claude-sonnet-4-5", 30.0, &warm);
+    for model in ["gpt-4o", "claude-sonnet-4-5", "gpt-4o-mini"] {
+        let json = |f: Forecast| {
+            let mut value = serde_json::to_value(&f).expect("json");
+            // How many counts were computed or reused is the only thing allowed to differ.
+            value["counting"] = json!(null);
+            value
+        };
+        assert_eq!(
+            json(predict(&played, model, 60.0, &warm)),
+            json(predict(&played, model, 60.0, &TokenCounter::new())),
+            "{model}"
+        );
+    }
+}

@@ -105,3 +105,47 @@ fn every_test_named_in_the_seed_rule_table_exists() {
         "tests named in ARCHITECTURE.md's seed rule table that do not exist: {missing:?}"
     );
 }
+
+#[test]
+fn every_rust_test_named_in_the_caches_table_exists() {
+    let root = repo();
+    let text = std::fs::read_to_string(root.join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
+    let section = text
+        .split("## Caches")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("the caches table");
+    // The last column names the tests: `suite::name` or `module::tests::name` (Rust), or a
+    // UI test file.
+    let named: Vec<String> = section
+        .lines()
+        .filter(|line| line.starts_with("| ") && !line.starts_with("| cache"))
+        .filter_map(|line| line.trim_end_matches('|').rsplit('|').next())
+        .flat_map(|cell| {
+            cell.split('`')
+                .skip(1)
+                .step_by(2)
+                .filter(|name| name.contains("::"))
+                .filter_map(|name| name.rsplit("::").next())
+                .map(|name| name.trim_start_matches('…').to_string())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert!(named.len() >= 13, "every cache names its test: {named:?}");
+    let mut files = Vec::new();
+    for dir in ["crates", "tests", "src-tauri"] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    let sources: String = files
+        .iter()
+        .map(|f| std::fs::read_to_string(f).unwrap_or_default())
+        .collect();
+    let missing: Vec<&String> = named
+        .iter()
+        .filter(|name| !sources.contains(&format!("fn {name}(")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "tests named in ARCHITECTURE.md's caches table that do not exist: {missing:?}"
+    );
+}
