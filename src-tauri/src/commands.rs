@@ -116,8 +116,10 @@ async fn open_workspace(
     app: AppHandle,
     plugins: String,
     session: Option<String>,
-) -> Result<Snapshot, String> {
-    off_runtime(move || state::open(&app, &plugins, session.as_deref())).await
+) -> Result<u32, String> {
+    // The snapshot crosses once, as the `opened` event every window listens to (sent before
+    // this answer); the answer is its version.
+    off_runtime(move || state::open(&app, &plugins, session.as_deref()).map(|s| s.version)).await
 }
 
 #[tauri::command]

@@ -7,11 +7,12 @@ import type { About, Diagnostic, Forecast, FormAnswer, TurnText, OpenStatus, Rec
 export type StudioEvent = StudioChanged;
 
 /**
- * The studio's commands. `open` and `snapshot` answer the whole snapshot; the commands that change
- * the studio answer a patch of what changed since the last answer or event (see `patch.ts`).
+ * The studio's commands. `snapshot` answers the whole snapshot; `open` sends it once, as the
+ * `opened` event, and answers its version; the commands that change the studio answer a patch
+ * of what changed since the last answer or event (see `patch.ts`).
  */
 export interface Backend {
-  open(plugins: string, session: string | null): Promise<Snapshot>;
+  open(plugins: string, session: string | null): Promise<number>;
   snapshot(): Promise<Snapshot>;
   setRuntime(target: string): Promise<SnapshotPatch>;
   playTurn(message: string): Promise<SnapshotPatch>;

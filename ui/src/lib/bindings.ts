@@ -7,7 +7,7 @@ import * as __TAURI_EVENT from "@tauri-apps/api/event";
 
 /** Commands */
 export const commands = {
-	openWorkspace: (plugins: string, session: string | null) => typedError<Snapshot_Serialize, string>(__TAURI_INVOKE("open_workspace", { plugins, session })),
+	openWorkspace: (plugins: string, session: string | null) => typedError<number, string>(__TAURI_INVOKE("open_workspace", { plugins, session })),
 	snapshot: () => typedError<Snapshot_Serialize, string>(__TAURI_INVOKE("snapshot")),
 	setRuntime: (target: string) => typedError<SnapshotPatch_Serialize, string>(__TAURI_INVOKE("set_runtime", { target })),
 	playTurn: (message: string) => typedError<SnapshotPatch_Serialize, string>(__TAURI_INVOKE("play_turn", { message })),

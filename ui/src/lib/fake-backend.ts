@@ -104,9 +104,9 @@ export function fakeBackend(): Backend {
         for (const l of listeners) l({ reason: "open-failed", error });
         throw new Error(`${plugins}: [missing-file] the plugins folder does not exist`);
       }
-      // As the shell: the opened snapshot also arrives as an `opened` event.
+      // As the shell: the opened snapshot arrives as the `opened` event; the answer is its version.
       for (const l of listeners) l({ reason: "opened", snapshot: current });
-      return current;
+      return current.version;
     },
     snapshot: async () => {
       if (failed) throw new Error("no folder is open");
