@@ -872,23 +872,25 @@ function withRanges(fields, schema) {
 
 function profileLines(characters, player, locale, schema) {
   const lines = [];
-  const unlisted = [];
+  let unlisted = 0;
   let used = 0;
   for (const character of characters) {
     if (character.type === "player" || character === player) continue;
-    const parts = [`- ${character.name} [${character.type}]`];
+    const parts = [`- ${characterLabel(character)} [${character.type}]`];
     if (character.description) parts.push(capText(character.description));
     if (hasFields(character.fields)) parts.push(capText(JSON.stringify(withRanges(modelFacingJson(character.fields), schema))));
     const line = parts.join(" | ");
-    if (unlisted.length > 0 || used + line.length > PROFILES_BUDGET) {
-      unlisted.push(character.name);
+    // Once one profile does not fit, none after it is listed: the block keeps the cast's order.
+    if (unlisted > 0 || used + line.length > PROFILES_BUDGET) {
+      unlisted++;
       continue;
     }
     lines.push(line);
     used += line.length + 1;
   }
-  if (unlisted.length > 0) {
-    lines.push(pickLocaleText(locale, `- （未列出档案：${unlisted.join("、")}）`, `- (profiles not shown: ${unlisted.join(", ")})`));
+  // A count, not the names: a long cast's names alone could take the budget again.
+  if (unlisted > 0) {
+    lines.push(pickLocaleText(locale, `- （另有 ${unlisted} 个角色的档案未列出）`, `- (${unlisted} more profiles not shown)`));
   }
   return lines.join("\n");
 }
@@ -898,6 +900,8 @@ function profileLines(characters, player, locale, schema) {
  * player's sheet in `<player-character>` and, with `profiles: true`, one line per other
  * character in `<character-profiles>`. `[]` when there is nothing to show. Options:
  * `profiles`, `locale`, `schema` (number ranges); studio: `seats` picks the player by seat.
+ * A character's aliases follow its name (`"aliases"` in the sheet, `Name (aka A, B)` in a
+ * profile line); profiles past the budget are counted in one line, in the locale's language.
  */
 export function characterSheetSegments(characters, options = {}) {
   const list = Array.isArray(characters) ? characters : [];
@@ -906,8 +910,10 @@ export function characterSheetSegments(characters, options = {}) {
     ? actingCharacterOf([], list, options.seats)
     : list.find((c) => c && c.type === "player");
   if (player) {
-    const { id, name, type, description, fields } = player;
-    const projected = modelFacingJson({ id, name, type, description, fields });
+    const { id, name, aliases, type, description, fields } = player;
+    // Aliases right after the name, and only when there are some.
+    const named = Array.isArray(aliases) && aliases.length > 0 ? { aliases } : {};
+    const projected = modelFacingJson({ id, name, ...named, type, description, fields });
     if (hasFields(projected.fields)) projected.fields = withRanges(projected.fields, options.schema);
     blocks.push(`<player-character>\n${escapeXml(JSON.stringify(projected, null, 2))}\n</player-character>`);
   }
