@@ -1675,7 +1675,7 @@ function attributeSchema(attr) {
     case "object": {
       if (!attr.subSchema?.length) return z.record(z.string(), z.unknown());
       const shape = {};
-      for (const sub of attr.subSchema) shape[sub.id] = attributeSchema(sub).optional().describe(attributeDescription(sub));
+      for (const sub of attr.subSchema) setOwn(shape, sub.id, attributeSchema(sub).optional().describe(attributeDescription(sub)));
       return z.object(shape).catchall(z.unknown());
     }
     case "map": {
@@ -1695,7 +1695,7 @@ export function buildFieldsZodFromSchema(schema) {
   if (!schema?.attributes?.length) return null;
   if (!ZOD_READY) throw new Error("buildFieldsZodFromSchema needs the zod 4 package, which this host does not provide");
   const shape = {};
-  for (const attr of schema.attributes) shape[attr.id] = attributeSchema(attr).optional().describe(attributeDescription(attr));
+  for (const attr of schema.attributes) setOwn(shape, attr.id, attributeSchema(attr).optional().describe(attributeDescription(attr)));
   return z.object(shape).catchall(z.unknown());
 }
 
@@ -1728,7 +1728,10 @@ export function mergeSchemaDefaults(fields, schema) {
   const base = isPlainObject(fields) ? { ...fields } : {};
   if (!schema || !Array.isArray(schema.attributes)) return base;
   for (const attr of schema.attributes) {
-    if (attr && attr.defaultValue !== undefined && base[attr.id] === undefined) base[attr.id] = attr.defaultValue;
+    // Attribute ids are the world's data: `constructor` is absent unless the fields have it.
+    if (attr && attr.defaultValue !== undefined && (!hasOwn(base, attr.id) || base[attr.id] === undefined)) {
+      setOwn(base, attr.id, attr.defaultValue);
+    }
   }
   assertCharacterFields(base, schema);
   return base;
