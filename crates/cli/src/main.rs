@@ -12,6 +12,7 @@ mod output;
 mod play;
 mod preview;
 mod resolve;
+mod sdk_tests;
 mod test;
 mod validate;
 mod watch;
@@ -63,6 +64,9 @@ enum Command {
     Test(test::Args),
     /// Start a plugin: PLUGIN.md, an entry with one provider per point, a test session.
     New(new::Args),
+    /// Run upstream's SDK test files (a scratch copy) against the studio's SDK.
+    #[command(hide = true)]
+    SdkTests(sdk_tests::Args),
 }
 
 /// Logs go to stderr, filtered by `RUST_LOG` (warnings only when it is unset), so human and
@@ -111,6 +115,7 @@ fn main() -> ExitCode {
         Command::Test(args) => test::run(&args),
         Command::Forecast(args) => forecast::run(&args),
         Command::New(args) => new::run(&args),
+        Command::SdkTests(args) => sdk_tests::run(&args),
     };
     match result {
         Ok(code) => code,

@@ -2001,3 +2001,29 @@ fn play_from_refuses_a_turn_whose_history_a_later_compaction_rewrote() {
         "{stderr}"
     );
 }
+
+#[test]
+fn sdk_tests_prints_a_row_per_file_and_each_failing_test_and_exits_1_on_a_failure() {
+    let output = covel(&["sdk-tests", "tests/fixtures/sdk-runner/tests"]);
+    assert_exit(&output, 1);
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        text.contains("| broken.test.js | 0 | 0 | did not run |"),
+        "{text}"
+    );
+    assert!(text.contains("| sample.test.ts | 5 | 2 | 8 |"), "{text}");
+    assert!(text.contains("5 of 8 pass."), "{text}");
+    assert!(
+        text.contains("  ✗ outer > fails on a value\n    expected 2 to be 3\n"),
+        "{text}"
+    );
+    let json = json_of(&covel(&[
+        "sdk-tests",
+        "tests/fixtures/sdk-runner/tests",
+        "--json",
+    ]));
+    assert_eq!(json[1]["file"], "sample.test.ts");
+    assert_eq!(json[1]["failed"], 2);
+    // Our own SDK test files all pass.
+    assert_exit(&covel(&["sdk-tests", "tests/fixtures/sdk-tests"]), 0);
+}

@@ -18,6 +18,7 @@ pub mod lint;
 pub mod memo;
 pub mod memory;
 pub mod modules;
+pub mod sdk_tests;
 pub mod syntax;
 pub mod typescript;
 

@@ -62,6 +62,11 @@ const WEB_SOURCE: &str = include_str!("js/web/globals.js");
 pub const TURN: &str = "covel:turn";
 const TURN_SOURCE: &str = include_str!("js/turn/handlers.js");
 
+/// The vitest stand-in the SDK test runner serves as `vitest` ([`crate::sdk_tests`]); plugin
+/// code can never resolve it.
+pub const VITEST: &str = "covel:vitest";
+const VITEST_SOURCE: &str = include_str!("js/testing/vitest.js");
+
 /// The vendored zod bundle (see `crates/js/vendor/zod/VERSION.json`).
 const ZOD_SOURCE: &str = include_str!("../vendor/zod/zod.mjs");
 
@@ -127,6 +132,26 @@ pub fn embedded_source(name: &str) -> Option<&'static str> {
         .or_else(|| (name == SDK_LOCALE).then_some(SDK_LOCALE_SOURCE))
         .or_else(|| (name == WEB).then_some(WEB_SOURCE))
         .or_else(|| (name == TURN).then_some(TURN_SOURCE))
+        .or_else(|| (name == VITEST).then_some(VITEST_SOURCE))
+}
+
+/// The SDK entry that stands for a module of upstream's SDK source folder, as its tests import
+/// it (`../src/narrative-review.js`): the sub-entries by name, every other source module through
+/// the root entry, which re-exports them all as upstream's `index.ts` does.
+fn upstream_source_entry(name: &str) -> Option<&'static str> {
+    let file = name.strip_prefix("../src/")?;
+    let stem = file
+        .strip_suffix(".js")
+        .or_else(|| file.strip_suffix(".ts"))
+        .unwrap_or(file);
+    let sub_entry = format!("{SDK}/{stem}");
+    Some(
+        SDK_ENTRIES
+            .iter()
+            .map(|(n, _)| *n)
+            .find(|n| *n == sub_entry)
+            .unwrap_or(SDK),
+    )
 }
 
 /// Whether a module may import `covel:host` (the SDK and the built-ins; never plugin code).
@@ -251,6 +276,9 @@ pub struct PluginResolver {
     pub root: PathBuf,
     /// What the loader read so far (the importing module's text, for refusal positions).
     pub loaded: ModuleRecords,
+    /// Only for the SDK test runner ([`crate::sdk_tests`]): `vitest` is the stand-in, and
+    /// upstream's `../src/*.js` imports are the SDK's entries.
+    pub sdk_tests: bool,
 }
 
 pub(crate) fn normalize(path: &Path) -> PathBuf {
@@ -341,6 +369,14 @@ impl Resolver for PluginResolver {
         }
         if let Some(canonical) = node_builtin(name) {
             return Ok(canonical.to_string());
+        }
+        if self.sdk_tests {
+            if name == "vitest" {
+                return Ok(VITEST.to_string());
+            }
+            if let Some(entry) = upstream_source_entry(name) {
+                return Ok(entry.to_string());
+            }
         }
         if name == HOST || name == SDK_LOCALE {
             return if is_host_side(base) {

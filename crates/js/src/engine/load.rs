@@ -11,7 +11,7 @@ const BOOTSTRAP_MODULE: &str = "covel:bootstrap";
 /// Runs the host bootstrap and answers its handle (the completion value of bootstrap.js). The
 /// bootstrap is evaluated as a module whose default export is that value, so that it is compiled
 /// once per process and every other runtime loads the shared bytecode instead of parsing it.
-fn bootstrap<'js>(ctx: &Ctx<'js>) -> rquickjs::Result<Object<'js>> {
+pub(super) fn bootstrap<'js>(ctx: &Ctx<'js>) -> rquickjs::Result<Object<'js>> {
     static SOURCE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     // `export default` on the first line keeps every line of bootstrap.js where it is.
     let source = SOURCE.get_or_init(|| format!("export default {BOOTSTRAP}"));
@@ -82,7 +82,7 @@ impl LoadReport {
 pub fn load(spec: &LoadSpec) -> (Option<Engine>, LoadReport) {
     modules::set_thread_root(&spec.root);
     let started = Instant::now();
-    let mut engine = match Engine::new(spec) {
+    let mut engine = match Engine::new(spec, false) {
         Ok(engine) => engine,
         Err(message) => return (None, LoadReport::internal(message, started.elapsed())),
     };

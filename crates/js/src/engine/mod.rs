@@ -18,10 +18,12 @@ mod exceptions;
 mod host_functions;
 mod load;
 mod registrations;
+mod test_file;
 
 #[cfg(feature = "fault-injection")]
 pub use call::INJECT_PANIC;
 pub use load::{LoadFailure, LoadReport, LoadSpec, load};
+pub use test_file::run_test_file;
 
 use event_loop::Settled;
 use exceptions::{Thrown, first_frame, first_frame_in, short, thrown};
@@ -199,7 +201,7 @@ pub fn leave_runtimes_to_exit() {
 }
 
 impl Engine {
-    fn new(spec: &LoadSpec) -> Result<Engine, String> {
+    fn new(spec: &LoadSpec, sdk_tests: bool) -> Result<Engine, String> {
         // The allocator enforces the plugin's limit and the shared budget (QuickJS's own limit
         // stays off, so every refusal is seen and classified).
         let memory = crate::memory::RuntimeMemory::new(
@@ -220,6 +222,7 @@ impl Engine {
             PluginResolver {
                 root: spec.root.clone(),
                 loaded: loaded_files.clone(),
+                sdk_tests,
             },
             PluginLoader {
                 loaded: loaded_files.clone(),

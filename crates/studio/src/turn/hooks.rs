@@ -123,7 +123,7 @@ impl TurnPlugins {
         let guard = is_guard(event);
         let parallel = is_parallel(event);
         // A runtime's events name the runtime in their payload too, as Covel's earlier payloads
-        // did (the SDK's narrative review still reads `payload.pluginId`).
+        // did (the SDK's narrative review falls back to `payload.pluginId` without `ctx.pluginId`).
         let mut payload = payload;
         if RUNTIME_EVENTS.contains(&event)
             && let Some(fields) = payload.as_object_mut()

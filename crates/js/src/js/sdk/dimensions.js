@@ -4,6 +4,15 @@ import { z } from "zod";
 import { resolveI18nText, instructionLocaleFor } from "@covel/plugin-handlers-utils";
 
 const hasOwn = (object, key) => object != null && Object.prototype.hasOwnProperty.call(object, key);
+/** The own value under a key that came from data (never an inherited `constructor`). */
+const ownValue = (object, key) => (hasOwn(object, key) ? object[key] : undefined);
+/**
+ * Sets a key that came from data as an own property, as JSON.parse does: assigned, a key
+ * `__proto__` would replace the object's prototype instead (the key lost, and an object of
+ * the data's choosing inherited).
+ */
+const setOwn = (object, key, value) =>
+  Object.defineProperty(object, key, { value, writable: true, enumerable: true, configurable: true });
 const isObject = (value) => value !== null && typeof value === "object" && !Array.isArray(value);
 const copyJson = (value) => (typeof globalThis.structuredClone === "function" ? globalThis.structuredClone(value) : JSON.parse(JSON.stringify(value)));
 
@@ -654,13 +663,13 @@ export const dimensionSettlementSummarySchema = withZod("dimensionSettlementSumm
 export function dimensionSnapshotFromRecords(records) {
   const out = {};
   for (const [id, { definition, value, version }] of Object.entries(records ?? {})) {
-    out[id] = {
+    setOwn(out, id, {
       name: definition.name,
       ...(definition.description !== undefined ? { description: definition.description } : {}),
       schema: definition.schema,
       value: copyJson(value),
       version,
-    };
+    });
   }
   return out;
 }
@@ -668,7 +677,7 @@ export function dimensionSnapshotFromRecords(records) {
 /** Studio: dimensionSnapshotFromRecords that skips rows without a definition. */
 export function materializeDimensionSnapshot(records) {
   const usable = {};
-  for (const [id, record] of Object.entries(records ?? {})) if (record && record.definition) usable[id] = record;
+  for (const [id, record] of Object.entries(records ?? {})) if (record && record.definition) setOwn(usable, id, record);
   return dimensionSnapshotFromRecords(usable);
 }
 
@@ -709,7 +718,7 @@ export function resolveDimensionDefinitionLocale(definition, locale) {
 /** Every definition of a world, resolved for one content locale. */
 export function resolveWorldDimensionsLocale(definitions, locale) {
   const out = {};
-  for (const [id, definition] of Object.entries(definitions ?? {})) out[id] = resolveDimensionDefinitionLocale(definition, locale);
+  for (const [id, definition] of Object.entries(definitions ?? {})) setOwn(out, id, resolveDimensionDefinitionLocale(definition, locale));
   return out;
 }
 
@@ -793,18 +802,18 @@ export function materializeDimensionRecords(base, proposal, locale) {
   if (proposal.type === "dimension.initialize") {
     const definitions = resolveWorldDimensionsLocale(dimensionInitializePayloadSchema.parse(proposal.payload).definitions, locale);
     for (const [id, definition] of Object.entries(definitions)) {
-      const existing = records[id];
+      const existing = ownValue(records, id);
       if (existing && !dimensionsJsonEqual(existing.definition, definition)) throw new DimensionConflictError(`Dimension definition changed: ${id}`);
-      if (!existing) records[id] = { definition, value: copyJson(definition.initialValue), version: 1 };
+      if (!existing) setOwn(records, id, { definition, value: copyJson(definition.initialValue), version: 1 });
     }
     return records;
   }
   const payload = dimensionUpdatePayloadSchema.parse(proposal.payload);
   for (const [id, version] of Object.entries(payload.readVersions ?? {})) {
-    if (records[id]?.version !== version) throw new DimensionConflictError(`Dimension read version conflict: ${id}`);
+    if (ownValue(records, id)?.version !== version) throw new DimensionConflictError(`Dimension read version conflict: ${id}`);
   }
   for (const update of payload.updates) {
-    const existing = records[update.id];
+    const existing = ownValue(records, update.id);
     if (!existing) throw new DimensionValidationError(`Unknown dimension: ${update.id}`);
     if (existing.version !== update.expectedVersion) throw new DimensionConflictError(`Dimension version conflict: ${update.id}`);
     if (payload.source && existing.lastTrackedSource && payload.source.turnNumber < existing.lastTrackedSource.turnNumber) {
@@ -814,12 +823,12 @@ export function materializeDimensionRecords(base, proposal, locale) {
     if (issues.length) {
       throw new DimensionValidationError(`Invalid dimension ${update.id}: ${issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
     }
-    records[update.id] = dimensionRecordSchema.parse({
+    setOwn(records, update.id, dimensionRecordSchema.parse({
       ...existing,
       value: copyJson(update.value),
       version: existing.version + (dimensionsJsonEqual(existing.value, update.value) ? 0 : 1),
       ...(payload.source ? { lastTrackedSource: payload.source } : {}),
-    });
+    }));
   }
   return records;
 }

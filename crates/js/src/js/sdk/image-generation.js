@@ -28,46 +28,57 @@ export function extractImagePrompt(ctx, config) {
   return promptFrom(ctx.manualPayload, extraFields);
 }
 
-const recordKey = (imageId, count, index) => (count === 1 ? imageId : `${imageId}-${index + 1}`);
+// The first image settles the pending gallery entry under the request's own id; the others of
+// a batch get ids of their own next to it, so a gallery never keeps a pending row behind.
+const recordKey = (imageId, index) => (index === 0 ? imageId : `${imageId}-${index + 1}`);
 
+/** Why a run was skipped when the host has no image model for the request. */
+const NO_IMAGE_MODEL = "image model unavailable";
+
+/**
+ * Whether the host can make images for `presetId` now: `ctx.images` exists and, when it can
+ * say so, `isAvailable(presetId)` does not say no (an older host without `isAvailable` is
+ * taken at its word that it has the pipeline).
+ */
+function imageModelAvailable(ctx, presetId) {
+  if (!ctx.images || typeof ctx.images.generate !== "function") return false;
+  return typeof ctx.images.isAvailable !== "function" || ctx.images.isAvailable(presetId) !== false;
+}
+
+/** A failed generation, recorded in the gallery; still a `success` outcome, the failure is its value. */
 async function failed(ctx, base, message) {
   const record = { ...base, status: "failed", error: message, completedAt: new Date().toISOString() };
   await ctx.pluginData?.set(IMAGES_NAMESPACE, base.imageId, record);
   await ctx.logger?.error?.("image.generate.failed", { imageId: base.imageId, error: message });
   return {
-    imageId: base.imageId,
-    status: "failed",
-    error: message,
-    prompt: base.prompt,
-    promptMode: base.promptMode,
-    pluginData: [{ namespace: IMAGES_NAMESPACE, key: base.imageId, value: record }],
+    outcome: "success",
+    value: { imageId: base.imageId, status: "failed", error: message, prompt: base.prompt, promptMode: base.promptMode },
+    effects: { pluginData: [{ namespace: IMAGES_NAMESPACE, key: base.imageId, value: record }] },
   };
 }
 
 /**
- * A whole image-generation handler: finds the prompt, writes a pending gallery record, calls
- * `ctx.images.generate` with the plan from `config.planRequest(settings, extracted)`, and
- * returns the handler result — `done` with per-image records and `assetGenerations`,
- * `skipped` without a prompt, or `failed` (also recorded) on any error.
+ * A whole image-generation handler, answering a handler result: `{outcome: "skipped",
+ * skipReason}` without a prompt or without an image model for the plan's preset (nothing is
+ * written then), else a pending gallery record, `ctx.images.generate` with the plan from
+ * `config.planRequest(settings, extracted)`, and `{outcome: "success", value, effects:
+ * {pluginData, assetGenerations}}`. A provider's failure is recorded in the gallery and is the
+ * success's value (`status: "failed"`), so the author sees it.
  */
 export async function runImageGeneration(ctx, config) {
-  if (!ctx.images) {
-    return {
-      status: "failed",
-      error:
-        "ctx.images is unavailable. This plugin needs the host's image pipeline: an image-tagged model slot and a configured media store.",
-    };
-  }
+  if (!ctx.images) return { outcome: "skipped", skipReason: NO_IMAGE_MODEL };
   const extracted = extractImagePrompt(ctx, config);
   if (!extracted) {
     await ctx.logger?.warn?.("no-prompt-found", { hasTriggerEvent: !!ctx.triggerEvent });
     return {
-      status: "skipped",
-      reason: "no-prompt-found",
-      message: `No image prompt found in ctx.triggerEvent or ctx.manualPayload. Expected an event with topic ${config.triggerTopic} whose data has a prompt.`,
+      outcome: "skipped",
+      skipReason: `no image prompt found: expected ctx.manualPayload.prompt or an event with topic ${config.triggerTopic} whose data has a prompt`,
     };
   }
   const plan = config.planRequest(asRecord(ctx.userSettings) ?? {}, extracted);
+  // Asked before anything is written: a session without an image model retries freely and
+  // leaves no pending entries behind.
+  if (!imageModelAvailable(ctx, plan.presetId)) return { outcome: "skipped", skipReason: NO_IMAGE_MODEL };
   const { prompt } = plan;
   const { promptMode, extras } = extracted;
   const imageId = `img-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
@@ -95,7 +106,7 @@ export async function runImageGeneration(ctx, config) {
     ...(plan.quality !== undefined ? { quality: plan.quality } : {}),
   });
   try {
-    const { refs, warnings, cached } = await ctx.images.generate({
+    const { refs, warnings = [], cached } = await ctx.images.generate({
       presetId: plan.presetId,
       prompt,
       size: plan.size,
@@ -105,15 +116,15 @@ export async function runImageGeneration(ctx, config) {
       signal: abortSignalWithTimeout(undefined, plan.requestTimeoutMs),
       metadata: { source: config.source, turnId: ctx.turnId },
     });
-    if (refs.length === 0) {
+    if (!Array.isArray(refs) || refs.length === 0) {
       return failed(ctx, base, `Provider returned no images.${warnings.length > 0 ? ` Warnings: ${warnings.join("; ")}` : ""}`);
     }
     const completedAt = new Date().toISOString();
     const records = refs.map((ref, index) => ({
-      key: recordKey(imageId, refs.length, index),
+      key: recordKey(imageId, index),
       value: {
         ...base,
-        imageId: recordKey(imageId, refs.length, index),
+        imageId: recordKey(imageId, index),
         batchId: imageId,
         imageIndex: index,
         imageCount: refs.length,
@@ -138,17 +149,22 @@ export async function runImageGeneration(ctx, config) {
       ...(warnings.length > 0 ? { warnings } : {}),
     });
     return {
-      imageId,
-      status: "done",
-      ref: refs[0],
-      ...(refs.length > 1 ? { refs } : {}),
-      ...(warnings.length > 0 ? { warnings } : {}),
-      ...(cached ? { cached: true } : {}),
-      prompt,
-      promptMode,
-      ...extras,
-      pluginData: records.map((r) => ({ namespace: IMAGES_NAMESPACE, key: r.key, value: r.value })),
-      assetGenerations: assets,
+      outcome: "success",
+      value: {
+        imageId,
+        status: "done",
+        ref: refs[0],
+        ...(refs.length > 1 ? { refs } : {}),
+        ...(warnings.length > 0 ? { warnings } : {}),
+        ...(cached ? { cached: true } : {}),
+        prompt,
+        promptMode,
+        ...extras,
+      },
+      effects: {
+        pluginData: records.map((r) => ({ namespace: IMAGES_NAMESPACE, key: r.key, value: r.value })),
+        assetGenerations: assets,
+      },
     };
   } catch (error) {
     return failed(ctx, base, errorText(error));

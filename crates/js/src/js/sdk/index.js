@@ -17,6 +17,12 @@ import { pickLocaleText, resolveI18nText } from "covel:sdk-locale";
 
 const hasOwn = (object, key) => object != null && Object.prototype.hasOwnProperty.call(object, key);
 const isPlainObject = (value) => value !== null && typeof value === "object" && !Array.isArray(value);
+/**
+ * Sets a key that came from data as an own property (see deepCopy for why assigning is wrong
+ * for `__proto__`).
+ */
+const setOwn = (object, key, value) =>
+  Object.defineProperty(object, key, { value, writable: true, enumerable: true, configurable: true });
 const errorText = (error) => (error instanceof Error ? error.message : String(error));
 
 /** True when the `zod` module is the real zod 4 (the helpers that build schemas need it). */
@@ -403,11 +409,12 @@ function isBookkeeping(name, value) {
 export function modelFacingJson(value) {
   if (Array.isArray(value)) return value.map(modelFacingJson);
   if (value === null || typeof value !== "object") return value;
-  const out = {};
-  for (const [name, item] of Object.entries(value)) {
-    if (!isBookkeeping(name, item)) out[name] = modelFacingJson(item);
-  }
-  return out;
+  // Defined, not assigned: a data key `__proto__` stays an own key (see deepCopy).
+  return Object.fromEntries(
+    Object.entries(value)
+      .filter(([name, item]) => !isBookkeeping(name, item))
+      .map(([name, item]) => [name, modelFacingJson(item)]),
+  );
 }
 
 // ============================================================================================
@@ -601,7 +608,8 @@ export function compareText(a, b) {
 export function interpolate(template, variables) {
   return String(template).replace(/\{\{\s*([^}]+?)\s*\}\}/g, (_match, path) => {
     let value = variables;
-    for (const key of path.trim().split(".")) value = value && typeof value === "object" ? value[key] : undefined;
+    // Own keys only: `{{ constructor }}` is not Object's source text.
+    for (const key of path.trim().split(".")) value = value && typeof value === "object" && hasOwn(value, key) ? value[key] : undefined;
     return value === undefined || value === null ? "" : String(value);
   });
 }
@@ -872,23 +880,25 @@ function withRanges(fields, schema) {
 
 function profileLines(characters, player, locale, schema) {
   const lines = [];
-  const unlisted = [];
+  let unlisted = 0;
   let used = 0;
   for (const character of characters) {
     if (character.type === "player" || character === player) continue;
-    const parts = [`- ${character.name} [${character.type}]`];
+    const parts = [`- ${characterLabel(character)} [${character.type}]`];
     if (character.description) parts.push(capText(character.description));
     if (hasFields(character.fields)) parts.push(capText(JSON.stringify(withRanges(modelFacingJson(character.fields), schema))));
     const line = parts.join(" | ");
-    if (unlisted.length > 0 || used + line.length > PROFILES_BUDGET) {
-      unlisted.push(character.name);
+    // Once one profile does not fit, none after it is listed: the block keeps the cast's order.
+    if (unlisted > 0 || used + line.length > PROFILES_BUDGET) {
+      unlisted++;
       continue;
     }
     lines.push(line);
     used += line.length + 1;
   }
-  if (unlisted.length > 0) {
-    lines.push(pickLocaleText(locale, `- （未列出档案：${unlisted.join("、")}）`, `- (profiles not shown: ${unlisted.join(", ")})`));
+  // A count, not the names: a long cast's names alone could take the budget again.
+  if (unlisted > 0) {
+    lines.push(pickLocaleText(locale, `- （另有 ${unlisted} 个角色的档案未列出）`, `- (${unlisted} more profiles not shown)`));
   }
   return lines.join("\n");
 }
@@ -898,6 +908,8 @@ function profileLines(characters, player, locale, schema) {
  * player's sheet in `<player-character>` and, with `profiles: true`, one line per other
  * character in `<character-profiles>`. `[]` when there is nothing to show. Options:
  * `profiles`, `locale`, `schema` (number ranges); studio: `seats` picks the player by seat.
+ * A character's aliases follow its name (`"aliases"` in the sheet, `Name (aka A, B)` in a
+ * profile line); profiles past the budget are counted in one line, in the locale's language.
  */
 export function characterSheetSegments(characters, options = {}) {
   const list = Array.isArray(characters) ? characters : [];
@@ -906,8 +918,10 @@ export function characterSheetSegments(characters, options = {}) {
     ? actingCharacterOf([], list, options.seats)
     : list.find((c) => c && c.type === "player");
   if (player) {
-    const { id, name, type, description, fields } = player;
-    const projected = modelFacingJson({ id, name, type, description, fields });
+    const { id, name, aliases, type, description, fields } = player;
+    // Aliases right after the name, and only when there are some.
+    const named = Array.isArray(aliases) && aliases.length > 0 ? { aliases } : {};
+    const projected = modelFacingJson({ id, name, ...named, type, description, fields });
     if (hasFields(projected.fields)) projected.fields = withRanges(projected.fields, options.schema);
     blocks.push(`<player-character>\n${escapeXml(JSON.stringify(projected, null, 2))}\n</player-character>`);
   }
@@ -985,16 +999,23 @@ const PERSPECTIVE_FORBIDDEN = {
   third: /[我你妳您]|\b(?:I|me|my|mine|myself|we|us|our|ours|you|your|yours)\b/iu,
 };
 
+const PERSON_NAMES_ZH = { first: "第一人称", second: "第二人称", third: "第三人称" };
+
 /**
  * Why narration (outside quotes) breaks a `first` / `second` / `third` person perspective,
- * with the passage around the first offending pronoun; `undefined` when it does not.
+ * with the passage around the first offending pronoun; `undefined` when it does not. The
+ * sentence is English, or Chinese with `language` `"zh"`.
  */
-export function perspectiveError(text, person) {
+export function perspectiveError(text, person, language = "en") {
   const narration = outsideDialogue(text).replace(/自我|忘我|无我|你来我往|尔虞我诈|迷你/g, "");
-  const match = narration.match(PERSPECTIVE_FORBIDDEN[person] ?? PERSPECTIVE_FORBIDDEN.second);
+  const checked = PERSPECTIVE_FORBIDDEN[person] ? person : "second";
+  const match = narration.match(PERSPECTIVE_FORBIDDEN[checked]);
   if (!match) return undefined;
   const start = Math.max(0, (match.index ?? 0) - 18);
-  return `Narration violates ${person}-person perspective near: ${narration.slice(start, start + 65)}. Correct the narration only; quoted speech keeps its speaker's pronouns.`;
+  const passage = narration.slice(start, start + 65);
+  return language === "zh"
+    ? `叙述违反了${PERSON_NAMES_ZH[checked]}视角：${passage}\n只改正叙述部分；引号内的对白保留说话人自己的人称。`
+    : `Narration violates ${checked}-person perspective near: ${passage}. Correct the narration only; quoted speech keeps its speaker's pronouns.`;
 }
 
 const PERSPECTIVE_RULES = {
@@ -1011,10 +1032,27 @@ const PERSPECTIVE_RULES = {
     en: "Refer to the player character by name and with third-person pronouns, keeping to what that character can perceive; never call the player I or you.",
   },
 };
-const REVIEW_TAIL = {
-  zh: " 引号内的对白保留说话人自己的人称。不要复述玩家的输入，也不要替玩家增加行动或想法。查资料时只调用工具，不写准备性的说明；拿到结果后直接写场景，不写查证或写作过程。",
-  en: " Quoted speech keeps each speaker's own person. Do not repeat the player's input or add actions or thoughts for the player. While looking things up, call the tools without commentary; afterwards write the scene itself, with no notes about lookups or writing.",
+
+/**
+ * Every sentence the review adds, per language. Chinese sentences hold no Latin words except
+ * a tool's name in backticks: a model answering a Chinese prompt copies what it is shown.
+ */
+const REVIEW_TEXT = {
+  zh: {
+    player: (name) => `玩家角色：${JSON.stringify(name)}。`,
+    tail: " 引号内的对白保留说话人自己的人称。不要复述玩家的输入，也不要替玩家增加行动或想法。查资料时只调用工具，不写准备性的说明；拿到结果后直接写场景，不写查证或写作过程。",
+    empty: "现在根据查到的内容写出故事正文，不要只以工具调用结束这一轮。写出正文之前不要调用 `runtime-done`。",
+    tags: "只输出游戏内的故事正文，不要带内部标签或说明。",
+  },
+  en: {
+    player: (name) => `Player character: ${JSON.stringify(name)}. `,
+    tail: " Quoted speech keeps each speaker's own person. Do not repeat the player's input or add actions or thoughts for the player. While looking things up, call the tools without commentary; afterwards write the scene itself, with no notes about lookups or writing.",
+    empty: "Write the story now from what the lookups returned; do not end the turn with a tool call alone. Do not call `runtime-done` before the story text is written.",
+    tags: "Output only the in-world story, without internal tags or commentary.",
+  },
 };
+
+const INTERNAL_TAGS_RE = /<\/?(?:system|system_warning|analysis|thinking|runtime-inputs|available-events)\b/i;
 
 const personOf = (ctx) => {
   const value = ctx?.getOwnSettings?.()?.narrativePerson;
@@ -1022,19 +1060,41 @@ const personOf = (ctx) => {
 };
 
 /**
+ * The language of the prompt body the review writes into: the session's content locale
+ * (`ctx.locale`; Simplified Chinese reads the Chinese body, every other locale the English
+ * one). A host that passes no locale: the Chinese body's headings in the request's system
+ * messages, as earlier hosts were read.
+ */
+function reviewLanguage(ctx, messages) {
+  if (typeof ctx?.locale === "string" && ctx.locale.length > 0) return pickLocaleText(ctx.locale, "zh", "en");
+  const zh = (messages ?? []).some((m) => m?.role === "system" && typeof m.content === "string" && /输出要求|叙事规则/.test(m.content));
+  return zh ? "zh" : "en";
+}
+
+/**
+ * The plugin whose runtime raised the hook event: `ctx.pluginId`, as the host passes it for
+ * every hook; earlier hosts named it only in the payload.
+ */
+const runtimePluginOf = (ctx, payload) => ctx?.pluginId ?? payload?.pluginId;
+
+/**
  * Hook handlers that keep a plugin's narration in the perspective its `narrativePerson`
- * setting names (`second` by default): `context` remembers the player character, `prepare`
- * adds the rule to the model request (non-streaming), `review` asks for a correction when a
- * response breaks it or is empty, `cleanup` forgets the turn.
+ * setting names (`second` by default), for the runtimes of `pluginId` only: `context`
+ * remembers the character the player acts as, `prepare` adds the rule to the model request,
+ * `review` asks for a correction when a response breaks it or is empty, `cleanup` forgets the
+ * turn. Every sentence it adds is in the language of the session's prompt body.
  */
 export function createNarrativeReview(pluginId) {
   const players = new Map();
   const keyOf = (ctx) => `${ctx.sessionId}\0${ctx.turnId}\0${ctx.runtimeId}`;
+  const ours = (ctx, payload) => runtimePluginOf(ctx, payload) === pluginId;
   return {
     context(ctx, payload) {
-      if (payload?.pluginId === pluginId) {
-        const player = payload.characters?.find((c) => c.type === "player");
-        if (player) players.set(keyOf(ctx), player.name);
+      if (ours(ctx, payload)) {
+        // The seed page's rule for who the player is: the primary seat's character, else the
+        // only player character; never the first of several.
+        const player = actingCharacterOf([], payload?.characters, payload?.seats ?? ctx?.world?.seats);
+        if (player?.name) players.set(keyOf(ctx), player.name);
       }
       return { action: "continue" };
     },
@@ -1044,33 +1104,31 @@ export function createNarrativeReview(pluginId) {
       return { action: "continue" };
     },
     prepare(ctx, payload) {
-      if (payload?.pluginId !== pluginId) return { action: "continue" };
-      const zh = payload.messages.some((m) => m.role === "system" && typeof m.content === "string" && /输出要求|叙事规则/.test(m.content));
-      const lang = zh ? "zh" : "en";
+      if (!ours(ctx, payload)) return { action: "continue" };
+      const messages = Array.isArray(payload?.messages) ? payload.messages : [];
+      const lang = reviewLanguage(ctx, messages);
+      const text = REVIEW_TEXT[lang];
       const player = players.get(keyOf(ctx));
-      const instruction = (player ? `Player character: ${JSON.stringify(player)}. ` : "") + PERSPECTIVE_RULES[personOf(ctx)][lang] + REVIEW_TAIL[lang];
-      return {
-        action: "continue",
-        replace: { stream: false, messages: [...payload.messages, { role: "system", content: instruction }] },
-      };
+      const instruction = (player ? text.player(player) : "") + PERSPECTIVE_RULES[personOf(ctx)][lang] + text.tail;
+      // The request keeps streaming: the review reads the finished response either way.
+      return { action: "continue", replace: { messages: [...messages, { role: "system", content: instruction }] } };
     },
     review(ctx, payload) {
-      if (payload?.pluginId !== pluginId) return { action: "continue" };
+      if (!ours(ctx, payload)) return { action: "continue" };
       const response = payload.response;
       // Prose written next to a lookup is not the story; it must not seed the final answer.
       if ((response.toolCalls ?? []).some((call) => call.name !== "runtime-done")) {
         return { action: "continue", replace: { response: { ...response, content: null } } };
       }
-      const text = response.content ?? "";
+      const lang = reviewLanguage(ctx, payload.messages);
+      const content = response.content ?? "";
       let correction = payload.correction;
       if (!correction) {
-        if (!text.trim()) correction = "Write the story now from what the lookups returned; do not end the turn with a tool call alone.";
+        if (!content.trim()) correction = REVIEW_TEXT[lang].empty;
         else {
           correction = [
-            /<\/?(?:system|system_warning|analysis|thinking|runtime-inputs|available-events)\b/i.test(text)
-              ? "Output only the story itself, without internal tags or commentary."
-              : undefined,
-            perspectiveError(text, personOf(ctx)),
+            INTERNAL_TAGS_RE.test(content) ? REVIEW_TEXT[lang].tags : undefined,
+            perspectiveError(content, personOf(ctx), lang),
           ].filter(Boolean).join("\n");
         }
       }
@@ -1669,7 +1727,7 @@ function attributeSchema(attr) {
     case "object": {
       if (!attr.subSchema?.length) return z.record(z.string(), z.unknown());
       const shape = {};
-      for (const sub of attr.subSchema) shape[sub.id] = attributeSchema(sub).optional().describe(attributeDescription(sub));
+      for (const sub of attr.subSchema) setOwn(shape, sub.id, attributeSchema(sub).optional().describe(attributeDescription(sub)));
       return z.object(shape).catchall(z.unknown());
     }
     case "map": {
@@ -1689,7 +1747,7 @@ export function buildFieldsZodFromSchema(schema) {
   if (!schema?.attributes?.length) return null;
   if (!ZOD_READY) throw new Error("buildFieldsZodFromSchema needs the zod 4 package, which this host does not provide");
   const shape = {};
-  for (const attr of schema.attributes) shape[attr.id] = attributeSchema(attr).optional().describe(attributeDescription(attr));
+  for (const attr of schema.attributes) setOwn(shape, attr.id, attributeSchema(attr).optional().describe(attributeDescription(attr)));
   return z.object(shape).catchall(z.unknown());
 }
 
@@ -1722,7 +1780,10 @@ export function mergeSchemaDefaults(fields, schema) {
   const base = isPlainObject(fields) ? { ...fields } : {};
   if (!schema || !Array.isArray(schema.attributes)) return base;
   for (const attr of schema.attributes) {
-    if (attr && attr.defaultValue !== undefined && base[attr.id] === undefined) base[attr.id] = attr.defaultValue;
+    // Attribute ids are the world's data: `constructor` is absent unless the fields have it.
+    if (attr && attr.defaultValue !== undefined && (!hasOwn(base, attr.id) || base[attr.id] === undefined)) {
+      setOwn(base, attr.id, attr.defaultValue);
+    }
   }
   assertCharacterFields(base, schema);
   return base;
