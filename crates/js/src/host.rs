@@ -353,7 +353,7 @@ fn finish(
 }
 
 /// Hints from reading the plugin's loaded modules as the loader read them (row-shaped
-/// `pluginData` reads).
+/// `pluginData` reads, imports of upstream's workspace packages).
 fn source_hints(
     folder: &Path,
     name: &str,
@@ -365,13 +365,21 @@ fn source_hints(
         source,
     } in sources
     {
+        let file = || shown_path(folder, name, module).unwrap_or_else(|| module.clone());
         for read in crate::lint::row_shaped_reads(module, source) {
-            let file = shown_path(folder, name, module).unwrap_or_else(|| module.clone());
             out.push(
                 Diagnostic::new(Code::RowShapedRead, read.message)
                     .plugin(name)
-                    .file(file)
+                    .file(file())
                     .at(read.line, read.column),
+            );
+        }
+        for import in crate::lint::workspace_package_imports(module, source) {
+            out.push(
+                Diagnostic::new(Code::WorkspacePackageImport, import.message)
+                    .plugin(name)
+                    .file(file())
+                    .at(import.line, import.column),
             );
         }
     }
