@@ -417,3 +417,41 @@ fn intl_and_structured_clone_answer_as_node_does() {
         ]
     );
 }
+
+/// A `{{ … }}` in a PLUGIN.md body with a root the studio does not fill reaches the prompt as
+/// written: each is a warning at its PLUGIN.md line, and the plugin still loads.
+#[test]
+fn an_unknown_template_root_is_a_lint_at_its_plugin_md_line() {
+    let plugins = load_some(&["ecosystem/unknown-roots"]);
+    assert!(plugins[0].ok(), "{:?}", plugins[0].diagnostics);
+    let hints: Vec<(&str, String, Option<u32>, Option<u32>)> = plugins[0]
+        .hints
+        .iter()
+        .map(|h| {
+            (
+                h.code.as_str(),
+                h.file
+                    .as_ref()
+                    .map(|f| f.display().to_string())
+                    .unwrap_or_default(),
+                h.line,
+                h.column,
+            )
+        })
+        .collect();
+    let file = "unknown-roots/PLUGIN.md".to_string();
+    assert_eq!(
+        hints,
+        [
+            ("unknown-template-root", file.clone(), Some(10), Some(15)),
+            ("unknown-template-root", file, Some(10), Some(47)),
+        ]
+    );
+    assert!(
+        plugins[0].hints[0]
+            .message
+            .contains("`{{ player.character }}` names `player`"),
+        "{}",
+        plugins[0].hints[0].message
+    );
+}

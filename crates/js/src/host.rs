@@ -330,7 +330,10 @@ fn finish(
     if diagnostics.iter().any(|d| d.code == Code::Internal) {
         instance = None;
     }
-    let hints = source_hints(&load.folder, &load.name, &sources);
+    let mut hints = source_hints(&load.folder, &load.name, &sources);
+    if let Some(package) = &load.package {
+        hints.extend(template_hints(&load.name, &package.manifest));
+    }
     let providers = if diagnostics.is_empty() {
         providers_of(load.package.as_ref(), instance.as_ref())
     } else {
@@ -384,6 +387,32 @@ fn source_hints(
         }
     }
     out
+}
+
+/// Placeholders of the PLUGIN.md body with a root the studio does not fill (they reach the
+/// prompt as written), each at its line in PLUGIN.md.
+fn template_hints(name: &str, manifest: &covel_kernel::manifest::Manifest) -> Vec<Diagnostic> {
+    use covel_kernel::prompt::template;
+    template::unknown_roots(&manifest.body)
+        .into_iter()
+        .map(|unknown| {
+            Diagnostic::new(
+                Code::UnknownTemplateRoot,
+                format!(
+                    "`{}` names `{}`, which the studio does not fill (only {}): it reaches the prompt as written",
+                    unknown.placeholder,
+                    unknown.root,
+                    template::KNOWN_ROOTS.map(|r| format!("`{r}.…`")).join(" and ")
+                ),
+            )
+            .plugin(name)
+            .file(PathBuf::from(name).join("PLUGIN.md"))
+            .at(
+                manifest.body_first_line.saturating_add(unknown.line - 1),
+                unknown.column,
+            )
+        })
+        .collect()
 }
 
 /// Shows an engine-reported file relative to the plugins folder (`<plugin>/<path>`).

@@ -82,13 +82,17 @@ pub enum Code {
     /// `@covel/tools`), served for bundled plugins; a community plugin imports the same names
     /// from the SDK.
     WorkspacePackageImport,
+    /// A warning, not an error: a `{{ … }}` placeholder in a PLUGIN.md body whose root the
+    /// studio does not fill (only `world` and `userSettings` are), so it reaches the prompt as
+    /// written.
+    UnknownTemplateRoot,
     /// Anything else a loader could not classify; the message says what.
     Internal,
 }
 
 impl Code {
     /// Every code, in declaration order (for documentation checks).
-    pub const ALL: [Code; 34] = [
+    pub const ALL: [Code; 35] = [
         Code::ManifestUnreadable,
         Code::ManifestFrontmatter,
         Code::ManifestSchema,
@@ -122,6 +126,7 @@ impl Code {
         Code::SessionSchema,
         Code::RowShapedRead,
         Code::WorkspacePackageImport,
+        Code::UnknownTemplateRoot,
         Code::Internal,
     ];
 
@@ -161,6 +166,7 @@ impl Code {
             Code::SessionSchema => "session-schema",
             Code::RowShapedRead => "row-shaped-read",
             Code::WorkspacePackageImport => "workspace-package-import",
+            Code::UnknownTemplateRoot => "unknown-template-root",
             Code::Internal => "internal",
         }
     }
