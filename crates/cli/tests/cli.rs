@@ -1986,3 +1986,66 @@ fn play_from_refuses_a_turn_whose_history_a_later_compaction_rewrote() {
         "{stderr}"
     );
 }
+
+/// A folder with `calm` (a plugin that loads) and `broken` (whose PLUGIN.md does not), and a
+/// session that gives `broken` a setting.
+fn folder_with_a_broken_plugin(dir: &Path) -> PathBuf {
+    let calm = dir.join("plugins/calm");
+    std::fs::create_dir_all(calm.join("server")).expect("mkdir");
+    std::fs::write(
+        calm.join("PLUGIN.md"),
+        "---\nid: calm\nkind: plugin\ndescription: Loads.\ncontributes:\n  extensions:\n    - point: prompt.segment@1\n      id: calm\n---\n",
+    )
+    .expect("write");
+    std::fs::write(
+        calm.join("server/index.js"),
+        "export default function (covel) {\n  covel.provideExtension(\"prompt.segment@1\", \"calm\", { handler: () => [{ id: \"calm\", content: \"Calm.\", position: \"system\", audience: \"story\", volatility: \"stable\" }] });\n}\n",
+    )
+    .expect("write");
+    let broken = dir.join("plugins/broken");
+    std::fs::create_dir_all(&broken).expect("mkdir");
+    std::fs::write(
+        broken.join("PLUGIN.md"),
+        "---\nid: broken\nkind: plugin\ndescription: Does not load.\ncontributez: {}\n---\n",
+    )
+    .expect("write");
+    let session = dir.join("t.session.yaml");
+    std::fs::write(
+        &session,
+        "id: t\nlocale: en\nsettings:\n  broken: { tone: grave }\nmodels:\n  story: { backend: scripted, model: claude-sonnet-4-5, contextWindow: 32768, reservedForResponse: 4000 }\n",
+    )
+    .expect("write");
+    session
+}
+
+/// `covel play` and `covel forecast` list the plugins that failed to load, as `covel preview`
+/// does, and a setting for such a plugin names it and why it failed (not "its settings: none").
+#[test]
+fn play_and_forecast_list_the_plugins_that_failed_to_load() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let session = folder_with_a_broken_plugin(temp.path());
+    let plugins = temp.path().join("plugins");
+    let (plugins, session) = (
+        plugins.to_str().expect("utf-8"),
+        session.to_str().expect("utf-8"),
+    );
+    for args in [
+        vec!["play", plugins, "--session", session, "--say", "Hello."],
+        vec!["forecast", plugins, "--session", session, "--turns", "1"],
+    ] {
+        let out = covel(&args);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("plugin not loaded: broken: "),
+            "{}: {text}\n{}",
+            args[0],
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            text.contains("the plugin `broken` failed to load ([manifest-schema]")
+                && !text.contains("its settings: none"),
+            "{}: {text}",
+            args[0]
+        );
+    }
+}
