@@ -1919,11 +1919,12 @@ fn play_from_starts_right_after_an_earlier_turn_of_a_played_session() {
     assert_eq!(backdrop["value"]["name"], "The Bell Tower");
     assert_eq!(report["startedAfter"]["pluginDataFrom"], "before turn-5");
     assert_eq!(report["startedAfter"]["messagesKept"], 8);
-    // The scripted narrator goes on with its third entry, as the saved play did at turn-5.
+    // The scripted narrator goes on with its third entry, as the saved play did at turn-5
+    // (and its `{turn}` names turn-5).
     assert!(
         turn["reply"]["text"]
             .as_str()
-            .is_some_and(|t| t.contains("turn 3") && t.contains("Dawn comes")),
+            .is_some_and(|t| t.contains("turn 5") && t.contains("Dawn comes")),
         "{}",
         turn["reply"]["text"]
     );
