@@ -91,7 +91,8 @@ fn the_undeclared_slot_advice_is_a_declaration_that_loads() {
     let dir = tempfile::tempdir().expect("temp dir");
     let plugin = dir.path().join("undeclared-slot");
     copy_dir(&fixture("broken/undeclared-slot"), &plugin);
-    let before = covel_js::load_plugins(&[plugin.clone()], &covel_js::Limits::default());
+    let before =
+        covel_js::load_plugins(std::slice::from_ref(&plugin), &covel_js::Limits::default());
     let d = &before[0].diagnostics[0];
     assert_eq!(d.code, Code::UndeclaredExtension);
     let snippet = d
