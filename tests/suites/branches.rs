@@ -99,12 +99,13 @@ fn a_fork_starts_from_the_state_right_after_its_turn() {
         "the branch says where it started"
     );
 
-    // The branch goes on with its own next turn; its scripted narrator is at its own turn 3.
+    // The branch goes on with its own next turn; its scripted narrator is at its own third
+    // script entry, and its `{turn}` names the turn it is in.
     let turn = studio.play_turn("I wait on the stairs instead.");
     assert_eq!(turn.turn_id, "turn-5");
     let reply = turn.reply.expect("a reply").text;
     assert!(
-        reply.contains("turn 3") && reply.contains("Dawn comes"),
+        reply.contains("turn 5") && reply.contains("Dawn comes"),
         "{reply}"
     );
     let history = &studio.play.workspace.session.history.messages;

@@ -325,3 +325,133 @@ fn the_web_platform_globals_behave_as_browsers_and_node_give_them() {
         ]
     );
 }
+
+/// Upstream's bundled plugins import SDK names from its workspace packages (`@covel/tools` in
+/// npc-graph, world-init and world-time; `@covel/shared` in world-time): they load, and each
+/// import is a note pointing a community plugin at the SDK.
+#[test]
+fn workspace_packages_serve_the_sdk_names_bundled_plugins_import_with_a_note() {
+    assert_eq!(
+        content_of("workspace-packages", "clock"),
+        "World time (1 pending)"
+    );
+    let plugins = load_some(&["ecosystem/workspace-packages"]);
+    let notes: Vec<(&str, Option<u32>)> = plugins[0]
+        .hints
+        .iter()
+        .map(|h| (h.code.as_str(), h.line))
+        .collect();
+    assert_eq!(
+        notes,
+        [
+            ("workspace-package-import", Some(1)),
+            ("workspace-package-import", Some(2))
+        ]
+    );
+    assert!(
+        plugins[0].hints[0]
+            .message
+            .contains("imports these names from `@covel/plugin-handlers-utils`"),
+        "{}",
+        plugins[0].hints[0].message
+    );
+}
+
+/// A name the thin workspace modules do not serve stays an import error naming the module and
+/// the name.
+#[test]
+fn a_workspace_package_name_that_is_not_served_is_an_import_error_naming_module_and_name() {
+    let plugins = load_some(&["ecosystem/workspace-unserved"]);
+    assert!(!plugins[0].ok());
+    let text = diagnostics_of(&plugins).to_string();
+    assert!(text.contains("import-unavailable"), "{text}");
+    assert!(
+        text.contains("@covel/shared") && text.contains("`DIMENSION_KEYS`"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("`resolveI18nDeep`"),
+        "a served name is not listed: {text}"
+    );
+}
+
+/// `Intl` (ICU4X, loaded on first use) and `structuredClone` answer as Node does: every line
+/// below is Node's answer for the same script, except the first (before first use the globals
+/// are getters that load their module: a plugin that never touches them pays nothing) and the
+/// two options the sandbox refuses by name (currency formatting, time zones other than UTC).
+#[test]
+fn intl_and_structured_clone_answer_as_node_does() {
+    let text = content_of("intl-globals", "intl-globals");
+    assert_eq!(
+        text.lines().collect::<Vec<_>>(),
+        [
+            "not loaded yet: function function",
+            "words en: The|cat's|hat|3|times",
+            "words zh: 我|喜欢|吃|苹果",
+            "graphemes: 0,2,6",
+            "containing: world 6 undefined",
+            "sentences: 2",
+            "segmenter options: {\"locale\":\"zh-Hans-CN\",\"granularity\":\"word\"}",
+            "bad granularity: RangeError",
+            "bad locale: RangeError",
+            "collator: aAbB",
+            "numeric: item 2,item 10",
+            "base: 0",
+            "pinyin: 阿爸妈",
+            "localeCompare: -1 0",
+            "number en: 1,234,567.891",
+            "number zh: 1,234.50",
+            "no grouping: 1235",
+            "percent: 26%",
+            "currency: RangeError",
+            "plural en: other,one,other",
+            "ordinal en: one,two,few,other",
+            "plural zh: other",
+            "date en: December 7, 2026",
+            "date zh: 2026年12月7日",
+            "time zone: RangeError",
+            "clone kinds: true true gi true 3 true",
+            "clone refs: true true true",
+            "clone function: DataCloneError",
+            "clone instance: {\"x\":1} true",
+        ]
+    );
+}
+
+/// A `{{ … }}` in a PLUGIN.md body with a root the studio does not fill reaches the prompt as
+/// written: each is a warning at its PLUGIN.md line, and the plugin still loads.
+#[test]
+fn an_unknown_template_root_is_a_lint_at_its_plugin_md_line() {
+    let plugins = load_some(&["ecosystem/unknown-roots"]);
+    assert!(plugins[0].ok(), "{:?}", plugins[0].diagnostics);
+    let hints: Vec<(&str, String, Option<u32>, Option<u32>)> = plugins[0]
+        .hints
+        .iter()
+        .map(|h| {
+            (
+                h.code.as_str(),
+                h.file
+                    .as_ref()
+                    .map(|f| f.display().to_string())
+                    .unwrap_or_default(),
+                h.line,
+                h.column,
+            )
+        })
+        .collect();
+    let file = "unknown-roots/PLUGIN.md".to_string();
+    assert_eq!(
+        hints,
+        [
+            ("unknown-template-root", file.clone(), Some(10), Some(15)),
+            ("unknown-template-root", file, Some(10), Some(47)),
+        ]
+    );
+    assert!(
+        plugins[0].hints[0]
+            .message
+            .contains("`{{ player.character }}` names `player`"),
+        "{}",
+        plugins[0].hints[0].message
+    );
+}

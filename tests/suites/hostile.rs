@@ -920,3 +920,6 @@ mod round_three;
 
 #[path = "hostile/engine_values.rs"]
 mod engine_values;
+
+#[path = "hostile/globals.rs"]
+mod globals;

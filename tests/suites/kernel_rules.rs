@@ -84,6 +84,35 @@ fn declared_but_not_registered_fails_the_load() {
     );
 }
 
+/// The advice of `[undeclared-extension]` for a `ui.slot@1` provider is a declaration that loads:
+/// it names the slot (without `slot:` the declaration itself is refused).
+#[test]
+fn the_undeclared_slot_advice_is_a_declaration_that_loads() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let plugin = dir.path().join("undeclared-slot");
+    copy_dir(&fixture("broken/undeclared-slot"), &plugin);
+    let before =
+        covel_js::load_plugins(std::slice::from_ref(&plugin), &covel_js::Limits::default());
+    let d = &before[0].diagnostics[0];
+    assert_eq!(d.code, Code::UndeclaredExtension);
+    let snippet = d
+        .message
+        .split("(add ")
+        .nth(1)
+        .and_then(|rest| rest.split(" to contributes.extensions").next())
+        .unwrap_or_else(|| panic!("a snippet in {}", d.message));
+    assert_eq!(snippet, "{point: ui.slot@1, id: cast, slot: stage.cast@1}");
+    let manifest = fs::read_to_string(plugin.join("PLUGIN.md")).expect("manifest");
+    let fixed = manifest.replacen(
+        "\n---\n",
+        &format!("\ncontributes:\n  extensions:\n    - {snippet}\n---\n"),
+        1,
+    );
+    fs::write(plugin.join("PLUGIN.md"), fixed).expect("write");
+    let after = covel_js::load_plugins(&[plugin], &covel_js::Limits::default());
+    assert!(after[0].ok(), "{:?}", after[0].diagnostics);
+}
+
 #[test]
 fn registered_but_not_declared_fails_the_load() {
     let plugins = load_some(&["broken/undeclared-extension"]);

@@ -359,3 +359,28 @@ fn the_image_flow_is_stamped_with_its_provider_and_shown_in_the_preview() {
     );
     assert!(preview.world_context.error.is_none());
 }
+
+/// `character.visual@1` is split into one view per character, each carrying the slot's one
+/// run: the preview's `calls` list that run once (it once listed it never when the slot was
+/// keyed, so the providers that filled it were missing from the calls).
+#[test]
+fn keyed_slot_chains_appear_once_in_the_preview_calls() {
+    let ws = demo();
+    let preview = ws.preview(&covel_studio::RuntimeTarget::Story);
+    let keyed: Vec<_> = preview
+        .slots
+        .iter()
+        .filter(|s| s.slot == SlotId::CharacterVisual)
+        .collect();
+    assert!(
+        keyed.len() > 1 && keyed.iter().all(|s| s.key.is_some()),
+        "the demo splits character.visual@1 by character: {keyed:?}"
+    );
+    let in_calls: Vec<_> = preview
+        .calls
+        .iter()
+        .filter(|c| c.slot == Some(SlotId::CharacterVisual))
+        .collect();
+    assert_eq!(in_calls.len(), keyed[0].chain.len(), "{in_calls:?}");
+    assert!(!in_calls.is_empty());
+}

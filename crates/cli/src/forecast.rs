@@ -52,6 +52,16 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         .or_else(|| workspace.session.models.story.model.clone())
         .context("name the model to price against with --model (the session's story model has no `model`)")?;
     let profile = facts.profile(&name)?;
+    // As `covel preview` does: a forecast made without a plugin says which one and why.
+    let not_loaded = serde_json::to_value(
+        workspace
+            .diagnostics()
+            .map(crate::output::DiagnosticJson::from)
+            .collect::<Vec<_>>(),
+    )?;
+    if !args.json {
+        crate::output::print_not_loaded(&mut workspace.diagnostics());
+    }
     let (played, error) = forecast::play(workspace, args.turns);
     if played.is_empty()
         && let Some(error) = &error
@@ -66,8 +76,13 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let result = forecast::forecast(&played, &profile, &options, &counter);
     if args.json {
         let mut value = serde_json::to_value(&result)?;
-        if let (Some(map), Some(error)) = (value.as_object_mut(), &error) {
-            map.insert("error".into(), serde_json::Value::String(error.clone()));
+        if let Some(map) = value.as_object_mut() {
+            if let Some(error) = &error {
+                map.insert("error".into(), serde_json::Value::String(error.clone()));
+            }
+            if not_loaded.as_array().is_some_and(|d| !d.is_empty()) {
+                map.insert("diagnostics".into(), not_loaded);
+            }
         }
         print_json(&value)?;
     } else {

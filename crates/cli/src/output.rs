@@ -123,10 +123,11 @@ pub fn print_rejections(resolution: &Resolution) {
 /// A plugin's load diagnostic, naming the plugin.
 pub fn print_not_loaded(diagnostics: &mut dyn Iterator<Item = &Diagnostic>) {
     for d in diagnostics {
-        crate::say!(
-            "plugin not loaded: {}: {d}",
-            d.plugin.as_deref().unwrap_or("?")
-        );
+        match d.plugin.as_deref() {
+            Some(plugin) => crate::say!("plugin not loaded: {plugin}: {d}"),
+            // A problem of the session file (its settings, its schema), not of a plugin.
+            None => crate::say!("session problem: {d}"),
+        }
     }
 }
 

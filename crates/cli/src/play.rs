@@ -55,6 +55,10 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         );
     }
     let workspace = crate::open::workspace(&args.plugins_dir, Some(&args.session))?;
+    if !args.json {
+        // As `covel preview` does: a turn played without a plugin says which one and why.
+        crate::output::print_not_loaded(&mut workspace.diagnostics());
+    }
     let backend = workspace.session.models.story.backend.clone();
     if args.record.is_some() && !matches!(backend.as_str(), "anthropic" | "openai") {
         anyhow::bail!(

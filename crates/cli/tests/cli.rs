@@ -1952,11 +1952,12 @@ fn play_from_starts_right_after_an_earlier_turn_of_a_played_session() {
     assert_eq!(backdrop["value"]["name"], "The Bell Tower");
     assert_eq!(report["startedAfter"]["pluginDataFrom"], "before turn-5");
     assert_eq!(report["startedAfter"]["messagesKept"], 8);
-    // The scripted narrator goes on with its third entry, as the saved play did at turn-5.
+    // The scripted narrator goes on with its third entry, as the saved play did at turn-5
+    // (and its `{turn}` names turn-5).
     assert!(
         turn["reply"]["text"]
             .as_str()
-            .is_some_and(|t| t.contains("turn 3") && t.contains("Dawn comes")),
+            .is_some_and(|t| t.contains("turn 5") && t.contains("Dawn comes")),
         "{}",
         turn["reply"]["text"]
     );
@@ -2026,4 +2027,67 @@ fn sdk_tests_prints_a_row_per_file_and_each_failing_test_and_exits_1_on_a_failur
     assert_eq!(json[1]["failed"], 2);
     // Our own SDK test files all pass.
     assert_exit(&covel(&["sdk-tests", "tests/fixtures/sdk-tests"]), 0);
+}
+
+/// A folder with `calm` (a plugin that loads) and `broken` (whose PLUGIN.md does not), and a
+/// session that gives `broken` a setting.
+fn folder_with_a_broken_plugin(dir: &Path) -> PathBuf {
+    let calm = dir.join("plugins/calm");
+    std::fs::create_dir_all(calm.join("server")).expect("mkdir");
+    std::fs::write(
+        calm.join("PLUGIN.md"),
+        "---\nid: calm\nkind: plugin\ndescription: Loads.\ncontributes:\n  extensions:\n    - point: prompt.segment@1\n      id: calm\n---\n",
+    )
+    .expect("write");
+    std::fs::write(
+        calm.join("server/index.js"),
+        "export default function (covel) {\n  covel.provideExtension(\"prompt.segment@1\", \"calm\", { handler: () => [{ id: \"calm\", content: \"Calm.\", position: \"system\", audience: \"story\", volatility: \"stable\" }] });\n}\n",
+    )
+    .expect("write");
+    let broken = dir.join("plugins/broken");
+    std::fs::create_dir_all(&broken).expect("mkdir");
+    std::fs::write(
+        broken.join("PLUGIN.md"),
+        "---\nid: broken\nkind: plugin\ndescription: Does not load.\ncontributez: {}\n---\n",
+    )
+    .expect("write");
+    let session = dir.join("t.session.yaml");
+    std::fs::write(
+        &session,
+        "id: t\nlocale: en\nsettings:\n  broken: { tone: grave }\nmodels:\n  story: { backend: scripted, model: claude-sonnet-4-5, contextWindow: 32768, reservedForResponse: 4000 }\n",
+    )
+    .expect("write");
+    session
+}
+
+/// `covel play` and `covel forecast` list the plugins that failed to load, as `covel preview`
+/// does, and a setting for such a plugin names it and why it failed (not "its settings: none").
+#[test]
+fn play_and_forecast_list_the_plugins_that_failed_to_load() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let session = folder_with_a_broken_plugin(temp.path());
+    let plugins = temp.path().join("plugins");
+    let (plugins, session) = (
+        plugins.to_str().expect("utf-8"),
+        session.to_str().expect("utf-8"),
+    );
+    for args in [
+        vec!["play", plugins, "--session", session, "--say", "Hello."],
+        vec!["forecast", plugins, "--session", session, "--turns", "1"],
+    ] {
+        let out = covel(&args);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("plugin not loaded: broken: "),
+            "{}: {text}\n{}",
+            args[0],
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            text.contains("the plugin `broken` failed to load ([manifest-schema]")
+                && !text.contains("its settings: none"),
+            "{}: {text}",
+            args[0]
+        );
+    }
 }

@@ -330,7 +330,10 @@ fn finish(
     if diagnostics.iter().any(|d| d.code == Code::Internal) {
         instance = None;
     }
-    let hints = source_hints(&load.folder, &load.name, &sources);
+    let mut hints = source_hints(&load.folder, &load.name, &sources);
+    if let Some(package) = &load.package {
+        hints.extend(template_hints(&load.name, &package.manifest));
+    }
     let providers = if diagnostics.is_empty() {
         providers_of(load.package.as_ref(), instance.as_ref())
     } else {
@@ -353,7 +356,7 @@ fn finish(
 }
 
 /// Hints from reading the plugin's loaded modules as the loader read them (row-shaped
-/// `pluginData` reads).
+/// `pluginData` reads, imports of upstream's workspace packages).
 fn source_hints(
     folder: &Path,
     name: &str,
@@ -365,17 +368,51 @@ fn source_hints(
         source,
     } in sources
     {
+        let file = || shown_path(folder, name, module).unwrap_or_else(|| module.clone());
         for read in crate::lint::row_shaped_reads(module, source) {
-            let file = shown_path(folder, name, module).unwrap_or_else(|| module.clone());
             out.push(
                 Diagnostic::new(Code::RowShapedRead, read.message)
                     .plugin(name)
-                    .file(file)
+                    .file(file())
                     .at(read.line, read.column),
+            );
+        }
+        for import in crate::lint::workspace_package_imports(module, source) {
+            out.push(
+                Diagnostic::new(Code::WorkspacePackageImport, import.message)
+                    .plugin(name)
+                    .file(file())
+                    .at(import.line, import.column),
             );
         }
     }
     out
+}
+
+/// Placeholders of the PLUGIN.md body with a root the studio does not fill (they reach the
+/// prompt as written), each at its line in PLUGIN.md.
+fn template_hints(name: &str, manifest: &covel_kernel::manifest::Manifest) -> Vec<Diagnostic> {
+    use covel_kernel::prompt::template;
+    template::unknown_roots(&manifest.body)
+        .into_iter()
+        .map(|unknown| {
+            Diagnostic::new(
+                Code::UnknownTemplateRoot,
+                format!(
+                    "`{}` names `{}`, which the studio does not fill (only {}): it reaches the prompt as written",
+                    unknown.placeholder,
+                    unknown.root,
+                    template::KNOWN_ROOTS.map(|r| format!("`{r}.…`")).join(" and ")
+                ),
+            )
+            .plugin(name)
+            .file(PathBuf::from(name).join("PLUGIN.md"))
+            .at(
+                manifest.body_first_line.saturating_add(unknown.line - 1),
+                unknown.column,
+            )
+        })
+        .collect()
 }
 
 /// Shows an engine-reported file relative to the plugins folder (`<plugin>/<path>`).

@@ -187,6 +187,31 @@ pub fn named_imports(parsed: &Parsed) -> Vec<NamedImport> {
     out
 }
 
+/// Every static import or re-export of one of `specifiers` in a module: the specifier and where
+/// the declaration starts (1-based), in source order.
+pub fn imports_from(parsed: &Parsed, specifiers: &[&str]) -> Vec<(String, (u32, u32))> {
+    let mut out = Vec::new();
+    for item in &parsed.module.body {
+        let ModuleItem::ModuleDecl(decl) = item else {
+            continue;
+        };
+        let (src, span) = match decl {
+            ModuleDecl::Import(import) if !import.type_only => (&import.src, import.span),
+            ModuleDecl::ExportNamed(export) if !export.type_only => match &export.src {
+                Some(src) => (src, export.span),
+                None => continue,
+            },
+            ModuleDecl::ExportAll(all) if !all.type_only => (&all.src, all.span),
+            _ => continue,
+        };
+        let specifier = src.value.to_string_lossy().into_owned();
+        if specifiers.contains(&specifier.as_str()) {
+            out.push((specifier, parsed.position(span)));
+        }
+    }
+    out
+}
+
 /// Finds a module's path and source from the importing file and a specifier.
 pub type SourceLookup<'a> = &'a dyn Fn(&Path, &str) -> Option<(PathBuf, String)>;
 

@@ -14,6 +14,7 @@ pub mod engine;
 pub mod host;
 pub mod http;
 pub mod imports;
+pub mod intl;
 pub mod lint;
 pub mod memo;
 pub mod memory;

@@ -1,7 +1,9 @@
-//! Source checks of plugin modules that are not errors but lead an author to a fix: today,
-//! reads of `ctx.pluginData.get(…)` in the row shape of older Covel versions
-//! (`(await ctx.pluginData.get(ns, key))?.value`). The seed page decides that `get` returns the
-//! stored value itself, so such a read gives `undefined`.
+//! Source checks of plugin modules that are not errors but lead an author to a fix: reads of
+//! `ctx.pluginData.get(…)` in the row shape of older Covel versions
+//! (`(await ctx.pluginData.get(ns, key))?.value`; the seed page decides that `get` returns the
+//! stored value itself, so such a read gives `undefined`), and imports of upstream's workspace
+//! packages, which the sandbox serves for bundled plugins but a community plugin takes from the
+//! SDK.
 
 use crate::imports;
 use std::collections::BTreeSet;
@@ -12,7 +14,8 @@ use swc_ecma_ast::{
 };
 use swc_ecma_visit::{Visit, VisitWith};
 
-/// One row-shaped read: where, and the line that fixes it.
+/// One finding (a row-shaped read, a workspace-package import): where, and the line that fixes
+/// it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RowShapedRead {
     pub line: u32,
@@ -53,6 +56,32 @@ pub fn row_shaped_reads(path: &Path, source: &str) -> Vec<RowShapedRead> {
     out.sort_by_key(|r| (r.line, r.column));
     out.dedup_by_key(|r| (r.line, r.column));
     out
+}
+
+/// Finds imports of upstream's workspace packages (`@covel/shared`, `@covel/tools`) in one
+/// module's source: one note per import declaration, naming the SDK as the place to import from.
+pub fn workspace_package_imports(path: &Path, source: &str) -> Vec<RowShapedRead> {
+    let packages: Vec<&str> = crate::modules::WORKSPACE_PACKAGES
+        .iter()
+        .map(|(name, _)| *name)
+        .collect();
+    if !packages.iter().any(|p| source.contains(p)) {
+        return Vec::new();
+    }
+    let Some(parsed) = imports::parse(path, source) else {
+        return Vec::new();
+    };
+    imports::imports_from(&parsed, &packages)
+        .into_iter()
+        .map(|(specifier, (line, column))| RowShapedRead {
+            line,
+            column,
+            message: format!(
+                "`{specifier}` is a workspace package of upstream Covel, served here for its bundled plugins (the SDK names they import from it); a community plugin imports these names from `{}`",
+                crate::modules::SDK
+            ),
+        })
+        .collect()
 }
 
 struct Finder {

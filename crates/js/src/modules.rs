@@ -5,11 +5,14 @@
 //!   does, see [`crate::typescript`]);
 //! - the SDK, `@covel/plugin-handlers-utils` and its sub-entries;
 //! - `zod`: the genuine zod 4 package, vendored (`crates/js/vendor/zod`);
-//! - the pure Node built-ins real plugins use: `node:crypto`, `node:url`, `node:path`.
+//! - the pure Node built-ins real plugins use: `node:crypto`, `node:url`, `node:path`;
+//! - upstream's workspace packages its bundled plugins import, `@covel/shared` and
+//!   `@covel/tools`, as thin modules re-exporting the SDK names those plugins use (each import
+//!   is noted: community plugins import them from the SDK).
 //!
 //! Everything else is refused with a reason that names the importing file and line: other
-//! Node built-ins (file system, processes, sockets, workers), upstream's host-internal
-//! packages (`@covel/shared`, `@covel/tools`, …), npm packages.
+//! Node built-ins (file system, processes, sockets, workers), upstream's other host-internal
+//! packages (`@covel/runtime`, `@covel/store`, …), npm packages.
 
 use crate::typescript;
 use rquickjs::loader::{ImportAttributes, Loader, Resolver};
@@ -51,11 +54,27 @@ const NODE_BUILTINS: &[(&str, &str)] = &[
     ("node:path", include_str!("js/node/path.js")),
 ];
 
+/// Upstream's workspace packages bundled plugins import, served as thin re-exports of the SDK
+/// (see `js/workspace/`). A name they do not re-export stays an import error.
+pub const WORKSPACE_PACKAGES: &[(&str, &str)] = &[
+    ("@covel/shared", include_str!("js/workspace/shared.js")),
+    ("@covel/tools", include_str!("js/workspace/tools.js")),
+];
+
 /// The web platform globals QuickJS lacks (AbortController, AbortSignal, TextEncoder,
 /// TextDecoder): the bootstrap loads it on first use of one of them. Importing it gives plugin
 /// code nothing the globals do not.
 pub const WEB: &str = "covel:web";
 const WEB_SOURCE: &str = include_str!("js/web/globals.js");
+
+/// structuredClone (the HTML standard's, for what a plugin can hold): loaded on first use.
+pub const CLONE: &str = "covel:clone";
+const CLONE_SOURCE: &str = include_str!("js/web/clone.js");
+
+/// The sandbox's `Intl` (and `String.prototype.localeCompare`), over ICU4X: the bootstrap loads it
+/// on a plugin's first touch of `Intl`; only it may import `covel:intl-host`.
+pub const INTL: &str = "covel:intl";
+const INTL_SOURCE: &str = include_str!("js/web/intl.js");
 
 /// The turn loop's wrappers of tools, hooks and form validators (loaded by the bootstrap on a
 /// plugin's first registration of one).
@@ -103,6 +122,7 @@ const REFUSED_BUILTINS: &[(&str, &str)] = &[
 fn sdk_source(name: &str) -> Option<&'static str> {
     SDK_ENTRIES
         .iter()
+        .chain(WORKSPACE_PACKAGES)
         .find(|(n, _)| *n == name)
         .map(|(_, s)| *s)
 }
@@ -131,6 +151,8 @@ pub fn embedded_source(name: &str) -> Option<&'static str> {
         .or_else(|| (name == ZOD).then_some(ZOD_SOURCE))
         .or_else(|| (name == SDK_LOCALE).then_some(SDK_LOCALE_SOURCE))
         .or_else(|| (name == WEB).then_some(WEB_SOURCE))
+        .or_else(|| (name == INTL).then_some(INTL_SOURCE))
+        .or_else(|| (name == CLONE).then_some(CLONE_SOURCE))
         .or_else(|| (name == TURN).then_some(TURN_SOURCE))
         .or_else(|| (name == VITEST).then_some(VITEST_SOURCE))
 }
@@ -364,8 +386,20 @@ impl Resolver for PluginResolver {
         name: &str,
         _attributes: Option<ImportAttributes<'js>>,
     ) -> Result<String> {
-        if sdk_source(name).is_some() || name == ZOD || name == WEB || name == TURN {
+        if sdk_source(name).is_some() || [ZOD, WEB, TURN, INTL, CLONE].contains(&name) {
             return Ok(name.to_string());
+        }
+        if name == crate::intl::INTL_HOST {
+            return if base == INTL {
+                Ok(name.to_string())
+            } else {
+                Err(refuse(
+                    &self.loaded,
+                    base,
+                    name,
+                    format!("{name} is internal to the sandbox's Intl"),
+                ))
+            };
         }
         if let Some(canonical) = node_builtin(name) {
             return Ok(canonical.to_string());
@@ -474,6 +508,9 @@ impl Loader for PluginLoader {
     ) -> Result<Module<'js, rquickjs::module::Declared>> {
         if name == HOST {
             return Module::declare_def::<HostModule, _>(ctx.clone(), name);
+        }
+        if name == crate::intl::INTL_HOST {
+            return Module::declare_def::<crate::intl::IntlHostModule, _>(ctx.clone(), name);
         }
         if let Some(source) = embedded_source(name) {
             return crate::bytecode::declare_shared(ctx, name, source);
@@ -777,7 +814,7 @@ mod tests {
     fn refusals_say_why() {
         assert!(refusal_reason("node:fs").contains("file system access"));
         assert!(refusal_reason("fs/promises").contains("file system access"));
-        assert!(refusal_reason("@covel/shared").contains("host-internal package"));
+        assert!(refusal_reason("@covel/runtime").contains("host-internal package"));
         assert!(
             refusal_reason("@covel/plugin-handlers-utils/nope").contains("not an entry of the SDK")
         );

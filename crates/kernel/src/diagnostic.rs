@@ -78,13 +78,21 @@ pub enum Code {
     /// A hint, not an error: `ctx.pluginData.get(…)` read in the row shape of older Covel
     /// versions (`?.value`), which gives `undefined` now that `get` returns the value itself.
     RowShapedRead,
+    /// A note, not an error: an import of upstream's workspace packages (`@covel/shared`,
+    /// `@covel/tools`), served for bundled plugins; a community plugin imports the same names
+    /// from the SDK.
+    WorkspacePackageImport,
+    /// A warning, not an error: a `{{ … }}` placeholder in a PLUGIN.md body whose root the
+    /// studio does not fill (only `world` and `userSettings` are), so it reaches the prompt as
+    /// written.
+    UnknownTemplateRoot,
     /// Anything else a loader could not classify; the message says what.
     Internal,
 }
 
 impl Code {
     /// Every code, in declaration order (for documentation checks).
-    pub const ALL: [Code; 33] = [
+    pub const ALL: [Code; 35] = [
         Code::ManifestUnreadable,
         Code::ManifestFrontmatter,
         Code::ManifestSchema,
@@ -117,6 +125,8 @@ impl Code {
         Code::RegistrationClosed,
         Code::SessionSchema,
         Code::RowShapedRead,
+        Code::WorkspacePackageImport,
+        Code::UnknownTemplateRoot,
         Code::Internal,
     ];
 
@@ -155,6 +165,8 @@ impl Code {
             Code::RegistrationClosed => "registration-closed",
             Code::SessionSchema => "session-schema",
             Code::RowShapedRead => "row-shaped-read",
+            Code::WorkspacePackageImport => "workspace-package-import",
+            Code::UnknownTemplateRoot => "unknown-template-root",
             Code::Internal => "internal",
         }
     }

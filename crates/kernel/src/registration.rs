@@ -228,8 +228,8 @@ pub fn check(
             push(
                 Code::UndeclaredExtension,
                 format!(
-                    "Undeclared extension: {pid}/{key} (add {{point: {}, id: {}}} to contributes.extensions){advice}",
-                    ext.point, ext.id
+                    "Undeclared extension: {pid}/{key} (add {} to contributes.extensions){advice}",
+                    declaration_snippet(point, &ext.id)
                 ),
                 call,
             );
@@ -311,6 +311,30 @@ pub fn check(
         );
     }
     diags
+}
+
+/// The `contributes.extensions` entry that declares a provided extension. A `ui.slot@1` provider
+/// also declares the slot it fills (without `slot:` the declaration is refused in turn): the
+/// slot whose name holds the id (`cast` → `stage.cast@1`), else a placeholder listing them.
+fn declaration_snippet(point: contract::PointId, id: &str) -> String {
+    if point != contract::PointId::UiSlot {
+        return format!("{{point: {}, id: {id}}}", point.as_str());
+    }
+    let named = contract::SlotId::ALL.into_iter().find(|slot| {
+        slot.as_str()
+            .split(['.', '@'])
+            .any(|part| part.eq_ignore_ascii_case(id))
+    });
+    match named {
+        Some(slot) => format!("{{point: ui.slot@1, id: {id}, slot: {}}}", slot.as_str()),
+        None => {
+            let slots: Vec<&str> = contract::SlotId::ALL.iter().map(|s| s.as_str()).collect();
+            format!(
+                "{{point: ui.slot@1, id: {id}, slot: <the slot it fills: {}>}}",
+                slots.join(", ")
+            )
+        }
+    }
 }
 
 #[cfg(test)]

@@ -106,17 +106,39 @@ pub fn locate(text: &str, path: &[&str]) -> Option<(u32, u32)> {
     None
 }
 
+/// What the settings check knows of one plugin the session gives settings to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Declared {
+    /// Its `contributes.settings`.
+    Settings(Vec<SettingDecl>),
+    /// Its PLUGIN.md did not load, so what it declares is unknown: why, in words.
+    NotLoaded(String),
+}
+
 /// Checks a session's settings against the plugins' declarations.
 pub fn check(
     settings: &BTreeMap<String, Map<String, Value>>,
-    declared: &BTreeMap<String, Vec<SettingDecl>>,
+    declared: &BTreeMap<String, Declared>,
     text: Option<&str>,
     file: &Path,
 ) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     let at = |path: &[&str]| text.and_then(|t| locate(t, path));
     for (plugin, values) in settings {
-        let Some(decls) = declared.get(plugin) else {
+        if let Some(Declared::NotLoaded(why)) = declared.get(plugin) {
+            out.push(
+                Diagnostic::new(
+                    Code::SessionSchema,
+                    format!(
+                        "settings.{plugin}: the plugin `{plugin}` failed to load ({why}), so its settings cannot be checked"
+                    ),
+                )
+                .file(file)
+                .at_opt(at(&["settings", plugin])),
+            );
+            continue;
+        }
+        let Some(Declared::Settings(decls)) = declared.get(plugin) else {
             out.push(
                 Diagnostic::new(
                     Code::SessionSchema,
@@ -173,5 +195,29 @@ mod tests {
         let text = "id: s\nsettings:\n  story:\n    tone: grave\n  other: { mood: calm }\n";
         assert_eq!(locate(text, &["settings", "story", "tone"]), Some((4, 5)));
         assert_eq!(locate(text, &["settings", "other", "mood"]), Some((5, 12)));
+    }
+
+    #[test]
+    fn a_setting_for_a_plugin_that_failed_to_load_names_the_plugin_and_why() {
+        let text = "id: s\nsettings:\n  broken:\n    tone: grave\n";
+        let mut values = Map::new();
+        values.insert("tone".into(), Value::from("grave"));
+        let settings = BTreeMap::from([("broken".to_string(), values)]);
+        let declared = BTreeMap::from([(
+            "broken".to_string(),
+            Declared::NotLoaded("[manifest-schema] unknown field `contributez`".into()),
+        )]);
+        let found = check(
+            &settings,
+            &declared,
+            Some(text),
+            Path::new("s.session.yaml"),
+        );
+        assert_eq!(found.len(), 1);
+        assert_eq!(
+            found[0].message,
+            "settings.broken: the plugin `broken` failed to load ([manifest-schema] unknown field `contributez`), so its settings cannot be checked"
+        );
+        assert_eq!(found[0].line, Some(3));
     }
 }

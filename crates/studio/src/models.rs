@@ -417,11 +417,13 @@ impl Backend {
     }
 
     /// The scripted backend's calls for its next turn (the session's `models.story.script`,
-    /// cycled, `{turn}` and `{player}` filled in); `None` for any other backend.
-    pub fn scripted_turn(&self, message: &str) -> Option<Vec<ScriptedCall>> {
+    /// cycled, `{turn}` filled with the turn's id, `{player}` with the message); `None` for any
+    /// other backend.
+    pub fn scripted_turn(&self, message: &str, turn_id: &str) -> Option<Vec<ScriptedCall>> {
         (self.config.backend == "scripted").then(|| {
             let turn = self.turns.fetch_add(1, Ordering::Relaxed);
-            scripted_calls(&self.config.script, turn, message)
+            let number = turn_number_of(turn_id).unwrap_or(turn + 1);
+            scripted_calls_numbered(&self.config.script, turn, number, message)
         })
     }
 
@@ -817,8 +819,25 @@ pub fn scripted_reply(script: &[ScriptedReply], turn: usize, message: &str) -> S
 
 /// The scripted story model's calls in its `turn`-th turn (see [`scripted_reply`]).
 pub fn scripted_calls(script: &[ScriptedReply], turn: usize, message: &str) -> Vec<ScriptedCall> {
+    scripted_calls_numbered(script, turn, turn + 1, message)
+}
+
+/// The number of a turn id the studio gives (`turn-4` → 4), which a scripted reply's `{turn}`
+/// shows, so the reply names the turn it is in.
+pub fn turn_number_of(turn_id: &str) -> Option<usize> {
+    turn_id.strip_prefix("turn-")?.parse().ok()
+}
+
+/// The scripted story model's calls in its `turn`-th turn (0-based, which script entry), with
+/// `{turn}` filled as `number`.
+pub fn scripted_calls_numbered(
+    script: &[ScriptedReply],
+    turn: usize,
+    number: usize,
+    message: &str,
+) -> Vec<ScriptedCall> {
     let fill = |text: &str| {
-        text.replace("{turn}", &(turn + 1).to_string())
+        text.replace("{turn}", &number.to_string())
             .replace("{player}", message.trim())
     };
     match script.get(turn % script.len().max(1)) {
@@ -1079,6 +1098,16 @@ mod tests {
     }
 
     #[test]
+    fn a_scripted_turn_placeholder_is_the_number_of_its_turn_id() {
+        let script = vec![ScriptedReply::from("turn {turn}: {player}")];
+        // Played after two turns of history, the first scripted entry is turn-3's reply.
+        let calls = scripted_calls_numbered(&script, 0, turn_number_of("turn-3").unwrap_or(0), "x");
+        assert_eq!(calls[0].text.as_deref(), Some("turn 3: x"));
+        assert_eq!(turn_number_of("turn-12"), Some(12));
+        assert_eq!(turn_number_of("t2"), None);
+    }
+
+    #[test]
     fn scripted_replies_come_from_the_session_cycled_with_turn_and_player_filled_in() {
         let script = vec![
             ScriptedReply::from("turn {turn}: {player}"),
@@ -1087,6 +1116,7 @@ mod tests {
         assert_eq!(scripted_reply(&script, 0, " I swim. "), "turn 1: I swim.");
         assert_eq!(scripted_reply(&script, 1, "x"), "second");
         assert_eq!(scripted_reply(&script, 2, "I dive."), "turn 3: I dive.");
+
         assert_eq!(
             scripted_reply(&[], 5, "anything"),
             UNSCRIPTED_REPLY,

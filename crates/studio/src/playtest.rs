@@ -639,10 +639,15 @@ impl Playtest {
         // A test's scripted reply, else the scripted backend's next turn, else the backend.
         let model = match scripted {
             Some(reply) => StoryModel::Scripted {
-                calls: crate::models::scripted_calls(std::slice::from_ref(reply), 0, message),
+                calls: crate::models::scripted_calls_numbered(
+                    std::slice::from_ref(reply),
+                    0,
+                    crate::models::turn_number_of(&preview.turn_id).unwrap_or(1),
+                    message,
+                ),
                 turn: turn_number,
             },
-            None => match self.story.scripted_turn(message) {
+            None => match self.story.scripted_turn(message, &preview.turn_id) {
                 Some(calls) => StoryModel::Scripted {
                     calls,
                     turn: turn_number,

@@ -618,7 +618,15 @@ impl Workspace {
         // The next turn: one more exchange in the history, the following player message.
         let t = Instant::now();
         let mut next_history = history.clone();
-        let reply = crate::models::scripted_reply(&self.session.models.story.script, 0, &say);
+        let reply = crate::models::scripted_calls_numbered(
+            &self.session.models.story.script,
+            0,
+            crate::models::turn_number_of(&turn_id).unwrap_or(1),
+            &say,
+        )
+        .last()
+        .and_then(|c| c.text.clone())
+        .unwrap_or_default();
         let order = next_history.len();
         next_history.extend(covel_kernel::session_history::exchange(
             &self.session.id,
@@ -653,9 +661,14 @@ impl Workspace {
 
         let t = Instant::now();
         let slots = scope.project_slots(&SlotId::ALL, &[], None);
+        // One run per slot: a keyed slot (`character.visual@1`, split into one view per
+        // character) carries that run's chain in each of its views, so it is taken from the
+        // slot's first view, keyed or not.
         let once = slots
             .iter()
-            .filter(|s| s.key.is_none() || s.slot != SlotId::CharacterVisual);
+            .enumerate()
+            .filter(|(i, s)| *i == 0 || slots[i - 1].slot != s.slot)
+            .map(|(_, s)| s);
         calls.extend(once.clone().flat_map(|s| s.chain.iter().cloned()));
         errors.extend(once.filter_map(|s| {
             s.error.clone().map(|error| PreviewError {

@@ -286,18 +286,21 @@ impl Workspace {
         if self.session.settings.is_empty() {
             return Vec::new();
         }
-        let declared: BTreeMap<String, Vec<covel_kernel::manifest::raw::SettingDecl>> = self
+        use covel_kernel::settings::Declared;
+        let declared: BTreeMap<String, Declared> = self
             .plugins
             .iter()
             .filter(|p| self.session.settings.contains_key(&p.name))
             .map(|p| {
-                (
-                    p.name.clone(),
-                    p.package
-                        .as_ref()
-                        .map(|pkg| pkg.manifest.settings.clone())
-                        .unwrap_or_default(),
-                )
+                let known = match &p.package {
+                    Some(pkg) => Declared::Settings(pkg.manifest.settings.clone()),
+                    // Without its manifest nothing is known of its settings: say why it failed.
+                    None => Declared::NotLoaded(p.diagnostics.first().map_or_else(
+                        || "its PLUGIN.md could not be read".to_string(),
+                        |d| format!("[{}] {}", d.code, d.message),
+                    )),
+                };
+                (p.name.clone(), known)
             })
             .collect();
         let text = self

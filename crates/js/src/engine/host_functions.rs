@@ -88,6 +88,8 @@ impl Engine {
                         name.as_str(),
                         modules::ZOD
                             | modules::WEB
+                            | modules::INTL
+                            | modules::CLONE
                             | modules::TURN
                             | modules::SDK
                             | "node:url"

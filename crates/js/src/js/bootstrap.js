@@ -134,7 +134,6 @@
     }
     return out;
   }
-  if (typeof globalThis.structuredClone !== "function") globalThis.structuredClone = deepCopy;
 
   function deepFreeze(value) {
     if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
@@ -214,6 +213,16 @@
   lazyGlobal("crypto", () => cryptoModule().webcrypto);
   const webModule = lazyModule("covel:web");
   for (const name of ["AbortController", "AbortSignal", "TextEncoder", "TextDecoder"]) lazyGlobal(name, () => webModule()[name]);
+  const cloneModule = lazyModule("covel:clone");
+  lazyGlobal("structuredClone", () => cloneModule().structuredClone);
+  // Intl (ICU4X) on first touch; `localeCompare` is a collator's, as in Node, and loads it on its
+  // first call only.
+  const intlModule = lazyModule("covel:intl");
+  lazyGlobal("Intl", () => intlModule().Intl);
+  defineOwn(String.prototype, "localeCompare", {
+    value: function localeCompare(that, locales, options) { return intlModule().localeCompare(`${this}`, that, locales, options); },
+    writable: true, configurable: true, enumerable: false,
+  });
 
   const toolkit = Object.freeze({
     get z() { return zodModule().z; },

@@ -7,6 +7,8 @@ pub struct Split<'a> {
     pub body: &'a str,
     /// File line of the YAML's first line, to translate YAML positions into file positions.
     pub yaml_first_line: u32,
+    /// File line of the body's first line (after the closing `---`).
+    pub body_first_line: u32,
 }
 
 /// Why a file has no plain YAML frontmatter.
@@ -44,10 +46,12 @@ pub fn split(text: &str) -> Result<Split<'_>, FrontmatterError> {
         if line.trim_end_matches(['\r', '\n']) == "---" {
             let yaml = &rest[..offset];
             let body = &rest[offset + line.len()..];
+            let yaml_lines = u32::try_from(yaml.matches('\n').count()).unwrap_or(u32::MAX);
             return Ok(Split {
                 yaml,
                 body,
                 yaml_first_line: 2,
+                body_first_line: yaml_lines.saturating_add(3),
             });
         }
         offset += line.len();

@@ -167,6 +167,9 @@ pub struct Manifest {
     /// The package's Markdown body (the inline runtime's prompt, or documentation).
     #[serde(skip)]
     pub body: String,
+    /// The PLUGIN.md line the body starts on (for diagnostics inside it).
+    #[serde(skip)]
+    pub body_first_line: u32,
 }
 
 impl Manifest {
@@ -223,7 +226,8 @@ pub fn parse_plugin_md(
         yaml: split.yaml,
         diags,
     };
-    let manifest = checker.check(raw, split.body, folder_name);
+    let mut manifest = checker.check(raw, split.body, folder_name);
+    manifest.body_first_line = split.body_first_line;
     let diags = checker.diags;
     (Some(manifest), diags)
 }
@@ -617,6 +621,7 @@ impl Checker<'_> {
             declared,
             runtimes,
             body: body.to_string(),
+            body_first_line: 1,
         }
     }
 

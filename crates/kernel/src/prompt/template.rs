@@ -6,7 +6,7 @@
 //! Values render as text: strings as they are, numbers and booleans in their JSON form, a list
 //! of plain values joined with ", ", anything else (objects, nested lists) as compact JSON. A
 //! missing field renders empty; a placeholder with another root (`{{ player.x }}`) is left as
-//! written, since the studio does not know it.
+//! written, since the studio does not know it, and [`unknown_roots`] finds each one for a lint.
 
 use serde_json::Value;
 
@@ -53,6 +53,47 @@ pub fn render(body: &str, scope: TemplateScope<'_>) -> String {
     out
 }
 
+/// The roots a placeholder may name.
+pub const KNOWN_ROOTS: [&str; 2] = ["world", "userSettings"];
+
+/// A placeholder whose root the studio does not fill (it stays in the prompt as written).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownRoot {
+    /// 1-based line and column within the body.
+    pub line: u32,
+    pub column: u32,
+    /// The placeholder as written, braces included.
+    pub placeholder: String,
+    pub root: String,
+}
+
+/// Every placeholder of `body` whose root is not a known one, in order.
+pub fn unknown_roots(body: &str) -> Vec<UnknownRoot> {
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(start) = body[from..].find("{{").map(|i| from + i) {
+        let Some(len) = body[start..].find("}}") else {
+            break;
+        };
+        let placeholder = &body[start..start + len + 2];
+        let inner = placeholder[2..placeholder.len() - 2].trim();
+        let root = inner.split('.').next().unwrap_or_default();
+        if !KNOWN_ROOTS.contains(&root) {
+            let before = &body[..start];
+            let line = before.matches('\n').count() + 1;
+            let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+            out.push(UnknownRoot {
+                line: u32::try_from(line).unwrap_or(u32::MAX),
+                column: u32::try_from(column).unwrap_or(u32::MAX),
+                placeholder: placeholder.to_string(),
+                root: root.to_string(),
+            });
+        }
+        from = start + len + 2;
+    }
+    out
+}
+
 fn lookup(path: &str, scope: TemplateScope<'_>) -> Option<String> {
     let mut parts = path.split('.');
     let root: Option<Value> = match parts.next()? {
@@ -90,6 +131,27 @@ mod tests {
             render(body, scope),
             "Ashfall · grim, sea · {\"era\":3} · second · |"
         );
+    }
+
+    #[test]
+    fn every_placeholder_with_an_unknown_root_is_found_with_its_position() {
+        let body = "Hello {{ world.name }}.\nYou are {{ player.character }}; allies: {{characters.npcs}}\n{{ userSettings.tone }} {{ unclosed";
+        let found: Vec<(u32, u32, &str)> = unknown_roots(body)
+            .iter()
+            .map(|u| {
+                (
+                    u.line,
+                    u.column,
+                    if u.root == "player" {
+                        "player"
+                    } else {
+                        "characters"
+                    },
+                )
+            })
+            .collect();
+        assert_eq!(found, [(2, 9, "player"), (2, 41, "characters")]);
+        assert_eq!(unknown_roots(body)[1].placeholder, "{{characters.npcs}}");
     }
 
     #[test]

@@ -1,0 +1,146 @@
+//! The hostile corpus for the sandbox's globals (issue #49): each case feeds a global more than
+//! a call may spend, and must end within the call's limits (its deadline, its runtime's memory)
+//! with an error that says what happened — no hang, no panic — while a neighbour keeps working.
+
+use super::call_of;
+use covel_js::Limits;
+use covel_kernel::contract::PointId;
+use covel_kernel::runner::{Outcome, RunResult};
+use covel_studio::Workspace;
+use serde_json::json;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// A folder with `calm` and one plugin per `(id, handler)`, each providing the segment `id`.
+fn folder_with(plugins: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut all = vec![(
+        "calm",
+        "() => [{ id: \"calm\", content: \"The neighbour still works.\", position: \"system\", audience: \"story\", volatility: \"stable\" }]",
+    )];
+    all.extend_from_slice(plugins);
+    for (id, handler) in all {
+        super::segment_plugin(
+            dir.path(),
+            id,
+            &format!(
+                "export default function (covel) {{\n  covel.provideExtension(\"prompt.segment@1\", \"{id}\", {{ handler: {handler} }});\n}}\n"
+            ),
+        );
+    }
+    std::fs::write(dir.path().join("t.session.yaml"), "id: t\nlocale: en\n").expect("session");
+    dir
+}
+
+fn run(dir: &Path, timeout: Duration) -> RunResult {
+    let ws =
+        Workspace::open(dir, Some(&dir.join("t.session.yaml")), &Limits::default()).expect("opens");
+    covel_kernel::runner::run(
+        PointId::PromptSegment,
+        json!({"turnId": "t", "playerMessage": ""}),
+        &ws.active_providers(),
+        &ws.execution(Some("t".into())),
+        &covel_kernel::runner::RunOptions {
+            timeout: Some(timeout),
+            ..Default::default()
+        },
+    )
+}
+
+fn neighbour_works(result: &RunResult) {
+    assert_eq!(
+        covel_tests::segment_content(result, "calm").as_deref(),
+        Some("The neighbour still works."),
+        "{:?}",
+        result.calls
+    );
+}
+
+/// What a segment handler answers: `content` in the segment shape.
+fn answer(id: &str, content: &str) -> String {
+    format!(
+        "[{{ id: \"{id}\", content: String({content}), position: \"system\", audience: \"story\", volatility: \"stable\" }}]"
+    )
+}
+
+#[test]
+fn a_text_decoder_fed_more_than_the_runtime_may_hold_is_a_memory_error() {
+    let handler = format!(
+        "() => {{ const bytes = new Uint8Array(200 * 1024 * 1024); return {}; }}",
+        answer("huge-decode", "new TextDecoder().decode(bytes).length")
+    );
+    let dir = folder_with(&[("huge-decode", &handler)]);
+    let result = run(dir.path(), Duration::from_secs(5));
+    let call = call_of(&result, "huge-decode");
+    assert_ne!(call.outcome, Outcome::Success, "{call:?}");
+    assert!(
+        call.message
+            .as_deref()
+            .is_some_and(|m| m.to_lowercase().contains("memory")),
+        "says it is memory: {call:?}"
+    );
+    neighbour_works(&result);
+}
+
+#[test]
+fn abort_signal_timeouts_beyond_the_call_end_at_its_deadline_or_are_refused() {
+    let forever = format!(
+        "async () => {{ const s = AbortSignal.timeout(1e9); await new Promise((r) => s.addEventListener(\"abort\", r)); return {}; }}",
+        answer("long-timeout", "\"woke\"")
+    );
+    let infinite = format!(
+        "() => {{ try {{ AbortSignal.timeout(Infinity); return {}; }} catch (e) {{ return {}; }} }}",
+        answer("infinite-timeout", "\"accepted\""),
+        answer("infinite-timeout", "`${e.name}: ${e.message}`")
+    );
+    let dir = folder_with(&[("long-timeout", &forever), ("infinite-timeout", &infinite)]);
+    let started = Instant::now();
+    let result = run(dir.path(), Duration::from_millis(500));
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(call_of(&result, "long-timeout").outcome, Outcome::Timeout);
+    let refused = covel_tests::segment_content(&result, "infinite-timeout").unwrap_or_default();
+    assert!(
+        refused.starts_with(
+            "TypeError: AbortSignal.timeout: Infinity is not a number of milliseconds"
+        ),
+        "{refused}"
+    );
+    neighbour_works(&result);
+}
+
+#[test]
+fn a_segmenter_on_ten_megabytes_of_text_stays_within_the_call_limits() {
+    // Ten megabytes of English words: segmented within the deadline, or stopped at it with an
+    // error that says so; never a hang.
+    let handler = format!(
+        "() => {{ const text = \"word \".repeat(2 * 1024 * 1024); let words = 0; for (const s of new Intl.Segmenter(\"en\", {{ granularity: \"word\" }}).segment(text)) if (s.isWordLike) words++; return {}; }}",
+        answer("ten-megabytes", "words")
+    );
+    let dir = folder_with(&[("ten-megabytes", &handler)]);
+    let started = Instant::now();
+    let result = run(dir.path(), Duration::from_secs(2));
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    let call = call_of(&result, "ten-megabytes");
+    match call.outcome {
+        Outcome::Success => assert_eq!(
+            covel_tests::segment_content(&result, "ten-megabytes").as_deref(),
+            Some("2097152")
+        ),
+        Outcome::Timeout => {}
+        _ => assert!(
+            call.message
+                .as_deref()
+                .is_some_and(|m| m.contains("time limit") || m.to_lowercase().contains("memory")),
+            "a clear error: {call:?}"
+        ),
+    }
+    neighbour_works(&result);
+}
