@@ -63,6 +63,9 @@ pub enum Expectation {
     Cache(CacheCheck),
     /// A token budget (the SDK's `estimateTokens`, as budgets count).
     Tokens(TokenCheck),
+    /// The whole prompt's tokens (system prompt and messages, counted as the Prompt panel
+    /// counts them) are at most this many: `- tokensAtMost: 1200`.
+    TokensAtMost(u64),
     /// A provider's outcome in this turn's calls.
     Provider(ProviderCheck),
     /// A tool call of the turn's loop: that it was called (with an input that matches), how
@@ -106,6 +109,8 @@ pub struct HookCheck {
 pub struct TextCheck {
     pub contains: Option<String>,
     pub not_contains: Option<String>,
+    /// A regular expression (Rust `regex` syntax) the text must match somewhere.
+    pub matches: Option<String>,
 }
 
 /// Text in a message.
@@ -118,6 +123,8 @@ pub struct MessageCheck {
     pub role: Option<String>,
     pub contains: Option<String>,
     pub not_contains: Option<String>,
+    /// A regular expression one of the chosen messages must match.
+    pub matches: Option<String>,
 }
 
 /// A segment's placement.
@@ -154,6 +161,8 @@ pub struct SlotCheck {
     #[serde(default)]
     pub pointer: String,
     pub equals: Option<Value>,
+    /// A JSON Schema the value at the pointer must be valid against.
+    pub schema: Option<Value>,
     /// Nothing (or null) at the pointer.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub absent: bool,
