@@ -13,6 +13,7 @@ mod play;
 mod preview;
 mod resolve;
 mod test;
+mod test_report;
 mod validate;
 mod watch;
 
