@@ -1,8 +1,9 @@
 //! Golden snapshots: per turn, the assembled prompt (system blocks with their cache boundaries,
 //! messages with the moving breakpoint, each split into attributed parts), the slot values and
-//! the world snapshot, written as readable YAML next to the session by `covel test --update`.
-//! A later run is compared part by part; every difference names the plugin and segment that
-//! wrote the text, with a word-level diff.
+//! the world snapshot, written as readable YAML next to the session (by reviewing the pending
+//! snapshot `covel test --update` writes, see [`super::review`]). A later run is compared part by
+//! part; every difference names the plugin and segment that wrote the text, with a word-level
+//! diff, and a difference several turns share is reported once ([`dedupe`]).
 
 use super::TurnCapture;
 use crate::parts::{self, Part};

@@ -2,8 +2,9 @@
 //! (`test.turns`) are played — with the reply they give, or the session's offline model
 //! (scripted, or `replay` from a recording) — and without scripted turns the session is tested
 //! on its next turn (`nextMessage`) without calling a model. Each turn is checked against its
-//! expectations and against the golden snapshot next to the session (`x.golden.yaml`), which
-//! `--update` writes. Live model backends are refused: tests never reach the network, except
+//! expectations and against the golden snapshot next to the session (`x.golden.yaml`);
+//! `--update` writes this run's snapshot as a pending `x.golden.new`, reviewed change by change
+//! ([`review`]). Live model backends are refused: tests never reach the network, except
 //! when asked to re-record (`covel test --rerecord-changed`, [`RunOptions::rerecord_changed`]):
 //! a replay session's requests that its recording lacks then go to the backend the recording
 //! was made with, and the recording is rewritten from what the run used.
