@@ -231,8 +231,12 @@ fn print_human(result: &SessionResult) {
     }
     let golden = match result.golden {
         GoldenStatus::Matches => "matches".to_string(),
-        GoldenStatus::Differs => "DIFFERS (review, then `covel test --update`)".to_string(),
-        GoldenStatus::Missing => "missing (`covel test --update` writes it)".to_string(),
+        GoldenStatus::Differs => {
+            "DIFFERS (if intended: `covel test --update`, then `covel test --review`)".to_string()
+        }
+        GoldenStatus::Missing => {
+            "missing (`covel test --update`, then `covel test --review`, writes it)".to_string()
+        }
         GoldenStatus::Pending => format!(
             "{} change(s) pending in {} (review them: `covel test --review`)",
             result.pending.len(),

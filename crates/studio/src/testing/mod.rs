@@ -181,7 +181,7 @@ pub fn require_golden(result: &mut SessionResult) {
     if result.golden == GoldenStatus::Missing {
         result.passed = false;
         result.error.get_or_insert(format!(
-            "no golden snapshot ({}): in CI (--ci, or CI=true) a missing golden snapshot fails; run `covel test --update` and commit it",
+            "no golden snapshot ({}): in CI (--ci, or CI=true) a missing golden snapshot fails; run `covel test --update`, accept it with `covel test --review` and commit it",
             result.golden_file.display()
         ));
     }
@@ -605,7 +605,7 @@ fn run_untimed(target: &Target, options: &RunOptions, limits: &Limits) -> Sessio
         match golden::load(&golden_file) {
             Err(e) => {
                 error.get_or_insert(format!(
-                    "cannot read the golden snapshot {e} (run `covel test --update`)"
+                    "cannot read the golden snapshot {e} (run `covel test --update`, then `covel test --review`)"
                 ));
                 GoldenStatus::Differs
             }
@@ -633,7 +633,7 @@ fn run_untimed(target: &Target, options: &RunOptions, limits: &Limits) -> Sessio
                 golden::dedupe(&mut reported);
                 if old.turns.len() != current.turns.len() {
                     error.get_or_insert(format!(
-                        "the golden snapshot has {} turns, this run {} (run `covel test --update`)",
+                        "the golden snapshot has {} turns, this run {} (run `covel test --update`, then `covel test --review`)",
                         old.turns.len(),
                         current.turns.len()
                     ));
@@ -648,7 +648,7 @@ fn run_untimed(target: &Target, options: &RunOptions, limits: &Limits) -> Sessio
     };
     if status == GoldenStatus::Missing && !has_expectations {
         error.get_or_insert(format!(
-            "no golden snapshot ({}) and no expectations: run `covel test --update` to write one",
+            "no golden snapshot ({}) and no expectations: run `covel test --update`, then `covel test --review`, to write one",
             golden_file.display()
         ));
     }
