@@ -10,7 +10,8 @@ use quick_xml::Writer;
 use quick_xml::events::{BytesDecl, BytesText, Event};
 use serde::Serialize;
 
-/// One reported test case.
+/// One reported test case (named within its session: JUnit puts the session in `classname`,
+/// TAP before the name).
 struct Case {
     name: String,
     duration_ms: u32,
@@ -46,7 +47,7 @@ pub fn difference_line(d: &Difference) -> String {
     }
 }
 
-fn turn_case(session: &str, turn: &TurnResult) -> Case {
+fn turn_case(turn: &TurnResult) -> Case {
     let failure = if let Some(error) = &turn.error {
         Some((
             error.lines().next().unwrap_or_default().to_string(),
@@ -69,7 +70,7 @@ fn turn_case(session: &str, turn: &TurnResult) -> Case {
         None
     };
     Case {
-        name: format!("{session} › {} · player: {}", turn.turn_id, turn.say),
+        name: format!("{} · player: {}", turn.turn_id, turn.say),
         duration_ms: turn.duration_ms,
         failure,
     }
@@ -81,7 +82,7 @@ fn suites(results: &[SessionResult]) -> Vec<Suite> {
         .map(|result| {
             let session = result.session.display().to_string();
             let mut cases = vec![Case {
-                name: format!("{session} › session"),
+                name: "session".into(),
                 duration_ms: 0,
                 failure: result
                     .error
@@ -89,7 +90,7 @@ fn suites(results: &[SessionResult]) -> Vec<Suite> {
                     .map(|e| (e.lines().next().unwrap_or_default().to_string(), e.clone())),
             }];
             for turn in &result.turns {
-                cases.push(turn_case(&session, turn));
+                cases.push(turn_case(turn));
                 for check in &turn.checks {
                     let failure = check.detail.as_ref().map(|detail| {
                         let at = check
@@ -103,10 +104,7 @@ fn suites(results: &[SessionResult]) -> Vec<Suite> {
                         )
                     });
                     cases.push(Case {
-                        name: format!(
-                            "{session} › {} › [{}] {}",
-                            turn.turn_id, check.rule, check.description
-                        ),
+                        name: format!("{} › [{}] {}", turn.turn_id, check.rule, check.description),
                         duration_ms: 0,
                         failure,
                     });
@@ -209,10 +207,16 @@ struct Diagnostics<'a> {
 /// TAP version 13: one test point per turn and per check (and one per session), each failure
 /// followed by a YAML diagnostics block (written by serde-saphyr, indented two spaces).
 pub fn tap(results: &[SessionResult]) -> anyhow::Result<String> {
-    let cases: Vec<Case> = suites(results).into_iter().flat_map(|s| s.cases).collect();
+    let cases: Vec<(String, Case)> = suites(results)
+        .into_iter()
+        .flat_map(|s| {
+            let suite = s.name;
+            s.cases.into_iter().map(move |c| (suite.clone(), c))
+        })
+        .collect();
     let mut out = format!("TAP version 13\n1..{}\n", cases.len());
-    for (i, case) in cases.iter().enumerate() {
-        let name = terminal_safe(&case.name).replace('#', "\\#");
+    for (i, (suite, case)) in cases.iter().enumerate() {
+        let name = terminal_safe(&format!("{suite} › {}", case.name)).replace('#', "\\#");
         match &case.failure {
             None => out.push_str(&format!("ok {} - {name}\n", i + 1)),
             Some((message, detail)) => {
