@@ -2285,22 +2285,8 @@ fn test_review_on_a_terminal_accepts_one_change_of_two_and_keeps_the_other_as_it
     let golden_file = dir.path().join("tests/bell-tower.golden.yaml");
     let session = session.to_str().expect("utf-8");
     assert_exit(&covel(&["test", session, "--update", "--force"]), 1);
-    // `script` gives covel a terminal; its answers are y (turn 1) then n (turn 2).
-    let command = format!("{} test {session} --review", env!("CARGO_BIN_EXE_covel"));
-    let mut child = Command::new("script")
-        .args(["-qec", &command, "/dev/null"])
-        .env_remove("CI")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("script runs");
-    {
-        use std::io::Write;
-        let mut stdin = child.stdin.take().expect("stdin");
-        stdin.write_all(b"y\nn\n").expect("answers");
-    }
-    let out = child.wait_with_output().expect("script ends");
-    let text = String::from_utf8_lossy(&out.stdout);
+    // On a terminal (`script`), the answers are y (the first turn) then n (the second).
+    let text = review_on_a_terminal(session, b"y\nn\n");
     assert!(text.contains("1 change(s) accepted, 1 rejected"), "{text}");
     assert!(
         text.contains("changed (also in turn-"),
@@ -2426,4 +2412,46 @@ fn test_exit_codes_are_0_passed_1_a_test_failed_2_usage_or_configuration_error()
     assert_exit(&covel(&["test", "no/such/folder"]), 2);
     assert_exit(&covel(&["test", "plugins-sample", "--reporter", "xml"]), 2);
     assert_exit(&covel(&["test", "plugins-sample", "--force"]), 2);
+}
+
+/// Runs `covel test SESSION --review` on a terminal (`script`), answering `answers`.
+fn review_on_a_terminal(session: &str, answers: &[u8]) -> String {
+    use std::io::Write;
+    let command = format!("{} test {session} --review", env!("CARGO_BIN_EXE_covel"));
+    let mut child = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .env_remove("CI")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("script runs");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(answers)
+        .expect("answers");
+    let out = child.wait_with_output().expect("script ends");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn test_review_q_leaves_the_rest_pending_and_a_accepts_every_remaining_change() {
+    let dir = sample_with_changed_tone();
+    let session = dir.path().join("tests/bell-tower.session.yaml");
+    let session = session.to_str().expect("utf-8");
+    let pending = dir.path().join("tests/bell-tower.golden.new");
+    assert_exit(&covel(&["test", session, "--update", "--force"]), 1);
+    let text = review_on_a_terminal(session, b"q\n");
+    assert!(
+        text.contains("0 change(s) accepted, 0 rejected, 2 left pending"),
+        "{text}"
+    );
+    assert!(pending.exists(), "quitting keeps the pending snapshot");
+    let text = review_on_a_terminal(session, b"a\n");
+    assert!(text.contains("2 change(s) accepted, 0 rejected"), "{text}");
+    assert!(!pending.exists());
+    let golden =
+        std::fs::read_to_string(dir.path().join("tests/bell-tower.golden.yaml")).expect("read");
+    assert!(!golden.contains("grave, unhurried") && golden.contains("grave, patient"));
 }
