@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 /// What a session file says about testing it.
 #[serde_with::skip_serializing_none]
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct TestSpec {
     /// The plugins folder, relative to the session file (default: the folder it sits in).
@@ -26,7 +26,7 @@ pub struct TestSpec {
 
 /// One scripted turn.
 #[serde_with::skip_serializing_none]
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ScriptedTurn {
     /// What the player says.
@@ -43,7 +43,7 @@ pub struct ScriptedTurn {
 }
 
 /// One check on a turn. Written as a one-key map: `- system: { contains: … }`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum Expectation {
     /// Text present in / absent from the system prompt (all blocks).
@@ -77,7 +77,7 @@ pub enum Expectation {
 
 /// A tool call in the turn's loop.
 #[serde_with::skip_serializing_none]
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ToolCheck {
     pub name: String,
@@ -92,7 +92,7 @@ pub struct ToolCheck {
 
 /// A hook call in the turn's loop.
 #[serde_with::skip_serializing_none]
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct HookCheck {
     pub event: String,
@@ -104,7 +104,7 @@ pub struct HookCheck {
 
 /// Text present or absent.
 #[serde_with::skip_serializing_none]
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct TextCheck {
     pub contains: Option<String>,
@@ -115,7 +115,7 @@ pub struct TextCheck {
 
 /// Text in a message.
 #[serde_with::skip_serializing_none]
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct MessageCheck {
     pub index: Option<i64>,
@@ -129,7 +129,7 @@ pub struct MessageCheck {
 
 /// A segment's placement.
 #[serde_with::skip_serializing_none]
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct SegmentCheck {
     /// `plugin/segment`.
@@ -150,7 +150,7 @@ pub struct SegmentCheck {
 
 /// A slot value.
 #[serde_with::skip_serializing_none]
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct SlotCheck {
     /// The slot id, e.g. `stage.backdrop@1`.
@@ -170,7 +170,7 @@ pub struct SlotCheck {
 
 /// A world-snapshot value.
 #[serde_with::skip_serializing_none]
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct WorldCheck {
     #[serde(default)]
@@ -182,7 +182,7 @@ pub struct WorldCheck {
 
 /// Cache boundaries.
 #[serde_with::skip_serializing_none]
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CacheCheck {
     /// Number of system-prompt cache boundaries.
@@ -197,7 +197,7 @@ pub struct CacheCheck {
 
 /// A token budget, counted with the SDK's `estimateTokens`.
 #[serde_with::skip_serializing_none]
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct TokenCheck {
     /// The tokens of this plugin's included segments.
@@ -211,7 +211,7 @@ pub struct TokenCheck {
 
 /// A provider's outcome.
 #[serde_with::skip_serializing_none]
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ProviderCheck {
     pub plugin: String,
