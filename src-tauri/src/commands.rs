@@ -568,6 +568,33 @@ async fn run_tests(
     .await
 }
 
+/// Accepts or rejects one pending golden change (turn `index` of `session`'s `x.golden.new`),
+/// then runs the folder's tests again so the panel shows what is left. Accepting writes the
+/// golden file with that turn's change; the other pending changes are kept as they were.
+#[tauri::command]
+#[specta::specta]
+async fn review_golden_change(
+    state: State<'_, AppState>,
+    session: String,
+    index: u32,
+    accept: bool,
+) -> Result<TestRun, String> {
+    use covel_studio::testing::Sessions;
+    with_studio(&state, move |s| {
+        covel_studio::testing::review::decide(
+            std::path::Path::new(&session),
+            index as usize,
+            accept,
+        )
+        .map_err(|e| e.to_string())?;
+        let dir = s.workspace().plugins_dir.clone();
+        covel_studio::testing::run_folder(&dir, &Sessions::None, &s.workspace().limits)
+            .map(TestRun::of)
+            .map_err(|e| e.to_string())
+    })
+    .await
+}
+
 /// This build: the studio's version, the SDK it mirrors and the contracts it implements (what
 /// `covel-studio --version` prints).
 #[tauri::command]
@@ -622,6 +649,7 @@ pub fn builder() -> Builder<tauri::Wry> {
             recent_folders,
             forecast,
             run_tests,
+            review_golden_change,
             log_file,
             about
         ])

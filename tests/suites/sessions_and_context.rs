@@ -404,6 +404,11 @@ fn the_published_session_schema_is_generated_from_the_types_and_accepts_every_va
         fixture("sessions/minimal-history.session.yaml"),
         fixture("sessions/hand-formatted.session.yaml"),
         fixture("compaction/long.session.yaml"),
+        // Test sessions: the `test:` section's turns and every kind of expectation.
+        repo.join("plugins-sample/tests/bell-tower.session.yaml"),
+        repo.join("plugins-sample/tests/replayed.session.yaml"),
+        repo.join("plugins-sample/tests/scene-tools.session.yaml"),
+        repo.join("plugins-sample/tests/without-lore.session.yaml"),
     ] {
         let text = std::fs::read_to_string(&path).expect("session");
         let data: Value = serde_saphyr::from_str(&text).expect("yaml");

@@ -14,6 +14,7 @@ mod preview;
 mod resolve;
 mod sdk_tests;
 mod test;
+mod test_report;
 mod validate;
 mod watch;
 

@@ -25,7 +25,7 @@ pub fn run(args: &Args) -> anyhow::Result<std::process::ExitCode> {
     crate::say!("  PLUGIN.md, {}, README.md", created.entry);
     crate::say!("created {}", created.session.display());
     crate::say!(
-        "next: covel validate {dir} · covel test {dir} --update (writes the test's golden snapshot) · covel-studio {dir}",
+        "next: covel validate {dir} · covel test {dir} --update, then --review (writes the test's golden snapshot) · covel-studio {dir}",
         dir = args.dir.display()
     );
     Ok(std::process::ExitCode::SUCCESS)

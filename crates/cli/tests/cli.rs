@@ -939,7 +939,14 @@ fn test_fails_on_a_changed_segment_with_a_word_diff_naming_the_plugin_and_update
 
     let update = covel(&["test", demo.to_str().expect("utf-8"), "--update", "--json"]);
     assert_eq!(update.status.code(), Some(0));
-    assert_eq!(json_of(&update)["sessions"][0]["golden"], "written");
+    assert_eq!(json_of(&update)["sessions"][0]["golden"], "pending");
+    let review = covel(&[
+        "test",
+        demo.to_str().expect("utf-8"),
+        "--review",
+        "--accept-all",
+    ]);
+    assert_exit(&review, 0);
     let again = covel(&["test", demo.to_str().expect("utf-8"), "--json"]);
     assert_eq!(
         again.status.code(),
@@ -1216,7 +1223,7 @@ fn rerecord_changed_rerecords_only_the_changed_turn_against_the_recorded_backend
     );
     let result = &report["sessions"][0];
     assert_eq!(result["passed"], true, "{report}");
-    assert_eq!(result["golden"], "written");
+    assert_eq!(result["golden"], "pending");
     let rerecord = &result["rerecord"];
     assert_eq!(rerecord["status"], "rewritten", "{report}");
     assert_eq!(rerecord["turns"], serde_json::json!(["turn-2"]));
@@ -1281,6 +1288,13 @@ fn rerecord_changed_a_second_time_has_nothing_to_rerecord_and_does_not_rewrite_t
         ),
         "{text}"
     );
+    let review = covel(&[
+        "test",
+        session.to_str().expect("utf-8"),
+        "--review",
+        "--accept-all",
+    ]);
+    assert_exit(&review, 0);
     fake.join().expect("the fake stops by itself");
     let bytes = std::fs::read(&recording).expect("read");
     let modified = std::fs::metadata(&recording)
@@ -2090,4 +2104,440 @@ fn play_and_forecast_list_the_plugins_that_failed_to_load() {
             args[0]
         );
     }
+}
+
+/// Runs `covel` with `args` (absolute paths) outside CI mode, in the given folder.
+fn covel_in(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_covel"))
+        .args(args)
+        .env_remove("CI")
+        .current_dir(dir)
+        .output()
+        .expect("covel runs")
+}
+
+/// A copy of the sample where the story director's tone reads "grave, patient": every turn's
+/// system prompt changes the same way, and bell-tower's `contains: "grave, unhurried"` fails.
+fn sample_with_changed_tone() -> tempfile::TempDir {
+    let dir = sample_copy();
+    edit(
+        &dir.path().join("story-director/server/lib/text.js"),
+        "grave, unhurried",
+        "grave, patient",
+    );
+    dir
+}
+
+#[test]
+fn test_filter_keeps_sessions_whose_file_name_or_id_contains_it_and_says_how_many_were_left_out() {
+    let out = covel(&["test", "plugins-sample", "--filter", "bell", "--json"]);
+    assert_exit(&out, 0);
+    let report = json_of(&out);
+    assert_eq!(report["sessions"].as_array().map(Vec::len), Some(1));
+    assert_eq!(report["filteredOut"], 4);
+    let human = covel(&["test", "plugins-sample", "--filter", "demo"]);
+    assert_exit(&human, 0);
+    let text = String::from_utf8_lossy(&human.stdout);
+    assert!(
+        text.contains("4 session(s) filtered out by --filter \"demo\""),
+        "{text}"
+    );
+    let none = covel(&["test", "plugins-sample", "--filter", "no-such-session"]);
+    assert_exit(&none, 2);
+    assert!(
+        String::from_utf8_lossy(&none.stderr).contains("no session's file name or id contains")
+    );
+}
+
+#[test]
+fn test_filter_matches_the_session_id_when_the_file_name_does_not() {
+    let dir = sample_copy();
+    std::fs::rename(
+        dir.path().join("tests/bell-tower.session.yaml"),
+        dir.path().join("tests/tower.session.yaml"),
+    )
+    .expect("rename");
+    std::fs::remove_file(dir.path().join("tests/bell-tower.golden.yaml")).expect("rm");
+    let out = covel_in(
+        dir.path(),
+        &["test", ".", "--filter", "bell-tower", "--json"],
+    );
+    let report = json_of(&out);
+    let names: Vec<&str> = report["sessions"]
+        .as_array()
+        .expect("sessions")
+        .iter()
+        .filter_map(|s| s["session"].as_str())
+        .collect();
+    assert_eq!(names.len(), 1, "{names:?}");
+    assert!(names[0].ends_with("tower.session.yaml"), "{names:?}");
+}
+
+#[test]
+fn test_json_reporter_is_what_json_prints_and_carries_durations() {
+    let a = json_of(&covel(&[
+        "test",
+        "plugins-sample/demo.session.yaml",
+        "--json",
+    ]));
+    let b = json_of(&covel(&[
+        "test",
+        "plugins-sample/demo.session.yaml",
+        "--reporter",
+        "json",
+    ]));
+    for report in [&a, &b] {
+        let session = &report["sessions"][0];
+        assert!(session["durationMs"].is_u64(), "{session}");
+        assert!(session["turns"][0]["durationMs"].is_u64(), "{session}");
+    }
+    assert_eq!(a["passed"], b["passed"]);
+    let both = covel(&["test", "plugins-sample", "--json", "--reporter", "tap"]);
+    assert_exit(&both, 2);
+}
+
+#[test]
+fn test_junit_reporter_writes_a_testsuite_per_session_and_failures_with_the_diff() {
+    let dir = sample_with_changed_tone();
+    let out = covel_in(dir.path(), &["test", ".", "--reporter", "junit"]);
+    assert_exit(&out, 1);
+    let xml = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        xml.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>"),
+        "{xml}"
+    );
+    assert_eq!(xml.matches("<testsuite ").count(), 5, "{xml}");
+    assert!(xml.contains("<testsuites name=\"covel test\""), "{xml}");
+    // A turn's testcase fails with the golden diff; a check's with what was found.
+    assert!(
+        xml.contains("<failure message=\"the golden snapshot differs"),
+        "{xml}"
+    );
+    assert!(
+        xml.contains("Keep a grave, [-unhurried-]{+patient+} narrative voice."),
+        "{xml}"
+    );
+    assert!(
+        xml.contains("[system-text] system prompt contains &quot;grave, unhurried&quot;"),
+        "attribute text is escaped: {xml}"
+    );
+    assert!(
+        xml.contains("bell-tower.session.yaml:"),
+        "names the line: {xml}"
+    );
+    assert!(
+        xml.lines()
+            .filter(|l| l.contains("<testcase "))
+            .all(|l| l.contains(" time=\"")),
+        "every testcase has a time"
+    );
+}
+
+#[test]
+fn test_tap_reporter_is_version_13_with_yaml_diagnostics_for_failures() {
+    let dir = sample_with_changed_tone();
+    let out = covel_in(
+        dir.path(),
+        &["test", "tests/bell-tower.session.yaml", "--reporter", "tap"],
+    );
+    assert_exit(&out, 1);
+    let tap = String::from_utf8_lossy(&out.stdout);
+    let mut lines = tap.lines();
+    assert_eq!(lines.next(), Some("TAP version 13"));
+    let plan = lines.next().expect("a plan");
+    let count: usize = plan.strip_prefix("1..").expect("1..N").parse().expect("N");
+    let points = tap
+        .lines()
+        .filter(|l| l.starts_with("ok ") || l.starts_with("not ok "))
+        .count();
+    assert_eq!(points, count, "{tap}");
+    let failing = tap.find("not ok ").map(|at| &tap[at..]).expect("a failure");
+    let block: Vec<&str> = failing
+        .lines()
+        .skip(1)
+        .take_while(|l| *l != "  ...")
+        .collect();
+    assert_eq!(block.first(), Some(&"  ---"), "{tap}");
+    let yaml: String = block[1..]
+        .iter()
+        .map(|l| format!("{}\n", &l[2..]))
+        .collect();
+    let diagnostics: serde_json::Value =
+        serde_json::to_value(serde_saphyr_yaml(&yaml)).expect("json");
+    assert_eq!(diagnostics["severity"], "fail", "{yaml}");
+    assert!(diagnostics["message"].is_string(), "{yaml}");
+    assert!(diagnostics["durationMs"].is_u64(), "{yaml}");
+}
+
+/// A YAML text as JSON (the test's own reading of a TAP diagnostics block).
+fn serde_saphyr_yaml(text: &str) -> serde_json::Value {
+    covel_kernel::yaml::from_str(text).unwrap_or_else(|e| panic!("not YAML: {e:?}\n{text}"))
+}
+
+#[test]
+fn test_update_writes_a_pending_golden_new_beside_the_golden_and_leaves_the_golden_as_it_was() {
+    let dir = sample_with_changed_tone();
+    let demo = dir.path().join("demo.session.yaml");
+    let golden = dir.path().join("demo.golden.yaml");
+    let before = std::fs::read_to_string(&golden).expect("read");
+    let out = covel(&["test", demo.to_str().expect("utf-8"), "--update"]);
+    assert_exit(&out, 0);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("1 change(s) pending in"), "{text}");
+    assert_eq!(std::fs::read_to_string(&golden).expect("read"), before);
+    let pending = dir.path().join("demo.golden.new");
+    assert!(
+        std::fs::read_to_string(&pending)
+            .expect("the pending snapshot")
+            .contains("grave, patient")
+    );
+    // A `.golden.new` is never taken for a session.
+    let run = covel(&["test", dir.path().to_str().expect("utf-8"), "--json"]);
+    assert_eq!(json_of(&run)["sessions"].as_array().map(Vec::len), Some(5));
+    let report = json_of(&covel(&["test", demo.to_str().expect("utf-8"), "--json"]));
+    assert_eq!(
+        report["sessions"][0]["pending"][0]["turn"],
+        report["sessions"][0]["turns"][0]["turnId"]
+    );
+}
+
+#[test]
+fn test_update_refuses_while_expectations_fail_naming_them_unless_forced() {
+    let dir = sample_with_changed_tone();
+    let session = dir.path().join("tests/bell-tower.session.yaml");
+    let pending = dir.path().join("tests/bell-tower.golden.new");
+    let out = covel(&["test", session.to_str().expect("utf-8"), "--update"]);
+    assert_exit(&out, 1);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("expectations fail:"), "{text}");
+    assert!(
+        text.contains("[system-text] system prompt contains \"grave, unhurried\" (")
+            && text.contains("bell-tower.session.yaml:"),
+        "names the failing expectation and its line: {text}"
+    );
+    assert!(text.contains("pass --force"), "{text}");
+    assert!(!pending.exists());
+    let forced = covel(&[
+        "test",
+        session.to_str().expect("utf-8"),
+        "--update",
+        "--force",
+        "--json",
+    ]);
+    assert_exit(&forced, 1);
+    assert_eq!(json_of(&forced)["sessions"][0]["golden"], "pending");
+    assert!(pending.exists());
+}
+
+#[test]
+fn test_review_without_a_terminal_asks_for_accept_all_or_reject_all() {
+    let dir = sample_with_changed_tone();
+    let demo = dir.path().join("demo.session.yaml");
+    assert_exit(
+        &covel(&["test", demo.to_str().expect("utf-8"), "--update"]),
+        0,
+    );
+    let out = covel(&["test", demo.to_str().expect("utf-8"), "--review"]);
+    assert_exit(&out, 2);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--accept-all or --reject-all"));
+    let reject = covel(&[
+        "test",
+        demo.to_str().expect("utf-8"),
+        "--review",
+        "--reject-all",
+    ]);
+    assert_exit(&reject, 0);
+    let text = String::from_utf8_lossy(&reject.stdout);
+    assert!(text.contains("0 change(s) accepted, 1 rejected"), "{text}");
+    assert!(
+        text.contains("[-unhurried-]{+patient+}"),
+        "shows the diff: {text}"
+    );
+    assert!(
+        !dir.path().join("demo.golden.new").exists(),
+        "a decided .new is deleted"
+    );
+    let golden = std::fs::read_to_string(dir.path().join("demo.golden.yaml")).expect("read");
+    assert!(
+        golden.contains("grave, unhurried"),
+        "rejected: the golden is as it was"
+    );
+}
+
+#[test]
+fn test_review_on_a_terminal_accepts_one_change_of_two_and_keeps_the_other_as_it_was() {
+    let dir = sample_with_changed_tone();
+    let session = dir.path().join("tests/bell-tower.session.yaml");
+    let golden_file = dir.path().join("tests/bell-tower.golden.yaml");
+    let session = session.to_str().expect("utf-8");
+    assert_exit(&covel(&["test", session, "--update", "--force"]), 1);
+    // On a terminal (`script`), the answers are y (the first turn) then n (the second).
+    let text = review_on_a_terminal(session, b"y\nn\n");
+    assert!(text.contains("1 change(s) accepted, 1 rejected"), "{text}");
+    assert!(
+        text.contains("changed (also in turn-"),
+        "the first change names the turns that share its diff: {text}"
+    );
+    let golden: serde_json::Value =
+        serde_saphyr_yaml(&std::fs::read_to_string(&golden_file).expect("read"));
+    let system = |turn: usize| golden["turns"][turn]["system"].to_string();
+    assert!(
+        system(0).contains("grave, patient"),
+        "turn 1's change accepted"
+    );
+    assert!(
+        system(1).contains("grave, unhurried"),
+        "turn 2 kept as it was"
+    );
+    assert!(!dir.path().join("tests/bell-tower.golden.new").exists());
+}
+
+#[test]
+fn test_a_difference_shared_by_several_turns_is_reported_once_naming_the_turns() {
+    let dir = sample_with_changed_tone();
+    let session = dir.path().join("tests/bell-tower.session.yaml");
+    let out = covel(&["test", session.to_str().expect("utf-8"), "--json"]);
+    let report = json_of(&out);
+    let turns = report["sessions"][0]["turns"].as_array().expect("turns");
+    let first = turns[0]["goldenDifferences"]
+        .as_array()
+        .expect("differences")
+        .iter()
+        .find(|d| d["from"] == "segment story-director/tone")
+        .expect("the tone difference");
+    assert_eq!(first["alsoIn"], serde_json::json!([turns[1]["turnId"]]));
+    let repeat = turns[1]["goldenDifferences"]
+        .as_array()
+        .expect("differences")
+        .iter()
+        .find(|d| d["from"] == "segment story-director/tone")
+        .expect("turn 2 still fails on it");
+    assert_eq!(repeat["sameAs"], turns[0]["turnId"]);
+    let human = covel(&["test", session.to_str().expect("utf-8")]);
+    let text = String::from_utf8_lossy(&human.stdout);
+    assert_eq!(
+        text.matches("[-unhurried-]{+patient+}").count(),
+        1,
+        "one diff per change: {text}"
+    );
+}
+
+#[test]
+fn test_a_failed_contains_shows_the_closest_text_and_every_failed_expectation_names_its_line() {
+    let dir = sample_copy();
+    let session = dir.path().join("tests/bell-tower.session.yaml");
+    edit(
+        &session,
+        "contains: \"grave, unhurried\"",
+        "contains: \"grave, patient\"",
+    );
+    let out = covel(&["test", session.to_str().expect("utf-8"), "--json"]);
+    assert_exit(&out, 1);
+    let report = json_of(&out);
+    let check = report["sessions"][0]["turns"][0]["checks"][0].clone();
+    let detail = check["detail"].as_str().unwrap_or_default();
+    assert!(detail.contains("closest: \"…"), "{detail}");
+    assert!(detail.contains("grave, unhurried"), "{detail}");
+    let text = std::fs::read_to_string(&session).expect("read");
+    let line = text
+        .lines()
+        .position(|l| l.contains("grave, patient"))
+        .expect("the line")
+        + 1;
+    let location = check["location"].as_str().unwrap_or_default();
+    assert!(
+        location.ends_with(&format!("bell-tower.session.yaml:{line}:11")),
+        "{location}"
+    );
+}
+
+#[test]
+fn test_matches_slot_schema_and_tokens_at_most_expectations_pass_and_fail() {
+    let dir = sample_copy();
+    let session = dir.path().join("tests/bell-tower.session.yaml");
+    edit(
+        &session,
+        "        - system: { notContains: \"swim to the bell tower\" }\n",
+        "        - system: { notContains: \"swim to the bell tower\" }\n        - system: { matches: \"grave, (unhurried|patient)\" }\n        - message: { role: user, matches: \"^I wait\" }\n        - slot: { slot: stage.backdrop@1, schema: { type: object, required: [name] } }\n        - slot: { slot: stage.backdrop@1, pointer: /name, schema: { type: string }, equals: The Harbour }\n        - tokensAtMost: 100000\n        - system: { matches: \"grave, (solemn|patient)\" }\n        - slot: { slot: stage.backdrop@1, pointer: /name, schema: { type: integer } }\n        - tokensAtMost: 3\n",
+    );
+    let out = covel(&["test", session.to_str().expect("utf-8"), "--json"]);
+    assert_exit(&out, 1);
+    let checks = json_of(&out)["sessions"][0]["turns"][0]["checks"].clone();
+    let results: Vec<(bool, String)> = checks.as_array().expect("checks")[2..10]
+        .iter()
+        .map(|c| {
+            (
+                c["passed"] == true,
+                c["detail"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        results.iter().map(|r| r.0).collect::<Vec<_>>(),
+        [true, true, true, true, true, false, false, false],
+        "{checks}"
+    );
+    assert!(
+        results[5].1.contains("matches /grave, (solemn|patient)/"),
+        "{:?}",
+        results[5]
+    );
+    assert!(results[6].1.contains("integer"), "{:?}", results[6]);
+    assert!(
+        results[7].1.contains("as the Prompt panel counts"),
+        "{:?}",
+        results[7]
+    );
+}
+
+#[test]
+fn test_exit_codes_are_0_passed_1_a_test_failed_2_usage_or_configuration_error() {
+    assert_exit(&covel(&["test", "plugins-sample"]), 0);
+    let dir = sample_with_changed_tone();
+    assert_exit(&covel_in(dir.path(), &["test", "."]), 1);
+    assert_exit(&covel(&["test", "no/such/folder"]), 2);
+    assert_exit(&covel(&["test", "plugins-sample", "--reporter", "xml"]), 2);
+    assert_exit(&covel(&["test", "plugins-sample", "--force"]), 2);
+}
+
+/// Runs `covel test SESSION --review` on a terminal (`script`), answering `answers`.
+fn review_on_a_terminal(session: &str, answers: &[u8]) -> String {
+    use std::io::Write;
+    let command = format!("{} test {session} --review", env!("CARGO_BIN_EXE_covel"));
+    let mut child = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .env_remove("CI")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("script runs");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(answers)
+        .expect("answers");
+    let out = child.wait_with_output().expect("script ends");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn test_review_q_leaves_the_rest_pending_and_a_accepts_every_remaining_change() {
+    let dir = sample_with_changed_tone();
+    let session = dir.path().join("tests/bell-tower.session.yaml");
+    let session = session.to_str().expect("utf-8");
+    let pending = dir.path().join("tests/bell-tower.golden.new");
+    assert_exit(&covel(&["test", session, "--update", "--force"]), 1);
+    let text = review_on_a_terminal(session, b"q\n");
+    assert!(
+        text.contains("0 change(s) accepted, 0 rejected, 2 left pending"),
+        "{text}"
+    );
+    assert!(pending.exists(), "quitting keeps the pending snapshot");
+    let text = review_on_a_terminal(session, b"a\n");
+    assert!(text.contains("2 change(s) accepted, 0 rejected"), "{text}");
+    assert!(!pending.exists());
+    let golden =
+        std::fs::read_to_string(dir.path().join("tests/bell-tower.golden.yaml")).expect("read");
+    assert!(!golden.contains("grave, unhurried") && golden.contains("grave, patient"));
 }

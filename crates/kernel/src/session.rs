@@ -45,7 +45,6 @@ pub struct Session {
     /// Scripted turns and expectations for `covel test` (`docs/testing.md`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(
-        with = "Option<serde_json::Value>",
         description = "Scripted turns and expectations for `covel test` (docs/testing.md)."
     )]
     pub test: Option<crate::test_session::TestSpec>,

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 /// What a session file says about testing it.
 #[serde_with::skip_serializing_none]
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct TestSpec {
     /// The plugins folder, relative to the session file (default: the folder it sits in).
@@ -26,7 +26,7 @@ pub struct TestSpec {
 
 /// One scripted turn.
 #[serde_with::skip_serializing_none]
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ScriptedTurn {
     /// What the player says.
@@ -43,7 +43,7 @@ pub struct ScriptedTurn {
 }
 
 /// One check on a turn. Written as a one-key map: `- system: { contains: … }`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum Expectation {
     /// Text present in / absent from the system prompt (all blocks).
@@ -63,6 +63,9 @@ pub enum Expectation {
     Cache(CacheCheck),
     /// A token budget (the SDK's `estimateTokens`, as budgets count).
     Tokens(TokenCheck),
+    /// The whole prompt's tokens (system prompt and messages, counted as the Prompt panel
+    /// counts them) are at most this many: `- tokensAtMost: 1200`.
+    TokensAtMost(u64),
     /// A provider's outcome in this turn's calls.
     Provider(ProviderCheck),
     /// A tool call of the turn's loop: that it was called (with an input that matches), how
@@ -74,7 +77,7 @@ pub enum Expectation {
 
 /// A tool call in the turn's loop.
 #[serde_with::skip_serializing_none]
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ToolCheck {
     pub name: String,
@@ -89,7 +92,7 @@ pub struct ToolCheck {
 
 /// A hook call in the turn's loop.
 #[serde_with::skip_serializing_none]
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct HookCheck {
     pub event: String,
@@ -101,16 +104,18 @@ pub struct HookCheck {
 
 /// Text present or absent.
 #[serde_with::skip_serializing_none]
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct TextCheck {
     pub contains: Option<String>,
     pub not_contains: Option<String>,
+    /// A regular expression (Rust `regex` syntax) the text must match somewhere.
+    pub matches: Option<String>,
 }
 
 /// Text in a message.
 #[serde_with::skip_serializing_none]
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct MessageCheck {
     pub index: Option<i64>,
@@ -118,11 +123,13 @@ pub struct MessageCheck {
     pub role: Option<String>,
     pub contains: Option<String>,
     pub not_contains: Option<String>,
+    /// A regular expression one of the chosen messages must match.
+    pub matches: Option<String>,
 }
 
 /// A segment's placement.
 #[serde_with::skip_serializing_none]
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct SegmentCheck {
     /// `plugin/segment`.
@@ -143,7 +150,7 @@ pub struct SegmentCheck {
 
 /// A slot value.
 #[serde_with::skip_serializing_none]
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct SlotCheck {
     /// The slot id, e.g. `stage.backdrop@1`.
@@ -154,6 +161,8 @@ pub struct SlotCheck {
     #[serde(default)]
     pub pointer: String,
     pub equals: Option<Value>,
+    /// A JSON Schema the value at the pointer must be valid against.
+    pub schema: Option<Value>,
     /// Nothing (or null) at the pointer.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub absent: bool,
@@ -161,7 +170,7 @@ pub struct SlotCheck {
 
 /// A world-snapshot value.
 #[serde_with::skip_serializing_none]
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct WorldCheck {
     #[serde(default)]
@@ -173,7 +182,7 @@ pub struct WorldCheck {
 
 /// Cache boundaries.
 #[serde_with::skip_serializing_none]
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CacheCheck {
     /// Number of system-prompt cache boundaries.
@@ -188,7 +197,7 @@ pub struct CacheCheck {
 
 /// A token budget, counted with the SDK's `estimateTokens`.
 #[serde_with::skip_serializing_none]
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct TokenCheck {
     /// The tokens of this plugin's included segments.
@@ -202,7 +211,7 @@ pub struct TokenCheck {
 
 /// A provider's outcome.
 #[serde_with::skip_serializing_none]
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ProviderCheck {
     pub plugin: String,

@@ -78,11 +78,17 @@ export interface Backend {
   forecast(model: string | null, paceSeconds: number, ttl: string): Promise<Forecast>;
   /** The Tests panel: every test session of the open folder (`update` rewrites golden snapshots). */
   /**
-   * Runs the folder's test sessions; `update` writes golden snapshots: every session's, or with
-   * `only` (a session file) that session's alone; `rerecord` re-records the changed requests of
-   * the replay session `only` with the backend its recording was made with.
+   * Runs the folder's test sessions; `update` writes pending golden snapshots (`x.golden.new`,
+   * reviewed change by change): every session's, or with `only` (a session file) that session's
+   * alone; `rerecord` re-records the changed requests of the replay session `only` with the
+   * backend its recording was made with.
    */
   runTests(update: boolean, only?: string | null, rerecord?: boolean): Promise<TestRun>;
+  /**
+   * Accepts (writes the golden file with that turn's change) or rejects one pending golden
+   * change, turn `index` of `session`; answers with the folder's tests run again.
+   */
+  reviewGoldenChange(session: string, index: number, accept: boolean): Promise<TestRun>;
   onChange(listener: (event: StudioEvent) => void): Promise<() => void>;
   /** The story model's text of the turn being played, piece by piece as a real backend streams it. */
   onTurnText(listener: (event: TurnText) => void): Promise<() => void>;

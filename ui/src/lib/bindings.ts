@@ -98,6 +98,12 @@ export const commands = {
 	 *  its recording was made with (`covel test --rerecord-changed`).
 	 */
 	runTests: (update: boolean, only: string | null, rerecord: boolean) => typedError<TestRun_Serialize, string>(__TAURI_INVOKE("run_tests", { update, only, rerecord })),
+	/**
+	 *  Accepts or rejects one pending golden change (turn `index` of `session`'s `x.golden.new`),
+	 *  then runs the folder's tests again so the panel shows what is left. Accepting writes the
+	 *  golden file with that turn's change; the other pending changes are kept as they were.
+	 */
+	reviewGoldenChange: (session: string, index: number, accept: boolean) => typedError<TestRun_Serialize, string>(__TAURI_INVOKE("review_golden_change", { session, index, accept })),
 	/**  Where this run's log file is (`None` when none could be created), for the UI to show. */
 	logFile: () => typedError<string | null, string>(__TAURI_INVOKE("log_file")),
 	/**
@@ -445,6 +451,8 @@ export type CheckResult_Deserialize = {
 	passed: boolean,
 	/**  What was found instead, on failure. */
 	detail?: string | null,
+	/**  Where the expectation is written: `file:line:col`. */
+	location?: string | null,
 };
 
 /**  The result of one expectation. */
@@ -458,6 +466,8 @@ export type CheckResult_Serialize = {
 	passed: boolean,
 	/**  What was found instead, on failure. */
 	detail?: string,
+	/**  Where the expectation is written: `file:line:col`. */
+	location?: string,
 };
 
 /**  One proposal committed or refused. */
@@ -747,6 +757,36 @@ export type FormProblem_Serialize = {
 	message: string,
 };
 
+/**  One pending change: one turn's snapshot in the golden and in `x.golden.new`. */
+export type GoldenChange = GoldenChange_Serialize | GoldenChange_Deserialize;
+
+/**  What a pending change does to its turn. */
+export type GoldenChangeKind = 
+/**  The turn is in both and differs. */
+"changed" | 
+/**  The run has a turn the golden lacks (every turn of a new golden). */
+"added" | 
+/**  The golden has a turn the run no longer plays. */
+"removed";
+
+/**  One pending change: one turn's snapshot in the golden and in `x.golden.new`. */
+export type GoldenChange_Deserialize = {
+	/**  The turn's 0-based index (what [`decide`] takes). */
+	index: number,
+	turn: string,
+	kind: GoldenChangeKind,
+	differences: GoldenDifference_Deserialize[],
+};
+
+/**  One pending change: one turn's snapshot in the golden and in `x.golden.new`. */
+export type GoldenChange_Serialize = {
+	/**  The turn's 0-based index (what [`decide`] takes). */
+	index: number,
+	turn: string,
+	kind: GoldenChangeKind,
+	differences: GoldenDifference_Serialize[],
+};
+
 /**  One difference from the golden snapshot. */
 export type GoldenDifference = GoldenDifference_Serialize | GoldenDifference_Deserialize;
 
@@ -761,6 +801,10 @@ export type GoldenDifference_Deserialize = {
 	/**  `changed`, `added` or `removed`. */
 	change: string,
 	diff: string,
+	/**  The later turns where the very same difference shows (it is reported here once). */
+	alsoIn?: string[],
+	/**  The earlier turn that reports this same difference, with its diff. */
+	sameAs?: string | null,
 };
 
 /**  One difference from the golden snapshot. */
@@ -774,14 +818,23 @@ export type GoldenDifference_Serialize = {
 	/**  `changed`, `added` or `removed`. */
 	change: string,
 	diff: string,
+	/**  The later turns where the very same difference shows (it is reported here once). */
+	alsoIn?: string[],
+	/**  The earlier turn that reports this same difference, with its diff. */
+	sameAs?: string,
 };
 
 /**  What happened with the golden snapshot. */
 export type GoldenStatus = "matches" | "differs" | 
 /**  There is no golden file (a failure when the session has no expectations either). */
 "missing" | 
-/**  `--update` wrote it. */
-"written" | 
+/**
+ *  `--update` wrote this run's snapshot beside it as `x.golden.new`, pending review
+ *  (`covel test --review`).
+ */
+"pending" | 
+/**  `--update` wrote nothing: expectations fail (`--force` writes the `.new` anyway). */
+"refused" | 
 /**  `--update` found nothing to change. */
 "unchanged" | 
 /**  Not compared: the run failed before every turn was captured. */
@@ -2141,6 +2194,10 @@ export type TestSession_Deserialize = {
 	 *  [`RunOptions::rerecord_changed`] only).
 	 */
 	rerecord?: TestRerecord | null,
+	/**  The changes `x.golden.new` holds, turn by turn, waiting for review (empty without one). */
+	pending: GoldenChange_Deserialize[],
+	/**  How long the whole session took. */
+	durationMs: number,
 };
 
 /**  The result of one test session. */
@@ -2158,6 +2215,10 @@ export type TestSession_Serialize = {
 	 *  [`RunOptions::rerecord_changed`] only).
 	 */
 	rerecord?: TestRerecord,
+	/**  The changes `x.golden.new` holds, turn by turn, waiting for review (empty without one). */
+	pending: GoldenChange_Serialize[],
+	/**  How long the whole session took. */
+	durationMs: number,
 };
 
 /**  The result of one turn. */
@@ -2173,6 +2234,8 @@ export type TestTurn_Deserialize = {
 	goldenDifferences: GoldenDifference_Deserialize[],
 	/**  Why the turn failed to run (a failing world context, a replay miss…). */
 	error?: string | null,
+	/**  How long playing the turn took (its checks and comparison not included). */
+	durationMs: number,
 };
 
 /**  The result of one turn. */
@@ -2185,6 +2248,8 @@ export type TestTurn_Serialize = {
 	goldenDifferences: GoldenDifference_Serialize[],
 	/**  Why the turn failed to run (a failing world context, a replay miss…). */
 	error?: string,
+	/**  How long playing the turn took (its checks and comparison not included). */
+	durationMs: number,
 };
 
 /**

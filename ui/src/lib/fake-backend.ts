@@ -268,6 +268,12 @@ export function fakeBackend(): Backend {
       if (rerecord && (globalThis as any).__fakeRerecordTests) return (globalThis as any).__fakeRerecordTests;
       return (globalThis as any).__fakeTests ?? tests;
     },
+    reviewGoldenChange: async (session, index, accept) => {
+      calls.push(["reviewGoldenChange", session, index, accept]);
+      // Tests set the run each decision answers with, in order.
+      const next = (globalThis as any).__fakeReviewTests?.shift();
+      return next ?? (globalThis as any).__fakeTests ?? tests;
+    },
     onChange: async (listener) => {
       listeners.push(listener);
       return () => listeners.splice(listeners.indexOf(listener), 1);

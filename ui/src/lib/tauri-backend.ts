@@ -51,6 +51,7 @@ export function tauriBackend(): Backend {
     },
     forecast: (model, pace, ttl) => unwrap(commands.forecast(model, pace, ttl)),
     runTests: (update, only, rerecord) => unwrap(commands.runTests(update, only ?? null, rerecord ?? false)),
+    reviewGoldenChange: (session, index, accept) => unwrap(commands.reviewGoldenChange(session, index, accept)),
     onChange: (listener) => events.studioChanged.listen((e) => listener(e.payload)),
     onTurnText: (listener) => events.turnText.listen((e) => listener(e.payload)),
   };

@@ -13,6 +13,7 @@ export type {
   Diagnostic_Serialize as Diagnostic,
   Forecast_Serialize as Forecast,
   FormAnswer_Serialize as FormAnswer,
+  GoldenChange_Serialize as GoldenChange,
   GoldenDifference_Serialize as GoldenDifference,
   I18n,
   JsonChange,

@@ -562,26 +562,46 @@ test("the tests panel runs the folder's test sessions and lists every check", as
   await page.screenshot({ path: join(shots, "browser-tests.png") });
 });
 
-test("accepting golden changes asks first, naming each file and its changes, and can take one session's alone", async () => {
+test("golden changes are reviewed one by one: each accepted (asking first, naming the file) or rejected", async () => {
   const run = await fixture("tests.json");
+  const tone = { place: "system block stable-segments", from: "segment story-director/tone", plugin: "story-director", change: "changed", diff: "Keep a [-grave-]{+wry+} voice." };
   const differs = structuredClone(run);
   const target = differs.sessions[1];
   target.golden = "differs";
   target.passed = false;
-  target.turns[0].goldenDifferences = [{ place: "system block stable-segments", from: "segment story-director/tone", plugin: "story-director", change: "changed", diff: "Keep a [-grave-]{+wry+} voice." }];
-  await page.evaluate((answer) => (window.__fakeTests = answer), differs);
+  target.turns[0].goldenDifferences = [{ ...tone, alsoIn: [target.turns[1].turnId] }];
+  target.turns[1].goldenDifferences = [{ ...tone, sameAs: target.turns[0].turnId }];
+  // After "Review": two pending changes; after accepting the first: one; after rejecting it: none.
+  const reviewing = structuredClone(differs);
+  const change = (i) => ({ index: i, turn: target.turns[i].turnId, kind: "changed", differences: [target.turns[i].goldenDifferences[0]] });
+  reviewing.sessions[1].pending = [change(0), change(1)];
+  const oneLeft = structuredClone(reviewing);
+  oneLeft.sessions[1].pending = [change(1)];
+  const done = structuredClone(run);
+  await page.evaluate(([answer, after]) => ((window.__fakeTests = answer), (window.__fakeReviewTests = after)), [differs, [oneLeft, done]]);
   await page.locator('[data-tab="Tests"]').click();
   await page.getByTestId("tests-run").click();
-  await page.getByTestId("golden-accept").waitFor();
-  assert.equal(await page.getByTestId("golden-accept").count(), 1, "only the session whose snapshot differs");
+  await page.getByTestId("golden-review").waitFor();
+  assert.equal(await page.getByTestId("golden-review").count(), 1, "only the session whose snapshot differs");
+  assert.match(await page.getByTestId("test-session").nth(1).textContent(), /same as /, "the repeated diff is shown once");
+  await page.evaluate((answer) => (window.__fakeTests = answer), reviewing);
+  await page.getByTestId("golden-review").click();
+  await page.getByTestId("golden-change").waitFor();
+  assert.deepEqual((await fakeCalls()).filter((c) => c[0] === "runTests").at(-1), ["runTests", true, target.session], "that session's pending file alone");
+  assert.match(await page.getByTestId("golden-change").textContent(), new RegExp(`Change 1 of 2.*${target.turns[0].turnId}`, "s"));
   await page.getByTestId("golden-accept").click();
   const ask = page.getByTestId("golden-confirm");
-  assert.match(await ask.textContent(), new RegExp(`Write this golden snapshot\\?.*${target.goldenFile.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} · 1 change`, "s"));
-  const before = (await fakeCalls()).filter((c) => c[0] === "runTests").length;
+  const file = target.goldenFile.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  assert.match(await ask.textContent(), new RegExp(`Write ${file} with ${target.turns[0].turnId}'s change \\(1 difference\\)\\?.*The other change stays pending`, "s"));
   await page.getByTestId("golden-write").click();
-  await page.waitForFunction((n) => window.__fakeCalls.filter((c) => c[0] === "runTests").length > n, before);
-  assert.deepEqual((await fakeCalls()).filter((c) => c[0] === "runTests").at(-1), ["runTests", true, target.session], "that session's file alone");
-  await page.evaluate(() => (window.__fakeTests = undefined));
+  await page.waitForFunction(() => window.__fakeCalls.some((c) => c[0] === "reviewGoldenChange"));
+  assert.deepEqual((await fakeCalls()).filter((c) => c[0] === "reviewGoldenChange"), [["reviewGoldenChange", target.session, 0, true]]);
+  await page.getByText("Change 1 of 1").waitFor();
+  await page.getByTestId("golden-reject").click();
+  await page.waitForFunction(() => window.__fakeCalls.filter((c) => c[0] === "reviewGoldenChange").length === 2);
+  assert.deepEqual((await fakeCalls()).filter((c) => c[0] === "reviewGoldenChange").at(-1), ["reviewGoldenChange", target.session, 1, false], "rejecting does not ask: nothing of the author's is written");
+  await page.getByTestId("golden-change").waitFor({ state: "detached" });
+  await page.evaluate(() => ((window.__fakeTests = undefined), (window.__fakeReviewTests = undefined)));
 });
 
 test("the problems panel lists every problem with a count badge and links to its place", async () => {

@@ -21,6 +21,9 @@ pub struct CheckResult {
     /// What was found instead, on failure.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// Where the expectation is written: `file:line:col`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub location: Option<String>,
 }
 
 fn result(rule: &'static str, description: String, failure: Option<String>) -> CheckResult {
@@ -29,7 +32,28 @@ fn result(rule: &'static str, description: String, failure: Option<String>) -> C
         description,
         passed: failure.is_none(),
         detail: failure,
+        location: None,
     }
+}
+
+/// Why `needle` is not in `text`, with the text around its closest match, so a one-word edit
+/// shows without opening the prompt.
+fn not_found(needle: &str, what: &str, text: &str) -> String {
+    let mut said = format!(
+        "{needle:?} is not in the {what} ({} characters)",
+        text.chars().count()
+    );
+    if let Some(near) = closest::snippet(text, needle) {
+        said.push_str(&format!("; closest: {near:?}"));
+    }
+    said
+}
+
+/// Whether `pattern` matches `text`; `Err` says why the pattern is not a regular expression.
+fn regex_matches(pattern: &str, text: &str) -> Result<bool, String> {
+    regex::Regex::new(pattern)
+        .map(|re| re.is_match(text))
+        .map_err(|e| format!("`matches` is not a regular expression: {e}"))
 }
 
 fn text_check(rule: &'static str, what: &str, text: &str, check: &TextCheck) -> CheckResult {
@@ -38,10 +62,18 @@ fn text_check(rule: &'static str, what: &str, text: &str, check: &TextCheck) -> 
     if let Some(needle) = &check.contains {
         parts.push(format!("{what} contains {needle:?}"));
         if !text.contains(needle.as_str()) {
-            failure = Some(format!(
-                "{needle:?} is not in the {what} ({} characters)",
-                text.chars().count()
-            ));
+            failure = Some(not_found(needle, what, text));
+        }
+    }
+    if let Some(pattern) = &check.matches {
+        parts.push(format!("{what} matches /{pattern}/"));
+        match regex_matches(pattern, text) {
+            Ok(true) => {}
+            Ok(false) if failure.is_none() => {
+                failure = Some(format!("nothing in the {what} matches /{pattern}/"));
+            }
+            Ok(false) => {}
+            Err(why) => failure = Some(why),
         }
     }
     if let Some(needle) = &check.not_contains {
@@ -54,7 +86,7 @@ fn text_check(rule: &'static str, what: &str, text: &str, check: &TextCheck) -> 
         return result(
             rule,
             format!("{what}: nothing to check"),
-            Some("give `contains` or `notContains`".into()),
+            Some("give `contains`, `notContains` or `matches`".into()),
         );
     }
     result(rule, parts.join(", "), failure)
@@ -179,6 +211,7 @@ pub fn evaluate(expectation: &Expectation, capture: &TurnCapture) -> CheckResult
             let text_check = TextCheck {
                 contains: check.contains.clone(),
                 not_contains: check.not_contains.clone(),
+                matches: check.matches.clone(),
             };
             // Any chosen message may contain the text; none may contain the forbidden text.
             let contains_ok = check
@@ -189,6 +222,11 @@ pub fn evaluate(expectation: &Expectation, capture: &TurnCapture) -> CheckResult
                 .not_contains
                 .as_ref()
                 .is_none_or(|n| !chosen.iter().any(|m| m.content.contains(n.as_str())));
+            let matches_ok = check.matches.as_ref().is_none_or(|p| {
+                chosen
+                    .iter()
+                    .any(|m| regex_matches(p, &m.content).unwrap_or(false))
+            });
             let joined = chosen
                 .iter()
                 .map(|m| m.content.as_str())
@@ -197,7 +235,10 @@ pub fn evaluate(expectation: &Expectation, capture: &TurnCapture) -> CheckResult
             let mut r = self::text_check("message-text", &which, &joined, &text_check);
             r.passed = contains_ok
                 && excludes_ok
-                && (check.contains.is_some() || check.not_contains.is_some());
+                && matches_ok
+                && (check.contains.is_some()
+                    || check.not_contains.is_some()
+                    || check.matches.is_some());
             if r.passed {
                 r.detail = None;
             }
@@ -306,13 +347,16 @@ pub fn evaluate(expectation: &Expectation, capture: &TurnCapture) -> CheckResult
                 check.pointer
             );
             let found = slot.and_then(|s| pointer_value(&s.value, &check.pointer));
-            value_check(
-                "slot-value",
-                what,
-                found,
-                check.equals.as_ref(),
-                check.absent,
-            )
+            match &check.schema {
+                Some(schema) if !check.absent => schema_check(what, found, schema, &check.equals),
+                _ => value_check(
+                    "slot-value",
+                    what,
+                    found,
+                    check.equals.as_ref(),
+                    check.absent,
+                ),
+            }
         }
         Expectation::World(check) => {
             let found = pointer_value(&capture.world, &check.pointer);
@@ -455,6 +499,21 @@ pub fn evaluate(expectation: &Expectation, capture: &TurnCapture) -> CheckResult
             }
             result("token-budget", description, failure)
         }
+        Expectation::TokensAtMost(max) => {
+            let tokens =
+                prompt.system.tokens + prompt.messages.iter().map(|m| m.tokens).sum::<u64>();
+            result(
+                "token-budget",
+                format!("prompt tokens ≤ {max}"),
+                (tokens > *max).then(|| {
+                    format!(
+                        "{tokens} tokens (system prompt {}, messages {}; estimateTokens, as the Prompt panel counts)",
+                        prompt.system.tokens,
+                        tokens - prompt.system.tokens
+                    )
+                }),
+            )
+        }
         Expectation::Provider(check) => {
             let calls: Vec<&covel_kernel::runner::CallRecord> = preview
                 .calls
@@ -510,6 +569,102 @@ pub fn evaluate(expectation: &Expectation, capture: &TurnCapture) -> CheckResult
         }
         Expectation::Tool(check) => tool_check(check, &capture.steps),
         Expectation::Hook(check) => hook_check(check, &capture.steps),
+    }
+}
+
+/// A slot value checked against a JSON Schema (and `equals`, when both are given).
+fn schema_check(
+    what: String,
+    found: Option<&Value>,
+    schema: &Value,
+    equals: &Option<Value>,
+) -> CheckResult {
+    let description = format!("{what} matches its schema");
+    let Some(value) = found else {
+        return result("slot-value", description, Some("nothing there".into()));
+    };
+    let validator = match jsonschema::validator_for(schema) {
+        Ok(v) => v,
+        Err(e) => {
+            return result(
+                "slot-value",
+                description,
+                Some(format!("`schema` is not a valid JSON Schema: {e}")),
+            );
+        }
+    };
+    let errors: Vec<String> = validator
+        .iter_errors(value)
+        .map(|e| {
+            let at = e.instance_path().to_string();
+            if at.is_empty() {
+                e.to_string()
+            } else {
+                format!("at {at}: {e}")
+            }
+        })
+        .collect();
+    if !errors.is_empty() {
+        return result("slot-value", description, Some(errors.join("; ")));
+    }
+    match equals {
+        Some(expected) if value != expected => result(
+            "slot-value",
+            format!("{description} and = {expected}"),
+            Some(format!("found {value}")),
+        ),
+        _ => result("slot-value", description, None),
+    }
+}
+
+/// Finding where a missing text was probably meant to be.
+mod closest {
+    /// The longest run of `needle`'s characters found in `text` (dynamic programming over
+    /// the needle, whose length is capped: a check's text is a phrase), and the text around
+    /// it, with `…` where it is cut. `None` when not even two characters match.
+    pub fn snippet(text: &str, needle: &str) -> Option<String> {
+        const AROUND: usize = 30;
+        let hay: Vec<char> = text.chars().collect();
+        let pin: Vec<char> = needle.chars().take(200).collect();
+        let mut row = vec![0usize; pin.len() + 1];
+        let (mut best, mut end) = (0usize, 0usize);
+        for (i, h) in hay.iter().enumerate() {
+            // Right to left, so `row[j - 1]` is still the previous character's run.
+            for j in (1..=pin.len()).rev() {
+                row[j] = if pin[j - 1] == *h { row[j - 1] + 1 } else { 0 };
+                if row[j] > best {
+                    (best, end) = (row[j], i + 1);
+                }
+            }
+        }
+        if best < 2 {
+            return None;
+        }
+        let start = (end - best).saturating_sub(AROUND);
+        let stop = (end + AROUND).min(hay.len());
+        let cut = |yes: bool| if yes { "…" } else { "" };
+        Some(format!(
+            "{}{}{}",
+            cut(start > 0),
+            hay[start..stop]
+                .iter()
+                .collect::<String>()
+                .replace('\n', "⏎"),
+            cut(stop < hay.len())
+        ))
+    }
+
+    #[cfg(test)]
+    mod tests {
+        #[test]
+        fn the_snippet_surrounds_the_longest_common_run() {
+            let text = "Intro text. Keep a grave, unhurried narrative voice. Outro.";
+            assert_eq!(
+                super::snippet(text, "grave, patient").as_deref(),
+                Some("Intro text. Keep a grave, unhurried narrative voice. Out…")
+            );
+            assert_eq!(super::snippet("abc", "xyz"), None);
+        }
     }
 }
 

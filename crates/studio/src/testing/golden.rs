@@ -1,8 +1,9 @@
 //! Golden snapshots: per turn, the assembled prompt (system blocks with their cache boundaries,
 //! messages with the moving breakpoint, each split into attributed parts), the slot values and
-//! the world snapshot, written as readable YAML next to the session by `covel test --update`.
-//! A later run is compared part by part; every difference names the plugin and segment that
-//! wrote the text, with a word-level diff.
+//! the world snapshot, written as readable YAML next to the session (by reviewing the pending
+//! snapshot `covel test --update` writes, see [`super::review`]). A later run is compared part by
+//! part; every difference names the plugin and segment that wrote the text, with a word-level
+//! diff, and a difference several turns share is reported once ([`dedupe`]).
 
 use super::TurnCapture;
 use crate::parts::{self, Part};
@@ -77,6 +78,45 @@ pub struct Difference {
     /// `changed`, `added` or `removed`.
     pub change: &'static str,
     pub diff: String,
+    /// The later turns where the very same difference shows (it is reported here once).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub also_in: Vec<String>,
+    /// The earlier turn that reports this same difference, with its diff.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub same_as: Option<String>,
+}
+
+impl Difference {
+    /// What makes two differences the same one: a changed segment shows the same way in every
+    /// turn whose prompt carries it.
+    fn identity(&self) -> (&str, Option<&str>, &str, &str) {
+        (&self.place, self.from.as_deref(), self.change, &self.diff)
+    }
+}
+
+/// Marks the differences that repeat an earlier turn's: the first names the later turns
+/// (`also_in`), each repeat names the first (`same_as`), so a report shows one diff per change.
+/// Every turn keeps its differences: a turn still fails on a change it shares.
+pub fn dedupe(turns: &mut [(String, &mut Vec<Difference>)]) {
+    for i in 0..turns.len() {
+        let (earlier, later) = turns.split_at_mut(i + 1);
+        let (turn_id, first) = &mut earlier[i];
+        for difference in first.iter_mut().filter(|d| d.same_as.is_none()) {
+            let mut also_in = Vec::new();
+            for (later_id, others) in later.iter_mut() {
+                for other in others
+                    .iter_mut()
+                    .filter(|o| o.same_as.is_none() && o.identity() == difference.identity())
+                {
+                    other.same_as = Some(turn_id.clone());
+                    if !also_in.contains(later_id) {
+                        also_in.push(later_id.clone());
+                    }
+                }
+            }
+            difference.also_in.extend(also_in);
+        }
+    }
 }
 
 /// The golden file of a session: `x.session.yaml` → `x.golden.yaml` beside it.
@@ -194,6 +234,8 @@ fn diff_parts(place: &str, old: &[Part], new: &[Part], out: &mut Vec<Difference>
             plugin: part.plugin().map(str::to_string),
             change,
             diff,
+            also_in: Vec::new(),
+            same_as: None,
         };
         match tag {
             similar::DiffTag::Equal => {
@@ -243,6 +285,8 @@ pub fn compare(
         plugin: None,
         change,
         diff,
+        also_in: Vec::new(),
+        same_as: None,
     };
     if old.say != new.say {
         out.push(plain(
@@ -390,6 +434,8 @@ pub fn compare(
                 plugin: providers(&slot.slot),
                 change: "changed",
                 diff: change.diff,
+                also_in: Vec::new(),
+                same_as: None,
             });
         }
     }
@@ -404,6 +450,8 @@ pub fn compare(
             plugin: providers(&slot.slot),
             change: "added",
             diff: short(&slot.value.to_string()),
+            also_in: Vec::new(),
+            same_as: None,
         });
     }
     for change in textdiff::json(&old.world, &new.world, 8) {
@@ -413,6 +461,8 @@ pub fn compare(
             plugin: providers("world"),
             change: "changed",
             diff: change.diff,
+            also_in: Vec::new(),
+            same_as: None,
         });
     }
     out

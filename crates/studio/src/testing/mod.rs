@@ -2,14 +2,17 @@
 //! (`test.turns`) are played — with the reply they give, or the session's offline model
 //! (scripted, or `replay` from a recording) — and without scripted turns the session is tested
 //! on its next turn (`nextMessage`) without calling a model. Each turn is checked against its
-//! expectations and against the golden snapshot next to the session (`x.golden.yaml`), which
-//! `--update` writes. Live model backends are refused: tests never reach the network, except
+//! expectations and against the golden snapshot next to the session (`x.golden.yaml`);
+//! `--update` writes this run's snapshot as a pending `x.golden.new`, reviewed change by change
+//! ([`review`]). Live model backends are refused: tests never reach the network, except
 //! when asked to re-record (`covel test --rerecord-changed`, [`RunOptions::rerecord_changed`]):
 //! a replay session's requests that its recording lacks then go to the backend the recording
 //! was made with, and the recording is rewritten from what the run used.
 
 pub mod checks;
 pub mod golden;
+pub mod locate;
+pub mod review;
 
 use crate::models::Backend;
 use crate::playtest::Playtest;
@@ -23,6 +26,12 @@ use golden::{Difference, Golden};
 use serde::Serialize;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Milliseconds, as reports carry them (a run longer than 49 days saturates).
+fn millis(elapsed: Duration) -> u32 {
+    u32::try_from(elapsed.as_millis()).unwrap_or(u32::MAX)
+}
 
 /// Why tests could not start.
 #[derive(Debug, thiserror::Error)]
@@ -57,6 +66,8 @@ pub struct TurnCapture {
     pub world: Value,
     /// The turn's loop (hooks, model calls, tools, events, commits).
     pub steps: Vec<crate::turn::record::LoopStep>,
+    /// How long playing (or previewing) the turn took.
+    pub duration_ms: u32,
 }
 
 /// The result of one turn.
@@ -73,6 +84,8 @@ pub struct TurnResult {
     /// Why the turn failed to run (a failing world context, a replay miss…).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// How long playing the turn took (its checks and comparison not included).
+    pub duration_ms: u32,
 }
 
 /// What happened with the golden snapshot.
@@ -83,8 +96,11 @@ pub enum GoldenStatus {
     Differs,
     /// There is no golden file (a failure when the session has no expectations either).
     Missing,
-    /// `--update` wrote it.
-    Written,
+    /// `--update` wrote this run's snapshot beside it as `x.golden.new`, pending review
+    /// (`covel test --review`).
+    Pending,
+    /// `--update` wrote nothing: expectations fail (`--force` writes the `.new` anyway).
+    Refused,
     /// `--update` found nothing to change.
     Unchanged,
     /// Not compared: the run failed before every turn was captured.
@@ -109,6 +125,10 @@ pub struct SessionResult {
     /// [`RunOptions::rerecord_changed`] only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rerecord: Option<RerecordSummary>,
+    /// The changes `x.golden.new` holds, turn by turn, waiting for review (empty without one).
+    pub pending: Vec<review::PendingChange>,
+    /// How long the whole session took.
+    pub duration_ms: u32,
 }
 
 /// How a session is tested.
@@ -119,6 +139,8 @@ pub struct RunOptions {
     /// In a replay session, send the requests its recording lacks to the backend it was made
     /// with, use the answers, and rewrite the recording (`covel test --rerecord-changed`).
     pub rerecord_changed: bool,
+    /// With `update`: write the pending snapshot even though expectations fail.
+    pub force: bool,
 }
 
 /// What re-recording did with a replay session's recording.
@@ -159,10 +181,16 @@ pub fn require_golden(result: &mut SessionResult) {
     if result.golden == GoldenStatus::Missing {
         result.passed = false;
         result.error.get_or_insert(format!(
-            "no golden snapshot ({}): in CI (--ci, or CI=true) a missing golden snapshot fails; run `covel test --update` and commit it",
+            "no golden snapshot ({}): in CI (--ci, or CI=true) a missing golden snapshot fails; run `covel test --update`, accept it with `covel test --review` and commit it",
             result.golden_file.display()
         ));
     }
+}
+
+/// A session file's id, when it can be read (for `covel test --filter`).
+pub fn session_id(path: &Path) -> Option<String> {
+    let text = crate::workspace::read_session_text(path).ok()?;
+    session::parse_session(&text, path).ok().map(|s| s.id)
 }
 
 /// Whether the environment says this is a CI run: `CI` set to anything but empty, `0` or
@@ -260,6 +288,8 @@ fn failed_session(target: &Target, plugins_dir: PathBuf, error: String) -> Sessi
         turns: Vec::new(),
         error: Some(error),
         rerecord: None,
+        pending: Vec::new(),
+        duration_ms: 0,
     }
 }
 
@@ -290,6 +320,7 @@ fn capture(workspace: Workspace, rerecord: bool) -> Captured {
         .map(|t| t.turns.clone())
         .unwrap_or_default();
     if turns.is_empty() {
+        let started = Instant::now();
         let preview = workspace.preview(&RuntimeTarget::Story);
         let say = workspace.session.next_message.clone();
         if let Some(error) = &preview.world_context.error {
@@ -311,6 +342,7 @@ fn capture(workspace: Workspace, rerecord: bool) -> Captured {
             world: preview.world_context.snapshot.clone(),
             preview,
             steps: Vec::new(),
+            duration_ms: millis(started.elapsed()),
         };
         return Captured {
             captures: vec![capture],
@@ -344,6 +376,7 @@ fn capture(workspace: Workspace, rerecord: bool) -> Captured {
                 break;
             }
         };
+        let started = Instant::now();
         let fresh_before = play.story_backend().rerecorded_count();
         let report = play.play_scripted(&say, turn.reply.as_ref());
         if let Some(error) = report.error {
@@ -361,6 +394,7 @@ fn capture(workspace: Workspace, rerecord: bool) -> Captured {
             slots: play.slots.values(),
             world,
             steps: report.steps,
+            duration_ms: millis(started.elapsed()),
         });
     }
     captured.play = Some(play);
@@ -442,6 +476,13 @@ pub fn run_session(target: &Target, update: bool, limits: &Limits) -> SessionRes
 /// brought up to date first (see [`RunOptions`]) and its checks and golden snapshot see the new
 /// answers; [`SessionResult::rerecord`] says what changed.
 pub fn run_session_with(target: &Target, options: &RunOptions, limits: &Limits) -> SessionResult {
+    let started = Instant::now();
+    let mut result = run_untimed(target, options, limits);
+    result.duration_ms = millis(started.elapsed());
+    result
+}
+
+fn run_untimed(target: &Target, options: &RunOptions, limits: &Limits) -> SessionResult {
     let update = options.update;
     let text = match crate::workspace::read_session_text(&target.session) {
         Ok(text) => text,
@@ -484,19 +525,29 @@ pub fn run_session_with(target: &Target, options: &RunOptions, limits: &Limits) 
     let has_expectations = expectations.iter().any(|e| !e.is_empty());
     let session_id = workspace.session.id.clone();
     let rerecord = options.rerecord_changed && parsed.models.story.backend == "replay";
+    let capture_started = Instant::now();
     let captured = capture(workspace, rerecord);
+    let capture_ms = millis(capture_started.elapsed());
     let settled = settle_recording(&captured);
     let Captured {
         captures, failure, ..
     } = captured;
 
+    // Where each expectation is written, so a failure names its line.
+    let places = locate::expectations(&text, &target.session);
     let mut turns: Vec<TurnResult> = captures
         .iter()
         .zip(&expectations)
-        .map(|(capture, expect)| {
+        .enumerate()
+        .map(|(index, (capture, expect))| {
             let checks: Vec<CheckResult> = expect
                 .iter()
-                .map(|e| checks::evaluate(e, capture))
+                .enumerate()
+                .map(|(at, e)| {
+                    let mut check = checks::evaluate(e, capture);
+                    check.location = places.get(index).and_then(|p| p.get(at)).cloned();
+                    check
+                })
                 .collect();
             TurnResult {
                 turn_id: capture.turn_id.clone(),
@@ -505,10 +556,12 @@ pub fn run_session_with(target: &Target, options: &RunOptions, limits: &Limits) 
                 checks,
                 golden_differences: Vec::new(),
                 error: None,
+                duration_ms: capture.duration_ms,
             }
         })
         .collect();
     if let Some((turn_id, say, error)) = &failure {
+        let played: u32 = captures.iter().map(|c| c.duration_ms).sum();
         turns.push(TurnResult {
             turn_id: turn_id.clone(),
             say: say.clone(),
@@ -516,6 +569,7 @@ pub fn run_session_with(target: &Target, options: &RunOptions, limits: &Limits) 
             checks: Vec::new(),
             golden_differences: Vec::new(),
             error: Some(error.clone()),
+            duration_ms: capture_ms.saturating_sub(played),
         });
     }
 
@@ -538,19 +592,11 @@ pub fn run_session_with(target: &Target, options: &RunOptions, limits: &Limits) 
     let status = if failure.is_some() {
         GoldenStatus::Skipped
     } else if update {
-        let unchanged = golden::load(&golden_file).is_ok_and(|g| g == current);
-        if unchanged {
-            GoldenStatus::Unchanged
-        } else {
-            match golden::render(&current, &target.session).and_then(|t| {
-                crate::save::write_author_file(&golden_file, t.as_bytes())
-                    .map_err(|e| e.to_string())
-            }) {
-                Ok(()) => GoldenStatus::Written,
-                Err(e) => {
-                    error.get_or_insert(format!("cannot write {}: {e}", golden_file.display()));
-                    GoldenStatus::Skipped
-                }
+        match write_pending(target, &golden_file, &current, &turns, options.force) {
+            Ok(status) => status,
+            Err((status, why)) => {
+                error.get_or_insert(why);
+                status
             }
         }
     } else if !golden_file.exists() {
@@ -559,7 +605,7 @@ pub fn run_session_with(target: &Target, options: &RunOptions, limits: &Limits) 
         match golden::load(&golden_file) {
             Err(e) => {
                 error.get_or_insert(format!(
-                    "cannot read the golden snapshot {e} (run `covel test --update`)"
+                    "cannot read the golden snapshot {e} (run `covel test --update`, then `covel test --review`)"
                 ));
                 GoldenStatus::Differs
             }
@@ -580,9 +626,14 @@ pub fn run_session_with(target: &Target, options: &RunOptions, limits: &Limits) 
                         differs = true;
                     }
                 }
+                let mut reported: Vec<(String, &mut Vec<Difference>)> = turns
+                    .iter_mut()
+                    .map(|t| (t.turn_id.clone(), &mut t.golden_differences))
+                    .collect();
+                golden::dedupe(&mut reported);
                 if old.turns.len() != current.turns.len() {
                     error.get_or_insert(format!(
-                        "the golden snapshot has {} turns, this run {} (run `covel test --update`)",
+                        "the golden snapshot has {} turns, this run {} (run `covel test --update`, then `covel test --review`)",
                         old.turns.len(),
                         current.turns.len()
                     ));
@@ -597,10 +648,14 @@ pub fn run_session_with(target: &Target, options: &RunOptions, limits: &Limits) 
     };
     if status == GoldenStatus::Missing && !has_expectations {
         error.get_or_insert(format!(
-            "no golden snapshot ({}) and no expectations: run `covel test --update` to write one",
+            "no golden snapshot ({}) and no expectations: run `covel test --update`, then `covel test --review`, to write one",
             golden_file.display()
         ));
     }
+    let pending = review::pending(&target.session).unwrap_or_else(|e| {
+        error.get_or_insert(format!("cannot review the pending snapshot: {e}"));
+        Vec::new()
+    });
     let passed =
         error.is_none() && turns.iter().all(|t| t.passed) && status != GoldenStatus::Differs;
     SessionResult {
@@ -612,7 +667,64 @@ pub fn run_session_with(target: &Target, options: &RunOptions, limits: &Limits) 
         turns,
         error,
         rerecord,
+        pending,
+        duration_ms: 0,
     }
+}
+
+/// `--update`: writes this run's snapshot as the pending `x.golden.new` (the golden itself is
+/// only written by review), unless it matches the golden already (a stale `.new` is then
+/// removed) or expectations fail and `force` is not set: a snapshot of a run that breaks its
+/// own expectations is rarely the one to keep.
+fn write_pending(
+    target: &Target,
+    golden_file: &Path,
+    current: &Golden,
+    turns: &[TurnResult],
+    force: bool,
+) -> Result<GoldenStatus, (GoldenStatus, String)> {
+    let new_file = review::pending_path(golden_file);
+    let failing: Vec<String> = turns
+        .iter()
+        .flat_map(|t| {
+            t.checks.iter().filter(|c| !c.passed).map(move |c| {
+                let at = c
+                    .location
+                    .as_ref()
+                    .map(|l| format!(" ({l})"))
+                    .unwrap_or_default();
+                format!("{} [{}] {}{at}", t.turn_id, c.rule, c.description)
+            })
+        })
+        .collect();
+    if !failing.is_empty() && !force {
+        return Err((
+            GoldenStatus::Refused,
+            format!(
+                "not writing {}: expectations fail: {}. Fix them, or pass --force to write it anyway",
+                new_file.display(),
+                failing.join("; ")
+            ),
+        ));
+    }
+    if golden::load(golden_file).is_ok_and(|g| g == *current) {
+        if new_file.exists() {
+            std::fs::remove_file(&new_file).map_err(|e| {
+                let why = format!("cannot remove the stale {}: {e}", new_file.display());
+                (GoldenStatus::Unchanged, why)
+            })?;
+        }
+        return Ok(GoldenStatus::Unchanged);
+    }
+    golden::render(current, &target.session)
+        .and_then(|text| {
+            crate::save::write_author_file(&new_file, text.as_bytes()).map_err(|e| e.to_string())
+        })
+        .map(|()| GoldenStatus::Pending)
+        .map_err(|e| {
+            let why = format!("cannot write {}: {e}", new_file.display());
+            (GoldenStatus::Skipped, why)
+        })
 }
 
 /// The plugins whose providers produced a slot's value (or the world snapshot, for `world`).
@@ -679,6 +791,7 @@ pub fn run_folder_with(
             let options = RunOptions {
                 update: update.include(&t.session),
                 rerecord_changed: rerecord.include(&t.session),
+                force: false,
             };
             run_session_with(t, &options, limits)
         })
