@@ -340,6 +340,14 @@ fn row_8_accepting_a_golden_never_writes_through_a_link_or_into_a_fifo() {
     let result = covel_studio::testing::run_session(&targets[0], true, &Limits::default());
     let error = result.error.unwrap_or_default();
     assert!(error.contains("symbolic link"), "{error}");
+    // Accepting the pending change (the review) refuses too, and writes nothing.
+    let accepted = covel_studio::testing::review::decide(&session, 0, true);
+    assert!(
+        accepted
+            .as_ref()
+            .is_err_and(|e| e.to_string().contains("symbolic link")),
+        "{accepted:?}"
+    );
     assert_eq!(
         std::fs::read_to_string(&outside).expect("read"),
         "not a golden file"

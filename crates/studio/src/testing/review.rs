@@ -26,6 +26,10 @@ pub enum ReviewError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// A golden or pending file the studio would write is a link or not a regular file: the
+    /// review stops before reading it (what it points to is not the author's snapshot).
+    #[error("{0}")]
+    Unsafe(crate::save::SaveError),
     #[error("{0}")]
     Render(String),
     #[error("{session}: no pending change at turn {index} (run `covel test --update` first)")]
@@ -72,6 +76,9 @@ pub fn pending_path(golden_file: &Path) -> PathBuf {
 fn load_pair(session: &Path) -> Result<Option<(Golden, Golden)>, ReviewError> {
     let golden_file = golden::path_for(session);
     let new_file = pending_path(&golden_file);
+    for file in [&golden_file, &new_file] {
+        refuse_unsafe(file)?;
+    }
     if !new_file.exists() {
         return Ok(None);
     }
@@ -86,6 +93,20 @@ fn load_pair(session: &Path) -> Result<Option<(Golden, Golden)>, ReviewError> {
         }
     };
     Ok(Some((old, new)))
+}
+
+/// Refuses a file that is a symbolic link (even a dangling one) or exists but is not a
+/// regular file: a review writes these files, and never through a link or into a FIFO.
+fn refuse_unsafe(file: &Path) -> Result<(), ReviewError> {
+    match std::fs::symlink_metadata(file) {
+        Ok(meta) if meta.file_type().is_symlink() => Err(ReviewError::Unsafe(
+            crate::save::SaveError::Symlink(file.to_path_buf()),
+        )),
+        Ok(meta) if !meta.is_file() => Err(ReviewError::Unsafe(
+            crate::save::SaveError::NotRegular(file.to_path_buf()),
+        )),
+        _ => Ok(()),
+    }
 }
 
 fn summary(turn: &GoldenTurn, change: &'static str) -> Difference {
