@@ -450,16 +450,18 @@ fn closing_a_folder_shuts_down_every_runtime_and_runs_its_disposers() {
 }
 
 #[test]
-fn switching_to_a_runtime_nobody_produces_is_refused_and_keeps_the_current_one() {
+fn switching_to_a_runtime_that_cannot_be_previewed_is_refused_and_keeps_the_current_one() {
     let dir = sample_copy();
     let mut studio = live(dir.path());
     studio
         .switch_target(RuntimeTarget::Plugin("story-director".into()))
         .expect("an active plugin's runtime");
+    // (A well-formed contract no runtime produces is previewed, with a note: see
+    // prompt_assembly::a_contract_no_active_runtime_produces_is_previewed_with_a_note.)
     let error = studio
-        .switch_target(RuntimeTarget::Contract("no-such-contract@1".into()))
-        .expect_err("an unknown contract");
-    assert!(error.contains("no-such-contract@1"), "{error}");
+        .switch_target(RuntimeTarget::Contract("No Such Contract".into()))
+        .expect_err("an ill-formed contract id");
+    assert!(error.contains("No Such Contract"), "{error}");
     assert_eq!(
         studio.target(),
         &RuntimeTarget::Plugin("story-director".into()),
