@@ -79,7 +79,8 @@ pub struct Provider {
     pub lookback_blocks: Option<usize>,
     pub min_cacheable_tokens: Option<u64>,
     pub step_tokens: Option<u64>,
-    /// Named TTLs in seconds (`5m`, `1h`, `default`).
+    /// Named TTLs in seconds (`5m`, `1h`; OpenAI: `default`, and `upTo` and `max` for the range
+    /// over which an idle cache is cleared).
     pub ttl_seconds: BTreeMap<String, u64>,
     pub message_overhead_tokens: Option<u64>,
     pub reply_priming_tokens: Option<u64>,
