@@ -45,6 +45,7 @@ fn predict(played: &[PlayedTurn], model: &str, pace: f64, counter: &TokenCounter
         &ForecastOptions {
             pace_seconds: pace,
             ttl: "5m".into(),
+            reply_tokens: None,
         },
         counter,
     )
@@ -170,7 +171,7 @@ fn totals_add_up_from_the_per_turn_rows() {
             );
             assert!(close(
                 t.cost.total,
-                t.cost.input + t.cost.cache_write + t.cost.cache_read
+                t.cost.input + t.cost.cache_write + t.cost.cache_read + t.cost.output
             ));
         }
         assert!(
@@ -444,6 +445,22 @@ fn an_anthropic_fake_that_evicts_its_cache_is_flagged_as_a_mismatch() {
     assert_eq!(mismatch.reported, 0);
     assert!(mismatch.predicted > 2000);
     assert_eq!(mismatch.at, "system block preamble", "{}", mismatch.message);
+    // Outside the range the count's error bar allows, and by how much.
+    let allowed = mismatch
+        .message
+        .split(" allowed)")
+        .next()
+        .and_then(|m| m.rsplit('(').next())
+        .and_then(|range| range.split('–').next())
+        .and_then(|low| low.parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("a range: {}", mismatch.message));
+    assert!(
+        mismatch
+            .message
+            .contains(&format!(", {allowed} under the range")),
+        "{}",
+        mismatch.message
+    );
 }
 
 #[test]

@@ -1,5 +1,5 @@
 //! `covel forecast PLUGINS_DIR --session FILE [--turns N] [--model NAME [--price IN/OUT/WRITE/READ
-//! --caching anthropic|openai --min-cacheable N]] [--json]`: plays the
+//! --caching anthropic|openai --min-cacheable N]] [--reply-tokens N] [--json]`: plays the
 //! session for N turns (its scripted turns, then its next messages) and forecasts, per turn and
 //! per cache breakpoint, what the named model's prompt cache will read, write or miss and why,
 //! what it costs against no caching, which plugin pays for what, and where breakpoints and
@@ -47,6 +47,10 @@ pub struct Args {
     /// requests carry it in their `cache_control`, so the forecast prices what is sent.
     #[arg(long, value_parser = ["5m", "1h"])]
     ttl: Option<String>,
+    /// The assumed reply length in output tokens, for turns whose usage no backend reported
+    /// (default: the played reply's text, counted — scripted replies are short).
+    #[arg(long, value_name = "N")]
+    reply_tokens: Option<u64>,
     /// A model-facts file to use instead of the embedded one.
     #[arg(long)]
     facts: Option<PathBuf>,
@@ -93,6 +97,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let options = ForecastOptions {
         pace_seconds: args.pace,
         ttl: ttl.name().into(),
+        reply_tokens: args.reply_tokens,
     };
     let result = forecast::forecast(&played, &profile, &options, &counter);
     if args.json {
@@ -117,6 +122,13 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
 
 fn usd(value: f64) -> String {
     format!("${value:.5}")
+}
+
+/// ` ($0.01000–$0.01200)`: a cost's range over the token counts' error bar.
+fn cost_range(range: Option<(f64, f64)>) -> String {
+    range
+        .map(|(low, high)| format!(" ({}–{})", usd(low), usd(high)))
+        .unwrap_or_default()
 }
 
 fn print_human(f: &Forecast, ttl: &str) {
@@ -177,11 +189,14 @@ fn print_human(f: &Forecast, ttl: &str) {
             );
         }
         crate::say!(
-            "  uncached {} · cache write {} · cache read {} · cost {} (no cache {})",
+            "  uncached {} · cache write {} · cache read {} · output {} ({}) · cost {}{} (no cache {})",
             turn.uncached_tokens,
             turn.cache_write_tokens,
             turn.cache_read_tokens,
+            turn.output_tokens,
+            turn.output_from,
             usd(turn.cost.total),
+            cost_range(turn.cost_range),
             usd(turn.cost_without_cache)
         );
         if let Some(r) = &turn.reported {
@@ -204,12 +219,14 @@ fn print_human(f: &Forecast, ttl: &str) {
         0.0
     };
     crate::say!(
-        "\nTotals: {} input tokens = uncached {} + cache write {} + cache read {} · cost {} against {} without caching · saving {} ({percent:.0}%)",
+        "\nTotals: {} input tokens = uncached {} + cache write {} + cache read {}, {} output tokens · cost {}{} against {} without caching · saving {} ({percent:.0}%)",
         t.input_tokens,
         t.uncached_tokens,
         t.cache_write_tokens,
         t.cache_read_tokens,
+        t.output_tokens,
         usd(t.cost.total),
+        cost_range(t.cost_range),
         usd(t.cost_without_cache),
         usd(t.saving)
     );

@@ -1545,6 +1545,39 @@ fn forecast_price_prices_a_model_the_facts_do_not_list_with_its_caching_kind_and
 }
 
 #[test]
+fn forecast_reply_tokens_prices_an_assumed_reply_length_and_costs_are_a_range_for_claude() {
+    let json = json_of(&forecast(&[
+        "--reply-tokens",
+        "500",
+        "--turns",
+        "1",
+        "--json",
+    ]));
+    let turn = &json["turns"][0];
+    assert_eq!(
+        (turn["outputTokens"].as_u64(), turn["outputFrom"].as_str()),
+        (Some(500), Some("assumed"))
+    );
+    let output = turn["cost"]["output"].as_f64().expect("output cost");
+    assert!(
+        (output - 500.0 * 15.0 / 1e6).abs() < 1e-12,
+        "claude-sonnet-4-5 output at $15/MTok"
+    );
+    let total = turn["cost"]["total"].as_f64().expect("total");
+    let (low, high) = (
+        turn["costRange"][0].as_f64().expect("low"),
+        turn["costRange"][1].as_f64().expect("high"),
+    );
+    assert!(low < total && total < high, "{low} < {total} < {high}");
+    let played = json_of(&forecast(&["--turns", "1", "--json"]));
+    assert_eq!(
+        played["turns"][0]["outputFrom"], "reply text",
+        "the scripted reply, counted"
+    );
+    assert!(played["turns"][0]["outputTokens"].as_u64().expect("tokens") > 0);
+}
+
+#[test]
 fn forecast_ttl_1h_prices_the_one_hour_write_and_the_requests_carry_it() {
     let out = forecast(&["--ttl", "1h", "--turns", "1"]);
     assert_exit(&out, 0);

@@ -37,6 +37,9 @@ pub struct ForecastOptions {
     pub pace_seconds: f64,
     /// Anthropic cache TTL: `5m` or `1h`.
     pub ttl: String,
+    /// The assumed reply length in tokens, for turns whose usage was not reported (`None`: the
+    /// played reply's text, counted).
+    pub reply_tokens: Option<u64>,
 }
 
 impl Default for ForecastOptions {
@@ -44,6 +47,7 @@ impl Default for ForecastOptions {
         ForecastOptions {
             pace_seconds: 60.0,
             ttl: "5m".into(),
+            reply_tokens: None,
         }
     }
 }
@@ -57,6 +61,8 @@ pub struct PlayedTurn {
     /// The usage the backend reported (`usage` of the API answer), if it was a real or
     /// replayed backend.
     pub usage: Option<Value>,
+    /// The reply's text, when the turn was answered.
+    pub reply: Option<String>,
     /// The preview was recomputed with plugins reloaded after the turn was played, so it can
     /// differ from the prompt that was sent (see `LiveStudio::turn_prompt`).
     pub with_newer_plugins: bool,
@@ -110,6 +116,7 @@ pub fn play(workspace: Workspace, turns: Option<usize>) -> (Vec<PlayedTurn>, Opt
         out.push(PlayedTurn {
             turn_id: report.turn_id,
             say,
+            reply: report.reply.as_ref().map(|r| r.text.clone()),
             usage: report.reply.and_then(|r| r.usage),
             preview: report.preview,
             with_newer_plugins: false,
@@ -397,6 +404,9 @@ pub struct Cost {
     pub cache_write: f64,
     #[specta(type = crate::wire::common::Number)]
     pub cache_read: f64,
+    /// The reply's output tokens.
+    #[specta(type = crate::wire::common::Number)]
+    pub output: f64,
     #[specta(type = crate::wire::common::Number)]
     pub total: f64,
 }
@@ -460,7 +470,17 @@ pub struct TurnForecast {
     pub cache_write_tokens: u64,
     #[specta(type = crate::wire::common::Number)]
     pub cache_read_tokens: u64,
+    /// Output tokens: reported, else the assumed reply length, else the played reply counted.
+    #[specta(type = crate::wire::common::Number)]
+    pub output_tokens: u64,
+    /// Where `outputTokens` comes from: `reported`, `assumed` (`--reply-tokens`) or `reply text`.
+    pub output_from: &'static str,
     pub cost: Cost,
+    /// Claude: `cost.total` over the counts' error bar (input-side costs scaled, output as is).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[specta(type = Option<(crate::wire::common::Number, crate::wire::common::Number)>)]
+    pub cost_range: Option<(f64, f64)>,
+    /// What the same tokens cost without caching (output included).
     #[specta(type = crate::wire::common::Number)]
     pub cost_without_cache: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -485,7 +505,13 @@ pub struct Totals {
     pub cache_write_tokens: u64,
     #[specta(type = crate::wire::common::Number)]
     pub cache_read_tokens: u64,
+    #[specta(type = crate::wire::common::Number)]
+    pub output_tokens: u64,
     pub cost: Cost,
+    /// Claude: the total cost over the counts' error bar.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[specta(type = Option<(crate::wire::common::Number, crate::wire::common::Number)>)]
+    pub cost_range: Option<(f64, f64)>,
     #[specta(type = crate::wire::common::Number)]
     pub cost_without_cache: f64,
     /// `costWithoutCache − cost.total`.
@@ -1443,6 +1469,7 @@ impl Sim<'_> {
             input,
             cache_write,
             cache_read,
+            output: 0.0,
             total: input + cache_write + cache_read,
         }
     }
@@ -1554,13 +1581,28 @@ fn mismatches(
             }),
         );
         let (text, segment, plugin) = who(&part);
+        // By how much: against the nearest end of the range the prediction allows.
+        let (lowest, highest) = (
+            ((p as f64) * low - slack).max(0.0).floor() as u64,
+            ((p as f64) * high + slack).ceil() as u64,
+        );
+        let by = if r < p {
+            format!("{} under", lowest.saturating_sub(r).max(1))
+        } else {
+            format!("{} over", r.saturating_sub(highest).max(1))
+        };
+        let predicted = if (lowest, highest) == (p, p) || p == 0 {
+            format!("{p} were predicted")
+        } else {
+            format!("{p} were predicted ({lowest}–{highest} allowed)")
+        };
         let message = if r < p {
             format!(
-                "the provider reported {r} {field} tokens where {p} were predicted: its cache stopped before {text} ({at}), the first segment that differed from what it had cached"
+                "the provider reported {r} {field} tokens where {predicted}, {by} the range: its cache stopped before {text} ({at}), the first segment that differed from what it had cached"
             )
         } else {
             format!(
-                "the provider reported {r} {field} tokens where {p} were predicted: it cached beyond the predicted point; check {text} ({at})"
+                "the provider reported {r} {field} tokens where {predicted}, {by} the range: it cached beyond the predicted point; check {text} ({at})"
             )
         };
         out.push(Mismatch {
@@ -1884,7 +1926,6 @@ fn advice(sim: &Sim<'_>, turns: &[Vec<Item>], sims: &[TurnSim], current_cost: f6
         .map(|items| items.iter().map(|i| i.tokens).sum::<u64>())
         .max()
         .unwrap_or(0);
-    notes.extend(write_notes(sim, sims, current_cost));
     if largest < sim.min {
         notes.push(format!(
             "The prompt never reaches {}'s minimum cacheable {} tokens (largest: {largest}): caching saves nothing for this session until the cacheable prefix grows.",
@@ -1969,17 +2010,19 @@ impl crate::live::LiveStudio {
                     t.turn_id.clone(),
                     t.player_message.clone(),
                     t.reply.as_ref().and_then(|r| r.usage.clone()),
+                    t.reply.as_ref().map(|r| r.text.clone()),
                 )
             })
             .collect();
         let mut played = Vec::with_capacity(succeeded.len() + 1);
-        for (turn_id, say, usage) in succeeded {
+        for (turn_id, say, usage, reply) in succeeded {
             if let Some(prompt) = self.turn_prompt(&turn_id) {
                 played.push(PlayedTurn {
                     turn_id,
                     say,
                     preview: prompt.preview,
                     usage,
+                    reply,
                     with_newer_plugins: prompt.with_newer_plugins,
                 });
             }
@@ -1996,6 +2039,7 @@ impl crate::live::LiveStudio {
             say,
             preview: next,
             usage: None,
+            reply: None,
             with_newer_plugins: false,
         });
         Ok(forecast(&played, &profile, options, &self.counter))
@@ -2003,6 +2047,25 @@ impl crate::live::LiveStudio {
 }
 
 // ---- the forecast ---------------------------------------------------------------------------
+
+/// A turn's output tokens and where they come from: the usage the backend reported, else the
+/// assumed reply length, else the played reply's text counted with the model's tokenizer.
+fn output_of(
+    turn: &PlayedTurn,
+    options: &ForecastOptions,
+    counting: &Counting<'_>,
+) -> (u64, &'static str) {
+    if let Some(reported) = turn.usage.as_ref().and_then(reported_usage) {
+        return (reported.output_tokens, "reported");
+    }
+    if let Some(tokens) = options.reply_tokens {
+        return (tokens, "assumed");
+    }
+    match &turn.reply {
+        Some(text) => (counting.tokens(text), "reply text"),
+        None => (0, "reply text"),
+    }
+}
 
 /// Forecasts caching and cost for played turns against a model.
 pub fn forecast(
@@ -2051,7 +2114,17 @@ pub fn forecast(
     for (index, ((turn, items), result)) in played.iter().zip(&turns).zip(&sims).enumerate() {
         let input_tokens: u64 = items.iter().map(|i| i.tokens).sum();
         let uncached = input_tokens - result.read - result.write;
-        let cost = sim.price(uncached, result.write, result.read);
+        let (output_tokens, output_from) = output_of(turn, options, &counting);
+        let mut cost = sim.price(uncached, result.write, result.read);
+        cost.output = output_tokens as f64 * profile.model.prices.output / 1e6;
+        let input_side = cost.total;
+        cost.total += cost.output;
+        let cost_range = counting.estimate.map(|rule| {
+            (
+                input_side * rule.low / rule.factor + cost.output,
+                input_side * rule.high / rule.factor + cost.output,
+            )
+        });
         let range = counting.estimate.map(|rule| {
             let base: u64 = items.iter().map(|i| i.base).sum();
             let e = rule.apply(base);
@@ -2110,8 +2183,12 @@ pub fn forecast(
             uncached_tokens: uncached,
             cache_write_tokens: result.write,
             cache_read_tokens: result.read,
+            output_tokens,
+            output_from,
             cost,
-            cost_without_cache: input_tokens as f64 * profile.model.prices.input / 1e6,
+            cost_range,
+            cost_without_cache: input_tokens as f64 * profile.model.prices.input / 1e6
+                + cost.output,
             reported,
             mismatches,
             with_newer_plugins: turn.with_newer_plugins,
@@ -2124,6 +2201,12 @@ pub fn forecast(
         totals.uncached_tokens += row.uncached_tokens;
         totals.cache_write_tokens += row.cache_write_tokens;
         totals.cache_read_tokens += row.cache_read_tokens;
+        totals.output_tokens += row.output_tokens;
+        totals.cost.output += row.cost.output;
+        if let Some((low, high)) = row.cost_range {
+            let (l, h) = totals.cost_range.unwrap_or((0.0, 0.0));
+            totals.cost_range = Some((l + low, h + high));
+        }
         totals.cost.input += row.cost.input;
         totals.cost.cache_write += row.cost.cache_write;
         totals.cost.cache_read += row.cost.cache_read;
@@ -2131,6 +2214,22 @@ pub fn forecast(
         totals.cost_without_cache += row.cost_without_cache;
     }
     totals.saving = totals.cost_without_cache - totals.cost.total;
+    if totals.output_tokens > 0 {
+        ledger.insert(
+            "(reply)".into(),
+            LedgerRow {
+                owner: "(reply)".into(),
+                is_plugin: false,
+                cached_part_tokens: 0,
+                uncached_part_tokens: 0,
+                cache_read_tokens: 0,
+                cache_write_tokens: 0,
+                uncached_tokens: 0,
+                cost: totals.cost.output,
+                share: 0.0,
+            },
+        );
+    }
     let mut ledger: Vec<LedgerRow> = ledger.into_values().collect();
     for row in &mut ledger {
         row.share = if totals.cost.total > 0.0 {
@@ -2140,7 +2239,12 @@ pub fn forecast(
         };
     }
     ledger.sort_by(|a, b| b.cost.total_cmp(&a.cost).then(a.owner.cmp(&b.owner)));
-    let mut advice = advice(&sim, &turns, &sims, totals.cost.total);
+    // Layouts and volatility change only the input side: compare them without the output.
+    let input_cost = totals.cost.total - totals.cost.output;
+    let mut advice = advice(&sim, &turns, &sims, input_cost);
+    advice
+        .notes
+        .extend(write_notes(&sim, &sims, totals.cost.total));
     if let Some(last) = played.last() {
         let requests = &last.preview.prompt.requests;
         if explicit {
@@ -2222,6 +2326,7 @@ mod tests {
         let options = ForecastOptions {
             pace_seconds: pace,
             ttl: "5m".into(),
+            reply_tokens: None,
         };
         let counter = TokenCounter::new();
         let sim = Sim {
