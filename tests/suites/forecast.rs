@@ -806,3 +806,39 @@ fn a_prompt_cache_key_set_by_the_session_is_sent_and_the_forecast_says_what_it_c
         without.advice.notes
     );
 }
+
+#[test]
+fn a_forecast_priced_at_another_ttl_than_the_requests_carry_says_so() {
+    let (played, error) = forecast::play(open("storm.session.yaml"), Some(1));
+    assert!(error.is_none(), "{error:?}");
+    let profile = ModelFacts::embedded()
+        .expect("facts")
+        .profile("claude-sonnet-4-5")
+        .expect("model");
+    let what_if = ForecastOptions {
+        ttl: "1h".into(),
+        ..ForecastOptions::default()
+    };
+    let f = forecast::forecast(&played, &profile, &what_if, &TokenCounter::new());
+    assert!(
+        f.advice
+            .notes
+            .iter()
+            .any(|n| n.contains("carry a 5m cache TTL but are priced at 1h")),
+        "{:#?}",
+        f.advice.notes
+    );
+    let same = forecast::forecast(
+        &played,
+        &profile,
+        &ForecastOptions::default(),
+        &TokenCounter::new(),
+    );
+    assert!(
+        !same
+            .advice
+            .notes
+            .iter()
+            .any(|n| n.contains("cache TTL but"))
+    );
+}

@@ -1717,31 +1717,33 @@ fn into_stable(turns: &[Vec<Item>], segment: &str) -> Vec<Vec<Item>> {
 /// named, the turns, the tokens written, their cost and its share of the total cost, and for a
 /// segment what to do about it.
 fn write_notes(sim: &Sim<'_>, sims: &[TurnSim], total_cost: f64) -> Vec<String> {
-    let mut by_cause: Vec<(String, Option<String>, &'static str, Vec<usize>, u64)> = Vec::new();
+    // One entry per cause (its first write) with every turn it wrote in and the tokens summed.
+    let mut by_cause: Vec<(WriteCause, Vec<usize>)> = Vec::new();
     for cause in sims.iter().flat_map(|s| &s.causes) {
         match by_cause
             .iter_mut()
-            .find(|c| c.0 == cause.name && c.2 == cause.kind)
+            .find(|(c, _)| c.name == cause.name && c.kind == cause.kind)
         {
-            Some(c) => {
-                if !c.3.contains(&(cause.turn + 1)) {
-                    c.3.push(cause.turn + 1);
+            Some((c, turns)) => {
+                if !turns.contains(&(cause.turn + 1)) {
+                    turns.push(cause.turn + 1);
                 }
-                c.4 += cause.tokens;
+                c.tokens += cause.tokens;
             }
-            None => by_cause.push((
-                cause.name.clone(),
-                cause.segment.clone(),
-                cause.kind,
-                vec![cause.turn + 1],
-                cause.tokens,
-            )),
+            None => by_cause.push((cause.clone(), vec![cause.turn + 1])),
         }
     }
-    by_cause.sort_by(|a, b| b.4.cmp(&a.4).then(a.0.cmp(&b.0)));
+    by_cause.sort_by(|(a, _), (b, _)| b.tokens.cmp(&a.tokens).then(a.name.cmp(&b.name)));
     by_cause
         .into_iter()
-        .map(|(name, segment, kind, turns, tokens)| {
+        .map(|(cause, turns)| {
+            let WriteCause {
+                name,
+                segment,
+                kind,
+                tokens,
+                ..
+            } = cause;
             let cost = tokens as f64 * sim.write_price() / 1e6;
             let share = if total_cost > 0.0 { cost / total_cost * 100.0 } else { 0.0 };
             let turns: Vec<String> = turns.iter().map(usize::to_string).collect();
