@@ -536,6 +536,8 @@ async fn forecast(
     let options = covel_studio::forecast::ForecastOptions {
         pace_seconds: pace,
         ttl,
+        // The panel prices the played replies (or their reported usage).
+        reply_tokens: None,
     };
     with_studio(&state, move |s| s.forecast(model.as_deref(), &options)).await
 }

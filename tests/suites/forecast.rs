@@ -45,6 +45,7 @@ fn predict(played: &[PlayedTurn], model: &str, pace: f64, counter: &TokenCounter
         &ForecastOptions {
             pace_seconds: pace,
             ttl: "5m".into(),
+            reply_tokens: None,
         },
         counter,
     )
@@ -82,7 +83,7 @@ fn a_changed_stable_segment_predicts_a_cache_write_at_that_turn_and_names_the_se
     assert!(
         storm
             .reason
-            .contains("segment weather/sky (plugin weather) differs from turn 2"),
+            .contains("segment weather/sky (plugin weather) changed since turn 2"),
         "{}",
         storm.reason
     );
@@ -170,7 +171,7 @@ fn totals_add_up_from_the_per_turn_rows() {
             );
             assert!(close(
                 t.cost.total,
-                t.cost.input + t.cost.cache_write + t.cost.cache_read
+                t.cost.input + t.cost.cache_write + t.cost.cache_read + t.cost.output
             ));
         }
         assert!(
@@ -444,6 +445,22 @@ fn an_anthropic_fake_that_evicts_its_cache_is_flagged_as_a_mismatch() {
     assert_eq!(mismatch.reported, 0);
     assert!(mismatch.predicted > 2000);
     assert_eq!(mismatch.at, "system block preamble", "{}", mismatch.message);
+    // Outside the range the count's error bar allows, and by how much.
+    let allowed = mismatch
+        .message
+        .split(" allowed)")
+        .next()
+        .and_then(|m| m.rsplit('(').next())
+        .and_then(|range| range.split('–').next())
+        .and_then(|low| low.parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("a range: {}", mismatch.message));
+    assert!(
+        mismatch
+            .message
+            .contains(&format!(", {allowed} under the range")),
+        "{}",
+        mismatch.message
+    );
 }
 
 #[test]
@@ -536,4 +553,292 @@ fn a_forecast_with_a_counter_that_remembers_equals_one_counted_afresh() {
             "{model}"
         );
     }
+}
+
+// ---- explanations that name the cause (#51) ---------------------------------------------------
+
+fn causes(session: &str) -> Forecast {
+    let root = covel_tests::fixture("forecast-causes");
+    let workspace = Workspace::open(
+        &root.join("plugins"),
+        Some(&root.join(session)),
+        &Limits::default(),
+    )
+    .expect("opens");
+    run(workspace, "claude-sonnet-4-5", 60.0)
+}
+
+fn row<'a>(f: &'a Forecast, turn: usize, at: &str) -> &'a forecast::BreakpointForecast {
+    f.turns[turn]
+        .breakpoints
+        .iter()
+        .find(|b| b.at.contains(at))
+        .unwrap_or_else(|| panic!("turn {}: no breakpoint at {at}", turn + 1))
+}
+
+fn write_note<'a>(f: &'a Forecast, cause: &str) -> &'a str {
+    f.advice
+        .notes
+        .iter()
+        .find(|n| n.starts_with(&format!("Cache writes caused by {cause}")))
+        .unwrap_or_else(|| panic!("no write note for {cause}: {:#?}", f.advice.notes))
+}
+
+#[test]
+fn a_stable_system_segment_changing_every_turn_is_reported_as_a_change_of_that_segment() {
+    let f = causes("clock.session.yaml");
+    for turn in 1..f.turns.len() {
+        let b = row(&f, turn, "system block stable-segments");
+        assert_eq!(
+            (b.outcome, b.reason_code),
+            (Outcome::Write, "prefix-changed"),
+            "turn {}: {}",
+            turn + 1,
+            b.reason
+        );
+        assert_eq!(b.segment.as_deref(), Some("clock/time"));
+        assert_eq!(b.plugin.as_deref(), Some("clock"));
+        assert!(
+            b.reason.contains(&format!(
+                "segment clock/time (plugin clock) changed since turn {turn}"
+            )),
+            "{}",
+            b.reason
+        );
+        for later in &f.turns[turn].breakpoints {
+            assert_ne!(later.reason_code, "extends", "{}", later.reason);
+        }
+    }
+    let note = write_note(
+        &f,
+        "segment clock/time (plugin clock) (changed in turn(s) 2, 3)",
+    );
+    assert!(note.contains("% of the total cost"), "{note}");
+}
+
+/// A `turn` segment at a depth inside a 30-message history changes every turn: the history
+/// breakpoint is written from the read system prefix on, because of that segment — not
+/// because of the look-back, and never "the whole prefix".
+fn a_per_turn_segment_at_depth_names_the_segment(session: &str, plugin: &str) {
+    let f = causes(session);
+    let segment = format!("{plugin}/aside");
+    for turn in 1..f.turns.len() {
+        let t = &f.turns[turn];
+        let b = row(&f, turn, "history");
+        assert_eq!(
+            (b.outcome, b.reason_code),
+            (Outcome::Write, "prefix-changed"),
+            "turn {}: {}",
+            turn + 1,
+            b.reason
+        );
+        assert_eq!(b.segment.as_deref(), Some(segment.as_str()), "{}", b.reason);
+        assert!(
+            b.reason
+                .contains(&format!("segment {segment} (plugin {plugin}) moved from"))
+                && b.reason.contains("and its text changed"),
+            "{}",
+            b.reason
+        );
+        assert!(
+            !b.reason.contains("whole prefix") && !b.reason.contains("look-back"),
+            "{}",
+            b.reason
+        );
+        assert!(
+            t.cache_read_tokens > 0,
+            "the system prefix is read: {}",
+            b.reason
+        );
+        assert!(
+            b.reason.contains(&format!(
+                "the {} after it are written",
+                b.prefix_tokens - t.cache_read_tokens
+            )),
+            "{}",
+            b.reason
+        );
+    }
+    write_note(
+        &f,
+        &format!("segment {segment} (plugin {plugin}) (moved in turn(s) 2, 3)"),
+    );
+}
+
+#[test]
+fn a_per_turn_segment_at_depth_15_of_30_messages_is_the_reason_not_the_look_back() {
+    a_per_turn_segment_at_depth_names_the_segment("depth-15.session.yaml", "aside-15");
+}
+
+#[test]
+fn a_per_turn_segment_at_depth_25_of_30_messages_is_the_reason_not_the_look_back() {
+    a_per_turn_segment_at_depth_names_the_segment("depth-25.session.yaml", "aside-25");
+}
+
+#[test]
+fn the_samples_depth_2_reminder_moves_every_turn_so_the_history_breakpoint_never_hits() {
+    let sample = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins-sample");
+    let workspace = Workspace::open(
+        &sample,
+        Some(&sample.join("demo.session.yaml")),
+        &Limits::default(),
+    )
+    .expect("opens");
+    // The sample's prompt is under every Claude minimum: price it as a Claude-like model with a
+    // 256-token minimum so that its history breakpoint could be cached.
+    let facts = ModelFacts::embedded().expect("facts");
+    let prices = facts
+        .profile("claude-sonnet-4-5")
+        .expect("model")
+        .model
+        .prices;
+    let profile = facts
+        .custom("claude-like-256", "anthropic", Some(256), prices)
+        .expect("a custom model");
+    let (played, error) = forecast::play(workspace, None);
+    assert!(error.is_none(), "{error:?}");
+    let f = forecast::forecast(
+        &played,
+        &profile,
+        &ForecastOptions::default(),
+        &TokenCounter::new(),
+    );
+    for turn in 1..f.turns.len() {
+        let b = row(&f, turn, "history");
+        assert_ne!(b.outcome, Outcome::Hit, "turn {}: {}", turn + 1, b.reason);
+        assert_eq!(b.reason_code, "prefix-changed", "{}", b.reason);
+        assert_eq!(
+            b.segment.as_deref(),
+            Some("lore-book/remember"),
+            "{}",
+            b.reason
+        );
+        assert!(
+            b.reason
+                .contains("segment lore-book/remember (plugin lore-book) moved from"),
+            "{}",
+            b.reason
+        );
+    }
+    let note = write_note(
+        &f,
+        "segment lore-book/remember (plugin lore-book) (moved in turn(s) 2, 3)",
+    );
+    assert!(
+        note.contains("the history breakpoint is never read past it"),
+        "{note}"
+    );
+    assert!(
+        f.advice
+            .volatility
+            .iter()
+            .any(|v| v.segment == "lore-book/remember" && v.change.contains("depth 0 or 1")),
+        "{:#?}",
+        f.advice.volatility
+    );
+}
+
+#[test]
+fn a_one_hour_ttl_reaches_the_cache_control_of_the_requests_the_forecast_prices() {
+    let mut workspace = open("storm.session.yaml");
+    workspace.session.models.story.cache_ttl = Some(covel_kernel::session::CacheTtl::OneHour);
+    let (played, error) = forecast::play(workspace, Some(1));
+    assert!(error.is_none(), "{error:?}");
+    let body = serde_json::to_string(&played[0].preview.prompt.requests.anthropic).expect("json");
+    let marks = body.matches("\"cache_control\"").count();
+    assert!(marks > 0);
+    assert_eq!(
+        body.matches("\"ttl\":\"1h\"").count(),
+        marks,
+        "every breakpoint: {body}"
+    );
+}
+
+#[test]
+fn an_openai_cache_idle_between_5_and_10_minutes_is_uncertain_with_both_costs() {
+    let f = run(open("storm.session.yaml"), "gpt-4o", 450.0);
+    let b = &f.turns[1].breakpoints[0];
+    assert_eq!(
+        (b.outcome, b.reason_code),
+        (Outcome::Miss, "uncertain"),
+        "{}",
+        b.reason
+    );
+    assert!(
+        b.reason.contains("clears a cache after 300–600 s idle")
+            && b.reason.contains("may still be read"),
+        "{}",
+        b.reason
+    );
+    let cleared = run(open("storm.session.yaml"), "gpt-4o", 700.0);
+    assert_eq!(cleared.turns[1].breakpoints[0].reason_code, "ttl-expired");
+    let kept = run(open("storm.session.yaml"), "gpt-4o", 200.0);
+    assert_eq!(kept.turns[1].breakpoints[0].outcome, Outcome::Hit);
+}
+
+#[test]
+fn a_prompt_cache_key_set_by_the_session_is_sent_and_the_forecast_says_what_it_changes() {
+    let mut workspace = open("storm.session.yaml");
+    workspace.session.models.story.prompt_cache_key = Some("storm-session".into());
+    let (played, error) = forecast::play(workspace, Some(2));
+    assert!(error.is_none(), "{error:?}");
+    assert_eq!(
+        played[1].preview.prompt.requests.openai["prompt_cache_key"],
+        json!("storm-session")
+    );
+    let f = predict(&played, "gpt-4o", 60.0, &TokenCounter::new());
+    assert!(
+        f.advice
+            .notes
+            .iter()
+            .any(|n| n.contains("prompt_cache_key `storm-session`")),
+        "{:#?}",
+        f.advice.notes
+    );
+    let without = run(open("storm.session.yaml"), "gpt-4o", 60.0);
+    assert!(
+        without
+            .advice
+            .notes
+            .iter()
+            .any(|n| n.contains("carry no prompt_cache_key")),
+        "{:#?}",
+        without.advice.notes
+    );
+}
+
+#[test]
+fn a_forecast_priced_at_another_ttl_than_the_requests_carry_says_so() {
+    let (played, error) = forecast::play(open("storm.session.yaml"), Some(1));
+    assert!(error.is_none(), "{error:?}");
+    let profile = ModelFacts::embedded()
+        .expect("facts")
+        .profile("claude-sonnet-4-5")
+        .expect("model");
+    let what_if = ForecastOptions {
+        ttl: "1h".into(),
+        ..ForecastOptions::default()
+    };
+    let f = forecast::forecast(&played, &profile, &what_if, &TokenCounter::new());
+    assert!(
+        f.advice
+            .notes
+            .iter()
+            .any(|n| n.contains("carry a 5m cache TTL but are priced at 1h")),
+        "{:#?}",
+        f.advice.notes
+    );
+    let same = forecast::forecast(
+        &played,
+        &profile,
+        &ForecastOptions::default(),
+        &TokenCounter::new(),
+    );
+    assert!(
+        !same
+            .advice
+            .notes
+            .iter()
+            .any(|n| n.contains("cache TTL but"))
+    );
 }

@@ -178,6 +178,8 @@ fn assembled_with(segment: Value, volatility: &str) -> Value {
         &prompt::RequestOptions {
             model: "m".into(),
             max_tokens: 10,
+            cache_ttl: None,
+            prompt_cache_key: None,
         },
     )
 }

@@ -1,4 +1,5 @@
-//! `covel forecast PLUGINS_DIR --session FILE [--turns N] [--model NAME] [--json]`: plays the
+//! `covel forecast PLUGINS_DIR --session FILE [--turns N] [--model NAME [--price IN/OUT/WRITE/READ
+//! --caching anthropic|openai --min-cacheable N]] [--reply-tokens N] [--json]`: plays the
 //! session for N turns (its scripted turns, then its next messages) and forecasts, per turn and
 //! per cache breakpoint, what the named model's prompt cache will read, write or miss and why,
 //! what it costs against no caching, which plugin pays for what, and where breakpoints and
@@ -7,7 +8,8 @@
 
 use crate::output::print_json;
 use anyhow::Context;
-use covel_studio::facts::ModelFacts;
+use covel_kernel::session::CacheTtl;
+use covel_studio::facts::{Caching, ModelFacts, Prices};
 use covel_studio::forecast::{self, Forecast, ForecastOptions, Outcome};
 use covel_studio::tokens::TokenCounter;
 use std::path::PathBuf;
@@ -26,12 +28,29 @@ pub struct Args {
     /// The model to price against (default: the session's story model name).
     #[arg(long)]
     model: Option<String>,
+    /// Prices a model the facts do not list: IN/OUT/WRITE/READ in USD per million tokens
+    /// (WRITE: the cache-write price at --ttl; 0 for OpenAI). Needs --model and --caching.
+    #[arg(long, value_name = "IN/OUT/WRITE/READ", requires_all = ["model", "caching"])]
+    price: Option<String>,
+    /// How the --price model caches: `anthropic` (explicit breakpoints, Claude token estimate)
+    /// or `openai` (automatic prefix caching, o200k_base counts).
+    #[arg(long, value_parser = ["anthropic", "openai"], requires = "price")]
+    caching: Option<String>,
+    /// The --price model's minimum cacheable prefix in tokens (required for anthropic; OpenAI's
+    /// is 1024).
+    #[arg(long, value_name = "N", requires = "price")]
+    min_cacheable: Option<u64>,
     /// Seconds between turns, the assumed pace of play (decides TTL expiry).
     #[arg(long, default_value_t = 60.0)]
     pace: f64,
-    /// Anthropic cache TTL: 5m or 1h.
-    #[arg(long, default_value = "5m", value_parser = ["5m", "1h"])]
-    ttl: String,
+    /// Anthropic cache TTL: 5m or 1h (default: the session's `cacheTtl`, else 5m). The played
+    /// requests carry it in their `cache_control`, so the forecast prices what is sent.
+    #[arg(long, value_parser = ["5m", "1h"])]
+    ttl: Option<String>,
+    /// The assumed reply length in output tokens, for turns whose usage no backend reported
+    /// (default: the played reply's text, counted — scripted replies are short).
+    #[arg(long, value_name = "N")]
+    reply_tokens: Option<u64>,
     /// A model-facts file to use instead of the embedded one.
     #[arg(long)]
     facts: Option<PathBuf>,
@@ -45,13 +64,29 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         Some(path) => ModelFacts::load(path)?,
         None => ModelFacts::embedded()?,
     };
-    let workspace = crate::open::workspace(&args.plugins_dir, Some(&args.session))?;
+    let mut workspace = crate::open::workspace(&args.plugins_dir, Some(&args.session))?;
+    let story = &mut workspace.session.models.story;
+    let ttl = match args.ttl.as_deref() {
+        Some("1h") => CacheTtl::OneHour,
+        Some(_) => CacheTtl::FiveMinutes,
+        None => story.cache_ttl.unwrap_or(CacheTtl::FiveMinutes),
+    };
+    // The request bodies carry the TTL the forecast prices, so the two agree.
+    story.cache_ttl = Some(ttl);
     let name = args
         .model
         .clone()
         .or_else(|| workspace.session.models.story.model.clone())
         .context("name the model to price against with --model (the session's story model has no `model`)")?;
-    let profile = facts.profile(&name)?;
+    let profile = match (&args.price, &args.caching) {
+        (Some(price), Some(caching)) => facts.custom(
+            &name,
+            caching,
+            args.min_cacheable,
+            Prices::parse(price, ttl.name())?,
+        )?,
+        _ => facts.profile(&name)?,
+    };
     // As `covel preview` does: a forecast made without a plugin says which one and why.
     let not_loaded = serde_json::to_value(
         workspace
@@ -71,7 +106,8 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let counter = TokenCounter::new();
     let options = ForecastOptions {
         pace_seconds: args.pace,
-        ttl: args.ttl.clone(),
+        ttl: ttl.name().into(),
+        reply_tokens: args.reply_tokens,
     };
     let result = forecast::forecast(&played, &profile, &options, &counter);
     if args.json {
@@ -86,7 +122,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         }
         print_json(&value)?;
     } else {
-        print_human(&result);
+        print_human(&result, ttl.name());
         if let Some(error) = &error {
             crate::say!("\n✗ the session stopped early: {error}");
         }
@@ -103,27 +139,36 @@ fn usd(value: f64) -> String {
     format!("${value:.5}")
 }
 
-fn print_human(f: &Forecast) {
+/// ` ($0.01000–$0.01200)`: a cost's range over the token counts' error bar.
+fn cost_range(range: Option<(f64, f64)>) -> String {
+    range
+        .map(|(low, high)| format!(" ({}–{})", usd(low), usd(high)))
+        .unwrap_or_default()
+}
+
+fn print_human(f: &Forecast, ttl: &str) {
     let m = &f.model;
     crate::say!(
         "Forecast for {} ({}, {}) · minimum cacheable {} tokens · TTL {} s at {} s per turn",
         m.id,
         m.provider,
         match m.caching {
-            covel_studio::facts::Caching::ExplicitBreakpoints => "explicit cache breakpoints",
-            covel_studio::facts::Caching::AutomaticPrefix => "automatic prefix caching",
+            Caching::ExplicitBreakpoints => "explicit cache breakpoints",
+            Caching::AutomaticPrefix => "automatic prefix caching",
         },
         m.min_cacheable_tokens,
         m.ttl_seconds,
         m.pace_seconds
     );
     crate::say!(
-        "Prices per MTok: input {} · cache write {} · cache read {} (facts of {}{}); tokens {}",
+        "Prices per MTok: input {} · cache write {} · cache read {} · output {} (facts of {}{}); tokens {}",
         m.prices.input,
-        m.prices
-            .cache_write5m
-            .map_or("free".into(), |p| p.to_string()),
+        match m.caching {
+            Caching::ExplicitBreakpoints => format!("{} ({ttl})", m.prices.cache_write(ttl)),
+            Caching::AutomaticPrefix => "free".into(),
+        },
         m.prices.cache_read,
+        m.prices.output,
         m.facts_date,
         if m.verified {
             ""
@@ -159,11 +204,14 @@ fn print_human(f: &Forecast) {
             );
         }
         crate::say!(
-            "  uncached {} · cache write {} · cache read {} · cost {} (no cache {})",
+            "  uncached {} · cache write {} · cache read {} · output {} ({}) · cost {}{} (no cache {})",
             turn.uncached_tokens,
             turn.cache_write_tokens,
             turn.cache_read_tokens,
+            turn.output_tokens,
+            turn.output_from,
             usd(turn.cost.total),
+            cost_range(turn.cost_range),
             usd(turn.cost_without_cache)
         );
         if let Some(r) = &turn.reported {
@@ -186,12 +234,14 @@ fn print_human(f: &Forecast) {
         0.0
     };
     crate::say!(
-        "\nTotals: {} input tokens = uncached {} + cache write {} + cache read {} · cost {} against {} without caching · saving {} ({percent:.0}%)",
+        "\nTotals: {} input tokens = uncached {} + cache write {} + cache read {}, {} output tokens · cost {}{} against {} without caching · saving {} ({percent:.0}%)",
         t.input_tokens,
         t.uncached_tokens,
         t.cache_write_tokens,
         t.cache_read_tokens,
+        t.output_tokens,
         usd(t.cost.total),
+        cost_range(t.cost_range),
         usd(t.cost_without_cache),
         usd(t.saving)
     );

@@ -1476,6 +1476,137 @@ fn forecast_predicts_per_turn_and_per_breakpoint_and_names_the_segment_that_brea
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("no model named `nonsense`"));
 }
 
+fn forecast(extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "forecast",
+        "tests/fixtures/forecast/plugins",
+        "--session",
+        "tests/fixtures/forecast/storm.session.yaml",
+    ];
+    args.extend_from_slice(extra);
+    covel(&args)
+}
+
+#[test]
+fn forecast_price_prices_a_model_the_facts_do_not_list_with_its_caching_kind_and_minimum() {
+    let out = forecast(&[
+        "--model",
+        "house-model",
+        "--price",
+        "2/10/2.5/0.2",
+        "--caching",
+        "anthropic",
+        "--min-cacheable",
+        "2048",
+        "--json",
+    ]);
+    assert_exit(&out, 0);
+    let report = json_of(&out);
+    let model = &report["model"];
+    assert_eq!(model["id"], "house-model");
+    assert_eq!(model["caching"], "explicit-breakpoints");
+    assert_eq!(model["minCacheableTokens"], 2048);
+    assert_eq!(
+        model["verified"], false,
+        "the author's prices are not verified facts"
+    );
+    assert_eq!(
+        (
+            model["prices"]["input"].as_f64(),
+            model["prices"]["cacheWrite5m"].as_f64()
+        ),
+        (Some(2.0), Some(2.5))
+    );
+    let first = &report["turns"][0];
+    let expected = first["cacheWriteTokens"].as_f64().expect("writes") * 2.5 / 1e6;
+    assert!((first["cost"]["cacheWrite"].as_f64().expect("cost") - expected).abs() < 1e-12);
+
+    let openai = forecast(&[
+        "--model",
+        "house-gpt",
+        "--price",
+        "1/4/0/0.1",
+        "--caching",
+        "openai",
+        "--json",
+    ]);
+    assert_exit(&openai, 0);
+    assert_eq!(
+        json_of(&openai)["model"]["minCacheableTokens"],
+        1024,
+        "OpenAI's minimum by default"
+    );
+
+    let no_minimum = forecast(&[
+        "--model",
+        "house-model",
+        "--price",
+        "2/10/2.5/0.2",
+        "--caching",
+        "anthropic",
+    ]);
+    assert_eq!(no_minimum.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&no_minimum.stderr).contains("needs --min-cacheable N"));
+    let malformed = forecast(&["--model", "m", "--price", "2/10", "--caching", "openai"]);
+    assert_eq!(malformed.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&malformed.stderr).contains("IN/OUT/WRITE/READ"));
+    let without_caching = forecast(&["--model", "m", "--price", "2/10/2.5/0.2"]);
+    assert_eq!(
+        without_caching.status.code(),
+        Some(2),
+        "--price needs --caching"
+    );
+}
+
+#[test]
+fn forecast_reply_tokens_prices_an_assumed_reply_length_and_costs_are_a_range_for_claude() {
+    let json = json_of(&forecast(&[
+        "--reply-tokens",
+        "500",
+        "--turns",
+        "1",
+        "--json",
+    ]));
+    let turn = &json["turns"][0];
+    assert_eq!(
+        (turn["outputTokens"].as_u64(), turn["outputFrom"].as_str()),
+        (Some(500), Some("assumed"))
+    );
+    let output = turn["cost"]["output"].as_f64().expect("output cost");
+    assert!(
+        (output - 500.0 * 15.0 / 1e6).abs() < 1e-12,
+        "claude-sonnet-4-5 output at $15/MTok"
+    );
+    let total = turn["cost"]["total"].as_f64().expect("total");
+    let (low, high) = (
+        turn["costRange"][0].as_f64().expect("low"),
+        turn["costRange"][1].as_f64().expect("high"),
+    );
+    assert!(low < total && total < high, "{low} < {total} < {high}");
+    let played = json_of(&forecast(&["--turns", "1", "--json"]));
+    assert_eq!(
+        played["turns"][0]["outputFrom"], "reply text",
+        "the scripted reply, counted"
+    );
+    assert!(played["turns"][0]["outputTokens"].as_u64().expect("tokens") > 0);
+}
+
+#[test]
+fn forecast_ttl_1h_prices_the_one_hour_write_and_the_requests_carry_it() {
+    let out = forecast(&["--ttl", "1h", "--turns", "1"]);
+    assert_exit(&out, 0);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("cache write 6 (1h)"),
+        "the 1-hour write price of claude-sonnet-4-5: {text}"
+    );
+    assert!(text.contains("TTL 3600 s"), "{text}");
+    let json = json_of(&forecast(&["--ttl", "1h", "--turns", "1", "--json"]));
+    let turn = &json["turns"][0];
+    let expected = turn["cacheWriteTokens"].as_f64().expect("writes") * 6.0 / 1e6;
+    assert!((turn["cost"]["cacheWrite"].as_f64().expect("cost") - expected).abs() < 1e-12);
+}
+
 #[test]
 fn play_record_needs_a_real_backend() {
     let dir = tempfile::tempdir().expect("temp dir");

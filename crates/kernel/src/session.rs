@@ -298,6 +298,25 @@ impl Default for Models {
     }
 }
 
+/// How long Anthropic keeps a cache entry after its last use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub enum CacheTtl {
+    #[serde(rename = "5m")]
+    FiveMinutes,
+    #[serde(rename = "1h")]
+    OneHour,
+}
+
+impl CacheTtl {
+    /// `5m` or `1h`, as the API and the model facts name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            CacheTtl::FiveMinutes => "5m",
+            CacheTtl::OneHour => "1h",
+        }
+    }
+}
+
 /// One model slot: its window and how the studio reaches it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -319,6 +338,15 @@ pub struct Model {
     /// Minimum cacheable prefix in tokens for this model (prompt-cache lint).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_cacheable_tokens: Option<u32>,
+    /// Anthropic: the TTL of the request's `cache_control` breakpoints, `5m` (the provider's
+    /// default, sent without a `ttl`) or `1h` (sent as `"ttl": "1h"`, written at the 1-hour
+    /// price).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_ttl: Option<CacheTtl>,
+    /// OpenAI: the `prompt_cache_key` every request carries, so requests sharing a prefix are
+    /// routed to the same cache (without it, routing goes by the prompt's first tokens only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_cache_key: Option<String>,
     /// Replies of the scripted backend, one per turn, used in turn order (cycled): a text, or
     /// the tools the model calls and its reply (docs/session-format.md).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -351,6 +379,8 @@ impl Model {
             context_window: 32_768,
             reserved_for_response: 4000,
             min_cacheable_tokens: None,
+            cache_ttl: None,
+            prompt_cache_key: None,
             script: Vec::new(),
             scripted_failures: Vec::new(),
             recording: None,

@@ -28,6 +28,12 @@ pub enum FactsError {
         nearest: String,
         known: String,
     },
+    #[error("no caching kind `{name}` in the model facts; known: {known}")]
+    UnknownProvider { name: String, known: String },
+    #[error(
+        "a model priced with --price and --caching {provider} needs --min-cacheable N (its minimum cacheable prefix in tokens: 1024, 2048 or 4096 for current Claude models)"
+    )]
+    MinimumNeeded { provider: String },
 }
 
 /// A source a fact was taken from.
@@ -73,7 +79,8 @@ pub struct Provider {
     pub lookback_blocks: Option<usize>,
     pub min_cacheable_tokens: Option<u64>,
     pub step_tokens: Option<u64>,
-    /// Named TTLs in seconds (`5m`, `1h`, `default`).
+    /// Named TTLs in seconds (`5m`, `1h`; OpenAI: `default`, and `upTo` and `max` for the range
+    /// over which an idle cache is cleared).
     pub ttl_seconds: BTreeMap<String, u64>,
     pub message_overhead_tokens: Option<u64>,
     pub reply_priming_tokens: Option<u64>,
@@ -99,6 +106,58 @@ pub struct Prices {
     pub cache_read: f64,
     #[specta(type = crate::wire::common::Number)]
     pub output: f64,
+}
+
+/// Why a `--price` could not be read.
+#[derive(Debug, PartialEq, thiserror::Error)]
+pub enum PriceError {
+    #[error(
+        "--price takes four prices in USD per million tokens, IN/OUT/WRITE/READ (for example 3/15/3.75/0.3; WRITE is 0 for OpenAI); got `{0}`"
+    )]
+    Shape(String),
+    #[error(
+        "`{value}` in --price `{text}` is not a price in USD per million tokens (a number ≥ 0)"
+    )]
+    Number { text: String, value: String },
+}
+
+impl Prices {
+    /// The cache-write price at a TTL (`5m` or `1h`); when the facts omit it, Anthropic's
+    /// stated multipliers of the input price (× 1.25 for 5 minutes, × 2 for an hour).
+    pub fn cache_write(&self, ttl: &str) -> f64 {
+        match ttl {
+            "1h" => self.cache_write1h.unwrap_or(self.input * 2.0),
+            _ => self.cache_write5m.unwrap_or(self.input * 1.25),
+        }
+    }
+
+    /// `IN/OUT/WRITE/READ` in USD per million tokens; WRITE is the cache-write price at `ttl`
+    /// (`5m` or `1h`; the other TTL's write price is left unknown).
+    pub fn parse(text: &str, ttl: &str) -> Result<Prices, PriceError> {
+        let values = text
+            .split('/')
+            .map(|v| {
+                v.trim()
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|p| p.is_finite() && *p >= 0.0)
+                    .ok_or_else(|| PriceError::Number {
+                        text: text.into(),
+                        value: v.into(),
+                    })
+            })
+            .collect::<Result<Vec<f64>, _>>()?;
+        let [input, output, write, read] = values[..] else {
+            return Err(PriceError::Shape(text.into()));
+        };
+        Ok(Prices {
+            input,
+            cache_write5m: (ttl != "1h").then_some(write),
+            cache_write1h: (ttl == "1h").then_some(write),
+            cache_read: read,
+            output,
+        })
+    }
 }
 
 /// One model.
@@ -222,6 +281,66 @@ impl ModelFacts {
             }
         }
         Ok(facts)
+    }
+
+    /// A model the facts do not list, priced by its author (`--price`): the caching facts of
+    /// `provider` (`anthropic` or `openai`: TTLs, look-back, how tokens are counted), the given
+    /// minimum cacheable prefix (else the provider's) and prices. It is marked unverified and
+    /// cites the command line as its source.
+    pub fn custom(
+        &self,
+        id: &str,
+        provider: &str,
+        min_cacheable_tokens: Option<u64>,
+        prices: Prices,
+    ) -> Result<ModelProfile, FactsError> {
+        let facts =
+            self.providers
+                .get(provider)
+                .cloned()
+                .ok_or_else(|| FactsError::UnknownProvider {
+                    name: provider.into(),
+                    known: self
+                        .providers
+                        .keys()
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                })?;
+        let min = min_cacheable_tokens
+            .or(facts.min_cacheable_tokens)
+            .ok_or_else(|| FactsError::MinimumNeeded {
+                provider: provider.into(),
+            })?;
+        let source = Source {
+            url: "--price".into(),
+            read: format!(
+                "the author's prices for {id} on the command line, with the {provider} caching facts"
+            ),
+        };
+        let mut sources: BTreeMap<String, Source> = self
+            .sources
+            .iter()
+            .filter(|(k, _)| facts.sources.contains(k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        sources.insert("command-line".into(), source);
+        Ok(ModelProfile {
+            model: Model {
+                id: id.into(),
+                provider: provider.into(),
+                aliases: Vec::new(),
+                encoding: None,
+                min_cacheable_tokens: min,
+                prices,
+                sources: vec!["command-line".into()],
+                verified: false,
+                note: Some("priced with --price".into()),
+            },
+            provider: facts,
+            facts_date: self.date.clone(),
+            sources,
+        })
     }
 
     /// The model named `name`: its id or one of its documented aliases (dated snapshots such as

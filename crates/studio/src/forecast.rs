@@ -11,7 +11,11 @@
 //! provider would see it. Anthropic's explicit breakpoints are modelled with the 20-block
 //! look-back, the model's minimum cacheable prefix and the TTL at an assumed pace of play;
 //! OpenAI's automatic prefix caching with its 1 024-token minimum and 128-token steps. Model
-//! facts come from the dated facts file ([`crate::facts`]). When turns carry the usage a real
+//! facts come from the dated facts file ([`crate::facts`]). A breakpoint that is not read is
+//! explained against the prefix the previous turn cached at the same place: the first block
+//! that differs before its end — its segment and plugin, and whether it changed, moved or is
+//! new — else the look-back, the TTL or a new prefix; and the advice charges every cache write
+//! to its cause. When turns carry the usage a real
 //! (or replayed) backend reported, it is shown beside the prediction and a mismatch names the
 //! first segment the provider's cache did not cover as predicted.
 
@@ -33,6 +37,9 @@ pub struct ForecastOptions {
     pub pace_seconds: f64,
     /// Anthropic cache TTL: `5m` or `1h`.
     pub ttl: String,
+    /// The assumed reply length in tokens, for turns whose usage was not reported (`None`: the
+    /// played reply's text, counted).
+    pub reply_tokens: Option<u64>,
 }
 
 impl Default for ForecastOptions {
@@ -40,6 +47,7 @@ impl Default for ForecastOptions {
         ForecastOptions {
             pace_seconds: 60.0,
             ttl: "5m".into(),
+            reply_tokens: None,
         }
     }
 }
@@ -53,6 +61,8 @@ pub struct PlayedTurn {
     /// The usage the backend reported (`usage` of the API answer), if it was a real or
     /// replayed backend.
     pub usage: Option<Value>,
+    /// The reply's text, when the turn was answered.
+    pub reply: Option<String>,
     /// The preview was recomputed with plugins reloaded after the turn was played, so it can
     /// differ from the prompt that was sent (see `LiveStudio::turn_prompt`).
     pub with_newer_plugins: bool,
@@ -106,6 +116,7 @@ pub fn play(workspace: Workspace, turns: Option<usize>) -> (Vec<PlayedTurn>, Opt
         out.push(PlayedTurn {
             turn_id: report.turn_id,
             say,
+            reply: report.reply.as_ref().map(|r| r.text.clone()),
             usage: report.reply.and_then(|r| r.usage),
             preview: report.preview,
             with_newer_plugins: false,
@@ -393,6 +404,9 @@ pub struct Cost {
     pub cache_write: f64,
     #[specta(type = crate::wire::common::Number)]
     pub cache_read: f64,
+    /// The reply's output tokens.
+    #[specta(type = crate::wire::common::Number)]
+    pub output: f64,
     #[specta(type = crate::wire::common::Number)]
     pub total: f64,
 }
@@ -456,7 +470,17 @@ pub struct TurnForecast {
     pub cache_write_tokens: u64,
     #[specta(type = crate::wire::common::Number)]
     pub cache_read_tokens: u64,
+    /// Output tokens: reported, else the assumed reply length, else the played reply counted.
+    #[specta(type = crate::wire::common::Number)]
+    pub output_tokens: u64,
+    /// Where `outputTokens` comes from: `reported`, `assumed` (`--reply-tokens`) or `reply text`.
+    pub output_from: &'static str,
     pub cost: Cost,
+    /// Claude: `cost.total` over the counts' error bar (input-side costs scaled, output as is).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[specta(type = Option<(crate::wire::common::Number, crate::wire::common::Number)>)]
+    pub cost_range: Option<(f64, f64)>,
+    /// What the same tokens cost without caching (output included).
     #[specta(type = crate::wire::common::Number)]
     pub cost_without_cache: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -481,7 +505,13 @@ pub struct Totals {
     pub cache_write_tokens: u64,
     #[specta(type = crate::wire::common::Number)]
     pub cache_read_tokens: u64,
+    #[specta(type = crate::wire::common::Number)]
+    pub output_tokens: u64,
     pub cost: Cost,
+    /// Claude: the total cost over the counts' error bar.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[specta(type = Option<(crate::wire::common::Number, crate::wire::common::Number)>)]
+    pub cost_range: Option<(f64, f64)>,
     #[specta(type = crate::wire::common::Number)]
     pub cost_without_cache: f64,
     /// `costWithoutCache − cost.total`.
@@ -666,6 +696,8 @@ struct TurnSim {
     write: u64,
     /// Per item: tokens read, written; and whether it is in a cacheable position.
     per_item: Vec<(u64, u64, bool)>,
+    /// What the written tokens were written for (Anthropic).
+    causes: Vec<WriteCause>,
 }
 
 fn chain(items: &[Item], model: &str) -> Vec<[u8; 32]> {
@@ -693,33 +725,168 @@ fn cumulative(items: &[Item]) -> Vec<u64> {
         .collect()
 }
 
-/// The first block that differs between two requests, and the part of it that changed.
-fn first_difference(before: &[Item], now: &[Item]) -> Option<(usize, Option<Part>)> {
+/// How the block where two consecutive requests part ways differs from the earlier one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Change {
+    /// The same block (or segment) with other text.
+    Changed,
+    /// The earlier block now sits further on (`to`, an index of the later request): blocks were
+    /// inserted before it, as history grows under a segment at a fixed depth.
+    Moved { to: usize, text_changed: bool },
+    /// A block or segment the earlier request did not have.
+    New,
+    /// A block or segment the later request no longer has.
+    Removed,
+}
+
+/// Where two consecutive requests part ways: the first block that differs, the part named as
+/// the cause, and how it differs.
+#[derive(Debug, Clone)]
+struct Divergence {
+    index: usize,
+    part: Option<Part>,
+    change: Change,
+}
+
+/// What a block is, regardless of its position and text: its parts' origins (`segment a/b`,
+/// `history m4`), else its label (system blocks are labelled by kind).
+fn identity(item: &Item) -> String {
+    let froms: Vec<&str> = item
+        .parts
+        .iter()
+        .map(|p| p.part.from.as_str())
+        .filter(|from| *from != "framing")
+        .collect();
+    if froms.is_empty() || item.label.starts_with("system") {
+        item.label.clone()
+    } else {
+        froms.join(",")
+    }
+}
+
+fn main_part(item: &Item) -> Option<Part> {
+    item.parts
+        .iter()
+        .find(|p| p.part.from != "framing")
+        .map(|p| p.part.clone())
+}
+
+/// Inside one block that kept its identity: the part whose text changed, a new part, or one
+/// that is gone.
+fn changed_part(a: &Item, b: &Item) -> (Option<Part>, Change) {
+    let real = |i: &Item| -> Vec<Part> {
+        i.parts
+            .iter()
+            .filter(|p| p.part.from != "framing")
+            .map(|p| p.part.clone())
+            .collect()
+    };
+    let (old, new) = (real(a), real(b));
+    if let Some(p) = new.iter().find(|p| !old.contains(p)) {
+        let change = if old.iter().any(|q| q.from == p.from) {
+            Change::Changed
+        } else {
+            Change::New
+        };
+        return (Some(p.clone()), change);
+    }
+    if let Some(p) = old.iter().find(|p| !new.iter().any(|q| q.from == p.from)) {
+        return (Some(p.clone()), Change::Removed);
+    }
+    (None, Change::Changed)
+}
+
+/// The first block that differs between two requests, what it is and how it differs.
+fn divergence(before: &[Item], now: &[Item]) -> Option<Divergence> {
     let index = before
         .iter()
         .zip(now.iter())
         .position(|(a, b)| a.key != b.key)
         .or_else(|| (before.len() != now.len()).then(|| before.len().min(now.len())))?;
-    let (Some(a), Some(b)) = (before.get(index), now.get(index)) else {
-        return Some((index, None));
+    let (a, b) = match (before.get(index), now.get(index)) {
+        (Some(a), Some(b)) => (a, b),
+        (None, b) => {
+            let part = b.and_then(main_part);
+            return Some(Divergence {
+                index,
+                part,
+                change: Change::New,
+            });
+        }
+        (a, None) => {
+            let part = a.and_then(main_part);
+            return Some(Divergence {
+                index,
+                part,
+                change: Change::Removed,
+            });
+        }
     };
-    let part = b
-        .parts
-        .iter()
-        .filter(|p| p.part.from != "framing")
-        .find(|p| {
-            !a.parts
-                .iter()
-                .any(|q| q.part.from == p.part.from && q.part.text == p.part.text)
-        })
-        .or_else(|| {
-            a.parts
-                .iter()
-                .filter(|p| p.part.from != "framing")
-                .find(|p| !b.parts.iter().any(|q| q.part.from == p.part.from))
-        })
-        .map(|p| p.part.clone());
-    Some((index, part))
+    let (old, new) = (identity(a), identity(b));
+    if old == new {
+        let (part, change) = changed_part(a, b);
+        return Some(Divergence {
+            index,
+            part,
+            change,
+        });
+    }
+    if let Some(to) = (index + 1..now.len()).find(|&j| identity(&now[j]) == old) {
+        let change = Change::Moved {
+            to,
+            text_changed: now[to].key != a.key,
+        };
+        return Some(Divergence {
+            index,
+            part: main_part(a),
+            change,
+        });
+    }
+    if !before.iter().any(|i| identity(i) == new) {
+        return Some(Divergence {
+            index,
+            part: main_part(b),
+            change: Change::New,
+        });
+    }
+    Some(Divergence {
+        index,
+        part: main_part(a),
+        change: Change::Removed,
+    })
+}
+
+impl Divergence {
+    /// `segment weather/sky (plugin weather) changed since turn 2`, `… moved from message 9 to
+    /// message 11`, `… is new this turn`.
+    fn describe(&self, before: &[Item], now: &[Item], previous_turn: usize) -> String {
+        let (who, _, _) = who(&self.part);
+        match &self.change {
+            Change::Changed => format!("{who} changed since turn {previous_turn}"),
+            Change::Moved { to, text_changed } => format!(
+                "{who} moved from {} at turn {previous_turn} to {}{}",
+                before[self.index].label,
+                now[*to].label,
+                if *text_changed {
+                    " and its text changed"
+                } else {
+                    ""
+                }
+            ),
+            Change::New => format!("{who} is new since turn {previous_turn}"),
+            Change::Removed => format!("{who} was removed since turn {previous_turn}"),
+        }
+    }
+
+    /// `changed`, `moved`, `new`, `removed`.
+    fn kind(&self) -> &'static str {
+        match self.change {
+            Change::Changed => "changed",
+            Change::Moved { .. } => "moved",
+            Change::New => "new",
+            Change::Removed => "removed",
+        }
+    }
 }
 
 fn who(part: &Option<Part>) -> (String, Option<String>, Option<String>) {
@@ -736,7 +903,265 @@ fn who(part: &Option<Part>) -> (String, Option<String>, Option<String>) {
     }
 }
 
+/// One turn's request as the Anthropic simulation sees it.
+struct Request<'a> {
+    turn: usize,
+    /// Seconds since the first turn.
+    now: f64,
+    items: &'a [Item],
+    previous: Option<&'a [Item]>,
+    hashes: &'a [[u8; 32]],
+    cum: &'a [u64],
+    /// The block up to which the cache is read this turn.
+    read_at: Option<usize>,
+}
+
+impl Request<'_> {
+    /// What a breakpoint that is not read costs: what is read before it and what is written.
+    fn written(&self, k: usize) -> String {
+        match self.read_at.filter(|&r| r < k) {
+            Some(r) => format!(
+                "{} tokens are read up to {} and the {} after it are written",
+                self.cum[r],
+                self.items[r].label,
+                self.cum[k] - self.cum[r]
+            ),
+            None => format!(
+                "nothing is read: all {} tokens of the prefix are written",
+                self.cum[k]
+            ),
+        }
+    }
+
+    /// The breakpoint of the previous request whose cached prefix this one would extend: the
+    /// one in the same place (the same system block, the moving history breakpoint), else the
+    /// last one at or before it.
+    fn old_end(&self, k: usize) -> Option<usize> {
+        let previous = self.previous?;
+        let slot = &self.items[k].slot;
+        previous
+            .iter()
+            .rposition(|i| i.breakpoint && *slot != Slot::Other && i.slot == *slot)
+            .or_else(|| previous.iter().take(k + 1).rposition(|i| i.breakpoint))
+    }
+}
+
+/// Why a breakpoint fares as it does, and what its writes are charged to in the advice.
+struct Verdict {
+    outcome: Outcome,
+    code: &'static str,
+    reason: String,
+    /// The part named as the cause (a changed, moved or new segment).
+    part: Option<Part>,
+    /// What the writes are charged to: `segment a/b (plugin a)`, `the first request`…
+    cause: String,
+    /// `changed`, `moved`, `new`, `removed` for a part; else the reason code.
+    kind: &'static str,
+}
+
+impl Verdict {
+    fn of(outcome: Outcome, code: &'static str, reason: String, cause: &str) -> Verdict {
+        Verdict {
+            outcome,
+            code,
+            reason,
+            part: None,
+            cause: cause.into(),
+            kind: code,
+        }
+    }
+}
+
+/// Tokens written at one breakpoint of one turn, and what caused them.
+#[derive(Debug, Clone)]
+struct WriteCause {
+    turn: usize,
+    name: String,
+    segment: Option<String>,
+    kind: &'static str,
+    tokens: u64,
+}
+
 impl Sim<'_> {
+    /// Whether a prefix is cached and not expired at `now`.
+    fn is_valid(&self, cache: &HashMap<[u8; 32], Entry>, hash: &[u8; 32], now: f64) -> bool {
+        cache
+            .get(hash)
+            .is_some_and(|e| now - e.last_used <= self.ttl)
+    }
+
+    /// A breakpoint at or before the read point: read, as its own prefix or inside a longer one.
+    fn hit(
+        &self,
+        r: &Request<'_>,
+        k: usize,
+        read_at: usize,
+        cache: &HashMap<[u8; 32], Entry>,
+    ) -> Verdict {
+        let reason = match cache
+            .get(&r.hashes[k])
+            .filter(|_| self.is_valid(cache, &r.hashes[k], r.now))
+        {
+            Some(e) => format!(
+                "the prefix is read from the cache (written at turn {})",
+                e.written_turn + 1
+            ),
+            None => format!(
+                "read as part of the longer cached prefix up to {}",
+                r.items[read_at].label
+            ),
+        };
+        Verdict::of(Outcome::Hit, "read", reason, "")
+    }
+
+    /// Claude counts are estimates: when the prefix's error bar straddles the minimum
+    /// cacheable size, the verdict is uncertain and says what either outcome costs.
+    fn near_minimum(&self, r: &Request<'_>, k: usize, verdict: Verdict) -> Verdict {
+        let Some(rule) = self.profile.estimate() else {
+            return verdict;
+        };
+        let band = rule.apply(r.items[..=k].iter().map(|i| i.base).sum());
+        if band.low >= self.min || band.high < self.min {
+            return verdict;
+        }
+        let tokens = r.cum[k] - r.read_at.filter(|&x| x < k).map_or(0, |x| r.cum[x]);
+        let written = tokens as f64 * self.write_price() / 1e6;
+        let paid = tokens as f64 * self.profile.model.prices.input / 1e6;
+        Verdict {
+            code: "uncertain",
+            reason: format!(
+                "uncertain: the prefix is {}–{} tokens by the estimate's error bar, around {}'s minimum cacheable {} tokens: if it reaches the minimum, {tokens} tokens are written (${written:.5}) and can be read next turn; if not, they are paid as input (${paid:.5}). Predicted: {}",
+                band.low, band.high, self.profile.model.id, self.min, verdict.reason
+            ),
+            ..verdict
+        }
+    }
+
+    /// A breakpoint after the read point: why it is not read. A change before the end of the
+    /// prefix the previous turn cached is the cause whenever there is one; the look-back, the
+    /// TTL or a new prefix are named only when that prefix is intact.
+    fn verdict(&self, r: &Request<'_>, k: usize, cache: &HashMap<[u8; 32], Entry>) -> Verdict {
+        let (items, t) = (r.items, r.turn);
+        let prefix_tokens = r.cum[k];
+        if prefix_tokens < self.min {
+            return Verdict::of(
+                Outcome::Miss,
+                "below-minimum",
+                format!(
+                    "the prefix is {prefix_tokens} tokens, under {}'s minimum cacheable {} tokens: nothing is cached here",
+                    self.profile.model.id, self.min
+                ),
+                "",
+            );
+        }
+        let written = r.written(k);
+        if let Some(entry) = cache.get(&r.hashes[k]) {
+            return Verdict::of(
+                Outcome::Write,
+                "ttl-expired",
+                format!(
+                    "the same prefix was cached at turn {} but expired: {:.0} s since its last use at the assumed pace of {:.0} s per turn, over the {:.0} s TTL; {written}",
+                    entry.written_turn + 1,
+                    r.now - entry.last_used,
+                    self.options.pace_seconds,
+                    self.ttl
+                ),
+                "expiry at the assumed pace",
+            );
+        }
+        let Some(previous) = r.previous else {
+            return Verdict::of(
+                Outcome::Write,
+                "cold",
+                format!(
+                    "first request: nothing is cached yet, so all {prefix_tokens} tokens of the prefix are written"
+                ),
+                "the first request",
+            );
+        };
+        let Some(end) = r.old_end(k) else {
+            return Verdict::of(
+                Outcome::Write,
+                "new-prefix",
+                format!("turn {t} had no breakpoint at or before this block; {written}"),
+                "a breakpoint new this turn",
+            );
+        };
+        let old = &previous[end].label;
+        if let Some(dv) = divergence(previous, items).filter(|dv| dv.index <= end) {
+            let at = dv.index.min(items.len() - 1);
+            let rewritten = r
+                .read_at
+                .filter(|&x| at > x + 1)
+                .map(|x| {
+                    format!(
+                        " ({} of them unchanged, before the change, but no cached breakpoint closes them)",
+                        r.cum[at - 1] - r.cum[x]
+                    )
+                })
+                .unwrap_or_default();
+            let (cause, _, _) = who(&dv.part);
+            return Verdict {
+                outcome: Outcome::Write,
+                code: "prefix-changed",
+                reason: format!(
+                    "the prefix turn {t} cached up to {old} no longer matches at {}: {}; {written}{rewritten}",
+                    items[at].label,
+                    dv.describe(previous, items, t)
+                ),
+                kind: dv.kind(),
+                part: dv.part,
+                cause,
+            };
+        }
+        // Nothing before the old prefix's end changed: it is still the start of this request.
+        let lookback = self.profile.provider.lookback_blocks.unwrap_or(20);
+        let valid = self.is_valid(cache, &r.hashes[end], r.now);
+        if valid && k.saturating_sub(end) > lookback {
+            return Verdict::of(
+                Outcome::Write,
+                "beyond-lookback",
+                format!(
+                    "nothing before {old} changed, but the prefix cached there ends {} blocks before this breakpoint, beyond the {lookback}-block look-back, so it is not found; {written}",
+                    k - end
+                ),
+                "the look-back window",
+            );
+        }
+        if let Some(entry) = cache.get(&r.hashes[end]).filter(|_| !valid) {
+            return Verdict::of(
+                Outcome::Write,
+                "ttl-expired",
+                format!(
+                    "nothing before {old} changed, but the prefix cached there at turn {} expired: {:.0} s since its last use at {:.0} s per turn, over the {:.0} s TTL; {written}",
+                    entry.written_turn + 1,
+                    r.now - entry.last_used,
+                    self.options.pace_seconds,
+                    self.ttl
+                ),
+                "expiry at the assumed pace",
+            );
+        }
+        if valid {
+            return Verdict::of(
+                Outcome::Write,
+                "extends",
+                format!(
+                    "nothing before {old} changed: the cached prefix grows with the blocks new this turn; {written}"
+                ),
+                "the growing conversation (new blocks each turn)",
+            );
+        }
+        Verdict::of(
+            Outcome::Write,
+            "new-prefix",
+            format!(
+                "turn {t} did not cache a prefix ending at {old} (it was under the minimum); {written}"
+            ),
+            "a prefix not cached before",
+        )
+    }
+
     fn anthropic(&self, turns: &[Vec<Item>]) -> Vec<TurnSim> {
         let lookback = self.profile.provider.lookback_blocks.unwrap_or(20);
         let mut cache: HashMap<[u8; 32], Entry> = HashMap::new();
@@ -770,102 +1195,47 @@ impl Sim<'_> {
                 .max();
             let written_to = last_cacheable.filter(|&k| read_at.is_none_or(|r| k > r));
             let write = written_to.map_or(0, |k| cum[k] - read);
-            let previous = t.checked_sub(1).map(|p| &turns[p]);
-            let difference = previous.and_then(|p| first_difference(p, items));
-
+            let request = Request {
+                turn: t,
+                now,
+                items,
+                previous: t.checked_sub(1).map(|p| turns[p].as_slice()),
+                hashes: &hashes,
+                cum: &cum,
+                read_at,
+            };
             let mut rows = Vec::new();
+            let mut causes = Vec::new();
+            let mut covered = read;
             for (index, &k) in breakpoints.iter().enumerate() {
-                let prefix_tokens = cum[k];
-                let row = |outcome, reason_code, reason: String, part: &Option<Part>| {
-                    let (_, segment, plugin) = who(part);
-                    BreakpointForecast {
-                        index,
-                        at: items[k].label.clone(),
-                        prefix_tokens,
-                        outcome,
-                        reason_code,
-                        reason,
-                        segment,
-                        plugin,
-                    }
+                let verdict = match read_at.filter(|&r| k <= r) {
+                    Some(r) => self.hit(&request, k, r, &cache),
+                    None => self.near_minimum(&request, k, self.verdict(&request, k, &cache)),
                 };
-                if let Some(r) = read_at.filter(|&r| k <= r) {
-                    let reason = match cache.get(&hashes[k]).filter(|_| valid(&hashes[k], &cache)) {
-                        Some(e) => format!(
-                            "the prefix is read from the cache (written at turn {})",
-                            e.written_turn + 1
-                        ),
-                        None => format!(
-                            "read as part of the longer cached prefix up to {}",
-                            items[r].label
-                        ),
-                    };
-                    rows.push(row(Outcome::Hit, "read", reason, &None));
-                    continue;
+                if verdict.outcome == Outcome::Write && cum[k] > covered {
+                    causes.push(WriteCause {
+                        turn: t,
+                        name: verdict.cause.clone(),
+                        segment: verdict
+                            .part
+                            .as_ref()
+                            .and_then(|p| p.segment().map(str::to_string)),
+                        kind: verdict.kind,
+                        tokens: cum[k] - covered,
+                    });
+                    covered = cum[k];
                 }
-                if prefix_tokens < self.min {
-                    rows.push(row(
-                        Outcome::Miss,
-                        "below-minimum",
-                        format!("the prefix is {prefix_tokens} tokens, under {}'s minimum cacheable {} tokens: nothing is cached here", self.profile.model.id, self.min),
-                        &None,
-                    ));
-                    continue;
-                }
-                let reads = read_at
-                    .map(|r| {
-                        format!(
-                            " (after reading {} tokens cached up to {})",
-                            cum[r], items[r].label
-                        )
-                    })
-                    .unwrap_or_default();
-                if let Some(entry) = cache.get(&hashes[k]) {
-                    rows.push(row(
-                        Outcome::Write,
-                        "ttl-expired",
-                        format!(
-                            "the same prefix was cached at turn {} but expired: {:.0} s since its last use at the assumed pace of {:.0} s per turn, over the {:.0} s TTL{reads}",
-                            entry.written_turn + 1,
-                            now - entry.last_used,
-                            self.options.pace_seconds,
-                            self.ttl
-                        ),
-                        &None,
-                    ));
-                    continue;
-                }
-                let far = (0..k.saturating_sub(lookback))
-                    .rev()
-                    .find(|&j| valid(&hashes[j], &cache));
-                if let Some(j) = far {
-                    rows.push(row(
-                        Outcome::Write,
-                        "beyond-lookback",
-                        format!(
-                            "a cached prefix ends at {} ({} blocks before this breakpoint), beyond the {lookback}-block look-back, so it is not found and the whole prefix is written",
-                            items[j].label,
-                            k - j
-                        ),
-                        &None,
-                    ));
-                    continue;
-                }
-                match difference.as_ref() {
-                    None if t == 0 => rows.push(row(Outcome::Write, "cold", format!("first request: nothing is cached yet; the prefix is written{reads}"), &None)),
-                    Some((d, part)) if *d <= k && read_at.is_none_or(|r| *d <= r) => {
-                        let (text, _, _) = who(part);
-                        let reason = format!("the prefix changed at {}: {text} differs from turn {}{reads}", items[(*d).min(items.len() - 1)].label, t);
-                        rows.push(row(Outcome::Write, "prefix-changed", reason, part));
-                    }
-                    Some((d, _)) if *d <= k => rows.push(row(
-                        Outcome::Write,
-                        "extends",
-                        format!("the cached prefix grows: blocks after {} are new this turn and written{reads}", items[read_at.unwrap_or(0)].label),
-                        &None,
-                    )),
-                    _ => rows.push(row(Outcome::Write, "new-prefix", format!("the previous turn did not cache a prefix ending here; it is written now{reads}"), &None)),
-                }
+                let (_, segment, plugin) = who(&verdict.part);
+                rows.push(BreakpointForecast {
+                    index,
+                    at: items[k].label.clone(),
+                    prefix_tokens: cum[k],
+                    outcome: verdict.outcome,
+                    reason_code: verdict.code,
+                    reason: verdict.reason,
+                    segment,
+                    plugin,
+                });
             }
 
             // Update the cache: read entries are refreshed, written ones created.
@@ -911,6 +1281,7 @@ impl Sim<'_> {
                 read,
                 write,
                 per_item,
+                causes,
             });
         }
         out
@@ -961,9 +1332,8 @@ impl Sim<'_> {
             } else {
                 0
             };
-            let difference = t
-                .checked_sub(1)
-                .and_then(|p| first_difference(&turns[p], items));
+            let previous = t.checked_sub(1).map(|p| turns[p].as_slice());
+            let difference = previous.and_then(|p| divergence(p, items));
             let at = "automatic prefix".to_string();
             let row = |outcome, reason_code, reason: String, part: &Option<Part>| {
                 let (_, segment, plugin) = who(part);
@@ -978,22 +1348,20 @@ impl Sim<'_> {
                     plugin,
                 }
             };
-            let previous_len = t.checked_sub(1).map_or(0, |p| turns[p].len());
-            let changed = |what: &str| match difference.as_ref() {
-                Some((d, None)) if *d >= previous_len => (
+            let previous_len = previous.map_or(0, <[Item]>::len);
+            let changed = |what: &str| match (difference.as_ref(), previous) {
+                (Some(dv), _) if dv.index >= previous_len => (
                     None,
                     format!("{what}; this request extends turn {t}'s with new messages"),
                 ),
-                Some((d, part)) if *d < items.len() => {
-                    let (text, _, _) = who(part);
-                    (
-                        Some(part.clone()),
-                        format!(
-                            "{what}; the prefix changed at {}: {text} differs from turn {t}",
-                            items[*d].label
-                        ),
-                    )
-                }
+                (Some(dv), Some(previous)) if dv.index < items.len() => (
+                    Some(dv.part.clone()),
+                    format!(
+                        "{what}; the prefix changed at {}: {}",
+                        items[dv.index].label,
+                        dv.describe(previous, items, t)
+                    ),
+                ),
                 _ => (None, what.to_string()),
             };
             let row = if total < self.min {
@@ -1014,18 +1382,37 @@ impl Sim<'_> {
             } else if t == 0 {
                 row(Outcome::Miss, "cold", "first request: nothing is cached yet (the prefix is cached for the next request at no extra cost)".into(), &None)
             } else if let Some((p, used, tokens)) = expired.filter(|e| e.2 >= self.min) {
-                row(
-                    Outcome::Miss,
-                    "ttl-expired",
-                    format!(
-                        "turn {} shared {tokens} tokens but its cache expired: {:.0} s since its last use at {:.0} s per turn, over the {:.0} s TTL",
-                        p + 1,
-                        now - used,
-                        self.options.pace_seconds,
-                        self.ttl
-                    ),
-                    &None,
-                )
+                let idle = now - used;
+                let retained = self.profile.ttl_seconds("upTo") as f64;
+                if idle <= retained {
+                    // OpenAI clears caches after 5 to 10 idle minutes: between the two, either.
+                    let hit = tokens / step * step;
+                    let if_hit = self.price(total - hit, 0, hit).total;
+                    let if_miss = self.price(total, 0, 0).total;
+                    row(
+                        Outcome::Miss,
+                        "uncertain",
+                        format!(
+                            "uncertain: turn {} shared {tokens} tokens, last used {idle:.0} s ago at {:.0} s per turn; OpenAI clears a cache after {:.0}–{retained:.0} s idle, so it may still be read ({hit} tokens, ${if_hit:.5} this turn) or not (${if_miss:.5}); priced as a miss",
+                            p + 1,
+                            self.options.pace_seconds,
+                            self.ttl
+                        ),
+                        &None,
+                    )
+                } else {
+                    row(
+                        Outcome::Miss,
+                        "ttl-expired",
+                        format!(
+                            "turn {} shared {tokens} tokens but its cache is cleared: {idle:.0} s since its last use at {:.0} s per turn, over the {:.0}–{retained:.0} s OpenAI keeps an idle cache (at most an hour)",
+                            p + 1,
+                            self.options.pace_seconds,
+                            self.ttl
+                        ),
+                        &None,
+                    )
+                }
             } else {
                 let (part, text) = changed(&format!(
                     "only {common} tokens are shared with earlier requests, under the {}-token minimum",
@@ -1054,6 +1441,7 @@ impl Sim<'_> {
                 read,
                 write: 0,
                 per_item,
+                causes: Vec::new(),
             });
         }
         out
@@ -1067,11 +1455,7 @@ impl Sim<'_> {
     }
 
     fn write_price(&self) -> f64 {
-        let prices = &self.profile.model.prices;
-        match self.options.ttl.as_str() {
-            "1h" => prices.cache_write1h.unwrap_or(prices.input * 2.0),
-            _ => prices.cache_write5m.unwrap_or(prices.input * 1.25),
-        }
+        self.profile.model.prices.cache_write(&self.options.ttl)
     }
 
     fn price(&self, uncached: u64, write: u64, read: u64) -> Cost {
@@ -1085,6 +1469,7 @@ impl Sim<'_> {
             input,
             cache_write,
             cache_read,
+            output: 0.0,
             total: input + cache_write + cache_read,
         }
     }
@@ -1196,13 +1581,28 @@ fn mismatches(
             }),
         );
         let (text, segment, plugin) = who(&part);
+        // By how much: against the nearest end of the range the prediction allows.
+        let (lowest, highest) = (
+            ((p as f64) * low - slack).max(0.0).floor() as u64,
+            ((p as f64) * high + slack).ceil() as u64,
+        );
+        let by = if r < p {
+            format!("{} under", lowest.saturating_sub(r).max(1))
+        } else {
+            format!("{} over", r.saturating_sub(highest).max(1))
+        };
+        let predicted = if (lowest, highest) == (p, p) || p == 0 {
+            format!("{p} were predicted")
+        } else {
+            format!("{p} were predicted ({lowest}–{highest} allowed)")
+        };
         let message = if r < p {
             format!(
-                "the provider reported {r} {field} tokens where {p} were predicted: its cache stopped before {text} ({at}), the first segment that differed from what it had cached"
+                "the provider reported {r} {field} tokens where {predicted}, {by} the range: its cache stopped before {text} ({at}), the first segment that differed from what it had cached"
             )
         } else {
             format!(
-                "the provider reported {r} {field} tokens where {p} were predicted: it cached beyond the predicted point; check {text} ({at})"
+                "the provider reported {r} {field} tokens where {predicted}, {by} the range: it cached beyond the predicted point; check {text} ({at})"
             )
         };
         out.push(Mismatch {
@@ -1313,7 +1713,58 @@ fn into_stable(turns: &[Vec<Item>], segment: &str) -> Vec<Vec<Item>> {
         .collect()
 }
 
-fn advice(sim: &Sim<'_>, turns: &[Vec<Item>], current_cost: f64) -> Advice {
+/// Every cause of cache writes over the session, the costliest first: the segment (or event)
+/// named, the turns, the tokens written, their cost and its share of the total cost, and for a
+/// segment what to do about it.
+fn write_notes(sim: &Sim<'_>, sims: &[TurnSim], total_cost: f64) -> Vec<String> {
+    // One entry per cause (its first write) with every turn it wrote in and the tokens summed.
+    let mut by_cause: Vec<(WriteCause, Vec<usize>)> = Vec::new();
+    for cause in sims.iter().flat_map(|s| &s.causes) {
+        match by_cause
+            .iter_mut()
+            .find(|(c, _)| c.name == cause.name && c.kind == cause.kind)
+        {
+            Some((c, turns)) => {
+                if !turns.contains(&(cause.turn + 1)) {
+                    turns.push(cause.turn + 1);
+                }
+                c.tokens += cause.tokens;
+            }
+            None => by_cause.push((cause.clone(), vec![cause.turn + 1])),
+        }
+    }
+    by_cause.sort_by(|(a, _), (b, _)| b.tokens.cmp(&a.tokens).then(a.name.cmp(&b.name)));
+    by_cause
+        .into_iter()
+        .map(|(cause, turns)| {
+            let WriteCause {
+                name,
+                segment,
+                kind,
+                tokens,
+                ..
+            } = cause;
+            let cost = tokens as f64 * sim.write_price() / 1e6;
+            let share = if total_cost > 0.0 { cost / total_cost * 100.0 } else { 0.0 };
+            let turns: Vec<String> = turns.iter().map(usize::to_string).collect();
+            let what = match (kind, segment.is_some()) {
+                ("moved", true) => " — it moves every turn: it sits at a depth inside the cached history, so the history breakpoint is never read past it; put it at depth 0 or 1 (after the moving breakpoint) or pre-history",
+                ("changed", true) => " — its text changes inside the cached prefix: declare it `turn` or move it after the last breakpoint",
+                ("new", true) | ("removed", true) => " — it comes and goes inside the cached prefix: keep it after the last breakpoint",
+                _ => "",
+            };
+            let verb = match kind {
+                "changed" | "moved" | "new" | "removed" => format!("{kind} in turn(s) {}", turns.join(", ")),
+                _ => format!("turn(s) {}", turns.join(", ")),
+            };
+            format!(
+                "Cache writes caused by {name} ({verb}): {tokens} tokens written, ${cost:.5}, {share:.1}% of the total cost{what}."
+            )
+        })
+        .collect()
+}
+
+fn advice(sim: &Sim<'_>, turns: &[Vec<Item>], sims: &[TurnSim], current_cost: f64) -> Advice {
     let mut notes = Vec::new();
     let (current_layout, best_layouts) = if sim.profile.provider.caching
         == Caching::ExplicitBreakpoints
@@ -1419,7 +1870,22 @@ fn advice(sim: &Sim<'_>, turns: &[Vec<Item>], current_cost: f64) -> Advice {
         let plugin = segment.split('/').next().unwrap_or_default().to_string();
         let present: Vec<&String> = seen.iter().flatten().collect();
         let changes = present.windows(2).filter(|w| w[0] != w[1]).count();
-        let (change, why, simulated) = if *in_cached && changes > 0 {
+        let moves = sims
+            .iter()
+            .flat_map(|s| &s.causes)
+            .filter(|c| c.kind == "moved" && c.segment.as_deref() == Some(segment.as_str()))
+            .count();
+        let (change, why, simulated) = if *in_cached && changes == 0 && moves > 0 {
+            (
+                "put it at depth 0 or 1 (after the moving history breakpoint) or pre-history"
+                    .to_string(),
+                format!(
+                    "it moves with the history inside the cached prefix ({moves} time(s) in {} turns), so the history breakpoint is never read past it",
+                    turns.len()
+                ),
+                without_segment(turns, segment),
+            )
+        } else if *in_cached && changes > 0 {
             (
                 "declare it `turn` (or move it after the last breakpoint)".to_string(),
                 format!(
@@ -1476,6 +1942,43 @@ fn advice(sim: &Sim<'_>, turns: &[Vec<Item>], current_cost: f64) -> Advice {
     }
 }
 
+/// When the Anthropic request's breakpoints carry another TTL than the one priced (the Cache
+/// panel's TTL is a what-if; the session's `cacheTtl` decides what is sent), says so.
+fn ttl_note(anthropic_body: &Value, priced: &str) -> Option<String> {
+    let blocks = anthropic_body["system"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .chain(
+            anthropic_body["messages"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .flat_map(|m| m["content"].as_array().into_iter().flatten()),
+        );
+    let control = blocks.filter_map(|b| b.get("cache_control")).next()?;
+    let sent = control["ttl"].as_str().unwrap_or("5m");
+    (sent != priced).then(|| {
+        format!(
+            "The requests carry a {sent} cache TTL but are priced at {priced}: set the session's story `cacheTtl: {priced}` so what is sent matches this forecast."
+        )
+    })
+}
+
+/// What the request's `prompt_cache_key` changes. OpenAI routes a request to a cache machine
+/// by a hash of its first ~256 tokens (and the key, when there is one), and spreads a prefix
+/// used more than about 15 times a minute over more machines. The forecast's reads assume this
+/// session's turns reach the same machine: true of one session, not of many sessions of the
+/// same plugins sharing their first tokens — unless each carries its own key.
+fn routing_note(openai_body: &Value) -> String {
+    match openai_body.get("prompt_cache_key").and_then(Value::as_str) {
+        Some(key) => format!(
+            "The requests carry prompt_cache_key `{key}`: OpenAI routes them by it together with the first ~256 tokens, so this session's turns reach the same cache even when other sessions share those tokens; the reads above assume so (a key shared by more than about 15 requests a minute spills over to other machines)."
+        ),
+        None => "The requests carry no prompt_cache_key: OpenAI routes them by their first ~256 tokens only, which every session of these plugins shares; the reads above assume one session. With many players (more than about 15 requests a minute on that prefix), requests spill over to other machines and miss: set `promptCacheKey` in the session's story model to keep each session's turns together.".into(),
+    }
+}
+
 // ---- the Cache panel ------------------------------------------------------------------------
 
 /// The model a studio forecast prices against when none is named.
@@ -1509,17 +2012,19 @@ impl crate::live::LiveStudio {
                     t.turn_id.clone(),
                     t.player_message.clone(),
                     t.reply.as_ref().and_then(|r| r.usage.clone()),
+                    t.reply.as_ref().map(|r| r.text.clone()),
                 )
             })
             .collect();
         let mut played = Vec::with_capacity(succeeded.len() + 1);
-        for (turn_id, say, usage) in succeeded {
+        for (turn_id, say, usage, reply) in succeeded {
             if let Some(prompt) = self.turn_prompt(&turn_id) {
                 played.push(PlayedTurn {
                     turn_id,
                     say,
                     preview: prompt.preview,
                     usage,
+                    reply,
                     with_newer_plugins: prompt.with_newer_plugins,
                 });
             }
@@ -1536,6 +2041,7 @@ impl crate::live::LiveStudio {
             say,
             preview: next,
             usage: None,
+            reply: None,
             with_newer_plugins: false,
         });
         Ok(forecast(&played, &profile, options, &self.counter))
@@ -1543,6 +2049,25 @@ impl crate::live::LiveStudio {
 }
 
 // ---- the forecast ---------------------------------------------------------------------------
+
+/// A turn's output tokens and where they come from: the usage the backend reported, else the
+/// assumed reply length, else the played reply's text counted with the model's tokenizer.
+fn output_of(
+    turn: &PlayedTurn,
+    options: &ForecastOptions,
+    counting: &Counting<'_>,
+) -> (u64, &'static str) {
+    if let Some(reported) = turn.usage.as_ref().and_then(reported_usage) {
+        return (reported.output_tokens, "reported");
+    }
+    if let Some(tokens) = options.reply_tokens {
+        return (tokens, "assumed");
+    }
+    match &turn.reply {
+        Some(text) => (counting.tokens(text), "reply text"),
+        None => (0, "reply text"),
+    }
+}
 
 /// Forecasts caching and cost for played turns against a model.
 pub fn forecast(
@@ -1591,7 +2116,17 @@ pub fn forecast(
     for (index, ((turn, items), result)) in played.iter().zip(&turns).zip(&sims).enumerate() {
         let input_tokens: u64 = items.iter().map(|i| i.tokens).sum();
         let uncached = input_tokens - result.read - result.write;
-        let cost = sim.price(uncached, result.write, result.read);
+        let (output_tokens, output_from) = output_of(turn, options, &counting);
+        let mut cost = sim.price(uncached, result.write, result.read);
+        cost.output = output_tokens as f64 * profile.model.prices.output / 1e6;
+        let input_side = cost.total;
+        cost.total += cost.output;
+        let cost_range = counting.estimate.map(|rule| {
+            (
+                input_side * rule.low / rule.factor + cost.output,
+                input_side * rule.high / rule.factor + cost.output,
+            )
+        });
         let range = counting.estimate.map(|rule| {
             let base: u64 = items.iter().map(|i| i.base).sum();
             let e = rule.apply(base);
@@ -1650,8 +2185,12 @@ pub fn forecast(
             uncached_tokens: uncached,
             cache_write_tokens: result.write,
             cache_read_tokens: result.read,
+            output_tokens,
+            output_from,
             cost,
-            cost_without_cache: input_tokens as f64 * profile.model.prices.input / 1e6,
+            cost_range,
+            cost_without_cache: input_tokens as f64 * profile.model.prices.input / 1e6
+                + cost.output,
             reported,
             mismatches,
             with_newer_plugins: turn.with_newer_plugins,
@@ -1664,6 +2203,12 @@ pub fn forecast(
         totals.uncached_tokens += row.uncached_tokens;
         totals.cache_write_tokens += row.cache_write_tokens;
         totals.cache_read_tokens += row.cache_read_tokens;
+        totals.output_tokens += row.output_tokens;
+        totals.cost.output += row.cost.output;
+        if let Some((low, high)) = row.cost_range {
+            let (l, h) = totals.cost_range.unwrap_or((0.0, 0.0));
+            totals.cost_range = Some((l + low, h + high));
+        }
         totals.cost.input += row.cost.input;
         totals.cost.cache_write += row.cost.cache_write;
         totals.cost.cache_read += row.cost.cache_read;
@@ -1671,6 +2216,22 @@ pub fn forecast(
         totals.cost_without_cache += row.cost_without_cache;
     }
     totals.saving = totals.cost_without_cache - totals.cost.total;
+    if totals.output_tokens > 0 {
+        ledger.insert(
+            "(reply)".into(),
+            LedgerRow {
+                owner: "(reply)".into(),
+                is_plugin: false,
+                cached_part_tokens: 0,
+                uncached_part_tokens: 0,
+                cache_read_tokens: 0,
+                cache_write_tokens: 0,
+                uncached_tokens: 0,
+                cost: totals.cost.output,
+                share: 0.0,
+            },
+        );
+    }
     let mut ledger: Vec<LedgerRow> = ledger.into_values().collect();
     for row in &mut ledger {
         row.share = if totals.cost.total > 0.0 {
@@ -1680,7 +2241,22 @@ pub fn forecast(
         };
     }
     ledger.sort_by(|a, b| b.cost.total_cmp(&a.cost).then(a.owner.cmp(&b.owner)));
-    let advice = advice(&sim, &turns, totals.cost.total);
+    // Layouts and volatility change only the input side: compare them without the output.
+    let input_cost = totals.cost.total - totals.cost.output;
+    let mut advice = advice(&sim, &turns, &sims, input_cost);
+    advice
+        .notes
+        .extend(write_notes(&sim, &sims, totals.cost.total));
+    if let Some(last) = played.last() {
+        let requests = &last.preview.prompt.requests;
+        if explicit {
+            advice
+                .notes
+                .extend(ttl_note(&requests.anthropic, &options.ttl));
+        } else {
+            advice.notes.push(routing_note(&requests.openai));
+        }
+    }
     let model = ModelSummary {
         id: profile.model.id.clone(),
         provider: profile.model.provider.clone(),
@@ -1752,6 +2328,7 @@ mod tests {
         let options = ForecastOptions {
             pace_seconds: pace,
             ttl: "5m".into(),
+            reply_tokens: None,
         };
         let counter = TokenCounter::new();
         let sim = Sim {
@@ -1783,6 +2360,41 @@ mod tests {
         let sims = sim_turns(&[first, near], 10.0);
         assert_eq!((sims[1].read, sims[1].write), (2000, 3000));
         assert_eq!(sims[1].breakpoints[0].reason_code, "extends");
+    }
+
+    #[test]
+    fn a_claude_prefix_whose_error_bar_straddles_the_minimum_is_uncertain_with_both_costs() {
+        // 880 counted tokens: ×1.05–×1.35 is about 924–1188, around the 1024 minimum.
+        let turn: Vec<Item> = (0..4).map(|n| item(n, 220, n == 3)).collect();
+        let sims = sim_turns(&[turn], 60.0);
+        let row = &sims[0].breakpoints[0];
+        assert_eq!((row.outcome, row.reason_code), (Outcome::Miss, "uncertain"));
+        let rule = crate::facts::ModelFacts::embedded()
+            .expect("facts")
+            .profile("claude-sonnet-4-5")
+            .expect("model")
+            .estimate()
+            .expect("an estimate");
+        let band = rule.apply(880);
+        assert!(band.low < 1024 && band.high >= 1024, "{band:?}");
+        let said = format!("{}–{} tokens", band.low, band.high);
+        assert!(row.reason.contains(&said), "{}", row.reason);
+        assert!(
+            row.reason.contains("880 tokens are written ($0.00330)"),
+            "{}",
+            row.reason
+        );
+        assert!(
+            row.reason.contains("paid as input ($0.00264)"),
+            "{}",
+            row.reason
+        );
+        // Far from the minimum, the verdict is certain.
+        let large: Vec<Item> = (0..4).map(|n| item(n, 400, n == 3)).collect();
+        assert_eq!(
+            sim_turns(&[large], 60.0)[0].breakpoints[0].reason_code,
+            "cold"
+        );
     }
 
     #[test]

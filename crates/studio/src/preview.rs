@@ -699,6 +699,8 @@ impl Workspace {
                 .clone()
                 .unwrap_or_else(|| "story".into()),
             max_tokens: self.session.models.story.reserved_for_response,
+            cache_ttl: self.session.models.story.cache_ttl,
+            prompt_cache_key: self.session.models.story.prompt_cache_key.clone(),
         };
         // The request bodies read the assembly; then its parts move into the view.
         let mut requests = Requests {

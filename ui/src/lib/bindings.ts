@@ -564,6 +564,8 @@ export type Cost = {
 	input: number,
 	cacheWrite: number,
 	cacheRead: number,
+	/**  The reply's output tokens. */
+	output: number,
 	total: number,
 };
 
@@ -688,7 +690,7 @@ export type Forecast = Forecast_Serialize | Forecast_Deserialize;
 export type Forecast_Deserialize = {
 	model: ModelSummary_Deserialize,
 	turns: TurnForecast_Deserialize[],
-	totals: Totals,
+	totals: Totals_Deserialize,
 	ledger: LedgerRow[],
 	advice: Advice_Deserialize,
 	/**  The last turn's segments: `estimateTokens` beside the model's count. */
@@ -701,7 +703,7 @@ export type Forecast_Deserialize = {
 export type Forecast_Serialize = {
 	model: ModelSummary_Serialize,
 	turns: TurnForecast_Serialize[],
-	totals: Totals,
+	totals: Totals_Serialize,
 	ledger: LedgerRow[],
 	advice: Advice_Serialize,
 	/**  The last turn's segments: `estimateTokens` beside the model's count. */
@@ -2304,12 +2306,33 @@ export type ToolStep_Serialize = {
 };
 
 /**  Sums over every turn. */
-export type Totals = {
+export type Totals = Totals_Serialize | Totals_Deserialize;
+
+/**  Sums over every turn. */
+export type Totals_Deserialize = {
 	inputTokens: number,
 	uncachedTokens: number,
 	cacheWriteTokens: number,
 	cacheReadTokens: number,
+	outputTokens: number,
 	cost: Cost,
+	/**  Claude: the total cost over the counts' error bar. */
+	costRange?: [number, number] | null,
+	costWithoutCache: number,
+	/**  `costWithoutCache − cost.total`. */
+	saving: number,
+};
+
+/**  Sums over every turn. */
+export type Totals_Serialize = {
+	inputTokens: number,
+	uncachedTokens: number,
+	cacheWriteTokens: number,
+	cacheReadTokens: number,
+	outputTokens: number,
+	cost: Cost,
+	/**  Claude: the total cost over the counts' error bar. */
+	costRange?: [number, number],
 	costWithoutCache: number,
 	/**  `costWithoutCache − cost.total`. */
 	saving: number,
@@ -2339,7 +2362,14 @@ export type TurnForecast_Deserialize = {
 	uncachedTokens: number,
 	cacheWriteTokens: number,
 	cacheReadTokens: number,
+	/**  Output tokens: reported, else the assumed reply length, else the played reply counted. */
+	outputTokens: number,
+	/**  Where `outputTokens` comes from: `reported`, `assumed` (`--reply-tokens`) or `reply text`. */
+	outputFrom: string,
 	cost: Cost,
+	/**  Claude: `cost.total` over the counts' error bar (input-side costs scaled, output as is). */
+	costRange?: [number, number] | null,
+	/**  What the same tokens cost without caching (output included). */
 	costWithoutCache: number,
 	reported?: Reported | null,
 	mismatches: Mismatch_Deserialize[],
@@ -2365,7 +2395,14 @@ export type TurnForecast_Serialize = {
 	uncachedTokens: number,
 	cacheWriteTokens: number,
 	cacheReadTokens: number,
+	/**  Output tokens: reported, else the assumed reply length, else the played reply counted. */
+	outputTokens: number,
+	/**  Where `outputTokens` comes from: `reported`, `assumed` (`--reply-tokens`) or `reply text`. */
+	outputFrom: string,
 	cost: Cost,
+	/**  Claude: `cost.total` over the counts' error bar (input-side costs scaled, output as is). */
+	costRange?: [number, number],
+	/**  What the same tokens cost without caching (output included). */
 	costWithoutCache: number,
 	reported?: Reported,
 	mismatches?: Mismatch_Serialize[],

@@ -108,7 +108,7 @@ describe("the cache and tests panels", () => {
     expect(usd(0.001234)).toBe("$0.00123");
     expect(usd(12)).toBe("$12.00");
     const line = forecastSummary(forecast);
-    expect(line).toMatch(/input tokens: .* uncached, .* written, .* read · \$/);
+    expect(line).toMatch(/input tokens: .* uncached, .* written, .* read; .* output · \$/);
   });
   it("names the segment and plugin of a golden difference", () => {
     const label = differenceLabel({ place: "system block stable-segments", from: "segment story-director/tone", plugin: "story-director", change: "changed", diff: "" });

@@ -345,7 +345,8 @@ export function usd(value: number): string {
 export function forecastSummary(f: Forecast): string {
   const t = f.totals;
   const percent = t.costWithoutCache > 0 ? Math.round((t.saving / t.costWithoutCache) * 100) : 0;
-  return `${t.inputTokens} input tokens: ${t.uncachedTokens} uncached, ${t.cacheWriteTokens} written, ${t.cacheReadTokens} read · ${usd(t.cost.total)} against ${usd(t.costWithoutCache)} without caching (saves ${percent}%)`;
+  const range = t.costRange ? ` (${usd(t.costRange[0])}–${usd(t.costRange[1])})` : "";
+  return `${t.inputTokens} input tokens: ${t.uncachedTokens} uncached, ${t.cacheWriteTokens} written, ${t.cacheReadTokens} read; ${t.outputTokens} output · ${usd(t.cost.total)}${range} against ${usd(t.costWithoutCache)} without caching (saves ${percent}%)`;
 }
 
 /** Counts of a test run: sessions, failed sessions, checks and failed checks. */

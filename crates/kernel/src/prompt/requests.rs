@@ -9,14 +9,20 @@
 //! about exactly what the provider receives.
 
 use super::assemble::{Assembly, BlockKind, Message, Origin};
+use crate::session::CacheTtl;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-/// Model names and the reply reserve for the request bodies.
+/// Model names, the reply reserve and the cache settings for the request bodies.
 #[derive(Debug, Clone)]
 pub struct RequestOptions {
     pub model: String,
     pub max_tokens: u32,
+    /// Anthropic: `1h` adds `"ttl": "1h"` to every `cache_control`; `5m` (or none) leaves the
+    /// provider's default.
+    pub cache_ttl: Option<CacheTtl>,
+    /// OpenAI: sent as `prompt_cache_key`.
+    pub prompt_cache_key: Option<String>,
 }
 
 /// Anthropic's limit on cache breakpoints per request.
@@ -92,11 +98,14 @@ pub struct RequestPart {
 }
 
 impl RequestPart {
-    /// The block exactly as serialized in the body.
-    pub fn body(&self) -> Value {
+    /// The block exactly as serialized in the body, its breakpoint with the TTL asked for.
+    pub fn body(&self, ttl: Option<CacheTtl>) -> Value {
         let mut block = json!({"type": "text", "text": self.text});
         if self.cache_control {
-            block["cache_control"] = json!({"type": "ephemeral"});
+            block["cache_control"] = match ttl {
+                Some(CacheTtl::OneHour) => json!({"type": "ephemeral", "ttl": "1h"}),
+                _ => json!({"type": "ephemeral"}),
+            };
         }
         block
     }
@@ -226,9 +235,13 @@ impl AnthropicRequest {
 
     /// The JSON body.
     pub fn body(&self, options: &RequestOptions) -> Value {
-        let system: Vec<Value> = self.system.iter().map(RequestPart::body).collect();
-        let messages: Vec<Value> =
-            self.messages.iter().map(|m| json!({"role": m.role, "content": m.content.iter().map(RequestPart::body).collect::<Vec<_>>()})).collect();
+        let ttl = options.cache_ttl;
+        let system: Vec<Value> = self.system.iter().map(|p| p.body(ttl)).collect();
+        let messages: Vec<Value> = self
+            .messages
+            .iter()
+            .map(|m| json!({"role": m.role, "content": m.content.iter().map(|p| p.body(ttl)).collect::<Vec<_>>()}))
+            .collect();
         json!({
             "model": options.model,
             "max_tokens": options.max_tokens,
@@ -267,7 +280,12 @@ pub fn openai_request(assembly: &Assembly, options: &RequestOptions) -> Value {
             .iter()
             .map(|m| json!({"role": m.role, "content": m.content})),
     );
-    json!({"model": options.model, "max_tokens": options.max_tokens, "messages": messages})
+    let mut body =
+        json!({"model": options.model, "max_tokens": options.max_tokens, "messages": messages});
+    if let Some(key) = &options.prompt_cache_key {
+        body["prompt_cache_key"] = json!(key);
+    }
+    body
 }
 
 #[cfg(test)]
@@ -313,5 +331,53 @@ mod tests {
             [true],
             "the moving breakpoint sits on the newest history message that is sent"
         );
+    }
+
+    fn one_history_message() -> Assembly {
+        Assembly {
+            blocks: Vec::new(),
+            messages: vec![message(
+                "user",
+                "hello",
+                Origin::History { id: "m1".into() },
+            )],
+            segments: Vec::new(),
+            turn_context: String::new(),
+        }
+    }
+
+    fn options(cache_ttl: Option<CacheTtl>, prompt_cache_key: Option<&str>) -> RequestOptions {
+        RequestOptions {
+            model: "m".into(),
+            max_tokens: 10,
+            cache_ttl,
+            prompt_cache_key: prompt_cache_key.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn a_one_hour_ttl_is_sent_in_every_cache_control_and_five_minutes_is_the_default() {
+        let assembly = one_history_message();
+        let control = |ttl| {
+            anthropic_request(&assembly, &options(ttl, None))["messages"][0]["content"][0]["cache_control"].clone()
+        };
+        assert_eq!(
+            control(Some(CacheTtl::OneHour)),
+            json!({"type": "ephemeral", "ttl": "1h"})
+        );
+        assert_eq!(
+            control(Some(CacheTtl::FiveMinutes)),
+            json!({"type": "ephemeral"})
+        );
+        assert_eq!(control(None), json!({"type": "ephemeral"}));
+    }
+
+    #[test]
+    fn the_openai_body_carries_the_prompt_cache_key_only_when_the_session_sets_one() {
+        let assembly = one_history_message();
+        let key = openai_request(&assembly, &options(None, Some("story-42")));
+        assert_eq!(key["prompt_cache_key"], json!("story-42"));
+        let none = openai_request(&assembly, &options(None, None));
+        assert!(none.get("prompt_cache_key").is_none());
     }
 }
