@@ -704,13 +704,25 @@ export function providerChains(snapshot: Snapshot): ProviderChain[] {
   const keyed = preview.slots.filter((s) => s.key !== undefined && s.key !== null);
   const base = chains([...preview.calls, ...preview.worldContext.calls.filter((c) => !preview.calls.includes(c))]);
   const out: ProviderChain[] = base.map((c) => ({ ...c, notCalled: [], otherSlot: [] }));
+  // A keyed slot (character.visual@1 per character) has a chain per key: they take the place of
+  // the slot's calls in call order, one after the other.
+  const placed = new Map<string, number>();
   for (const slot of keyed) {
     const [chain] = chains(slot.chain);
     const key = `ui.slot@1 → ${slot.slot}[${slot.key}]`;
-    const existing = out.findIndex((c) => c.key === `ui.slot@1 → ${slot.slot}`);
     const entry: ProviderChain = { ...(chain ?? { point: "ui.slot@1", calls: [], ties: new Set<string>() }), key, slot: slot.slot, notCalled: [], otherSlot: [] };
-    if (existing >= 0 && out[existing].calls.every((c) => slot.chain.some((s) => s.pluginId === c.pluginId && s.providerId === c.providerId))) out.splice(existing, 1, entry);
-    else out.push(entry);
+    const after = placed.get(slot.slot);
+    const existing = out.findIndex((c) => c.key === `ui.slot@1 → ${slot.slot}`);
+    if (after !== undefined) {
+      out.splice(after + 1, 0, entry);
+      placed.set(slot.slot, after + 1);
+    } else if (existing >= 0 && out[existing].calls.every((c) => slot.chain.some((s) => s.pluginId === c.pluginId && s.providerId === c.providerId))) {
+      out.splice(existing, 1, entry);
+      placed.set(slot.slot, existing);
+    } else {
+      out.push(entry);
+      placed.set(slot.slot, out.length - 1);
+    }
   }
   const registered = snapshot.plugins.flatMap((p) => p.providers.map((r) => ({ plugin: p, ...r })));
   const why = (p: PluginView): string | null => {
