@@ -215,13 +215,15 @@ test("three scripted turns of the demo change the stage each turn, and the inspe
     await tab("Playtest");
     await (await browser.$('[data-testid="player-message"]')).setValue(turn.say);
     await (await browser.$('[data-testid="play"]')).click();
-    await waitFor(`turn ${n} in the inspector`, async () => new RegExp(`turn ${n}\\)`).test(await text('[data-testid="turn-inspector"]')));
+    // The demo's history holds two turns: its first played turn is turn-3 (the scripted
+    // narrator says the turn's number).
+    await waitFor(`turn ${n} in the inspector`, async () => new RegExp(`turn ${n + 2}\\)`).test(await text('[data-testid="turn-inspector"]')));
     const loop = await text('[data-testid="turn-loop"]');
     for (const step of turn.loop) assert.match(loop, step, `turn ${n}'s loop`);
     await (await browser.$('[data-testid="turn-inspector"]')).scrollIntoView();
     await shot(`e2e-turn-${n}-inspector`, n === 2 ? "turn-inspector" : undefined);
     await tab("Stage");
-    await waitFor(`turn ${n}'s narration`, async () => new RegExp(`turn ${n}\\)`).test(await text('[data-testid="dialog"]')));
+    await waitFor(`turn ${n}'s narration`, async () => new RegExp(`turn ${n + 2}\\)`).test(await text('[data-testid="dialog"]')));
     assert.match(await text('[data-testid="backdrop"]'), turn.backdrop, `turn ${n}'s backdrop`);
     assert.match(await text('[data-testid="choices"]'), turn.choices, `turn ${n}'s choices`);
     await shot(`e2e-turn-${n}-stage`, n === 1 ? "stage" : undefined);
@@ -476,6 +478,7 @@ test("an author's day: covel new, open, edit and see the diff, break and jump to
     await change("export default function (covel) {", "export default function (covel) {{");
     await tab("Problems");
     await waitFor("the syntax error", async () => (await browser.$('[data-testid="problem"][data-severity="error"] [data-testid="open-in-editor"]')).isExisting(), 30000);
+    await rm(join(home, "editor-args"), { force: true });
     await (await browser.$('[data-testid="problem"][data-severity="error"] [data-testid="open-in-editor"]')).click();
     await waitFor("the editor asked", async () => /index\.js:\d+:\d+/.test(await readFile(join(home, "editor-args"), "utf8").catch(() => "")));
     const [flag, place] = (await readFile(join(home, "editor-args"), "utf8")).trim().split("\n");
