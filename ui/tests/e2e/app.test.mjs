@@ -461,6 +461,15 @@ test("an author's day: covel new, open, edit and see the diff, break and jump to
   try {
     const created = await covel(["new", "weather", "--dir", day]);
     assert.equal(created.code, 0, created.out);
+    // A second scripted turn, and the test's golden snapshot written and accepted headless.
+    const sessionFile = join(day, "tests/weather.session.yaml");
+    await writeFile(sessionFile, (await readFile(sessionFile, "utf8")) + "    - say: I listen.\n      reply: The wind rises.\n");
+    for (const args of [["test", sessionFile, "--update"], ["test", sessionFile, "--review", "--accept-all"]]) {
+      const run = await covel(args);
+      assert.equal(run.code, 0, run.out);
+    }
+    const goldenFile = join(day, "tests/weather.golden.yaml");
+    assert.equal((await readFile(goldenFile, "utf8")).match(/Describe one sound in every scene\. \(weather\)/g)?.length, 2, "both turns' prompts");
     // Open it.
     await tab("Open");
     await (await browser.$('[data-testid="open-plugins"]')).setValue(day);
@@ -509,9 +518,22 @@ test("an author's day: covel new, open, edit and see the diff, break and jump to
     const played = await readFile(join(day, "tests/weather.played.session.yaml"), "utf8");
     for (const say of ["I look around.", "I listen.", "I walk on."]) assert.ok(played.includes(say), `the played session keeps ${say}`);
     assert.match(await readFile(join(day, "tests/weather.session.yaml"), "utf8"), /locale: fr/);
-    // The session's own test still passes headless.
-    const tested = await covel(["test", join(day, "tests/weather.session.yaml")]);
-    assert.equal(tested.code, 0, tested.out);
+    // The text change shows in both turns' snapshots: accept the first turn's change, keep the
+    // second pending.
+    await tab("Tests");
+    await (await browser.$('[data-testid="tests-run"]')).click();
+    await waitFor("the golden differences", async () => (await browser.$('[data-testid="golden-review"]')).isExisting(), 60000);
+    await (await browser.$('[data-testid="golden-review"]')).click();
+    await waitFor("the first change", async () => (await browser.$('[data-testid="golden-change"] [data-testid="golden-accept"]')).isExisting(), 60000);
+    await (await browser.$('[data-testid="golden-change"] [data-testid="golden-accept"]')).click();
+    await waitFor("the confirmation", async () => (await browser.$('[data-testid="golden-confirm"]')).isExisting());
+    assert.match(await text('[data-testid="golden-confirm"]'), /weather\.golden\.yaml/);
+    await shot("e2e-day-6-golden", "day-6-golden");
+    await (await browser.$('[data-testid="golden-write"]')).click();
+    await waitFor("one change accepted", async () => ((await readFile(goldenFile, "utf8")).match(/Name the wind\./g)?.length ?? 0) === 1, 30000);
+    const golden = await readFile(goldenFile, "utf8");
+    assert.equal(golden.match(/Describe one sound in every scene\. \(weather\)/g)?.length, 2, "the other turn is as it was");
+    assert.ok(await readFile(join(day, "tests/weather.golden.new"), "utf8"), "the other change is still pending");
   } finally {
     // Back to the folder the other tests use.
     await tab("Open");
