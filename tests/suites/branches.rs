@@ -296,3 +296,27 @@ fn a_turn_in_flight_appends_nothing_to_the_branch_switched_to() {
     );
     assert_eq!(state(&studio), before);
 }
+
+#[test]
+fn undo_takes_back_the_played_turn_and_the_failed_attempts_after_it() {
+    let (_dir, mut studio) = demo();
+    let before = state(&studio);
+    play(&mut studio, "I swim to the tower.");
+    // A turn cancelled before its reply: recorded, with nothing appended and no undo step.
+    let cancelled = std::sync::atomic::AtomicBool::new(true);
+    let failed = studio.play_turn_cancellable("I wait.", &cancelled);
+    assert!(failed.error.is_some());
+    assert_eq!(
+        studio.turns.len(),
+        2,
+        "the played turn and the cancelled attempt"
+    );
+    studio.undo().expect("undone");
+    assert_eq!(state(&studio), before, "the played turn is undone");
+    assert!(
+        studio.turns.is_empty(),
+        "its record goes, and the attempt made after it: {:?}",
+        turn_ids(&studio)
+    );
+    assert!(studio.next_undo().is_none());
+}

@@ -746,8 +746,12 @@ impl LiveStudio {
             }
             Some(UndoEntry::Turn) => {
                 self.play.undo();
-                if let Some(turn) = self.turns.pop() {
-                    self.recent.retain(|(id, _)| *id != turn.turn_id);
+                // The played turn undone, and the failed or cancelled attempts recorded after it
+                // (they were tried on the state it left): a failed attempt has no undo step.
+                if let Some(played) = self.turns.iter().rposition(|t| t.error.is_none()) {
+                    for turn in self.turns.split_off(played) {
+                        self.recent.retain(|(id, _)| *id != turn.turn_id);
+                    }
                 }
                 self.refresh();
                 Ok(Some(UndoKind::Turn))

@@ -1213,3 +1213,24 @@ test("Plugins and Problems have a filter: the rows that match, and how many of h
   assert.equal(await p.getByTestId("problems-shown").textContent(), `1 of ${problems} shown`);
   await context.close();
 });
+
+test("a failed attempt and the turn played after it share an id, and each can be inspected", async () => {
+  const after = await fixture("after-turn.json");
+  const played = after.turns[0];
+  const failed = { ...structuredClone(played), reply: undefined, error: "the turn was cancelled; nothing was appended", steps: [], events: [], slotChanges: [] };
+  const context = await browser.newContext({ viewport: { width: 1440, height: 920 } });
+  const p = await context.newPage();
+  await p.goto(url);
+  await p.getByTestId("system-prompt").waitFor();
+  await p.evaluate((s) => window.__fakeSnapshot(s), { ...after, turns: [failed, played] });
+  await p.locator('[data-tab="Playtest"]').click();
+  const picks = p.getByTestId("turn-pick");
+  assert.deepEqual(await picks.allTextContents(), [`${played.turnId} ✗`, played.turnId]);
+  await picks.first().click();
+  await p.getByTestId("turn-error").waitFor();
+  await picks.nth(1).click();
+  await p.getByTestId("turn-reply").waitFor();
+  assert.equal(await p.getByTestId("turn-error").count(), 0, "the played turn, not the failed attempt");
+  assert.equal(await picks.nth(1).getAttribute("aria-pressed"), "true");
+  await context.close();
+});
