@@ -464,17 +464,28 @@ impl LiveStudio {
             return Some(preview.clone());
         }
         let before = self.play.session_before(turn_id)?;
-        let workspace = &mut self.play.workspace;
-        let current = std::mem::replace(&mut workspace.session, before);
-        workspace.session.next_message = self
+        let message = self
             .turns
             .iter()
             .find(|t| t.turn_id == turn_id)
             .map(|t| t.player_message.clone())
             .unwrap_or_default();
+        Some(self.preview_of(before, message))
+    }
+
+    /// The story preview of `session` saying `message` (an older turn's prompt), the session in
+    /// use left as it was.
+    fn preview_of(
+        &mut self,
+        mut session: covel_kernel::session::Session,
+        message: String,
+    ) -> Preview {
+        session.next_message = message;
+        let workspace = &mut self.play.workspace;
+        let current = std::mem::replace(&mut workspace.session, session);
         let preview = workspace.preview(&RuntimeTarget::Story);
         workspace.session = current;
-        Some(preview)
+        preview
     }
 
     /// A played turn's prompt for the turn inspector, and whether it can differ from what was
@@ -635,16 +646,26 @@ impl LiveStudio {
         recent: std::collections::VecDeque<(String, Preview)>,
         after_turn: Option<String>,
     ) -> String {
-        let leaving = Parked {
-            line: self.play.swap_line(line),
-            turns: std::mem::replace(&mut self.turns, turns),
-            undo: std::mem::replace(&mut self.undo, undo),
-            recent: std::mem::replace(&mut self.recent, recent),
-        };
+        let leaving = self.take_up(Parked {
+            line,
+            turns,
+            undo,
+            recent,
+        });
         let id = self.branches.start(after_turn, leaving);
         self.forced_compaction = None;
         self.refresh();
         id
+    }
+
+    /// Makes `branch` the state played and returns the state it replaces, parked.
+    fn take_up(&mut self, branch: Parked) -> Parked {
+        Parked {
+            line: self.play.swap_line(branch.line),
+            turns: std::mem::replace(&mut self.turns, branch.turns),
+            undo: std::mem::replace(&mut self.undo, branch.undo),
+            recent: std::mem::replace(&mut self.recent, branch.recent),
+        }
     }
 
     /// Makes the branch `id` the one played; the branch left is kept as it is.
@@ -653,12 +674,7 @@ impl LiveStudio {
             return Ok(());
         }
         let parked = self.branches.unpark(id)?;
-        let leaving = Parked {
-            line: self.play.swap_line(parked.line),
-            turns: std::mem::replace(&mut self.turns, parked.turns),
-            undo: std::mem::replace(&mut self.undo, parked.undo),
-            recent: std::mem::replace(&mut self.recent, parked.recent),
-        };
+        let leaving = self.take_up(parked);
         self.branches.switch(id, leaving);
         self.forced_compaction = None;
         self.refresh();
@@ -686,16 +702,12 @@ impl LiveStudio {
             });
         }
         let record = parked.turns.iter().find(|t| t.turn_id == turn_id)?;
-        let mut before = parked.line.session_before(turn_id)?;
-        before.next_message.clone_from(&record.player_message);
-        let reloaded_since = record.plugin_reloads != self.plugin_reloads;
-        let workspace = &mut self.play.workspace;
-        let current = std::mem::replace(&mut workspace.session, before);
-        let preview = workspace.preview(&RuntimeTarget::Story);
-        workspace.session = current;
+        let before = parked.line.session_before(turn_id)?;
+        let message = record.player_message.clone();
+        let with_newer_plugins = record.plugin_reloads != self.plugin_reloads;
         Some(TurnPrompt {
-            preview,
-            with_newer_plugins: reloaded_since,
+            preview: self.preview_of(before, message),
+            with_newer_plugins,
         })
     }
 
