@@ -312,7 +312,7 @@ async fn turn_prompt(
 ) -> Result<TurnPrompt, String> {
     with_studio(&state, move |s| {
         s.branch_turn_prompt(branch.as_deref(), &turn_id)
-            .map(|p| TurnPrompt::from(&p))
+            .map(|p| TurnPrompt::of(&p, s))
             .ok_or_else(|| format!("`{turn_id}` is not a played turn"))
     })
     .await

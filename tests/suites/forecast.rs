@@ -842,3 +842,94 @@ fn a_forecast_priced_at_another_ttl_than_the_requests_carry_says_so() {
             .any(|n| n.contains("cache TTL but"))
     );
 }
+
+/// The sample's demo session, live, its story model named `model` when given.
+fn live_demo(model: Option<&str>) -> (tempfile::TempDir, covel_studio::live::LiveStudio) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    covel_tests::copy_dir(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins-sample"),
+        dir.path(),
+    );
+    if let Some(model) = model {
+        let path = dir.path().join("demo.session.yaml");
+        let text = std::fs::read_to_string(&path).expect("the demo session");
+        let named = text.replacen("  story:\n", &format!("  story:\n    model: {model}\n"), 1);
+        assert_ne!(named, text, "the demo names its story model's settings");
+        std::fs::write(&path, named).expect("written");
+    }
+    let ws = Workspace::open(
+        dir.path(),
+        Some(&dir.path().join("demo.session.yaml")),
+        &Limits::default(),
+    )
+    .expect("the demo opens");
+    let studio = covel_studio::live::LiveStudio::new(ws, covel_studio::RuntimeTarget::Story);
+    (dir, studio)
+}
+
+#[test]
+fn a_cache_breakpoint_has_one_count_in_the_prompt_panel_and_the_cache_panel() {
+    let (_dir, mut studio) = live_demo(None);
+    studio.play_turn("I ring the bell.");
+    let counts = studio.snapshot().preview.counts;
+    let forecast = studio
+        .forecast(None, &ForecastOptions::default())
+        .expect("the default model is known");
+    assert_eq!(counts.counter.model, forecast.model.id);
+    let next = forecast.turns.last().expect("the next turn");
+    assert!(
+        !next.breakpoints.is_empty(),
+        "the demo has cache breakpoints"
+    );
+    assert_eq!(counts.breakpoints.len(), next.breakpoints.len());
+    for (count, row) in counts.breakpoints.iter().zip(&next.breakpoints) {
+        assert_eq!(count.tokens, row.prefix_tokens, "{}", row.at);
+        assert!(
+            count.low <= count.tokens && count.tokens <= count.high,
+            "{count:?}"
+        );
+    }
+    // The Prompt panel's blocks and sent messages add up to the request the Cache panel prices.
+    let whole: u64 = counts
+        .blocks
+        .iter()
+        .chain(&counts.messages)
+        .map(|c| c.tokens)
+        .sum();
+    assert_eq!(
+        counts.system.tokens,
+        counts.blocks.iter().map(|c| c.tokens).sum::<u64>()
+    );
+    assert_eq!(
+        whole, next.input_tokens,
+        "every block the request sends, counted once"
+    );
+}
+
+#[test]
+fn the_panels_count_for_the_story_model_and_say_so_when_the_facts_do_not_know_it() {
+    let counts = live_demo(None).1.snapshot().preview.counts;
+    assert_eq!(counts.counter.model, forecast::DEFAULT_MODEL);
+    assert!(!counts.counter.exact, "Claude counts are estimates");
+    assert!(counts.system.low < counts.system.tokens && counts.system.tokens < counts.system.high);
+
+    let counts = live_demo(Some("gpt-4o")).1.snapshot().preview.counts;
+    assert_eq!(counts.counter.model, "gpt-4o");
+    assert!(counts.counter.exact);
+    assert_eq!(counts.counter.chosen, "the session's story model");
+    assert_eq!(
+        (counts.system.low, counts.system.high),
+        (counts.system.tokens, counts.system.tokens)
+    );
+
+    let counts = live_demo(Some("llama3.1:8b")).1.snapshot().preview.counts;
+    assert_eq!(counts.counter.model, forecast::DEFAULT_MODEL);
+    assert!(
+        counts
+            .counter
+            .chosen
+            .contains("`llama3.1:8b` is not in the model facts"),
+        "{}",
+        counts.counter.chosen
+    );
+}

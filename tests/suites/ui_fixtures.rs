@@ -101,7 +101,7 @@ fn ui_fixtures_are_fresh() {
         .into_iter()
         .map(|id| {
             let prompt = studio.turn_prompt(&id).expect("a played turn");
-            let prompt = covel_studio::wire::turns::TurnPrompt::from(&prompt);
+            let prompt = covel_studio::wire::turns::TurnPrompt::of(&prompt, &studio);
             (id, serde_json::to_value(prompt).expect("json"))
         })
         .collect();
@@ -315,11 +315,18 @@ fn the_wire_keeps_the_json_shape_of_the_studio_types() {
         let what = session.display().to_string();
         // The request bodies cross apart from the prompt, with the same shape.
         let (preview, requests) = without_requests(&studio.preview);
-        assert_eq!(
-            serde_json::to_value(covel_studio::wire::Preview::from(&studio.preview)).expect("json"),
-            preview,
-            "the preview of {what}"
+        // The wire adds the story model's counts (the studio's preview knows no model).
+        let mut wire = serde_json::to_value(covel_studio::wire::Preview::of(
+            &studio.preview,
+            studio.prompt_counts(&studio.preview),
+        ))
+        .expect("json");
+        assert!(
+            wire.as_object_mut()
+                .and_then(|w| w.remove("counts"))
+                .is_some()
         );
+        assert_eq!(wire, preview, "the preview of {what}");
         assert_eq!(
             serde_json::to_value(covel_studio::wire::Requests::from(&studio.preview.prompt))
                 .expect("json"),
@@ -335,9 +342,17 @@ fn the_wire_keeps_the_json_shape_of_the_studio_types() {
         let turn = studio.turns.first().map(|t| t.turn_id.clone());
         if let Some(prompt) = turn.and_then(|turn| studio.turn_prompt(&turn)) {
             let (preview, requests) = without_requests(&prompt.preview);
+            let mut wire =
+                serde_json::to_value(covel_studio::wire::turns::TurnPrompt::of(&prompt, &studio))
+                    .expect("json");
+            assert!(
+                wire["preview"]
+                    .as_object_mut()
+                    .and_then(|w| w.remove("counts"))
+                    .is_some()
+            );
             assert_eq!(
-                serde_json::to_value(covel_studio::wire::turns::TurnPrompt::from(&prompt))
-                    .expect("json"),
+                wire,
                 serde_json::json!({
                     "preview": preview,
                     "withNewerPlugins": prompt.with_newer_plugins,
@@ -407,7 +422,9 @@ fn slot_log_save(
     Vec<covel_studio::wire::preview::SlotView>,
 ) {
     studio.confirm_memo();
-    let held = covel_studio::wire::Preview::from(&studio.preview).slots;
+    let held =
+        covel_studio::wire::Preview::of(&studio.preview, studio.prompt_counts(&studio.preview))
+            .slots;
     let touched = log_save(
         studio,
         wire,
@@ -422,7 +439,8 @@ fn slot_log_save(
     (
         held,
         slots,
-        covel_studio::wire::Preview::from(&studio.preview).slots,
+        covel_studio::wire::Preview::of(&studio.preview, studio.prompt_counts(&studio.preview))
+            .slots,
     )
 }
 
@@ -478,7 +496,8 @@ fn a_patch_sends_only_what_changed_and_a_played_turn_once() {
     assert_eq!((turns.keep, turns.append.len()), (1, 0));
 
     // A reload sends its entry and the parts it changed, not the unchanged ones.
-    let held_preview = covel_studio::wire::Preview::from(&studio.preview);
+    let held_preview =
+        covel_studio::wire::Preview::of(&studio.preview, studio.prompt_counts(&studio.preview));
     let held_segments = held_preview.segments.clone();
     let module = dir.path().join("story-director/server/lib/text.js");
     let text = std::fs::read_to_string(&module).expect("read");
@@ -502,9 +521,11 @@ fn a_patch_sends_only_what_changed_and_a_played_turn_once() {
     // The prompt crosses as a change to the one held: the splices of its texts, not its text.
     let prompt = preview.prompt.as_ref().expect("the prompt's text changed");
     let held_prompt = serde_json::to_value(&held_preview.prompt).expect("json");
-    let now_prompt =
-        serde_json::to_value(&covel_studio::wire::Preview::from(&studio.preview).prompt)
-            .expect("json");
+    let now_prompt = serde_json::to_value(
+        &covel_studio::wire::Preview::of(&studio.preview, studio.prompt_counts(&studio.preview))
+            .prompt,
+    )
+    .expect("json");
     assert_eq!(
         prompt.apply_to(&held_prompt).map(|p| p.to_string()),
         Some(now_prompt.to_string()),
@@ -520,7 +541,9 @@ fn a_patch_sends_only_what_changed_and_a_played_turn_once() {
     );
     // The segment table crosses by position: the rows whose text changed, not the whole table.
     let segments = preview.segments.as_ref().expect("a segment's text changed");
-    let now_segments = covel_studio::wire::Preview::from(&studio.preview).segments;
+    let now_segments =
+        covel_studio::wire::Preview::of(&studio.preview, studio.prompt_counts(&studio.preview))
+            .segments;
     assert!(!segments.changed.is_empty());
     assert!(
         segments
@@ -571,7 +594,9 @@ fn a_patch_sends_only_what_changed_and_a_played_turn_once() {
     // by position, only those whose record changed: merged into the list the UI held, they give
     // the new list.
     studio.confirm_memo();
-    let held = covel_studio::wire::Preview::from(&studio.preview).calls;
+    let held =
+        covel_studio::wire::Preview::of(&studio.preview, studio.prompt_counts(&studio.preview))
+            .calls;
     let touched = log_tone_save(&mut studio, &mut wire, dir.path());
     let preview = touched
         .preview
@@ -590,7 +615,9 @@ fn a_patch_sends_only_what_changed_and_a_played_turn_once() {
             .any(|l| l.as_str() == "[log] tone is: grave")),
         "the call whose log changed is sent"
     );
-    let now = covel_studio::wire::Preview::from(&studio.preview).calls;
+    let now =
+        covel_studio::wire::Preview::of(&studio.preview, studio.prompt_counts(&studio.preview))
+            .calls;
     for at in &calls.changed {
         assert_ne!(
             held.get(at.index as usize),
@@ -786,7 +813,8 @@ fn the_first_save_after_opening_sends_the_memo_answers_as_one_flag() {
         held.calls.iter().all(|c| !c.cached),
         "on opening every call ran"
     );
-    let now = covel_studio::wire::Preview::from(&studio.preview);
+    let now =
+        covel_studio::wire::Preview::of(&studio.preview, studio.prompt_counts(&studio.preview));
     let answered = now.calls.iter().filter(|c| c.cached).count();
     assert!(
         answered * 2 > now.calls.len(),

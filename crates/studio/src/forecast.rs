@@ -144,15 +144,15 @@ enum Slot {
 
 /// One content block of a request (Anthropic) or one message (OpenAI).
 #[derive(Debug, Clone)]
-struct Item {
+pub(crate) struct Item {
     label: String,
     /// Identity: role, message boundary and content, without cache markers.
     key: Vec<u8>,
     /// Content for re-keying in simulations (role and message boundary prefix).
     tag: String,
-    tokens: u64,
+    pub(crate) tokens: u64,
     /// The exact base count (Claude estimates scale it).
-    base: u64,
+    pub(crate) base: u64,
     breakpoint: bool,
     slot: Slot,
     parts: Vec<ItemPart>,
@@ -160,18 +160,46 @@ struct Item {
     content: String,
 }
 
-struct Counting<'a> {
+/// The model's counter: exact for OpenAI encodings, Claude's stated estimate over an exact base
+/// count. Every token number the studio shows comes from here ([`crate::counts`] for the panels).
+pub(crate) struct Counting<'a> {
     counter: &'a TokenCounter,
     encoding: Encoding,
     estimate: Option<EstimateRule>,
 }
 
+impl<'a> Counting<'a> {
+    pub(crate) fn new(profile: &ModelProfile, counter: &'a TokenCounter) -> Counting<'a> {
+        Counting {
+            counter,
+            encoding: profile.encoding(),
+            estimate: profile.estimate(),
+        }
+    }
+}
+
 impl Counting<'_> {
+    /// Whether counts are exact (no estimate's range).
+    pub(crate) fn exact(&self) -> bool {
+        self.estimate.is_none()
+    }
+
+    /// The range of a total whose counted tokens are `tokens` over an exact `base` count.
+    pub(crate) fn range(&self, tokens: u64, base: u64) -> (u64, u64) {
+        match self.estimate {
+            Some(rule) => {
+                let band = rule.apply(base);
+                (band.low, band.high)
+            }
+            None => (tokens, tokens),
+        }
+    }
+
     fn base(&self, text: &str) -> u64 {
         self.counter.count(self.encoding, text)
     }
 
-    fn tokens(&self, text: &str) -> u64 {
+    pub(crate) fn tokens(&self, text: &str) -> u64 {
         let base = self.base(text);
         self.estimate.map_or(base, |rule| rule.apply(base).tokens)
     }
@@ -231,7 +259,9 @@ fn message_label(index: usize, message: &covel_kernel::prompt::Message) -> Strin
 }
 
 /// The Anthropic request's content blocks in order: system blocks, then every message's blocks.
-fn anthropic_items(preview: &Preview, counting: &Counting<'_>) -> Vec<Item> {
+/// The Anthropic request as blocks: each system block, then each content block of each message
+/// the body sends, counted.
+pub(crate) fn anthropic_items(preview: &Preview, counting: &Counting<'_>) -> Vec<Item> {
     let body = &preview.prompt.requests.anthropic;
     let rows = &preview.segments;
     let mut items = Vec::new();
@@ -2050,6 +2080,22 @@ impl crate::live::LiveStudio {
 
 // ---- the forecast ---------------------------------------------------------------------------
 
+/// How a model's tokens are counted, in one line.
+pub(crate) fn counts_note(profile: &ModelProfile) -> String {
+    let encoding = profile.encoding().name();
+    match profile.estimate() {
+        Some(rule) => format!(
+            "estimated: exact {encoding} counts × {} (error bar ×{}–×{}); {}",
+            rule.factor, rule.low, rule.high, profile.provider.tokenizer.note
+        ),
+        None => format!(
+            "exact {encoding} counts, plus {} tokens and the role per message and {} for the reply",
+            profile.provider.message_overhead_tokens.unwrap_or(0),
+            profile.provider.reply_priming_tokens.unwrap_or(0)
+        ),
+    }
+}
+
 /// A turn's output tokens and where they come from: the usage the backend reported, else the
 /// assumed reply length, else the played reply's text counted with the model's tokenizer.
 fn output_of(
@@ -2076,11 +2122,7 @@ pub fn forecast(
     options: &ForecastOptions,
     counter: &TokenCounter,
 ) -> Forecast {
-    let counting = Counting {
-        counter,
-        encoding: profile.encoding(),
-        estimate: profile.estimate(),
-    };
+    let counting = Counting::new(profile, counter);
     let explicit = profile.provider.caching == Caching::ExplicitBreakpoints;
     let overhead = profile.provider.message_overhead_tokens.unwrap_or(0);
     let priming = profile.provider.reply_priming_tokens.unwrap_or(0);
@@ -2265,20 +2307,7 @@ pub fn forecast(
         ttl_seconds: sim.ttl as u64,
         pace_seconds: options.pace_seconds,
         prices: profile.model.prices.clone(),
-        counts: match counting.estimate {
-            Some(rule) => format!(
-                "estimated: exact {} counts × {} (error bar ×{}–×{}); {}",
-                counting.encoding.name(),
-                rule.factor,
-                rule.low,
-                rule.high,
-                profile.provider.tokenizer.note
-            ),
-            None => format!(
-                "exact {} counts, plus {overhead} tokens and the role per message and {priming} for the reply",
-                counting.encoding.name()
-            ),
-        },
+        counts: counts_note(profile),
         facts_date: profile.facts_date.clone(),
         verified: profile.model.verified && profile.provider.verified,
         sources: profile.sources.values().map(|s| s.url.clone()).collect(),

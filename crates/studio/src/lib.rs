@@ -6,6 +6,7 @@ pub mod about;
 pub mod branches;
 pub mod checkpoints;
 pub mod compaction;
+pub mod counts;
 pub mod diff;
 pub mod document;
 pub mod editor;

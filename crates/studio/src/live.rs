@@ -455,6 +455,14 @@ impl LiveStudio {
         }
     }
 
+    /// The story model's counts of a preview's prompt: the numbers every panel shows (see
+    /// [`crate::counts`]). Texts already counted are answered from the studio's counter.
+    pub fn prompt_counts(&self, preview: &crate::preview::Preview) -> crate::counts::PromptCounts {
+        let story = self.workspace().session.models.story.model.as_deref();
+        let (profile, chosen) = crate::counts::counter_for(story);
+        crate::counts::prompt_counts(preview, &profile, chosen, &self.counter)
+    }
+
     /// The preview a played turn's story model was asked with: kept for the last
     /// [`RECENT_PREVIEWS`] turns, recomputed for older ones from the session as it was before
     /// the turn (with the plugins as they are now). None for a turn that is not played (or

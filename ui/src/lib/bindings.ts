@@ -569,10 +569,29 @@ export type Cost = {
 	total: number,
 };
 
+/**  A count and its range (`low == high == tokens` when exact). */
+export type Count = {
+	tokens: number,
+	low: number,
+	high: number,
+};
+
 /**  How many counts a [`TokenCounter`] computed and how many it answered from memory. */
 export type CountStats = {
 	computed: number,
 	reused: number,
+};
+
+/**  Which model the panels count for, and why that one. */
+export type Counter = {
+	/**  The model id whose tokenizer counts (`claude-sonnet-4-5`). */
+	model: string,
+	/**  Why this model: the session's story model, or the default and why not the story model. */
+	chosen: string,
+	/**  Exact counts (OpenAI encodings) or an estimate with a range (Claude). */
+	exact: boolean,
+	/**  How counts are made, in one line. */
+	method: string,
 };
 
 /**
@@ -1333,6 +1352,8 @@ export type PreviewPatch_Deserialize = {
 	prompt?: JsonChange | null,
 	segments?: Positions_Deserialize<SegmentRow_Deserialize> | null,
 	cache?: CacheReport_Deserialize | null,
+	/**  The counts as a change to the ones held: a segment's new text changes a few of them. */
+	counts?: JsonChange | null,
 	worldContext?: WorldContextView_Deserialize | null,
 	slots?: Positions_Deserialize<SlotViewPatch_Deserialize> | null,
 	imageFlow?: ImageFlowView_Deserialize | null,
@@ -1358,6 +1379,8 @@ export type PreviewPatch_Serialize = {
 	prompt?: JsonChange,
 	segments?: Positions_Serialize<SegmentRow_Serialize>,
 	cache?: CacheReport_Serialize,
+	/**  The counts as a change to the ones held: a segment's new text changes a few of them. */
+	counts?: JsonChange,
 	worldContext?: WorldContextView_Serialize,
 	slots?: Positions_Serialize<SlotViewPatch_Serialize>,
 	imageFlow?: ImageFlowView_Serialize,
@@ -1389,6 +1412,11 @@ export type Preview_Deserialize = {
 	prompt: PromptView,
 	segments: SegmentRow_Deserialize[],
 	cache: CacheReport_Deserialize,
+	/**
+	 *  The story model's counts of the prompt: the numbers every panel shows (the rows'
+	 *  `tokens` are the SDK's `estimateTokens`, what budgets count).
+	 */
+	counts: PromptCounts,
 	worldContext: WorldContextView_Deserialize,
 	slots: SlotView_Deserialize[],
 	imageFlow: ImageFlowView_Deserialize,
@@ -1407,6 +1435,11 @@ export type Preview_Serialize = {
 	prompt: PromptView,
 	segments: SegmentRow_Serialize[],
 	cache: CacheReport_Serialize,
+	/**
+	 *  The story model's counts of the prompt: the numbers every panel shows (the rows'
+	 *  `tokens` are the SDK's `estimateTokens`, what budgets count).
+	 */
+	counts: PromptCounts,
 	worldContext: WorldContextView_Serialize,
 	slots: SlotView_Serialize[],
 	imageFlow: ImageFlowView_Serialize,
@@ -1440,6 +1473,24 @@ export type Prices_Serialize = {
 	cacheWrite1h?: number,
 	cacheRead: number,
 	output: number,
+};
+
+/**  Every count of one preview's prompt for one model, aligned with the preview's lists. */
+export type PromptCounts = {
+	counter: Counter,
+	/**  The whole system prompt. */
+	system: Count,
+	/**  Per system block, in order. */
+	blocks: Count[],
+	/**  Per message of `prompt.messages` (a message the request leaves out counts 0). */
+	messages: Count[],
+	/**  Per row of `segments` (rows not included count 0). */
+	segments: Count[],
+	/**
+	 *  Per cache breakpoint of `cache.breakpoints`: the request's tokens up to and including the
+	 *  block that carries it — the prefix the Cache panel prices.
+	 */
+	breakpoints: Count[],
 };
 
 /**  The assembled prompt (its request bodies cross apart: [`Requests`]). */

@@ -137,7 +137,7 @@ export function applyJsonChange(held: JsonValue, change: JsonChange): JsonValue 
 
 /** The preview after a preview patch: the parts it sends replace those held (the segment rows, slots and calls by position, the prompt as a change), the rest stay the same objects; null when a part it sends as a change does not fit the one held. */
 export function mergePreview(preview: Preview, patch: PreviewPatch): Preview | null {
-  const { slots, calls, segments, prompt, ...parts } = patch;
+  const { slots, calls, segments, prompt, counts, ...parts } = patch;
   const next: Preview = { ...preview };
   for (const [key, value] of Object.entries(parts) as [keyof Preview, unknown][]) {
     if (value !== undefined) (next as Record<keyof Preview, unknown>)[key] = value;
@@ -146,6 +146,11 @@ export function mergePreview(preview: Preview, patch: PreviewPatch): Preview | n
     const merged = applyJsonChange(preview.prompt as unknown as JsonValue, prompt);
     if (merged === undefined) return null;
     next.prompt = merged as unknown as Preview["prompt"];
+  }
+  if (counts !== undefined) {
+    const merged = applyJsonChange(preview.counts as unknown as JsonValue, counts);
+    if (merged === undefined) return null;
+    next.counts = merged as unknown as Preview["counts"];
   }
   if (segments !== undefined) {
     const merged = mergePositions(preview.segments, segments);
@@ -206,6 +211,6 @@ export function patchOf(snapshot: Snapshot, since: number): SnapshotPatch {
     runtimeNote: snapshot.runtimeNote ?? null,
     plugins: allPositions(snapshot.plugins),
     turns: { keep: 0, append: snapshot.turns },
-    preview: { ...snapshot.preview, prompt: { value: snapshot.preview.prompt as unknown as JsonValue }, segments: allPositions(snapshot.preview.segments), slots: { count: snapshot.preview.slots.length, changed: snapshot.preview.slots.map((view, index) => ({ index, item: wholeSlot(view) })) }, calls: allPositions(snapshot.preview.calls), historyRewrites: snapshot.preview.historyRewrites ?? [] },
+    preview: { ...snapshot.preview, prompt: { value: snapshot.preview.prompt as unknown as JsonValue }, counts: { value: snapshot.preview.counts as unknown as JsonValue }, segments: allPositions(snapshot.preview.segments), slots: { count: snapshot.preview.slots.length, changed: snapshot.preview.slots.map((view, index) => ({ index, item: wholeSlot(view) })) }, calls: allPositions(snapshot.preview.calls), historyRewrites: snapshot.preview.historyRewrites ?? [] },
   };
 }

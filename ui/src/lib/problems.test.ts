@@ -90,9 +90,12 @@ describe("navigating a long prompt", () => {
     expect(filtering({ ...anyPlace, volatility: "turn" })).toBe(true);
   });
   it("sums tokens per plugin and per volatility, largest first", () => {
-    const { byPlugin, byVolatility } = tokenBars(s.preview.segments);
+    const { byPlugin, byVolatility } = tokenBars(s.preview);
     const included = s.preview.segments.filter((r) => r.included);
-    expect(byPlugin.reduce((n, b) => n + b.tokens, 0)).toBe(included.reduce((n, r) => n + r.tokens, 0));
+    // Counted for the story model, as every panel counts (not estimateTokens).
+    const counted = s.preview.segments.reduce((n, r, i) => n + (r.included ? s.preview.counts.segments[i].tokens : 0), 0);
+    expect(byPlugin.reduce((n, b) => n + b.tokens, 0)).toBe(counted);
+    expect(counted).not.toBe(included.reduce((n, r) => n + r.tokens, 0));
     expect(byPlugin[0].percent).toBe(100);
     expect(byPlugin.map((b) => b.tokens)).toEqual([...byPlugin.map((b) => b.tokens)].sort((a, b) => b - a));
     expect(new Set(byVolatility.map((b) => b.name))).toEqual(new Set(included.map((r) => r.volatility)));
@@ -186,7 +189,8 @@ describe("the turn inspector", () => {
     expect("preview" in turn, "a played turn keeps no preview").toBe(false);
     const sent = turnPreviews[turn.turnId].preview;
     const p = sent.prompt;
-    const tokens = p.system.tokens + p.messages.reduce((n: number, m: any) => n + m.tokens, 0);
+    // Counted for the story model (an estimate for the demo's default Claude model).
+    const tokens = `≈${sent.counts.system.tokens + sent.counts.messages.reduce((n: number, m: any) => n + m.tokens, 0)}`;
     const words = turn.reply!.text.split(/\s+/).filter(Boolean).length;
     const rest = `${words}-word reply · 1 tool call · ${turn.events.length} events · ${turn.slotChanges.length} slot changes · compaction ${turn.compaction?.triggered ? "ran" : "not due"}`;
     expect(turnSummary(turn, sent)).toBe(`${tokens} tokens sent over ${p.system.blocks.filter((b: any) => b.cacheBoundary).length} cache boundaries · ${rest}`);

@@ -75,14 +75,18 @@ describe("cache breakpoints", () => {
     const m4 = demo.preview.prompt.messages.find((m) => m.origin.kind === "history" && m.origin.id === "m4")!;
     const moving = movingBreakpoint(cache, m4)!;
     expect(moving.stable).toBe(false);
-    expect(breakpointLabel(moving)).toMatch(/changes next turn \(first difference: segment lore-book\/remember; next turn: history message m4\)/);
+    expect(breakpointLabel(moving, demo.preview.counts)).toMatch(/changes next turn \(first difference: segment lore-book\/remember; next turn: history message m4\)/);
     expect(cache.historyPrefixStable).toBe(false);
     expect(cache.advice.map((a) => a.code)).toEqual(["depth-segment-moves"]);
   });
   it("finds system breakpoints by block and what the next turn still reads", () => {
-    expect(breakpointLabel(systemBreakpoint(cache, "stable-segments")!)).toMatch(/stable next turn$/);
+    const stable = systemBreakpoint(cache, "stable-segments")!;
+    // Counted as every panel counts: the story model's count of the prefix, not estimateTokens.
+    const counted = demo.preview.counts.breakpoints[stable.index];
+    expect(breakpointLabel(stable, demo.preview.counts)).toBe(`cache breakpoint ${stable.index} · ≈${counted.tokens} tokens · stable next turn`);
     expect(systemBreakpoint(cache, "turn-tail")).toBeUndefined();
-    expect(nextTurnCacheRead(cache)).toBe(systemBreakpoint(cache, "stable-segments")!.prefixTokens);
+    expect(nextTurnCacheRead(cache, demo.preview.counts)).toBe(counted.tokens);
+    expect(counted.tokens).not.toBe(stable.prefixTokens);
   });
 });
 
@@ -179,13 +183,15 @@ describe("segment rows of the system blocks", () => {
     expect([...changedSegments(entry)]).toEqual(["p/x"]);
     expect(changedRows(entry, [after[1], after[0]]).size).toBe(0);
     // The outline marks by row too.
-    const entries = outline({ segments: after, prompt: { ...demo.preview.prompt, system: { ...demo.preview.prompt.system, blocks: [{ ...demo.preview.prompt.system.blocks[0], segments: ["p/x", "p/y", "p/x"] }] } } }).filter((e) => e.kind === "segment");
+    const entries = outline({ segments: after, counts: demo.preview.counts, prompt: { ...demo.preview.prompt, system: { ...demo.preview.prompt.system, blocks: [{ ...demo.preview.prompt.system.blocks[0], segments: ["p/x", "p/y", "p/x"] }] } } }).filter((e) => e.kind === "segment");
     expect(entries.map((e) => e.row && changedRows(entry, after).has(e.row))).toEqual([false, false, true]);
   });
 
   it("counts each row's tokens once in the outline", () => {
-    const tokens = (content: string) => ({ ...row("x", content), tokens: content.length });
-    const preview = { ...demo.preview, segments: [tokens("a"), tokens("bbb")], prompt: { ...demo.preview.prompt, system: { ...demo.preview.prompt.system, blocks: [{ ...demo.preview.prompt.system.blocks[0], segments: ["p/x", "p/x"] }] } } };
+    const tokens = (content: string) => ({ ...row("x", content), tokens: 0 });
+    const count = (tokens: number) => ({ tokens, low: tokens, high: tokens });
+    const counts = { ...demo.preview.counts, segments: [count(1), count(3)] };
+    const preview = { ...demo.preview, counts, segments: [tokens("a"), tokens("bbb")], prompt: { ...demo.preview.prompt, system: { ...demo.preview.prompt.system, blocks: [{ ...demo.preview.prompt.system.blocks[0], segments: ["p/x", "p/x"] }] } } };
     const entries = outline(preview).filter((e) => e.kind === "segment");
     expect(entries.map((e) => e.tokens)).toEqual([1, 3]);
   });

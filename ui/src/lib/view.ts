@@ -1,6 +1,6 @@
 // View logic: pure functions over the snapshot, unit-tested with Vitest. Components stay thin.
 import { resolveI18nText } from "./locale";
-import type { Breakpoint, CacheReport, CallRecord, Forecast, GoldenDifference, I18n, JsonValue, Message, Origin, PartOrigin, PluginView, ReloadEntry, SegmentChange, SegmentRow, Snapshot, TestRun, TurnRecord, SourceSite } from "./wire";
+import type { Breakpoint, CacheReport, CallRecord, Count, PromptCounts, Forecast, GoldenDifference, I18n, JsonValue, Message, Origin, PartOrigin, PluginView, ReloadEntry, SegmentChange, SegmentRow, Snapshot, TestRun, TurnRecord, SourceSite } from "./wire";
 
 // ---- reading JSON values (the session, the world snapshot, summaries) ----------------------------
 
@@ -269,9 +269,37 @@ export function originLabel(o: PartOrigin | undefined): string {
   }
 }
 
-/** A breakpoint's verdict as one line. */
-export function breakpointLabel(b: Breakpoint): string {
-  const head = `${b.moving ? "moving cache breakpoint" : "cache breakpoint"} ${b.index} · ${b.prefixTokens} tokens · `;
+// ---- token counts ----------------------------------------------------------------------------
+// Every number of tokens a panel shows comes from the studio's one counter (the story model's
+// tokenizer: exact for OpenAI encodings, an estimate with a range for Claude), sent as
+// `preview.counts`. The SDK's estimateTokens appears only where a rule counts with it (budgets,
+// the compaction threshold), and says so.
+
+/** A count as shown: `231 tokens` when exact, `≈231 tokens` for an estimate. */
+export function countLabel(c: Count | undefined): string {
+  if (!c) return "? tokens";
+  return c.low === c.high ? `${c.tokens} tokens` : `≈${c.tokens} tokens`;
+}
+
+/** What the counts are, in one line: the model and whether they are exact. */
+export function counterLine(counts: PromptCounts): string {
+  const c = counts.counter;
+  return c.exact ? `counted for ${c.model}, exact` : `counted for ${c.model}, estimated (system prompt ${counts.system.low}–${counts.system.high})`;
+}
+
+/** Each segment row's count (rows not included count 0). */
+export function segmentCounts(preview: Pick<Snapshot["preview"], "segments" | "counts">): Map<SegmentRow, Count> {
+  return new Map(preview.segments.map((row, i) => [row, preview.counts.segments[i] ?? { tokens: 0, low: 0, high: 0 }]));
+}
+
+/** The tokens a whole prompt sends: its system prompt and every message. */
+export function promptTokens(counts: PromptCounts): number {
+  return counts.system.tokens + counts.messages.reduce((n, m) => n + m.tokens, 0);
+}
+
+/** A breakpoint's verdict as one line, with its prefix counted as every panel counts it. */
+export function breakpointLabel(b: Breakpoint, counts: PromptCounts): string {
+  const head = `${b.moving ? "moving cache breakpoint" : "cache breakpoint"} ${b.index} · ${countLabel(counts.breakpoints[b.index])} · `;
   if (b.stable) return `${head}stable next turn`;
   const d = b.firstDifference;
   return `${head}changes next turn${d ? ` (first difference: ${originLabel(d.thisTurn)}; next turn: ${originLabel(d.nextTurn)})` : ""}`;
@@ -288,8 +316,8 @@ export function movingBreakpoint(cache: CacheReport, m: Message): Breakpoint | u
 }
 
 /** Tokens the next turn reads from the cache (the longest stable breakpoint's prefix). */
-export function nextTurnCacheRead(cache: CacheReport): number {
-  return Math.max(0, ...cache.breakpoints.filter((b) => b.stable).map((b) => b.prefixTokens));
+export function nextTurnCacheRead(cache: CacheReport, counts: PromptCounts): number {
+  return Math.max(0, ...cache.breakpoints.filter((b) => b.stable).map((b) => counts.breakpoints[b.index]?.tokens ?? 0));
 }
 
 /** The session editor's unsaved text and the file text it started from. */
@@ -556,12 +584,14 @@ function bars(totals: Map<string, number>): TokenBar[] {
 }
 
 /** Tokens of the included segments per plugin and per volatility, largest first. */
-export function tokenBars(segments: SegmentRow[]): { byPlugin: TokenBar[]; byVolatility: TokenBar[] } {
+export function tokenBars(preview: Pick<Snapshot["preview"], "segments" | "counts">): { byPlugin: TokenBar[]; byVolatility: TokenBar[] } {
   const plugin = new Map<string, number>();
   const volatility = new Map<string, number>();
-  for (const s of segments.filter((s) => s.included)) {
-    plugin.set(s.plugin, (plugin.get(s.plugin) ?? 0) + s.tokens);
-    volatility.set(s.volatility, (volatility.get(s.volatility) ?? 0) + s.tokens);
+  const counts = segmentCounts(preview);
+  for (const s of preview.segments.filter((s) => s.included)) {
+    const tokens = counts.get(s)?.tokens ?? 0;
+    plugin.set(s.plugin, (plugin.get(s.plugin) ?? 0) + tokens);
+    volatility.set(s.volatility, (volatility.get(s.volatility) ?? 0) + tokens);
   }
   return { byPlugin: bars(plugin), byVolatility: bars(volatility) };
 }
@@ -609,22 +639,23 @@ export function blockRows(blocks: { segments: string[] }[], segments: SegmentRow
 }
 
 /** The prompt's outline: system blocks with their segments and cache boundaries, then messages. */
-export function outline(preview: Pick<Snapshot["preview"], "segments" | "prompt">): OutlineEntry[] {
+export function outline(preview: Pick<Snapshot["preview"], "segments" | "prompt" | "counts">): OutlineEntry[] {
   const out: OutlineEntry[] = [];
   let boundary = 0;
   const rows = blockRows(preview.prompt.system.blocks, preview.segments);
+  const counts = segmentCounts(preview);
   preview.prompt.system.blocks.forEach((b, i) => {
-    out.push({ kind: "block", label: b.kind, tokens: b.tokens, target: `[data-block-index="${i}"]`, depth: 0 });
+    out.push({ kind: "block", label: b.kind, tokens: preview.counts.blocks[i]?.tokens, target: `[data-block-index="${i}"]`, depth: 0 });
     for (const [j, key] of b.segments.entries()) {
       const row = rows[i][j];
-      out.push({ kind: "segment", label: key, tokens: row?.tokens, target: `[data-testid="system-prompt"] [data-segment="${attr(key)}"]`, segment: key, row, depth: 1 });
+      out.push({ kind: "segment", label: key, tokens: row && counts.get(row)?.tokens, target: `[data-testid="system-prompt"] [data-segment="${attr(key)}"]`, segment: key, row, depth: 1 });
     }
     if (b.cacheBoundary) out.push({ kind: "boundary", label: `cache boundary ${boundary}`, target: `[data-boundary="${boundary++}"]`, depth: 0 });
   });
   preview.prompt.messages.forEach((m, i) => {
     const segment = m.origin.kind === "segment" ? `${m.origin.plugin}/${m.origin.segment}` : undefined;
     const label = `${m.role} · ${segment ?? originId(m.origin) ?? m.origin.kind}`;
-    out.push({ kind: "message", label, tokens: m.tokens, target: `[data-message-index="${i}"]`, segment, depth: 0 });
+    out.push({ kind: "message", label, tokens: preview.counts.messages[i]?.tokens, target: `[data-message-index="${i}"]`, segment, depth: 0 });
   });
   return out;
 }
@@ -871,7 +902,7 @@ export function boundaryBanner(entry: ReloadEntry | undefined): string[] {
  */
 export function turnSummary(turn: import("./wire").TurnRecord, sent?: Snapshot["preview"]): string {
   const p = sent?.prompt;
-  const prompt = p ? `${p.system.tokens + p.messages.reduce((n, m) => n + m.tokens, 0)} tokens sent over ${p.system.blocks.filter((b) => b.cacheBoundary).length} cache boundaries · ` : "";
+  const prompt = p && sent ? `${sent.counts.counter.exact ? "" : "≈"}${promptTokens(sent.counts)} tokens sent over ${p.system.blocks.filter((b) => b.cacheBoundary).length} cache boundaries · ` : "";
   const reply = turn.reply ? `${turn.reply.text.split(/\s+/).filter(Boolean).length}-word reply` : "no reply";
   const compaction = turn.compaction?.triggered ? "compaction ran" : turn.error ? "no compaction run" : "compaction not due";
   const steps = turn.steps ?? [];

@@ -86,6 +86,24 @@ test("the prompt panel marks the moving history breakpoint and explains why it c
   }
 });
 
+test("every panel counts tokens with one counter, the story model's, and says which", async () => {
+  const counts = (await fixture("snapshot.json")).preview.counts;
+  const total = counts.system.tokens + counts.messages.reduce((n, m) => n + m.tokens, 0);
+  // The Prompt panel: the system prompt, the moving breakpoint's prefix, each row — for the model.
+  assert.equal((await page.getByTestId("prompt-tokens").textContent()).trim(), `system prompt ≈${counts.system.tokens} tokens · turn turn-3`);
+  assert.match(await page.getByTestId("counter-why").locator("summary").textContent(), /^counted for claude-sonnet-4-5, estimated \(system prompt \d+–\d+\)$/);
+  await page.getByTestId("counter-why").locator("summary").click();
+  assert.match(await page.getByTestId("counter-why").textContent(), /no story model is named: the default.*estimateTokens instead/s);
+  await page.getByTestId("counter-why").locator("summary").click();
+  assert.match(await page.getByTestId("history-breakpoint").textContent(), new RegExp(`moving cache breakpoint 3 · ≈${counts.breakpoints[3].tokens} tokens`));
+  assert.match(await page.locator('[data-testid="segments"] thead').textContent(), /Tokens \(claude-sonnet-4-5\).*Budget \(estimateTokens\)/);
+  // The Compaction panel says its own figure is the threshold's counter and gives the model's.
+  await page.locator('[data-tab="Compaction"]').click();
+  assert.match(await page.getByTestId("compaction-counter").textContent(), new RegExp(`SDK's estimateTokens.*≈${total} tokens for claude-sonnet-4-5 \\(the Prompt panel's count\\)`));
+  await page.locator('[data-tab="Prompt"]').click();
+  await page.getByTestId("system-prompt").waitFor();
+});
+
 test("plugin content is rendered as text, never as HTML", async () => {
   const glossary = await page.locator('[data-segment="lore-book/glossary"] pre').textContent();
   assert.match(glossary, /<glossary>/);
@@ -344,7 +362,7 @@ test("playing a turn updates the chat and the compaction panel", async () => {
   await page.locator('[data-tab="Compaction"]').click();
   assert.match(await page.getByTestId("compaction-estimate").textContent(), new RegExp(`^Estimate ${before.compaction.estimatedTokens} tokens`));
   // Each panel's count says what it counts, so two different numbers are never a riddle.
-  assert.match(await page.getByTestId("compaction-estimate").textContent(), /Counted as the threshold counts: estimateTokens of the system prompt and the whole history/);
+  assert.match(await page.getByTestId("compaction-counter").textContent(), /Counted as the threshold counts: the SDK's estimateTokens of the system prompt and the whole history/);
   await page.locator('[data-tab="Playtest"]').click();
   await page.getByTestId("player-message").fill("I swim to the bell tower.");
   await page.getByTestId("play").click();

@@ -75,6 +75,9 @@ async function shot(name, readme) {
 // The window as the X server holds it (window-shot.mjs says why not WebDriver's screenshot),
 // once the page has painted its latest state: the X copy is taken at once, without waiting.
 async function capture(file) {
+  // The pointer left where the last click was can open the web view's native tooltip, a window
+  // of its own that the dump of this window shows as a black box: move it off anything first.
+  await browser.action("pointer").move({ x: 2, y: 2, origin: "viewport" }).perform();
   await browser.executeAsync((done) => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(done, 30))));
   await saveWindowShot("Covel Studio", file);
 }

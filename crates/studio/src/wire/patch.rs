@@ -423,6 +423,9 @@ pub struct PreviewPatch {
     pub segments: Option<Positions<SegmentRow>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cache: Option<CacheReport>,
+    /// The counts as a change to the ones held: a segment's new text changes a few of them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counts: Option<JsonChange>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub world_context: Option<WorldContextView>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -440,14 +443,14 @@ pub struct PreviewPatch {
     pub timings: Option<PreviewTimings>,
 }
 
-/// `now` as a change to the prompt the window holds (the whole prompt without one), `None` when
-/// it is the same.
-fn prompt_change(before: Option<&PromptView>, now: &PromptView) -> Option<JsonChange> {
+/// `now` as a change to the part the window holds (the whole part without one), `None` when it
+/// is the same.
+fn json_change<T: Serialize + PartialEq>(before: Option<&T>, now: &T) -> Option<JsonChange> {
     if before == Some(now) {
         return None;
     }
     // Cannot fail: the wire's types serialize to JSON objects with string keys only.
-    let json = |prompt: &PromptView| serde_json::to_value(prompt).unwrap_or_default();
+    let json = |part: &T| serde_json::to_value(part).unwrap_or_default();
     match before {
         Some(held) => JsonChange::of(&json(held), &json(now)),
         None => Some(JsonChange::Value(json(now).into())),
@@ -462,9 +465,10 @@ impl PreviewPatch {
             session: part(before.map(|b| &b.session), &now.session),
             runtime: part(before.map(|b| &b.runtime), &now.runtime),
             turn_id: part(before.map(|b| &b.turn_id), &now.turn_id),
-            prompt: prompt_change(before.map(|b| &b.prompt), &now.prompt),
+            prompt: json_change(before.map(|b| &b.prompt), &now.prompt),
             segments: Positions::of(before.map(|b| &b.segments[..]), &now.segments),
             cache: part(before.map(|b| &b.cache), &now.cache),
+            counts: json_change(before.map(|b| &b.counts), &now.counts),
             world_context: part(before.map(|b| &b.world_context), &now.world_context),
             slots: SlotViewPatch::positions(before.map(|b| &b.slots[..]), &now.slots),
             image_flow: part(before.map(|b| &b.image_flow), &now.image_flow),

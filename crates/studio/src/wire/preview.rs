@@ -738,6 +738,9 @@ pub struct Preview {
     pub prompt: PromptView,
     pub segments: Vec<SegmentRow>,
     pub cache: CacheReport,
+    /// The story model's counts of the prompt: the numbers every panel shows (the rows'
+    /// `tokens` are the SDK's `estimateTokens`, what budgets count).
+    pub counts: crate::counts::PromptCounts,
     pub world_context: WorldContextView,
     pub slots: Vec<SlotView>,
     pub image_flow: ImageFlowView,
@@ -750,8 +753,9 @@ pub struct Preview {
     pub timings: PreviewTimings,
 }
 
-impl From<&studio::Preview> for Preview {
-    fn from(p: &studio::Preview) -> Self {
+impl Preview {
+    /// The preview as the window sees it, with the story model's counts of its prompt.
+    pub fn of(p: &studio::Preview, counts: crate::counts::PromptCounts) -> Self {
         Preview {
             session: p.session.clone(),
             runtime: (&p.runtime).into(),
@@ -759,6 +763,7 @@ impl From<&studio::Preview> for Preview {
             prompt: (&p.prompt).into(),
             segments: all(&p.segments),
             cache: (&p.cache).into(),
+            counts,
             world_context: WorldContextView {
                 snapshot: (&p.world_context.snapshot).into(),
                 provided_by: p.world_context.provided_by.clone(),

@@ -183,7 +183,7 @@ impl LiveStudio {
             played_path: self.played_default_path().display().to_string(),
             plugins,
             resolution: (&ws.resolution).into(),
-            preview: (&self.preview).into(),
+            preview: Preview::of(&self.preview, self.prompt_counts(&self.preview)),
             runtime_note: ws.runtime_note(self.target()),
             compaction: CompactionView {
                 windows: windows.into(),

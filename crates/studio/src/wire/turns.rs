@@ -374,10 +374,11 @@ pub struct TurnPrompt {
     pub requests: Requests,
 }
 
-impl From<&live::TurnPrompt> for TurnPrompt {
-    fn from(p: &live::TurnPrompt) -> Self {
+impl TurnPrompt {
+    /// A played turn's prompt with the counts the studio's counter gives it.
+    pub fn of(p: &live::TurnPrompt, studio: &live::LiveStudio) -> Self {
         TurnPrompt {
-            preview: (&p.preview).into(),
+            preview: super::preview::Preview::of(&p.preview, studio.prompt_counts(&p.preview)),
             with_newer_plugins: p.with_newer_plugins,
             requests: (&p.preview.prompt).into(),
         }

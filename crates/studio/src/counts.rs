@@ -1,0 +1,178 @@
+//! The token numbers every panel shows, from one counter: the story model's tokenizer (exact for
+//! OpenAI encodings, the stated estimate with its range for Claude — see [`crate::tokens`]),
+//! applied to the request blocks the forecast prices. So a cache breakpoint has one count in the
+//! Prompt panel, the Cache panel and the Playtest panel. The SDK's `estimateTokens` stays beside
+//! it where a rule counts with it (segment budgets, the compaction threshold) and is labelled so.
+
+use crate::facts::{ModelFacts, ModelProfile};
+use crate::forecast::{self, Counting, DEFAULT_MODEL, Item};
+use crate::preview::Preview;
+use crate::tokens::TokenCounter;
+use covel_kernel::prompt::Place;
+use serde::Serialize;
+use std::sync::OnceLock;
+
+/// A count and its range (`low == high == tokens` when exact).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, specta::Type)]
+#[serde(rename_all = "camelCase")]
+pub struct Count {
+    #[specta(type = crate::wire::common::Number)]
+    pub tokens: u64,
+    #[specta(type = crate::wire::common::Number)]
+    pub low: u64,
+    #[specta(type = crate::wire::common::Number)]
+    pub high: u64,
+}
+
+/// Which model the panels count for, and why that one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, specta::Type)]
+#[serde(rename_all = "camelCase")]
+pub struct Counter {
+    /// The model id whose tokenizer counts (`claude-sonnet-4-5`).
+    pub model: String,
+    /// Why this model: the session's story model, or the default and why not the story model.
+    pub chosen: String,
+    /// Exact counts (OpenAI encodings) or an estimate with a range (Claude).
+    pub exact: bool,
+    /// How counts are made, in one line.
+    pub method: String,
+}
+
+/// Every count of one preview's prompt for one model, aligned with the preview's lists.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, specta::Type)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptCounts {
+    pub counter: Counter,
+    /// The whole system prompt.
+    pub system: Count,
+    /// Per system block, in order.
+    pub blocks: Vec<Count>,
+    /// Per message of `prompt.messages` (a message the request leaves out counts 0).
+    pub messages: Vec<Count>,
+    /// Per row of `segments` (rows not included count 0).
+    pub segments: Vec<Count>,
+    /// Per cache breakpoint of `cache.breakpoints`: the request's tokens up to and including the
+    /// block that carries it — the prefix the Cache panel prices.
+    pub breakpoints: Vec<Count>,
+}
+
+/// The embedded model facts, read once (they are compiled in and never change).
+fn facts() -> Option<&'static ModelFacts> {
+    static FACTS: OnceLock<Option<ModelFacts>> = OnceLock::new();
+    FACTS.get_or_init(|| ModelFacts::embedded().ok()).as_ref()
+}
+
+/// The model the panels count for: the story model when the facts know it, else the Cache
+/// panel's default, saying why.
+pub fn counter_for(story_model: Option<&str>) -> (ModelProfile, String) {
+    let facts = facts().expect("the embedded model facts parse (a unit test checks them)");
+    if let Some(name) = story_model.filter(|m| !m.trim().is_empty()) {
+        match facts.profile(name) {
+            Ok(profile) => return (profile, "the session's story model".into()),
+            Err(_) => {
+                let profile = facts
+                    .profile(DEFAULT_MODEL)
+                    .expect("the default model is in the facts");
+                return (
+                    profile,
+                    format!(
+                        "the story model `{name}` is not in the model facts, so counts use {DEFAULT_MODEL}'s"
+                    ),
+                );
+            }
+        }
+    }
+    let profile = facts
+        .profile(DEFAULT_MODEL)
+        .expect("the default model is in the facts");
+    (profile, "no story model is named: the default".into())
+}
+
+/// Counts a preview's prompt for `profile` with the counter the forecast uses.
+pub fn prompt_counts(
+    preview: &Preview,
+    profile: &ModelProfile,
+    chosen: String,
+    counter: &TokenCounter,
+) -> PromptCounts {
+    let counting = Counting::new(profile, counter);
+    // A run of request blocks, as the forecast totals a prefix: the blocks' counts summed, the
+    // range over their exact base.
+    let total = |items: &[Item]| {
+        let tokens = items.iter().map(|i| i.tokens).sum();
+        let (low, high) = counting.range(tokens, items.iter().map(|i| i.base).sum());
+        Count { tokens, low, high }
+    };
+    let items = forecast::anthropic_items(preview, &counting);
+    let blocks_len = preview.prompt.system.blocks.len().min(items.len());
+    let blocks = items[..blocks_len]
+        .iter()
+        .map(|i| total(std::slice::from_ref(i)))
+        .collect();
+    // The request leaves out messages without text: the k-th message item is the k-th sent one.
+    let mut sent = items[blocks_len..].iter();
+    let messages = preview
+        .prompt
+        .messages
+        .iter()
+        .map(|m| match covel_kernel::prompt::is_sent(m) {
+            true => sent
+                .next()
+                .map_or_else(Count::default, |i| total(std::slice::from_ref(i))),
+            false => Count::default(),
+        })
+        .collect();
+    let segments = preview
+        .segments
+        .iter()
+        .map(|r| match r.included {
+            true => {
+                let tokens = counting.tokens(&r.content);
+                let (low, high) =
+                    counting.range(tokens, counter.count(profile.encoding(), &r.content));
+                Count { tokens, low, high }
+            }
+            false => Count::default(),
+        })
+        .collect();
+    // Where each body message's content blocks start among the request blocks.
+    let message_starts: Vec<usize> = preview.prompt.requests.anthropic["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .scan(blocks_len, |next, m| {
+            let start = *next;
+            *next += m["content"].as_array().map_or(0, Vec::len);
+            Some(start)
+        })
+        .collect();
+    let breakpoints = preview
+        .cache
+        .breakpoints
+        .iter()
+        .map(|b| {
+            let end = match b.place {
+                Place::System { index } => Some(index),
+                Place::Message { message, block, .. } => {
+                    message_starts.get(message).map(|start| start + block)
+                }
+            };
+            end.map_or_else(Count::default, |end| {
+                total(&items[..(end + 1).min(items.len())])
+            })
+        })
+        .collect();
+    PromptCounts {
+        counter: Counter {
+            model: profile.model.id.clone(),
+            chosen,
+            exact: counting.exact(),
+            method: forecast::counts_note(profile),
+        },
+        system: total(&items[..blocks_len]),
+        blocks,
+        messages,
+        segments,
+        breakpoints,
+    }
+}
