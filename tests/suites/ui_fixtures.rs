@@ -119,6 +119,16 @@ fn ui_fixtures_are_fresh() {
     let mut forecast = serde_json::to_value(forecast).expect("json");
     forecast["counting"] = serde_json::json!({"computed": 0, "reused": 0});
     outputs.push(("forecast", "Forecast", forecast));
+    // The demo is long enough for Sonnet to cache; for Haiku 4.5 (minimum 4096) it is too short.
+    let short = studio
+        .forecast(
+            Some("claude-haiku-4-5"),
+            &covel_studio::forecast::ForecastOptions::default(),
+        )
+        .expect("forecast");
+    let mut short = serde_json::to_value(short).expect("json");
+    short["counting"] = serde_json::json!({"computed": 0, "reused": 0});
+    outputs.push(("forecast-too-short", "Forecast", short));
     let tests = covel_studio::testing::run_folder(
         Path::new(&root),
         &covel_studio::testing::Sessions::None,
@@ -315,17 +325,26 @@ fn the_wire_keeps_the_json_shape_of_the_studio_types() {
         let what = session.display().to_string();
         // The request bodies cross apart from the prompt, with the same shape.
         let (preview, requests) = without_requests(&studio.preview);
-        // The wire adds the story model's counts (the studio's preview knows no model).
-        let mut wire = serde_json::to_value(covel_studio::wire::Preview::of(
-            &studio.preview,
-            studio.prompt_counts(&studio.preview),
-        ))
-        .expect("json");
+        // The wire adds the story model's counts, and the notes on prefixes under the model's
+        // minimum are made from them (with the estimate's range): the rest keeps its shape.
+        let counts = studio.prompt_counts(&studio.preview);
+        let notes = covel_studio::counts::below_minimum(&studio.preview, &counts);
+        let mut wire =
+            serde_json::to_value(covel_studio::wire::Preview::of(&studio.preview, counts))
+                .expect("json");
         assert!(
             wire.as_object_mut()
                 .and_then(|w| w.remove("counts"))
                 .is_some()
         );
+        assert_eq!(
+            wire["cache"]["warnings"],
+            serde_json::to_value(&notes).expect("json")
+        );
+        let mut preview = preview;
+        for p in [&mut wire, &mut preview] {
+            p["cache"]["warnings"] = serde_json::Value::Null;
+        }
         assert_eq!(wire, preview, "the preview of {what}");
         assert_eq!(
             serde_json::to_value(covel_studio::wire::Requests::from(&studio.preview.prompt))
@@ -351,6 +370,10 @@ fn the_wire_keeps_the_json_shape_of_the_studio_types() {
                     .and_then(|w| w.remove("counts"))
                     .is_some()
             );
+            let mut preview = preview;
+            for p in [&mut wire["preview"], &mut preview] {
+                p["cache"]["warnings"] = serde_json::Value::Null;
+            }
             assert_eq!(
                 wire,
                 serde_json::json!({

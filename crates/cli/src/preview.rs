@@ -4,7 +4,9 @@
 //! world context and every slot.
 
 use crate::output::print_json;
-use covel_kernel::prompt::{Origin, PartOrigin};
+use covel_kernel::prompt::{CacheWarning, Origin, PartOrigin};
+use covel_studio::counts::{self, PromptCounts};
+use covel_studio::tokens::TokenCounter;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -31,9 +33,14 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     }
     let preview = workspace.preview(&target);
     let note = workspace.runtime_note(&target);
+    // Counted as the window counts: the story model's tokenizer, not estimateTokens.
+    let counts = counts::of_session(&workspace, &preview, &TokenCounter::new());
+    let below_minimum = counts::below_minimum(&preview, &counts);
     if args.json {
         let mut value = serde_json::to_value(&preview)?;
+        value["cache"]["warnings"] = serde_json::to_value(&below_minimum)?;
         if let Some(map) = value.as_object_mut() {
+            map.insert("counts".into(), serde_json::to_value(&counts)?);
             if let Some(note) = &note {
                 map.insert("runtimeNote".into(), note.clone().into());
             }
@@ -52,7 +59,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         if let Some(note) = &note {
             crate::say!("note: {note}\n");
         }
-        print_human(&preview);
+        print_human(&preview, &counts, &below_minimum);
         crate::say!();
         crate::output::print_rejections(&workspace.resolution);
         crate::output::print_not_loaded(&mut workspace.diagnostics());
@@ -67,7 +74,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     })
 }
 
-fn print_human(p: &covel_studio::Preview) {
+fn print_human(p: &covel_studio::Preview, counts: &PromptCounts, below_minimum: &[CacheWarning]) {
     if !p.errors.is_empty() {
         crate::say!("Runs that failed (the preview below is missing what they would have given)");
         for e in &p.errors {
@@ -160,8 +167,11 @@ fn print_human(p: &covel_studio::Preview) {
             r.providers.join(" → ")
         );
     }
-    crate::say!("\nSegments (sorted: volatility, order, plugin id, id)");
-    for s in &p.segments {
+    crate::say!(
+        "\nSegments (sorted: volatility, order, plugin id, id; tokens {}, estimateTokens as budgets count)",
+        counted_for(counts)
+    );
+    for (s, count) in p.segments.iter().zip(&counts.segments) {
         let tie = if s.tie_broken_by_plugin_id {
             " ⚠ tie broken by plugin id"
         } else {
@@ -172,16 +182,17 @@ fn print_human(p: &covel_studio::Preview) {
             None => format!("{:?}", s.placement),
         };
         crate::say!(
-            "  {}/{} · {:?} · order {} · {} tokens → {state}{tie}",
+            "  {}/{} · {:?} · order {} · {} (estimateTokens {}) → {state}{tie}",
             s.plugin,
             s.id,
             s.volatility,
             s.order,
+            count.label(),
             s.tokens
         );
     }
-    crate::say!("\nCache");
-    for b in &p.cache.breakpoints {
+    crate::say!("\nCache (tokens {})", counted_for(counts));
+    for (b, count) in p.cache.breakpoints.iter().zip(&counts.breakpoints) {
         let diff = b
             .first_difference
             .as_ref()
@@ -202,10 +213,10 @@ fn print_human(p: &covel_studio::Preview) {
             "breakpoint"
         };
         crate::say!(
-            "  {kind} {} on {} ({} tokens): {}{diff}",
+            "  {kind} {} on {} ({}): {}{diff}",
             b.index,
             b.closes.describe(),
-            b.prefix_tokens,
+            count.label(),
             if b.stable { "stable" } else { "changes" }
         );
     }
@@ -219,7 +230,7 @@ fn print_human(p: &covel_studio::Preview) {
     for f in &p.cache.lint {
         crate::say!("  ⚠ lint: {}", f.message);
     }
-    for w in &p.cache.warnings {
+    for w in below_minimum {
         crate::say!("  ℹ note: {}", w.message);
     }
     crate::say!(
@@ -254,4 +265,14 @@ fn print_human(p: &covel_studio::Preview) {
         crate::say!("\nProvider calls that failed or logged");
         crate::output::print_calls(&noteworthy);
     }
+}
+
+/// `counted for claude-sonnet-4-5 (estimated)`.
+fn counted_for(counts: &PromptCounts) -> String {
+    let how = if counts.counter.exact {
+        "exact"
+    } else {
+        "estimated"
+    };
+    format!("counted for {} ({how})", counts.counter.model)
 }

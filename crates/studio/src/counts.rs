@@ -8,7 +8,7 @@ use crate::facts::{ModelFacts, ModelProfile};
 use crate::forecast::{self, Counting, DEFAULT_MODEL, Item};
 use crate::preview::Preview;
 use crate::tokens::TokenCounter;
-use covel_kernel::prompt::Place;
+use covel_kernel::prompt::{CacheWarning, Place};
 use serde::Serialize;
 use std::sync::OnceLock;
 
@@ -22,6 +22,14 @@ pub struct Count {
     pub low: u64,
     #[specta(type = crate::wire::common::Number)]
     pub high: u64,
+}
+
+impl Count {
+    /// `231 tokens`, or `≈231 tokens` for an estimate.
+    pub fn label(&self) -> String {
+        let about = if self.low == self.high { "" } else { "≈" };
+        format!("{about}{} tokens", self.tokens)
+    }
 }
 
 /// Which model the panels count for, and why that one.
@@ -54,6 +62,10 @@ pub struct PromptCounts {
     /// Per cache breakpoint of `cache.breakpoints`: the request's tokens up to and including the
     /// block that carries it — the prefix the Cache panel prices.
     pub breakpoints: Vec<Count>,
+    /// The smallest prefix the model caches (the session's `minCacheableTokens` when it names
+    /// one, else the model facts').
+    #[specta(type = crate::wire::common::Number)]
+    pub minimum: u64,
 }
 
 /// The embedded model facts, read once (they are compiled in and never change).
@@ -88,11 +100,24 @@ pub fn counter_for(story_model: Option<&str>) -> (ModelProfile, String) {
     (profile, "no story model is named: the default".into())
 }
 
+/// Counts a preview of `workspace` for its session's story model (see [`counter_for`]).
+pub fn of_session(
+    workspace: &crate::Workspace,
+    preview: &Preview,
+    counter: &TokenCounter,
+) -> PromptCounts {
+    let story = &workspace.session.models.story;
+    let (profile, chosen) = counter_for(story.model.as_deref());
+    let minimum = story.min_cacheable_tokens.map(u64::from);
+    prompt_counts(preview, &profile, chosen, minimum, counter)
+}
+
 /// Counts a preview's prompt for `profile` with the counter the forecast uses.
 pub fn prompt_counts(
     preview: &Preview,
     profile: &ModelProfile,
     chosen: String,
+    minimum: Option<u64>,
     counter: &TokenCounter,
 ) -> PromptCounts {
     let counting = Counting::new(profile, counter);
@@ -174,5 +199,51 @@ pub fn prompt_counts(
         messages,
         segments,
         breakpoints,
+        minimum: minimum.unwrap_or(profile.model.min_cacheable_tokens),
     }
+}
+
+/// The cache breakpoints whose prefix is under the model's minimum, counted as every panel
+/// counts: `prefix-below-minimum` when even the top of the range is under it,
+/// `prefix-near-minimum` when the estimate's range straddles it.
+pub fn below_minimum(preview: &Preview, counts: &PromptCounts) -> Vec<CacheWarning> {
+    let (model, minimum) = (&counts.counter.model, counts.minimum);
+    preview
+        .cache
+        .breakpoints
+        .iter()
+        .zip(&counts.breakpoints)
+        .filter(|(_, c)| c.low < minimum)
+        .map(|(b, c)| {
+            let what = b.closes.describe();
+            let (code, message) = if c.high < minimum {
+                (
+                    "prefix-below-minimum",
+                    format!(
+                        "the prefix up to breakpoint {} ({what}) is {} for {model}, which caches prefixes of {minimum} tokens or more, so this breakpoint caches nothing",
+                        b.index,
+                        c.label()
+                    ),
+                )
+            } else {
+                (
+                    "prefix-near-minimum",
+                    format!(
+                        "the prefix up to breakpoint {} ({what}) is {} ({}–{} by the estimate's range) for {model}, around its minimum of {minimum} tokens: it may or may not be cached",
+                        b.index,
+                        c.label(),
+                        c.low,
+                        c.high
+                    ),
+                )
+            };
+            CacheWarning {
+                code,
+                breakpoint: b.index,
+                prefix_tokens: c.tokens,
+                minimum: u32::try_from(minimum).unwrap_or(u32::MAX),
+                message,
+            }
+        })
+        .collect()
 }

@@ -2074,7 +2074,12 @@ impl crate::live::LiveStudio {
             reply: None,
             with_newer_plugins: false,
         });
-        Ok(forecast(&played, &profile, options, &self.counter))
+        Ok(forecast(
+            &played,
+            &profile,
+            options,
+            &self.workspace().counter,
+        ))
     }
 }
 

@@ -91,8 +91,6 @@ pub struct LiveStudio {
     recent: std::collections::VecDeque<(String, Preview)>,
     /// Played turns and session edits, newest last.
     undo: Vec<UndoEntry>,
-    /// Exact token counts remembered across refreshes (the Cache panel recounts only changes).
-    pub counter: crate::tokens::TokenCounter,
     /// The last "compact now" run, until a turn is played or it is undone.
     pub forced_compaction: Option<crate::compaction::CompactionRun>,
     /// Reloads that changed plugins so far (tells a recomputed turn prompt from the one sent).
@@ -235,7 +233,6 @@ impl LiveStudio {
             turns: Vec::new(),
             recent: Default::default(),
             undo: Vec::new(),
-            counter: Default::default(),
             forced_compaction: None,
             plugin_reloads: 0,
             plugin_views: Default::default(),
@@ -458,9 +455,7 @@ impl LiveStudio {
     /// The story model's counts of a preview's prompt: the numbers every panel shows (see
     /// [`crate::counts`]). Texts already counted are answered from the studio's counter.
     pub fn prompt_counts(&self, preview: &crate::preview::Preview) -> crate::counts::PromptCounts {
-        let story = self.workspace().session.models.story.model.as_deref();
-        let (profile, chosen) = crate::counts::counter_for(story);
-        crate::counts::prompt_counts(preview, &profile, chosen, &self.counter)
+        crate::counts::of_session(self.workspace(), preview, &self.workspace().counter)
     }
 
     /// The preview a played turn's story model was asked with: kept for the last

@@ -656,7 +656,16 @@ impl Workspace {
             },
         );
         let this_request = AnthropicRequest::of(&this);
-        let cache = prompt::analyse(&this, &this_request, &next, self.min_cacheable_tokens());
+        // Prefixes counted as every panel counts them (see `crate::counts`).
+        let (profile, _) = crate::counts::counter_for(self.session.models.story.model.as_deref());
+        let counting = crate::forecast::Counting::new(&profile, &self.counter);
+        let cache = prompt::analyse(
+            &this,
+            &this_request,
+            &next,
+            self.min_cacheable_tokens(),
+            &|text| counting.tokens(text),
+        );
         let next_turn_ms = ms(t);
 
         let t = Instant::now();

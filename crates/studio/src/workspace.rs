@@ -100,6 +100,8 @@ pub struct Workspace {
     /// The segments the last previews read from provider outputs, taken again for the outputs
     /// the memo hands out again (each preview starts a generation of them).
     segment_reads: covel_kernel::prompt::SegmentReads,
+    /// Token counts of every text counted for this folder (previews, panels, forecasts).
+    pub counter: crate::tokens::TokenCounter,
 }
 
 impl Drop for Workspace {
@@ -168,6 +170,7 @@ impl Workspace {
             call_order_current: false,
             last_view: std::sync::Mutex::new(None),
             segment_reads: Default::default(),
+            counter: Default::default(),
         };
         workspace.resolve();
         tracing::info!(

@@ -1491,6 +1491,11 @@ export type PromptCounts = {
 	 *  block that carries it — the prefix the Cache panel prices.
 	 */
 	breakpoints: Count[],
+	/**
+	 *  The smallest prefix the model caches (the session's `minCacheableTokens` when it names
+	 *  one, else the model facts').
+	 */
+	minimum: number,
 };
 
 /**  The assembled prompt (its request bodies cross apart: [`Requests`]). */

@@ -7,7 +7,8 @@ import { fixture as initial } from "../../fixtures/snapshot";
 import { fixture as afterTurn } from "../../fixtures/after-turn";
 import { fixture as turnPreviews } from "../../fixtures/turn-previews";
 import { fixture as afterReload } from "../../fixtures/after-reload";
-import { fixture as forecast } from "../../fixtures/forecast";
+import { fixture as sonnet } from "../../fixtures/forecast";
+import { fixture as tooShort } from "../../fixtures/forecast-too-short";
 import { fixture as tests } from "../../fixtures/tests";
 import { fixture as storyDirectorRuntime } from "../../fixtures/runtime-plugin-story-director";
 import { fixture as excludesSoundtrack } from "../../fixtures/session-excludes-soundtrack";
@@ -256,8 +257,11 @@ export function fakeBackend(): Backend {
     },
     // A test may mark played turns as recomputed with newer plugins (`window.__fakeRecomputed`,
     // a list of turn ids).
-    forecast: async () => {
+    // The demo's forecast for Claude Sonnet (the default), or for Haiku 4.5, whose minimum
+    // cacheable prefix the demo does not reach.
+    forecast: async (model) => {
       const recomputed: string[] = (globalThis as any).__fakeRecomputed ?? [];
+      const forecast = model?.trim() === "claude-haiku-4-5" ? tooShort : sonnet;
       return { ...forecast, turns: forecast.turns.map((t) => ({ ...t, withNewerPlugins: recomputed.includes(t.turnId) || undefined })) };
     },
     // A test may give the run's answer (`window.__fakeTests`, a TestRun).

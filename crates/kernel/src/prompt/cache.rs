@@ -10,7 +10,6 @@
 use super::assemble::{Assembly, BlockKind, row_keys, segment_key};
 use super::requests::{AnthropicRequest, PartOrigin, Place, RequestPart};
 use super::segment::{Placement, Volatility};
-use crate::sdk::estimate_tokens;
 use serde::Serialize;
 
 /// The first content block that differs between this turn's request and the next turn's.
@@ -123,12 +122,15 @@ fn same(a: &(Place, &RequestPart), b: &(Place, &RequestPart)) -> bool {
 }
 
 /// Compares this turn's assembly with the next turn's. `this_request` is this turn's Anthropic
-/// request (`AnthropicRequest::of(this)`), which the caller builds anyway for its body.
+/// request (`AnthropicRequest::of(this)`), which the caller builds anyway for its body. `count`
+/// counts a block's tokens: the host's counter for its model (the kernel knows no tokenizer;
+/// [`crate::sdk::estimate_tokens`] when the host has none).
 pub fn analyse(
     this: &Assembly,
     this_request: &AnthropicRequest,
     next: &Assembly,
     min_cacheable_tokens: u32,
+    count: &dyn Fn(&str) -> u64,
 ) -> CacheReport {
     let next_request = AnthropicRequest::of(next);
     let parts = this_request.parts();
@@ -145,7 +147,7 @@ pub fn analyse(
     let mut warnings = Vec::new();
     let mut tokens = 0;
     for (position, (place, part)) in parts.iter().enumerate() {
-        tokens += estimate_tokens(&part.text);
+        tokens += count(&part.text);
         if !part.cache_control {
             continue;
         }

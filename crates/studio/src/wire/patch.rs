@@ -12,7 +12,7 @@ use super::common::{Diagnostic, JsonValue, RunError, Shared, SlotId};
 use super::compaction::CompactionView;
 use super::plugins::{PluginView, Resolution};
 use super::preview::{
-    CacheReport, HistoryRewrite, ImageFlowView, Preview, PreviewError, PreviewTimings, PromptView,
+    CacheReport, HistoryRewrite, ImageFlowView, Preview, PreviewError, PreviewTimings,
     RuntimeTarget, SegmentRow, SlotView, WorldContextView,
 };
 use super::reload::ReloadEntry;

@@ -762,7 +762,11 @@ impl Preview {
             turn_id: p.turn_id.clone(),
             prompt: (&p.prompt).into(),
             segments: all(&p.segments),
-            cache: (&p.cache).into(),
+            cache: CacheReport {
+                // Counted as every panel counts, not with the kernel's estimateTokens.
+                warnings: all(&crate::counts::below_minimum(p, &counts)),
+                ..(&p.cache).into()
+            },
             counts,
             world_context: WorldContextView {
                 snapshot: (&p.world_context.snapshot).into(),
