@@ -113,6 +113,98 @@ fn the_undeclared_slot_advice_is_a_declaration_that_loads() {
     assert!(after[0].ok(), "{:?}", after[0].diagnostics);
 }
 
+/// "Declared and registered must agree both ways" for tools, actions, services, forms, wires and
+/// hooks: the advice of `[undeclared-registration]` names the call and the item to declare, and
+/// adding exactly that item under the field it names makes the plugin load.
+#[test]
+fn the_undeclared_registration_advice_is_a_declaration_that_loads() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let plugin = dir.path().join("undeclared-form");
+    copy_dir(&fixture("broken/undeclared-form"), &plugin);
+    let before =
+        covel_js::load_plugins(std::slice::from_ref(&plugin), &covel_js::Limits::default());
+    let mut fields: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for d in &before[0].diagnostics {
+        assert_eq!(d.code, Code::UndeclaredRegistration, "{d:?}");
+        // "… (add ITEM to contributes.FIELD, or remove the call)"
+        let advice = d
+            .message
+            .split("(add ")
+            .nth(1)
+            .unwrap_or_else(|| panic!("advice in {}", d.message));
+        let (item, rest) = advice
+            .split_once(" to contributes.")
+            .unwrap_or_else(|| panic!("a field in {}", d.message));
+        let field = rest.split(',').next().expect("field");
+        fields
+            .entry(field.to_string())
+            .or_default()
+            .push(item.to_string());
+    }
+    assert_eq!(
+        fields,
+        [
+            ("forms".to_string(), vec!["coin-split".to_string()]),
+            (
+                "hooks".to_string(),
+                vec!["{event: TurnStop, enforce: normal}".to_string()]
+            ),
+        ]
+        .into(),
+        "the form and the hook, each with its own field: {:?}",
+        before[0].diagnostics
+    );
+    assert!(
+        before[0].diagnostics[0]
+            .message
+            .contains("covel.registerFormValidator"),
+        "names the call: {}",
+        before[0].diagnostics[0].message
+    );
+    let block: String = fields
+        .iter()
+        .map(|(field, items)| {
+            let items: String = items.iter().map(|i| format!("    - {i}\n")).collect();
+            format!("  {field}:\n{items}")
+        })
+        .collect();
+    let manifest = fs::read_to_string(plugin.join("PLUGIN.md")).expect("manifest");
+    let fixed = manifest.replacen("\n---\n", &format!("\ncontributes:\n{block}---\n"), 1);
+    fs::write(plugin.join("PLUGIN.md"), fixed).expect("write");
+    let after = covel_js::load_plugins(&[plugin], &covel_js::Limits::default());
+    assert!(after[0].ok(), "{:?}", after[0].diagnostics);
+}
+
+/// A name that is declared but registered more often than declared is a duplicate: the advice
+/// says to register it once, not to declare it (it already is).
+#[test]
+fn a_registration_beyond_its_declaration_is_named_a_duplicate() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let plugin = dir.path().join("twice");
+    fs::create_dir_all(plugin.join("server")).expect("dir");
+    fs::write(
+        plugin.join("PLUGIN.md"),
+        "---\nid: twice\nkind: plugin\ndescription: Declares a form once and registers it twice.\ncontributes:\n  forms:\n    - coin-split\n---\n",
+    )
+    .expect("manifest");
+    fs::write(
+        plugin.join("server/index.js"),
+        "export default function (covel) {\n  covel.registerFormValidator(\"coin-split\", () => undefined);\n  covel.registerFormValidator(\"coin-split\", () => undefined);\n}\n",
+    )
+    .expect("entry");
+    let loaded = covel_js::load_plugins(&[plugin], &covel_js::Limits::default());
+    let d = &loaded[0].diagnostics[0];
+    assert_eq!(d.code, Code::UndeclaredRegistration);
+    assert!(
+        d.message
+            .starts_with("Duplicate registration: form `coin-split`")
+            && d.message.contains("register it once"),
+        "{}",
+        d.message
+    );
+    assert_eq!((d.line, d.column), (Some(3), Some(9)), "the second call");
+}
+
 #[test]
 fn registered_but_not_declared_fails_the_load() {
     let plugins = load_some(&["broken/undeclared-extension"]);

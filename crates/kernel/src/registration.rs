@@ -277,7 +277,7 @@ pub fn check(
                 );
                 push(
                     Code::UndeclaredRegistration,
-                    format!("Undeclared or duplicate registration: {kind}:{name}"),
+                    undeclared_registration(kind, name, *count, allowed),
                     At::Call(site),
                 );
             }
@@ -311,6 +311,35 @@ pub fn check(
         );
     }
     diags
+}
+
+/// What an author reads for a registration PLUGIN.md does not cover: the call that made it and
+/// the exact item to add under `contributes` (the same field the loader reads), or, when the
+/// name is declared and only registered too often, that the extra call must go. "Undeclared or
+/// duplicate" alone left the author to guess which of the two, and where the declaration goes.
+fn undeclared_registration(kind: &str, name: &str, count: usize, allowed: usize) -> String {
+    let (call, field) = match kind {
+        "tool" => ("covel.registerTool", "tools"),
+        "action" => ("covel.registerRpc", "actions"),
+        "service" => ("covel.registerService", "services"),
+        "form" => ("covel.registerFormValidator", "forms"),
+        "wire" => ("covel.registerWires", "wires"),
+        _ => ("covel.on", "hooks"),
+    };
+    if allowed > 0 {
+        return format!(
+            "Duplicate registration: {kind} `{name}` is registered {count} times ({call}) but declared {allowed} time{}: register it once per declaration",
+            if allowed == 1 { "" } else { "s" }
+        );
+    }
+    // A hook is registered as `event:enforce`; its declaration is an `{event, enforce}` item.
+    let item = match (kind, name.split_once(':')) {
+        ("hook", Some((event, enforce))) => format!("{{event: {event}, enforce: {enforce}}}"),
+        _ => name.to_string(),
+    };
+    format!(
+        "Undeclared registration: {kind} `{name}` ({call}) is not declared in PLUGIN.md (add {item} to contributes.{field}, or remove the call)"
+    )
 }
 
 /// The `contributes.extensions` entry that declares a provided extension. A `ui.slot@1` provider
