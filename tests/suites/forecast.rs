@@ -845,15 +845,20 @@ fn a_forecast_priced_at_another_ttl_than_the_requests_carry_says_so() {
 
 /// The sample's demo session, live, its story model named `model` when given.
 fn live_demo(model: Option<&str>) -> (tempfile::TempDir, covel_studio::live::LiveStudio) {
+    live_demo_with(model.map(|m| format!("model: {m}")).as_deref())
+}
+
+/// The sample's demo session, live, with `line` added to its story model's settings.
+fn live_demo_with(line: Option<&str>) -> (tempfile::TempDir, covel_studio::live::LiveStudio) {
     let dir = tempfile::tempdir().expect("temp dir");
     covel_tests::copy_dir(
         &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins-sample"),
         dir.path(),
     );
-    if let Some(model) = model {
+    if let Some(line) = line {
         let path = dir.path().join("demo.session.yaml");
         let text = std::fs::read_to_string(&path).expect("the demo session");
-        let named = text.replacen("  story:\n", &format!("  story:\n    model: {model}\n"), 1);
+        let named = text.replacen("  story:\n", &format!("  story:\n    {line}\n"), 1);
         assert_ne!(named, text, "the demo names its story model's settings");
         std::fs::write(&path, named).expect("written");
     }
@@ -931,5 +936,60 @@ fn the_panels_count_for_the_story_model_and_say_so_when_the_facts_do_not_know_it
             .contains("`llama3.1:8b` is not in the model facts"),
         "{}",
         counts.counter.chosen
+    );
+}
+
+fn notes(minimum: Option<u32>) -> Vec<(usize, &'static str, String)> {
+    let line = minimum.map(|m| format!("minCacheableTokens: {m}"));
+    let (_dir, studio) = live_demo_with(line.as_deref());
+    let counts = studio.prompt_counts(&studio.preview);
+    covel_studio::counts::below_minimum(&studio.preview, &counts)
+        .into_iter()
+        .map(|w| (w.breakpoint, w.code, w.message))
+        .collect()
+}
+
+#[test]
+fn a_short_prefix_a_longer_cached_prefix_covers_is_not_remarked_on() {
+    // Breakpoints 0 and 1 close ≈35 and ≈71 tokens, but breakpoint 2's ≈1 200 are cached and
+    // read them with it.
+    assert_eq!(notes(None), vec![]);
+    // Nothing reaches 4096: every breakpoint caches nothing, and each says so.
+    let all = notes(Some(4096));
+    assert_eq!(
+        all.iter().map(|n| (n.0, n.1)).collect::<Vec<_>>(),
+        [
+            (0, "prefix-below-minimum"),
+            (1, "prefix-below-minimum"),
+            (2, "prefix-below-minimum"),
+            (3, "prefix-below-minimum"),
+        ]
+    );
+    assert!(
+        all[2]
+            .2
+            .contains("for claude-sonnet-4-5, which caches prefixes of 4096 tokens or more"),
+        "{}",
+        all[2].2
+    );
+}
+
+#[test]
+fn a_prefix_whose_estimated_range_straddles_the_minimum_may_or_may_not_be_cached() {
+    let (_dir, studio) = live_demo(None);
+    let counts = studio.prompt_counts(&studio.preview);
+    let moving = counts.breakpoints[3];
+    // A minimum inside the longest prefix's range, above its lower end.
+    let minimum = u32::try_from(moving.low + (moving.high - moving.low) / 4).expect("small");
+    let near = notes(Some(minimum));
+    let row = near
+        .iter()
+        .find(|n| n.0 == 3)
+        .expect("breakpoint 3 is remarked on");
+    assert_eq!(row.1, "prefix-near-minimum");
+    assert!(
+        row.2.contains("by the estimate's range") && row.2.contains("it may or may not be cached"),
+        "{}",
+        row.2
     );
 }

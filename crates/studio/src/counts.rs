@@ -205,15 +205,20 @@ pub fn prompt_counts(
 
 /// The cache breakpoints whose prefix is under the model's minimum, counted as every panel
 /// counts: `prefix-below-minimum` when even the top of the range is under it,
-/// `prefix-near-minimum` when the estimate's range straddles it.
+/// `prefix-near-minimum` when the estimate's range straddles it. A short prefix that a later
+/// breakpoint's cached prefix covers costs nothing (it is read as part of the longer one), so
+/// it is not remarked on.
 pub fn below_minimum(preview: &Preview, counts: &PromptCounts) -> Vec<CacheWarning> {
     let (model, minimum) = (&counts.counter.model, counts.minimum);
+    let cached_up_to = counts.breakpoints.iter().rposition(|c| c.low >= minimum);
     preview
         .cache
         .breakpoints
         .iter()
         .zip(&counts.breakpoints)
-        .filter(|(_, c)| c.low < minimum)
+        .enumerate()
+        .filter(|(i, (_, c))| c.low < minimum && cached_up_to.is_none_or(|last| *i > last))
+        .map(|(_, pair)| pair)
         .map(|(b, c)| {
             let what = b.closes.describe();
             let (code, message) = if c.high < minimum {
