@@ -993,3 +993,255 @@ fn a_prefix_whose_estimated_range_straddles_the_minimum_may_or_may_not_be_cached
         row.2
     );
 }
+
+// ---- the forecast agrees with the preview's cache report ---------------------------------------
+//
+// For generated prompts (histories with empty messages, depth segments, world lore, compaction
+// summaries, segments that follow the player's message), the forecast of the next turn and the
+// preview's cache report, which reach their answers separately, must agree: the same prefix at
+// every breakpoint, and the next turn reads exactly the longest prefix the report calls stable
+// (when it is long enough to be cached).
+
+mod agreement {
+    use super::*;
+    use proptest::prelude::*;
+    use proptest::test_runner::{Config, TestRunner};
+    use std::cell::RefCell;
+
+    const SAY: &str = "I wait for the tide.";
+    const FOLLOWING: &str = "I listen.";
+    const REPLY: &str = "The tide turns.";
+
+    #[derive(Debug, Clone)]
+    struct Segment {
+        position: Value,
+        role: &'static str,
+        volatility: &'static str,
+        words: usize,
+        follows_player: bool,
+    }
+
+    #[derive(Debug, Clone)]
+    struct Shape {
+        /// Words per history message (0: a message without text).
+        history: Vec<usize>,
+        summaries: usize,
+        lore_words: Option<usize>,
+        segments: Vec<Segment>,
+    }
+
+    fn words(n: usize, seed: usize) -> String {
+        (0..n)
+            .map(|i| ["tide", "bell", "harbour", "stone", "salt", "rope", "gull"][(i + seed) % 7])
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    fn segment() -> impl Strategy<Value = Segment> {
+        let position = prop_oneof![
+            Just(json!("system")),
+            Just(json!("pre-history")),
+            Just(json!("post-history")),
+            (0u32..6).prop_map(|d| json!({ "depth": d })),
+        ];
+        (
+            position,
+            prop::sample::select(vec!["system", "user", "assistant"]),
+            prop::sample::select(vec!["stable", "session", "turn"]),
+            prop_oneof![1usize..40, 400usize..900],
+            any::<bool>(),
+        )
+            .prop_map(
+                |(position, role, volatility, words, follows_player)| Segment {
+                    position,
+                    role,
+                    volatility,
+                    words,
+                    follows_player,
+                },
+            )
+    }
+
+    fn shape() -> impl Strategy<Value = Shape> {
+        (
+            prop::collection::vec(prop_oneof![1 => Just(0usize), 6 => 1usize..30], 0..14),
+            0usize..3,
+            prop::option::of(10usize..700),
+            prop::collection::vec(segment(), 0..4),
+        )
+            .prop_map(|(history, summaries, lore_words, segments)| Shape {
+                history,
+                summaries,
+                lore_words,
+                segments,
+            })
+    }
+
+    /// The session of a shape, as JSON (a YAML document the session loader reads).
+    fn session_of(
+        shape: &Shape,
+        base: &covel_kernel::session::Session,
+    ) -> covel_kernel::session::Session {
+        let messages: Vec<Value> = shape
+            .history
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| {
+                json!({
+                    "id": format!("m{i}"), "turnId": format!("t{}", i / 2 + 1),
+                    "role": if i % 2 == 0 { "user" } else { "assistant" }, "content": words(n, i),
+                })
+            })
+            .collect();
+        let summaries: Vec<Value> = (0..shape.summaries)
+            .map(|i| json!({ "id": format!("s{i}"), "turnRangeStart": "t0", "turnRangeEnd": "t0", "content": format!("Summary {i}: {}", words(20, i)) }))
+            .collect();
+        let segments: Vec<Value> = shape
+            .segments
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let text = words(s.words, i);
+                json!({
+                    "id": format!("s{i}"), "position": s.position, "role": s.role, "audience": "story",
+                    "volatility": s.volatility,
+                    "content": if s.follows_player { format!("{text} (player: {{player}})") } else { text },
+                })
+            })
+            .collect();
+        let mut world = json!({ "id": "w", "name": "W", "description": "A test world." });
+        if let Some(n) = shape.lore_words {
+            world["lore"] = json!(words(n, 3));
+        }
+        let doc = json!({
+            "id": base.id, "locale": "en",
+            "world": { "worldRecord": world },
+            "models": { "story": { "model": "claude-sonnet-4-5", "contextWindow": 200000, "reservedForResponse": 1024, "script": [REPLY] } },
+            "pluginData": [{ "pluginId": "shaper", "namespace": "shape", "key": "segments", "value": segments }],
+            "history": { "messages": messages, "summaries": summaries },
+            "nextMessage": SAY,
+            "followingMessage": FOLLOWING,
+        });
+        covel_kernel::session::parse_session(
+            &doc.to_string(),
+            std::path::Path::new("generated.session.yaml"),
+        )
+        .expect("a generated session loads")
+    }
+
+    /// How the forecast names the block a breakpoint closes (`system block body`,
+    /// `message 7 (history m4)`).
+    fn closes(origin: &covel_kernel::prompt::PartOrigin) -> String {
+        use covel_kernel::prompt::PartOrigin;
+        match origin {
+            PartOrigin::System { .. } => origin.describe(),
+            PartOrigin::History { id } => format!("(history {id})"),
+            PartOrigin::Summary { id } => format!("(summary {id})"),
+            PartOrigin::Segment { plugin, segment } => format!("(segment {plugin}/{segment})"),
+            PartOrigin::TurnContext { .. } => "(turn context)".into(),
+            PartOrigin::PlayerInput => "(player input)".into(),
+        }
+    }
+
+    fn played(preview: covel_studio::Preview, say: &str) -> PlayedTurn {
+        PlayedTurn {
+            turn_id: preview.turn_id.clone(),
+            say: say.into(),
+            preview,
+            usage: None,
+            reply: Some(REPLY.into()),
+            with_newer_plugins: false,
+        }
+    }
+
+    #[test]
+    fn the_forecast_and_the_preview_agree_on_every_breakpoint_for_generated_prompts() {
+        let root = covel_tests::fixture("forecast-agrees");
+        let ws = Workspace::open(
+            &root.join("plugins"),
+            Some(&root.join("base.session.yaml")),
+            &Limits::default(),
+        )
+        .expect("opens");
+        let base = ws.session.clone();
+        let ws = RefCell::new(ws);
+        let profile = ModelFacts::embedded()
+            .expect("facts")
+            .profile("claude-sonnet-4-5")
+            .expect("model");
+        let minimum = profile.model.min_cacheable_tokens;
+        let cases = std::env::var("COVEL_AGREEMENT_CASES")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(1000);
+        let mut runner = TestRunner::new(Config {
+            cases,
+            failure_persistence: None,
+            ..Config::default()
+        });
+        runner
+            .run(&shape(), |shape| {
+                let mut ws = ws.borrow_mut();
+                ws.session = session_of(&shape, &base);
+                let this = ws.preview(&covel_studio::RuntimeTarget::Story);
+                // The next turn as the preview's report imagines it: one more exchange, the
+                // following player message.
+                let mut next = ws.session.clone();
+                let order = next.history.messages.len();
+                next.history
+                    .messages
+                    .extend(covel_kernel::session_history::exchange(
+                        &next.id,
+                        &this.turn_id,
+                        SAY,
+                        REPLY,
+                        order,
+                    ));
+                next.next_message = FOLLOWING.into();
+                ws.session = next;
+                let then = ws.preview(&covel_studio::RuntimeTarget::Story);
+                let report = this.cache.breakpoints.clone();
+                let f = forecast::forecast(
+                    &[played(this, SAY), played(then, FOLLOWING)],
+                    &profile,
+                    &ForecastOptions::default(),
+                    &ws.counter,
+                );
+                // The same prefix at every breakpoint, closed by the same block.
+                let first = &f.turns[0].breakpoints;
+                prop_assert_eq!(first.len(), report.len(), "{:?}", shape);
+                for (row, b) in first.iter().zip(&report) {
+                    prop_assert_eq!(
+                        row.prefix_tokens,
+                        b.prefix_tokens,
+                        "breakpoint {} of {:?}",
+                        b.index,
+                        shape
+                    );
+                    prop_assert!(
+                        row.at.ends_with(&closes(&b.closes)),
+                        "{} is not {:?} in {:?}",
+                        row.at,
+                        b.closes,
+                        shape
+                    );
+                }
+                // The next turn reads the longest prefix the report calls stable, when cached.
+                let expected = report
+                    .iter()
+                    .filter(|b| b.stable && b.prefix_tokens >= minimum)
+                    .map(|b| b.prefix_tokens)
+                    .max()
+                    .unwrap_or(0);
+                prop_assert_eq!(
+                    f.turns[1].cache_read_tokens,
+                    expected,
+                    "{:?}\n{:#?}",
+                    shape,
+                    f.turns[1].breakpoints
+                );
+                Ok(())
+            })
+            .expect("the forecast agrees with the preview's cache report");
+    }
+}
