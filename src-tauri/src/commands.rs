@@ -8,7 +8,6 @@
 //! waits on the state lock.
 
 use crate::state::{self, AppState};
-use covel_studio::RuntimeTarget;
 use covel_studio::live::{LiveStudio, PlayedTurns};
 use covel_studio::wire::results::{Forecast, SessionEdit, TestRun};
 use covel_studio::wire::turns::TurnPrompt;
@@ -138,10 +137,11 @@ async fn snapshot(state: State<'_, AppState>) -> Result<Snapshot, String> {
 
 #[tauri::command]
 #[specta::specta]
-async fn set_runtime(state: State<'_, AppState>, target: String) -> Result<SnapshotPatch, String> {
-    let target = RuntimeTarget::parse(&target)
-        .ok_or_else(|| format!("`{target}` is not story, plugin:ID or contract:C"))?;
-    with_studio_patch(&state, move |s| s.switch_target(target)).await
+async fn set_runtime(
+    state: State<'_, AppState>,
+    target: covel_studio::wire::preview::RuntimeTarget,
+) -> Result<SnapshotPatch, String> {
+    with_studio_patch(&state, move |s| s.switch_target(target.into())).await
 }
 
 #[tauri::command]

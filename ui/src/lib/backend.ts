@@ -1,7 +1,7 @@
 // The only module that talks to the desktop shell. Everything else imports `backend` and stays
 // plain; browser tests build with `--mode fake` and get the fake, fed by fixtures the Rust
 // tests write (ui/fixtures/*.ts, from tests/suites/ui_fixtures.rs).
-import type { About, Diagnostic, Forecast, FormAnswer, TurnText, OpenStatus, RecentFolder, RequestBodies, SessionEdit, Snapshot, SnapshotPatch, StudioChanged, TestRun, TurnPrompt } from "./wire";
+import type { About, Diagnostic, Forecast, FormAnswer, TurnText, OpenStatus, RecentFolder, RequestBodies, RuntimeTarget, SessionEdit, Snapshot, SnapshotPatch, StudioChanged, TestRun, TurnPrompt } from "./wire";
 
 /** What the shell sends on its own: opening, opened (the whole snapshot), open-failed, a reload (a patch). */
 export type StudioEvent = StudioChanged;
@@ -14,7 +14,7 @@ export type StudioEvent = StudioChanged;
 export interface Backend {
   open(plugins: string, session: string | null): Promise<number>;
   snapshot(): Promise<Snapshot>;
-  setRuntime(target: string): Promise<SnapshotPatch>;
+  setRuntime(target: RuntimeTarget): Promise<SnapshotPatch>;
   playTurn(message: string): Promise<SnapshotPatch>;
   /**
    * Answers the form the last played turn asks for, as the player would: what the player says

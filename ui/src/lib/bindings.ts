@@ -9,7 +9,7 @@ import * as __TAURI_EVENT from "@tauri-apps/api/event";
 export const commands = {
 	openWorkspace: (plugins: string, session: string | null) => typedError<number, string>(__TAURI_INVOKE("open_workspace", { plugins, session })),
 	snapshot: () => typedError<Snapshot_Serialize, string>(__TAURI_INVOKE("snapshot")),
-	setRuntime: (target: string) => typedError<SnapshotPatch_Serialize, string>(__TAURI_INVOKE("set_runtime", { target })),
+	setRuntime: (target: RuntimeTarget) => typedError<SnapshotPatch_Serialize, string>(__TAURI_INVOKE("set_runtime", { target })),
 	playTurn: (message: string) => typedError<SnapshotPatch_Serialize, string>(__TAURI_INVOKE("play_turn", { message })),
 	/**
 	 *  "Play from here": forks the active branch after its played turn `turn_id`; the new branch
@@ -1728,7 +1728,7 @@ export type RuleCheck = {
 /**  A run that failed as a whole. */
 export type RunError = { code: "invalid-input"; detail: string } | { code: "conflicting-providers"; point: string; providers: string[] } | { code: "fail-turn"; point: string; provider: string; message: string } | { code: "pipeline-contract"; provider: string; detail: string };
 
-/**  Which runtime the prompt is assembled for. */
+/**  Which runtime the prompt is assembled for (what the window shows, and what it asks for). */
 export type RuntimeTarget = { kind: "story" } | { kind: "plugin"; id: string } | { kind: "contract"; id: string };
 
 /**  A segment that changed. */

@@ -17,6 +17,7 @@ import { fixture as about } from "../../fixtures/about";
 import { parseDocument } from "yaml";
 import type { Backend, StudioEvent } from "./backend";
 import { patchOf } from "./patch";
+import { runtimeValue } from "./view";
 import type { Diagnostic, OpenStatus, Preview, Requests, SessionEdit, Snapshot, SnapshotPatch, TurnPrompt, TurnText } from "./wire";
 
 /** A played turn's prompt as a test may give it: without request bodies, or a bare preview. */
@@ -115,8 +116,8 @@ export function fakeBackend(): Backend {
     },
     setRuntime: async (target) => {
       calls.push(["setRuntime", target]);
-      const answer = runtimes[target];
-      if (!answer) throw new Error(`the fake backend has no fixture for runtime ${target}`);
+      const answer = runtimes[runtimeValue(target)];
+      if (!answer) throw new Error(`the fake backend has no fixture for runtime ${runtimeValue(target)}`);
       return advance({ ...answer[0], sessionText: current.sessionText }, answer[1]);
     },
     // A test may make the played turn ask for a form (`window.__fakeForm`, a form record) and

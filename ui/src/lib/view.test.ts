@@ -5,7 +5,7 @@ import { fixture as tests } from "../../fixtures/tests";
 import { fixture as afterReload } from "../../fixtures/after-reload";
 import { fixture as bodies } from "../../fixtures/request-bodies";
 import type { CallRecord, Snapshot, SlotId, TurnRecord } from "./wire";
-import { activeActor, blockRows, outline, breakpointLabel, cacheReason, sdkCall, chains, providerChains, changedRows, changedSegments, contentBefore, differenceLabel, draftAfterSnapshot, forecastSummary, listView, meter, movingBreakpoint, nextTurnCacheRead, placementLabel, summaryEntries, systemBreakpoint, testCounts, text, usd, where, turnRecordChanges, usageLine, replayCounterpart, highlightParts, draftFor } from "./view";
+import { activeActor, blockRows, outline, breakpointLabel, cacheReason, sdkCall, chains, providerChains, changedRows, changedSegments, contentBefore, differenceLabel, draftAfterSnapshot, forecastSummary, listView, meter, movingBreakpoint, nextTurnCacheRead, placementLabel, summaryEntries, systemBreakpoint, testCounts, text, usd, where, turnRecordChanges, usageLine, replayCounterpart, highlightParts, draftFor, runtimeTarget, runtimeValue } from "./view";
 
 const demo: Snapshot = snapshot;
 
@@ -260,5 +260,14 @@ describe("a draft belongs to its session file", () => {
     expect(draftFor("/x/a.session.yaml", null, aside)).toEqual(a);
     expect(aside.size).toBe(0);
     expect(draftFor("/x/a.session.yaml", a, aside)).toBe(a);
+  });
+});
+
+describe("the runtime picker", () => {
+  it("names a runtime as a picker value and back", () => {
+    for (const target of [{ kind: "story" }, { kind: "plugin", id: "story-director" }, { kind: "contract", id: "narrative-engine@1" }] as const) {
+      expect(runtimeTarget(runtimeValue(target))).toEqual(target);
+    }
+    expect(runtimeTarget("contract:a:b@1")).toEqual({ kind: "contract", id: "a:b@1" });
   });
 });

@@ -1,6 +1,6 @@
 // View logic: pure functions over the snapshot, unit-tested with Vitest. Components stay thin.
 import { resolveI18nText } from "./locale";
-import type { Breakpoint, CacheReport, CallRecord, Count, PromptCounts, Forecast, GoldenDifference, I18n, JsonValue, Message, Origin, PartOrigin, PluginView, ReloadEntry, SegmentChange, SegmentRow, Snapshot, TestRun, TurnRecord, SourceSite } from "./wire";
+import type { Breakpoint, CacheReport, CallRecord, Count, PromptCounts, RuntimeTarget, Forecast, GoldenDifference, I18n, JsonValue, Message, Origin, PartOrigin, PluginView, ReloadEntry, SegmentChange, SegmentRow, Snapshot, TestRun, TurnRecord, SourceSite } from "./wire";
 
 // ---- reading JSON values (the session, the world snapshot, summaries) ----------------------------
 
@@ -415,6 +415,15 @@ export function inventoryLines(inventory: Record<string, unknown> | null | undef
 export function runtimeValue(runtime: { kind: string; id?: string } | undefined): string {
   if (!runtime || runtime.kind === "story") return "story";
   return `${runtime.kind}:${runtime.id ?? ""}`;
+}
+
+/** The runtime a value of the runtime picker names (`story`, `plugin:ID`, `contract:C`): the inverse of `runtimeValue`. */
+export function runtimeTarget(value: string): RuntimeTarget {
+  const at = value.indexOf(":");
+  const [kind, id] = at < 0 ? [value, ""] : [value.slice(0, at), value.slice(at + 1)];
+  if (kind === "plugin") return { kind: "plugin", id };
+  if (kind === "contract") return { kind: "contract", id };
+  return { kind: "story" };
 }
 
 // ---- the Problems panel --------------------------------------------------------------------------

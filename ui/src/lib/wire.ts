@@ -29,6 +29,7 @@ export type {
   Preview_Serialize as Preview,
   PreviewPatch_Serialize as PreviewPatch,
   PromptCounts,
+  RuntimeTarget,
   RecentFolder_Serialize as RecentFolder,
   RequestBodies,
   Requests,

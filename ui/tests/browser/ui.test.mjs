@@ -311,13 +311,13 @@ test("switching the runtime assembles the prompt for that runtime", async () => 
   assert.match(await rules(), /excluded: audience `self`/, "the story runtime does not see story-director's self segment");
   await page.getByTestId("runtime").selectOption("plugin:story-director");
   await page.locator('[data-block="body"] pre', { hasText: "# Story Director" }).waitFor();
-  assert.deepEqual((await fakeCalls()).at(-1), ["setRuntime", "plugin:story-director"]);
+  assert.deepEqual((await fakeCalls()).at(-1), ["setRuntime", { kind: "plugin", id: "story-director" }]);
   assert.match(await rules(), /message|system prompt|turn context/, "its own runtime includes it");
   assert.doesNotMatch(await rules(), /excluded/);
   await page.getByTestId("contract").fill("narrative-engine@1");
   await page.getByTestId("assemble-contract").click();
   await page.getByTestId("error").waitFor();
-  assert.deepEqual((await fakeCalls()).at(-1), ["setRuntime", "contract:narrative-engine@1"], "the contract field sends contract:C");
+  assert.deepEqual((await fakeCalls()).at(-1), ["setRuntime", { kind: "contract", id: "narrative-engine@1" }], "the contract field asks for that contract");
   // The error of an action can be dismissed; it does not stay above every panel.
   await page.getByTestId("dismiss-error").click();
   assert.equal(await page.getByTestId("error").count(), 0);

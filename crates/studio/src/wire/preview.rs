@@ -12,8 +12,8 @@ use specta::Type;
 use std::borrow::Cow;
 use std::sync::Arc;
 
-/// Which runtime the prompt is assembled for.
-#[derive(Debug, Clone, PartialEq, Serialize, Type)]
+/// Which runtime the prompt is assembled for (what the window shows, and what it asks for).
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, Type)]
 #[serde(rename_all = "kebab-case", tag = "kind", content = "id")]
 pub enum RuntimeTarget {
     Story,
@@ -27,6 +27,16 @@ impl From<&studio::RuntimeTarget> for RuntimeTarget {
             studio::RuntimeTarget::Story => RuntimeTarget::Story,
             studio::RuntimeTarget::Plugin(id) => RuntimeTarget::Plugin(id.clone()),
             studio::RuntimeTarget::Contract(c) => RuntimeTarget::Contract(c.clone()),
+        }
+    }
+}
+
+impl From<RuntimeTarget> for studio::RuntimeTarget {
+    fn from(t: RuntimeTarget) -> Self {
+        match t {
+            RuntimeTarget::Story => studio::RuntimeTarget::Story,
+            RuntimeTarget::Plugin(id) => studio::RuntimeTarget::Plugin(id),
+            RuntimeTarget::Contract(c) => studio::RuntimeTarget::Contract(c),
         }
     }
 }
