@@ -1230,6 +1230,27 @@ export type PluginView_Serialize = {
 /**  An extension point of the kernel contract. */
 export type PointId = "prompt.segment@1" | "prompt.history-transform@1" | "ui.slot@1" | "media.image-flow@1" | "session.world-context@1" | "history.compact@2";
 
+/**
+ *  A kernel point and how its providers combine: the window reads the kernel's contract rather
+ *  than keeping its own copy.
+ */
+export type PointInfo = {
+	point: PointId,
+	mode: PointMode,
+};
+
+/**  How several providers of a point combine (seed page, "Combination modes"). */
+export type PointMode = 
+/**  One valid provider answers. */
+"single" | 
+/**
+ *  Every provider's output is gathered (and sorted by its own keys: call order decides
+ *  nothing).
+ */
+"collect" | 
+/**  Each provider gets the previous result, in declared order. */
+"pipeline";
+
 /**  Where a segment asks to go: a named position or a depth in the history. */
 export type Position = NamedPosition | { depth: number };
 
@@ -2102,6 +2123,8 @@ export type Snapshot_Deserialize = {
 	plugins: Shared<PluginView_Deserialize>[],
 	resolution: Resolution_Deserialize,
 	preview: Preview_Deserialize,
+	/**  The kernel's points and how each combines its providers (never changes). */
+	points: PointInfo[],
 	/**
 	 *  What to know about the runtime the preview is for (a contract no active runtime
 	 *  produces is previewed all the same).
@@ -2138,6 +2161,8 @@ export type Snapshot_Serialize = {
 	plugins: Shared<PluginView_Serialize>[],
 	resolution: Resolution_Serialize,
 	preview: Preview_Serialize,
+	/**  The kernel's points and how each combines its providers (never changes). */
+	points: PointInfo[],
 	/**
 	 *  What to know about the runtime the preview is for (a contract no active runtime
 	 *  produces is previewed all the same).

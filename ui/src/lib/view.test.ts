@@ -5,7 +5,7 @@ import { fixture as tests } from "../../fixtures/tests";
 import { fixture as afterReload } from "../../fixtures/after-reload";
 import { fixture as bodies } from "../../fixtures/request-bodies";
 import type { CallRecord, Snapshot, SlotId, TurnRecord } from "./wire";
-import { activeActor, blockRows, outline, breakpointLabel, cacheReason, sdkCall, chains, providerChains, changedRows, changedSegments, contentBefore, differenceLabel, draftAfterSnapshot, forecastSummary, listView, meter, movingBreakpoint, nextTurnCacheRead, placementLabel, summaryEntries, systemBreakpoint, testCounts, text, usd, where, turnRecordChanges, usageLine, replayCounterpart, highlightParts, draftFor, runtimeTarget, runtimeValue } from "./view";
+import { activeActor, blockRows, outline, breakpointLabel, cacheReason, sdkCall, chains, providerChains, changedRows, changedSegments, contentBefore, differenceLabel, draftAfterSnapshot, forecastSummary, listView, meter, movingBreakpoint, nextTurnCacheRead, placementLabel, summaryEntries, systemBreakpoint, testCounts, text, usd, where, turnRecordChanges, usageLine, replayCounterpart, highlightParts, draftFor, runtimeTarget, runtimeValue, pointMode, orderDecides } from "./view";
 
 const demo: Snapshot = snapshot;
 
@@ -44,18 +44,25 @@ describe("provider chains", () => {
     point: "ui.slot@1", pluginId, providerId, order, slot, outcome: "success", durationMs: 0,
   });
   it("groups calls per point and slot and flags ties broken by plugin id", () => {
-    const result = chains([call("a", "x", 0, "stage.cast@1"), call("b", "y", 0, "stage.cast@1"), call("c", "z", 5, "stage.cast@1"), call("d", "m", 0, "stage.music@1")]);
+    const result = chains([call("a", "x", 0, "stage.cast@1"), call("b", "y", 0, "stage.cast@1"), call("c", "z", 5, "stage.cast@1"), call("d", "m", 0, "stage.music@1")], demo.points);
     expect(result.map((c) => c.key)).toEqual(["ui.slot@1 → stage.cast@1", "ui.slot@1 → stage.music@1"]);
     expect([...result[0].ties]).toEqual(["a/x", "b/y"]);
   });
   it("marks no tie where the call order decides nothing (a collect point: segments are sorted by their own keys)", () => {
     const segment = (pluginId: string, providerId: string): CallRecord => ({ point: "prompt.segment@1", pluginId, providerId, order: 0, outcome: "success", durationMs: 0 });
-    expect([...chains([segment("a", "x"), segment("b", "y")])[0].ties]).toEqual([]);
-    const demoTies = chains(demo.preview.calls).flatMap((c) => [...c.ties].map((t) => `${c.key}: ${t}`));
+    expect([...chains([segment("a", "x"), segment("b", "y")], demo.points)[0].ties]).toEqual([]);
+    const demoTies = chains(demo.preview.calls, demo.points).flatMap((c) => [...c.ties].map((t) => `${c.key}: ${t}`));
     expect(demoTies.every((t) => !t.startsWith("prompt.segment@1"))).toBe(true);
   });
+  it("reads each point's combination mode from the kernel's contract on the wire", () => {
+    expect(demo.points.map((p) => p.point).sort()).toEqual(["history.compact@2", "media.image-flow@1", "prompt.history-transform@1", "prompt.segment@1", "session.world-context@1", "ui.slot@1"]);
+    expect(pointMode(demo.points, "prompt.segment@1")).toBe("collect");
+    expect(pointMode(demo.points, "ui.slot@1")).toBe("pipeline");
+    expect(pointMode(demo.points, "session.world-context@1")).toBe("single");
+    expect(orderDecides(demo.points, "prompt.segment@1")).toBe(false);
+  });
   it("covers every point of the demo preview", () => {
-    const keys = chains(demo.preview.calls).map((c) => c.point);
+    const keys = chains(demo.preview.calls, demo.points).map((c) => c.point);
     expect(new Set(keys)).toEqual(new Set(["session.world-context@1", "prompt.history-transform@1", "prompt.segment@1", "ui.slot@1", "media.image-flow@1"]));
   });
 });

@@ -1,6 +1,6 @@
 // View logic: pure functions over the snapshot, unit-tested with Vitest. Components stay thin.
 import { resolveI18nText } from "./locale";
-import type { Breakpoint, CacheReport, CallRecord, Count, PromptCounts, RuntimeTarget, Forecast, GoldenDifference, I18n, JsonValue, Message, Origin, PartOrigin, PluginView, ReloadEntry, SegmentChange, SegmentRow, Snapshot, TestRun, TurnRecord, SourceSite } from "./wire";
+import type { Breakpoint, CacheReport, CallRecord, Count, PointInfo, PromptCounts, RuntimeTarget, Forecast, GoldenDifference, I18n, JsonValue, Message, Origin, PartOrigin, PluginView, ReloadEntry, SegmentChange, SegmentRow, Snapshot, TestRun, TurnRecord, SourceSite } from "./wire";
 
 // ---- reading JSON values (the session, the world snapshot, summaries) ----------------------------
 
@@ -102,23 +102,18 @@ export interface Chain {
   ties: Set<string>;
 }
 
-/** The combination mode of each kernel point (covel-kernel's `contract`). */
-export const POINT_MODES: Record<string, "single" | "collect" | "pipeline"> = {
-  "prompt.segment@1": "collect",
-  "prompt.history-transform@1": "pipeline",
-  "ui.slot@1": "pipeline",
-  "media.image-flow@1": "single",
-  "session.world-context@1": "single",
-  "history.compact@2": "single",
-};
+/** How a point combines its providers, as the kernel's contract says (the snapshot's `points`). */
+export function pointMode(points: PointInfo[], point: string): PointInfo["mode"] | undefined {
+  return points.find((p) => p.point === point)?.mode;
+}
 
 /** Whether the order of a point's providers decides its result (pipeline and single points). */
-export function orderDecides(point: string): boolean {
-  return POINT_MODES[point] !== "collect";
+export function orderDecides(points: PointInfo[], point: string): boolean {
+  return pointMode(points, point) !== "collect";
 }
 
 /** Groups a preview's calls into provider chains per point (and slot), in call order. */
-export function chains(calls: CallRecord[]): Chain[] {
+export function chains(calls: CallRecord[], points: PointInfo[]): Chain[] {
   const byKey = new Map<string, Chain>();
   for (const call of calls) {
     const key = call.slot ? `${call.point} → ${call.slot}` : call.point;
@@ -132,7 +127,7 @@ export function chains(calls: CallRecord[]): Chain[] {
   for (const chain of byKey.values()) {
     // In a collect point every answer is kept and sorted by its own key (segments): the call
     // order decides nothing, so a tie there is no tie worth a mark.
-    if (!orderDecides(chain.point)) continue;
+    if (!orderDecides(points, chain.point)) continue;
     for (const a of chain.calls) {
       if (chain.calls.some((b) => b !== a && b.order === a.order && b.pluginId !== a.pluginId)) {
         chain.ties.add(`${a.pluginId}/${a.providerId}`);
@@ -742,13 +737,13 @@ export interface ProviderChain extends Chain {
 export function providerChains(snapshot: Snapshot): ProviderChain[] {
   const preview = snapshot.preview;
   const keyed = preview.slots.filter((s) => s.key !== undefined && s.key !== null);
-  const base = chains([...preview.calls, ...preview.worldContext.calls.filter((c) => !preview.calls.includes(c))]);
+  const base = chains([...preview.calls, ...preview.worldContext.calls.filter((c) => !preview.calls.includes(c))], snapshot.points);
   const out: ProviderChain[] = base.map((c) => ({ ...c, notCalled: [], otherSlot: [] }));
   // A keyed slot (character.visual@1 per character) has a chain per key: they take the place of
   // the slot's calls in call order, one after the other.
   const placed = new Map<string, number>();
   for (const slot of keyed) {
-    const [chain] = chains(slot.chain);
+    const [chain] = chains(slot.chain, snapshot.points);
     const key = `ui.slot@1 → ${slot.slot}[${slot.key}]`;
     const entry: ProviderChain = { ...(chain ?? { point: "ui.slot@1", calls: [], ties: new Set<string>() }), key, slot: slot.slot, notCalled: [], otherSlot: [] };
     const after = placed.get(slot.slot);
@@ -785,7 +780,7 @@ export function providerChains(snapshot: Snapshot): ProviderChain[] {
     }
     for (const chain of matching) {
       if (chain.calls.some((c) => c.pluginId === r.plugin.name && c.providerId === r.id)) continue;
-      chain.notCalled.push({ pluginId: r.plugin.name, providerId: r.id, order: r.order, reason: why(r.plugin) ?? (POINT_MODES[r.point] === "single" ? "another provider answered this single point" : "not called: the chain stopped before it") });
+      chain.notCalled.push({ pluginId: r.plugin.name, providerId: r.id, order: r.order, reason: why(r.plugin) ?? (pointMode(snapshot.points, r.point) === "single" ? "another provider answered this single point" : "not called: the chain stopped before it") });
     }
   }
   // A slot's chain also names the providers of the same point that serve another slot, so an

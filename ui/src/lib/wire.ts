@@ -25,6 +25,7 @@ export type {
   OpenStatus_Serialize as OpenStatus,
   PartOrigin,
   PluginView_Serialize as PluginView,
+  PointInfo,
   Positions_Serialize as Positions,
   Preview_Serialize as Preview,
   PreviewPatch_Serialize as PreviewPatch,

@@ -218,6 +218,44 @@ impl From<contract::PointId> for PointId {
     }
 }
 
+/// How several providers of a point combine (seed page, "Combination modes").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Type)]
+#[serde(rename_all = "lowercase")]
+pub enum PointMode {
+    /// One valid provider answers.
+    Single,
+    /// Every provider's output is gathered (and sorted by its own keys: call order decides
+    /// nothing).
+    Collect,
+    /// Each provider gets the previous result, in declared order.
+    Pipeline,
+}
+
+/// A kernel point and how its providers combine: the window reads the kernel's contract rather
+/// than keeping its own copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Type)]
+pub struct PointInfo {
+    pub point: PointId,
+    pub mode: PointMode,
+}
+
+impl PointInfo {
+    /// Every point of the kernel contract.
+    pub fn all() -> Vec<PointInfo> {
+        contract::PointId::ALL
+            .into_iter()
+            .map(|id| PointInfo {
+                point: id.into(),
+                mode: match id.point().mode {
+                    contract::Mode::Single => PointMode::Single,
+                    contract::Mode::Collect => PointMode::Collect,
+                    contract::Mode::Pipeline => PointMode::Pipeline,
+                },
+            })
+            .collect()
+    }
+}
+
 /// A UI slot of the kernel contract.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Type)]
 pub enum SlotId {

@@ -61,6 +61,8 @@ pub struct Snapshot {
     pub plugins: Vec<Shared<PluginView>>,
     pub resolution: Resolution,
     pub preview: Preview,
+    /// The kernel's points and how each combines its providers (never changes).
+    pub points: Vec<super::common::PointInfo>,
     /// What to know about the runtime the preview is for (a contract no active runtime
     /// produces is previewed all the same).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -184,6 +186,7 @@ impl LiveStudio {
             plugins,
             resolution: (&ws.resolution).into(),
             preview: Preview::of(&self.preview, self.prompt_counts(&self.preview)),
+            points: super::common::PointInfo::all(),
             runtime_note: ws.runtime_note(self.target()),
             compaction: CompactionView {
                 windows: windows.into(),
