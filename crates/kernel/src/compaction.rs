@@ -172,14 +172,12 @@ pub fn validate(
     summaries: &[Value],
     budget: Budget,
 ) -> Verdict {
-    let mut rules = Vec::new();
-    let mut check =
-        |rule: &'static str, ok: bool, detail: String| rules.push(RuleCheck { rule, ok, detail });
+    let mut rules = Rules::default();
     if output.is_null() {
         return Verdict {
             nothing_to_compact: true,
             accepted: false,
-            rules,
+            rules: rules.0,
             deferred: None,
             total_segments: summaries.len() as u32,
             total_tokens: 0,
@@ -194,157 +192,26 @@ pub fn validate(
         .pointer("/deferred/reason")
         .and_then(Value::as_str)
         .map(str::to_string);
-    check(
+    rules.check(
         "non-empty",
         !segments.is_empty(),
         format!("{} summary segments", segments.len()),
     );
-
-    let untagged: Vec<&Value> = messages.iter().filter(|m| !is_compacted(m)).collect();
-    let mut message_cursor = 0usize;
-    let mut summary_cursor = 0usize;
-    let mut seen_messages = BTreeSet::new();
-    let mut seen_summaries = BTreeSet::new();
+    let mut refs = References {
+        session_id,
+        messages,
+        summaries,
+        untagged: messages.iter().filter(|m| !is_compacted(m)).collect(),
+        ..References::default()
+    };
     let mut new_tokens = 0u64;
-    let mut replaced = BTreeSet::new();
     for (index, segment) in segments.iter().enumerate() {
-        let content = segment
-            .get("content")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let message_ids = strings(segment, "messageIds");
-        let replaces = strings(segment, "replacesSummaryIds");
-        let tokens = estimate_tokens(content);
-        new_tokens += tokens;
-        check(
-            "content-not-blank",
-            !content.trim().is_empty(),
-            format!("segment {index} has {} characters", content.trim().len()),
-        );
-        let one_kind = message_ids.is_empty() != replaces.is_empty();
-        check(
-            "covers-one-kind",
-            one_kind,
-            if one_kind {
-                format!(
-                    "segment {index} covers {}",
-                    if replaces.is_empty() {
-                        "new messages"
-                    } else {
-                        "old summaries"
-                    }
-                )
-            } else {
-                format!(
-                    "segment {index} must cover either new messages or old summaries, not both or neither"
-                )
-            },
-        );
-        check(
-            "segment-budget",
-            tokens <= budget.max_segment_tokens,
-            format!(
-                "segment {index} is about {tokens} tokens; the limit is {}",
-                budget.max_segment_tokens
-            ),
-        );
-        if deferred.is_some() {
-            check(
-                "deferred-only-new",
-                replaces.is_empty(),
-                format!("segment {index}: a deferred result may carry only new summaries"),
-            );
-        }
-        // One verdict per rule and segment: the first reference that breaks it, if any.
-        let mut foreign = None;
-        let mut duplicate = None;
-        let mut out_of_order = None;
-        for id in &replaces {
-            let expected = summaries.get(summary_cursor).map(id_of);
-            let owned = summaries
-                .iter()
-                .find(|s| id_of(s) == id)
-                .is_some_and(|s| s.get("sessionId").and_then(Value::as_str) == Some(session_id));
-            if !owned && foreign.is_none() {
-                foreign = Some(format!(
-                    "summary `{id}` is not an existing summary of this session"
-                ));
-            }
-            if !seen_summaries.insert(id.clone()) && duplicate.is_none() {
-                duplicate = Some(format!("summary `{id}` is replaced twice"));
-            }
-            if expected != Some(id.as_str()) && out_of_order.is_none() {
-                out_of_order = Some(format!(
-                    "replaces `{id}`, but the oldest remaining summary is `{}`",
-                    expected.unwrap_or("(none)")
-                ));
-            }
-            summary_cursor += 1;
-            replaced.insert(id.clone());
-        }
-        for id in &message_ids {
-            let expected = untagged.get(message_cursor).map(|m| id_of(m));
-            let owned = messages
-                .iter()
-                .find(|m| id_of(m) == id)
-                .is_some_and(|m| m.get("sessionId").and_then(Value::as_str) == Some(session_id));
-            if !owned && foreign.is_none() {
-                foreign = Some(format!("message `{id}` is not a message of this session"));
-            }
-            if !seen_messages.insert(id.clone()) && duplicate.is_none() {
-                duplicate = Some(format!("message `{id}` is covered twice"));
-            }
-            if expected != Some(id.as_str()) && out_of_order.is_none() {
-                out_of_order = Some(format!(
-                    "covers `{id}`, but the next uncompacted message is `{}`",
-                    expected.unwrap_or("(none)")
-                ));
-            }
-            message_cursor += 1;
-        }
-        let covered = if replaces.is_empty() {
-            format!("{} messages", message_ids.len())
-        } else {
-            format!("{} summaries", replaces.len())
-        };
-        check(
-            "same-session",
-            foreign.is_none(),
-            format!(
-                "segment {index}: {}",
-                foreign.unwrap_or_else(|| format!("all {covered} belong to this session"))
-            ),
-        );
-        check(
-            "no-duplicates",
-            duplicate.is_none(),
-            format!(
-                "segment {index}: {}",
-                duplicate.unwrap_or_else(|| format!("{covered}, none repeated"))
-            ),
-        );
-        let order_rule = if replaces.is_empty() {
-            "message-prefix-in-order"
-        } else {
-            "oldest-summaries-in-order"
-        };
-        let in_order = if replaces.is_empty() {
-            "a continuous prefix of the uncompacted messages"
-        } else {
-            "the oldest continuous run of summaries"
-        };
-        check(
-            order_rule,
-            out_of_order.is_none(),
-            format!(
-                "segment {index}: {}",
-                out_of_order.unwrap_or_else(|| format!("{covered}, {in_order}"))
-            ),
-        );
+        new_tokens += check_segment(&mut rules, index, segment, budget, deferred.is_some());
+        refs.check_segment(&mut rules, index, segment);
     }
     let retained: Vec<&Value> = summaries
         .iter()
-        .filter(|s| !replaced.contains(id_of(s)))
+        .filter(|s| !refs.replaced.contains(id_of(s)))
         .collect();
     let retained_tokens: u64 = retained
         .iter()
@@ -354,7 +221,7 @@ pub fn validate(
     let total_tokens = retained_tokens + new_tokens;
     // A deferred merge may leave up to twice the budget for a while; past that it is rejected.
     let factor = if deferred.is_some() { 2 } else { 1 };
-    check(
+    rules.check(
         "segment-count",
         total_segments <= budget.max_segments * factor,
         format!(
@@ -362,7 +229,7 @@ pub fn validate(
             budget.max_segments * factor
         ),
     );
-    check(
+    rules.check(
         "total-tokens",
         total_tokens <= budget.max_tokens * u64::from(factor),
         format!(
@@ -370,14 +237,211 @@ pub fn validate(
             budget.max_tokens * u64::from(factor)
         ),
     );
-    let accepted = rules.iter().all(|r| r.ok);
+    let accepted = rules.0.iter().all(|r| r.ok);
     Verdict {
         nothing_to_compact: false,
         accepted,
-        rules,
+        rules: rules.0,
         deferred,
         total_segments,
         total_tokens,
+    }
+}
+
+/// The rule checks of one validation, in the order they were made.
+#[derive(Default)]
+struct Rules(Vec<RuleCheck>);
+
+impl Rules {
+    fn check(&mut self, rule: &'static str, ok: bool, detail: String) {
+        self.0.push(RuleCheck { rule, ok, detail });
+    }
+}
+
+/// The rules of one segment on its own: text, what it covers, its size, and what a deferred
+/// result may carry. Answers its tokens.
+fn check_segment(
+    rules: &mut Rules,
+    index: usize,
+    segment: &Value,
+    budget: Budget,
+    deferred: bool,
+) -> u64 {
+    let content = segment
+        .get("content")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let covers_messages = !strings(segment, "messageIds").is_empty();
+    let covers_summaries = !strings(segment, "replacesSummaryIds").is_empty();
+    let tokens = estimate_tokens(content);
+    rules.check(
+        "content-not-blank",
+        !content.trim().is_empty(),
+        format!("segment {index} has {} characters", content.trim().len()),
+    );
+    let one_kind = covers_messages != covers_summaries;
+    rules.check(
+        "covers-one-kind",
+        one_kind,
+        match (one_kind, covers_summaries) {
+            (true, false) => format!("segment {index} covers new messages"),
+            (true, true) => format!("segment {index} covers old summaries"),
+            (false, _) => format!(
+                "segment {index} must cover either new messages or old summaries, not both or neither"
+            ),
+        },
+    );
+    rules.check(
+        "segment-budget",
+        tokens <= budget.max_segment_tokens,
+        format!(
+            "segment {index} is about {tokens} tokens; the limit is {}",
+            budget.max_segment_tokens
+        ),
+    );
+    if deferred {
+        rules.check(
+            "deferred-only-new",
+            !covers_summaries,
+            format!("segment {index}: a deferred result may carry only new summaries"),
+        );
+    }
+    tokens
+}
+
+/// How far the segments checked so far have covered the history: each segment must go on
+/// where the one before stopped (a continuous prefix of the uncompacted messages, or the
+/// oldest run of summaries), with references of this session, each once.
+#[derive(Default)]
+struct References<'a> {
+    session_id: &'a str,
+    messages: &'a [Value],
+    summaries: &'a [Value],
+    /// The messages not yet compacted, oldest first.
+    untagged: Vec<&'a Value>,
+    next_message: usize,
+    next_summary: usize,
+    seen_messages: BTreeSet<String>,
+    seen_summaries: BTreeSet<String>,
+    /// The summaries the segments replace.
+    replaced: BTreeSet<String>,
+}
+
+/// The first reference of a segment that breaks each reference rule (one verdict per rule and
+/// segment).
+#[derive(Default)]
+struct Breaks {
+    foreign: Option<String>,
+    duplicate: Option<String>,
+    out_of_order: Option<String>,
+}
+
+impl References<'_> {
+    fn check_segment(&mut self, rules: &mut Rules, index: usize, segment: &Value) {
+        let message_ids = strings(segment, "messageIds");
+        let replaces = strings(segment, "replacesSummaryIds");
+        let mut breaks = Breaks::default();
+        for id in &replaces {
+            self.summary(id, &mut breaks);
+        }
+        for id in &message_ids {
+            self.message(id, &mut breaks);
+        }
+        let covered = if replaces.is_empty() {
+            format!("{} messages", message_ids.len())
+        } else {
+            format!("{} summaries", replaces.len())
+        };
+        rules.check(
+            "same-session",
+            breaks.foreign.is_none(),
+            format!(
+                "segment {index}: {}",
+                breaks
+                    .foreign
+                    .unwrap_or_else(|| format!("all {covered} belong to this session"))
+            ),
+        );
+        rules.check(
+            "no-duplicates",
+            breaks.duplicate.is_none(),
+            format!(
+                "segment {index}: {}",
+                breaks
+                    .duplicate
+                    .unwrap_or_else(|| format!("{covered}, none repeated"))
+            ),
+        );
+        let (order_rule, in_order) = if replaces.is_empty() {
+            (
+                "message-prefix-in-order",
+                "a continuous prefix of the uncompacted messages",
+            )
+        } else {
+            (
+                "oldest-summaries-in-order",
+                "the oldest continuous run of summaries",
+            )
+        };
+        rules.check(
+            order_rule,
+            breaks.out_of_order.is_none(),
+            format!(
+                "segment {index}: {}",
+                breaks
+                    .out_of_order
+                    .unwrap_or_else(|| format!("{covered}, {in_order}"))
+            ),
+        );
+    }
+
+    /// A summary the segment replaces: of this session, once, and the oldest remaining.
+    fn summary(&mut self, id: &str, breaks: &mut Breaks) {
+        let expected = self.summaries.get(self.next_summary).map(id_of);
+        let owned = self
+            .summaries
+            .iter()
+            .find(|s| id_of(s) == id)
+            .is_some_and(|s| s.get("sessionId").and_then(Value::as_str) == Some(self.session_id));
+        if !owned && breaks.foreign.is_none() {
+            breaks.foreign = Some(format!(
+                "summary `{id}` is not an existing summary of this session"
+            ));
+        }
+        if !self.seen_summaries.insert(id.to_string()) && breaks.duplicate.is_none() {
+            breaks.duplicate = Some(format!("summary `{id}` is replaced twice"));
+        }
+        if expected != Some(id) && breaks.out_of_order.is_none() {
+            breaks.out_of_order = Some(format!(
+                "replaces `{id}`, but the oldest remaining summary is `{}`",
+                expected.unwrap_or("(none)")
+            ));
+        }
+        self.next_summary += 1;
+        self.replaced.insert(id.to_string());
+    }
+
+    /// A message the segment covers: of this session, once, and the next uncompacted one.
+    fn message(&mut self, id: &str, breaks: &mut Breaks) {
+        let expected = self.untagged.get(self.next_message).map(|m| id_of(m));
+        let owned = self
+            .messages
+            .iter()
+            .find(|m| id_of(m) == id)
+            .is_some_and(|m| m.get("sessionId").and_then(Value::as_str) == Some(self.session_id));
+        if !owned && breaks.foreign.is_none() {
+            breaks.foreign = Some(format!("message `{id}` is not a message of this session"));
+        }
+        if !self.seen_messages.insert(id.to_string()) && breaks.duplicate.is_none() {
+            breaks.duplicate = Some(format!("message `{id}` is covered twice"));
+        }
+        if expected != Some(id) && breaks.out_of_order.is_none() {
+            breaks.out_of_order = Some(format!(
+                "covers `{id}`, but the next uncompacted message is `{}`",
+                expected.unwrap_or("(none)")
+            ));
+        }
+        self.next_message += 1;
     }
 }
 
