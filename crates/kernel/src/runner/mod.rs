@@ -240,6 +240,7 @@ pub fn run(
         return out;
     }
     let chain = sort_providers(providers.iter().filter(|p| in_chain(p, point_id, slot)));
+    // A `single` point with several providers fails before any of them runs.
     if point.mode == Mode::Single && chain.len() > 1 {
         out.error = Some(RunError::ConflictingProviders {
             point: point_id.to_string(),
@@ -250,114 +251,161 @@ pub fn run(
         });
         return out;
     }
-    let timeout = options.timeout.unwrap_or(point.timeout);
     out.calls.reserve_exact(chain.len());
-    // A pipeline step's or single call's input goes to the provider behind an `Arc` and comes
-    // back owned once the call is over, so a value passed along a chain is not deep-copied;
-    // only when the engine kept the call (covel-js keeps a call that ran once, to run it again
-    // while the author is idle) is it copied here.
-    let ask_one = |provider: &Provider, input: Value| {
+    let run = Run {
+        point_id,
+        point,
+        slot,
+        ctx,
+        options,
+        timeout: options.timeout.unwrap_or(point.timeout),
+    };
+    match point.mode {
+        Mode::Collect => run.collect(&chain, input, &mut out),
+        Mode::Pipeline => run.pipeline(&chain, input, &mut out),
+        Mode::Single => run.single(&chain, input, &mut out),
+    }
+    out
+}
+
+/// One run of a point over its sorted chain of providers.
+struct Run<'a> {
+    point_id: PointId,
+    point: &'static crate::contract::ExtensionPoint,
+    slot: Option<SlotId>,
+    ctx: &'a Arc<ExecutionContext>,
+    options: &'a RunOptions,
+    timeout: Duration,
+}
+
+impl Run<'_> {
+    /// Asks one provider with its own input. The input goes to the provider behind an `Arc` and
+    /// comes back owned once the call is over, so a value passed along a chain is not
+    /// deep-copied; only when the engine kept the call (covel-js keeps a call that ran once, to
+    /// run it again while the author is idle) is it copied here.
+    fn ask_one(&self, provider: &Provider, input: Value) -> (Settled, Value) {
         let input_key = crate::context::hash_value(&input);
-        let identity = settled::CallIdentity::of(point_id, slot, false, input_key, ctx, timeout);
-        let input = Arc::new(input);
-        let settled = ask(provider, identity.as_ref(), slot, false, || ProviderCall {
-            point: point_id,
-            provider_id: provider.decl.id.clone(),
+        let identity = settled::CallIdentity::of(
+            self.point_id,
+            self.slot,
+            false,
             input_key,
-            input: Arc::clone(&input),
-            context: Arc::clone(ctx),
-            timeout,
+            self.ctx,
+            self.timeout,
+        );
+        let input = Arc::new(input);
+        let settled = ask(provider, identity.as_ref(), self.slot, false, || {
+            ProviderCall {
+                point: self.point_id,
+                provider_id: provider.decl.id.clone(),
+                input_key,
+                input: Arc::clone(&input),
+                context: Arc::clone(self.ctx),
+                timeout: self.timeout,
+            }
         });
         (settled, Arc::unwrap_or_clone(input))
-    };
+    }
 
-    match point.mode {
-        Mode::Collect => {
-            // Each plugin's calls run in order on its own engine; different plugins' engines run
-            // in parallel across the cores. Outputs are checked where they ran, then gathered in
-            // chain order (the first failure of a fail-turn point in that order fails the turn).
-            let groups = engine_groups(&chain);
-            let input_key = crate::context::hash_value(&input);
-            let shared_input = Arc::new(input);
-            let shared = options.shared_segments;
-            let identity =
-                settled::CallIdentity::of(point_id, slot, shared, input_key, ctx, timeout);
-            let run_group = |members: &Vec<usize>| -> Vec<(usize, Settled)> {
-                members
-                    .iter()
-                    .map(|&i| {
-                        let provider = &chain[i];
-                        let settled =
-                            ask(provider, identity.as_ref(), slot, shared, || ProviderCall {
-                                point: point_id,
-                                provider_id: provider.decl.id.clone(),
-                                input: Arc::clone(&shared_input),
-                                input_key,
-                                context: Arc::clone(ctx),
-                                timeout,
-                            });
-                        (i, settled)
-                    })
-                    .collect()
-            };
-            let ran: Vec<Vec<(usize, Settled)>> = if groups.len() > 1 {
-                use rayon::prelude::*;
-                groups.par_iter().map(run_group).collect()
-            } else {
-                groups.iter().map(run_group).collect()
-            };
-            let mut settled: Vec<Option<Settled>> = chain.iter().map(|_| None).collect();
-            for (i, one) in ran.into_iter().flatten() {
-                settled[i] = Some(one);
-            }
-            // Each successful output with the plugin id of the provider that gave it (its
-            // record's, shared), in chain order.
-            let mut gathered: Vec<(Arc<str>, Arc<Value>)> = Vec::with_capacity(chain.len());
-            for (provider, (record, result)) in chain.iter().zip(settled.into_iter().flatten()) {
-                let plugin_id = Arc::clone(&record.plugin_id);
-                out.calls.push(record);
-                match result {
-                    Ok(value) => gathered.push((plugin_id, value)),
-                    Err(message) => {
-                        if point.on_error == OnError::FailTurn {
-                            out.error = Some(fail_turn(point_id, provider, message));
-                            return out;
+    /// `collect`: every provider's validated output is gathered, in chain order. Each plugin's
+    /// calls run in order on its own engine; different plugins' engines run in parallel across
+    /// the cores. Outputs are checked where they ran, then gathered in chain order (the first
+    /// failure of a fail-turn point in that order fails the turn).
+    fn collect(&self, chain: &[&Provider], input: Value, out: &mut RunResult) {
+        let groups = engine_groups(chain);
+        let input_key = crate::context::hash_value(&input);
+        let shared_input = Arc::new(input);
+        let shared = self.options.shared_segments;
+        let identity = settled::CallIdentity::of(
+            self.point_id,
+            self.slot,
+            shared,
+            input_key,
+            self.ctx,
+            self.timeout,
+        );
+        let run_group = |members: &Vec<usize>| -> Vec<(usize, Settled)> {
+            members
+                .iter()
+                .map(|&i| {
+                    let provider = chain[i];
+                    let settled = ask(provider, identity.as_ref(), self.slot, shared, || {
+                        ProviderCall {
+                            point: self.point_id,
+                            provider_id: provider.decl.id.clone(),
+                            input: Arc::clone(&shared_input),
+                            input_key,
+                            context: Arc::clone(self.ctx),
+                            timeout: self.timeout,
                         }
+                    });
+                    (i, settled)
+                })
+                .collect()
+        };
+        let ran: Vec<Vec<(usize, Settled)>> = if groups.len() > 1 {
+            use rayon::prelude::*;
+            groups.par_iter().map(run_group).collect()
+        } else {
+            groups.iter().map(run_group).collect()
+        };
+        let mut settled: Vec<Option<Settled>> = chain.iter().map(|_| None).collect();
+        for (i, one) in ran.into_iter().flatten() {
+            settled[i] = Some(one);
+        }
+        // Each successful output with the plugin id of the provider that gave it (its record's,
+        // shared), in chain order.
+        let mut gathered: Vec<(Arc<str>, Arc<Value>)> = Vec::with_capacity(chain.len());
+        for (provider, (record, result)) in chain.iter().zip(settled.into_iter().flatten()) {
+            let plugin_id = Arc::clone(&record.plugin_id);
+            out.calls.push(record);
+            match result {
+                Ok(value) => gathered.push((plugin_id, value)),
+                Err(message) => {
+                    if self.point.on_error == OnError::FailTurn {
+                        out.error = Some(fail_turn(self.point_id, provider, message));
+                        return;
                     }
                 }
             }
-            // A checked output kept for the memo's next answer is shared: it is copied here,
-            // unless the caller takes the segments as they are.
-            let outputs = gathered.into_iter();
-            out.result = match point_id {
-                PointId::PromptSegment if options.shared_segments => {
-                    out.parts = outputs
-                        .map(|(plugin_id, output)| ProvidedSegments { plugin_id, output })
-                        .collect();
-                    Value::Null
-                }
-                PointId::PromptSegment => Value::Array(
-                    outputs
-                        .flat_map(|(_, v)| match Arc::unwrap_or_clone(v) {
-                            Value::Array(items) => items,
-                            _ => Vec::new(),
-                        })
-                        .collect(),
-                ),
-                _ => Value::Array(outputs.map(|(_, v)| Arc::unwrap_or_clone(v)).collect()),
-            };
         }
-        Mode::Pipeline => {
-            // The value that grows along the chain (a slot's `previous`, the history) moves from
-            // step to step: each step copies only what the provider returned.
-            let mut current = input;
-            let mut last: Option<Value> = None;
-            for provider in &chain {
-                let ((record, result), given) = ask_one(provider, current);
-                current = given;
-                out.calls.push(record);
-                match result {
-                    Ok(value) => match next_input(point_id, current, Arc::unwrap_or_clone(value)) {
+        // A checked output kept for the memo's next answer is shared: it is copied here, unless
+        // the caller takes the segments as they are.
+        let outputs = gathered.into_iter();
+        out.result = match self.point_id {
+            PointId::PromptSegment if shared => {
+                out.parts = outputs
+                    .map(|(plugin_id, output)| ProvidedSegments { plugin_id, output })
+                    .collect();
+                Value::Null
+            }
+            PointId::PromptSegment => Value::Array(
+                outputs
+                    .flat_map(|(_, v)| match Arc::unwrap_or_clone(v) {
+                        Value::Array(items) => items,
+                        _ => Vec::new(),
+                    })
+                    .collect(),
+            ),
+            _ => Value::Array(outputs.map(|(_, v)| Arc::unwrap_or_clone(v)).collect()),
+        };
+    }
+
+    /// `pipeline`: each provider gets the previous valid result, in chain order; a provider
+    /// that fails or answers an invalid output is skipped (`onError: skip`) and the next one
+    /// gets the input it would have got, so a slot keeps its previous valid value. The value
+    /// that grows along the chain (a slot's `previous`, the history) moves from step to step:
+    /// each step copies only what the provider returned.
+    fn pipeline(&self, chain: &[&Provider], input: Value, out: &mut RunResult) {
+        let mut current = input;
+        let mut last: Option<Value> = None;
+        for provider in chain {
+            let ((record, result), given) = self.ask_one(provider, current);
+            current = given;
+            out.calls.push(record);
+            match result {
+                Ok(value) => {
+                    match next_input(self.point_id, current, Arc::unwrap_or_clone(value)) {
                         Ok((next, kept)) => {
                             current = next;
                             last = kept;
@@ -367,42 +415,45 @@ pub fn run(
                                 provider: format!("{}/{}", provider.plugin_id, provider.decl.id),
                                 detail,
                             });
-                            return out;
-                        }
-                    },
-                    Err(message) => {
-                        if point.on_error == OnError::FailTurn {
-                            out.error = Some(fail_turn(point_id, provider, message));
-                            return out;
+                            return;
                         }
                     }
                 }
+                Err(message) => {
+                    if self.point.on_error == OnError::FailTurn {
+                        out.error = Some(fail_turn(self.point_id, provider, message));
+                        return;
+                    }
+                }
             }
-            // No output kept: none succeeded, or the next input holds the last one.
-            out.result = match last {
-                Some(value) => value,
-                None => output_held_by(point_id, current),
-            };
         }
-        Mode::Single => {
-            if let Some(provider) = chain.first() {
-                let ((record, result), _) = ask_one(provider, input);
-                out.calls.push(record);
-                match result {
-                    Ok(value) => {
-                        out.provided_by = Some(provider.plugin_id.clone());
-                        out.result = Arc::unwrap_or_clone(value);
-                    }
-                    Err(message) => {
-                        if point.on_error == OnError::FailTurn {
-                            out.error = Some(fail_turn(point_id, provider, message));
-                        }
-                    }
+        // No output kept: none succeeded, or the next input holds the last one.
+        out.result = match last {
+            Some(value) => value,
+            None => output_held_by(self.point_id, current),
+        };
+    }
+
+    /// `single`: the one provider answers; with none, the result stays `null` and the call site
+    /// decides the default.
+    fn single(&self, chain: &[&Provider], input: Value, out: &mut RunResult) {
+        let Some(provider) = chain.first() else {
+            return;
+        };
+        let ((record, result), _) = self.ask_one(provider, input);
+        out.calls.push(record);
+        match result {
+            Ok(value) => {
+                out.provided_by = Some(provider.plugin_id.clone());
+                out.result = Arc::unwrap_or_clone(value);
+            }
+            Err(message) => {
+                if self.point.on_error == OnError::FailTurn {
+                    out.error = Some(fail_turn(self.point_id, provider, message));
                 }
             }
         }
     }
-    out
 }
 
 /// The slot a run projects: the option's, else the input's `slot`.
