@@ -333,11 +333,31 @@ pub fn assemble(input: AssemblyInput<'_>) -> Assembly {
             Err(why) => excluded.push((seg, why)),
         }
     }
+    let lore = lore.filter(|_| runtime.story_output);
+    let blocks = system_blocks(&included, preamble, body, lore);
+    let (messages, turn_context) = conversation(&included, history, summaries, player_message);
+    Assembly {
+        blocks,
+        messages,
+        segments: segment_table(included, excluded),
+        turn_context,
+    }
+}
 
-    let in_bucket =
-        |placement: Placement| included.iter().filter(move |s| s.placement() == placement);
+/// The included segments with `placement`, in sorted order.
+fn placed(included: &[Segment], placement: Placement) -> impl Iterator<Item = &Segment> {
+    included.iter().filter(move |s| s.placement() == placement)
+}
 
-    // ---- system prompt blocks -------------------------------------------------------------
+/// The system prompt's blocks: the preamble, the runtime's body, the stable segments (after the
+/// world lore, for story runtimes) — each closing a cache boundary — and the turn tail after
+/// the last one. A block without text is left out.
+fn system_blocks(
+    included: &[Segment],
+    preamble: &str,
+    body: &str,
+    lore: Option<&str>,
+) -> Vec<Block> {
     let mut blocks = Vec::new();
     let mut push_block = |kind: BlockKind, text: String, segments: Vec<String>, boundary: bool| {
         if !text.trim().is_empty() {
@@ -357,15 +377,13 @@ pub fn assemble(input: AssemblyInput<'_>) -> Assembly {
         Vec::new(),
         true,
     );
-    let lore = lore
-        .filter(|l| runtime.story_output && !l.trim().is_empty())
-        .map(|lore| {
-            format!(
-                "<world-lore>\n{}\n</world-lore>",
-                lore.replace("</world-lore>", "")
-            )
-        });
-    let stable: Vec<&Segment> = in_bucket(Placement::SystemStable).collect();
+    let lore = lore.filter(|l| !l.trim().is_empty()).map(|lore| {
+        format!(
+            "<world-lore>\n{}\n</world-lore>",
+            lore.replace("</world-lore>", "")
+        )
+    });
+    let stable: Vec<&Segment> = placed(included, Placement::SystemStable).collect();
     let stable_parts: Vec<&str> = lore
         .as_deref()
         .into_iter()
@@ -377,7 +395,7 @@ pub fn assemble(input: AssemblyInput<'_>) -> Assembly {
         stable.iter().map(|s| key_of(s)).collect(),
         true,
     );
-    let tail: Vec<&Segment> = in_bucket(Placement::SystemTurnTail).collect();
+    let tail: Vec<&Segment> = placed(included, Placement::SystemTurnTail).collect();
     push_block(
         BlockKind::TurnTail,
         tail.iter()
@@ -387,19 +405,33 @@ pub fn assemble(input: AssemblyInput<'_>) -> Assembly {
         tail.iter().map(|s| key_of(s)).collect(),
         false,
     );
+    blocks
+}
 
-    // ---- messages ---------------------------------------------------------------------------
-    let mut base: Vec<Message> = Vec::new();
-    for seg in in_bucket(Placement::PreHistoryMessage) {
-        base.push(message(
-            seg.role(),
-            seg.content.to_string(),
-            Origin::Segment {
-                plugin: seg.provider_plugin_id.to_string(),
-                segment: seg.id.to_string(),
-            },
-        ));
-    }
+/// A segment sent as its own message.
+fn segment_message(seg: &Segment) -> Message {
+    message(
+        seg.role(),
+        seg.content.to_string(),
+        Origin::Segment {
+            plugin: seg.provider_plugin_id.to_string(),
+            segment: seg.id.to_string(),
+        },
+    )
+}
+
+/// The messages after the system prompt, and the turn context's text: pre-history segments,
+/// summaries, the uncompacted history and the player's input, with depth segments inserted,
+/// the turn context right before the player's input and post-history segments at the end.
+fn conversation(
+    included: &[Segment],
+    history: &[Value],
+    summaries: &[Value],
+    player_message: &str,
+) -> (Vec<Message>, String) {
+    let mut base: Vec<Message> = placed(included, Placement::PreHistoryMessage)
+        .map(segment_message)
+        .collect();
     base.extend(summaries.iter().map(summary_message));
     for m in history {
         if m.get("compactedAtTurnId")
@@ -431,7 +463,7 @@ pub fn assemble(input: AssemblyInput<'_>) -> Assembly {
     // the n-th message from the end, anything deeper at the start. Same index: declared order.
     let len = base.len();
     let mut inserts: Vec<(usize, Message)> = Vec::new();
-    for seg in included.iter() {
+    for seg in included {
         if let Placement::Depth(depth) = seg.placement() {
             let depth = depth as usize;
             let index = if depth == 0 || len == 0 {
@@ -439,17 +471,7 @@ pub fn assemble(input: AssemblyInput<'_>) -> Assembly {
             } else {
                 len.saturating_sub(depth)
             };
-            inserts.push((
-                index,
-                message(
-                    seg.role(),
-                    seg.content.to_string(),
-                    Origin::Segment {
-                        plugin: seg.provider_plugin_id.to_string(),
-                        segment: seg.id.to_string(),
-                    },
-                ),
-            ));
+            inserts.push((index, segment_message(seg)));
         }
     }
     let mut messages = Vec::with_capacity(len + inserts.len() + 2);
@@ -471,7 +493,7 @@ pub fn assemble(input: AssemblyInput<'_>) -> Assembly {
 
     // The turn context goes right before the player's input, so the system prompt stays
     // byte-identical across turns.
-    let context: Vec<&Segment> = in_bucket(Placement::TurnContext).collect();
+    let context: Vec<&Segment> = placed(included, Placement::TurnContext).collect();
     let turn_context = context
         .iter()
         .map(|s| &*s.content)
@@ -493,19 +515,14 @@ pub fn assemble(input: AssemblyInput<'_>) -> Assembly {
             ),
         );
     }
-    for seg in in_bucket(Placement::PostHistoryMessage) {
-        messages.push(message(
-            seg.role(),
-            seg.content.to_string(),
-            Origin::Segment {
-                plugin: seg.provider_plugin_id.to_string(),
-                segment: seg.id.to_string(),
-            },
-        ));
-    }
+    messages.extend(placed(included, Placement::PostHistoryMessage).map(segment_message));
+    (messages, turn_context)
+}
 
-    // ---- the segment table ----------------------------------------------------------------
-    // Rows take the segments' strings: the blocks and messages above hold their own copies.
+/// The segment table: the included segments in sorted order, with the ties only the plugin id
+/// broke, then the excluded ones with why. Rows take the segments' strings: the blocks and
+/// messages hold their own copies.
+fn segment_table(included: Vec<Segment>, excluded: Vec<(Segment, String)>) -> Vec<SegmentRow> {
     let tied: Vec<bool> = {
         let ties = TieGroups::of(&included);
         included
@@ -542,13 +559,7 @@ pub fn assemble(input: AssemblyInput<'_>) -> Assembly {
             .into_iter()
             .map(|(s, why)| row(s, Some(why), false)),
     );
-
-    Assembly {
-        blocks,
-        messages,
-        segments,
-        turn_context,
-    }
+    segments
 }
 
 #[cfg(test)]
