@@ -22,6 +22,7 @@ pub mod modules;
 pub mod sdk_tests;
 pub mod syntax;
 pub mod typescript;
+pub mod whatwg_url;
 
 pub use engine::{Limits, RuntimeWatch};
 pub use host::{

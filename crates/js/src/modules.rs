@@ -389,6 +389,18 @@ impl Resolver for PluginResolver {
         if sdk_source(name).is_some() || [ZOD, WEB, TURN, INTL, CLONE].contains(&name) {
             return Ok(name.to_string());
         }
+        if name == crate::whatwg_url::URL_HOST {
+            return if base == "node:url" {
+                Ok(name.to_string())
+            } else {
+                Err(refuse(
+                    &self.loaded,
+                    base,
+                    name,
+                    format!("{name} is internal to the sandbox's URL"),
+                ))
+            };
+        }
         if name == crate::intl::INTL_HOST {
             return if base == INTL {
                 Ok(name.to_string())
@@ -511,6 +523,9 @@ impl Loader for PluginLoader {
         }
         if name == crate::intl::INTL_HOST {
             return Module::declare_def::<crate::intl::IntlHostModule, _>(ctx.clone(), name);
+        }
+        if name == crate::whatwg_url::URL_HOST {
+            return Module::declare_def::<crate::whatwg_url::UrlHostModule, _>(ctx.clone(), name);
         }
         if let Some(source) = embedded_source(name) {
             return crate::bytecode::declare_shared(ctx, name, source);
