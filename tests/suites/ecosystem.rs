@@ -418,6 +418,32 @@ fn intl_and_structured_clone_answer_as_node_does() {
     );
 }
 
+/// The globals the sandbox loads on first use (`URL`, `AbortController`, `TextEncoder`,
+/// `structuredClone`, `Intl`, …) are read, written, deleted and enumerated as Node's are: every
+/// line below is Node's answer for the same script. Until a plugin reads one it is an accessor
+/// whose getter and setter are one bound function, so a plugin that never touches them pays only
+/// for those.
+#[test]
+fn globals_loaded_on_first_use_read_write_delete_and_enumerate_as_in_node() {
+    let text = content_of("lazy-globals", "lazy-globals");
+    assert_eq!(
+        text.lines().collect::<Vec<_>>(),
+        [
+            "in globalThis: true",
+            "own names: true",
+            "Object.keys: structuredClone",
+            "for-in: structuredClone",
+            "written before read: mine data w=true e=false c=true",
+            "delete before read: true undefined false",
+            "typeof: function function function object",
+            "after first read: data w=true e=false c=true",
+            "same value: true true",
+            "works: h.test 2 1",
+            "assigned after read: replaced data w=true e=false c=true",
+        ]
+    );
+}
+
 /// `URL` and `URLSearchParams` follow the WHATWG URL standard (the `url` crate's parser, setters
 /// and form encoding): every line below is Node's answer for the same script (its URL is the
 /// standard's too), except the first (before first use the globals are getters that load

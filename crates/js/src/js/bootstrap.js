@@ -198,27 +198,42 @@
     return () => namespace || (namespace = host.requireModule(name));
   };
   const zodModule = lazyModule("zod");
-  const urlModule = lazyModule("node:url");
-  const cryptoModule = lazyModule("node:crypto");
-  const lazyGlobal = (name, get) => {
-    Object.defineProperty(globalThis, name, {
-      configurable: true,
-      enumerable: false,
-      get() { const value = get(); Object.defineProperty(globalThis, name, { value, configurable: true, writable: true }); return value; },
-      set(value) { Object.defineProperty(globalThis, name, { value, configurable: true, writable: true }); },
-    });
-  };
-  lazyGlobal("URL", () => urlModule().URL);
-  lazyGlobal("URLSearchParams", () => urlModule().URLSearchParams);
-  lazyGlobal("crypto", () => cryptoModule().webcrypto);
-  const webModule = lazyModule("covel:web");
-  for (const name of ["AbortController", "AbortSignal", "TextEncoder", "TextDecoder"]) lazyGlobal(name, () => webModule()[name]);
-  const cloneModule = lazyModule("covel:clone");
-  lazyGlobal("structuredClone", () => cloneModule().structuredClone);
   // Intl (ICU4X) on first touch; `localeCompare` is a collator's, as in Node, and loads it on its
   // first call only.
   const intlModule = lazyModule("covel:intl");
-  lazyGlobal("Intl", () => intlModule().Intl);
+
+  // The web platform's globals QuickJS lacks and Node's (`URL`, `crypto`, …): each is an accessor
+  // on globalThis until first used. The first read imports its module and puts the real value in
+  // its place (a data property, enumerable where Node's is); a write before any read puts the
+  // written value there. What a plugin that never touches them pays is these accessors only: one
+  // bound function per global, its getter and its setter at once (a getter and a setter closure
+  // per global, each with a function that found its value, took 2.5 times the memory).
+  function moduleOfGlobal(name) {
+    switch (name) {
+      case "URL": case "URLSearchParams": return "node:url";
+      case "crypto": return "node:crypto";
+      case "structuredClone": return "covel:clone";
+      case "Intl": return "covel:intl";
+      default: return "covel:web"; // AbortController, AbortSignal, TextEncoder, TextDecoder
+    }
+  }
+  /** Bound to a global's name: its getter (no argument) and its setter (the written value). */
+  function lazyGlobal(written) {
+    const name = this;
+    let value = written;
+    if (arguments.length === 0) {
+      const namespace = host.requireModule(moduleOfGlobal(name));
+      value = name === "crypto" ? namespace.webcrypto : namespace[name];
+    }
+    // No prototype: a plugin's `Object.prototype.get` must not make this a getter.
+    defineOwn(globalThis, name, { __proto__: null, value, writable: true, configurable: true, enumerable: enumerableInNode(name) });
+    return value;
+  }
+  const enumerableInNode = (name) => name === "structuredClone" || name === "crypto";
+  for (const name of ["URL", "URLSearchParams", "crypto", "AbortController", "AbortSignal", "TextEncoder", "TextDecoder", "structuredClone", "Intl"]) {
+    const access = apply(Function.prototype.bind, lazyGlobal, [name]);
+    defineOwn(globalThis, name, { get: access, set: access, enumerable: enumerableInNode(name), configurable: true });
+  }
   defineOwn(String.prototype, "localeCompare", {
     value: function localeCompare(that, locales, options) { return intlModule().localeCompare(`${this}`, that, locales, options); },
     writable: true, configurable: true, enumerable: false,
