@@ -444,6 +444,32 @@ fn globals_loaded_on_first_use_read_write_delete_and_enumerate_as_in_node() {
     );
 }
 
+/// Typed arrays, `WeakRef` and `FinalizationRegistry`, and `DOMException` with `atob` and `btoa`
+/// are added to a plugin's context on first use (crates/js/src/intrinsics.rs), and read, write and
+/// work as Node's: every line below is Node's answer for the same script, except that `atob` and
+/// `btoa` are not enumerable (as QuickJS has always defined them; Node's are).
+#[test]
+fn intrinsics_added_on_first_use_read_write_and_work_as_in_node() {
+    let text = content_of("deferred-intrinsics", "deferred-intrinsics");
+    assert_eq!(
+        text.lines().collect::<Vec<_>>(),
+        [
+            "in globalThis: true",
+            "own names: true",
+            "Object.keys: none",
+            "written before read: mine data w=true e=false c=true",
+            "typeof: function function function object function function function",
+            "after first read: data w=true e=false c=true | data w=true e=false c=true | data w=true e=false c=true",
+            "typed arrays: 3 3 TypedArray true true",
+            "encoder output: true true",
+            "weak refs: true function",
+            "base64: aGk= hi",
+            "atob throws: true InvalidCharacterError",
+            "DOMException: AbortError 20",
+        ]
+    );
+}
+
 /// `URL` and `URLSearchParams` follow the WHATWG URL standard (the `url` crate's parser, setters
 /// and form encoding): every line below is Node's answer for the same script (its URL is the
 /// standard's too), except the first (before first use the globals are getters that load

@@ -15,6 +15,7 @@ pub mod host;
 pub mod http;
 pub mod imports;
 pub mod intl;
+pub mod intrinsics;
 pub mod lint;
 pub mod memo;
 pub mod memory;

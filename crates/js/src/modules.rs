@@ -709,6 +709,7 @@ impl ModuleDef for HostModule {
                     };
                     let bytes =
                         hashed().map_err(|why| rquickjs::Exception::throw_type(&ctx, &why))?;
+                    crate::intrinsics::add(&ctx, crate::intrinsics::Deferred::TypedArrays)?;
                     let out = digest(&algorithm, &bytes).ok_or_else(|| {
                         rquickjs::Exception::throw_message(
                             &ctx,
@@ -725,6 +726,7 @@ impl ModuleDef for HostModule {
                 ctx.clone(),
                 |ctx: Ctx<'js>, size: usize| -> Result<TypedArray<'js, u8>> {
                     RANDOM_USED.with(|r| r.set(true));
+                    crate::intrinsics::add(&ctx, crate::intrinsics::Deferred::TypedArrays)?;
                     let mut bytes = vec![0u8; size.min(65536)];
                     getrandom::fill(&mut bytes).map_err(|e| {
                         rquickjs::Exception::throw_message(&ctx, &format!("no random source: {e}"))
@@ -743,6 +745,7 @@ impl ModuleDef for HostModule {
                     let text = text.to_string().map_err(|_| {
                         rquickjs::Exception::throw_type(&ctx, "the text is not well-formed")
                     })?;
+                    crate::intrinsics::add(&ctx, crate::intrinsics::Deferred::TypedArrays)?;
                     TypedArray::new(ctx.clone(), text.into_bytes())
                 },
             )?,

@@ -231,3 +231,31 @@ fn url_search_params_over_huge_form_text_stay_within_the_call_limits() {
     );
     neighbour_works(&result);
 }
+
+#[test]
+fn a_plugin_that_pins_a_typed_array_global_gets_an_error_not_a_crashed_studio() {
+    // `Atomics` is added with the typed arrays on first use; QuickJS would abort the process if
+    // it found one already there that it could not replace.
+    let handler = format!(
+        "() => {{ Object.defineProperty(globalThis, \"Atomics\", {{ value: 1, configurable: false }}); try {{ return {}; }} catch (e) {{ return {}; }} }}",
+        answer("pinned", "new Uint8Array(2).length"),
+        answer("pinned", "`${e.name}: ${e.message}`")
+    );
+    let encoder = format!(
+        "() => {{ Object.defineProperty(globalThis, \"Atomics\", {{ value: 1, configurable: false }}); try {{ return {}; }} catch (e) {{ return {}; }} }}",
+        answer("pinned-encoder", "new TextEncoder().encode(\"hi\").length"),
+        answer("pinned-encoder", "`${e.name}: ${e.message}`")
+    );
+    let dir = folder_with(&[("pinned", &handler), ("pinned-encoder", &encoder)]);
+    let result = run(dir.path(), Duration::from_secs(5));
+    for id in ["pinned", "pinned-encoder"] {
+        let said = covel_tests::segment_content(&result, id).unwrap_or_default();
+        assert!(
+            said.starts_with(
+                "TypeError: the engine cannot add `Atomics` and its group (typed-arrays)"
+            ),
+            "{id}: {said}"
+        );
+    }
+    neighbour_works(&result);
+}
