@@ -418,6 +418,124 @@ fn intl_and_structured_clone_answer_as_node_does() {
     );
 }
 
+/// The globals the sandbox loads on first use (`URL`, `AbortController`, `TextEncoder`,
+/// `structuredClone`, `Intl`, …) are read, written, deleted and enumerated as Node's are: every
+/// line below is Node's answer for the same script. Until a plugin reads one it is an accessor
+/// whose getter and setter are one bound function, so a plugin that never touches them pays only
+/// for those.
+#[test]
+fn globals_loaded_on_first_use_read_write_delete_and_enumerate_as_in_node() {
+    let text = content_of("lazy-globals", "lazy-globals");
+    assert_eq!(
+        text.lines().collect::<Vec<_>>(),
+        [
+            "in globalThis: true",
+            "own names: true",
+            "Object.keys: structuredClone",
+            "for-in: structuredClone",
+            "written before read: mine data w=true e=false c=true",
+            "delete before read: true undefined false",
+            "typeof: function function function object",
+            "after first read: data w=true e=false c=true",
+            "same value: true true",
+            "works: h.test 2 1",
+            "assigned after read: replaced data w=true e=false c=true",
+        ]
+    );
+}
+
+/// Typed arrays, `WeakRef` and `FinalizationRegistry`, and `DOMException` with `atob` and `btoa`
+/// are added to a plugin's context on first use (crates/js/src/intrinsics.rs), and read, write and
+/// work as Node's: every line below is Node's answer for the same script, except that `atob` and
+/// `btoa` are not enumerable (as QuickJS has always defined them; Node's are).
+#[test]
+fn intrinsics_added_on_first_use_read_write_and_work_as_in_node() {
+    let text = content_of("deferred-intrinsics", "deferred-intrinsics");
+    assert_eq!(
+        text.lines().collect::<Vec<_>>(),
+        [
+            "in globalThis: true",
+            "own names: true",
+            "Object.keys: none",
+            "written before read: mine data w=true e=false c=true",
+            "typeof: function function function object function function function",
+            "after first read: data w=true e=false c=true | data w=true e=false c=true | data w=true e=false c=true",
+            "typed arrays: 3 3 TypedArray true true",
+            "encoder output: true true",
+            "weak refs: true function",
+            "base64: aGk= hi",
+            "atob throws: true InvalidCharacterError",
+            "DOMException: AbortError 20",
+        ]
+    );
+}
+
+/// `URL` and `URLSearchParams` follow the WHATWG URL standard (the `url` crate's parser, setters
+/// and form encoding): every line below is Node's answer for the same script (its URL is the
+/// standard's too), except the first (before first use the globals are getters that load
+/// `node:url`: a plugin that never touches them pays nothing).
+#[test]
+fn url_and_url_search_params_answer_as_the_whatwg_url_standard_specifies() {
+    let text = content_of("whatwg-url", "whatwg-url");
+    assert_eq!(
+        text.lines().collect::<Vec<_>>(),
+        [
+            "not loaded yet: function function",
+            "typeof: function function function",
+            "node:url is the global: true true",
+            "relative against a base: http://x/a?b#c",
+            "base as a URL: https://h.test/p/q?x",
+            "scheme-relative: https://other.test/p",
+            "idna host: example.com.",
+            "unicode host: xn--bcher-kva.example",
+            "ipv4 host: 127.0.0.1",
+            "ipv6 host: [::1]:8080",
+            "default port dropped: https://h.test/",
+            "dot segments: /a/d",
+            "backslashes: http://h.test/a/b",
+            "spaces and controls: http://h.test/a%20b?c%20d#e%20f",
+            "file URL: file:///tmp/x%20y.md",
+            "opaque path: Someone@Example.com null",
+            "origin: https://h.test:8443",
+            "credentials: user p%40ss",
+            "invalid URL throws: TypeError true ERR_INVALID_URL",
+            "invalid base throws: TypeError",
+            "invalid host throws: TypeError",
+            "canParse: true false true",
+            "URL.parse: https://h.test/y/x null",
+            "toJSON: {\"u\":\"https://h.test/a?b\"}",
+            "toString: https://h.test/%C3%A9",
+            "setters: https://other.test:8080/q%20r?a=1#frag%20ment",
+            "ignored setters: https://other.test:8080/q%20r?a=1#frag%20ment",
+            "protocol and default port: http://other.test/q%20r?a=1#frag%20ment",
+            "href setter throws: TypeError http://other.test/q%20r?a=1#frag%20ment",
+            "search setter: ?x=1&y=2 http://other.test/q%20r?x=1&y=2",
+            "searchParams is one object: true",
+            "append updates href: https://h.test/s?b=2&a=1&b=3&c=x+y%26z",
+            "sort updates href: https://h.test/s?a=1&b=2&b=3&c=x+y%26z",
+            "delete with value: https://h.test/s?a=1&b=2&c=x+y%26z",
+            "delete and set: https://h.test/s?a=%C3%A9&c=x+y%26z",
+            "search setter reparses: v,w 2",
+            "href setter reparses: 1 false",
+            "empty params drop the query: \"\" https://h.test/",
+            "parse: [[\"a\",\"1\"],[\"b\",\"x y\"],[\"c\",\"\"],[\"€\",\"%zz\"],[\"a\",\"2\"]]",
+            "get and getAll: 1 1,2 null",
+            "has with value: true false true",
+            "size: 5",
+            "serialize: a+b=%C3%A9%26%3D&%7E*=%21%27%28%29",
+            "from pairs: x=1&x=2",
+            "from params: q=1",
+            "bad pair throws: TypeError",
+            "sort is stable: a=2&a=1&b=3&z=1&z=0",
+            "keys values entries: a,a,b,z,z 2,1,3,1,0 5",
+            "forEach: a=2 a=1 b=3 z=1 z=0",
+            "lone surrogate: %EF%BF%BD=x",
+            "toStringTag: [object URLSearchParams] [object URL]",
+            "enumerable on globalThis: false",
+        ]
+    );
+}
+
 /// A `{{ … }}` in a PLUGIN.md body with a root the studio does not fill reaches the prompt as
 /// written: each is a warning at its PLUGIN.md line, and the plugin still loads.
 #[test]

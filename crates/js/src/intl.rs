@@ -472,6 +472,7 @@ impl ModuleDef for IntlHostModule {
                     let units = utf16_of(&ctx, &text)?;
                     let found = segment(granularity, &units, &crate::deadline::current_expired)
                         .map_err(|e| e.throw(&ctx))?;
+                    crate::intrinsics::add(&ctx, crate::intrinsics::Deferred::TypedArrays)?;
                     let answer = rquickjs::Array::new(ctx.clone())?;
                     answer.set(0, TypedArray::<u32>::new(ctx.clone(), found.boundaries)?)?;
                     if granularity == Granularity::Word {

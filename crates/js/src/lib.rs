@@ -15,6 +15,7 @@ pub mod host;
 pub mod http;
 pub mod imports;
 pub mod intl;
+pub mod intrinsics;
 pub mod lint;
 pub mod memo;
 pub mod memory;
@@ -22,6 +23,7 @@ pub mod modules;
 pub mod sdk_tests;
 pub mod syntax;
 pub mod typescript;
+pub mod whatwg_url;
 
 pub use engine::{Limits, RuntimeWatch};
 pub use host::{

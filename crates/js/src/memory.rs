@@ -248,7 +248,8 @@ pub struct EngineFloor {
     /// A runtime with a context holding only the base objects (no Date, RegExp, JSON, Promise,
     /// Map and Set, typed arrays, Proxy, …).
     pub base_context: usize,
-    /// A runtime with a full context, as an engine creates it (before the host bootstrap).
+    /// A runtime with the context an engine creates (before the host bootstrap): QuickJS's full
+    /// context without the intrinsics added on first use ([`crate::intrinsics`]).
     pub full_context: usize,
 }
 
@@ -264,7 +265,7 @@ pub fn engine_floor() -> Result<EngineFloor, rquickjs::Error> {
         Ok::<_, rquickjs::Error>((empty, memory.used()))
     };
     let (runtime, base_context) = measure(Context::base)?;
-    let (_, full_context) = measure(Context::full)?;
+    let (_, full_context) = measure(crate::intrinsics::engine_context)?;
     Ok(EngineFloor {
         runtime,
         base_context,

@@ -389,6 +389,18 @@ impl Resolver for PluginResolver {
         if sdk_source(name).is_some() || [ZOD, WEB, TURN, INTL, CLONE].contains(&name) {
             return Ok(name.to_string());
         }
+        if name == crate::whatwg_url::URL_HOST {
+            return if base == "node:url" {
+                Ok(name.to_string())
+            } else {
+                Err(refuse(
+                    &self.loaded,
+                    base,
+                    name,
+                    format!("{name} is internal to the sandbox's URL"),
+                ))
+            };
+        }
         if name == crate::intl::INTL_HOST {
             return if base == INTL {
                 Ok(name.to_string())
@@ -511,6 +523,9 @@ impl Loader for PluginLoader {
         }
         if name == crate::intl::INTL_HOST {
             return Module::declare_def::<crate::intl::IntlHostModule, _>(ctx.clone(), name);
+        }
+        if name == crate::whatwg_url::URL_HOST {
+            return Module::declare_def::<crate::whatwg_url::UrlHostModule, _>(ctx.clone(), name);
         }
         if let Some(source) = embedded_source(name) {
             return crate::bytecode::declare_shared(ctx, name, source);
@@ -694,6 +709,7 @@ impl ModuleDef for HostModule {
                     };
                     let bytes =
                         hashed().map_err(|why| rquickjs::Exception::throw_type(&ctx, &why))?;
+                    crate::intrinsics::add(&ctx, crate::intrinsics::Deferred::TypedArrays)?;
                     let out = digest(&algorithm, &bytes).ok_or_else(|| {
                         rquickjs::Exception::throw_message(
                             &ctx,
@@ -710,6 +726,7 @@ impl ModuleDef for HostModule {
                 ctx.clone(),
                 |ctx: Ctx<'js>, size: usize| -> Result<TypedArray<'js, u8>> {
                     RANDOM_USED.with(|r| r.set(true));
+                    crate::intrinsics::add(&ctx, crate::intrinsics::Deferred::TypedArrays)?;
                     let mut bytes = vec![0u8; size.min(65536)];
                     getrandom::fill(&mut bytes).map_err(|e| {
                         rquickjs::Exception::throw_message(&ctx, &format!("no random source: {e}"))
@@ -728,6 +745,7 @@ impl ModuleDef for HostModule {
                     let text = text.to_string().map_err(|_| {
                         rquickjs::Exception::throw_type(&ctx, "the text is not well-formed")
                     })?;
+                    crate::intrinsics::add(&ctx, crate::intrinsics::Deferred::TypedArrays)?;
                     TypedArray::new(ctx.clone(), text.into_bytes())
                 },
             )?,

@@ -144,3 +144,118 @@ fn a_segmenter_on_ten_megabytes_of_text_stays_within_the_call_limits() {
     }
     neighbour_works(&result);
 }
+
+#[test]
+fn a_url_longer_than_chromiums_limit_is_an_invalid_url_type_error_at_once() {
+    let handler = format!(
+        "() => {{ const long = \"http://h.test/\" + \"a\".repeat(8 * 1024 * 1024); try {{ new URL(long); return {}; }} catch (e) {{ return {}; }} }}",
+        answer("long-url", "\"accepted\""),
+        answer("long-url", "`${e.name} ${URL.canParse(long)} ${e.message}`")
+    );
+    let dir = folder_with(&[("long-url", &handler)]);
+    let started = Instant::now();
+    let result = run(dir.path(), Duration::from_secs(5));
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    let said = covel_tests::segment_content(&result, "long-url").unwrap_or_default();
+    assert!(
+        said.starts_with("TypeError false Invalid URL: the URL has 8388622 UTF-16 code units, more than the 2097152 allowed here"),
+        "{said}"
+    );
+    neighbour_works(&result);
+}
+
+#[test]
+fn a_url_its_setters_keep_growing_stops_at_the_limit_with_a_type_error() {
+    let handler = format!(
+        "() => {{ const u = new URL(\"http://h.test/a\"); try {{ for (;;) u.pathname = u.pathname + u.pathname; }} catch (e) {{ return {}; }} }}",
+        answer(
+            "growing-url",
+            "`${e.name} ${u.pathname.length < 2 * 1024 * 1024} ${e.message}`"
+        )
+    );
+    let dir = folder_with(&[("growing-url", &handler)]);
+    let result = run(dir.path(), Duration::from_secs(5));
+    let said = covel_tests::segment_content(&result, "growing-url").unwrap_or_default();
+    assert!(said.starts_with("TypeError true Invalid URL: "), "{said}");
+    assert!(
+        said.contains("more than the 2097152 allowed here"),
+        "{said}"
+    );
+    neighbour_works(&result);
+}
+
+#[test]
+fn url_search_params_over_huge_form_text_stay_within_the_call_limits() {
+    // 8 Mi units of pairs: parsed within the runtime's memory and the deadline, or stopped by
+    // them with an error that says so; 16 Mi units: refused at once by the form text limit.
+    let big = format!(
+        "() => {{ const p = new URLSearchParams(\"a=1&\".repeat(2 * 1024 * 1024)); return {}; }}",
+        answer("big-form", "p.size")
+    );
+    let over = format!(
+        "() => {{ try {{ new URLSearchParams(\"a=1&\".repeat(4 * 1024 * 1024)); return {}; }} catch (e) {{ return {}; }} }}",
+        answer("over-form", "\"accepted\""),
+        answer("over-form", "`${e.name}: ${e.message}`")
+    );
+    let dir = folder_with(&[("big-form", &big), ("over-form", &over)]);
+    let started = Instant::now();
+    let result = run(dir.path(), Duration::from_secs(2));
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    let call = call_of(&result, "big-form");
+    match call.outcome {
+        Outcome::Success => assert_eq!(
+            covel_tests::segment_content(&result, "big-form").as_deref(),
+            Some("2097152")
+        ),
+        Outcome::Timeout => {}
+        _ => assert!(
+            call.message
+                .as_deref()
+                .is_some_and(|m| m.contains("time limit") || m.to_lowercase().contains("memory")),
+            "a clear error: {call:?}"
+        ),
+    }
+    assert_eq!(
+        covel_tests::segment_content(&result, "over-form").as_deref(),
+        Some(
+            "TypeError: URLSearchParams: the form text has 16777216 UTF-16 code units, more than the 8388608 allowed here"
+        )
+    );
+    neighbour_works(&result);
+}
+
+#[test]
+fn a_plugin_that_pins_a_typed_array_global_gets_an_error_not_a_crashed_studio() {
+    // `Atomics` is added with the typed arrays on first use; QuickJS would abort the process if
+    // it found one already there that it could not replace.
+    let handler = format!(
+        "() => {{ Object.defineProperty(globalThis, \"Atomics\", {{ value: 1, configurable: false }}); try {{ return {}; }} catch (e) {{ return {}; }} }}",
+        answer("pinned", "new Uint8Array(2).length"),
+        answer("pinned", "`${e.name}: ${e.message}`")
+    );
+    let encoder = format!(
+        "() => {{ Object.defineProperty(globalThis, \"Atomics\", {{ value: 1, configurable: false }}); try {{ return {}; }} catch (e) {{ return {}; }} }}",
+        answer("pinned-encoder", "new TextEncoder().encode(\"hi\").length"),
+        answer("pinned-encoder", "`${e.name}: ${e.message}`")
+    );
+    let dir = folder_with(&[("pinned", &handler), ("pinned-encoder", &encoder)]);
+    let result = run(dir.path(), Duration::from_secs(5));
+    for id in ["pinned", "pinned-encoder"] {
+        let said = covel_tests::segment_content(&result, id).unwrap_or_default();
+        assert!(
+            said.starts_with(
+                "TypeError: the engine cannot add `Atomics` and its group (typed-arrays)"
+            ),
+            "{id}: {said}"
+        );
+    }
+    neighbour_works(&result);
+}

@@ -117,6 +117,33 @@ impl Engine {
                 },
             )?,
         )?;
+        // The intrinsics added on first use (crate::intrinsics): the bootstrap's accessors on
+        // their globals ask for their group.
+        host.set(
+            "addIntrinsics",
+            Function::new(
+                ctx.clone(),
+                |ctx: Ctx<'js>, group: String| -> rquickjs::Result<()> {
+                    let group = crate::intrinsics::Deferred::parse(&group).ok_or_else(|| {
+                        rquickjs::Exception::throw_type(&ctx, "not an intrinsic group")
+                    })?;
+                    crate::intrinsics::add(&ctx, group)
+                },
+            )?,
+        )?;
+        // Which globals each of those groups defines: `[[group, [name, …]], …]`.
+        let groups = rquickjs::Array::new(ctx.clone())?;
+        for (i, group) in crate::intrinsics::Deferred::ALL.iter().enumerate() {
+            let names = rquickjs::Array::new(ctx.clone())?;
+            for (j, name) in group.globals().iter().enumerate() {
+                names.set(j, *name)?;
+            }
+            let pair = rquickjs::Array::new(ctx.clone())?;
+            pair.set(0, group.name())?;
+            pair.set(1, names)?;
+            groups.set(i, pair)?;
+        }
+        host.set("deferredIntrinsics", groups)?;
         ctx.globals().set("__host", host)?;
         Ok(())
     }

@@ -228,8 +228,8 @@ impl Engine {
                 loaded: loaded_files.clone(),
             },
         );
-        let context =
-            Context::full(&runtime).map_err(|e| format!("cannot create a QuickJS context: {e}"))?;
+        let context = crate::intrinsics::engine_context(&runtime)
+            .map_err(|e| format!("cannot create a QuickJS context: {e}"))?;
         Ok(Engine {
             context,
             runtime,

@@ -198,27 +198,50 @@
     return () => namespace || (namespace = host.requireModule(name));
   };
   const zodModule = lazyModule("zod");
-  const urlModule = lazyModule("node:url");
-  const cryptoModule = lazyModule("node:crypto");
-  const lazyGlobal = (name, get) => {
-    Object.defineProperty(globalThis, name, {
-      configurable: true,
-      enumerable: false,
-      get() { const value = get(); Object.defineProperty(globalThis, name, { value, configurable: true, writable: true }); return value; },
-      set(value) { Object.defineProperty(globalThis, name, { value, configurable: true, writable: true }); },
-    });
-  };
-  lazyGlobal("URL", () => urlModule().URL);
-  lazyGlobal("URLSearchParams", () => urlModule().URLSearchParams);
-  lazyGlobal("crypto", () => cryptoModule().webcrypto);
-  const webModule = lazyModule("covel:web");
-  for (const name of ["AbortController", "AbortSignal", "TextEncoder", "TextDecoder"]) lazyGlobal(name, () => webModule()[name]);
-  const cloneModule = lazyModule("covel:clone");
-  lazyGlobal("structuredClone", () => cloneModule().structuredClone);
   // Intl (ICU4X) on first touch; `localeCompare` is a collator's, as in Node, and loads it on its
   // first call only.
   const intlModule = lazyModule("covel:intl");
-  lazyGlobal("Intl", () => intlModule().Intl);
+
+  // The web platform's globals QuickJS lacks and Node's (`URL`, `crypto`, …), and the intrinsics
+  // a context gets on first use (typed arrays, WeakRef, DOMException with atob and btoa:
+  // crates/js/src/intrinsics.rs): each is an accessor on globalThis until first used. The first
+  // read imports its module, or adds its group of intrinsics (whose own globals replace the
+  // group's accessors), and puts the real value in its place (a data property, enumerable where
+  // Node's is); a write before any read puts the written value there. What a plugin that never
+  // touches them pays is these accessors only: one closure per global, its getter and its setter
+  // at once. (A getter and a setter closure per global, each with a function that found its value,
+  // took ≈ 5 KB of a generated plugin's engine memory; a function bound to the name took less by
+  // QuickJS's count but, its objects falling into other size classes, opened two more 4 KiB
+  // arenas. This takes none.)
+  /** Replaces the accessor of the global `name` by a data property: `written`, or its value. */
+  function settle(name, written, reading, intrinsics) {
+    let value = written;
+    if (intrinsics !== null) {
+      host.addIntrinsics(intrinsics);
+      if (reading) return globalThis[name];
+    } else if (reading) {
+      let module = "covel:web"; // AbortController, AbortSignal, TextEncoder, TextDecoder
+      if (name === "URL" || name === "URLSearchParams") module = "node:url";
+      else if (name === "crypto") module = "node:crypto";
+      else if (name === "structuredClone") module = "covel:clone";
+      else if (name === "Intl") module = "covel:intl";
+      const namespace = host.requireModule(module);
+      value = name === "crypto" ? namespace.webcrypto : namespace[name];
+    }
+    // No prototype: a plugin's `Object.prototype.get` must not make this a getter. Enumerable
+    // where Node's is.
+    defineOwn(globalThis, name, { __proto__: null, value, writable: true, configurable: true, enumerable: name === "structuredClone" || name === "crypto" });
+    return value;
+  }
+  const lazyGlobals = [[null, ["URL", "URLSearchParams", "crypto", "AbortController", "AbortSignal", "TextEncoder", "TextDecoder", "structuredClone", "Intl"]]];
+  for (const group of host.deferredIntrinsics) append(lazyGlobals, group);
+  for (const [intrinsics, names] of lazyGlobals) {
+    for (const name of names) {
+      // One function is the getter (no argument) and the setter (the written value).
+      const access = function (written) { return settle(name, written, arguments.length === 0, intrinsics); };
+      defineOwn(globalThis, name, { get: access, set: access, enumerable: name === "structuredClone" || name === "crypto", configurable: true });
+    }
+  }
   defineOwn(String.prototype, "localeCompare", {
     value: function localeCompare(that, locales, options) { return intlModule().localeCompare(`${this}`, that, locales, options); },
     writable: true, configurable: true, enumerable: false,

@@ -1,160 +1,249 @@
-// node:url for plugins: WHATWG-style `URL` and `URLSearchParams` for the special schemes
-// plugins use (http, https, file), and `fileURLToPath` / `pathToFileURL`. The same classes are
-// the sandbox's global `URL` and `URLSearchParams`, as in Node.
+// node:url for plugins: the WHATWG `URL` and `URLSearchParams` (the same classes are the sandbox's
+// globals of those names, as in Node), and `fileURLToPath` / `pathToFileURL`. Parsing, resolution
+// against a base, the setters and application/x-www-form-urlencoded are the host's (the `url`
+// crate, crates/js/src/url.rs, served as covel:url-host); this module keeps each URL's components
+// as the host answered them and its search parameters as a list linked to it.
+import { parse, set, formParse, formEncode, MAX_URL_UNITS } from "covel:url-host";
 
-const DEFAULT_PORTS = { "http:": "80", "https:": "443", "ws:": "80", "wss:": "443", "ftp:": "21" };
+// The components the host answers, in its order (url::quirks' getters).
+const HREF = 0, ORIGIN = 1, PROTOCOL = 2, USERNAME = 3, PASSWORD = 4, HOST = 5, HOSTNAME = 6, PORT = 7, PATHNAME = 8, SEARCH = 9, HASH = 10;
 
-function encodeQueryPart(text) {
-  return encodeURIComponent(text).replace(/%20/g, "+").replace(/[!'()~]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+const toWellFormed = String.prototype.toWellFormed;
+const apply = Reflect.apply;
+/** WebIDL's USVString: any value as text (a symbol throws a TypeError), lone surrogates as U+FFFD. */
+const usv = (value) => apply(toWellFormed, `${value}`, []);
+/** A URL's text, refused before the host copies it when it is over the host's limit. */
+function urlText(value, what) {
+  const text = usv(value);
+  if (text.length > MAX_URL_UNITS) {
+    throw new TypeError(`Invalid URL: ${what} has ${text.length} UTF-16 code units, more than the ${MAX_URL_UNITS} allowed here`);
+  }
+  return text;
 }
-function decodeQueryPart(text) {
-  try { return decodeURIComponent(text.replace(/\+/g, " ")); } catch { return text; }
+/** Node's error for a URL that does not parse: a TypeError with `code` and `input`. */
+function invalid(why, input) {
+  const error = new TypeError(why);
+  error.code = "ERR_INVALID_URL";
+  error.input = input;
+  return error;
+}
+const required = (what, count, given) => {
+  if (given < count) throw new TypeError(`${what}: ${count} argument${count > 1 ? "s" : ""} required, but only ${given} present`);
+};
+
+// Set in the classes' static blocks: the one way this module reaches the other class's state.
+let linkQuery; // (params, url, query): `params` linked to `url`, its list parsed from `query`
+let parseQuery; // (params, query): the list again, after the URL's query changed
+let setSearch; // (url, query): the URL's query after its `searchParams` changed
+
+/** The list of pairs of form text. */
+function pairsOf(text) {
+  const flat = formParse(text);
+  const list = [];
+  for (let i = 0; i < flat.length; i += 2) list[list.length] = [flat[i], flat[i + 1]];
+  return list;
 }
 
 export class URLSearchParams {
-  #pairs = [];
-  #onChange = null;
+  #list = [];
+  /** The URL whose query this is (each change updates it), or null. */
+  #url = null;
+
   constructor(init = "") {
-    if (typeof init === "string") this.#parse(init);
-    else if (init instanceof URLSearchParams) this.#pairs = [...init];
-    else if (init && typeof init[Symbol.iterator] === "function") for (const [k, v] of init) this.#pairs.push([String(k), String(v)]);
-    else if (init && typeof init === "object") for (const k of Object.keys(init)) this.#pairs.push([k, String(init[k])]);
-  }
-  #parse(text) {
-    this.#pairs = [];
-    const q = text.startsWith("?") ? text.slice(1) : text;
-    for (const part of q.split("&")) {
-      if (part === "") continue;
-      const eq = part.indexOf("=");
-      this.#pairs.push(eq < 0 ? [decodeQueryPart(part), ""] : [decodeQueryPart(part.slice(0, eq)), decodeQueryPart(part.slice(eq + 1))]);
+    if ((typeof init === "object" && init !== null) || typeof init === "function") {
+      const iterator = init[Symbol.iterator];
+      if (iterator !== undefined && iterator !== null) {
+        if (typeof iterator !== "function") throw new TypeError("URLSearchParams: the init's Symbol.iterator is not a function");
+        for (const pair of init) {
+          if ((typeof pair !== "object" || pair === null) && typeof pair !== "function") {
+            throw new TypeError("URLSearchParams: each pair of the init must be a sequence of a name and a value");
+          }
+          const items = [...pair];
+          if (items.length !== 2) throw new TypeError(`URLSearchParams: a pair of the init has ${items.length} items instead of 2`);
+          this.#list[this.#list.length] = [usv(items[0]), usv(items[1])];
+        }
+      } else {
+        // A record: its own enumerable keys, in order.
+        for (const key of Reflect.ownKeys(init)) {
+          const found = Reflect.getOwnPropertyDescriptor(init, key);
+          if (found !== undefined && found.enumerable) this.#list[this.#list.length] = [usv(key), usv(init[key])];
+        }
+      }
+    } else {
+      const text = usv(init);
+      this.#list = pairsOf(text.startsWith("?") ? text.slice(1) : text);
     }
   }
-  static _bind(params, text, onChange) { params.#parse(text); params.#onChange = onChange; return params; }
-  #changed() { if (this.#onChange) this.#onChange(this.toString()); }
-  get size() { return this.#pairs.length; }
-  append(k, v) { this.#pairs.push([String(k), String(v)]); this.#changed(); }
-  delete(k) { this.#pairs = this.#pairs.filter(([n]) => n !== String(k)); this.#changed(); }
-  get(k) { const hit = this.#pairs.find(([n]) => n === String(k)); return hit ? hit[1] : null; }
-  getAll(k) { return this.#pairs.filter(([n]) => n === String(k)).map(([, v]) => v); }
-  has(k) { return this.#pairs.some(([n]) => n === String(k)); }
-  set(k, v) {
-    const key = String(k);
-    const i = this.#pairs.findIndex(([n]) => n === key);
-    if (i < 0) this.#pairs.push([key, String(v)]);
-    else { this.#pairs[i] = [key, String(v)]; this.#pairs = this.#pairs.filter(([n], j) => n !== key || j === i); }
-    this.#changed();
+
+  static {
+    linkQuery = (params, url, query) => { params.#url = url; params.#list = pairsOf(query); return params; };
+    parseQuery = (params, query) => { params.#list = pairsOf(query); };
   }
-  sort() { this.#pairs.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)); this.#changed(); }
-  forEach(fn, self) { for (const [k, v] of this.#pairs) fn.call(self, v, k, this); }
-  keys() { return this.#pairs.map(([k]) => k)[Symbol.iterator](); }
-  values() { return this.#pairs.map(([, v]) => v)[Symbol.iterator](); }
-  entries() { return this.#pairs.map((p) => p.slice())[Symbol.iterator](); }
+
+  /** The URL standard's "update steps": the linked URL's query becomes this list (none when empty). */
+  #update() {
+    if (this.#url !== null) setSearch(this.#url, this.toString());
+  }
+
+  get size() { return this.#list.length; }
+
+  append(name, value) {
+    required("URLSearchParams.append", 2, arguments.length);
+    this.#list[this.#list.length] = [usv(name), usv(value)];
+    this.#update();
+  }
+
+  delete(name, value) {
+    required("URLSearchParams.delete", 1, arguments.length);
+    const key = usv(name);
+    const only = value === undefined ? undefined : usv(value);
+    this.#list = this.#list.filter(([n, v]) => n !== key || (only !== undefined && v !== only));
+    this.#update();
+  }
+
+  get(name) {
+    required("URLSearchParams.get", 1, arguments.length);
+    const key = usv(name);
+    const hit = this.#list.find(([n]) => n === key);
+    return hit === undefined ? null : hit[1];
+  }
+
+  getAll(name) {
+    required("URLSearchParams.getAll", 1, arguments.length);
+    const key = usv(name);
+    return this.#list.filter(([n]) => n === key).map(([, v]) => v);
+  }
+
+  has(name, value) {
+    required("URLSearchParams.has", 1, arguments.length);
+    const key = usv(name);
+    const only = value === undefined ? undefined : usv(value);
+    return this.#list.some(([n, v]) => n === key && (only === undefined || v === only));
+  }
+
+  set(name, value) {
+    required("URLSearchParams.set", 2, arguments.length);
+    const key = usv(name);
+    const text = usv(value);
+    const at = this.#list.findIndex(([n]) => n === key);
+    if (at < 0) this.#list[this.#list.length] = [key, text];
+    else this.#list = this.#list.filter(([n], i) => i === at || n !== key).map((pair, i) => (i === at ? [key, text] : pair));
+    this.#update();
+  }
+
+  /** Sorts by name in UTF-16 code units, keeping the order of equal names. */
+  sort() {
+    const keyed = this.#list.map((pair, i) => [pair, i]);
+    keyed.sort(([a, i], [b, j]) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : i - j));
+    this.#list = keyed.map(([pair]) => pair);
+    this.#update();
+  }
+
+  forEach(callback, thisArg) {
+    if (typeof callback !== "function") throw new TypeError("URLSearchParams.forEach: the callback is not a function");
+    // Live, as the standard's iteration: pairs a callback appends are visited too.
+    for (let i = 0; i < this.#list.length; i++) apply(callback, thisArg, [this.#list[i][1], this.#list[i][0], this]);
+  }
+
+  *entries() { for (let i = 0; i < this.#list.length; i++) yield [this.#list[i][0], this.#list[i][1]]; }
+  *keys() { for (let i = 0; i < this.#list.length; i++) yield this.#list[i][0]; }
+  *values() { for (let i = 0; i < this.#list.length; i++) yield this.#list[i][1]; }
   [Symbol.iterator]() { return this.entries(); }
-  toString() { return this.#pairs.map(([k, v]) => `${encodeQueryPart(k)}=${encodeQueryPart(v)}`).join("&"); }
-}
 
-function normalizePath(path) {
-  const out = [];
-  const parts = path.split("/");
-  for (let i = 0; i < parts.length; i++) {
-    const part = parts[i];
-    const last = i === parts.length - 1;
-    if (part === "." || part.toLowerCase() === "%2e") { if (last) out.push(""); continue; }
-    if (part === ".." || /^(%2e|\.){2}$/i.test(part)) { if (out.length > 1) out.pop(); if (last) out.push(""); continue; }
-    out.push(part);
+  /** The list as application/x-www-form-urlencoded text. */
+  toString() {
+    let out = "";
+    for (let i = 0; i < this.#list.length; i++) {
+      const pair = `${formEncode(this.#list[i][0])}=${formEncode(this.#list[i][1])}`;
+      out = i === 0 ? pair : `${out}&${pair}`;
+    }
+    return out;
   }
-  const joined = out.join("/");
-  return joined.startsWith("/") ? joined : `/${joined}`;
-}
 
-function encodePath(path) {
-  return path.replace(/[^A-Za-z0-9\-._~!$&'()*+,;=:@/%]/g, (c) => encodeURIComponent(c));
+  get [Symbol.toStringTag]() { return "URLSearchParams"; }
 }
-
-const PATTERN = /^([a-zA-Z][a-zA-Z0-9+.-]*):(?:\/\/(?:([^@/?#]*)@)?(\[[^\]]*\]|[^:/?#]*)(?::(\d*))?)?([^?#]*)(\?[^#]*)?(#.*)?$/;
 
 export class URL {
-  #protocol = ""; #username = ""; #password = ""; #hostname = ""; #port = ""; #pathname = "/"; #search = ""; #hash = "";
-  #params = null;
-  constructor(input, base) {
-    const text = String(input).trim();
-    const absolute = /^[a-zA-Z][a-zA-Z0-9+.-]*:/.test(text);
-    if (absolute) this.#parseAbsolute(text);
-    else {
-      if (base === undefined) throw new TypeError(`Invalid URL: ${text}`);
-      const b = base instanceof URL ? base : new URL(base);
-      this.#protocol = b.protocol; this.#username = b.username; this.#password = b.password;
-      this.#hostname = b.hostname; this.#port = b.port;
-      let rest = text;
-      const hashAt = rest.indexOf("#");
-      if (hashAt >= 0) { this.#hash = rest.slice(hashAt) === "#" ? "" : rest.slice(hashAt); rest = rest.slice(0, hashAt); }
-      const queryAt = rest.indexOf("?");
-      let query = null;
-      if (queryAt >= 0) { query = rest.slice(queryAt); rest = rest.slice(0, queryAt); }
-      if (rest.startsWith("//")) { this.#parseAbsolute(`${b.protocol}${text}`); return; }
-      if (rest === "") {
-        this.#pathname = b.pathname;
-        this.#search = query !== null ? (query === "?" ? "" : query) : b.search;
-      } else {
-        const dir = rest.startsWith("/") ? "" : b.pathname.slice(0, b.pathname.lastIndexOf("/") + 1);
-        this.#pathname = encodePath(normalizePath(dir + rest));
-        this.#search = query === null || query === "?" ? "" : query;
-      }
+  /** The components as the host answered them (see HREF … HASH). */
+  #parts;
+  /** `searchParams`, made on its first read and linked to this URL from then on. */
+  #query = null;
+
+  constructor(url, base) {
+    required("URL", 1, arguments.length);
+    const input = urlText(url, "the URL");
+    const parts = base === undefined ? parse(input) : parse(input, urlText(base, "the base URL"));
+    if (typeof parts === "string") throw invalid(parts, input);
+    this.#parts = parts;
+  }
+
+  static {
+    setSearch = (url, query) => { url.#parts = set(url.#parts[HREF], "search", query); };
+  }
+
+  /** Whether `new URL(url, base)` would succeed. */
+  static canParse(url, base) {
+    required("URL.canParse", 1, arguments.length);
+    try {
+      const input = urlText(url, "the URL");
+      return typeof (base === undefined ? parse(input) : parse(input, urlText(base, "the base URL"))) !== "string";
+    } catch {
+      return false;
     }
   }
-  #parseAbsolute(text) {
-    const m = PATTERN.exec(text);
-    if (!m) throw new TypeError(`Invalid URL: ${text}`);
-    const protocol = `${m[1].toLowerCase()}:`;
-    const special = protocol in DEFAULT_PORTS || protocol === "file:";
-    if (special && m[3] === undefined) throw new TypeError(`Invalid URL: ${text}`);
-    if (special && protocol !== "file:" && !m[3]) throw new TypeError(`Invalid URL: ${text}`);
-    this.#protocol = protocol;
-    if (m[2] !== undefined) {
-      const [user, pass = ""] = m[2].split(":");
-      this.#username = user; this.#password = pass;
+
+  /** `new URL(url, base)`, or null where it would throw. */
+  static parse(url, base) {
+    required("URL.parse", 1, arguments.length);
+    try {
+      return new URL(url, base);
+    } catch {
+      return null;
     }
-    this.#hostname = (m[3] || "").toLowerCase();
-    this.#port = m[4] && DEFAULT_PORTS[protocol] !== m[4] ? String(Number(m[4])) : "";
-    const path = m[5] || "";
-    this.#pathname = special ? encodePath(normalizePath(path || "/")) : path;
-    this.#search = m[6] && m[6] !== "?" ? m[6] : "";
-    this.#hash = m[7] && m[7] !== "#" ? m[7] : "";
   }
-  static canParse(input, base) { try { new URL(input, base); return true; } catch { return false; } }
-  static parse(input, base) { try { return new URL(input, base); } catch { return null; } }
-  get protocol() { return this.#protocol; }
-  set protocol(v) { this.#protocol = String(v).replace(/:?$/, ":").toLowerCase(); }
-  get username() { return this.#username; }
-  set username(v) { this.#username = String(v); }
-  get password() { return this.#password; }
-  set password(v) { this.#password = String(v); }
-  get hostname() { return this.#hostname; }
-  set hostname(v) { this.#hostname = String(v).toLowerCase(); }
-  get port() { return this.#port; }
-  set port(v) { const p = String(v); this.#port = DEFAULT_PORTS[this.#protocol] === p ? "" : p; }
-  get host() { return this.#port ? `${this.#hostname}:${this.#port}` : this.#hostname; }
-  set host(v) { const [h, p = ""] = String(v).split(":"); this.hostname = h; this.port = p; }
-  get origin() { return this.#protocol in DEFAULT_PORTS ? `${this.#protocol}//${this.host}` : "null"; }
-  get pathname() { return this.#pathname; }
-  set pathname(v) { this.#pathname = encodePath(normalizePath(String(v))); }
-  get search() { return this.#search; }
-  set search(v) { const s = String(v); this.#search = s === "" || s === "?" ? "" : s.startsWith("?") ? s : `?${s}`; if (this.#params) URLSearchParams._bind(this.#params, this.#search, (q) => { this.#search = q ? `?${q}` : ""; }); }
+
+  #set(component, value) {
+    this.#parts = set(this.#parts[HREF], component, urlText(value, "the new value"));
+  }
+
+  get href() { return this.#parts[HREF]; }
+  set href(value) {
+    const input = urlText(value, "the URL");
+    const parts = parse(input);
+    if (typeof parts === "string") throw invalid(parts, input);
+    this.#parts = parts;
+    if (this.#query !== null) parseQuery(this.#query, this.#parts[SEARCH].slice(1));
+  }
+  get origin() { return this.#parts[ORIGIN]; }
+  get protocol() { return this.#parts[PROTOCOL]; }
+  set protocol(value) { this.#set("protocol", value); }
+  get username() { return this.#parts[USERNAME]; }
+  set username(value) { this.#set("username", value); }
+  get password() { return this.#parts[PASSWORD]; }
+  set password(value) { this.#set("password", value); }
+  get host() { return this.#parts[HOST]; }
+  set host(value) { this.#set("host", value); }
+  get hostname() { return this.#parts[HOSTNAME]; }
+  set hostname(value) { this.#set("hostname", value); }
+  get port() { return this.#parts[PORT]; }
+  set port(value) { this.#set("port", value); }
+  get pathname() { return this.#parts[PATHNAME]; }
+  set pathname(value) { this.#set("pathname", value); }
+  get search() { return this.#parts[SEARCH]; }
+  set search(value) {
+    this.#set("search", value);
+    if (this.#query !== null) parseQuery(this.#query, this.#parts[SEARCH].slice(1));
+  }
   get searchParams() {
-    if (!this.#params) this.#params = URLSearchParams._bind(new URLSearchParams(), this.#search, (q) => { this.#search = q ? `?${q}` : ""; });
-    return this.#params;
+    if (this.#query === null) this.#query = linkQuery(new URLSearchParams(), this, this.#parts[SEARCH].slice(1));
+    return this.#query;
   }
-  get hash() { return this.#hash; }
-  set hash(v) { const s = String(v); this.#hash = s === "" || s === "#" ? "" : s.startsWith("#") ? s : `#${s}`; }
-  get href() {
-    const auth = this.#username ? `${this.#username}${this.#password ? `:${this.#password}` : ""}@` : "";
-    const special = this.#protocol in DEFAULT_PORTS || this.#protocol === "file:";
-    const authority = special || this.#hostname ? `//${auth}${this.host}` : "";
-    return `${this.#protocol}${authority}${this.#pathname}${this.#search}${this.#hash}`;
-  }
-  set href(v) { this.#parseAbsolute(String(v)); this.#params = null; }
-  toString() { return this.href; }
-  toJSON() { return this.href; }
+  get hash() { return this.#parts[HASH]; }
+  set hash(value) { this.#set("hash", value); }
+
+  toString() { return this.#parts[HREF]; }
+  toJSON() { return this.#parts[HREF]; }
+  get [Symbol.toStringTag]() { return "URL"; }
 }
 
 /** The absolute path of a `file:` URL. */
