@@ -117,6 +117,7 @@ where
             result: result.map(Arc::new),
             duration: Duration::from_micros(1),
             logs: Vec::new(),
+            notes: Vec::new(),
             cached: false,
             ran: None,
             not_cached: None,

@@ -1213,6 +1213,7 @@ impl runner::Invoker for MemoAnswers {
             result: Ok(std::sync::Arc::clone(&self.answer)),
             duration: std::time::Duration::from_micros(1),
             logs: Vec::new(),
+            notes: Vec::new(),
             cached: true,
             ran: Some(std::time::Duration::from_millis(2)),
             not_cached: None,

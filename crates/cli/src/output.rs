@@ -64,13 +64,16 @@ impl<'a> From<&'a Diagnostic> for DiagnosticJson<'a> {
     }
 }
 
-/// Provider calls with their outcome, reason and what each handler logged (including the
-/// studio's hints, such as the row-shaped `pluginData` read).
+/// Provider calls with their outcome, reason, what each handler logged and the studio's notes
+/// on it (such as the row-shaped `pluginData` read).
 pub fn print_calls(calls: &[CallRecord]) {
     for call in calls {
         crate::say!("{}", call_line(call));
         for line in &call.logs {
             crate::say!("      {line}");
+        }
+        for note in &call.notes {
+            crate::say!("      note: {note}");
         }
     }
 }
@@ -150,6 +153,7 @@ mod tests {
             message: None,
             duration_ms: 0.004,
             logs: Vec::new(),
+            notes: Vec::new(),
             cached: true,
             ran_ms: Some(1.234),
             not_cached: None,

@@ -258,7 +258,7 @@ fn print_human(p: &covel_studio::Preview, counts: &PromptCounts, below_minimum: 
     let noteworthy: Vec<_> = p
         .calls
         .iter()
-        .filter(|c| c.message.is_some() || !c.logs.is_empty())
+        .filter(|c| c.message.is_some() || !c.logs.is_empty() || !c.notes.is_empty())
         .cloned()
         .collect();
     if !noteworthy.is_empty() {

@@ -30,6 +30,7 @@ fn shut_down() -> covel_kernel::runner::CallReport {
         }),
         duration: Duration::ZERO,
         logs: Vec::new(),
+        notes: Vec::new(),
         cached: false,
         ran: None,
         not_cached: None,

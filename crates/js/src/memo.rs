@@ -251,6 +251,7 @@ mod tests {
             result: Ok(std::sync::Arc::new(value)),
             duration: Duration::ZERO,
             logs: Vec::new(),
+            notes: Vec::new(),
             cached: false,
             ran: None,
             not_cached: None,

@@ -71,6 +71,7 @@ impl Invoker for StaticPrompt {
             result: Ok(Arc::new(self.segments(&call.context.view.locale))),
             duration: Duration::ZERO,
             logs: Vec::new(),
+            notes: Vec::new(),
             cached: false,
             ran: None,
             not_cached: None,

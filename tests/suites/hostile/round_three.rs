@@ -148,12 +148,13 @@ fn row_2_a_timer_delay_the_clock_cannot_hold_runs_after_one_ms_as_in_node() {
     });
     let call = call_of(&result, "forever-timer");
     assert_eq!(call.outcome, Outcome::Success, "{call:?}");
+    // The studio's own note, apart from what the handler printed.
     assert!(
-        call.logs
+        call.notes
             .iter()
             .any(|l| l.contains("is over 2147483647 ms: it runs after 1 ms, as in Node")),
         "{:?}",
-        call.logs
+        call.notes
     );
     neighbour_works(&result);
 }

@@ -405,6 +405,11 @@ export type CallRecord_Deserialize = {
 	message?: string | null,
 	durationMs: number,
 	logs?: string[],
+	/**
+	 *  What the studio has to say about the call (a log cut short, a timer clamped, a
+	 *  row-shaped read): its own notes, never what the handler printed.
+	 */
+	notes?: string[],
 	/**  Answered from the engine's memo: nothing the provider can see changed. */
 	cached?: boolean,
 	/**
@@ -427,6 +432,11 @@ export type CallRecord_Serialize = {
 	message?: string,
 	durationMs: number,
 	logs?: string[],
+	/**
+	 *  What the studio has to say about the call (a log cut short, a timer clamped, a
+	 *  row-shaped read): its own notes, never what the handler printed.
+	 */
+	notes?: string[],
 	/**  Answered from the engine's memo: nothing the provider can see changed. */
 	cached?: boolean,
 	/**
@@ -884,6 +894,8 @@ export type HookStep_Deserialize = {
 	changes: FieldChange[],
 	durationMs: number | null,
 	logs: string[],
+	/**  The studio's notes on the call (not the handler's output). */
+	notes?: string[],
 };
 
 /**  One hook handler's call. */
@@ -897,6 +909,8 @@ export type HookStep_Serialize = {
 	changes: FieldChange[],
 	durationMs: number | null,
 	logs: string[],
+	/**  The studio's notes on the call (not the handler's output). */
+	notes?: string[],
 };
 
 /**  Text in one language, or by locale. */
@@ -2369,6 +2383,8 @@ export type ToolStep_Deserialize = {
 	events: JsonValue[],
 	durationMs: number | null,
 	logs: string[],
+	/**  The studio's notes on the call (not the handler's output). */
+	notes?: string[],
 };
 
 /**  One tool call. */
@@ -2384,6 +2400,8 @@ export type ToolStep_Serialize = {
 	events: JsonValue[],
 	durationMs: number | null,
 	logs: string[],
+	/**  The studio's notes on the call (not the handler's output). */
+	notes?: string[],
 };
 
 /**  Sums over every turn. */

@@ -49,6 +49,7 @@ impl Engine {
             }),
             duration: started.elapsed(),
             logs: Vec::new(),
+            notes: Vec::new(),
             cached: false,
             ran: None,
             not_cached: Some("the plugin's runtime was set aside".into()),
@@ -112,9 +113,8 @@ impl Engine {
             timeout: call.timeout,
             ctx_plugin_id: None,
         };
-        let (result, logs, impure) =
-            self.run_invocation(&call.context, &invocation, execution.as_ref());
-        let impure = impure.or_else(|| {
+        let (result, printed) = self.run_invocation(&call.context, &invocation, execution.as_ref());
+        let impure = printed.impure.or_else(|| {
             modules::take_random_used().then(|| "uses randomness (crypto)".to_string())
         });
         if needs_execution && result.is_ok() {
@@ -126,7 +126,8 @@ impl Engine {
         let mut report = CallReport {
             result: result.map(Arc::new),
             duration: started.elapsed(),
-            logs,
+            logs: printed.logs,
+            notes: printed.notes,
             cached: false,
             ran: None,
             not_cached: None,
@@ -153,7 +154,7 @@ impl Engine {
             timeout: call.timeout,
             ctx_plugin_id: Some(&call.ctx_plugin_id),
         };
-        let (result, logs, _) = self.run_invocation(&call.context, &invocation, execution.as_ref());
+        let (result, printed) = self.run_invocation(&call.context, &invocation, execution.as_ref());
         if execution.is_some() && result.is_ok() {
             self.view_seen = call.context.view.id();
         }
@@ -163,7 +164,8 @@ impl Engine {
         CallReport {
             result: result.map(Arc::new),
             duration: started.elapsed(),
-            logs,
+            logs: printed.logs,
+            notes: printed.notes,
             cached: false,
             ran: None,
             not_cached: Some("a tool or hook acts on the turn".into()),
@@ -195,7 +197,7 @@ impl Engine {
         context: &Arc<ExecutionContext>,
         invocation: &Invocation<'_>,
         execution: Option<&Json>,
-    ) -> (Result<Json, ProviderFailure>, Vec<String>, Option<String>) {
+    ) -> (Result<Json, ProviderFailure>, Printed) {
         modules::set_thread_root(&self.root);
         self.arm(invocation.timeout);
         let _ = self.memory.take_refused();
@@ -244,7 +246,7 @@ impl Engine {
         ctx: &Ctx<'js>,
         call: &Invocation<'_>,
         execution: Option<&Json>,
-    ) -> (Result<Json, ProviderFailure>, Vec<String>, Option<String>) {
+    ) -> (Result<Json, ProviderFailure>, Printed) {
         let fail = |kind, message: String| Err(ProviderFailure { kind, message });
         let (fns, covel) = match self
             .call_functions(ctx)
@@ -254,8 +256,7 @@ impl Engine {
             Err(e) => {
                 return (
                     fail(FailureKind::Unavailable, e.to_string()),
-                    Vec::new(),
-                    None,
+                    Printed::default(),
                 );
             }
         };
@@ -268,8 +269,7 @@ impl Engine {
                         FailureKind::Error,
                         format!("cannot build the handler context: {}", t.text()),
                     ),
-                    Vec::new(),
-                    None,
+                    Printed::default(),
                 );
             }
         }
@@ -281,8 +281,7 @@ impl Engine {
                         self.classify_kind(&e.to_string()),
                         format!("cannot pass the input: {e}"),
                     ),
-                    Vec::new(),
-                    None,
+                    Printed::default(),
                 );
             }
         };
@@ -388,25 +387,28 @@ impl Engine {
         let finished = fns.finish.call::<_, Value>(());
         // Read while the short deadline still holds, within a budget that fits what the
         // bootstrap keeps (51 lines of at most ~2 000 characters).
-        let (logs, impure) = match finished {
+        let printed = match finished {
             Ok(done) => {
                 let expired = || self.expired();
                 match from_js_within(&done, ConversionBudget::CALL_LOGS, &expired) {
-                    Ok(done) => call_logs(&done),
-                    Err(e) => (
-                        vec![format!("[studio] the call's log could not be read: {e}")],
-                        Some("its log could not be read".to_string()),
-                    ),
+                    Ok(done) => Printed::of(&done),
+                    Err(e) => Printed {
+                        notes: vec![format!("the call's log could not be read: {e}")],
+                        impure: Some("its log could not be read".to_string()),
+                        ..Printed::default()
+                    },
                 }
             }
             Err(_) => {
                 let _ = ctx.catch();
-                let why = "its abort listeners ran past their limit";
-                (Vec::new(), Some(why.to_string()))
+                Printed {
+                    impure: Some("its abort listeners ran past their limit".to_string()),
+                    ..Printed::default()
+                }
             }
         };
         self.disarm();
-        (outcome, logs, impure)
+        (outcome, printed)
     }
 
     pub(super) fn classify_kind(&self, message: &str) -> FailureKind {
@@ -439,15 +441,30 @@ pub(super) struct Invocation<'a> {
     pub ctx_plugin_id: Option<&'a str>,
 }
 
-/// The bootstrap's end-of-call answer (`null`, or `[lines, why impure]`) as the host keeps it.
-fn call_logs(done: &Json) -> (Vec<String>, Option<String>) {
-    let lines = done
-        .get(0)
-        .and_then(Json::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|line| line.as_str().map(str::to_string))
-        .collect();
-    let impure = done.get(1).and_then(Json::as_str).map(str::to_string);
-    (lines, impure)
+/// What a call left besides its result: what the handler printed, what the studio has to say
+/// about the call, and why it must not be memoized.
+#[derive(Debug, Default)]
+pub(super) struct Printed {
+    logs: Vec<String>,
+    notes: Vec<String>,
+    impure: Option<String>,
+}
+
+impl Printed {
+    /// The bootstrap's end-of-call answer (`null`, or `[lines, why impure, notes]`).
+    fn of(done: &Json) -> Printed {
+        let strings = |at: usize| -> Vec<String> {
+            done.get(at)
+                .and_then(Json::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|line| line.as_str().map(str::to_string))
+                .collect()
+        };
+        Printed {
+            logs: strings(0),
+            notes: strings(2),
+            impure: done.get(1).and_then(Json::as_str).map(str::to_string),
+        }
+    }
 }

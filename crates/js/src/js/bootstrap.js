@@ -48,7 +48,12 @@
   const clearHandlers = Map.prototype.clear.bind(handlers);
   const disposers = [];
   let closed = false;
+  // Per call: what the handler printed, and what the studio has to say about the call (a log
+  // cut short, a timer clamped, a row-shaped read) — kept apart, so neither passes for the other.
   let logs = [];
+  let notes = [];
+  let logsCut = false;
+  const note = (text) => { if (notes.length < 20) append(notes, text); };
 
   // ---- console: captured per call so the trace shows what a handler printed ----------------
   const stringify = JSON.stringify;
@@ -62,8 +67,9 @@
       let line = `[${level}]`;
       for (let i = 0; i < args.length; i++) line = `${line} ${show(args[i])}`;
       append(logs, line.length > 2000 ? `${clipped(line, 2000)}… (${line.length - 2000} more characters)` : line);
-    } else if (logs.length === 50) {
-      append(logs, "[studio] more log lines were dropped (50 per call are kept)");
+    } else if (!logsCut) {
+      logsCut = true;
+      note("more log lines were dropped (50 per call are kept)");
     }
   };
   globalThis.console = { log: log("log"), info: log("info"), warn: log("warn"), error: log("error"), debug: log("debug") };
@@ -112,7 +118,7 @@
     const id = nextTimer++;
     let delay = +ms;
     if (!(delay >= 1 && delay <= TIMEOUT_MAX)) {
-      if (delay > TIMEOUT_MAX && logs.length < 50) append(logs, `[studio] setTimeout(…, ${delay}) is over ${TIMEOUT_MAX} ms: it runs after 1 ms, as in Node`);
+      if (delay > TIMEOUT_MAX) note(`setTimeout(…, ${delay}) is over ${TIMEOUT_MAX} ms: it runs after 1 ms, as in Node`);
       delay = 1;
     }
     setTimer(id, { due: host.now() + delay, fn, args });
@@ -382,9 +388,7 @@
       get(target, prop, receiver) {
         if (prop === "value" && !warned && !(prop in target)) {
           warned = true;
-          if (logs.length < 50) {
-            append(logs, `[studio] ctx.pluginData.get("${namespace}", "${key}") returns the stored value itself; reading .value on it gives undefined (the row shape of older Covel versions)`);
-          }
+          note(`ctx.pluginData.get("${namespace}", "${key}") returns the stored value itself; reading .value on it gives undefined (the row shape of older Covel versions)`);
         }
         return Reflect.get(target, prop, receiver);
       },
@@ -432,6 +436,8 @@
     // synchronous throw is the call's error. `withGateway`: the call site lends `ctx.gateway`.
     call(key, input, turnId, withGateway, owner) {
       if (logs.length) logs = [];
+      if (notes.length) notes = [];
+      logsCut = false;
       impure = null;
       const handler = handlerOf(key);
       if (!handler) throw new Error(`no handler registered for ${key}`);
@@ -440,7 +446,8 @@
     },
     // Ends the call (started or not): drops its timers, aborts its signal (its ctx reads nothing
     // from now on), and answers null when the handler printed nothing and stayed pure, else
-    // [logs, impure] (what it printed, why it must not be memoized), in one crossing.
+    // [logs, impure, notes] (what it printed, why it must not be memoized, what the studio has
+    // to say about the call), in one crossing.
     finish() {
       if (timerCount()) clearTimers();
       const listeners = liveListeners;
@@ -450,9 +457,10 @@
       if (listeners) {
         for (let i = 0; i < listeners.length; i++) { try { listeners[i]({ type: "abort" }); } catch { /* listener errors are the plugin's */ } }
       }
-      if (!logs.length && impure === null) return null;
-      const out = [logs, impure];
+      if (!logs.length && !notes.length && impure === null) return null;
+      const out = [logs, impure, notes];
       logs = [];
+      notes = [];
       impure = null;
       return out;
     },

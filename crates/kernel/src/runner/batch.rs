@@ -126,6 +126,7 @@ mod tests {
                 result: Ok(Arc::new(serde_json::json!({"seen": log.len()}))),
                 duration: Duration::ZERO,
                 logs: Vec::new(),
+                notes: Vec::new(),
                 cached: false,
                 ran: None,
                 not_cached: None,

@@ -59,6 +59,9 @@ pub struct CallReport {
     pub duration: Duration,
     /// What the handler printed (`console.*`), captured for the trace.
     pub logs: Vec<String>,
+    /// What the studio has to say about the call (a log cut short, a timer clamped, a
+    /// row-shaped read): its own notes, never mixed with what the handler printed.
+    pub notes: Vec<String>,
     /// Answered from the engine's memo: same input, same visible data as an earlier call.
     pub cached: bool,
     /// For a memo answer: how long the first run of the answer it reuses took (its own
@@ -112,6 +115,7 @@ pub trait Invoker: Send + Sync {
             }),
             duration: Duration::ZERO,
             logs: Vec::new(),
+            notes: Vec::new(),
             cached: false,
             ran: None,
             not_cached: None,
@@ -536,6 +540,7 @@ fn settle(
     };
     let mut record = CallRecord::new(point, provider, duration);
     record.logs = report.logs;
+    record.notes = report.notes;
     record.cached = report.cached;
     record.ran_ms = report.ran.map(|ran| ran.as_secs_f64() * 1000.0);
     record.not_cached = report.not_cached;
@@ -758,6 +763,7 @@ mod tests {
                 result: Ok(Arc::new(self.answer.lock().expect("not poisoned").clone())),
                 duration: Duration::from_micros(1),
                 logs: Vec::new(),
+                notes: Vec::new(),
                 cached: true,
                 ran: None,
                 not_cached: None,

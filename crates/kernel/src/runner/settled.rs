@@ -157,6 +157,7 @@ mod tests {
             message: None,
             duration_ms: 0.01,
             logs: Vec::new(),
+            notes: Vec::new(),
             cached: true,
             ran_ms: Some(1.5),
             not_cached: None,

@@ -66,6 +66,9 @@ pub struct CallRecord {
     /// What the handler printed.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub logs: Vec<String>,
+    /// What the studio has to say about the call (not the handler's output).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     /// Reused from an identical earlier call (nothing it can see changed).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub cached: bool,
@@ -91,6 +94,7 @@ impl CallRecord {
             message: None,
             duration_ms: duration.as_secs_f64() * 1000.0,
             logs: Vec::new(),
+            notes: Vec::new(),
             cached: false,
             ran_ms: None,
             not_cached: None,

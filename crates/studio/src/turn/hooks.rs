@@ -176,6 +176,7 @@ impl TurnPlugins {
                 changes: Vec::new(),
                 duration_ms: super::record::ms(report.duration),
                 logs: report.logs.clone(),
+                notes: report.notes.clone(),
             };
             let answer = match &report.result {
                 Ok(value) => read_answer(value),

@@ -66,6 +66,9 @@ pub struct HookStep {
     pub changes: Vec<FieldChange>,
     pub duration_ms: f64,
     pub logs: Vec<String>,
+    /// The studio's notes on the call (not the handler's output).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// One call of the story model.
@@ -123,6 +126,9 @@ pub struct ToolStep {
     pub events: Vec<Value>,
     pub duration_ms: f64,
     pub logs: Vec<String>,
+    /// The studio's notes on the call (not the handler's output).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// One proposal committed (or refused) at the end of the turn.

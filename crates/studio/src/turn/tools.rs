@@ -74,6 +74,7 @@ impl TurnPlugins {
             events: Vec::new(),
             duration_ms: 0.0,
             logs: Vec::new(),
+            notes: Vec::new(),
         };
         if let Some(reason) = pre.rejected {
             step.outcome = ToolOutcome::Rejected;
@@ -191,6 +192,7 @@ impl TurnPlugins {
             ctx_plugin_id: plugin.id.clone(),
         });
         step.logs = report.logs;
+        step.notes = report.notes;
         let value = match report.result {
             Ok(value) => value,
             Err(failure) => {

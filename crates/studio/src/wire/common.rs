@@ -334,6 +334,11 @@ pub struct CallRecord {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     #[specta(optional)]
     pub logs: Vec<String>,
+    /// What the studio has to say about the call (a log cut short, a timer clamped, a
+    /// row-shaped read): its own notes, never what the handler printed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[specta(optional)]
+    pub notes: Vec<String>,
     /// Answered from the engine's memo: nothing the provider can see changed.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     #[specta(optional)]
@@ -378,6 +383,7 @@ impl From<&runner::CallRecord> for CallRecord {
             message: c.message.clone(),
             duration_ms: shown_ms(c),
             logs: c.logs.clone(),
+            notes: c.notes.clone(),
             cached: c.cached,
             ran_ms: c.ran_ms.map(display_ms),
             not_cached: c.not_cached.clone(),

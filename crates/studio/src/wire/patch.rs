@@ -90,6 +90,7 @@ impl MemoAnswer for CallRecord {
             message,
             duration_ms,
             logs,
+            notes,
             cached,
             ran_ms,
             not_cached,
@@ -112,6 +113,7 @@ impl MemoAnswer for CallRecord {
             && *error_code == before.error_code
             && *message == before.message
             && *logs == before.logs
+            && *notes == before.notes
     }
 }
 
@@ -577,6 +579,7 @@ mod tests {
             message: None,
             duration_ms,
             logs: vec!["[log] cast".into()],
+            notes: Vec::new(),
             cached: false,
             ran_ms: None,
             not_cached: Some("its answer awaits a second identical call".into()),

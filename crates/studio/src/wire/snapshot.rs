@@ -92,7 +92,7 @@ impl LiveStudio {
             .collect();
         let mut studio_notes: foldhash::HashMap<&str, Vec<&str>> = foldhash::HashMap::new();
         for call in &self.preview.calls {
-            for line in call.logs.iter().filter_map(|l| l.strip_prefix("[studio] ")) {
+            for line in &call.notes {
                 studio_notes.entry(&*call.plugin_id).or_default().push(line);
             }
         }

@@ -78,6 +78,10 @@ pub struct HookStep {
     pub changes: Vec<FieldChange>,
     pub duration_ms: f64,
     pub logs: Vec<String>,
+    /// The studio's notes on the call (not the handler's output).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[specta(optional)]
+    pub notes: Vec<String>,
 }
 
 /// A field a hook replaced.
@@ -125,6 +129,10 @@ pub struct ToolStep {
     pub events: Vec<JsonValue>,
     pub duration_ms: f64,
     pub logs: Vec<String>,
+    /// The studio's notes on the call (not the handler's output).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[specta(optional)]
+    pub notes: Vec<String>,
 }
 
 /// One proposal committed or refused.
@@ -184,6 +192,7 @@ impl From<&record::LoopStep> for LoopStep {
                     .collect(),
                 duration_ms: h.duration_ms,
                 logs: h.logs.clone(),
+                notes: h.notes.clone(),
             }),
             record::LoopStep::Model(m) => LoopStep::Model(ModelStep {
                 call: m.call,
@@ -205,6 +214,7 @@ impl From<&record::LoopStep> for LoopStep {
                 events: all(&t.events),
                 duration_ms: t.duration_ms,
                 logs: t.logs.clone(),
+                notes: t.notes.clone(),
             }),
             record::LoopStep::Commit(c) => LoopStep::Commit(CommitStep {
                 plugin_id: c.plugin_id.clone(),
