@@ -175,6 +175,7 @@ pub fn validate(
     let mut rules = Vec::new();
     let mut check =
         |rule: &'static str, ok: bool, detail: String| rules.push(RuleCheck { rule, ok, detail });
+    // `null` means only "nothing to compact": nothing is written, and it is no failure.
     if output.is_null() {
         return Verdict {
             nothing_to_compact: true,
@@ -207,6 +208,8 @@ pub fn validate(
     let mut seen_summaries = BTreeSet::new();
     let mut new_tokens = 0u64;
     let mut replaced = BTreeSet::new();
+    // A segment covers a continuous prefix of the uncompacted messages, or replaces the oldest
+    // continuous run of summaries: each id must be the next one at its cursor.
     for (index, segment) in segments.iter().enumerate() {
         let content = segment
             .get("content")

@@ -233,6 +233,8 @@ pub fn run(
         error: None,
         parts: Vec::new(),
     };
+    // The input is validated against the point's schema before any provider runs (every
+    // output is validated too, in `settle`).
     if let Err(e) = point.input.check(&input) {
         out.error = Some(RunError::InvalidInput {
             detail: e.to_string(),
@@ -240,6 +242,7 @@ pub fn run(
         return out;
     }
     let chain = sort_providers(providers.iter().filter(|p| in_chain(p, point_id, slot)));
+    // `single` resolves one valid provider: several fail the run before any of them runs.
     if point.mode == Mode::Single && chain.len() > 1 {
         out.error = Some(RunError::ConflictingProviders {
             point: point_id.to_string(),
@@ -318,6 +321,9 @@ pub fn run(
                 out.calls.push(record);
                 match result {
                     Ok(value) => gathered.push((plugin_id, value)),
+                    // A failed or invalid output fails the whole call at an `onError:
+                    // fail-turn` point; at a `skip` point it is skipped and the run continues:
+                    // `collect` gathers every output that passed validation, and only those.
                     Err(message) => {
                         if point.on_error == OnError::FailTurn {
                             out.error = Some(fail_turn(point_id, provider, message));
@@ -370,6 +376,11 @@ pub fn run(
                             return out;
                         }
                     },
+                    // At a `skip` point a failed or invalid step is skipped and leaves the next
+                    // input as it was, so the pipeline answers its last valid output; for
+                    // `ui.slot@1` this is
+                    // the seed's "an invalid slot output skips that provider and keeps the
+                    // previous valid value" (`previous` still holds it).
                     Err(message) => {
                         if point.on_error == OnError::FailTurn {
                             out.error = Some(fail_turn(point_id, provider, message));
@@ -385,6 +396,7 @@ pub fn run(
             };
         }
         Mode::Single => {
+            // With no provider the result stays `null`: the call site decides the default.
             if let Some(provider) = chain.first() {
                 let ((record, result), _) = ask_one(provider, input);
                 out.calls.push(record);
