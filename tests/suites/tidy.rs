@@ -134,8 +134,7 @@ fn defines(source: &str, js: bool, name: &str) -> bool {
     if js {
         source.contains(&format!("function {name}("))
             || source.lines().any(|line| {
-                line.trim_start().starts_with(&format!("{name}("))
-                    && line.trim_end().ends_with('{')
+                line.trim_start().starts_with(&format!("{name}(")) && line.trim_end().ends_with('{')
             })
     } else {
         source.contains(&format!("fn {name}(")) || source.contains(&format!("fn {name}<"))
