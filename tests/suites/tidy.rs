@@ -1,6 +1,6 @@
 //! House rules a machine can check: every Rust source file opens with a `//!` paragraph,
-//! ARCHITECTURE.md lists exactly the diagnostic codes the kernel has, and every test its seed
-//! rule table names exists.
+//! ARCHITECTURE.md lists exactly the diagnostic codes the kernel has, and every test, file and
+//! function its seed rule table names exists.
 
 use covel_kernel::diagnostic::Code;
 use std::path::{Path, PathBuf};
@@ -103,6 +103,77 @@ fn every_test_named_in_the_seed_rule_table_exists() {
     assert!(
         missing.is_empty(),
         "tests named in ARCHITECTURE.md's seed rule table that do not exist: {missing:?}"
+    );
+}
+
+/// The seed rule table's middle column: `path::fn` or `path::{a, b}` items, each naming a file
+/// (from the repository root) and the functions in it that decide the rule.
+fn seed_rule_places(text: &str) -> Vec<String> {
+    let section = text
+        .split("## Where each seed rule lives")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("the seed rule table");
+    section
+        .lines()
+        .filter(|line| line.starts_with("| ") && !line.starts_with("| Seed rule"))
+        .filter_map(|line| line.split(" | ").nth(1))
+        .flat_map(|cell| {
+            cell.split('`')
+                .skip(1)
+                .step_by(2)
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// Whether `source` (a `.rs` or `.js` file) defines `name`: `fn name(` / `fn name<` in Rust;
+/// `function name(` or a method definition `name(…) {` in JavaScript.
+fn defines(source: &str, js: bool, name: &str) -> bool {
+    if js {
+        source.contains(&format!("function {name}("))
+            || source.lines().any(|line| {
+                line.trim_start().starts_with(&format!("{name}(")) && line.trim_end().ends_with('{')
+            })
+    } else {
+        source.contains(&format!("fn {name}(")) || source.contains(&format!("fn {name}<"))
+    }
+}
+
+#[test]
+fn every_file_and_function_named_in_the_seed_rule_table_exists() {
+    let root = repo();
+    let text = std::fs::read_to_string(root.join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
+    let places = seed_rule_places(&text);
+    assert!(
+        places.len() > 40,
+        "every seed rule names where it lives: {places:?}"
+    );
+    let mut wrong = Vec::new();
+    for place in &places {
+        let split = [".rs::", ".js::"]
+            .iter()
+            .find_map(|ext| place.find(ext).map(|at| at + ext.len() - 2));
+        let Some(at) = split else {
+            wrong.push(format!("`{place}` is not `path::fn`"));
+            continue;
+        };
+        let (path, names) = (&place[..at], &place[at + 2..]);
+        let Ok(source) = std::fs::read_to_string(root.join(path)) else {
+            wrong.push(format!("`{place}`: no file {path}"));
+            continue;
+        };
+        let names = names.trim_start_matches('{').trim_end_matches('}');
+        for name in names.split(',').map(str::trim) {
+            if name.is_empty() || !defines(&source, path.ends_with(".js"), name) {
+                wrong.push(format!("`{place}`: {path} defines no `{name}`"));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "places named in ARCHITECTURE.md's seed rule table that do not exist: {wrong:#?}"
     );
 }
 

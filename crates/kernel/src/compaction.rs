@@ -173,6 +173,7 @@ pub fn validate(
     budget: Budget,
 ) -> Verdict {
     let mut rules = Rules::default();
+    // `null` means only "nothing to compact": nothing is written, and it is no failure.
     if output.is_null() {
         return Verdict {
             nothing_to_compact: true,
@@ -205,6 +206,8 @@ pub fn validate(
         ..References::default()
     };
     let mut new_tokens = 0u64;
+    // A segment covers a continuous prefix of the uncompacted messages, or replaces the oldest
+    // continuous run of summaries: each id must be the next one at its cursor (`References`).
     for (index, segment) in segments.iter().enumerate() {
         new_tokens += check_segment(&mut rules, index, segment, budget, deferred.is_some());
         refs.check_segment(&mut rules, index, segment);

@@ -285,6 +285,7 @@ impl SessionView {
         messages: &BTreeMap<String, Map<String, Value>>,
     ) -> HandlerContext {
         let mut plugin_data: Vec<NamespaceRows> = Vec::new();
+        // `ctx.pluginData` reads only the provider's own plugin's data, never `_hidden.*`.
         let readable = self
             .plugin_data
             .get(plugin_id)

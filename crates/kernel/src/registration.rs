@@ -214,6 +214,8 @@ pub fn check(
             );
             continue;
         }
+        // Registered but not declared fails the load (a diagnostic here: the loader then
+        // keeps no instance of the plugin).
         if declared.is_none() {
             // A provider of the removed `stage.dialogue@1` has nothing to declare: after its
             // declaration is removed, the call must go too (never "add it back").
@@ -235,6 +237,7 @@ pub fn check(
             );
         }
     }
+    // Declared but not registered fails the load, pointing at the declaration.
     for decl in &manifest.extensions {
         if !attempted.contains(&decl.key()) {
             push(

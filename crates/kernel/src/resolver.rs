@@ -44,6 +44,8 @@ impl Candidate {
     pub fn from_manifest(manifest: &Manifest, authorized: bool) -> Candidate {
         let mut implements = BTreeSet::new();
         let mut single_points = BTreeSet::new();
+        // `requires` may name points or slots: a plugin implements the point of each of its
+        // providers and, for `ui.slot@1`, the provider's slot.
         for ext in &manifest.extensions {
             implements.insert(ext.point.as_str().to_string());
             if let Some(slot) = ext.slot {
@@ -267,6 +269,8 @@ impl<'a> State<'a> {
             );
             return;
         }
+        // `conflicts` cannot name a kernel point or slot: `invalid-conflict`, here as in the
+        // manifest check, for a resolver called directly too.
         if let Some(bad) = candidate
             .conflicts
             .iter()
@@ -320,6 +324,8 @@ impl<'a> State<'a> {
             .iter()
             .filter(|c| c.provides_contract(contract))
             .collect();
+        // A provider is added automatically only when it is enabled in the session (not
+        // excluded) and authorized; `add` refuses the others when they are requested.
         let eligible: Vec<&&Candidate> = providers
             .iter()
             .filter(|c| {

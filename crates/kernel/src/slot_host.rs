@@ -295,6 +295,8 @@ impl SlotHost {
                         });
                     }
                     for view in views {
+                        // Only what the trigger affects was re-projected; of that, only a new
+                        // revision (or a changed error) is reported.
                         let id = (view.slot, view.key.clone());
                         let changed = self.committed.get(&id).is_none_or(|old| {
                             old.revision != view.revision || old.error != view.error

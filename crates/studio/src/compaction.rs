@@ -217,6 +217,8 @@ impl Workspace {
                     .first()
                     .map(|c| (c.plugin_id.to_string(), c.provider_id.to_string()))
                     .unwrap_or_default();
+                // A throwing (or invalid) provider is skipped and recorded as a compaction
+                // failure; the next turn over the threshold tries again.
                 if let Some(failed) = result.calls.iter().find(|c| c.outcome != Outcome::Success) {
                     let reason = failed
                         .message

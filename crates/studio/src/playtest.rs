@@ -675,6 +675,8 @@ impl Playtest {
             session_start: !self.session_started,
             session_version: self.session_version,
         };
+        // `session.world-context@1` failing (it is `fail-turn`) fails the turn: nothing is
+        // appended.
         match turn.preview.world_context.error.clone().or(prompt_failure) {
             Some(error) => Err(Box::new(turn.failed(
                 format!("the turn failed: {error}"),

@@ -172,6 +172,7 @@ fn points() -> &'static [ExtensionPoint] {
         PointId::ALL
             .into_iter()
             .map(|id| {
+                // The seed page's point table: each point's mode, timeout and `onError`.
                 let (mode, timeout_ms, on_error) = match id {
                     PointId::PromptSegment => (Mode::Collect, 500, OnError::Skip),
                     PointId::PromptHistoryTransform => (Mode::Pipeline, 500, OnError::Skip),
@@ -277,6 +278,8 @@ pub fn lookup_point(requested: &str) -> Result<PointId, KernelLookupError> {
     if let Some(point) = PointId::parse(requested) {
         return Ok(point);
     }
+    // One current version per contract: another version of a known point fails, naming the
+    // current one (versions are never negotiated).
     let name = requested.split('@').next().unwrap_or(requested);
     if let Some(current) = PointId::ALL
         .iter()

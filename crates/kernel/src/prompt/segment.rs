@@ -151,6 +151,9 @@ impl Segment {
 
     /// Where the segment lands, by the seed page's volatility table.
     pub fn placement(&self) -> Placement {
+        // `system`: `turn` goes after the history with the system role, `stable`/`session` into
+        // the stable part of the system prompt. System-role `pre-history` stays in the system
+        // prompt, `turn` after the last cache boundary. Other positions ignore `volatility`.
         match (&self.position, self.volatility) {
             (Position::Named(NamedPosition::System), Volatility::Turn) => Placement::TurnContext,
             (Position::Named(NamedPosition::System), _) => Placement::SystemStable,

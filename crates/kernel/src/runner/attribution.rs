@@ -78,6 +78,8 @@ pub(super) fn attribute(
                     }
                 }
             }
+            // `dimensionProviderPluginId` is injected by the host: whatever the plugin wrote
+            // there is overwritten with the provider's own plugin id.
             if let Some(map) = Arc::make_mut(&mut value).as_object_mut() {
                 map.insert(
                     "dimensionProviderPluginId".into(),

@@ -237,6 +237,8 @@ pub fn run(
         error: None,
         parts: Vec::new(),
     };
+    // The input is validated against the point's schema before any provider runs (every
+    // output is validated too, in `settle`).
     if let Err(e) = point.input.check(&input) {
         out.error = Some(RunError::InvalidInput {
             detail: e.to_string(),
@@ -365,6 +367,9 @@ impl Run<'_> {
             out.calls.push(record);
             match result {
                 Ok(value) => gathered.push((plugin_id, value)),
+                // A failed or invalid output fails the whole call at an `onError: fail-turn`
+                // point; at a `skip` point it is skipped and the run continues: `collect`
+                // gathers every output that passed validation, and only those.
                 Err(message) => {
                     if self.point.on_error == OnError::FailTurn {
                         out.error = Some(fail_turn(self.point_id, provider, message));
@@ -423,6 +428,10 @@ impl Run<'_> {
                         }
                     }
                 }
+                // At a `skip` point a failed or invalid step is skipped and leaves the next input
+                // as it was, so the pipeline answers its last valid output; for `ui.slot@1` this
+                // is the seed's "an invalid slot output skips that provider and keeps the
+                // previous valid value" (`previous` still holds it).
                 Err(message) => {
                     if self.point.on_error == OnError::FailTurn {
                         out.error = Some(fail_turn(self.point_id, provider, message));

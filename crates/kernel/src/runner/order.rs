@@ -41,6 +41,7 @@ impl SortKey {
 
 /// The kernel's call order of two providers.
 fn call_order(a: &Provider, b: &Provider) -> Ordering {
+    // By `order`; equal `order` sorts by `providerPluginId`, then id (UTF-16 code units).
     // Compared in place (a `SortKey` per comparison would copy both ids every time).
     a.decl
         .order
