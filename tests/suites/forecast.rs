@@ -9,7 +9,8 @@ use covel_js::Limits;
 use covel_studio::Workspace;
 use covel_studio::facts::ModelFacts;
 use covel_studio::forecast::{self, Forecast, ForecastOptions, Outcome, PlayedTurn};
-use covel_studio::tokens::{Encoding, TokenCounter};
+use covel_studio::scripts::Script;
+use covel_studio::tokens::{Encoding, EstimateRule, TokenCounter};
 use covel_tests::http_fake::{accept_within, read_request, write_json};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -269,8 +270,19 @@ fn fake(
 
 /// Claude-like counts for the fake: the same stated estimate the forecast uses (the fake checks
 /// the caching behaviour end to end, not the tokenizer).
+fn claude_rule() -> EstimateRule {
+    ModelFacts::embedded()
+        .expect("facts")
+        .profile("claude-sonnet-4-5")
+        .expect("model")
+        .estimate()
+        .expect("an estimate")
+}
+
 fn claude_tokens(counter: &TokenCounter, text: &str) -> u64 {
-    (counter.count(Encoding::Cl100kBase, text) as f64 * 1.2).ceil() as u64
+    claude_rule()
+        .estimate(counter, Encoding::Cl100kBase, text)
+        .tokens
 }
 
 /// An Anthropic Messages fake with a prefix cache at `cache_control` breakpoints (20-block
@@ -291,6 +303,23 @@ fn anthropic_fake(
             cache.clear();
         }
         let mut blocks: Vec<(Value, bool, u64)> = Vec::new();
+        // Framing as the estimate has it: the request's (and the tool definitions with the
+        // tool-use system prompt) before the first block, each further message's on its first.
+        let rule = claude_rule();
+        let mut framing = rule.request.tokens;
+        let mut tools = Value::Null;
+        if let Some(list) = body["tools"].as_array().filter(|t| !t.is_empty()) {
+            tools = Value::Array(list.clone());
+            framing += rule.tools.tokens
+                + rule
+                    .estimate_as(
+                        Script::Code,
+                        &counter,
+                        Encoding::Cl100kBase,
+                        &tools.to_string(),
+                    )
+                    .tokens;
+        }
         for b in body["system"].as_array().into_iter().flatten() {
             blocks.push((
                 json!({"role": "system", "b": b["text"]}),
@@ -298,14 +327,28 @@ fn anthropic_fake(
                 claude_tokens(&counter, b["text"].as_str().unwrap_or_default()),
             ));
         }
-        for m in body["messages"].as_array().into_iter().flatten() {
+        for (n, m) in body["messages"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
             for (i, b) in m["content"].as_array().into_iter().flatten().enumerate() {
+                let framed = if n > 0 && i == 0 {
+                    rule.message.tokens
+                } else {
+                    0
+                };
                 blocks.push((
                     json!({"role": m["role"], "first": i == 0, "b": b["text"]}),
                     b.get("cache_control").is_some(),
-                    claude_tokens(&counter, b["text"].as_str().unwrap_or_default()),
+                    claude_tokens(&counter, b["text"].as_str().unwrap_or_default()) + framed,
                 ));
             }
+        }
+        if let Some(first) = blocks.first_mut() {
+            first.2 += framing;
+            first.0["tools"] = tools;
         }
         let mut prefix = Vec::new();
         let mut hashes = Vec::new();
