@@ -494,6 +494,52 @@ impl ModelFacts {
 mod tests {
     use super::*;
 
+    /// Each kind of text's band and each framing allowance rests on cited measurements, or
+    /// says in its note that none was found; every error bar contains its centre.
+    #[test]
+    fn every_claude_band_and_framing_cites_its_measurements_or_says_it_has_none() {
+        let facts = ModelFacts::embedded().expect("valid facts");
+        let tokenizer = &facts.providers["anthropic"].tokenizer;
+        let kinds: Vec<&str> = tokenizer.scripts.keys().map(String::as_str).collect();
+        assert_eq!(kinds, ["cjk", "code", "emoji", "latin"]);
+        for (kind, band) in &tokenizer.scripts {
+            assert!(
+                band.low <= band.factor && band.factor <= band.high,
+                "{kind}"
+            );
+            assert!(
+                !band.sources.is_empty() || band.note.contains("no published"),
+                "{kind}: {}",
+                band.note
+            );
+        }
+        let framing: Vec<&str> = tokenizer.framing.keys().map(String::as_str).collect();
+        assert_eq!(framing, ["message", "request", "tools"]);
+        for (name, allowance) in &tokenizer.framing {
+            assert!(
+                allowance.low <= allowance.tokens && allowance.tokens <= allowance.high,
+                "{name}"
+            );
+            assert!(
+                !allowance.sources.is_empty() || allowance.note.contains("an assumption"),
+                "{name}: {}",
+                allowance.note
+            );
+        }
+        // A facts file that cites a source it does not list is refused.
+        let broken = EMBEDDED.replacen(
+            "\"sources\": [\"claude-chinese\"",
+            "\"sources\": [\"nowhere\"",
+            1,
+        );
+        let broken = broken.replacen("\"claude-chinese\", \"cjk-cl100k-o200k\"", "\"nowhere\"", 1);
+        assert!(
+            ModelFacts::parse(&broken, "test")
+                .is_err_and(|e| e.to_string().contains("cites unknown source nowhere")),
+            "refused"
+        );
+    }
+
     #[test]
     fn the_embedded_facts_are_dated_sourced_and_cover_both_caching_kinds() {
         let facts = ModelFacts::embedded().expect("valid facts");

@@ -2590,6 +2590,47 @@ mod tests {
         );
     }
 
+    /// Only the turn's first call sends the prompt the forecast predicts: its usage is the
+    /// one compared; a tool round or a correction after it, or a call a hook rewrote, is not.
+    #[test]
+    fn only_the_usage_of_the_call_that_sent_the_assembled_prompt_is_compared() {
+        use crate::turn::record::{LoopStep, ModelStep};
+        let call = |n: u32, added: Vec<Value>, replaced: Vec<String>, input: u64| {
+            let mut reply = crate::models::Reply::text("A reply.");
+            reply.usage = Some(json!({"input_tokens": input, "output_tokens": 3}));
+            LoopStep::Model(ModelStep {
+                call: n,
+                added,
+                tools: Vec::new(),
+                replaced,
+                reply: Some(reply),
+                error: None,
+                duration_ms: 0.0,
+            })
+        };
+        let tool_round = vec![json!({"role": "tool", "content": "ok"})];
+        let steps = [
+            call(1, Vec::new(), Vec::new(), 900),
+            call(2, tool_round, Vec::new(), 960),
+        ];
+        assert_eq!(
+            usage_of_assembled_request(&steps),
+            Some(json!({"input_tokens": 900, "output_tokens": 3}))
+        );
+        let rewritten = [call(1, Vec::new(), vec!["messages".into()], 900)];
+        assert_eq!(usage_of_assembled_request(&rewritten), None);
+        let scripted = [LoopStep::Model(ModelStep {
+            call: 1,
+            added: Vec::new(),
+            tools: Vec::new(),
+            replaced: Vec::new(),
+            reply: Some(crate::models::Reply::text("A reply.")),
+            error: None,
+            duration_ms: 0.0,
+        })];
+        assert_eq!(usage_of_assembled_request(&scripted), None);
+    }
+
     #[test]
     fn a_slow_pace_expires_the_cache_between_turns() {
         let turn: Vec<Item> = (0..8).map(|n| item(n, 200, n == 7)).collect();
