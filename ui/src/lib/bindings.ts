@@ -95,9 +95,10 @@ export const commands = {
 	 *  The Tests panel: every test session of the open folder. `update` writes golden snapshots:
 	 *  every session's, or with `only` that session file's alone. `rerecord` re-records the
 	 *  changed requests of the replay session `only` (or of every replay session) with the backend
-	 *  its recording was made with (`covel test --rerecord-changed`).
+	 *  its recording was made with (`covel test --rerecord-changed`). With `force`, `update` writes
+	 *  the pending snapshots even while the session's expectations fail (`--update --force`).
 	 */
-	runTests: (update: boolean, only: string | null, rerecord: boolean) => typedError<TestRun_Serialize, string>(__TAURI_INVOKE("run_tests", { update, only, rerecord })),
+	runTests: (update: boolean, only: string | null, rerecord: boolean, force: boolean) => typedError<TestRun_Serialize, string>(__TAURI_INVOKE("run_tests", { update, only, rerecord, force })),
 	/**
 	 *  Accepts or rejects one pending golden change (turn `index` of `session`'s `x.golden.new`),
 	 *  then runs the folder's tests again so the panel shows what is left. Accepting writes the

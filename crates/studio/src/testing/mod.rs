@@ -783,15 +783,17 @@ pub fn run_folder(
     update: &Sessions,
     limits: &Limits,
 ) -> Result<Vec<SessionResult>, TestError> {
-    run_folder_with(plugins_dir, update, &Sessions::None, limits)
+    run_folder_with(plugins_dir, update, &Sessions::None, false, limits)
 }
 
 /// [`run_folder`], re-recording the changed requests of the replay sessions `rerecord` names
-/// (see [`RunOptions::rerecord_changed`]).
+/// (see [`RunOptions::rerecord_changed`]); with `force`, the sessions `update` names get their
+/// pending snapshot even while their expectations fail (`covel test --update --force`).
 pub fn run_folder_with(
     plugins_dir: &Path,
     update: &Sessions,
     rerecord: &Sessions,
+    force: bool,
     limits: &Limits,
 ) -> Result<Vec<SessionResult>, TestError> {
     Ok(discover(&[plugins_dir.to_path_buf()])?
@@ -800,7 +802,7 @@ pub fn run_folder_with(
             let options = RunOptions {
                 update: update.include(&t.session),
                 rerecord_changed: rerecord.include(&t.session),
-                force: false,
+                force,
             };
             run_session_with(t, &options, limits)
         })
