@@ -533,13 +533,14 @@ pub struct Reported {
 #[derive(Debug, Clone, PartialEq, Serialize, specta::Type)]
 #[serde(rename_all = "camelCase")]
 pub struct Mismatch {
-    /// `cacheRead` or `cacheWrite`.
+    /// `input` (every input token of the request), `cacheRead` or `cacheWrite`.
     pub field: &'static str,
     #[specta(type = crate::wire::common::Number)]
     pub predicted: u64,
     #[specta(type = crate::wire::common::Number)]
     pub reported: u64,
-    /// The first segment (or block) the provider's cache did not cover as predicted.
+    /// The first segment (or block) the provider's cache did not cover as predicted (none for
+    /// `input`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub segment: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -1059,11 +1059,14 @@ export type Mismatch = Mismatch_Serialize | Mismatch_Deserialize;
 
 /**  A prediction the reported usage contradicts. */
 export type Mismatch_Deserialize = {
-	/**  `cacheRead` or `cacheWrite`. */
+	/**  `input` (every input token of the request), `cacheRead` or `cacheWrite`. */
 	field: string,
 	predicted: number,
 	reported: number,
-	/**  The first segment (or block) the provider's cache did not cover as predicted. */
+	/**
+	 *  The first segment (or block) the provider's cache did not cover as predicted (none for
+	 *  `input`).
+	 */
 	segment?: string | null,
 	plugin?: string | null,
 	at: string,
@@ -1072,11 +1075,14 @@ export type Mismatch_Deserialize = {
 
 /**  A prediction the reported usage contradicts. */
 export type Mismatch_Serialize = {
-	/**  `cacheRead` or `cacheWrite`. */
+	/**  `input` (every input token of the request), `cacheRead` or `cacheWrite`. */
 	field: string,
 	predicted: number,
 	reported: number,
-	/**  The first segment (or block) the provider's cache did not cover as predicted. */
+	/**
+	 *  The first segment (or block) the provider's cache did not cover as predicted (none for
+	 *  `input`).
+	 */
 	segment?: string,
 	plugin?: string,
 	at: string,
