@@ -949,8 +949,13 @@ fn a_cache_breakpoint_has_one_count_in_the_prompt_panel_and_the_cache_panel() {
         counts.blocks.iter().map(|c| c.tokens).sum::<u64>()
     );
     assert_eq!(
-        whole, next.input_tokens,
-        "every block the request sends, counted once"
+        whole + counts.added.tokens,
+        next.input_tokens,
+        "every block the request sends, counted once, and what the request adds around them"
+    );
+    assert!(
+        counts.added.tokens > 0,
+        "the demo offers tools and Claude frames its requests"
     );
 }
 

@@ -66,6 +66,19 @@ pub struct PromptCounts {
     /// one, else the model facts').
     #[specta(type = crate::wire::common::Number)]
     pub minimum: u64,
+    /// What the request adds around the text of its blocks and messages: Claude's framing (per
+    /// request and per further message) and, when tools are offered, their definitions with the
+    /// tool-use system prompt. The blocks, the messages and this add up to the request the
+    /// Cache panel prices (0 for OpenAI, whose framing is in each message's count).
+    pub added: Count,
+}
+
+fn sum(counts: &[Count]) -> Count {
+    counts.iter().fold(Count::default(), |sum, c| Count {
+        tokens: sum.tokens + c.tokens,
+        low: sum.low + c.low,
+        high: sum.high + c.high,
+    })
 }
 
 /// The embedded model facts, read once (they are compiled in and never change).
@@ -197,11 +210,15 @@ pub fn prompt_counts(
             exact: counting.exact(),
             method: forecast::counts_note(profile),
         },
-        system: blocks.iter().fold(Count::default(), |sum, b| Count {
-            tokens: sum.tokens + b.tokens,
-            low: sum.low + b.low,
-            high: sum.high + b.high,
-        }),
+        system: sum(&blocks),
+        added: sum(&items
+            .iter()
+            .map(|i| Count {
+                tokens: i.added.tokens,
+                low: i.added.low,
+                high: i.added.high,
+            })
+            .collect::<Vec<_>>()),
         blocks,
         messages,
         segments,

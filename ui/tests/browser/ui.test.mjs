@@ -88,12 +88,14 @@ test("the prompt panel marks the moving history breakpoint and explains why it c
 
 test("every panel counts tokens with one counter, the story model's, and says which", async () => {
   const counts = (await fixture("snapshot.json")).preview.counts;
-  const total = counts.system.tokens + counts.messages.reduce((n, m) => n + m.tokens, 0);
+  // The whole request: the system prompt, the messages and what the request adds around them.
+  const total = counts.system.tokens + counts.messages.reduce((n, m) => n + m.tokens, 0) + counts.added.tokens;
   // The Prompt panel: the system prompt, the moving breakpoint's prefix, each row — for the model.
   assert.equal((await page.getByTestId("prompt-tokens").textContent()).trim(), `system prompt ≈${counts.system.tokens} tokens · turn turn-3`);
   assert.match(await page.getByTestId("counter-why").locator("summary").textContent(), /^counted for claude-sonnet-4-5, estimated \(system prompt \d+–\d+\)$/);
   await page.getByTestId("counter-why").locator("summary").click();
   assert.match(await page.getByTestId("counter-why").textContent(), /no story model is named: the default.*estimateTokens instead/s);
+  assert.match(await page.getByTestId("counter-added").textContent(), new RegExp(`the request adds ≈${counts.added.tokens} tokens: Claude's framing .*when tools are offered, their definitions`));
   await page.getByTestId("counter-why").locator("summary").click();
   assert.match(await page.getByTestId("history-breakpoint").textContent(), new RegExp(`moving cache breakpoint 3 · ≈${counts.breakpoints[3].tokens} tokens`));
   assert.match(await page.locator('[data-testid="segments"] thead').textContent(), /Tokens \(claude-sonnet-4-5\).*Budget \(estimateTokens\)/);
