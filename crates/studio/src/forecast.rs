@@ -240,6 +240,39 @@ impl Item {
     }
 }
 
+/// What Claude's framing and the tool definitions (`tools`, the Anthropic body's list) add on a
+/// block of the request at `place`, as [`add_claude_framing`] puts them: the request's framing
+/// and the tools on the first block, each further message's markers on its first block (0 for
+/// exact counts).
+pub(crate) fn claude_added_at(
+    counting: &Counting<'_>,
+    tools: &Value,
+    place: &covel_kernel::prompt::Place,
+    first: bool,
+) -> u64 {
+    let Some(rule) = counting.estimate else {
+        return 0;
+    };
+    let mut added = 0;
+    if first {
+        added += rule.request.tokens;
+        if let Some(list) = tools.as_array().filter(|t| !t.is_empty()) {
+            let json = Value::Array(list.clone()).to_string();
+            added += rule
+                .estimate_as(Script::Code, counting.counter, counting.encoding, &json)
+                .tokens
+                + rule.tools.tokens;
+        }
+    }
+    if let covel_kernel::prompt::Place::Message { message, block, .. } = place
+        && *message > 0
+        && *block == 0
+    {
+        added += rule.message.tokens;
+    }
+    added
+}
+
 /// Claude's framing and tools, which no block's text holds: the request's framing and the tool
 /// definitions with the tool-use system prompt on the first block (tools come first in the
 /// cached prefix, so a changed tool changes that block's identity), and each further message's

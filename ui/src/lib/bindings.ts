@@ -1524,6 +1524,13 @@ export type PromptCounts = {
 	 *  one, else the model facts').
 	 */
 	minimum: number,
+	/**
+	 *  What the request adds around the text of its blocks and messages: Claude's framing (per
+	 *  request and per further message) and, when tools are offered, their definitions with the
+	 *  tool-use system prompt. The blocks, the messages and this add up to the request the
+	 *  Cache panel prices (0 for OpenAI, whose framing is in each message's count).
+	 */
+	added: Count,
 };
 
 /**  The assembled prompt (its request bodies cross apart: [`Requests`]). */
