@@ -545,7 +545,8 @@ async fn forecast(
 /// The Tests panel: every test session of the open folder. `update` writes golden snapshots:
 /// every session's, or with `only` that session file's alone. `rerecord` re-records the
 /// changed requests of the replay session `only` (or of every replay session) with the backend
-/// its recording was made with (`covel test --rerecord-changed`).
+/// its recording was made with (`covel test --rerecord-changed`). With `force`, `update` writes
+/// the pending snapshots even while the session's expectations fail (`--update --force`).
 #[tauri::command]
 #[specta::specta]
 async fn run_tests(
@@ -553,6 +554,7 @@ async fn run_tests(
     update: bool,
     only: Option<String>,
     rerecord: bool,
+    force: bool,
 ) -> Result<TestRun, String> {
     use covel_studio::testing::Sessions;
     let sessions = |asked: bool| match (asked, &only) {
@@ -563,9 +565,15 @@ async fn run_tests(
     let (update, rerecord) = (sessions(update), sessions(rerecord));
     with_studio(&state, move |s| {
         let dir = s.workspace().plugins_dir.clone();
-        covel_studio::testing::run_folder_with(&dir, &update, &rerecord, &s.workspace().limits)
-            .map(TestRun::of)
-            .map_err(|e| e.to_string())
+        covel_studio::testing::run_folder_with(
+            &dir,
+            &update,
+            &rerecord,
+            force,
+            &s.workspace().limits,
+        )
+        .map(TestRun::of)
+        .map_err(|e| e.to_string())
     })
     .await
 }

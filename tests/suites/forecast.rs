@@ -9,13 +9,14 @@ use covel_js::Limits;
 use covel_studio::Workspace;
 use covel_studio::facts::ModelFacts;
 use covel_studio::forecast::{self, Forecast, ForecastOptions, Outcome, PlayedTurn};
-use covel_studio::tokens::{Encoding, TokenCounter};
+use covel_studio::scripts::Script;
+use covel_studio::tokens::{Encoding, EstimateRule, TokenCounter};
 use covel_tests::http_fake::{accept_within, read_request, write_json};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use std::collections::HashSet;
 use std::net::TcpListener;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 fn fixture(name: &str) -> (PathBuf, PathBuf) {
@@ -269,8 +270,19 @@ fn fake(
 
 /// Claude-like counts for the fake: the same stated estimate the forecast uses (the fake checks
 /// the caching behaviour end to end, not the tokenizer).
+fn claude_rule() -> EstimateRule {
+    ModelFacts::embedded()
+        .expect("facts")
+        .profile("claude-sonnet-4-5")
+        .expect("model")
+        .estimate()
+        .expect("an estimate")
+}
+
 fn claude_tokens(counter: &TokenCounter, text: &str) -> u64 {
-    (counter.count(Encoding::Cl100kBase, text) as f64 * 1.2).ceil() as u64
+    claude_rule()
+        .estimate(counter, Encoding::Cl100kBase, text)
+        .tokens
 }
 
 /// An Anthropic Messages fake with a prefix cache at `cache_control` breakpoints (20-block
@@ -291,6 +303,23 @@ fn anthropic_fake(
             cache.clear();
         }
         let mut blocks: Vec<(Value, bool, u64)> = Vec::new();
+        // Framing as the estimate has it: the request's (and the tool definitions with the
+        // tool-use system prompt) before the first block, each further message's on its first.
+        let rule = claude_rule();
+        let mut framing = rule.request.tokens;
+        let mut tools = Value::Null;
+        if let Some(list) = body["tools"].as_array().filter(|t| !t.is_empty()) {
+            tools = Value::Array(list.clone());
+            framing += rule.tools.tokens
+                + rule
+                    .estimate_as(
+                        Script::Code,
+                        &counter,
+                        Encoding::Cl100kBase,
+                        &tools.to_string(),
+                    )
+                    .tokens;
+        }
         for b in body["system"].as_array().into_iter().flatten() {
             blocks.push((
                 json!({"role": "system", "b": b["text"]}),
@@ -298,14 +327,28 @@ fn anthropic_fake(
                 claude_tokens(&counter, b["text"].as_str().unwrap_or_default()),
             ));
         }
-        for m in body["messages"].as_array().into_iter().flatten() {
+        for (n, m) in body["messages"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
             for (i, b) in m["content"].as_array().into_iter().flatten().enumerate() {
+                let framed = if n > 0 && i == 0 {
+                    rule.message.tokens
+                } else {
+                    0
+                };
                 blocks.push((
                     json!({"role": m["role"], "first": i == 0, "b": b["text"]}),
                     b.get("cache_control").is_some(),
-                    claude_tokens(&counter, b["text"].as_str().unwrap_or_default()),
+                    claude_tokens(&counter, b["text"].as_str().unwrap_or_default()) + framed,
                 ));
             }
+        }
+        if let Some(first) = blocks.first_mut() {
+            first.2 += framing;
+            first.0["tools"] = tools;
         }
         let mut prefix = Vec::new();
         let mut hashes = Vec::new();
@@ -906,8 +949,13 @@ fn a_cache_breakpoint_has_one_count_in_the_prompt_panel_and_the_cache_panel() {
         counts.blocks.iter().map(|c| c.tokens).sum::<u64>()
     );
     assert_eq!(
-        whole, next.input_tokens,
-        "every block the request sends, counted once"
+        whole + counts.added.tokens,
+        next.input_tokens,
+        "every block the request sends, counted once, and what the request adds around them"
+    );
+    assert!(
+        counts.added.tokens > 0,
+        "the demo offers tools and Claude frames its requests"
     );
 }
 
@@ -1244,4 +1292,185 @@ mod agreement {
             })
             .expect("the forecast agrees with the preview's cache report");
     }
+}
+
+// ---- the Claude estimate: bands per kind of text, framing, reported usage ---------------------
+
+fn claude_profile() -> covel_studio::facts::ModelProfile {
+    ModelFacts::embedded()
+        .expect("facts")
+        .profile("claude-sonnet-4-5")
+        .expect("model")
+}
+
+/// Anthropic's own `count_tokens` examples (its token-counting page) and a measured one, framed
+/// as the forecast frames a request: each documented count is inside the estimate's range.
+#[test]
+fn the_documented_claude_token_counts_fall_inside_the_estimates_range() {
+    let rule = claude_rule();
+    let counter = TokenCounter::new();
+    let text = |t: &str| rule.estimate(&counter, Encoding::Cl100kBase, t);
+    let tool = r#"[{"name":"get_weather","description":"Get the current weather in a given location","input_schema":{"type":"object","properties":{"location":{"type":"string","description":"The city and state, e.g. San Francisco, CA"}},"required":["location"]}}]"#;
+    let cases = [
+        (
+            "system 'You are a scientist', message 'Hello, Claude'",
+            rule.request.estimate() + text("You are a scientist") + text("Hello, Claude"),
+            14,
+        ),
+        ("one message 'Hi'", rule.request.estimate() + text("Hi"), 8),
+        (
+            "the get_weather tool and one message",
+            rule.request.estimate()
+                + rule.tools.estimate()
+                + rule.estimate_as(Script::Code, &counter, Encoding::Cl100kBase, tool)
+                + text("What's the weather like in San Francisco?"),
+            403,
+        ),
+    ];
+    for (case, estimate, documented) in cases {
+        assert!(
+            estimate.low <= documented && documented <= estimate.high,
+            "{case}: documented {documented}, estimated {estimate:?}"
+        );
+    }
+}
+
+/// A text is cut into runs of Latin, CJK, emoji and code, each scaled by its own band: the
+/// estimate of a mixed text is the sum of its runs' estimates, and a CJK run's error bar is the
+/// wider one the measurements give.
+#[test]
+fn a_claude_estimate_scales_each_kind_of_text_by_its_own_band() {
+    let rule = claude_rule();
+    let counter = TokenCounter::new();
+    let count = |t: &str| counter.count(Encoding::Cl100kBase, t);
+    let text = "Mira says 守门人在钟楼下等你。 👍🏽👨‍👩‍👧\n{\"sceneId\": \"tower\", \"night\": true}\n";
+    let runs = covel_studio::scripts::runs(text);
+    let kinds: Vec<Script> = runs.iter().map(|(s, _)| *s).collect();
+    assert_eq!(
+        kinds,
+        [
+            Script::Latin,
+            Script::Cjk,
+            Script::Latin,
+            Script::Emoji,
+            Script::Latin,
+            Script::Code
+        ]
+    );
+    let summed: covel_studio::tokens::Estimate = runs
+        .iter()
+        .map(|(script, run)| rule.band(*script).apply(count(run)))
+        .sum();
+    assert_eq!(rule.estimate(&counter, Encoding::Cl100kBase, text), summed);
+    let cjk = rule.estimate(&counter, Encoding::Cl100kBase, "守门人在钟楼下等你。");
+    let latin = rule.estimate(
+        &counter,
+        Encoding::Cl100kBase,
+        "The keeper waits below the bell tower.",
+    );
+    let spread = |e: covel_studio::tokens::Estimate| (e.high - e.low) as f64 / e.tokens as f64;
+    assert!(spread(cjk) > spread(latin), "{cjk:?} against {latin:?}");
+    // Prose is one run, counted whole, as before the bands were split.
+    let prose = "Keep a grave (unhurried) voice.";
+    assert_eq!(
+        rule.estimate(&counter, Encoding::Cl100kBase, prose),
+        rule.latin.apply(count(prose))
+    );
+}
+
+/// The forecast counts what a Claude request adds around the text: the request's framing, each
+/// further message's turn markers, and, when tools are offered, their definitions and the
+/// tool-use system prompt, attributed to `(tools)` in the ledger.
+#[test]
+fn claude_framing_and_tool_definitions_are_part_of_the_predicted_input() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins-sample");
+    let ws = Workspace::open(
+        &root,
+        Some(&root.join("tests/replayed.session.yaml")),
+        &Limits::default(),
+    )
+    .expect("opens");
+    let (played, error) = forecast::play(ws, Some(1));
+    assert!(error.is_none(), "{error:?}");
+    let rule = claude_rule();
+    let f = forecast::forecast(
+        &played,
+        &claude_profile(),
+        &ForecastOptions::default(),
+        &TokenCounter::new(),
+    );
+    let tools = f
+        .ledger
+        .iter()
+        .find(|row| row.owner == "(tools)")
+        .expect("the tools have a ledger row");
+    let body = &played[0].preview.prompt.requests.anthropic;
+    let json = body["tools"].to_string();
+    let counter = TokenCounter::new();
+    let expected = rule.tools.tokens
+        + rule
+            .estimate_as(Script::Code, &counter, Encoding::Cl100kBase, &json)
+            .tokens;
+    assert_eq!(
+        tools.uncached_tokens + tools.cache_write_tokens + tools.cache_read_tokens,
+        expected
+    );
+    let messages = body["messages"].as_array().map_or(0, Vec::len) as u64;
+    let text: u64 = body["system"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .chain(
+            body["messages"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .flat_map(|m| m["content"].as_array().into_iter().flatten()),
+        )
+        .map(|b| claude_tokens(&counter, b["text"].as_str().unwrap_or_default()))
+        .sum();
+    assert_eq!(
+        f.turns[0].input_tokens,
+        text + expected + rule.request.tokens + (messages - 1) * rule.message.tokens
+    );
+}
+
+/// A replay whose recording reports far fewer input tokens than the request it answered is a
+/// mismatch of the whole input, saying by how much it is outside the estimate's range.
+#[test]
+fn a_reported_input_far_under_the_prediction_is_a_mismatch_saying_by_how_much() {
+    let mut played = forecast::play(open("small.session.yaml"), Some(1)).0;
+    played[0].usage = Some(json!({"input_tokens": 21, "output_tokens": 5,
+        "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}));
+    let f = predict(&played, "claude-sonnet-4-5", 60.0, &TokenCounter::new());
+    let turn = &f.turns[0];
+    let (low, high) = turn.input_tokens_range.expect("a Claude range");
+    let mismatch = turn
+        .mismatches
+        .iter()
+        .find(|m| m.field == "input")
+        .expect("flagged");
+    assert_eq!(
+        (mismatch.predicted, mismatch.reported),
+        (turn.input_tokens, 21)
+    );
+    let allowed_low = low - 16;
+    assert!(
+        mismatch.message.contains(&format!(
+            "where {} were predicted ({allowed_low}–{} allowed), {} under the range",
+            turn.input_tokens,
+            high + 16,
+            allowed_low - 21
+        )),
+        "{}",
+        mismatch.message
+    );
+    // Inside the range, nothing is flagged.
+    played[0].usage = Some(json!({"input_tokens": low + 1, "output_tokens": 5}));
+    let f = predict(&played, "claude-sonnet-4-5", 60.0, &TokenCounter::new());
+    assert!(
+        f.turns[0].mismatches.is_empty(),
+        "{:?}",
+        f.turns[0].mismatches
+    );
 }

@@ -1581,3 +1581,56 @@ fn a_session_save_never_drops_the_played_turns_without_being_told_to() {
     assert_eq!(std::fs::read_to_string(&path).expect("read"), edited);
     assert!(studio.turns.is_empty());
 }
+
+/// The Tests panel's review of one session is refused while its expectations fail, as
+/// `covel test --update` refuses; forced (`--force`), it writes that session's pending
+/// snapshot alone and leaves the golden file as it was.
+#[test]
+fn a_forced_review_writes_the_pending_snapshot_of_that_session_alone_while_expectations_fail() {
+    use covel_studio::testing::{GoldenStatus, Sessions, run_folder_with};
+    let dir = tempfile::tempdir().expect("temp dir");
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins-sample"),
+        dir.path(),
+    );
+    // The tone changes: the session's `contains: "grave, unhurried"` fails and its golden
+    // snapshot differs.
+    let tone = dir.path().join("story-director/server/lib/text.js");
+    let text = std::fs::read_to_string(&tone).expect("plugin");
+    assert!(text.contains("grave, unhurried"));
+    std::fs::write(&tone, text.replace("grave, unhurried", "grave, patient")).expect("edit");
+    let session = dir.path().join("tests/bell-tower.session.yaml");
+    let golden = dir.path().join("tests/bell-tower.golden.yaml");
+    let before = std::fs::read_to_string(&golden).expect("golden");
+    let pending = dir.path().join("tests/bell-tower.golden.new");
+    let only = Sessions::Only(session.clone());
+    let status = |force: bool| {
+        let results = run_folder_with(
+            dir.path(),
+            &only,
+            &Sessions::None,
+            force,
+            &Limits::default(),
+        )
+        .expect("runs");
+        let of = |name: &str| {
+            results
+                .iter()
+                .find(|r| r.session.ends_with(name))
+                .map(|r| r.golden)
+                .expect("the session ran")
+        };
+        (
+            of("bell-tower.session.yaml"),
+            of("without-lore.session.yaml"),
+        )
+    };
+    assert_eq!(status(false).0, GoldenStatus::Refused);
+    assert!(!pending.exists(), "nothing written while expectations fail");
+    let (forced, other) = status(true);
+    assert_eq!(forced, GoldenStatus::Pending);
+    assert_ne!(other, GoldenStatus::Pending, "only the session asked for");
+    assert!(pending.exists(), "forced: the pending snapshot is written");
+    assert!(!dir.path().join("tests/without-lore.golden.new").exists());
+    assert_eq!(std::fs::read_to_string(&golden).expect("golden"), before);
+}

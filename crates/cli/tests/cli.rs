@@ -1023,6 +1023,76 @@ fn test_fails_loudly_on_a_replay_miss_with_the_nearest_recorded_request() {
     assert!(text.contains("I dive for the {+bronze +}bell."), "{text}");
 }
 
+/// A recording whose usage contradicts the prompt it answered (#51): 21 input tokens reported
+/// for a request the forecast puts at about a thousand fails the session, naming the turn, the
+/// predicted range and by how much, in every reporter. Turns answered by scripted replies or the
+/// scripted model report no usage and have nothing to check.
+#[test]
+fn test_fails_a_replay_whose_reported_usage_is_outside_the_predicted_range() {
+    let dir = sample_copy();
+    edit(
+        &dir.path().join("tests/replayed.recording.json"),
+        "\"input_tokens\": 1032",
+        "\"input_tokens\": 21",
+    );
+    let session = "tests/replayed.session.yaml";
+    let out = covel_in(dir.path(), &["test", session]);
+    assert_exit(&out, 1);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let said = "✗ [reported-usage] turn-1's reported input tokens (21) are in the range predicted for claude-sonnet-4-5 (1032, 834–1321 by the estimate's error bar) — the provider reported 21 input tokens in all (uncached, cache write and cache read) where 1032 were predicted (818–1337 allowed), 797 under the range";
+    assert!(text.contains(said), "{text}");
+    assert!(
+        text.contains("✓ [reported-usage] turn-2's reported input tokens (1067)"),
+        "the other turn agrees: {text}"
+    );
+
+    let json = json_of(&covel_in(dir.path(), &["test", session, "--json"]));
+    let check = |turn: usize| {
+        json["sessions"][0]["turns"][turn]["checks"]
+            .as_array()
+            .and_then(|c| c.iter().find(|c| c["rule"] == "reported-usage"))
+            .cloned()
+            .expect("a usage check")
+    };
+    assert_eq!(check(0)["passed"], false);
+    assert!(
+        check(0)["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("797 under the range")),
+        "{}",
+        check(0)
+    );
+    assert_eq!(check(1)["passed"], true);
+
+    let junit = covel_in(dir.path(), &["test", session, "--reporter", "junit"]);
+    assert_exit(&junit, 1);
+    let junit = String::from_utf8_lossy(&junit.stdout);
+    assert!(
+        junit.contains("<failure") && junit.contains("797 under the range"),
+        "{junit}"
+    );
+    let tap = covel_in(dir.path(), &["test", session, "--reporter", "tap"]);
+    assert_exit(&tap, 1);
+    let tap = String::from_utf8_lossy(&tap.stdout);
+    assert!(
+        tap.contains("not ok") && tap.contains("797 under the range"),
+        "{tap}"
+    );
+
+    let scripted = json_of(&covel_in(
+        dir.path(),
+        &["test", "tests/scene-tools.session.yaml", "--json"],
+    ));
+    let rules: Vec<&Value> = scripted["sessions"][0]["turns"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|t| t["checks"].as_array().into_iter().flatten())
+        .map(|c| &c["rule"])
+        .collect();
+    assert!(!rules.is_empty() && !rules.iter().any(|r| *r == "reported-usage"));
+}
+
 #[test]
 fn test_refuses_live_backends() {
     let dir = sample_copy();
@@ -1056,8 +1126,10 @@ fn anthropic_fake(replies: Vec<&'static str>) -> (String, std::thread::JoinHandl
             };
             let (_, body) = read_request(&stream).expect("request");
             received.push(serde_json::from_slice(&body).expect("a JSON request"));
+            // No input figures: the fake cannot know what Claude would count, and a made-up one
+            // would (rightly) fail `covel test`'s check of reported usage against the forecast.
             let answer = serde_json::json!({"content": [{"type": "text", "text": reply}], "stop_reason": "end_turn",
-                "usage": {"input_tokens": 50, "output_tokens": 9, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}).to_string();
+                "usage": {"output_tokens": 9}}).to_string();
             write_json(&mut stream, &answer).expect("respond");
         }
         received

@@ -133,6 +133,27 @@ mod tests {
         );
     }
 
+    /// Upstream's `estimateTokens` (`@covel/plugin-handlers-utils` 0.0.50,
+    /// `token-estimation.ts`) matches CJK code units with a regular expression without the `u`
+    /// flag and counts `text.length`: UTF-16 units, so an emoji is its units over four (a
+    /// skin-toned thumb is four units, a family joined by ZWJs eight, with the joiners), never
+    /// one token each, and CJK punctuation and fullwidth forms are one token each. Ours counts
+    /// the same.
+    #[test]
+    fn emoji_count_by_their_utf16_units_and_cjk_one_each_as_upstream_counts_them() {
+        assert_eq!(estimate_tokens("👍🏽"), 1, "4 units");
+        assert_eq!(estimate_tokens("👍🏽👨‍👩‍👧"), 3, "4 + 8 units");
+        assert_eq!(estimate_tokens("🇯🇵"), 1, "two regional indicators, 4 units");
+        assert_eq!(
+            estimate_tokens("守门人在钟楼下等你。"),
+            10,
+            "。 is CJK punctuation"
+        );
+        assert_eq!(estimate_tokens("Ｍｉｒａ"), 4, "fullwidth forms");
+        // Mixed: 说 ： 等 等 ！ are CJK (5); "Mira ", “, ”, the space and 👍🏽 are 12 units (3).
+        assert_eq!(estimate_tokens("Mira 说：“等等！” 👍🏽"), 8);
+    }
+
     proptest::proptest! {
         /// The per-character count (and its ASCII shortcut) equals the rule's own definition
         /// over UTF-16 units.

@@ -66,6 +66,19 @@ pub struct PromptCounts {
     /// one, else the model facts').
     #[specta(type = crate::wire::common::Number)]
     pub minimum: u64,
+    /// What the request adds around the text of its blocks and messages: Claude's framing (per
+    /// request and per further message) and, when tools are offered, their definitions with the
+    /// tool-use system prompt. The blocks, the messages and this add up to the request the
+    /// Cache panel prices (0 for OpenAI, whose framing is in each message's count).
+    pub added: Count,
+}
+
+fn sum(counts: &[Count]) -> Count {
+    counts.iter().fold(Count::default(), |sum, c| Count {
+        tokens: sum.tokens + c.tokens,
+        low: sum.low + c.low,
+        high: sum.high + c.high,
+    })
 }
 
 /// The embedded model facts, read once (they are compiled in and never change).
@@ -121,19 +134,22 @@ pub fn prompt_counts(
     counter: &TokenCounter,
 ) -> PromptCounts {
     let counting = Counting::new(profile, counter);
-    // A run of request blocks, as the forecast totals a prefix: the blocks' counts summed, the
-    // range over their exact base.
-    let total = |items: &[Item]| {
-        let tokens = items.iter().map(|i| i.tokens).sum();
-        let (low, high) = counting.range(tokens, items.iter().map(|i| i.base).sum());
-        Count { tokens, low, high }
+    // A run of request blocks, as the forecast totals a prefix: the blocks' counts and ranges
+    // summed, with what the request adds around their text (Claude's framing, tool definitions).
+    let total = |items: &[Item]| Count {
+        tokens: items.iter().map(|i| i.tokens).sum(),
+        low: items.iter().map(|i| i.low).sum(),
+        high: items.iter().map(|i| i.high).sum(),
+    };
+    // One block's (or message's) own text, without what the request adds on it.
+    let own = |item: &Item| Count {
+        tokens: item.tokens - item.added.tokens,
+        low: item.low - item.added.low,
+        high: item.high - item.added.high,
     };
     let items = forecast::anthropic_items(preview, &counting);
     let blocks_len = preview.prompt.system.blocks.len().min(items.len());
-    let blocks = items[..blocks_len]
-        .iter()
-        .map(|i| total(std::slice::from_ref(i)))
-        .collect();
+    let blocks: Vec<Count> = items[..blocks_len].iter().map(own).collect();
     // The request leaves out messages without text: the k-th message item is the k-th sent one.
     let mut sent = items[blocks_len..].iter();
     let messages = preview
@@ -141,9 +157,7 @@ pub fn prompt_counts(
         .messages
         .iter()
         .map(|m| match covel_kernel::prompt::is_sent(m) {
-            true => sent
-                .next()
-                .map_or_else(Count::default, |i| total(std::slice::from_ref(i))),
+            true => sent.next().map_or_else(Count::default, own),
             false => Count::default(),
         })
         .collect();
@@ -152,10 +166,12 @@ pub fn prompt_counts(
         .iter()
         .map(|r| match r.included {
             true => {
-                let tokens = counting.tokens(&r.content);
-                let (low, high) =
-                    counting.range(tokens, counter.count(profile.encoding(), &r.content));
-                Count { tokens, low, high }
+                let e = counting.estimate(&r.content);
+                Count {
+                    tokens: e.tokens,
+                    low: e.low,
+                    high: e.high,
+                }
             }
             false => Count::default(),
         })
@@ -194,7 +210,15 @@ pub fn prompt_counts(
             exact: counting.exact(),
             method: forecast::counts_note(profile),
         },
-        system: total(&items[..blocks_len]),
+        system: sum(&blocks),
+        added: sum(&items
+            .iter()
+            .map(|i| Count {
+                tokens: i.added.tokens,
+                low: i.added.low,
+                high: i.added.high,
+            })
+            .collect::<Vec<_>>()),
         blocks,
         messages,
         segments,

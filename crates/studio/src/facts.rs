@@ -3,7 +3,7 @@
 //! are counted. They live in a dated data file with its sources (`data/model-facts.json`,
 //! embedded), never as constants in code; a different file can be given instead.
 
-use crate::tokens::{Encoding, EstimateRule};
+use crate::tokens::{Allowance, Band, Encoding, EstimateRule};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -67,6 +67,36 @@ pub struct Tokenizer {
     pub low: Option<f64>,
     pub high: Option<f64>,
     pub note: String,
+    /// Estimates: a band per kind of text (`latin`, `cjk`, `emoji`, `code`), each citing its
+    /// measurements; a kind left out takes `factor`/`low`/`high`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub scripts: BTreeMap<String, ScriptBand>,
+    /// Estimates: the tokens a request adds around the text (`request`, `message`, `tools`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub framing: BTreeMap<String, Framing>,
+}
+
+/// One kind of text's band, with what it rests on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ScriptBand {
+    pub factor: f64,
+    pub low: f64,
+    pub high: f64,
+    pub sources: Vec<String>,
+    /// How the band was derived from the sources (or that it is an assumption).
+    pub note: String,
+}
+
+/// Tokens added around the text, with what they rest on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Framing {
+    pub tokens: u64,
+    pub low: u64,
+    pub high: u64,
+    pub sources: Vec<String>,
+    pub note: String,
 }
 
 /// What is true of every model of a provider.
@@ -87,6 +117,17 @@ pub struct Provider {
     pub tokenizer: Tokenizer,
     pub sources: Vec<String>,
     pub verified: bool,
+}
+
+impl Provider {
+    /// Every source the provider's facts cite: its own, its estimate bands' and framing's.
+    pub fn cited(&self) -> impl Iterator<Item = &String> {
+        let t = &self.tokenizer;
+        self.sources
+            .iter()
+            .chain(t.scripts.values().flat_map(|b| &b.sources))
+            .chain(t.framing.values().flat_map(|f| &f.sources))
+    }
 }
 
 /// Prices in USD per million tokens.
@@ -218,10 +259,37 @@ impl ModelProfile {
     /// The estimate rule when counts are estimated (Claude), `None` when they are exact.
     pub fn estimate(&self) -> Option<EstimateRule> {
         let t = &self.provider.tokenizer;
-        (t.kind == "estimate").then(|| EstimateRule {
-            factor: t.factor.unwrap_or(1.0),
-            low: t.low.unwrap_or(1.0),
-            high: t.high.unwrap_or(1.0),
+        (t.kind == "estimate").then(|| {
+            let latin = Band {
+                factor: t.factor.unwrap_or(1.0),
+                low: t.low.unwrap_or(1.0),
+                high: t.high.unwrap_or(1.0),
+            };
+            let band = |name: &str| {
+                t.scripts.get(name).map_or(latin, |b| Band {
+                    factor: b.factor,
+                    low: b.low,
+                    high: b.high,
+                })
+            };
+            let framing = |name: &str| {
+                t.framing
+                    .get(name)
+                    .map_or(Allowance::default(), |f| Allowance {
+                        tokens: f.tokens,
+                        low: f.low,
+                        high: f.high,
+                    })
+            };
+            EstimateRule {
+                latin: band("latin"),
+                cjk: band("cjk"),
+                emoji: band("emoji"),
+                code: band("code"),
+                request: framing("request"),
+                message: framing("message"),
+                tools: framing("tools"),
+            }
         })
     }
 
@@ -259,6 +327,27 @@ impl ModelFacts {
             path: shown.into(),
             reason: e.to_string(),
         })?;
+        for (name, provider) in &facts.providers {
+            let t = &provider.tokenizer;
+            if let Some(missing) = provider.cited().find(|s| !facts.sources.contains_key(*s)) {
+                return Err(FactsError::Invalid {
+                    path: shown.into(),
+                    reason: format!("provider {name} cites unknown source {missing}"),
+                });
+            }
+            if let Some(kind) = t.scripts.keys().find(|k| {
+                !crate::scripts::Script::ALL
+                    .iter()
+                    .any(|s| s.name() == k.as_str())
+            }) {
+                return Err(FactsError::Invalid {
+                    path: shown.into(),
+                    reason: format!(
+                        "provider {name} has a band for `{kind}`; the kinds are latin, cjk, emoji and code"
+                    ),
+                });
+            }
+        }
         for model in &facts.models {
             if !facts.providers.contains_key(&model.provider) {
                 return Err(FactsError::Invalid {
@@ -321,7 +410,7 @@ impl ModelFacts {
         let mut sources: BTreeMap<String, Source> = self
             .sources
             .iter()
-            .filter(|(k, _)| facts.sources.contains(k))
+            .filter(|(k, _)| facts.cited().any(|c| c == *k))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         sources.insert("command-line".into(), source);
@@ -385,11 +474,7 @@ impl ModelFacts {
                 path: "facts".into(),
                 reason: format!("no provider {}", model.provider),
             })?;
-        let cited: Vec<&String> = model
-            .sources
-            .iter()
-            .chain(provider.sources.iter())
-            .collect();
+        let cited: Vec<&String> = model.sources.iter().chain(provider.cited()).collect();
         let sources = self
             .sources
             .iter()
@@ -408,6 +493,52 @@ impl ModelFacts {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each kind of text's band and each framing allowance rests on cited measurements, or
+    /// says in its note that none was found; every error bar contains its centre.
+    #[test]
+    fn every_claude_band_and_framing_cites_its_measurements_or_says_it_has_none() {
+        let facts = ModelFacts::embedded().expect("valid facts");
+        let tokenizer = &facts.providers["anthropic"].tokenizer;
+        let kinds: Vec<&str> = tokenizer.scripts.keys().map(String::as_str).collect();
+        assert_eq!(kinds, ["cjk", "code", "emoji", "latin"]);
+        for (kind, band) in &tokenizer.scripts {
+            assert!(
+                band.low <= band.factor && band.factor <= band.high,
+                "{kind}"
+            );
+            assert!(
+                !band.sources.is_empty() || band.note.contains("no published"),
+                "{kind}: {}",
+                band.note
+            );
+        }
+        let framing: Vec<&str> = tokenizer.framing.keys().map(String::as_str).collect();
+        assert_eq!(framing, ["message", "request", "tools"]);
+        for (name, allowance) in &tokenizer.framing {
+            assert!(
+                allowance.low <= allowance.tokens && allowance.tokens <= allowance.high,
+                "{name}"
+            );
+            assert!(
+                !allowance.sources.is_empty() || allowance.note.contains("an assumption"),
+                "{name}: {}",
+                allowance.note
+            );
+        }
+        // A facts file that cites a source it does not list is refused.
+        let broken = EMBEDDED.replacen(
+            "\"sources\": [\"claude-chinese\"",
+            "\"sources\": [\"nowhere\"",
+            1,
+        );
+        let broken = broken.replacen("\"claude-chinese\", \"cjk-cl100k-o200k\"", "\"nowhere\"", 1);
+        assert!(
+            ModelFacts::parse(&broken, "test")
+                .is_err_and(|e| e.to_string().contains("cites unknown source nowhere")),
+            "refused"
+        );
+    }
 
     #[test]
     fn the_embedded_facts_are_dated_sourced_and_cover_both_caching_kinds() {

@@ -23,7 +23,8 @@ use crate::facts::{Caching, ModelProfile};
 use crate::parts::{self, Part};
 use crate::playtest::Playtest;
 use crate::preview::Preview;
-use crate::tokens::{CountStats, Encoding, EstimateRule, TokenCounter};
+use crate::scripts::Script;
+use crate::tokens::{CountStats, Encoding, Estimate, EstimateRule, TokenCounter};
 use crate::workspace::Workspace;
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -58,14 +59,29 @@ pub struct PlayedTurn {
     pub turn_id: String,
     pub say: String,
     pub preview: Preview,
-    /// The usage the backend reported (`usage` of the API answer), if it was a real or
-    /// replayed backend.
+    /// The usage the backend reported for this request (`usage` of the API answer to the turn's
+    /// first call, see [`usage_of_assembled_request`]), if it was a real or replayed backend.
     pub usage: Option<Value>,
     /// The reply's text, when the turn was answered.
     pub reply: Option<String>,
     /// The preview was recomputed with plugins reloaded after the turn was played, so it can
     /// differ from the prompt that was sent (see `LiveStudio::turn_prompt`).
     pub with_newer_plugins: bool,
+}
+
+/// The usage reported for the request a turn's forecast predicts: the turn's first model call,
+/// when it sent the assembled prompt as it is (nothing added after it, nothing a hook
+/// replaced). A tool round or a correction sends more than the prompt, so its usage says
+/// nothing about the prediction; a scripted model reports none.
+pub fn usage_of_assembled_request(steps: &[crate::turn::record::LoopStep]) -> Option<Value> {
+    let first = steps.iter().find_map(|step| match step {
+        crate::turn::record::LoopStep::Model(model) => Some(model),
+        _ => None,
+    })?;
+    if !first.added.is_empty() || !first.replaced.is_empty() {
+        return None;
+    }
+    first.reply.as_ref()?.usage.clone()
 }
 
 /// Plays `turns` turns of a session: its scripted turns (`test.turns`, with their replies)
@@ -117,7 +133,7 @@ pub fn play(workspace: Workspace, turns: Option<usize>) -> (Vec<PlayedTurn>, Opt
             turn_id: report.turn_id,
             say,
             reply: report.reply.as_ref().map(|r| r.text.clone()),
-            usage: report.reply.and_then(|r| r.usage),
+            usage: usage_of_assembled_request(&report.steps),
             preview: report.preview,
             with_newer_plugins: false,
         });
@@ -151,8 +167,13 @@ pub(crate) struct Item {
     /// Content for re-keying in simulations (role and message boundary prefix).
     tag: String,
     pub(crate) tokens: u64,
-    /// The exact base count (Claude estimates scale it).
-    pub(crate) base: u64,
+    /// Claude: the estimate's error bar on `tokens` (OpenAI counts are exact: both `tokens`).
+    pub(crate) low: u64,
+    pub(crate) high: u64,
+    /// What no block's text holds but the request adds on this block (Claude's framing, the
+    /// tool definitions): in `tokens`, `low` and `high`, and kept apart so a panel can show a
+    /// block's own text.
+    pub(crate) added: Estimate,
     breakpoint: bool,
     slot: Slot,
     parts: Vec<ItemPart>,
@@ -184,24 +205,99 @@ impl Counting<'_> {
         self.estimate.is_none()
     }
 
-    /// The range of a total whose counted tokens are `tokens` over an exact `base` count.
-    pub(crate) fn range(&self, tokens: u64, base: u64) -> (u64, u64) {
-        match self.estimate {
-            Some(rule) => {
-                let band = rule.apply(base);
-                (band.low, band.high)
-            }
-            None => (tokens, tokens),
-        }
-    }
-
     fn base(&self, text: &str) -> u64 {
         self.counter.count(self.encoding, text)
     }
 
+    /// The model's count of a text: exact, or the estimate with its error bar.
+    pub(crate) fn estimate(&self, text: &str) -> Estimate {
+        match &self.estimate {
+            Some(rule) => rule.estimate(self.counter, self.encoding, text),
+            None => Estimate::exact(self.base(text)),
+        }
+    }
+
     pub(crate) fn tokens(&self, text: &str) -> u64 {
-        let base = self.base(text);
-        self.estimate.map_or(base, |rule| rule.apply(base).tokens)
+        self.estimate(text).tokens
+    }
+}
+
+impl Item {
+    /// Adds tokens the text of no block accounts for (tool definitions, framing) to this block,
+    /// as a part of their own.
+    fn add(&mut self, from: &str, text: String, e: Estimate) {
+        self.tokens += e.tokens;
+        self.low += e.low;
+        self.high += e.high;
+        self.added = self.added + e;
+        self.parts.push(ItemPart {
+            part: Part {
+                from: from.into(),
+                text,
+            },
+            tokens: e.tokens,
+        });
+    }
+}
+
+/// What Claude's framing and the tool definitions (`tools`, the Anthropic body's list) add on a
+/// block of the request at `place`, as [`add_claude_framing`] puts them: the request's framing
+/// and the tools on the first block, each further message's markers on its first block (0 for
+/// exact counts).
+pub(crate) fn claude_added_at(
+    counting: &Counting<'_>,
+    tools: &Value,
+    place: &covel_kernel::prompt::Place,
+    first: bool,
+) -> u64 {
+    let Some(rule) = counting.estimate else {
+        return 0;
+    };
+    let mut added = 0;
+    if first {
+        added += rule.request.tokens;
+        if let Some(list) = tools.as_array().filter(|t| !t.is_empty()) {
+            let json = Value::Array(list.clone()).to_string();
+            added += rule
+                .estimate_as(Script::Code, counting.counter, counting.encoding, &json)
+                .tokens
+                + rule.tools.tokens;
+        }
+    }
+    if let covel_kernel::prompt::Place::Message { message, block, .. } = place
+        && *message > 0
+        && *block == 0
+    {
+        added += rule.message.tokens;
+    }
+    added
+}
+
+/// Claude's framing and tools, which no block's text holds: the request's framing and the tool
+/// definitions with the tool-use system prompt on the first block (tools come first in the
+/// cached prefix, so a changed tool changes that block's identity), and each further message's
+/// turn markers on its first block.
+fn add_claude_framing(items: &mut [Item], body: &Value, counting: &Counting<'_>) {
+    let Some(rule) = counting.estimate else {
+        return;
+    };
+    let Some(first) = items.first_mut() else {
+        return;
+    };
+    if let Some(tools) = body["tools"].as_array().filter(|t| !t.is_empty()) {
+        let json = Value::Array(tools.clone()).to_string();
+        let e = rule.estimate_as(Script::Code, counting.counter, counting.encoding, &json)
+            + rule.tools.estimate();
+        first.key.extend_from_slice(json.as_bytes());
+        first.add("tools", json, e);
+    }
+    first.add("framing", String::new(), rule.request.estimate());
+    let mut messages = 0;
+    for item in items.iter_mut().filter(|i| i.tag.ends_with("|true")) {
+        messages += 1;
+        if messages > 1 {
+            item.add("framing", String::new(), rule.message.estimate());
+        }
     }
 }
 
@@ -273,15 +369,17 @@ pub(crate) fn anthropic_items(preview: &Preview, counting: &Counting<'_>) -> Vec
         .zip(body["system"].as_array().into_iter().flatten())
     {
         let text = json["text"].as_str().unwrap_or_default().to_string();
-        let base = counting.base(&text);
-        let tokens = counting.tokens(&text);
+        let e = counting.estimate(&text);
+        let tokens = e.tokens;
         let tag = "system".to_string();
         items.push(Item {
             label: format!("system block {}", block_kind(block.kind)),
             key: key_of(&json!({"role": "system", "block": without_cache_control(json)})),
             tag,
             tokens,
-            base,
+            low: e.low,
+            high: e.high,
+            added: Estimate::default(),
             breakpoint: json.get("cache_control").is_some(),
             slot: Slot::System(block_kind(block.kind)),
             parts: attributed(parts::block_parts(block, rows), tokens, counting),
@@ -308,14 +406,17 @@ pub(crate) fn anthropic_items(preview: &Preview, counting: &Counting<'_>) -> Vec
                 break;
             };
             let text = json["text"].as_str().unwrap_or_default().to_string();
-            let tokens = counting.tokens(&text);
+            let e = counting.estimate(&text);
+            let tokens = e.tokens;
             let tag = format!("{role}|{}", position == 0);
             items.push(Item {
                 label: message_label(index, origin),
                 key: key_of(&json!({"role": role, "first": position == 0, "block": without_cache_control(json)})),
                 tag,
                 tokens,
-                base: counting.base(&text),
+                low: e.low,
+                high: e.high,
+                added: Estimate::default(),
                 breakpoint: json.get("cache_control").is_some(),
                 slot: if Some(index) == newest { Slot::HistoryNewest } else { Slot::Other },
                 parts: attributed(parts::message_parts(origin, rows), tokens, counting),
@@ -323,6 +424,7 @@ pub(crate) fn anthropic_items(preview: &Preview, counting: &Counting<'_>) -> Vec
             });
         }
     }
+    add_claude_framing(&mut items, body, counting);
     items
 }
 
@@ -365,7 +467,9 @@ fn openai_items(
             key: key_of(json),
             tag: role.to_string(),
             tokens,
-            base: counting.base(&text),
+            low: tokens,
+            high: tokens,
+            added: Estimate::default(),
             breakpoint: false,
             slot: Slot::Other,
             parts: attributed(parts, tokens, counting),
@@ -374,6 +478,8 @@ fn openai_items(
     }
     if let Some(last) = items.last_mut() {
         last.tokens += priming;
+        last.low += priming;
+        last.high += priming;
         last.parts.push(ItemPart {
             part: Part {
                 from: "framing".into(),
@@ -460,13 +566,14 @@ pub struct Reported {
 #[derive(Debug, Clone, PartialEq, Serialize, specta::Type)]
 #[serde(rename_all = "camelCase")]
 pub struct Mismatch {
-    /// `cacheRead` or `cacheWrite`.
+    /// `input` (every input token of the request), `cacheRead` or `cacheWrite`.
     pub field: &'static str,
     #[specta(type = crate::wire::common::Number)]
     pub predicted: u64,
     #[specta(type = crate::wire::common::Number)]
     pub reported: u64,
-    /// The first segment (or block) the provider's cache did not cover as predicted.
+    /// The first segment (or block) the provider's cache did not cover as predicted (none for
+    /// `input`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub segment: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -671,13 +778,12 @@ pub fn segment_tokens(
         .iter()
         .filter(|r| r.included)
         .map(|r| {
-            let base = counter.count(encoding, &r.content);
-            let (tokens, range) = match estimate {
+            let (tokens, range) = match &estimate {
                 Some(rule) => {
-                    let e = rule.apply(base);
+                    let e = rule.estimate(counter, encoding, &r.content);
                     (e.tokens, Some((e.low, e.high)))
                 }
-                None => (base, None),
+                None => (counter.count(encoding, &r.content), None),
             };
             SegmentTokens {
                 segment: r.key(),
@@ -1047,10 +1153,14 @@ impl Sim<'_> {
     /// Claude counts are estimates: when the prefix's error bar straddles the minimum
     /// cacheable size, the verdict is uncertain and says what either outcome costs.
     fn near_minimum(&self, r: &Request<'_>, k: usize, verdict: Verdict) -> Verdict {
-        let Some(rule) = self.profile.estimate() else {
+        if self.profile.estimate().is_none() {
             return verdict;
+        }
+        let band = Estimate {
+            tokens: r.cum[k],
+            low: r.items[..=k].iter().map(|i| i.low).sum(),
+            high: r.items[..=k].iter().map(|i| i.high).sum(),
         };
-        let band = rule.apply(r.items[..=k].iter().map(|i| i.base).sum());
         if band.low >= self.min || band.high < self.min {
             return verdict;
         }
@@ -1560,42 +1670,92 @@ fn part_at(items: &[Item], offset: u64) -> (String, Option<Part>) {
     )
 }
 
+/// A turn's prediction, as the reported usage is compared with it.
+struct Predicted {
+    read: u64,
+    write: u64,
+    /// Every input token of the request (uncached, written and read); `None` when the forecast
+    /// knows it does not count all of them (an OpenAI request offering tools).
+    input: Option<u64>,
+    /// The error bar as scales of the centre (1, 1 for exact counts).
+    bar: (f64, f64),
+}
+
+/// The range a reported figure may fall in around a predicted one, and how far outside it a
+/// reported figure is (`None` inside).
+fn outside(p: u64, r: u64, bar: (f64, f64), slack: f64) -> Option<(u64, u64, String)> {
+    let (lowest, highest) = (
+        ((p as f64) * bar.0 - slack).max(0.0).floor() as u64,
+        ((p as f64) * bar.1 + slack).ceil() as u64,
+    );
+    if (p == 0) == (r == 0) && r >= lowest && r <= highest {
+        return None;
+    }
+    let by = if r < p {
+        format!("{} under", lowest.saturating_sub(r).max(1))
+    } else {
+        format!("{} over", r.saturating_sub(highest).max(1))
+    };
+    Some((lowest, highest, by))
+}
+
 fn mismatches(
     profile: &ModelProfile,
     items: &[Item],
-    predicted: (u64, u64),
+    predicted: &Predicted,
     reported: &Reported,
 ) -> Vec<Mismatch> {
-    let (read, write) = predicted;
+    let (read, write) = (predicted.read, predicted.write);
     // Claude counts are estimates: a reported figure inside the error bar agrees.
-    let (low, high, slack) = match profile.estimate() {
-        Some(rule) => (rule.low / rule.factor, rule.high / rule.factor, 16.0),
+    let (bar, slack) = match profile.estimate() {
+        Some(_) => (predicted.bar, 16.0),
         None => (
-            1.0,
-            1.0,
+            (1.0, 1.0),
             profile.provider.step_tokens.unwrap_or(0) as f64 + 8.0,
         ),
     };
-    let agrees = |p: u64, r: u64| {
-        if (p == 0) != (r == 0) {
-            return false;
-        }
-        let (p, r) = (p as f64, r as f64);
-        r >= p * low - slack && r <= p * high + slack
-    };
     let mut out = Vec::new();
+    // Every input token: whatever the cache did, the request's size is what was counted.
+    let total = reported.input_tokens + reported.cache_write_tokens + reported.cache_read_tokens;
+    if let Some(p) = predicted.input {
+        // Exact OpenAI counts differ from the provider's by a few tokens at most (no cache
+        // steps are involved in the total); Claude's rest on the error bar.
+        let total_slack = if profile.estimate().is_some() {
+            slack
+        } else {
+            4.0
+        };
+        if let Some((lowest, highest, by)) = outside(p, total, bar, total_slack) {
+            let allowed = if (lowest, highest) == (p, p) {
+                String::new()
+            } else {
+                format!(" ({lowest}–{highest} allowed)")
+            };
+            out.push(Mismatch {
+                field: "input",
+                predicted: p,
+                reported: total,
+                segment: None,
+                plugin: None,
+                at: "the whole request".into(),
+                message: format!(
+                    "the provider reported {total} input tokens in all (uncached, cache write and cache read) where {p} were predicted{allowed}, {by} the range: the request it counted is not the one predicted, or the estimate is off for this text"
+                ),
+            });
+        }
+    }
     for (field, p, r) in [
         ("cacheRead", read, reported.cache_read_tokens),
         ("cacheWrite", write, reported.cache_write_tokens),
     ] {
-        if agrees(p, r) {
+        let Some((lowest, highest, by)) = outside(p, r, bar, slack) else {
             continue;
-        }
+        };
         // Where the provider's cached prefix ended, in our token positions.
         let scale = if p > 0 && r > 0 {
             1.0
         } else {
-            profile.estimate().map_or(1.0, |rule| rule.factor)
+            profile.estimate().map_or(1.0, |rule| rule.latin.factor)
         };
         let offset = if field == "cacheRead" {
             (r as f64 * scale) as u64
@@ -1611,16 +1771,6 @@ fn mismatches(
             }),
         );
         let (text, segment, plugin) = who(&part);
-        // By how much: against the nearest end of the range the prediction allows.
-        let (lowest, highest) = (
-            ((p as f64) * low - slack).max(0.0).floor() as u64,
-            ((p as f64) * high + slack).ceil() as u64,
-        );
-        let by = if r < p {
-            format!("{} under", lowest.saturating_sub(r).max(1))
-        } else {
-            format!("{} over", r.saturating_sub(highest).max(1))
-        };
         let predicted = if (lowest, highest) == (p, p) || p == 0 {
             format!("{p} were predicted")
         } else {
@@ -2041,7 +2191,7 @@ impl crate::live::LiveStudio {
                 (
                     t.turn_id.clone(),
                     t.player_message.clone(),
-                    t.reply.as_ref().and_then(|r| r.usage.clone()),
+                    usage_of_assembled_request(&t.steps),
                     t.reply.as_ref().map(|r| r.text.clone()),
                 )
             })
@@ -2089,10 +2239,29 @@ impl crate::live::LiveStudio {
 pub(crate) fn counts_note(profile: &ModelProfile) -> String {
     let encoding = profile.encoding().name();
     match profile.estimate() {
-        Some(rule) => format!(
-            "estimated: exact {encoding} counts × {} (error bar ×{}–×{}); {}",
-            rule.factor, rule.low, rule.high, profile.provider.tokenizer.note
-        ),
+        Some(rule) => {
+            let bands: Vec<String> = Script::ALL
+                .iter()
+                .map(|&script| {
+                    let b = rule.band(script);
+                    format!("{} ×{} (×{}–×{})", script.name(), b.factor, b.low, b.high)
+                })
+                .collect();
+            format!(
+                "estimated: exact {encoding} counts scaled per kind of text, {}; framing {} tokens a request ({}–{}), {} a further message ({}–{}), {} with tools ({}–{}); {}",
+                bands.join(", "),
+                rule.request.tokens,
+                rule.request.low,
+                rule.request.high,
+                rule.message.tokens,
+                rule.message.low,
+                rule.message.high,
+                rule.tools.tokens,
+                rule.tools.low,
+                rule.tools.high,
+                profile.provider.tokenizer.note
+            )
+        }
         None => format!(
             "exact {encoding} counts, plus {} tokens and the role per message and {} for the reply",
             profile.provider.message_overhead_tokens.unwrap_or(0),
@@ -2168,20 +2337,44 @@ pub fn forecast(
         cost.output = output_tokens as f64 * profile.model.prices.output / 1e6;
         let input_side = cost.total;
         cost.total += cost.output;
-        let cost_range = counting.estimate.map(|rule| {
+        // The input side scales with the count: over its error bar, the cost's range.
+        let range = counting.estimate.map(|_| {
             (
-                input_side * rule.low / rule.factor + cost.output,
-                input_side * rule.high / rule.factor + cost.output,
+                items.iter().map(|i| i.low).sum::<u64>(),
+                items.iter().map(|i| i.high).sum::<u64>(),
             )
         });
-        let range = counting.estimate.map(|rule| {
-            let base: u64 = items.iter().map(|i| i.base).sum();
-            let e = rule.apply(base);
-            (e.low, e.high)
+        let scale = |bound: u64| {
+            if input_tokens == 0 {
+                1.0
+            } else {
+                bound as f64 / input_tokens as f64
+            }
+        };
+        let cost_range = range.map(|(low, high)| {
+            (
+                input_side * scale(low) + cost.output,
+                input_side * scale(high) + cost.output,
+            )
         });
         let reported = turn.usage.as_ref().and_then(reported_usage);
+        let bar = range.map_or((1.0, 1.0), |(low, high)| (scale(low), scale(high)));
         let mismatches = reported
-            .map(|r| mismatches(profile, items, (result.read, result.write), &r))
+            .map(|r| {
+                // OpenAI's tool definitions are rendered in a format it does not publish: the
+                // forecast leaves them out, so a request offering tools has no total to check.
+                let uncounted_tools = !explicit
+                    && turn.preview.prompt.requests.openai["tools"]
+                        .as_array()
+                        .is_some_and(|t| !t.is_empty());
+                let predicted = Predicted {
+                    read: result.read,
+                    write: result.write,
+                    input: (!uncounted_tools).then_some(input_tokens),
+                    bar,
+                };
+                mismatches(profile, items, &predicted, &r)
+            })
             .unwrap_or_default();
         for (item, &(read, write, cacheable)) in items.iter().zip(&result.per_item) {
             // Split the item's billing over its parts in order (a prefix is read first).
@@ -2342,7 +2535,10 @@ mod tests {
             key: format!("block {n}").into_bytes(),
             tag: "user".into(),
             tokens,
-            base: tokens,
+            // As a Latin text whose exact count is `tokens` would have it.
+            low: (tokens as f64 * 1.05).ceil() as u64,
+            high: (tokens as f64 * 1.35).ceil() as u64,
+            added: Estimate::default(),
             breakpoint,
             slot: Slot::Other,
             parts: vec![ItemPart {
@@ -2403,13 +2599,12 @@ mod tests {
         let sims = sim_turns(&[turn], 60.0);
         let row = &sims[0].breakpoints[0];
         assert_eq!((row.outcome, row.reason_code), (Outcome::Miss, "uncertain"));
-        let rule = crate::facts::ModelFacts::embedded()
-            .expect("facts")
-            .profile("claude-sonnet-4-5")
-            .expect("model")
-            .estimate()
-            .expect("an estimate");
-        let band = rule.apply(880);
+        let band = crate::tokens::Band {
+            factor: 1.2,
+            low: 1.05,
+            high: 1.35,
+        }
+        .apply(880);
         assert!(band.low < 1024 && band.high >= 1024, "{band:?}");
         let said = format!("{}–{} tokens", band.low, band.high);
         assert!(row.reason.contains(&said), "{}", row.reason);
@@ -2429,6 +2624,47 @@ mod tests {
             sim_turns(&[large], 60.0)[0].breakpoints[0].reason_code,
             "cold"
         );
+    }
+
+    /// Only the turn's first call sends the prompt the forecast predicts: its usage is the
+    /// one compared; a tool round or a correction after it, or a call a hook rewrote, is not.
+    #[test]
+    fn only_the_usage_of_the_call_that_sent_the_assembled_prompt_is_compared() {
+        use crate::turn::record::{LoopStep, ModelStep};
+        let call = |n: u32, added: Vec<Value>, replaced: Vec<String>, input: u64| {
+            let mut reply = crate::models::Reply::text("A reply.");
+            reply.usage = Some(json!({"input_tokens": input, "output_tokens": 3}));
+            LoopStep::Model(ModelStep {
+                call: n,
+                added,
+                tools: Vec::new(),
+                replaced,
+                reply: Some(reply),
+                error: None,
+                duration_ms: 0.0,
+            })
+        };
+        let tool_round = vec![json!({"role": "tool", "content": "ok"})];
+        let steps = [
+            call(1, Vec::new(), Vec::new(), 900),
+            call(2, tool_round, Vec::new(), 960),
+        ];
+        assert_eq!(
+            usage_of_assembled_request(&steps),
+            Some(json!({"input_tokens": 900, "output_tokens": 3}))
+        );
+        let rewritten = [call(1, Vec::new(), vec!["messages".into()], 900)];
+        assert_eq!(usage_of_assembled_request(&rewritten), None);
+        let scripted = [LoopStep::Model(ModelStep {
+            call: 1,
+            added: Vec::new(),
+            tools: Vec::new(),
+            replaced: Vec::new(),
+            reply: Some(crate::models::Reply::text("A reply.")),
+            error: None,
+            duration_ms: 0.0,
+        })];
+        assert_eq!(usage_of_assembled_request(&scripted), None);
     }
 
     #[test]

@@ -22,6 +22,7 @@ pub mod replay;
 mod resolve_inputs;
 pub mod save;
 pub mod scaffold;
+pub mod scripts;
 pub mod secrets;
 pub mod slots;
 pub mod streaming;

@@ -45,6 +45,7 @@ impl Part {
                     "player" => "(player input)".into(),
                     "runtime" => "(runtime body)".into(),
                     "world" => "(world lore)".into(),
+                    "tools" => "(tools)".into(),
                     _ => "(framework)".into(),
                 }
             }

@@ -656,15 +656,35 @@ impl Workspace {
             },
         );
         let this_request = AnthropicRequest::of(&this);
-        // Prefixes counted as every panel counts them (see `crate::counts`).
+        // The story model is offered the active plugins' tools in every request.
+        let active: Vec<_> = self.active_plugins().collect();
+        let tools = crate::turn::tools::offered_tools(
+            active.iter().flat_map(|p| &p.registrations.tool_specs),
+            active
+                .iter()
+                .filter_map(|p| p.package.as_ref())
+                .any(|pkg| !pkg.manifest.declared.events.is_empty()),
+        );
+        // Prefixes counted as every panel counts them (see `crate::counts`): each block's text,
+        // and what the request adds around it there (Claude's framing, the tool definitions).
         let (profile, _) = crate::counts::counter_for(self.session.models.story.model.as_deref());
         let counting = crate::forecast::Counting::new(&profile, &self.counter);
+        let anthropic_tools = {
+            let (mut anthropic, mut openai) = (serde_json::json!({}), serde_json::json!({}));
+            crate::turn::requests::add_tools(&mut anthropic, &mut openai, &tools);
+            anthropic["tools"].take()
+        };
+        let first_block = std::cell::Cell::new(true);
         let cache = prompt::analyse(
             &this,
             &this_request,
             &next,
             self.min_cacheable_tokens(),
-            &|text| counting.tokens(text),
+            &|place, text| {
+                let first = first_block.replace(false);
+                counting.tokens(text)
+                    + crate::forecast::claude_added_at(&counting, &anthropic_tools, place, first)
+            },
         );
         let next_turn_ms = ms(t);
 
@@ -716,15 +736,6 @@ impl Workspace {
             anthropic: this_request.body(&options),
             openai: prompt::openai_request(&this, &options),
         };
-        // The story model is offered the active plugins' tools in every request.
-        let active: Vec<_> = self.active_plugins().collect();
-        let tools = crate::turn::tools::offered_tools(
-            active.iter().flat_map(|p| &p.registrations.tool_specs),
-            active
-                .iter()
-                .filter_map(|p| p.package.as_ref())
-                .any(|pkg| !pkg.manifest.declared.events.is_empty()),
-        );
         crate::turn::requests::add_tools(&mut requests.anthropic, &mut requests.openai, &tools);
         let prompt_view = PromptView {
             system: SystemView {

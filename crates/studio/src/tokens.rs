@@ -2,10 +2,12 @@
 //! `cl100k_base`) with the embedded byte-pair encoder of `bpe-openai`, whose tables load on
 //! first use (a cold start that never counts never pays for them). A [`TokenCounter`] keeps the
 //! count of every text it has seen, so a preview recounts only the segments that changed. For
-//! Claude, whose tokenizer is not public, a stated estimate with its error bar (the factors are
-//! in the model-facts file). The SDK's `estimateTokens` stays what the contract says it is —
+//! Claude, whose tokenizer is not public, a stated estimate with its error bar: each run of
+//! Latin, CJK, emoji or code ([`crate::scripts`]) scaled by its own band, plus the framing a
+//! request adds (the bands and allowances are in the model-facts file). The SDK's `estimateTokens` stays what the contract says it is —
 //! budgets use it — and these counts sit beside it.
 
+use crate::scripts::{self, Script};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -109,25 +111,16 @@ impl TokenCounter {
     }
 }
 
-/// How a Claude count is estimated from an exact OpenAI count (from the model-facts file).
+/// A scale on an exact base count: its centre and its error bar (from the model-facts file).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct EstimateRule {
+pub struct Band {
     pub factor: f64,
     pub low: f64,
     pub high: f64,
 }
 
-/// An estimated count with its error bar.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Estimate {
-    pub tokens: u64,
-    pub low: u64,
-    pub high: u64,
-}
-
-impl EstimateRule {
+impl Band {
     /// The estimate for a text whose exact `base` count is known.
     pub fn apply(&self, base: u64) -> Estimate {
         let scale = |f: f64| (base as f64 * f).ceil() as u64;
@@ -136,6 +129,126 @@ impl EstimateRule {
             low: scale(self.low),
             high: scale(self.high),
         }
+    }
+}
+
+/// Tokens a provider adds around the text (turn markers, a tool-use system prompt): a count
+/// with its error bar, not a scale.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Allowance {
+    pub tokens: u64,
+    pub low: u64,
+    pub high: u64,
+}
+
+impl Allowance {
+    pub fn estimate(&self) -> Estimate {
+        Estimate {
+            tokens: self.tokens,
+            low: self.low,
+            high: self.high,
+        }
+    }
+}
+
+/// How a Claude count is estimated from exact OpenAI counts: a band per kind of text
+/// ([`Script`]), and the framing the request adds (from the model-facts file).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EstimateRule {
+    /// Latin prose, and any text without a band of its own.
+    pub latin: Band,
+    pub cjk: Band,
+    pub emoji: Band,
+    pub code: Band,
+    /// Once per request: the markers around the system prompt and the first message, and the
+    /// reply's start.
+    pub request: Allowance,
+    /// Each message after the first: its turn markers.
+    pub message: Allowance,
+    /// Once, when the request offers tools: the provider's tool-use system prompt.
+    pub tools: Allowance,
+}
+
+impl EstimateRule {
+    /// One band for every kind of text and no framing (a facts file without per-script bands).
+    pub fn uniform(band: Band) -> EstimateRule {
+        EstimateRule {
+            latin: band,
+            cjk: band,
+            emoji: band,
+            code: band,
+            request: Allowance::default(),
+            message: Allowance::default(),
+            tools: Allowance::default(),
+        }
+    }
+
+    pub fn band(&self, script: Script) -> Band {
+        match script {
+            Script::Latin => self.latin,
+            Script::Cjk => self.cjk,
+            Script::Emoji => self.emoji,
+            Script::Code => self.code,
+        }
+    }
+
+    /// The estimate of a text: each run of one kind counted exactly in `encoding` and scaled by
+    /// its band (a text of one kind is counted whole).
+    pub fn estimate(&self, counter: &TokenCounter, encoding: Encoding, text: &str) -> Estimate {
+        scripts::runs(text)
+            .into_iter()
+            .map(|(script, run)| self.band(script).apply(counter.count(encoding, run)))
+            .sum()
+    }
+
+    /// The estimate of a text taken as one kind (tool definitions are JSON: code).
+    pub fn estimate_as(
+        &self,
+        script: Script,
+        counter: &TokenCounter,
+        encoding: Encoding,
+        text: &str,
+    ) -> Estimate {
+        self.band(script).apply(counter.count(encoding, text))
+    }
+}
+
+/// An estimated count with its error bar.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Estimate {
+    pub tokens: u64,
+    pub low: u64,
+    pub high: u64,
+}
+
+impl Estimate {
+    /// An exact count: no error bar.
+    pub fn exact(tokens: u64) -> Estimate {
+        Estimate {
+            tokens,
+            low: tokens,
+            high: tokens,
+        }
+    }
+}
+
+impl std::ops::Add for Estimate {
+    type Output = Estimate;
+    fn add(self, other: Estimate) -> Estimate {
+        Estimate {
+            tokens: self.tokens + other.tokens,
+            low: self.low + other.low,
+            high: self.high + other.high,
+        }
+    }
+}
+
+impl std::iter::Sum for Estimate {
+    fn sum<I: Iterator<Item = Estimate>>(pieces: I) -> Estimate {
+        pieces.fold(Estimate::default(), std::ops::Add::add)
     }
 }
 
@@ -172,13 +285,13 @@ mod tests {
 
     #[test]
     fn a_claude_estimate_states_its_error_bar() {
-        let rule = EstimateRule {
+        let band = Band {
             factor: 1.2,
             low: 1.05,
             high: 1.35,
         };
         assert_eq!(
-            rule.apply(100),
+            band.apply(100),
             Estimate {
                 tokens: 120,
                 low: 105,

@@ -81,9 +81,10 @@ export interface Backend {
    * Runs the folder's test sessions; `update` writes pending golden snapshots (`x.golden.new`,
    * reviewed change by change): every session's, or with `only` (a session file) that session's
    * alone; `rerecord` re-records the changed requests of the replay session `only` with the
-   * backend its recording was made with.
+   * backend its recording was made with; `force` writes the pending snapshots even while the
+   * session's expectations fail (`covel test --update --force`).
    */
-  runTests(update: boolean, only?: string | null, rerecord?: boolean): Promise<TestRun>;
+  runTests(update: boolean, only?: string | null, rerecord?: boolean, force?: boolean): Promise<TestRun>;
   /**
    * Accepts (writes the golden file with that turn's change) or rejects one pending golden
    * change, turn `index` of `session`; answers with the folder's tests run again.

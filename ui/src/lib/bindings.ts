@@ -95,9 +95,10 @@ export const commands = {
 	 *  The Tests panel: every test session of the open folder. `update` writes golden snapshots:
 	 *  every session's, or with `only` that session file's alone. `rerecord` re-records the
 	 *  changed requests of the replay session `only` (or of every replay session) with the backend
-	 *  its recording was made with (`covel test --rerecord-changed`).
+	 *  its recording was made with (`covel test --rerecord-changed`). With `force`, `update` writes
+	 *  the pending snapshots even while the session's expectations fail (`--update --force`).
 	 */
-	runTests: (update: boolean, only: string | null, rerecord: boolean) => typedError<TestRun_Serialize, string>(__TAURI_INVOKE("run_tests", { update, only, rerecord })),
+	runTests: (update: boolean, only: string | null, rerecord: boolean, force: boolean) => typedError<TestRun_Serialize, string>(__TAURI_INVOKE("run_tests", { update, only, rerecord, force })),
 	/**
 	 *  Accepts or rejects one pending golden change (turn `index` of `session`'s `x.golden.new`),
 	 *  then runs the folder's tests again so the panel shows what is left. Accepting writes the
@@ -1072,11 +1073,14 @@ export type Mismatch = Mismatch_Serialize | Mismatch_Deserialize;
 
 /**  A prediction the reported usage contradicts. */
 export type Mismatch_Deserialize = {
-	/**  `cacheRead` or `cacheWrite`. */
+	/**  `input` (every input token of the request), `cacheRead` or `cacheWrite`. */
 	field: string,
 	predicted: number,
 	reported: number,
-	/**  The first segment (or block) the provider's cache did not cover as predicted. */
+	/**
+	 *  The first segment (or block) the provider's cache did not cover as predicted (none for
+	 *  `input`).
+	 */
 	segment?: string | null,
 	plugin?: string | null,
 	at: string,
@@ -1085,11 +1089,14 @@ export type Mismatch_Deserialize = {
 
 /**  A prediction the reported usage contradicts. */
 export type Mismatch_Serialize = {
-	/**  `cacheRead` or `cacheWrite`. */
+	/**  `input` (every input token of the request), `cacheRead` or `cacheWrite`. */
 	field: string,
 	predicted: number,
 	reported: number,
-	/**  The first segment (or block) the provider's cache did not cover as predicted. */
+	/**
+	 *  The first segment (or block) the provider's cache did not cover as predicted (none for
+	 *  `input`).
+	 */
 	segment?: string,
 	plugin?: string,
 	at: string,
@@ -1531,6 +1538,13 @@ export type PromptCounts = {
 	 *  one, else the model facts').
 	 */
 	minimum: number,
+	/**
+	 *  What the request adds around the text of its blocks and messages: Claude's framing (per
+	 *  request and per further message) and, when tools are offered, their definitions with the
+	 *  tool-use system prompt. The blocks, the messages and this add up to the request the
+	 *  Cache panel prices (0 for OpenAI, whose framing is in each message's count).
+	 */
+	added: Count,
 };
 
 /**  The assembled prompt (its request bodies cross apart: [`Requests`]). */

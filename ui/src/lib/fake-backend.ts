@@ -265,12 +265,12 @@ export function fakeBackend(): Backend {
       const forecast = model?.trim() === "claude-haiku-4-5" ? tooShort : sonnet;
       return { ...forecast, turns: forecast.turns.map((t) => ({ ...t, withNewerPlugins: recomputed.includes(t.turnId) || undefined })) };
     },
-    // A test may give the run's answer (`window.__fakeTests`, a TestRun).
-    // A test may give the run's answer (`window.__fakeTests`) and a re-recording run's
-    // (`window.__fakeRerecordTests`).
-    runTests: async (update, only, rerecord) => {
-      calls.push(["runTests", update, only ?? null, ...(rerecord ? [true] : [])]);
+    // A test may give the run's answer (`window.__fakeTests`, a TestRun), a re-recording run's
+    // (`window.__fakeRerecordTests`) and a forced update's (`window.__fakeForceTests`).
+    runTests: async (update, only, rerecord, force) => {
+      calls.push(["runTests", update, only ?? null, ...(rerecord ? [true] : []), ...(force ? ["force"] : [])]);
       if (rerecord && (globalThis as any).__fakeRerecordTests) return (globalThis as any).__fakeRerecordTests;
+      if (force && (globalThis as any).__fakeForceTests) return (globalThis as any).__fakeForceTests;
       return (globalThis as any).__fakeTests ?? tests;
     },
     reviewGoldenChange: async (session, index, accept) => {

@@ -190,7 +190,9 @@ describe("the turn inspector", () => {
     const sent = turnPreviews[turn.turnId].preview;
     const p = sent.prompt;
     // Counted for the story model (an estimate for the demo's default Claude model).
-    const tokens = `≈${sent.counts.system.tokens + sent.counts.messages.reduce((n: number, m: any) => n + m.tokens, 0)}`;
+    // The whole request: the system prompt, the messages and what the request adds around them
+    // (Claude's framing, the tool definitions).
+    const tokens = `≈${sent.counts.system.tokens + sent.counts.messages.reduce((n: number, m: any) => n + m.tokens, 0) + sent.counts.added.tokens}`;
     const words = turn.reply!.text.split(/\s+/).filter(Boolean).length;
     const rest = `${words}-word reply · 1 tool call · ${turn.events.length} events · ${turn.slotChanges.length} slot changes · compaction ${turn.compaction?.triggered ? "ran" : "not due"}`;
     expect(turnSummary(turn, sent)).toBe(`${tokens} tokens sent over ${p.system.blocks.filter((b: any) => b.cacheBoundary).length} cache boundaries · ${rest}`);

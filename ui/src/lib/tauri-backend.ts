@@ -50,7 +50,7 @@ export function tauriBackend(): Backend {
       return typeof picked === "string" ? picked : null;
     },
     forecast: (model, pace, ttl) => unwrap(commands.forecast(model, pace, ttl)),
-    runTests: (update, only, rerecord) => unwrap(commands.runTests(update, only ?? null, rerecord ?? false)),
+    runTests: (update, only, rerecord, force) => unwrap(commands.runTests(update, only ?? null, rerecord ?? false, force ?? false)),
     reviewGoldenChange: (session, index, accept) => unwrap(commands.reviewGoldenChange(session, index, accept)),
     onChange: (listener) => events.studioChanged.listen((e) => listener(e.payload)),
     onTurnText: (listener) => events.turnText.listen((e) => listener(e.payload)),

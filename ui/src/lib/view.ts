@@ -287,9 +287,12 @@ export function segmentCounts(preview: Pick<Snapshot["preview"], "segments" | "c
   return new Map(preview.segments.map((row, i) => [row, preview.counts.segments[i] ?? { tokens: 0, low: 0, high: 0 }]));
 }
 
-/** The tokens a whole prompt sends: its system prompt and every message. */
+/**
+ * The tokens a whole prompt sends: its system prompt, every message, and what the request adds
+ * around them (Claude's framing, the tool definitions).
+ */
 export function promptTokens(counts: PromptCounts): number {
-  return counts.system.tokens + counts.messages.reduce((n, m) => n + m.tokens, 0);
+  return counts.system.tokens + counts.messages.reduce((n, m) => n + m.tokens, 0) + counts.added.tokens;
 }
 
 /** A breakpoint's verdict as one line, with its prefix counted as every panel counts it. */

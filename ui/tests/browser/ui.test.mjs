@@ -88,12 +88,14 @@ test("the prompt panel marks the moving history breakpoint and explains why it c
 
 test("every panel counts tokens with one counter, the story model's, and says which", async () => {
   const counts = (await fixture("snapshot.json")).preview.counts;
-  const total = counts.system.tokens + counts.messages.reduce((n, m) => n + m.tokens, 0);
+  // The whole request: the system prompt, the messages and what the request adds around them.
+  const total = counts.system.tokens + counts.messages.reduce((n, m) => n + m.tokens, 0) + counts.added.tokens;
   // The Prompt panel: the system prompt, the moving breakpoint's prefix, each row — for the model.
   assert.equal((await page.getByTestId("prompt-tokens").textContent()).trim(), `system prompt ≈${counts.system.tokens} tokens · turn turn-3`);
   assert.match(await page.getByTestId("counter-why").locator("summary").textContent(), /^counted for claude-sonnet-4-5, estimated \(system prompt \d+–\d+\)$/);
   await page.getByTestId("counter-why").locator("summary").click();
   assert.match(await page.getByTestId("counter-why").textContent(), /no story model is named: the default.*estimateTokens instead/s);
+  assert.match(await page.getByTestId("counter-added").textContent(), new RegExp(`the request adds ≈${counts.added.tokens} tokens: Claude's framing .*when tools are offered, their definitions`));
   await page.getByTestId("counter-why").locator("summary").click();
   assert.match(await page.getByTestId("history-breakpoint").textContent(), new RegExp(`moving cache breakpoint 3 · ≈${counts.breakpoints[3].tokens} tokens`));
   assert.match(await page.locator('[data-testid="segments"] thead').textContent(), /Tokens \(claude-sonnet-4-5\).*Budget \(estimateTokens\)/);
@@ -636,6 +638,48 @@ test("golden changes are reviewed one by one: each accepted (asking first, namin
   assert.deepEqual((await fakeCalls()).filter((c) => c[0] === "reviewGoldenChange").at(-1), ["reviewGoldenChange", target.session, 1, false], "rejecting does not ask: nothing of the author's is written");
   await page.getByTestId("golden-change").waitFor({ state: "detached" });
   await page.evaluate(() => ((window.__fakeTests = undefined), (window.__fakeReviewTests = undefined)));
+});
+
+test("a session whose expectations fail is written for review only when forced, after a confirmation naming the file and what fails", async () => {
+  const run = await fixture("tests.json");
+  const differs = structuredClone(run);
+  const target = differs.sessions[1];
+  target.golden = "differs";
+  target.passed = false;
+  const failingCheck = { ...target.turns[0].checks[0], passed: false, detail: "\"grave, unhurried\" is not in the system prompt", location: "tests/bell-tower.session.yaml:82:11" };
+  target.turns[0].checks[0] = failingCheck;
+  target.turns[0].passed = false;
+  target.turns[0].goldenDifferences = [{ place: "system block stable-segments", from: "segment story-director/tone", plugin: "story-director", change: "changed", diff: "Keep a [-grave-]{+wry+} voice." }];
+  const pendingFile = target.goldenFile.replace(/\.yaml$/, ".new");
+  // "Review" is refused while an expectation fails, as `covel test --update` refuses.
+  const refused = structuredClone(differs);
+  refused.sessions[1].golden = "refused";
+  refused.sessions[1].error = `not writing ${pendingFile}: expectations fail: ${target.turns[0].turnId} [${failingCheck.rule}] ${failingCheck.description} (${failingCheck.location}). Fix them, or pass --force to write it anyway`;
+  const forced = structuredClone(differs);
+  forced.sessions[1].golden = "pending";
+  forced.sessions[1].pending = [{ index: 0, turn: target.turns[0].turnId, kind: "changed", differences: target.turns[0].goldenDifferences }];
+  await page.evaluate(([answer, force]) => ((window.__fakeTests = answer), (window.__fakeForceTests = force)), [differs, forced]);
+  await page.locator('[data-tab="Tests"]').click();
+  await page.getByTestId("tests-run").click();
+  await page.getByTestId("golden-review").waitFor();
+  await page.evaluate((answer) => (window.__fakeTests = answer), refused);
+  await page.getByTestId("golden-review").click();
+  await page.getByTestId("golden-force-ask").waitFor();
+  assert.equal(await page.getByTestId("golden-change").count(), 0, "nothing pending: the update was refused");
+  assert.equal(await page.getByTestId("golden-force-confirm").count(), 0, "forcing asks first");
+  await page.getByTestId("golden-force-ask").click();
+  const ask = page.getByTestId("golden-force-confirm");
+  const text = await ask.textContent();
+  const escape = (t) => t.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  assert.match(text, new RegExp(`Write ${escape(pendingFile)} from this run although 1 expectation fails\\?`));
+  assert.match(text, new RegExp(`${escape(target.goldenFile)} changes only when you accept one`));
+  assert.match(text, new RegExp(`${target.turns[0].turnId} \\[${failingCheck.rule}\\] ${escape(failingCheck.description)} \\(${escape(failingCheck.location)}\\)`));
+  assert.ok(!(await fakeCalls()).some((c) => c[0] === "runTests" && c.includes("force")), "nothing forced before Write anyway");
+  await page.getByTestId("golden-force-write").click();
+  await page.getByTestId("golden-change").waitFor();
+  assert.deepEqual((await fakeCalls()).filter((c) => c[0] === "runTests").at(-1), ["runTests", true, target.session, "force"], "that session alone, forced");
+  assert.match(await page.getByTestId("golden-change").textContent(), /Change 1 of 1/);
+  await page.evaluate(() => ((window.__fakeTests = undefined), (window.__fakeForceTests = undefined)));
 });
 
 test("the problems panel lists every problem with a count badge and links to its place", async () => {

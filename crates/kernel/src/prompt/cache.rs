@@ -123,14 +123,15 @@ fn same(a: &(Place, &RequestPart), b: &(Place, &RequestPart)) -> bool {
 
 /// Compares this turn's assembly with the next turn's. `this_request` is this turn's Anthropic
 /// request (`AnthropicRequest::of(this)`), which the caller builds anyway for its body. `count`
-/// counts a block's tokens: the host's counter for its model (the kernel knows no tokenizer;
-/// [`crate::sdk::estimate_tokens`] when the host has none).
+/// counts a block's tokens, given where it is: the host's counter for its model (the kernel knows
+/// no tokenizer; [`crate::sdk::estimate_tokens`] when the host has none), which may add what the
+/// request puts around the block's text there (a model's framing of the request or a message).
 pub fn analyse(
     this: &Assembly,
     this_request: &AnthropicRequest,
     next: &Assembly,
     min_cacheable_tokens: u32,
-    count: &dyn Fn(&str) -> u64,
+    count: &dyn Fn(&Place, &str) -> u64,
 ) -> CacheReport {
     let next_request = AnthropicRequest::of(next);
     let parts = this_request.parts();
@@ -147,7 +148,7 @@ pub fn analyse(
     let mut warnings = Vec::new();
     let mut tokens = 0;
     for (position, (place, part)) in parts.iter().enumerate() {
-        tokens += count(&part.text);
+        tokens += count(place, &part.text);
         if !part.cache_control {
             continue;
         }

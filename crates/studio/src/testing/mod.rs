@@ -13,6 +13,7 @@ pub mod checks;
 pub mod golden;
 pub mod locate;
 pub mod review;
+pub mod usage;
 
 use crate::models::Backend;
 use crate::playtest::Playtest;
@@ -68,6 +69,9 @@ pub struct TurnCapture {
     pub steps: Vec<crate::turn::record::LoopStep>,
     /// How long playing (or previewing) the turn took.
     pub duration_ms: u32,
+    /// The usage a real (or replayed) backend reported for the turn's prompt as assembled
+    /// (see [`crate::forecast::usage_of_assembled_request`]); none from scripted models.
+    pub usage: Option<Value>,
 }
 
 /// The result of one turn.
@@ -343,6 +347,7 @@ fn capture(workspace: Workspace, rerecord: bool) -> Captured {
             preview,
             steps: Vec::new(),
             duration_ms: millis(started.elapsed()),
+            usage: None,
         };
         return Captured {
             captures: vec![capture],
@@ -393,6 +398,7 @@ fn capture(workspace: Workspace, rerecord: bool) -> Captured {
             preview: report.preview,
             slots: play.slots.values(),
             world,
+            usage: crate::forecast::usage_of_assembled_request(&report.steps),
             steps: report.steps,
             duration_ms: millis(started.elapsed()),
         });
@@ -535,6 +541,8 @@ fn run_untimed(target: &Target, options: &RunOptions, limits: &Limits) -> Sessio
 
     // Where each expectation is written, so a failure names its line.
     let places = locate::expectations(&text, &target.session);
+    // The usage a recording reports is checked against the prediction, as an expectation is.
+    let usage = usage::checks(&parsed, &captures);
     let mut turns: Vec<TurnResult> = captures
         .iter()
         .zip(&expectations)
@@ -548,6 +556,7 @@ fn run_untimed(target: &Target, options: &RunOptions, limits: &Limits) -> Sessio
                     check.location = places.get(index).and_then(|p| p.get(at)).cloned();
                     check
                 })
+                .chain(usage.get(index).cloned().flatten())
                 .collect();
             TurnResult {
                 turn_id: capture.turn_id.clone(),
@@ -774,15 +783,17 @@ pub fn run_folder(
     update: &Sessions,
     limits: &Limits,
 ) -> Result<Vec<SessionResult>, TestError> {
-    run_folder_with(plugins_dir, update, &Sessions::None, limits)
+    run_folder_with(plugins_dir, update, &Sessions::None, false, limits)
 }
 
 /// [`run_folder`], re-recording the changed requests of the replay sessions `rerecord` names
-/// (see [`RunOptions::rerecord_changed`]).
+/// (see [`RunOptions::rerecord_changed`]); with `force`, the sessions `update` names get their
+/// pending snapshot even while their expectations fail (`covel test --update --force`).
 pub fn run_folder_with(
     plugins_dir: &Path,
     update: &Sessions,
     rerecord: &Sessions,
+    force: bool,
     limits: &Limits,
 ) -> Result<Vec<SessionResult>, TestError> {
     Ok(discover(&[plugins_dir.to_path_buf()])?
@@ -791,7 +802,7 @@ pub fn run_folder_with(
             let options = RunOptions {
                 update: update.include(&t.session),
                 rerecord_changed: rerecord.include(&t.session),
-                force: false,
+                force,
             };
             run_session_with(t, &options, limits)
         })

@@ -470,7 +470,11 @@ function isCjkUnit(code) {
     (code >= 0xf900 && code <= 0xfaff) || (code >= 0xff00 && code <= 0xffef);
 }
 
-/** A token estimate: one per CJK UTF-16 unit, one per four other units (rounded up). */
+/**
+ * A token estimate: one per CJK UTF-16 unit, one per four other units (rounded up), as upstream
+ * counts `text.length`: an emoji is its UTF-16 units over four (👍🏽 four units, 👨‍👩‍👧 eight),
+ * not a token each. Budgets rely on this exact rule; model counts are the forecast's.
+ */
 export function estimateTokens(text) {
   const s = String(text ?? "");
   let cjk = 0;
