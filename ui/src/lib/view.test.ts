@@ -117,6 +117,9 @@ describe("the session editor's draft", () => {
 describe("the cache and tests panels", () => {
   it("prices small amounts with five digits and sums the forecast in one line", () => {
     expect(usd(0.001234)).toBe("$0.00123");
+    expect(usd(0.0105)).toBe("$0.0105");
+    expect(usd(0.0142)).toBe("$0.0142");
+    expect(usd(0.25)).toBe("$0.250");
     expect(usd(12)).toBe("$12.00");
     const line = forecastSummary(forecast);
     expect(line).toMatch(/input tokens: .* uncached, .* written, .* read; .* output · \$/);

@@ -364,7 +364,10 @@ export function where(d: { file?: string; line?: number; column?: number }): str
 
 /** US dollars with enough digits for a turn's cost. */
 export function usd(value: number): string {
-  return `$${value.toFixed(value !== 0 && Math.abs(value) < 0.01 ? 5 : 2)}`;
+  // Under a dollar, three significant digits: two costs of a few cents stay apart ($0.0105
+  // against $0.0142, not $0.01 against $0.01).
+  const digits = value !== 0 && Math.abs(value) < 1 ? 2 - Math.floor(Math.log10(Math.abs(value))) : 2;
+  return `$${value.toFixed(Math.min(digits, 8))}`;
 }
 
 /** The forecast's totals as one line, with the saving against no caching in percent. */
