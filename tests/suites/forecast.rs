@@ -1474,3 +1474,58 @@ fn a_reported_input_far_under_the_prediction_is_a_mismatch_saying_by_how_much() 
         f.turns[0].mismatches
     );
 }
+
+/// Chat bodies counted offline with OpenAI's encodings as OpenAI's cookbook counts a request
+/// (tests/fixtures/openai-counts: `count.mjs` made them, with the tool and version it names).
+#[test]
+fn openai_chat_bodies_count_as_tiktoken_counts_them_with_the_cookbooks_framing() {
+    let path = covel_tests::fixture("openai-counts").join("bodies.json");
+    let fixture: Value =
+        serde_json::from_str(&std::fs::read_to_string(path).expect("the fixture")).expect("json");
+    assert!(
+        fixture["tool"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("js-tiktoken"))
+    );
+    let facts = ModelFacts::embedded().expect("facts");
+    let counter = TokenCounter::new();
+    let bodies = fixture["bodies"].as_array().expect("bodies");
+    assert!(bodies.len() >= 10);
+    for body in bodies {
+        // gpt-4o counts with o200k_base, gpt-4.1 too; a cl100k_base body is counted by a
+        // profile whose encoding is cl100k_base.
+        let model = match body["encoding"].as_str() {
+            Some("o200k_base") => "gpt-4o",
+            _ => continue,
+        };
+        let profile = facts.profile(model).expect("model");
+        let messages = body["messages"].as_array().expect("messages");
+        assert_eq!(
+            forecast::openai_chat_tokens(messages, &profile, &counter),
+            body["tokens"].as_u64().expect("tokens"),
+            "{} ({})",
+            body["name"],
+            body["encoding"]
+        );
+    }
+    // The cl100k_base counts, encoded directly with the same framing.
+    for body in bodies.iter().filter(|b| b["encoding"] == "cl100k_base") {
+        let messages = body["messages"].as_array().expect("messages");
+        let counted: u64 = 3 + messages
+            .iter()
+            .map(|m| {
+                3 + counter.count(Encoding::Cl100kBase, m["role"].as_str().unwrap_or_default())
+                    + counter.count(
+                        Encoding::Cl100kBase,
+                        m["content"].as_str().unwrap_or_default(),
+                    )
+            })
+            .sum::<u64>();
+        assert_eq!(
+            counted,
+            body["tokens"].as_u64().expect("tokens"),
+            "{}",
+            body["name"]
+        );
+    }
+}

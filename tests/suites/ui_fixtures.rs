@@ -110,25 +110,22 @@ fn ui_fixtures_are_fresh() {
         "Record<string, TurnPrompt>",
         serde_json::Value::Object(previews),
     ));
-    let forecast = studio
-        .forecast(
-            Some("claude-sonnet-4-5"),
-            &covel_studio::forecast::ForecastOptions::default(),
-        )
-        .expect("forecast");
-    let mut forecast = serde_json::to_value(forecast).expect("json");
-    forecast["counting"] = serde_json::json!({"computed": 0, "reused": 0});
-    outputs.push(("forecast", "Forecast", forecast));
-    // The demo is long enough for Sonnet to cache; for Haiku 4.5 (minimum 4096) it is too short.
-    let short = studio
-        .forecast(
-            Some("claude-haiku-4-5"),
-            &covel_studio::forecast::ForecastOptions::default(),
-        )
-        .expect("forecast");
-    let mut short = serde_json::to_value(short).expect("json");
-    short["counting"] = serde_json::json!({"computed": 0, "reused": 0});
-    outputs.push(("forecast-too-short", "Forecast", short));
+    // The Cache panel's forecast for Sonnet (the demo is long enough to be cached) and for
+    // Haiku 4.5 (minimum 4096: too short), counts of work left out (they vary with the run).
+    for (name, model) in [
+        ("forecast", "claude-sonnet-4-5"),
+        ("forecast-too-short", "claude-haiku-4-5"),
+    ] {
+        let forecast = studio
+            .forecast(
+                Some(model),
+                &covel_studio::forecast::ForecastOptions::default(),
+            )
+            .expect("forecast");
+        let mut forecast = serde_json::to_value(forecast).expect("json");
+        forecast["counting"] = serde_json::json!({"computed": 0, "reused": 0});
+        outputs.push((name, "Forecast", forecast));
+    }
     let tests = covel_studio::testing::run_folder(
         Path::new(&root),
         &covel_studio::testing::Sessions::None,

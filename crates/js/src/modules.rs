@@ -389,29 +389,23 @@ impl Resolver for PluginResolver {
         if sdk_source(name).is_some() || [ZOD, WEB, TURN, INTL, CLONE].contains(&name) {
             return Ok(name.to_string());
         }
-        if name == crate::whatwg_url::URL_HOST {
-            return if base == "node:url" {
-                Ok(name.to_string())
-            } else {
-                Err(refuse(
-                    &self.loaded,
-                    base,
-                    name,
-                    format!("{name} is internal to the sandbox's URL"),
-                ))
-            };
-        }
-        if name == crate::intl::INTL_HOST {
-            return if base == INTL {
-                Ok(name.to_string())
-            } else {
-                Err(refuse(
-                    &self.loaded,
-                    base,
-                    name,
-                    format!("{name} is internal to the sandbox's Intl"),
-                ))
-            };
+        // Host modules internal to one sandbox module: only that module may import them.
+        for (host, owner, what) in [
+            (crate::whatwg_url::URL_HOST, "node:url", "URL"),
+            (crate::intl::INTL_HOST, INTL, "Intl"),
+        ] {
+            if name == host {
+                return if base == owner {
+                    Ok(name.to_string())
+                } else {
+                    Err(refuse(
+                        &self.loaded,
+                        base,
+                        name,
+                        format!("{name} is internal to the sandbox's {what}"),
+                    ))
+                };
+            }
         }
         if let Some(canonical) = node_builtin(name) {
             return Ok(canonical.to_string());

@@ -428,6 +428,43 @@ pub(crate) fn anthropic_items(preview: &Preview, counting: &Counting<'_>) -> Vec
     items
 }
 
+/// The tokens OpenAI reads from its cache for a request of `total` tokens sharing `common`
+/// with an earlier one: nothing under the minimum, else the shared prefix in whole `step`s.
+fn openai_cached(total: u64, common: u64, minimum: u64, step: u64) -> u64 {
+    if total >= minimum && common >= minimum {
+        common / step * step
+    } else {
+        0
+    }
+}
+
+/// One OpenAI chat message's tokens as OpenAI's cookbook counts them
+/// (`<|im_start|>role<|im_sep|>content<|im_end|>`): the message's framing (`overhead`), the
+/// role's own tokens and the content's.
+fn openai_message_tokens(counting: &Counting<'_>, role: &str, content: &str, overhead: u64) -> u64 {
+    counting.tokens(content) + overhead + counting.base(role)
+}
+
+/// A whole OpenAI chat body's input tokens for `profile`, as the forecast counts it: every
+/// message, and the reply's priming.
+pub fn openai_chat_tokens(
+    messages: &[Value],
+    profile: &ModelProfile,
+    counter: &TokenCounter,
+) -> u64 {
+    let counting = Counting::new(profile, counter);
+    let overhead = profile.provider.message_overhead_tokens.unwrap_or(0);
+    let priming = profile.provider.reply_priming_tokens.unwrap_or(0);
+    messages
+        .iter()
+        .map(|m| {
+            let text = |field: &str| m[field].as_str().unwrap_or_default().to_string();
+            openai_message_tokens(&counting, &text("role"), &text("content"), overhead)
+        })
+        .sum::<u64>()
+        + priming
+}
+
 /// The OpenAI request's messages: the system message (every block), then each message.
 fn openai_items(
     preview: &Preview,
@@ -442,9 +479,7 @@ fn openai_items(
     for (index, json) in messages.iter().enumerate() {
         let role = json["role"].as_str().unwrap_or_default();
         let text = json["content"].as_str().unwrap_or_default().to_string();
-        // As OpenAI's cookbook counts a chat message: its framing, plus the role's own tokens,
-        // plus the content's (`<|im_start|>role<|im_sep|>content<|im_end|>`).
-        let tokens = counting.tokens(&text) + overhead + counting.base(role);
+        let tokens = openai_message_tokens(counting, role, &text, overhead);
         let (label, parts) = if index == 0 {
             (
                 "system message".to_string(),
@@ -1467,11 +1502,7 @@ impl Sim<'_> {
                 .map(|(p, used)| (*p, *used, self.common_prefix(&turns[*p], items).0))
                 .max_by_key(|x| x.2);
             let common = best.map_or(0, |(_, (tokens, _))| tokens.min(total));
-            let read = if total >= self.min && common >= self.min {
-                common / step * step
-            } else {
-                0
-            };
+            let read = openai_cached(total, common, self.min, step);
             let previous = t.checked_sub(1).map(|p| turns[p].as_slice());
             let difference = previous.and_then(|p| divergence(p, items));
             let at = "automatic prefix".to_string();
@@ -2527,6 +2558,19 @@ pub fn forecast(
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn openai_reads_from_1024_shared_tokens_on_in_whole_128_token_steps() {
+        // One token under the minimum caches nothing; the minimum itself is read whole.
+        assert_eq!(openai_cached(1023, 1023, 1024, 128), 0);
+        assert_eq!(openai_cached(1024, 1024, 1024, 128), 1024);
+        // A request over the minimum sharing less than it reads nothing.
+        assert_eq!(openai_cached(5000, 1023, 1024, 128), 0);
+        // Between steps: down to the last whole step; one more token reaches the next.
+        assert_eq!(openai_cached(2000, 1151, 1024, 128), 1024);
+        assert_eq!(openai_cached(2000, 1152, 1024, 128), 1152);
+        assert_eq!(openai_cached(2000, 1279, 1024, 128), 1152);
+    }
     use super::*;
 
     fn item(n: usize, tokens: u64, breakpoint: bool) -> Item {

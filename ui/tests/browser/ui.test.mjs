@@ -98,6 +98,9 @@ test("every panel counts tokens with one counter, the story model's, and says wh
   assert.match(await page.getByTestId("counter-added").textContent(), new RegExp(`the request adds ≈${counts.added.tokens} tokens: Claude's framing .*when tools are offered, their definitions`));
   await page.getByTestId("counter-why").locator("summary").click();
   assert.match(await page.getByTestId("history-breakpoint").textContent(), new RegExp(`moving cache breakpoint 3 · ≈${counts.breakpoints[3].tokens} tokens`));
+  // What the request adds around the blocks (framing, the sample's tools) is shown where every
+  // prefix starts, so a first breakpoint larger than its block reads as it is.
+  assert.match(await page.getByTestId("request-added").textContent(), new RegExp(`the request's framing and tool definitions · ≈${counts.added.tokens} tokens`));
   assert.match(await page.locator('[data-testid="segments"] thead').textContent(), /Tokens \(claude-sonnet-4-5\).*Budget \(estimateTokens\)/);
   // The Compaction panel says its own figure is the threshold's counter and gives the model's.
   await page.locator('[data-tab="Compaction"]').click();
