@@ -6,7 +6,6 @@
 use crate::output::print_json;
 use covel_kernel::prompt::{CacheWarning, Origin, PartOrigin};
 use covel_studio::counts::{self, PromptCounts};
-use covel_studio::tokens::TokenCounter;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -33,8 +32,9 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     }
     let preview = workspace.preview(&target);
     let note = workspace.runtime_note(&target);
-    // Counted as the window counts: the story model's tokenizer, not estimateTokens.
-    let counts = counts::of_session(&workspace, &preview, &TokenCounter::new());
+    // Counted as the window counts: the story model's tokenizer, not estimateTokens (the texts
+    // the preview's cache report counted are answered from the workspace's counter).
+    let counts = counts::of_session(&workspace, &preview, &workspace.counter);
     let below_minimum = counts::below_minimum(&preview, &counts);
     if args.json {
         let mut value = serde_json::to_value(&preview)?;

@@ -24,6 +24,16 @@ pub struct Count {
     pub high: u64,
 }
 
+impl From<crate::tokens::Estimate> for Count {
+    fn from(e: crate::tokens::Estimate) -> Self {
+        Count {
+            tokens: e.tokens,
+            low: e.low,
+            high: e.high,
+        }
+    }
+}
+
 impl Count {
     /// `231 tokens`, or `≈231 tokens` for an estimate.
     pub fn label(&self) -> String {
@@ -165,14 +175,7 @@ pub fn prompt_counts(
         .segments
         .iter()
         .map(|r| match r.included {
-            true => {
-                let e = counting.estimate(&r.content);
-                Count {
-                    tokens: e.tokens,
-                    low: e.low,
-                    high: e.high,
-                }
-            }
+            true => counting.estimate(&r.content).into(),
             false => Count::default(),
         })
         .collect();
@@ -211,14 +214,7 @@ pub fn prompt_counts(
             method: forecast::counts_note(profile),
         },
         system: sum(&blocks),
-        added: sum(&items
-            .iter()
-            .map(|i| Count {
-                tokens: i.added.tokens,
-                low: i.added.low,
-                high: i.added.high,
-            })
-            .collect::<Vec<_>>()),
+        added: sum(&items.iter().map(|i| i.added.into()).collect::<Vec<_>>()),
         blocks,
         messages,
         segments,
