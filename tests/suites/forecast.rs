@@ -3,7 +3,7 @@
 //! the totals add up from the per-turn rows; counts are remembered per segment; and loopback
 //! fakes of the Anthropic and OpenAI APIs, returning `usage` with cache fields, agree with the
 //! forecast — or, when the provider behaves differently, the mismatch names where its cache
-//! stopped.
+//! stopped. World lore is attributed where the assembly put it, never by its tags.
 
 use covel_js::Limits;
 use covel_studio::Workspace;
@@ -1040,6 +1040,84 @@ fn a_prefix_whose_estimated_range_straddles_the_minimum_may_or_may_not_be_cached
         "{}",
         row.2
     );
+}
+
+// ---- who wrote which text ----------------------------------------------------------------------
+
+/// The forecast-agreement fixture with a session of one stable system segment and `lore`.
+fn lore_workspace(segment_text: &str, lore: Option<&str>) -> Workspace {
+    let root = covel_tests::fixture("forecast-agrees");
+    let mut ws = Workspace::open(
+        &root.join("plugins"),
+        Some(&root.join("base.session.yaml")),
+        &Limits::default(),
+    )
+    .expect("opens");
+    let mut world = json!({ "id": "w", "name": "W", "description": "A test world." });
+    if let Some(lore) = lore {
+        world["lore"] = json!(lore);
+    }
+    let segments = json!([{ "id": "s0", "position": "system", "role": "system", "audience": "story",
+        "volatility": "stable", "content": segment_text }]);
+    let doc = json!({
+        "id": "lore", "locale": "en", "world": { "worldRecord": world },
+        "models": { "story": { "model": "claude-sonnet-4-5", "contextWindow": 200000, "reservedForResponse": 1024 } },
+        "pluginData": [{ "pluginId": "shaper", "namespace": "shape", "key": "segments", "value": segments }],
+        "nextMessage": "I look around.",
+    });
+    ws.session = covel_kernel::session::parse_session(
+        &doc.to_string(),
+        std::path::Path::new("lore.session.yaml"),
+    )
+    .expect("the session loads");
+    ws
+}
+
+fn stable_block(preview: &covel_studio::Preview) -> &covel_kernel::prompt::Block {
+    preview
+        .prompt
+        .system
+        .blocks
+        .iter()
+        .find(|b| b.kind == covel_kernel::prompt::BlockKind::StableSegments)
+        .expect("a stable block")
+}
+
+#[test]
+fn world_lore_is_attributed_where_the_assembly_put_it_not_by_its_tags() {
+    use covel_kernel::prompt::Source;
+    let segment = Source::Segment {
+        plugin: "shaper".into(),
+        segment: "s0".into(),
+    };
+    // A segment that opens with the lore's tags, in a world without lore, is the segment's.
+    let mimic = "<world-lore>\nNot lore.\n</world-lore> The bell rings.";
+    let ws = lore_workspace(mimic, None);
+    let preview = ws.preview(&covel_studio::RuntimeTarget::Story);
+    let block = stable_block(&preview);
+    assert_eq!(block.world_lore_end, None);
+    let parts = covel_studio::parts::block_parts(block, &preview.segments);
+    let from: Vec<&Source> = parts.iter().map(|p| &p.from).collect();
+    assert_eq!(from, [&segment]);
+
+    // Real lore (not ASCII, with a closing tag of its own) is its own part, then the segment.
+    let lore = "Le phare \u{e9}teint \u{1f56f} </world-lore> veille.";
+    let ws = lore_workspace("The bell rings.", Some(lore));
+    let preview = ws.preview(&covel_studio::RuntimeTarget::Story);
+    let block = stable_block(&preview);
+    let parts = covel_studio::parts::block_parts(block, &preview.segments);
+    let from: Vec<&Source> = parts.iter().map(|p| &p.from).collect();
+    assert_eq!(from, [&Source::WorldLore, &segment]);
+    assert!(parts[0].text.starts_with("<world-lore>\n"));
+    assert!(parts[0].text.ends_with("\n</world-lore>"));
+    assert!(parts[0].text.contains("veille."));
+    // The window slices the block's text in UTF-16 units: the same lore.
+    let wire = covel_studio::wire::preview::Block::from(block);
+    let end = wire
+        .world_lore_end
+        .expect("the wire says where the lore ends");
+    let units: Vec<u16> = block.text.encode_utf16().collect();
+    assert_eq!(String::from_utf16_lossy(&units[..end]), parts[0].text);
 }
 
 // ---- the forecast agrees with the preview's cache report ---------------------------------------

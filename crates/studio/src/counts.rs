@@ -160,17 +160,13 @@ pub fn prompt_counts(
     let items = forecast::anthropic_items(preview, &counting);
     let blocks_len = preview.prompt.system.blocks.len().min(items.len());
     let blocks: Vec<Count> = items[..blocks_len].iter().map(own).collect();
-    // The request leaves out messages without text: the k-th message item is the k-th sent one.
-    let mut sent = items[blocks_len..].iter();
-    let messages = preview
-        .prompt
-        .messages
-        .iter()
-        .map(|m| match covel_kernel::prompt::is_sent(m) {
-            true => sent.next().map_or_else(Count::default, own),
-            false => Count::default(),
-        })
-        .collect();
+    // A message the request leaves out (it has no text) counts nothing.
+    let mut messages = vec![Count::default(); preview.prompt.messages.len()];
+    for item in &items[blocks_len..] {
+        if let Some(count) = item.message.and_then(|index| messages.get_mut(index)) {
+            *count = own(item);
+        }
+    }
     let segments = preview
         .segments
         .iter()
@@ -180,13 +176,15 @@ pub fn prompt_counts(
         })
         .collect();
     // Where each body message's content blocks start among the request blocks.
-    let message_starts: Vec<usize> = preview.prompt.requests.anthropic["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    let message_starts: Vec<usize> = preview
+        .prompt
+        .requests
+        .anthropic_request
+        .messages
+        .iter()
         .scan(blocks_len, |next, m| {
             let start = *next;
-            *next += m["content"].as_array().map_or(0, Vec::len);
+            *next += m.content.len();
             Some(start)
         })
         .collect();

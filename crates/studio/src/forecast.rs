@@ -26,8 +26,9 @@ use crate::preview::Preview;
 use crate::scripts::Script;
 use crate::tokens::{CountStats, Encoding, Estimate, EstimateRule, TokenCounter};
 use crate::workspace::Workspace;
+use covel_kernel::prompt::{Place, Source};
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap};
 
@@ -176,6 +177,8 @@ pub(crate) struct Item {
     pub(crate) added: Estimate,
     breakpoint: bool,
     slot: Slot,
+    /// The assembly's message this block sends (none for the system prompt).
+    pub(crate) message: Option<usize>,
     parts: Vec<ItemPart>,
     /// Token ids for OpenAI prefix matching within a message (lazily filled).
     content: String,
@@ -225,16 +228,13 @@ impl Counting<'_> {
 impl Item {
     /// Adds tokens the text of no block accounts for (tool definitions, framing) to this block,
     /// as a part of their own.
-    fn add(&mut self, from: &str, text: String, e: Estimate) {
+    fn add(&mut self, from: Source, text: String, e: Estimate) {
         self.tokens += e.tokens;
         self.low += e.low;
         self.high += e.high;
         self.added = self.added + e;
         self.parts.push(ItemPart {
-            part: Part {
-                from: from.into(),
-                text,
-            },
+            part: Part { from, text },
             tokens: e.tokens,
         });
     }
@@ -277,26 +277,26 @@ pub(crate) fn claude_added_at(
 /// definitions with the tool-use system prompt on the first block (tools come first in the
 /// cached prefix, so a changed tool changes that block's identity), and each further message's
 /// turn markers on its first block.
-fn add_claude_framing(items: &mut [Item], body: &Value, counting: &Counting<'_>) {
+fn add_claude_framing(items: &mut [Item], tools: &Value, counting: &Counting<'_>) {
     let Some(rule) = counting.estimate else {
         return;
     };
     let Some(first) = items.first_mut() else {
         return;
     };
-    if let Some(tools) = body["tools"].as_array().filter(|t| !t.is_empty()) {
+    if let Some(tools) = tools.as_array().filter(|t| !t.is_empty()) {
         let json = Value::Array(tools.clone()).to_string();
         let e = rule.estimate_as(Script::Code, counting.counter, counting.encoding, &json)
             + rule.tools.estimate();
         first.key.extend_from_slice(json.as_bytes());
-        first.add("tools", json, e);
+        first.add(Source::Tools, json, e);
     }
-    first.add("framing", String::new(), rule.request.estimate());
+    first.add(Source::Framing, String::new(), rule.request.estimate());
     let mut messages = 0;
     for item in items.iter_mut().filter(|i| i.tag.ends_with("|true")) {
         messages += 1;
         if messages > 1 {
-            item.add("framing", String::new(), rule.message.estimate());
+            item.add(Source::Framing, String::new(), rule.message.estimate());
         }
     }
 }
@@ -313,7 +313,7 @@ fn attributed(parts: Vec<Part>, total: u64, counting: &Counting<'_>) -> Vec<Item
     if total > sum {
         out.push(ItemPart {
             part: Part {
-                from: "framing".into(),
+                from: Source::Framing,
                 text: String::new(),
             },
             tokens: total - sum,
@@ -331,16 +331,14 @@ fn attributed(parts: Vec<Part>, total: u64, counting: &Counting<'_>) -> Vec<Item
     out
 }
 
-fn key_of(value: &Value) -> Vec<u8> {
-    serde_json::to_vec(value).unwrap_or_default()
-}
-
-fn without_cache_control(block: &Value) -> Value {
-    let mut block = block.clone();
-    if let Some(map) = block.as_object_mut() {
-        map.remove("cache_control");
-    }
-    block
+/// A block's identity for the cache: its role, whether it opens its message, and its text
+/// (never its breakpoint mark, which moves without changing what is cached).
+fn key_of(role: &str, first: bool, text: &str) -> Vec<u8> {
+    let mut key = Vec::with_capacity(role.len() + text.len() + 8);
+    key.extend_from_slice(role.as_bytes());
+    key.extend_from_slice(if first { b"|first|" } else { b"|" });
+    key.extend_from_slice(text.as_bytes());
+    key
 }
 
 fn block_kind(kind: covel_kernel::prompt::BlockKind) -> String {
@@ -354,77 +352,73 @@ fn message_label(index: usize, message: &covel_kernel::prompt::Message) -> Strin
     format!("message {} ({})", index + 1, message.origin.name())
 }
 
-/// The Anthropic request's content blocks in order: system blocks, then every message's blocks.
-/// The Anthropic request as blocks: each system block, then each content block of each message
-/// the body sends, counted.
+/// The Anthropic request as blocks, in the order the provider reads them (each system block,
+/// then each content block of each message sent), counted and attributed: read from the typed
+/// request the body was serialized from, whose blocks name the message they send.
 pub(crate) fn anthropic_items(preview: &Preview, counting: &Counting<'_>) -> Vec<Item> {
-    let body = &preview.prompt.requests.anthropic;
+    let request = &preview.prompt.requests.anthropic_request;
     let rows = &preview.segments;
+    let blocks = &preview.prompt.system.blocks;
+    let messages = &preview.prompt.messages;
+    let newest = covel_kernel::prompt::history_breakpoint(messages);
     let mut items = Vec::new();
-    for (block, json) in preview
-        .prompt
-        .system
-        .blocks
-        .iter()
-        .zip(body["system"].as_array().into_iter().flatten())
-    {
-        let text = json["text"].as_str().unwrap_or_default().to_string();
-        let e = counting.estimate(&text);
-        let tokens = e.tokens;
-        let tag = "system".to_string();
+    for (place, part) in request.parts() {
+        let (label, role, first, slot, parts) = match place {
+            Place::System { index } => {
+                let Some(block) = blocks.get(index) else {
+                    continue;
+                };
+                let kind = block_kind(block.kind);
+                (
+                    format!("system block {kind}"),
+                    "system",
+                    true,
+                    Slot::System(kind),
+                    parts::block_parts(block, rows),
+                )
+            }
+            Place::Message { role, block, .. } => {
+                let Some((index, message)) = part.message.and_then(|i| Some((i, messages.get(i)?)))
+                else {
+                    continue;
+                };
+                let slot = match Some(index) == newest {
+                    true => Slot::HistoryNewest,
+                    false => Slot::Other,
+                };
+                (
+                    message_label(index, message),
+                    role,
+                    block == 0,
+                    slot,
+                    parts::message_parts(message, rows),
+                )
+            }
+        };
+        let e = counting.estimate(&part.text);
         items.push(Item {
-            label: format!("system block {}", block_kind(block.kind)),
-            key: key_of(&json!({"role": "system", "block": without_cache_control(json)})),
-            tag,
-            tokens,
+            label,
+            key: key_of(role, first, &part.text),
+            tag: match place {
+                Place::System { .. } => "system".to_string(),
+                Place::Message { .. } => format!("{role}|{first}"),
+            },
+            tokens: e.tokens,
             low: e.low,
             high: e.high,
             added: Estimate::default(),
-            breakpoint: json.get("cache_control").is_some(),
-            slot: Slot::System(block_kind(block.kind)),
-            parts: attributed(parts::block_parts(block, rows), tokens, counting),
-            content: text,
+            breakpoint: part.cache_control,
+            slot,
+            message: part.message,
+            parts: attributed(parts, e.tokens, counting),
+            content: part.text.clone(),
         });
     }
-    let newest = covel_kernel::prompt::history_breakpoint(&preview.prompt.messages);
-    // The body leaves out messages without text: pair its blocks with the messages it sends.
-    let mut source = preview
-        .prompt
-        .messages
-        .iter()
-        .enumerate()
-        .filter(|(_, m)| covel_kernel::prompt::is_sent(m));
-    for message in body["messages"].as_array().into_iter().flatten() {
-        let role = message["role"].as_str().unwrap_or_default();
-        for (position, json) in message["content"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .enumerate()
-        {
-            let Some((index, origin)) = source.next() else {
-                break;
-            };
-            let text = json["text"].as_str().unwrap_or_default().to_string();
-            let e = counting.estimate(&text);
-            let tokens = e.tokens;
-            let tag = format!("{role}|{}", position == 0);
-            items.push(Item {
-                label: message_label(index, origin),
-                key: key_of(&json!({"role": role, "first": position == 0, "block": without_cache_control(json)})),
-                tag,
-                tokens,
-                low: e.low,
-                high: e.high,
-                added: Estimate::default(),
-                breakpoint: json.get("cache_control").is_some(),
-                slot: if Some(index) == newest { Slot::HistoryNewest } else { Slot::Other },
-                parts: attributed(parts::message_parts(origin, rows), tokens, counting),
-                content: text,
-            });
-        }
-    }
-    add_claude_framing(&mut items, body, counting);
+    add_claude_framing(
+        &mut items,
+        &preview.prompt.requests.anthropic["tools"],
+        counting,
+    );
     items
 }
 
@@ -472,13 +466,20 @@ fn openai_items(
     overhead: u64,
     priming: u64,
 ) -> Vec<Item> {
-    let body = &preview.prompt.requests.openai;
     let rows = &preview.segments;
-    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    // The chat body's messages (`prompt::openai_request`): the system prompt, then every
+    // message of the assembly, each with its role and text.
+    let system = preview.prompt.system.text();
+    let messages = std::iter::once(("system", system.as_str())).chain(
+        preview
+            .prompt
+            .messages
+            .iter()
+            .map(|m| (m.role.as_str(), m.content.as_str())),
+    );
     let mut items = Vec::new();
-    for (index, json) in messages.iter().enumerate() {
-        let role = json["role"].as_str().unwrap_or_default();
-        let text = json["content"].as_str().unwrap_or_default().to_string();
+    for (index, (role, text)) in messages.enumerate() {
+        let text = text.to_string();
         let tokens = openai_message_tokens(counting, role, &text, overhead);
         let (label, parts) = if index == 0 {
             (
@@ -499,7 +500,7 @@ fn openai_items(
         };
         items.push(Item {
             label,
-            key: key_of(json),
+            key: key_of(role, true, &text),
             tag: role.to_string(),
             tokens,
             low: tokens,
@@ -507,6 +508,7 @@ fn openai_items(
             added: Estimate::default(),
             breakpoint: false,
             slot: Slot::Other,
+            message: index.checked_sub(1),
             parts: attributed(parts, tokens, counting),
             content: text,
         });
@@ -517,7 +519,7 @@ fn openai_items(
         last.high += priming;
         last.parts.push(ItemPart {
             part: Part {
-                from: "framing".into(),
+                from: Source::Framing,
                 text: String::new(),
             },
             tokens: priming,
@@ -922,11 +924,11 @@ struct Divergence {
 /// What a block is, regardless of its position and text: its parts' origins (`segment a/b`,
 /// `history m4`), else its label (system blocks are labelled by kind).
 fn identity(item: &Item) -> String {
-    let froms: Vec<&str> = item
+    let froms: Vec<String> = item
         .parts
         .iter()
-        .map(|p| p.part.from.as_str())
-        .filter(|from| *from != "framing")
+        .filter(|p| p.part.from != Source::Framing)
+        .map(|p| p.part.from.to_string())
         .collect();
     if froms.is_empty() || item.label.starts_with("system") {
         item.label.clone()
@@ -938,7 +940,7 @@ fn identity(item: &Item) -> String {
 fn main_part(item: &Item) -> Option<Part> {
     item.parts
         .iter()
-        .find(|p| p.part.from != "framing")
+        .find(|p| p.part.from != Source::Framing)
         .map(|p| p.part.clone())
 }
 
@@ -948,7 +950,7 @@ fn changed_part(a: &Item, b: &Item) -> (Option<Part>, Change) {
     let real = |i: &Item| -> Vec<Part> {
         i.parts
             .iter()
-            .filter(|p| p.part.from != "framing")
+            .filter(|p| p.part.from != Source::Framing)
             .map(|p| p.part.clone())
             .collect()
     };
@@ -1066,9 +1068,9 @@ fn who(part: &Option<Part>) -> (String, Option<String>, Option<String>) {
             let plugin = p.plugin().map(str::to_string);
             let text = match &plugin {
                 Some(plugin) => format!("{} (plugin {plugin})", p.from),
-                None => p.from.clone(),
+                None => p.from.to_string(),
             };
-            (text, p.segment().map(str::to_string), plugin)
+            (text, p.segment(), plugin)
         }
         None => ("the block list".into(), None, None),
     }
@@ -1391,10 +1393,7 @@ impl Sim<'_> {
                     causes.push(WriteCause {
                         turn: t,
                         name: verdict.cause.clone(),
-                        segment: verdict
-                            .part
-                            .as_ref()
-                            .and_then(|p| p.segment().map(str::to_string)),
+                        segment: verdict.part.as_ref().and_then(Part::segment),
                         kind: verdict.kind,
                         tokens: cum[k] - covered,
                     });
@@ -1690,7 +1689,7 @@ fn part_at(items: &[Item], offset: u64) -> (String, Option<Part>) {
     for item in items {
         for part in &item.parts {
             sum += part.tokens;
-            if sum > offset && part.part.from != "framing" {
+            if sum > offset && part.part.from != Source::Framing {
                 return (item.label.clone(), Some(part.part.clone()));
             }
         }
@@ -1854,7 +1853,7 @@ fn with_layout(turns: &[Vec<Item>], layout: &[String]) -> Vec<Vec<Item>> {
 fn rekey(item: &mut Item) {
     let mut key = item.tag.clone().into_bytes();
     for part in &item.parts {
-        key.extend_from_slice(part.part.from.as_bytes());
+        key.extend_from_slice(part.part.from.to_string().as_bytes());
         key.push(0);
         key.extend_from_slice(part.part.text.as_bytes());
         key.push(0);
@@ -1873,7 +1872,7 @@ fn without_segment(turns: &[Vec<Item>], segment: &str) -> Vec<Vec<Item>> {
                 if let Some(at) = item
                     .parts
                     .iter()
-                    .position(|p| p.part.segment() == Some(segment))
+                    .position(|p| p.part.segment().as_deref() == Some(segment))
                 {
                     let part = item.parts.remove(at);
                     item.tokens = item.tokens.saturating_sub(part.tokens);
@@ -1900,7 +1899,7 @@ fn into_stable(turns: &[Vec<Item>], segment: &str) -> Vec<Vec<Item>> {
                 if let Some(at) = item
                     .parts
                     .iter()
-                    .position(|p| p.part.segment() == Some(segment))
+                    .position(|p| p.part.segment().as_deref() == Some(segment))
                 {
                     let part = item.parts.remove(at);
                     item.tokens = item.tokens.saturating_sub(part.tokens);
@@ -2416,11 +2415,7 @@ pub fn forecast(
                 let w = w_left.min(part.tokens - r);
                 w_left -= w;
                 let u = part.tokens - r - w;
-                let owner = if part.part.from == "framing" {
-                    "(framework)".to_string()
-                } else {
-                    part.part.owner()
-                };
+                let owner = part.part.owner();
                 let row = ledger.entry(owner.clone()).or_insert_with(|| LedgerRow {
                     is_plugin: !owner.starts_with('('),
                     owner,
@@ -2572,6 +2567,7 @@ mod tests {
         assert_eq!(openai_cached(2000, 1279, 1024, 128), 1152);
     }
     use super::*;
+    use serde_json::json;
 
     fn item(n: usize, tokens: u64, breakpoint: bool) -> Item {
         Item {
@@ -2585,9 +2581,12 @@ mod tests {
             added: Estimate::default(),
             breakpoint,
             slot: Slot::Other,
+            message: Some(n),
             parts: vec![ItemPart {
                 part: Part {
-                    from: format!("history m{n}"),
+                    from: Source::History {
+                        id: format!("m{n}"),
+                    },
                     text: format!("block {n}"),
                 },
                 tokens,

@@ -3,83 +3,79 @@
 //! plugin, a history message, the player's input). Golden snapshots diff part by part, and the
 //! cache forecast attributes tokens and cost to plugins with it.
 
-use covel_kernel::prompt::{Block, BlockKind, Message, Origin, SegmentRow};
+use covel_kernel::prompt::{Block, BlockKind, Message, Origin, SegmentRow, Source};
 use serde::{Deserialize, Serialize};
 
 /// One attributed piece of prompt text.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Part {
-    /// What wrote it: `framework`, `runtime body`, `world lore`, `segment PLUGIN/ID`,
-    /// `history ID`, `summary ID`, `player input`.
-    pub from: String,
+    /// Who wrote it, as the author reads it: `framework`, `runtime body`, `world lore`,
+    /// `segment PLUGIN/ID`, `history ID`, `summary ID`, `player input`.
+    pub from: Source,
     pub text: String,
 }
 
 impl Part {
-    fn new(from: impl Into<String>, text: impl Into<String>) -> Part {
+    fn new(from: Source, text: impl Into<String>) -> Part {
         Part {
-            from: from.into(),
+            from,
             text: text.into(),
         }
     }
 
     /// The segment (`plugin/id`) this part is, if it is one.
-    pub fn segment(&self) -> Option<&str> {
-        self.from.strip_prefix("segment ")
+    pub fn segment(&self) -> Option<String> {
+        self.from.segment_key()
     }
 
     /// The plugin responsible for this part, if a plugin is.
     pub fn plugin(&self) -> Option<&str> {
-        self.segment().and_then(|s| s.split('/').next())
+        self.from.plugin()
     }
 
     /// Who pays for it in a ledger: the plugin, else the kind of text (`framework`, `history`…).
     pub fn owner(&self) -> String {
-        match self.plugin() {
-            Some(plugin) => plugin.to_string(),
-            None => {
-                let kind = self.from.split(' ').next().unwrap_or_default();
-                match kind {
-                    "history" | "summary" => "(history)".into(),
-                    "player" => "(player input)".into(),
-                    "runtime" => "(runtime body)".into(),
-                    "world" => "(world lore)".into(),
-                    "tools" => "(tools)".into(),
-                    _ => "(framework)".into(),
-                }
-            }
-        }
+        self.from.owner()
     }
 }
 
-fn segment_text(rows: &[SegmentRow], key: &str) -> String {
-    rows.iter()
-        .find(|r| r.included && r.has_key(key))
-        .map(|r| r.content.to_string())
-        .unwrap_or_default()
-}
-
+/// The parts a block's or the turn context's segments (`plugin/id` keys) are: each segment's
+/// text from its row in the segment table.
 fn segments(keys: &[String], rows: &[SegmentRow]) -> Vec<Part> {
     keys.iter()
-        .map(|key| Part::new(format!("segment {key}"), segment_text(rows, key)))
+        .map(
+            |key| match rows.iter().find(|r| r.included && r.has_key(key)) {
+                Some(row) => Part::new(
+                    Source::Segment {
+                        plugin: row.plugin.to_string(),
+                        segment: row.id.to_string(),
+                    },
+                    row.content.to_string(),
+                ),
+                // A key the table does not hold (the kernel never writes one): named, without text.
+                None => {
+                    let (plugin, segment) = key.split_once('/').unwrap_or((key, ""));
+                    let from = Source::Segment {
+                        plugin: plugin.into(),
+                        segment: segment.into(),
+                    };
+                    Part::new(from, String::new())
+                }
+            },
+        )
         .collect()
 }
 
 /// The parts of one system-prompt block.
 pub fn block_parts(block: &Block, rows: &[SegmentRow]) -> Vec<Part> {
     match block.kind {
-        BlockKind::Preamble => vec![Part::new("framework", block.text.clone())],
-        BlockKind::Body => vec![Part::new("runtime body", block.text.clone())],
+        BlockKind::Preamble => vec![Part::new(Source::Framework, block.text.clone())],
+        BlockKind::Body => vec![Part::new(Source::RuntimeBody, block.text.clone())],
         BlockKind::StableSegments => {
             let mut parts = Vec::new();
-            if block.text.starts_with("<world-lore>")
-                && let Some(end) = block.text.find("</world-lore>")
-            {
-                parts.push(Part::new(
-                    "world lore",
-                    &block.text[..end + "</world-lore>".len()],
-                ));
+            if let Some(lore) = block.world_lore_end.and_then(|end| block.text.get(..end)) {
+                parts.push(Part::new(Source::WorldLore, lore));
             }
             parts.extend(segments(&block.segments, rows));
             parts
@@ -90,14 +86,9 @@ pub fn block_parts(block: &Block, rows: &[SegmentRow]) -> Vec<Part> {
 
 /// The parts of one message.
 pub fn message_parts(message: &Message, rows: &[SegmentRow]) -> Vec<Part> {
-    match &message.origin {
-        Origin::History { id } => vec![Part::new(format!("history {id}"), message.content.clone())],
-        Origin::Summary { id } => vec![Part::new(format!("summary {id}"), message.content.clone())],
-        Origin::Segment { plugin, segment } => vec![Part::new(
-            format!("segment {plugin}/{segment}"),
-            message.content.clone(),
-        )],
-        Origin::TurnContext { segments: keys } => segments(keys, rows),
-        Origin::PlayerInput => vec![Part::new("player input", message.content.clone())],
+    match (&message.origin, message.origin.source()) {
+        (Origin::TurnContext { segments: keys }, _) => segments(keys, rows),
+        (_, Some(source)) => vec![Part::new(source, message.content.clone())],
+        (_, None) => Vec::new(),
     }
 }

@@ -85,10 +85,14 @@ impl PromptView {
     }
 }
 
+/// The request bodies as sent, and the Anthropic request they were serialized from, block by
+/// block with where each came from (what the forecast and the panels' counts read).
 #[derive(Debug, Clone, Serialize)]
 pub struct Requests {
     pub anthropic: Value,
     pub openai: Value,
+    #[serde(skip)]
+    pub anthropic_request: prompt::AnthropicRequest,
 }
 
 /// The world-context snapshot and who provided it.
@@ -735,6 +739,7 @@ impl Workspace {
         let mut requests = Requests {
             anthropic: this_request.body(&options),
             openai: prompt::openai_request(&this, &options),
+            anthropic_request: this_request,
         };
         crate::turn::requests::add_tools(&mut requests.anthropic, &mut requests.openai, &tools);
         let prompt_view = PromptView {

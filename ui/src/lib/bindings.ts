@@ -169,16 +169,38 @@ export type At<T> = {
 export type Audience = NamedAudience | { contract: string };
 
 /**  One block of the system prompt. */
-export type Block = {
+export type Block = Block_Serialize | Block_Deserialize;
+
+/**  Where a system-prompt block sits. */
+export type BlockKind = "preamble" | "body" | "stable-segments" | "turn-tail";
+
+/**  One block of the system prompt. */
+export type Block_Deserialize = {
 	kind: BlockKind,
 	text: string,
 	tokens: number,
 	cacheBoundary: boolean,
 	segments: string[],
+	/**
+	 *  Where the world lore (tags included) ends in `text`, in UTF-16 code units (a JavaScript
+	 *  string's indices), when the block opens with it.
+	 */
+	worldLoreEnd?: number | null,
 };
 
-/**  Where a system-prompt block sits. */
-export type BlockKind = "preamble" | "body" | "stable-segments" | "turn-tail";
+/**  One block of the system prompt. */
+export type Block_Serialize = {
+	kind: BlockKind,
+	text: string,
+	tokens: number,
+	cacheBoundary: boolean,
+	segments: string[],
+	/**
+	 *  Where the world lore (tags included) ends in `text`, in UTF-16 code units (a JavaScript
+	 *  string's indices), when the block opens with it.
+	 */
+	worldLoreEnd?: number,
+};
 
 /**  A cache boundary that moved. */
 export type BoundaryDiff = BoundaryDiff_Serialize | BoundaryDiff_Deserialize;
@@ -1451,7 +1473,7 @@ export type Preview_Deserialize = {
 	session: string,
 	runtime: RuntimeTarget,
 	turnId: string,
-	prompt: PromptView,
+	prompt: PromptView_Deserialize,
 	segments: SegmentRow_Deserialize[],
 	cache: CacheReport_Deserialize,
 	/**
@@ -1474,7 +1496,7 @@ export type Preview_Serialize = {
 	session: string,
 	runtime: RuntimeTarget,
 	turnId: string,
-	prompt: PromptView,
+	prompt: PromptView_Serialize,
 	segments: SegmentRow_Serialize[],
 	cache: CacheReport_Serialize,
 	/**
@@ -1548,8 +1570,18 @@ export type PromptCounts = {
 };
 
 /**  The assembled prompt (its request bodies cross apart: [`Requests`]). */
-export type PromptView = {
-	system: SystemView,
+export type PromptView = PromptView_Serialize | PromptView_Deserialize;
+
+/**  The assembled prompt (its request bodies cross apart: [`Requests`]). */
+export type PromptView_Deserialize = {
+	system: SystemView_Deserialize,
+	messages: Message[],
+	turnContext: string,
+};
+
+/**  The assembled prompt (its request bodies cross apart: [`Requests`]). */
+export type PromptView_Serialize = {
+	system: SystemView_Serialize,
 	messages: Message[],
 	turnContext: string,
 };
@@ -2241,8 +2273,17 @@ export type StudioChanged_Serialize = { reason: "opening" } |
 { reason: "reload"; patch: SnapshotPatch_Serialize };
 
 /**  The system prompt. */
-export type SystemView = {
-	blocks: Block[],
+export type SystemView = SystemView_Serialize | SystemView_Deserialize;
+
+/**  The system prompt. */
+export type SystemView_Deserialize = {
+	blocks: Block_Deserialize[],
+	tokens: number,
+};
+
+/**  The system prompt. */
+export type SystemView_Serialize = {
+	blocks: Block_Serialize[],
 	tokens: number,
 };
 

@@ -63,6 +63,15 @@ test("the prompt panel shows blocks with cache boundaries and the segment table"
   await page.screenshot({ path: join(shots, "browser-prompt.png") });
 });
 
+test("the world lore shows as its own part of the stable block, exactly where the kernel says it ends", async () => {
+  const snapshot = await fixture("snapshot.json");
+  const block = snapshot.preview.prompt.system.blocks.find((b) => b.kind === "stable-segments");
+  assert.ok(block.worldLoreEnd > 0, "the demo's story has world lore");
+  const lore = await page.getByTestId("world-lore").locator("pre").textContent();
+  assert.equal(lore, block.text.slice(0, block.worldLoreEnd));
+  assert.match(lore, /^<world-lore>\n[\s\S]*\n<\/world-lore>$/);
+});
+
 test("the prompt panel marks the moving history breakpoint and explains why it changes", async () => {
   const moving = await page.getByTestId("history-breakpoint").textContent();
   assert.match(moving, /moving cache breakpoint 3 .* changes next turn \(first difference: segment lore-book\/remember; next turn: history message m4\)/);

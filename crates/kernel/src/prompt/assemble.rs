@@ -1,6 +1,7 @@
 //! Building one request from segments, history and the runtime's body.
 
 use super::segment::{Placement, RuntimeView, Segment, SegmentKey, TieGroups, sort_segments};
+use super::source::Source;
 use crate::sdk::estimate_tokens;
 use serde::Serialize;
 use serde_json::Value;
@@ -47,6 +48,10 @@ pub struct Block {
     pub cache_boundary: bool,
     /// `plugin/id` of the segments inside, in order.
     pub segments: Vec<String>,
+    /// Where the world lore ends in `text` (a byte offset; the lore, tags included, opens the
+    /// stable block of a story runtime), if the block has it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub world_lore_end: Option<usize>,
 }
 
 /// Where a message came from.
@@ -71,6 +76,20 @@ impl Origin {
             Origin::TurnContext { .. } => "turn context".into(),
             Origin::PlayerInput => "player input".into(),
         }
+    }
+
+    /// Who wrote the message, when one source did (the turn context holds several segments).
+    pub fn source(&self) -> Option<Source> {
+        Some(match self {
+            Origin::History { id } => Source::History { id: id.clone() },
+            Origin::Summary { id } => Source::Summary { id: id.clone() },
+            Origin::Segment { plugin, segment } => Source::Segment {
+                plugin: plugin.clone(),
+                segment: segment.clone(),
+            },
+            Origin::PlayerInput => Source::PlayerInput,
+            Origin::TurnContext { .. } => return None,
+        })
     }
 }
 
@@ -367,6 +386,7 @@ fn system_blocks(
                 text,
                 cache_boundary: boundary,
                 segments,
+                world_lore_end: None,
             });
         }
     };
@@ -405,6 +425,13 @@ fn system_blocks(
         tail.iter().map(|s| key_of(s)).collect(),
         false,
     );
+    if let Some(lore) = &lore
+        && let Some(block) = blocks
+            .iter_mut()
+            .find(|b| b.kind == BlockKind::StableSegments)
+    {
+        block.world_lore_end = Some(lore.len());
+    }
     blocks
 }
 
@@ -574,6 +601,7 @@ mod tests {
             tokens: 0,
             cache_boundary,
             segments: Vec::new(),
+            world_lore_end: None,
         }
     }
 

@@ -7,6 +7,7 @@ mod cache;
 mod reads;
 mod requests;
 mod segment;
+mod source;
 pub mod template;
 
 pub use assemble::{
@@ -26,6 +27,7 @@ pub use segment::{
     Audience, NamedAudience, Placement, ProvidedSegments, RuntimeView, Segment, SegmentKey,
     TieGroups, Volatility, sort_segments,
 };
+pub use source::{Source, UnknownSource};
 
 /// The framework's fixed preamble, first block of every system prompt.
 pub const FRAMEWORK_PREAMBLE: &str = "You are running inside Covel, an interactive story engine. Follow the instructions below; \

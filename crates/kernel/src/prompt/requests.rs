@@ -95,6 +95,11 @@ pub struct RequestPart {
     /// Whether the block carries `cache_control` (a breakpoint).
     pub cache_control: bool,
     pub origin: PartOrigin,
+    /// The index of the assembly's message this block sends (none for a system block): a
+    /// message without text is not sent, so the request's blocks and the assembly's messages
+    /// do not pair by position.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<usize>,
 }
 
 impl RequestPart {
@@ -177,6 +182,7 @@ impl AnthropicRequest {
                         block: b.kind,
                         segments: b.segments.clone(),
                     },
+                    message: None,
                 }
             })
             .collect();
@@ -199,6 +205,7 @@ impl AnthropicRequest {
                 text,
                 cache_control: Some(index) == newest_history,
                 origin: PartOrigin::of_message(&m.origin),
+                message: Some(index),
             };
             match messages.last_mut() {
                 Some(last) if last.role == role => last.content.push(part),

@@ -230,7 +230,7 @@ fn diff_parts(place: &str, old: &[Part], new: &[Part], out: &mut Vec<Difference>
         let (tag, old_range, new_range) = op.as_tag_tuple();
         let record = |part: &Part, change: &'static str, diff: String| Difference {
             place: place.to_string(),
-            from: Some(part.from.clone()),
+            from: Some(part.from.to_string()),
             plugin: part.plugin().map(str::to_string),
             change,
             diff,
@@ -346,7 +346,7 @@ pub fn compare(
             m.role,
             m.parts
                 .iter()
-                .map(|p| p.from.as_str())
+                .map(|p| p.from.to_string())
                 .collect::<Vec<_>>()
                 .join(",")
         )

@@ -72,6 +72,11 @@ pub struct Block {
     pub tokens: u64,
     pub cache_boundary: bool,
     pub segments: Vec<String>,
+    /// Where the world lore (tags included) ends in `text`, in UTF-16 code units (a JavaScript
+    /// string's indices), when the block opens with it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[specta(type = Option<Number>, optional)]
+    pub world_lore_end: Option<usize>,
 }
 
 impl From<&prompt::Block> for Block {
@@ -82,6 +87,10 @@ impl From<&prompt::Block> for Block {
             tokens: b.tokens,
             cache_boundary: b.cache_boundary,
             segments: b.segments.clone(),
+            world_lore_end: b
+                .world_lore_end
+                .and_then(|end| b.text.get(..end))
+                .map(|lore| lore.encode_utf16().count()),
         }
     }
 }
