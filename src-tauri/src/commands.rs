@@ -91,11 +91,10 @@ async fn with_studio_patch(
     let wire = Arc::clone(&state.wire);
     with_studio(state, move |s| {
         f(s)?;
-        let snapshot = s.snapshot();
         let mut wire = wire
             .lock()
             .map_err(|_| "studio state poisoned".to_string())?;
-        Ok(wire.patch(snapshot))
+        Ok(wire.patch_of(s))
     })
     .await
 }
@@ -126,11 +125,10 @@ async fn open_workspace(
 async fn snapshot(state: State<'_, AppState>) -> Result<Snapshot, String> {
     let wire = Arc::clone(&state.wire);
     with_studio(&state, move |s| {
-        let snapshot = s.snapshot();
         let mut wire = wire
             .lock()
             .map_err(|_| "studio state poisoned".to_string())?;
-        Ok(wire.full(snapshot))
+        Ok(wire.full_of(s))
     })
     .await
 }

@@ -86,16 +86,16 @@ pub fn open(app: &AppHandle, plugins: &str, session: Option<&str>) -> Result<Sna
         }
     };
     let studio = LiveStudio::new(workspace, RuntimeTarget::Story);
-    let snapshot = studio.snapshot();
     let snapshot = {
         let mut open = state.studio.lock().map_err(|_| "studio state poisoned")?;
-        *open = Some(studio);
         // The UI gets the whole snapshot: what it last received starts again from it.
-        state
+        let snapshot = state
             .wire
             .lock()
             .map_err(|_| "studio state poisoned")?
-            .full(snapshot)
+            .opened(&studio);
+        *open = Some(studio);
+        snapshot
     };
     set_status(
         &state,
@@ -180,11 +180,10 @@ fn watch(app: AppHandle, plugins: PathBuf, session: Option<PathBuf>, generation:
                 {
                     continue;
                 }
-                let snapshot = studio.snapshot();
                 let Ok(mut wire) = state.wire.lock() else {
                     return;
                 };
-                wire.patch(snapshot)
+                wire.patch_of(studio)
             };
             emit(
                 &app,

@@ -6,6 +6,7 @@ use covel_js::Limits;
 use covel_studio::diff::SegmentChangeKind;
 use covel_studio::live::{FolderWatcher, LiveStudio};
 use covel_studio::playtest::Playtest;
+use covel_studio::wire::snapshot::PluginViews;
 use covel_studio::workspace::PluginReload;
 use covel_studio::{RuntimeTarget, Workspace};
 use covel_tests::http_fake::{read_request, write_json};
@@ -153,14 +154,15 @@ fn a_syntax_error_keeps_the_last_good_version_until_a_fix_arrives() {
     assert!(fixed.diagnostics.is_empty(), "{:?}", fixed.diagnostics);
 }
 
-/// The names of the plugins whose view a new snapshot shares with `before`; checks that every
-/// view equals the one built afresh, and returns the snapshot built afresh (whose views the
-/// studio keeps from then on).
+/// The names of the plugins whose view a new snapshot (sharing the views `kept` holds) shares
+/// with `before`; checks that every view equals the one built afresh, and returns the new
+/// snapshot.
 fn shared_views(
     studio: &LiveStudio,
+    kept: &PluginViews,
     before: &covel_studio::wire::Snapshot,
 ) -> (Vec<String>, covel_studio::wire::Snapshot) {
-    let now = studio.snapshot();
+    let now = studio.snapshot_sharing(kept);
     let shared = now
         .plugins
         .iter()
@@ -172,7 +174,6 @@ fn shared_views(
         })
         .map(|view| view.name.clone())
         .collect();
-    studio.forget_plugin_views();
     let fresh = studio.snapshot();
     assert_eq!(
         fresh.plugins, now.plugins,
@@ -184,9 +185,9 @@ fn shared_views(
             .iter()
             .zip(&now.plugins)
             .all(|(a, b)| !a.same(b)),
-        "after forgetting, every view is built again"
+        "a snapshot that keeps no views builds every one again"
     );
-    (shared, fresh)
+    (shared, now)
 }
 
 #[test]
@@ -201,7 +202,8 @@ fn a_snapshot_shares_the_views_of_plugins_a_reload_left_as_they_were() {
         .collect();
     let others =
         |except: &str| -> Vec<String> { names.iter().filter(|n| *n != except).cloned().collect() };
-    let mut last = studio.snapshot();
+    let kept = PluginViews::default();
+    let mut last = studio.snapshot_sharing(&kept);
 
     // Saves of story-director's entry: a new load, a syntax error (the last good load keeps
     // running, marked with the failure), the fix. Every other view stays shared.
@@ -227,7 +229,7 @@ fn a_snapshot_shares_the_views_of_plugins_a_reload_left_as_they_were() {
     ] {
         edit(&entry_file, from, to);
         reload(&mut studio, std::slice::from_ref(&entry_file));
-        let (shared, now) = shared_views(&studio, &last);
+        let (shared, now) = shared_views(&studio, &kept, &last);
         assert_eq!(shared, others("story-director"), "{to}");
         let view = now
             .plugins
@@ -239,13 +241,13 @@ fn a_snapshot_shares_the_views_of_plugins_a_reload_left_as_they_were() {
     }
 
     // Nothing at all: a snapshot with no change shares every view.
-    let (shared, now) = shared_views(&studio, &last);
+    let (shared, now) = shared_views(&studio, &kept, &last);
     assert_eq!(shared, names);
 
     // A plugin gone: the others' views stay shared.
     std::fs::remove_dir_all(dir.path().join("lore-book")).expect("delete");
     reload(&mut studio, &[dir.path().join("lore-book")]);
-    let (shared, _) = shared_views(&studio, &now);
+    let (shared, _) = shared_views(&studio, &kept, &now);
     assert_eq!(shared, others("lore-book"));
 }
 

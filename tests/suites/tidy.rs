@@ -1,6 +1,6 @@
 //! House rules a machine can check: every Rust source file opens with a `//!` paragraph,
 //! ARCHITECTURE.md lists exactly the diagnostic codes the kernel has, and every test, file and
-//! function its seed rule table names exists.
+//! function its seed rule table names exists, and the studio's domain never imports its wire.
 
 use covel_kernel::diagnostic::Code;
 use std::path::{Path, PathBuf};
@@ -218,5 +218,40 @@ fn every_rust_test_named_in_the_caches_table_exists() {
     assert!(
         missing.is_empty(),
         "tests named in ARCHITECTURE.md's caches table that do not exist: {missing:?}"
+    );
+}
+
+/// The wire (`covel_studio::wire`) turns the studio's state into what the window receives; the
+/// domain (every other module of the crate) never names it, so that the two do not import each
+/// other and the domain can change without the window's shapes, and the other way round.
+#[test]
+fn the_studio_domain_does_not_import_the_wire() {
+    let src = repo().join("crates/studio/src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let wire = src.join("wire");
+    let mut offenders = Vec::new();
+    for file in files.iter().filter(|f| !f.starts_with(&wire)) {
+        let text = std::fs::read_to_string(file).expect("readable");
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or_default();
+            let names_wire = ["crate::wire", "super::wire", "covel_studio::wire"]
+                .iter()
+                .any(|path| code.contains(path))
+                || (code.trim_start().starts_with("use crate::{") && code.contains("wire"));
+            if names_wire {
+                offenders.push(format!(
+                    "{}:{}: {}",
+                    file.strip_prefix(repo()).unwrap_or(file).display(),
+                    n + 1,
+                    line.trim()
+                ));
+            }
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "the domain imports the wire:\n{}",
+        offenders.join("\n")
     );
 }

@@ -3,7 +3,7 @@
 //! ready (the author's wait on a save), with the part of it that is work after the settle time
 //! and that work's parts (load, resolve, preview, and the preview's own parts: the segment calls
 //! of its two turns, their assembly, the world context, the slots, the rest), and the size of
-//! the patch the desktop app would send its window for each reload (`WireState::patch`). Between edits the memo is
+//! the patch the desktop app would send its window for each reload (`WireState::patch_of`). Between edits the memo is
 //! confirmed, as the shells do while the author is idle (`LiveStudio::confirm_memo`), and the
 //! folder stays quiet for the pause given (`--watch-pause`). An edit appends a comment (a save
 //! that changes no output), or with `--watch-replace TEXT` puts its number after TEXT in the
@@ -96,7 +96,7 @@ pub fn run(
     // What the window already holds, as the app tracks it: each reload then crosses as a patch.
     let mut wire = WireState::default();
     // What the window receives on open: the whole snapshot.
-    let snapshot_bytes = serde_json::to_vec(&wire.full(studio.snapshot()))?.len();
+    let snapshot_bytes = serde_json::to_vec(&wire.opened(&studio))?.len();
     let mut patch_bytes = Vec::new();
     // How many of the patches carried a change of the prompt (a text edit's do; a comment's not).
     let mut prompt_patches = 0;
@@ -134,7 +134,7 @@ pub fn run(
                     resolve.push(entry.timings.resolve_ms);
                     preview.push(entry.timings.preview_ms);
                     preview_parts.add(&studio.preview.timings);
-                    let patch = wire.patch(studio.snapshot());
+                    let patch = wire.patch_of(&studio);
                     patch_bytes.push(serde_json::to_vec(&patch)?.len() as f64);
                     if patch.preview.is_some_and(|p| p.prompt.is_some()) {
                         prompt_patches += 1;

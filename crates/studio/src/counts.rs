@@ -16,11 +16,11 @@ use std::sync::OnceLock;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, specta::Type)]
 #[serde(rename_all = "camelCase")]
 pub struct Count {
-    #[specta(type = crate::wire::common::Number)]
+    #[specta(type = crate::ts::Number)]
     pub tokens: u64,
-    #[specta(type = crate::wire::common::Number)]
+    #[specta(type = crate::ts::Number)]
     pub low: u64,
-    #[specta(type = crate::wire::common::Number)]
+    #[specta(type = crate::ts::Number)]
     pub high: u64,
 }
 
@@ -74,7 +74,7 @@ pub struct PromptCounts {
     pub breakpoints: Vec<Count>,
     /// The smallest prefix the model caches (the session's `minCacheableTokens` when it names
     /// one, else the model facts').
-    #[specta(type = crate::wire::common::Number)]
+    #[specta(type = crate::ts::Number)]
     pub minimum: u64,
     /// What the request adds around the text of its blocks and messages: Claude's framing (per
     /// request and per further message) and, when tools are offered, their definitions with the

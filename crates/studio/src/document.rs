@@ -21,7 +21,7 @@ use yaml_edit::{AsYaml, Document, Mapping, Sequence, YamlFile, YamlNode};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, specta::Type)]
 #[serde(untagged)]
 pub enum PathSegment {
-    #[specta(type = crate::wire::common::Number)]
+    #[specta(type = crate::ts::Number)]
     Index(usize),
     Key(String),
 }
@@ -64,30 +64,30 @@ pub enum SessionEdit {
         plugin: String,
         key: String,
         #[serde(default)]
-        #[specta(type = Option<crate::wire::common::JsonShape>)]
+        #[specta(type = Option<crate::ts::JsonShape>)]
         value: Option<Value>,
     },
     /// Replaces `world.characters[index]`.
     SetCharacter {
-        #[specta(type = crate::wire::common::Number)]
+        #[specta(type = crate::ts::Number)]
         index: usize,
-        #[specta(type = crate::wire::common::JsonShape)]
+        #[specta(type = crate::ts::JsonShape)]
         character: Value,
     },
     /// Appends to `world.characters`.
     AddCharacter {
-        #[specta(type = crate::wire::common::JsonShape)]
+        #[specta(type = crate::ts::JsonShape)]
         character: Value,
     },
     /// Removes `world.characters[index]`.
     RemoveCharacter {
-        #[specta(type = crate::wire::common::Number)]
+        #[specta(type = crate::ts::Number)]
         index: usize,
     },
     /// Sets any value (creating the mappings on the way).
     Set {
         path: Vec<PathSegment>,
-        #[specta(type = crate::wire::common::JsonShape)]
+        #[specta(type = crate::ts::JsonShape)]
         value: Value,
     },
     /// Removes a mapping key or a list item.

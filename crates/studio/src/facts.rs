@@ -135,17 +135,17 @@ impl Provider {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, specta::Type)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Prices {
-    #[specta(type = crate::wire::common::Number)]
+    #[specta(type = crate::ts::Number)]
     pub input: f64,
     /// Anthropic: writing the cache with the 5-minute TTL.
-    #[specta(type = Option<crate::wire::common::Number>)]
+    #[specta(type = Option<crate::ts::Number>)]
     pub cache_write5m: Option<f64>,
     /// Anthropic: writing the cache with the 1-hour TTL.
-    #[specta(type = Option<crate::wire::common::Number>)]
+    #[specta(type = Option<crate::ts::Number>)]
     pub cache_write1h: Option<f64>,
-    #[specta(type = crate::wire::common::Number)]
+    #[specta(type = crate::ts::Number)]
     pub cache_read: f64,
-    #[specta(type = crate::wire::common::Number)]
+    #[specta(type = crate::ts::Number)]
     pub output: f64,
 }
 

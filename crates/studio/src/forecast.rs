@@ -547,13 +547,13 @@ pub enum Outcome {
 #[derive(Debug, Clone, PartialEq, Serialize, specta::Type)]
 #[serde(rename_all = "camelCase")]
 pub struct BreakpointForecast {
-    #[specta(type = crate::wire::common::Number)]
+    #[specta(type = crate::ts::Number)]
     pub index: usize,
     /// The block it closes (`system block stable-segments`, `message 7 (history m4)`,
     /// `automatic prefix`).
     pub at: String,
     /// Tokens in the prefix up to and including that block.
-    #[specta(type = crate::wire::common::Number)]
+    #[specta(type = crate::ts::Number)]
     pub prefix_tokens: u64,
     pub outcome: Outcome,
     /// `read`, `cold`, `extends`, `prefix-changed`, `new-prefix`, `below-minimum`,
@@ -571,16 +571,16 @@ pub struct BreakpointForecast {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, specta::Type)]
 #[serde(rename_all = "camelCase")]
 pub struct Cost {
-    #[specta(type = crate::wire::common::Number)]
+    #[specta(type = crate::ts::Number)]
     pub input: f64,
-    #[specta(type = crate::wire::common::Number)]
+    #[specta(type = crate::ts::Number)]
     pub cache_write: f64,
-    #[specta(type = crate::wire::common::Number)]
+    #[specta(type = crate::ts::Number)]
     pub cache_read: f64,
     /// The reply's output tokens.
-    #[specta(type = crate::wire::common::Number)]
+    #[specta(type = crate::ts::Number)]
     pub output: f64,
-    #[specta(type = crate::wire::common::Number)]
+    #[specta(type = crate::ts::Number)]
     pub total: f64,
 }
 
@@ -589,13 +589,13 @@ pub struct Cost {
 #[serde(rename_all = "camelCase")]
 pub struct Reported {
     /// Input tokens neither read from nor written to the cache.
-    #[specta(type = crate::wire::common::Number)]
+    #[specta(type = crate::ts::Number)]
     pub input_tokens: u64,
-    #[specta(type = crate::wire::common::Number)]
+    #[specta(type = crate::ts::Number)]
     pub cache_write_tokens: u64,
-    #[specta(type = crate::wire::common::Number)]
+    #[specta(type = crate::ts::Number)]
     pub cache_read_tokens: u64,
-    #[specta(type = crate::wire::common::Number)]
+    #[specta(type = crate::ts::Number)]
     pub output_tokens: u64,
 }
 
@@ -605,9 +605,9 @@ pub struct Reported {
 pub struct Mismatch {
     /// `input` (every input token of the request), `cacheRead` or `cacheWrite`.
     pub field: &'static str,
-    #[specta(type = crate::wire::common::Number)]
+    #[specta(type = crate::ts::Number)]
     pub predicted: u64,
-    #[specta(type = crate::wire::common::Number)]
+    #[specta(type = crate::ts::Number)]
     pub reported: u64,
     /// The first segment (or block) the provider's cache did not cover as predicted (none for
     /// `input`).
@@ -624,38 +624,38 @@ pub struct Mismatch {
 #[serde(rename_all = "camelCase")]
 pub struct TurnForecast {
     /// 1-based.
-    #[specta(type = crate::wire::common::Number)]
+    #[specta(type = crate::ts::Number)]
     pub turn: usize,
     pub turn_id: String,
     pub say: String,
     /// Seconds since the first turn at the assumed pace.
-    #[specta(type = crate::wire::common::Number)]
+    #[specta(type = crate::ts::Number)]
     pub at_seconds: f64,
-    #[specta(type = crate::wire::common::Number)]
+    #[specta(type = crate::ts::Number)]
     pub input_tokens: u64,
     /// Claude: the estimate's error bar on `inputTokens`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[specta(type = Option<(crate::wire::common::Number, crate::wire::common::Number)>)]
+    #[specta(type = Option<(crate::ts::Number, crate::ts::Number)>)]
     pub input_tokens_range: Option<(u64, u64)>,
     pub breakpoints: Vec<BreakpointForecast>,
-    #[specta(type = crate::wire::common::Number)]
+    #[specta(type = crate::ts::Number)]
     pub uncached_tokens: u64,
-    #[specta(type = crate::wire::common::Number)]
+    #[specta(type = crate::ts::Number)]
     pub cache_write_tokens: u64,
-    #[specta(type = crate::wire::common::Number)]
+    #[specta(type = crate::ts::Number)]
     pub cache_read_tokens: u64,
     /// Output tokens: reported, else the assumed reply length, else the played reply counted.
-    #[specta(type = crate::wire::common::Number)]
+    #[specta(type = crate::ts::Number)]
     pub output_tokens: u64,
     /// Where `outputTokens` comes from: `reported`, `assumed` (`--reply-tokens`) or `reply text`.
     pub output_from: &'static str,
     pub cost: Cost,
     /// Claude: `cost.total` over the counts' error bar (input-side costs scaled, output as is).
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[specta(type = Option<(crate::wire::common::Number, crate::wire::common::Number)>)]
+    #[specta(type = Option<(crate::ts::Number, crate::ts::Number)>)]
     pub cost_range: Option<(f64, f64)>,
     /// What the same tokens cost without caching (output included).
-    #[specta(type = crate::wire::common::Number)]
+    #[specta(type = crate::ts::Number)]
     pub cost_without_cache: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reported: Option<Reported>,
@@ -671,25 +671,25 @@ pub struct TurnForecast {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, specta::Type)]
 #[serde(rename_all = "camelCase")]
 pub struct Totals {
-    #[specta(type = crate::wire::common::Number)]
+    #[specta(type = crate::ts::Number)]
     pub input_tokens: u64,
-    #[specta(type = crate::wire::common::Number)]
+    #[specta(type = crate::ts::Number)]
     pub uncached_tokens: u64,
-    #[specta(type = crate::wire::common::Number)]
+    #[specta(type = crate::ts::Number)]
     pub cache_write_tokens: u64,
-    #[specta(type = crate::wire::common::Number)]
+    #[specta(type = crate::ts::Number)]
     pub cache_read_tokens: u64,
-    #[specta(type = crate::wire::common::Number)]
+    #[specta(type = crate::ts::Number)]
     pub output_tokens: u64,
     pub cost: Cost,
     /// Claude: the total cost over the counts' error bar.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[specta(type = Option<(crate::wire::common::Number, crate::wire::common::Number)>)]
+    #[specta(type = Option<(crate::ts::Number, crate::ts::Number)>)]
     pub cost_range: Option<(f64, f64)>,
-    #[specta(type = crate::wire::common::Number)]
+    #[specta(type = crate::ts::Number)]
     pub cost_without_cache: f64,
     /// `costWithoutCache − cost.total`.
-    #[specta(type = crate::wire::common::Number)]
+    #[specta(type = crate::ts::Number)]
     pub saving: f64,
 }
 
@@ -703,21 +703,21 @@ pub struct LedgerRow {
     pub is_plugin: bool,
     /// Tokens in cacheable positions (before the request's last cache breakpoint; for OpenAI,
     /// the cached prefix).
-    #[specta(type = crate::wire::common::Number)]
+    #[specta(type = crate::ts::Number)]
     pub cached_part_tokens: u64,
     /// Tokens after it.
-    #[specta(type = crate::wire::common::Number)]
+    #[specta(type = crate::ts::Number)]
     pub uncached_part_tokens: u64,
-    #[specta(type = crate::wire::common::Number)]
+    #[specta(type = crate::ts::Number)]
     pub cache_read_tokens: u64,
-    #[specta(type = crate::wire::common::Number)]
+    #[specta(type = crate::ts::Number)]
     pub cache_write_tokens: u64,
-    #[specta(type = crate::wire::common::Number)]
+    #[specta(type = crate::ts::Number)]
     pub uncached_tokens: u64,
-    #[specta(type = crate::wire::common::Number)]
+    #[specta(type = crate::ts::Number)]
     pub cost: f64,
     /// Share of the total cost.
-    #[specta(type = crate::wire::common::Number)]
+    #[specta(type = crate::ts::Number)]
     pub share: f64,
 }
 
@@ -727,10 +727,10 @@ pub struct LedgerRow {
 pub struct Layout {
     /// Where the breakpoints go: system block kinds, `history` (the newest history message).
     pub breakpoints: Vec<String>,
-    #[specta(type = crate::wire::common::Number)]
+    #[specta(type = crate::ts::Number)]
     pub cost: f64,
     /// Against the current layout (positive: cheaper).
-    #[specta(type = crate::wire::common::Number)]
+    #[specta(type = crate::ts::Number)]
     pub saving: f64,
 }
 
@@ -743,9 +743,9 @@ pub struct VolatilityAdvice {
     /// What to do (`declare it turn`, `declare it session`…).
     pub change: String,
     pub why: String,
-    #[specta(type = crate::wire::common::Number)]
+    #[specta(type = crate::ts::Number)]
     pub cost_after: f64,
-    #[specta(type = crate::wire::common::Number)]
+    #[specta(type = crate::ts::Number)]
     pub saving: f64,
 }
 
@@ -768,11 +768,11 @@ pub struct ModelSummary {
     pub id: String,
     pub provider: String,
     pub caching: Caching,
-    #[specta(type = crate::wire::common::Number)]
+    #[specta(type = crate::ts::Number)]
     pub min_cacheable_tokens: u64,
-    #[specta(type = crate::wire::common::Number)]
+    #[specta(type = crate::ts::Number)]
     pub ttl_seconds: u64,
-    #[specta(type = crate::wire::common::Number)]
+    #[specta(type = crate::ts::Number)]
     pub pace_seconds: f64,
     pub prices: crate::facts::Prices,
     pub counts: String,
@@ -789,14 +789,14 @@ pub struct SegmentTokens {
     pub segment: String,
     pub plugin: String,
     /// `estimateTokens`, as the contract defines it.
-    #[specta(type = crate::wire::common::Number)]
+    #[specta(type = crate::ts::Number)]
     pub estimate_tokens: u64,
     /// The model's count: exact for OpenAI encodings, the stated estimate for Claude.
-    #[specta(type = crate::wire::common::Number)]
+    #[specta(type = crate::ts::Number)]
     pub tokens: u64,
     /// Claude: the estimate's error bar.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[specta(type = Option<(crate::wire::common::Number, crate::wire::common::Number)>)]
+    #[specta(type = Option<(crate::ts::Number, crate::ts::Number)>)]
     pub range: Option<(u64, u64)>,
     pub exact: bool,
 }

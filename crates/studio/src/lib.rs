@@ -29,6 +29,7 @@ pub mod streaming;
 pub mod testing;
 pub mod textdiff;
 pub mod tokens;
+pub mod ts;
 pub mod turn;
 pub mod wire;
 pub mod workspace;

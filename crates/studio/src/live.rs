@@ -95,8 +95,6 @@ pub struct LiveStudio {
     pub forced_compaction: Option<crate::compaction::CompactionRun>,
     /// Reloads that changed plugins so far (tells a recomputed turn prompt from the one sent).
     plugin_reloads: u64,
-    /// The last snapshot's plugin views, shared by the next snapshot where unchanged.
-    pub(crate) plugin_views: crate::wire::snapshot::PluginViews,
     /// The playtest's branches (forks and replays); the active one is `play`, `turns`, `undo`.
     pub branches: Branches,
 }
@@ -235,7 +233,6 @@ impl LiveStudio {
             undo: Vec::new(),
             forced_compaction: None,
             plugin_reloads: 0,
-            plugin_views: Default::default(),
             branches: Branches::default(),
         }
     }

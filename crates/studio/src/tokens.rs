@@ -50,9 +50,9 @@ impl Encoding {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, specta::Type)]
 #[serde(rename_all = "camelCase")]
 pub struct CountStats {
-    #[specta(type = crate::wire::common::Number)]
+    #[specta(type = crate::ts::Number)]
     pub computed: u64,
-    #[specta(type = crate::wire::common::Number)]
+    #[specta(type = crate::ts::Number)]
     pub reused: u64,
 }
 

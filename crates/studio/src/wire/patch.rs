@@ -496,14 +496,34 @@ impl SnapshotPatch {
 }
 
 /// The snapshot the UI last received (`None` before the first) and its version, counted up by
-/// every snapshot and patch sent.
-#[derive(Debug, Clone, Default)]
+/// every snapshot and patch sent, and the plugin views the next snapshot shares where they did
+/// not change.
+#[derive(Default)]
 pub struct WireState {
     sent: Option<Snapshot>,
     version: u32,
+    views: super::snapshot::PluginViews,
 }
 
 impl WireState {
+    /// The whole snapshot of a studio just opened: no view of the folder before is kept.
+    pub fn opened(&mut self, studio: &crate::live::LiveStudio) -> Snapshot {
+        self.views.forget();
+        self.full_of(studio)
+    }
+
+    /// The whole snapshot of `studio` (see [`WireState::full`]), sharing the views kept.
+    pub fn full_of(&mut self, studio: &crate::live::LiveStudio) -> Snapshot {
+        let snapshot = studio.snapshot_sharing(&self.views);
+        self.full(snapshot)
+    }
+
+    /// What changed in `studio` since the last snapshot or patch (see [`WireState::patch`]).
+    pub fn patch_of(&mut self, studio: &crate::live::LiveStudio) -> SnapshotPatch {
+        let snapshot = studio.snapshot_sharing(&self.views);
+        self.patch(snapshot)
+    }
+
     /// The whole snapshot (on open, or when the UI asks for it), remembered as sent.
     pub fn full(&mut self, mut snapshot: Snapshot) -> Snapshot {
         self.version = self.version.wrapping_add(1);

@@ -77,8 +77,15 @@ pub struct Snapshot {
 }
 
 impl LiveStudio {
-    /// The snapshot of every panel.
+    /// The snapshot of every panel, each plugin's view built afresh.
     pub fn snapshot(&self) -> Snapshot {
+        self.snapshot_sharing(&PluginViews::default())
+    }
+
+    /// The snapshot of every panel, sharing each plugin view `kept` holds from the snapshot
+    /// before where the plugin's view did not change, and keeping the views it builds
+    /// ([`super::WireState`] keeps them for the window).
+    pub fn snapshot_sharing(&self, kept: &PluginViews) -> Snapshot {
         let ws = self.workspace();
         // Indexed once: looking each plugin up in these lists made a snapshot quadratic in the
         // folder's size.
@@ -96,11 +103,7 @@ impl LiveStudio {
                 studio_notes.entry(&*call.plugin_id).or_default().push(line);
             }
         }
-        let mut kept = self
-            .plugin_views
-            .0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
+        let mut kept = kept.0.lock().unwrap_or_else(|e| e.into_inner());
         let plugins = ws
             .plugins
             .iter()
@@ -229,15 +232,11 @@ pub struct PluginViews(
     std::sync::Mutex<foldhash::HashMap<String, (PluginViewKey, Shared<PluginView>)>>,
 );
 
-impl LiveStudio {
-    /// Drops the kept plugin views: the next snapshot builds every one again (tests compare
-    /// those with the views a snapshot shares).
-    pub fn forget_plugin_views(&self) {
-        self.plugin_views
-            .0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clear();
+impl PluginViews {
+    /// Drops the kept views: the next snapshot builds every one again (on open, and for tests
+    /// that compare those with the views a snapshot shares).
+    pub fn forget(&self) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clear();
     }
 }
 
