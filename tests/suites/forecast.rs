@@ -1257,15 +1257,11 @@ mod agreement {
 
     /// How the forecast names the block a breakpoint closes (`system block body`,
     /// `message 7 (history m4)`).
-    fn closes(origin: &covel_kernel::prompt::PartOrigin) -> String {
-        use covel_kernel::prompt::PartOrigin;
+    fn closes(origin: &covel_kernel::prompt::Origin) -> String {
+        use covel_kernel::prompt::Origin;
         match origin {
-            PartOrigin::System { .. } => origin.describe(),
-            PartOrigin::History { id } => format!("(history {id})"),
-            PartOrigin::Summary { id } => format!("(summary {id})"),
-            PartOrigin::Segment { plugin, segment } => format!("(segment {plugin}/{segment})"),
-            PartOrigin::TurnContext { .. } => "(turn context)".into(),
-            PartOrigin::PlayerInput => "(player input)".into(),
+            Origin::System { .. } => origin.name(),
+            other => format!("({})", other.name()),
         }
     }
 

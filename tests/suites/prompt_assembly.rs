@@ -3,7 +3,7 @@
 //! the audience filter, cache boundaries and the request bodies, and cache stability.
 
 use covel_js::Limits;
-use covel_kernel::prompt::{self, BlockKind, Origin, PartOrigin, Place, Placement};
+use covel_kernel::prompt::{self, BlockKind, Origin, Place, Placement};
 use covel_studio::playtest::Playtest;
 use covel_studio::{Preview, RuntimeTarget, Workspace};
 use covel_tests::fixture;
@@ -613,18 +613,18 @@ fn a_depth_segment_ahead_of_the_moving_breakpoint_changes_the_history_prefix_eve
         .iter()
         .find(|b| b.moving)
         .expect("a moving breakpoint");
-    assert_eq!(moving.closes, PartOrigin::History { id: "m4".into() });
+    assert_eq!(moving.closes, Origin::History { id: "m4".into() });
     let diff = moving.first_difference.as_ref().expect("a difference");
     assert_eq!(
         diff.this_turn,
-        PartOrigin::Segment {
+        Origin::Segment {
             plugin: "lore-book".into(),
             segment: "remember".into()
         }
     );
     assert_eq!(
         diff.next_turn,
-        Some(PartOrigin::History { id: "m4".into() }),
+        Some(Origin::History { id: "m4".into() }),
         "next turn m4 comes where the reminder was"
     );
     assert_eq!(diff.segment.as_deref(), Some("lore-book/remember"));
@@ -726,7 +726,7 @@ fn a_turn_tail_that_changes_loses_the_history_breakpoint_behind_it() {
     assert!(
         matches!(
             diff.this_turn,
-            PartOrigin::System {
+            Origin::System {
                 block: BlockKind::TurnTail,
                 ..
             }

@@ -4,7 +4,7 @@
 //! world context and every slot.
 
 use crate::output::print_json;
-use covel_kernel::prompt::{CacheWarning, Origin, PartOrigin};
+use covel_kernel::prompt::{CacheWarning, Origin};
 use covel_studio::counts::{self, PromptCounts};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -98,7 +98,9 @@ fn print_human(p: &covel_studio::Preview, counts: &PromptCounts, below_minimum: 
         );
         crate::say!("{}", block.text);
         if block.cache_boundary {
-            let breakpoint = p.cache.breakpoints.iter().find(|b| matches!(b.closes, PartOrigin::System { block: kind, .. } if kind == block.kind));
+            let breakpoint = p.cache.breakpoints.iter().find(
+                |b| matches!(b.closes, Origin::System { block: kind, .. } if kind == block.kind),
+            );
             let stability = breakpoint.map_or(String::new(), |b| {
                 format!(
                     " · breakpoint {}, {}",
@@ -117,11 +119,8 @@ fn print_human(p: &covel_studio::Preview, counts: &PromptCounts, below_minimum: 
     crate::say!("\nMessages");
     for m in &p.prompt.messages {
         let origin = match &m.origin {
-            Origin::History { id } => format!("history {id}"),
-            Origin::Summary { id } => format!("summary {id}"),
-            Origin::Segment { plugin, segment } => format!("segment {plugin}/{segment}"),
             Origin::TurnContext { segments } => format!("turn context: {}", segments.join(", ")),
-            Origin::PlayerInput => "player input".into(),
+            other => other.name(),
         };
         let rewritten = match &m.origin {
             Origin::History { id } => p
@@ -138,16 +137,13 @@ fn print_human(p: &covel_studio::Preview, counts: &PromptCounts, below_minimum: 
             m.tokens,
             m.content.replace('\n', " ⏎ ")
         );
-        let closes = match &m.origin {
-            Origin::History { id } => Some(PartOrigin::History { id: id.clone() }),
-            Origin::Summary { id } => Some(PartOrigin::Summary { id: id.clone() }),
-            _ => None,
-        };
+        let closes = matches!(m.origin, Origin::History { .. } | Origin::Summary { .. })
+            .then_some(&m.origin);
         if let Some(b) = p
             .cache
             .breakpoints
             .iter()
-            .find(|b| b.moving && Some(&b.closes) == closes.as_ref())
+            .find(|b| b.moving && Some(&b.closes) == closes)
         {
             crate::say!(
                 "  ════════ moving cache breakpoint {} · {} ════════",

@@ -304,7 +304,7 @@ export type BreakpointForecast_Serialize = {
 export type Breakpoint_Deserialize = {
 	index: number,
 	place: Place,
-	closes: PartOrigin,
+	closes: Origin,
 	/**  The moving breakpoint on the newest history message. */
 	moving: boolean,
 	prefixTokens: number,
@@ -316,7 +316,7 @@ export type Breakpoint_Deserialize = {
 export type Breakpoint_Serialize = {
 	index: number,
 	place: Place,
-	closes: PartOrigin,
+	closes: Origin,
 	/**  The moving breakpoint on the newest history message. */
 	moving: boolean,
 	prefixTokens: number,
@@ -667,8 +667,8 @@ export type Difference = Difference_Serialize | Difference_Deserialize;
 /**  The first block that differs on the next turn. */
 export type Difference_Deserialize = {
 	place: Place,
-	thisTurn: PartOrigin,
-	nextTurn?: PartOrigin | null,
+	thisTurn: Origin,
+	nextTurn?: Origin | null,
 	segment?: string | null,
 	plugin?: string | null,
 };
@@ -676,8 +676,8 @@ export type Difference_Deserialize = {
 /**  The first block that differs on the next turn. */
 export type Difference_Serialize = {
 	place: Place,
-	thisTurn: PartOrigin,
-	nextTurn?: PartOrigin,
+	thisTurn: Origin,
+	nextTurn?: Origin,
 	segment?: string,
 	plugin?: string,
 };
@@ -1212,11 +1212,10 @@ export type OpenStatus_Serialize = {
 	error: Diagnostic_Serialize | null,
 };
 
-/**  Where a message came from. */
-export type Origin = { kind: "history"; id: string } | { kind: "summary"; id: string } | { kind: "segment"; plugin: string; segment: string } | { kind: "turn-context"; segments: string[] } | { kind: "player-input" };
-
-/**  Where a content block of the Anthropic request came from. */
-export type PartOrigin = { kind: "system"; block: BlockKind; segments: string[] } | { kind: "history"; id: string } | { kind: "summary"; id: string } | { kind: "segment"; plugin: string; segment: string } | { kind: "turn-context"; segments: string[] } | { kind: "player-input" };
+/**  Where a message, or a content block of the Anthropic request, came from. */
+export type Origin = 
+/**  A request's system block (never a message). */
+{ kind: "system"; block: BlockKind; segments: string[] } | { kind: "history"; id: string } | { kind: "summary"; id: string } | { kind: "segment"; plugin: string; segment: string } | { kind: "turn-context"; segments: string[] } | { kind: "player-input" };
 
 /**  One step of a path into the session document: a mapping key or a list index. */
 export type PathSegment = number | string;

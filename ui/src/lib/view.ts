@@ -1,6 +1,6 @@
 // View logic: pure functions over the snapshot, unit-tested with Vitest. Components stay thin.
 import { resolveI18nText } from "./locale";
-import type { Breakpoint, CacheReport, CallRecord, Count, PointInfo, PromptCounts, RuntimeTarget, Forecast, GoldenDifference, I18n, JsonValue, Message, Origin, PartOrigin, PluginView, ReloadEntry, SegmentChange, SegmentRow, Snapshot, TestRun, TurnRecord, SourceSite } from "./wire";
+import type { Breakpoint, CacheReport, CallRecord, Count, PointInfo, PromptCounts, RuntimeTarget, Forecast, GoldenDifference, I18n, JsonValue, Message, Origin, PluginView, ReloadEntry, SegmentChange, SegmentRow, Snapshot, TestRun, TurnRecord, SourceSite } from "./wire";
 
 // ---- reading JSON values (the session, the world snapshot, summaries) ----------------------------
 
@@ -27,17 +27,17 @@ export function i18n(value: JsonValue | undefined): I18n | undefined {
 }
 
 /** The segments a message or request block came from (`plugin/segment` keys). */
-export function originSegments(o: Origin | PartOrigin): string[] {
+export function originSegments(o: Origin): string[] {
   return o.kind === "segment" ? [`${o.plugin}/${o.segment}`] : o.kind === "turn-context" || o.kind === "system" ? o.segments : [];
 }
 
 /** What names a message's origin after its kind: ` plugin/segment`, ` id`, or nothing. */
-export function originName(o: Origin | PartOrigin): string {
+export function originName(o: Origin): string {
   return o.kind === "segment" ? ` ${o.plugin}/${o.segment}` : o.kind === "history" || o.kind === "summary" ? ` ${o.id}` : "";
 }
 
 /** The history or summary id a message or request block came from. */
-export function originId(o: Origin | PartOrigin): string | undefined {
+export function originId(o: Origin): string | undefined {
   return o.kind === "history" || o.kind === "summary" ? o.id : undefined;
 }
 
@@ -245,7 +245,7 @@ export function cacheReason(call: CallRecord): string {
 }
 
 /** A short name for where a request block came from. */
-export function originLabel(o: PartOrigin | undefined): string {
+export function originLabel(o: Origin | undefined): string {
   switch (o?.kind) {
     case undefined:
       return "the end of the request";

@@ -23,7 +23,6 @@ export type {
   Message,
   Origin,
   OpenStatus_Serialize as OpenStatus,
-  PartOrigin,
   PluginView_Serialize as PluginView,
   PointInfo,
   Positions_Serialize as Positions,

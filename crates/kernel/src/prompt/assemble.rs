@@ -37,6 +37,19 @@ pub enum BlockKind {
     TurnTail,
 }
 
+impl BlockKind {
+    /// The kind as written on the wire and in reports: `preamble`, `body`, `stable-segments`,
+    /// `turn-tail`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            BlockKind::Preamble => "preamble",
+            BlockKind::Body => "body",
+            BlockKind::StableSegments => "stable-segments",
+            BlockKind::TurnTail => "turn-tail",
+        }
+    }
+}
+
 /// One block of the system prompt.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -54,27 +67,50 @@ pub struct Block {
     pub world_lore_end: Option<usize>,
 }
 
-/// Where a message came from.
+/// Where a message of the assembly, or a content block of a request, came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case", tag = "kind")]
 pub enum Origin {
-    History { id: String },
-    Summary { id: String },
-    Segment { plugin: String, segment: String },
-    TurnContext { segments: Vec<String> },
+    /// A system-prompt block and the segments inside it (`plugin/id`, in order): a request's
+    /// block only (the assembly's messages never come from one).
+    System {
+        block: BlockKind,
+        segments: Vec<String>,
+    },
+    History {
+        id: String,
+    },
+    Summary {
+        id: String,
+    },
+    Segment {
+        plugin: String,
+        segment: String,
+    },
+    TurnContext {
+        segments: Vec<String>,
+    },
     PlayerInput,
 }
 
 impl Origin {
-    /// Where a text came from, in the author's words: `history m3`, `summary s1`,
-    /// `segment lore-book/remember`, `turn context`, `player input`.
+    /// Where a text came from, in the author's words: `system block body`, `history m3`,
+    /// `summary s1`, `segment lore-book/remember`, `turn context`, `player input`.
     pub fn name(&self) -> String {
         match self {
-            Origin::History { id } => format!("history {id}"),
-            Origin::Summary { id } => format!("summary {id}"),
-            Origin::Segment { plugin, segment } => format!("segment {plugin}/{segment}"),
+            Origin::System { block, .. } => format!("system block {}", block.name()),
             Origin::TurnContext { .. } => "turn context".into(),
-            Origin::PlayerInput => "player input".into(),
+            other => other.source().map(|s| s.to_string()).unwrap_or_default(),
+        }
+    }
+
+    /// The longer name a cache report's sentences use: a history message says it is one, and
+    /// the turn context lists its segments.
+    pub fn describe(&self) -> String {
+        match self {
+            Origin::History { id } => format!("history message {id}"),
+            Origin::TurnContext { segments } => format!("turn context ({})", segments.join(", ")),
+            other => other.name(),
         }
     }
 
@@ -88,7 +124,7 @@ impl Origin {
                 segment: segment.clone(),
             },
             Origin::PlayerInput => Source::PlayerInput,
-            Origin::TurnContext { .. } => return None,
+            Origin::System { .. } | Origin::TurnContext { .. } => return None,
         })
     }
 }

@@ -7,8 +7,8 @@
 //! came from, explains what an author can change, lints segments declared `stable` or `session`
 //! whose content changed, and warns about prefixes shorter than the model caches.
 
-use super::assemble::{Assembly, BlockKind, row_keys, segment_key};
-use super::requests::{AnthropicRequest, PartOrigin, Place, RequestPart};
+use super::assemble::{Assembly, BlockKind, Origin, row_keys, segment_key};
+use super::requests::{AnthropicRequest, Place, RequestPart};
 use super::segment::{Placement, Volatility};
 use serde::Serialize;
 
@@ -19,10 +19,10 @@ pub struct Difference {
     /// Where it sits in this turn's request.
     pub place: Place,
     /// What this turn's request has there.
-    pub this_turn: PartOrigin,
+    pub this_turn: Origin,
     /// What the next turn's request has there (none: the next request ends before it).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_turn: Option<PartOrigin>,
+    pub next_turn: Option<Origin>,
     /// The segment that made the difference, as `plugin/id`, when a segment did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub segment: Option<String>,
@@ -39,7 +39,7 @@ pub struct Breakpoint {
     /// The block that carries `cache_control`.
     pub place: Place,
     /// What that block is.
-    pub closes: PartOrigin,
+    pub closes: Origin,
     /// The moving breakpoint on the newest history message (the others close system blocks).
     pub moving: bool,
     /// Estimated tokens of the request up to and including the block.
@@ -191,9 +191,9 @@ pub fn analyse(
     }
 }
 
-fn segment_of(origin: &PartOrigin) -> Option<String> {
+fn segment_of(origin: &Origin) -> Option<String> {
     match origin {
-        PartOrigin::Segment { plugin, segment } => Some(segment_key(plugin, segment)),
+        Origin::Segment { plugin, segment } => Some(segment_key(plugin, segment)),
         _ => None,
     }
 }
@@ -229,16 +229,15 @@ fn difference_at(
     let theirs = next_parts.get(at).map(|(_, p)| p.origin.clone());
     let segment = match (&part.origin, &theirs) {
         (
-            PartOrigin::System { segments, .. },
-            Some(PartOrigin::System {
+            Origin::System { segments, .. },
+            Some(Origin::System {
                 segments: other, ..
             }),
         )
-        | (
-            PartOrigin::TurnContext { segments },
-            Some(PartOrigin::TurnContext { segments: other }),
-        ) => first_changed_segment(this, next, segments, other),
-        (PartOrigin::System { segments, .. } | PartOrigin::TurnContext { segments }, _) => {
+        | (Origin::TurnContext { segments }, Some(Origin::TurnContext { segments: other })) => {
+            first_changed_segment(this, next, segments, other)
+        }
+        (Origin::System { segments, .. } | Origin::TurnContext { segments }, _) => {
             segments.first().cloned()
         }
         (mine, other) => segment_of(mine).or_else(|| other.as_ref().and_then(segment_of)),
@@ -259,7 +258,6 @@ fn difference_at(
 /// Base messages (history, summaries, the player's input) after the newest history message:
 /// a depth up to this count lands behind the moving breakpoint.
 fn messages_after_newest_history(this: &Assembly) -> usize {
-    use super::assemble::Origin;
     let newest = this
         .messages
         .iter()
@@ -309,7 +307,7 @@ fn advise(this: &Assembly, breakpoints: &[Breakpoint], d: &Difference) -> Option
         .as_ref()
         .and_then(|key| this.segments.iter().find(|s| s.has_key(key)));
     let (code, message, fix) = match (&d.this_turn, row) {
-        (PartOrigin::Segment { .. }, Some(row)) if matches!(row.placement, Placement::Depth(_)) => {
+        (Origin::Segment { .. }, Some(row)) if matches!(row.placement, Placement::Depth(_)) => {
             let Placement::Depth(depth) = row.placement else { return None };
             let behind = messages_after_newest_history(this);
             let neighbours = neighbours_of(this, &row.plugin, &row.id);
@@ -324,12 +322,12 @@ fn advise(this: &Assembly, breakpoints: &[Breakpoint], d: &Difference) -> Option
                 ),
             )
         }
-        (PartOrigin::Segment { .. }, Some(row)) => (
+        (Origin::Segment { .. }, Some(row)) => (
             "pre-history-message-changes",
             format!("`{}/{}` ({:?}) is sent differently next turn ({there_next}); {cost}.", row.plugin, row.id, row.placement),
             "Keep the content of segments sent ahead of the history identical from turn to turn; text that changes every turn belongs in the turn context (`position: system`, volatility `turn`) or after the history (`post-history`).".to_string(),
         ),
-        (PartOrigin::System { block: BlockKind::TurnTail, .. }, _) => (
+        (Origin::System { block: BlockKind::TurnTail, .. }, _) => (
             "turn-tail-changes",
             format!(
                 "{} changes in the system prompt's turn tail, after the last system breakpoint but ahead of the whole history; {cost}.",
@@ -337,7 +335,7 @@ fn advise(this: &Assembly, breakpoints: &[Breakpoint], d: &Difference) -> Option
             ),
             "A `pre-history` system-role `turn` segment still precedes the history. Use `position: system` with volatility `turn`: it goes into the turn context after the history, which keeps the system prompt unchanged every turn.".to_string(),
         ),
-        (PartOrigin::System { .. }, _) => (
+        (Origin::System { .. }, _) => (
             "stable-block-changes",
             format!(
                 "{} changes inside a cached system block; {cost}.",
@@ -345,12 +343,12 @@ fn advise(this: &Assembly, breakpoints: &[Breakpoint], d: &Difference) -> Option
             ),
             "Declare a segment whose content changes every turn `turn` (it then leaves the cached blocks), or keep its content constant.".to_string(),
         ),
-        (PartOrigin::History { id }, _) => (
+        (Origin::History { id }, _) => (
             "history-message-changes",
             format!("history message `{id}` is sent differently next turn ({there_next}); {cost}."),
             "A `prompt.history-transform@1` provider must give the same message the same text every turn; a segment that moves into the history (see `segment`) must stay behind the moving breakpoint.".to_string(),
         ),
-        (PartOrigin::Summary { id }, _) => (
+        (Origin::Summary { id }, _) => (
             "summary-changes",
             format!("summary `{id}` is sent differently next turn ({there_next}); {cost}."),
             "Expected on a turn that compacts the history; otherwise summaries must stay as stored.".to_string(),
@@ -362,8 +360,8 @@ fn advise(this: &Assembly, breakpoints: &[Breakpoint], d: &Difference) -> Option
         ),
     };
     let what = match (&d.this_turn, &d.segment) {
-        (PartOrigin::History { id }, _) => format!("History message `{id}`"),
-        (PartOrigin::Summary { id }, _) => format!("Summary `{id}`"),
+        (Origin::History { id }, _) => format!("History message `{id}`"),
+        (Origin::Summary { id }, _) => format!("Summary `{id}`"),
         (_, Some(segment)) => format!("`{segment}`"),
         (origin, None) => {
             let mut said = origin.describe();
@@ -399,7 +397,6 @@ fn advise(this: &Assembly, breakpoints: &[Breakpoint], d: &Difference) -> Option
 
 /// ", between `m3` and `m4`" for a message placed among history messages.
 fn neighbours_of(this: &Assembly, plugin: &str, id: &str) -> String {
-    use super::assemble::Origin;
     let Some(at) = this.messages.iter().position(|m| matches!(&m.origin, Origin::Segment { plugin: p, segment: s } if p == plugin && s == id)) else {
         return String::new();
     };
@@ -449,7 +446,7 @@ fn lint(
         }
         let key = row.key();
         let sent_at = parts.iter().position(|(_, p)| match &p.origin {
-            PartOrigin::System { segments, .. } | PartOrigin::TurnContext { segments } => {
+            Origin::System { segments, .. } | Origin::TurnContext { segments } => {
                 segments.contains(&key)
             }
             origin => segment_of(origin).as_deref() == Some(key.as_str()),

@@ -20,8 +20,8 @@ pub use cache::{
 };
 pub use reads::SegmentReads;
 pub use requests::{
-    AnthropicRequest, PartOrigin, Place, RequestMessage, RequestOptions, RequestPart,
-    anthropic_request, history_breakpoint, is_sent, openai_request,
+    AnthropicRequest, Place, RequestMessage, RequestOptions, RequestPart, anthropic_request,
+    history_breakpoint, is_sent, openai_request,
 };
 pub use segment::{
     Audience, NamedAudience, Placement, ProvidedSegments, RuntimeView, Segment, SegmentKey,

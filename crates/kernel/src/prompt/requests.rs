@@ -8,7 +8,7 @@
 //! and cache stability compares two of them block by block (see `cache`), so the verdict is
 //! about exactly what the provider receives.
 
-use super::assemble::{Assembly, BlockKind, Message, Origin};
+use super::assemble::{Assembly, Message, Origin};
 use crate::session::CacheTtl;
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -28,64 +28,6 @@ pub struct RequestOptions {
 /// Anthropic's limit on cache breakpoints per request.
 const MAX_BREAKPOINTS: usize = 4;
 
-/// Where a content block of a provider request came from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case", tag = "kind")]
-pub enum PartOrigin {
-    /// A system-prompt block and the segments inside it (`plugin/id`, in order).
-    System {
-        block: BlockKind,
-        segments: Vec<String>,
-    },
-    /// A history message, by id.
-    History { id: String },
-    /// A stored summary, by id.
-    Summary { id: String },
-    /// A `prompt.segment@1` segment sent as its own message.
-    Segment { plugin: String, segment: String },
-    /// The per-turn context message and the segments inside it.
-    TurnContext { segments: Vec<String> },
-    /// The player's input of the turn.
-    PlayerInput,
-}
-
-impl PartOrigin {
-    fn of_message(origin: &Origin) -> PartOrigin {
-        match origin {
-            Origin::History { id } => PartOrigin::History { id: id.clone() },
-            Origin::Summary { id } => PartOrigin::Summary { id: id.clone() },
-            Origin::Segment { plugin, segment } => PartOrigin::Segment {
-                plugin: plugin.clone(),
-                segment: segment.clone(),
-            },
-            Origin::TurnContext { segments } => PartOrigin::TurnContext {
-                segments: segments.clone(),
-            },
-            Origin::PlayerInput => PartOrigin::PlayerInput,
-        }
-    }
-
-    /// A short human name: `system block stable-segments`, `history m4`, `segment lore-book/remember`…
-    pub fn describe(&self) -> String {
-        match self {
-            PartOrigin::System { block, .. } => {
-                let kind = serde_json::to_value(block)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_string))
-                    .unwrap_or_default();
-                format!("system block {kind}")
-            }
-            PartOrigin::History { id } => format!("history message {id}"),
-            PartOrigin::Summary { id } => format!("summary {id}"),
-            PartOrigin::Segment { plugin, segment } => format!("segment {plugin}/{segment}"),
-            PartOrigin::TurnContext { segments } => {
-                format!("turn context ({})", segments.join(", "))
-            }
-            PartOrigin::PlayerInput => "player input".into(),
-        }
-    }
-}
-
 /// One text content block as the provider receives it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -94,7 +36,7 @@ pub struct RequestPart {
     pub text: String,
     /// Whether the block carries `cache_control` (a breakpoint).
     pub cache_control: bool,
-    pub origin: PartOrigin,
+    pub origin: Origin,
     /// The index of the assembly's message this block sends (none for a system block): a
     /// message without text is not sent, so the request's blocks and the assembly's messages
     /// do not pair by position.
@@ -178,7 +120,7 @@ impl AnthropicRequest {
                 RequestPart {
                     text: b.text.trim_end().to_string(),
                     cache_control,
-                    origin: PartOrigin::System {
+                    origin: Origin::System {
                         block: b.kind,
                         segments: b.segments.clone(),
                     },
@@ -204,7 +146,7 @@ impl AnthropicRequest {
             let part = RequestPart {
                 text,
                 cache_control: Some(index) == newest_history,
-                origin: PartOrigin::of_message(&m.origin),
+                origin: m.origin.clone(),
                 message: Some(index),
             };
             match messages.last_mut() {

@@ -95,20 +95,38 @@ impl From<&prompt::Block> for Block {
     }
 }
 
-/// Where a message came from.
+/// Where a message, or a content block of the Anthropic request, came from.
 #[derive(Debug, Clone, PartialEq, Serialize, Type)]
 #[serde(rename_all = "kebab-case", tag = "kind")]
 pub enum Origin {
-    History { id: String },
-    Summary { id: String },
-    Segment { plugin: String, segment: String },
-    TurnContext { segments: Vec<String> },
+    /// A request's system block (never a message).
+    System {
+        block: BlockKind,
+        segments: Vec<String>,
+    },
+    History {
+        id: String,
+    },
+    Summary {
+        id: String,
+    },
+    Segment {
+        plugin: String,
+        segment: String,
+    },
+    TurnContext {
+        segments: Vec<String>,
+    },
     PlayerInput,
 }
 
 impl From<&prompt::Origin> for Origin {
     fn from(o: &prompt::Origin) -> Self {
         match o.clone() {
+            prompt::Origin::System { block, segments } => Origin::System {
+                block: block.into(),
+                segments,
+            },
             prompt::Origin::History { id } => Origin::History { id },
             prompt::Origin::Summary { id } => Origin::Summary { id },
             prompt::Origin::Segment { plugin, segment } => Origin::Segment { plugin, segment },
@@ -317,47 +335,6 @@ impl From<&prompt::SegmentRow> for SegmentRow {
     }
 }
 
-/// Where a content block of the Anthropic request came from.
-#[derive(Debug, Clone, PartialEq, Serialize, Type)]
-#[serde(rename_all = "kebab-case", tag = "kind")]
-pub enum PartOrigin {
-    System {
-        block: BlockKind,
-        segments: Vec<String>,
-    },
-    History {
-        id: String,
-    },
-    Summary {
-        id: String,
-    },
-    Segment {
-        plugin: String,
-        segment: String,
-    },
-    TurnContext {
-        segments: Vec<String>,
-    },
-    PlayerInput,
-}
-
-impl From<&prompt::PartOrigin> for PartOrigin {
-    fn from(o: &prompt::PartOrigin) -> Self {
-        use prompt::PartOrigin as K;
-        match o.clone() {
-            K::System { block, segments } => PartOrigin::System {
-                block: block.into(),
-                segments,
-            },
-            K::History { id } => PartOrigin::History { id },
-            K::Summary { id } => PartOrigin::Summary { id },
-            K::Segment { plugin, segment } => PartOrigin::Segment { plugin, segment },
-            K::TurnContext { segments } => PartOrigin::TurnContext { segments },
-            K::PlayerInput => PartOrigin::PlayerInput,
-        }
-    }
-}
-
 /// A content block of the Anthropic request.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Type)]
 #[serde(rename_all = "kebab-case", tag = "in")]
@@ -397,9 +374,9 @@ impl From<prompt::Place> for Place {
 #[serde(rename_all = "camelCase")]
 pub struct Difference {
     pub place: Place,
-    pub this_turn: PartOrigin,
+    pub this_turn: Origin,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_turn: Option<PartOrigin>,
+    pub next_turn: Option<Origin>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub segment: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -425,7 +402,7 @@ pub struct Breakpoint {
     #[specta(type = Number)]
     pub index: usize,
     pub place: Place,
-    pub closes: PartOrigin,
+    pub closes: Origin,
     /// The moving breakpoint on the newest history message.
     pub moving: bool,
     #[specta(type = Number)]
