@@ -192,16 +192,7 @@ fn print_human(p: &covel_studio::Preview, counts: &PromptCounts, below_minimum: 
         let diff = b
             .first_difference
             .as_ref()
-            .map(|d| {
-                let instead = d
-                    .next_turn
-                    .as_ref()
-                    .map_or("the request ends".to_string(), |o| o.describe());
-                format!(
-                    " — first difference: {} (next turn: {instead})",
-                    d.this_turn.describe()
-                )
-            })
+            .map(|d| format!(" — {}", d.said))
             .unwrap_or_default();
         let kind = if b.moving {
             "moving breakpoint"

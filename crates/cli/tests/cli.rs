@@ -309,7 +309,7 @@ fn preview_prints_the_prompt_with_boundaries_then_the_segment_table() {
     );
     assert!(
         text.contains(
-            "first difference: segment lore-book/remember (next turn: history message m4)"
+            "first difference: segment lore-book/remember; next turn: history message m4"
         ),
         "{text}"
     );

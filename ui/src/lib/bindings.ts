@@ -671,6 +671,8 @@ export type Difference_Deserialize = {
 	nextTurn?: Origin | null,
 	segment?: string | null,
 	plugin?: string | null,
+	/**  The difference in the author's words (the kernel's, as `covel preview` says it). */
+	said: string,
 };
 
 /**  The first block that differs on the next turn. */
@@ -680,6 +682,8 @@ export type Difference_Serialize = {
 	nextTurn?: Origin,
 	segment?: string,
 	plugin?: string,
+	/**  The difference in the author's words (the kernel's, as `covel preview` says it). */
+	said: string,
 };
 
 /**  One event and the slots it moved. */

@@ -244,26 +244,6 @@ export function cacheReason(call: CallRecord): string {
   return "not cached: no confirmed earlier answer for this input and data (an answer is reused once two identical runs agree)";
 }
 
-/** A short name for where a request block came from. */
-export function originLabel(o: Origin | undefined): string {
-  switch (o?.kind) {
-    case undefined:
-      return "the end of the request";
-    case "system":
-      return `system block ${o.block}`;
-    case "history":
-      return `history message ${o.id}`;
-    case "summary":
-      return `summary ${o.id}`;
-    case "segment":
-      return `segment ${o.plugin}/${o.segment}`;
-    case "turn-context":
-      return "turn context";
-    default:
-      return "player input";
-  }
-}
-
 // ---- token counts ----------------------------------------------------------------------------
 // Every number of tokens a panel shows comes from the studio's one counter (the story model's
 // tokenizer: exact for OpenAI encodings, an estimate with a range for Claude), sent as
@@ -300,7 +280,7 @@ export function breakpointLabel(b: Breakpoint, counts: PromptCounts): string {
   const head = `${b.moving ? "moving cache breakpoint" : "cache breakpoint"} ${b.index} · ${countLabel(counts.breakpoints[b.index])} · `;
   if (b.stable) return `${head}stable next turn`;
   const d = b.firstDifference;
-  return `${head}changes next turn${d ? ` (first difference: ${originLabel(d.thisTurn)}; next turn: ${originLabel(d.nextTurn)})` : ""}`;
+  return `${head}changes next turn${d ? ` (${d.said})` : ""}`;
 }
 
 /** The system breakpoint that closes a block kind. */

@@ -28,6 +28,18 @@ pub struct Difference {
     pub segment: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub plugin: Option<String>,
+    /// The difference in the author's words.
+    pub said: String,
+}
+
+/// The difference in the author's words: `first difference: segment a/b; next turn: history
+/// message m4` (what `covel preview` prints and the Prompt panel shows).
+fn said(this_turn: &Origin, next_turn: Option<&Origin>) -> String {
+    let instead = next_turn.map_or("the request ends".to_string(), Origin::describe);
+    format!(
+        "first difference: {}; next turn: {instead}",
+        this_turn.describe()
+    )
 }
 
 /// One cache breakpoint (`cache_control` block) of this turn's request across two turns.
@@ -248,6 +260,7 @@ fn difference_at(
         .map(str::to_string);
     Difference {
         place: *place,
+        said: said(&part.origin, theirs.as_ref()),
         this_turn: part.origin.clone(),
         next_turn: theirs,
         segment,

@@ -381,6 +381,8 @@ pub struct Difference {
     pub segment: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub plugin: Option<String>,
+    /// The difference in the author's words (the kernel's, as `covel preview` says it).
+    pub said: String,
 }
 
 impl From<&prompt::Difference> for Difference {
@@ -391,6 +393,7 @@ impl From<&prompt::Difference> for Difference {
             next_turn: d.next_turn.as_ref().map(Into::into),
             segment: d.segment.clone(),
             plugin: d.plugin.clone(),
+            said: d.said.clone(),
         }
     }
 }
