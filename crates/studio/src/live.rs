@@ -6,6 +6,7 @@
 use crate::branches::{BranchError, Branches, Parked};
 use crate::diff::{PreviewDiff, diff};
 use crate::document::SessionEdit;
+use crate::forecast;
 use crate::playtest::{ForcedCompaction, PlayLine, Playtest, TurnInFlight, TurnRecord, TurnReport};
 use crate::preview::{Preview, RuntimeTarget};
 use crate::slots::Trigger;
@@ -1280,4 +1281,73 @@ fn undo_prefix(undo: &[UndoEntry], steps: usize) -> Vec<UndoEntry> {
         })
         .cloned()
         .collect()
+}
+
+impl LiveStudio {
+    /// The Cache panel: the turns played in the studio (with the usage a real backend reported)
+    /// and the next turn, forecast for `model` (default: the story model's name, else
+    /// [`forecast::DEFAULT_MODEL`]). A model the facts do not know is refused with the known ones, as
+    /// `covel forecast` refuses it: never silently priced as another. Token counts are
+    /// remembered across calls.
+    pub fn forecast(
+        &mut self,
+        model: Option<&str>,
+        options: &forecast::ForecastOptions,
+    ) -> Result<forecast::Forecast, String> {
+        let facts = crate::facts::ModelFacts::embedded().map_err(|e| e.to_string())?;
+        let story = &self.workspace().session.models.story;
+        let name = model
+            .filter(|m| !m.trim().is_empty())
+            .map(str::to_string)
+            .or_else(|| story.model.clone())
+            .unwrap_or_else(|| forecast::DEFAULT_MODEL.into());
+        let profile = facts.profile(&name).map_err(|e| e.to_string())?;
+        let succeeded: Vec<_> = self
+            .turns
+            .iter()
+            .filter(|t| t.error.is_none())
+            .map(|t| {
+                (
+                    t.turn_id.clone(),
+                    t.player_message.clone(),
+                    forecast::usage_of_assembled_request(&t.steps),
+                    t.reply.as_ref().map(|r| r.text.clone()),
+                )
+            })
+            .collect();
+        let mut played = Vec::with_capacity(succeeded.len() + 1);
+        for (turn_id, say, usage, reply) in succeeded {
+            if let Some(prompt) = self.turn_prompt(&turn_id) {
+                played.push(forecast::PlayedTurn {
+                    turn_id,
+                    say,
+                    preview: prompt.preview,
+                    usage,
+                    reply,
+                    with_newer_plugins: prompt.with_newer_plugins,
+                });
+            }
+        }
+        let next = if self.target == crate::RuntimeTarget::Story {
+            self.preview.clone()
+        } else {
+            self.workspace().preview(&crate::RuntimeTarget::Story)
+        };
+        // The message the preview assembled the next turn for (never empty).
+        let say = self.workspace().previewed_player_message();
+        played.push(forecast::PlayedTurn {
+            turn_id: next.turn_id.clone(),
+            say,
+            preview: next,
+            usage: None,
+            reply: None,
+            with_newer_plugins: false,
+        });
+        Ok(forecast::forecast(
+            &played,
+            &profile,
+            options,
+            &self.workspace().counter,
+        ))
+    }
 }
