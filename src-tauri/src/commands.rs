@@ -265,7 +265,7 @@ async fn list_models(
     api_key_env: Option<String>,
 ) -> Result<Vec<String>, String> {
     let mut config = with_studio(&state, |s| {
-        Ok(s.play.workspace.session.models.story.clone())
+        Ok(s.play().workspace.session.models.story.clone())
     })
     .await?;
     config.backend = backend;
@@ -331,7 +331,7 @@ async fn request_bodies(state: State<'_, AppState>) -> Result<RequestBodies, Str
             .version();
         Ok(RequestBodies {
             version,
-            requests: (&s.preview.prompt).into(),
+            requests: (&s.preview().prompt).into(),
         })
     })
     .await
@@ -421,7 +421,7 @@ async fn answer_form(
             .map(|(k, v)| (k, serde_json::Value::String(v)))
             .collect();
         Ok(covel_studio::turn::forms::FormAnswer::from(
-            s.play.answer_form(&values),
+            s.play().answer_form(&values),
         ))
     })
     .await

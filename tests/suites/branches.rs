@@ -42,10 +42,10 @@ struct State {
 }
 
 fn state(studio: &LiveStudio) -> State {
-    let session = &studio.play.workspace.session;
+    let session = &studio.play().workspace.session;
     let slot = |id: &str| {
         studio
-            .play
+            .play()
             .slots
             .values()
             .into_iter()
@@ -73,7 +73,7 @@ fn play(studio: &mut LiveStudio, message: &str) -> String {
 }
 
 fn turn_ids(studio: &LiveStudio) -> Vec<&str> {
-    studio.turns.iter().map(|t| t.turn_id.as_str()).collect()
+    studio.turns().iter().map(|t| t.turn_id.as_str()).collect()
 }
 
 #[test]
@@ -94,7 +94,7 @@ fn a_fork_starts_from_the_state_right_after_its_turn() {
     );
     assert_eq!(turn_ids(&studio), ["turn-3", "turn-4"]);
     assert_eq!(
-        studio.branches.active().label,
+        studio.branches().active().label,
         "from turn-4 of main",
         "the branch says where it started"
     );
@@ -108,7 +108,7 @@ fn a_fork_starts_from_the_state_right_after_its_turn() {
         reply.contains("turn 5") && reply.contains("Dawn comes"),
         "{reply}"
     );
-    let history = &studio.play.workspace.session.history.messages;
+    let history = &studio.play().workspace.session.history.messages;
     assert_eq!(
         history[history.len() - 2]["content"],
         "I wait on the stairs instead."
@@ -138,7 +138,7 @@ fn switching_branches_keeps_each_branch_as_it_was() {
         Err(BranchError::NoSuchBranch("b9".into()))
     );
     let listed: Vec<_> = studio
-        .branches
+        .branches()
         .list()
         .iter()
         .map(|b| b.label.as_str())
@@ -199,7 +199,7 @@ fn replay_plays_the_same_messages_against_the_plugins_as_they_are_now() {
     let (dir, mut studio) = demo();
     play(&mut studio, "I swim to the tower.");
     play(&mut studio, "I climb the stairs.");
-    let before: Vec<_> = studio.turns.iter().map(|t| t.reply.clone()).collect();
+    let before: Vec<_> = studio.turns().iter().map(|t| t.reply.clone()).collect();
 
     // The author changes a segment's text, then replays.
     let entry = dir.path().join("story-director/server/index.js");
@@ -212,9 +212,9 @@ fn replay_plays_the_same_messages_against_the_plugins_as_they_are_now() {
 
     let (branch, messages) = studio.begin_replay().expect("a replay starts");
     assert_eq!(messages, ["I swim to the tower.", "I climb the stairs."]);
-    assert_eq!(studio.branches.active().label, "replay of main");
+    assert_eq!(studio.branches().active().label, "replay of main");
     assert!(
-        studio.turns.is_empty(),
+        studio.turns().is_empty(),
         "the replay starts before the first turn"
     );
     for message in &messages {
@@ -222,7 +222,7 @@ fn replay_plays_the_same_messages_against_the_plugins_as_they_are_now() {
     }
     assert_eq!(turn_ids(&studio), ["turn-3", "turn-4"]);
     // Same scripted replies, prompts built by the changed plugin.
-    let after: Vec<_> = studio.turns.iter().map(|t| t.reply.clone()).collect();
+    let after: Vec<_> = studio.turns().iter().map(|t| t.reply.clone()).collect();
     assert_eq!(after, before);
     // What each turn sent is kept with it: the replay's turn against the one it replays.
     let house_style = |turn: &covel_studio::playtest::TurnRecord| {
@@ -232,10 +232,10 @@ fn replay_plays_the_same_messages_against_the_plugins_as_they_are_now() {
             .map(|p| p.text.to_string())
             .expect("the segment was sent")
     };
-    let main = studio.branches.parked("main").expect("main is kept");
+    let main = studio.branches().parked("main").expect("main is kept");
     assert!(!house_style(&main.turns[0]).contains("Always prefer"));
-    assert!(house_style(&studio.turns[0]).contains("Always prefer"));
-    assert_eq!(studio.branches.active().id, branch);
+    assert!(house_style(&studio.turns()[0]).contains("Always prefer"));
+    assert_eq!(studio.branches().active().id, branch);
     // Main's turn recomputed now uses the plugins as they are: flagged as such.
     let then = studio
         .branch_turn_prompt(Some("main"), "turn-3")
@@ -251,7 +251,7 @@ fn a_session_save_names_the_played_turns_of_every_branch() {
     studio.fork_turn("turn-3").expect("forks");
     play(&mut studio, "I dive.");
     let text = studio
-        .play
+        .play()
         .workspace
         .session_text
         .clone()
@@ -267,7 +267,7 @@ fn a_session_save_names_the_played_turns_of_every_branch() {
         .save_session_text(&format!("{text}\n# edited\n"), PlayedTurns::Drop)
         .expect("saved when told to drop them");
     assert_eq!(
-        studio.branches.list().len(),
+        studio.branches().list().len(),
         1,
         "a new session starts one branch"
     );
@@ -307,14 +307,14 @@ fn undo_takes_back_the_played_turn_and_the_failed_attempts_after_it() {
     let failed = studio.play_turn_cancellable("I wait.", &cancelled);
     assert!(failed.error.is_some());
     assert_eq!(
-        studio.turns.len(),
+        studio.turns().len(),
         2,
         "the played turn and the cancelled attempt"
     );
     studio.undo().expect("undone");
     assert_eq!(state(&studio), before, "the played turn is undone");
     assert!(
-        studio.turns.is_empty(),
+        studio.turns().is_empty(),
         "its record goes, and the attempt made after it: {:?}",
         turn_ids(&studio)
     );

@@ -990,8 +990,8 @@ fn the_panels_count_for_the_story_model_and_say_so_when_the_facts_do_not_know_it
 fn notes(minimum: Option<u32>) -> Vec<(usize, &'static str, String)> {
     let line = minimum.map(|m| format!("minCacheableTokens: {m}"));
     let (_dir, studio) = live_demo_with(line.as_deref());
-    let counts = studio.prompt_counts(&studio.preview);
-    covel_studio::counts::below_minimum(&studio.preview, &counts)
+    let counts = studio.prompt_counts(studio.preview());
+    covel_studio::counts::below_minimum(studio.preview(), &counts)
         .into_iter()
         .map(|w| (w.breakpoint, w.code, w.message))
         .collect()
@@ -1025,7 +1025,7 @@ fn a_short_prefix_a_longer_cached_prefix_covers_is_not_remarked_on() {
 #[test]
 fn a_prefix_whose_estimated_range_straddles_the_minimum_may_or_may_not_be_cached() {
     let (_dir, studio) = live_demo(None);
-    let counts = studio.prompt_counts(&studio.preview);
+    let counts = studio.prompt_counts(studio.preview());
     let moving = counts.breakpoints[3];
     // A minimum inside the longest prefix's range, above its lower end.
     let minimum = u32::try_from(moving.low + (moving.high - moving.low) / 4).expect("small");

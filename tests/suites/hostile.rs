@@ -690,7 +690,7 @@ fn slips() -> impl proptest::strategy::Strategy<Value = Slip> {
 
 /// The assembled prompt as the author reads it (its request bodies and call records aside).
 fn prompt_text(studio: &covel_studio::live::LiveStudio) -> String {
-    let prompt = &studio.preview.prompt;
+    let prompt = &studio.preview().prompt;
     let messages: Vec<String> = prompt
         .messages
         .iter()

@@ -68,7 +68,13 @@ fn a_save_in_steps_gives_one_reload_without_a_bogus_syntax_error() {
         "no bogus syntax error: {:?}",
         entry.diagnostics
     );
-    assert!(studio.preview.segments.iter().any(|s| &*s.content == "two"));
+    assert!(
+        studio
+            .preview()
+            .segments
+            .iter()
+            .any(|s| &*s.content == "two")
+    );
 }
 
 /// Follows reloads until the preview shows `content` (or ten seconds pass); returns every entry.
@@ -80,7 +86,7 @@ fn reloads_until(
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     let mut entries = Vec::new();
     while !studio
-        .preview
+        .preview()
         .segments
         .iter()
         .any(|s| &*s.content == content)
@@ -166,7 +172,11 @@ fn a_file_that_stays_broken_is_reported_and_the_last_good_version_keeps_running(
             .any(|d| d.code.as_str() == "entry-syntax")
     );
     assert!(
-        studio.preview.segments.iter().any(|s| &*s.content == "one"),
+        studio
+            .preview()
+            .segments
+            .iter()
+            .any(|s| &*s.content == "one"),
         "the last good version runs"
     );
 }
@@ -207,14 +217,14 @@ fn first_save(confirm: bool) -> (Vec<(String, bool)>, Vec<String>) {
         "the reloaded plugin's new engine ran its calls once"
     );
     let calls = studio
-        .preview
+        .preview()
         .calls
         .iter()
         .filter(|c| c.point == covel_kernel::contract::PointId::PromptSegment)
         .map(|c| (c.plugin_id.to_string(), c.cached))
         .collect();
     let contents = studio
-        .preview
+        .preview()
         .segments
         .iter()
         .map(|s| s.content.to_string())
@@ -277,7 +287,7 @@ fn a_save_of_the_same_bytes_reloads_nothing_and_keeps_the_runtime_and_the_last_r
     // Right after opening: the bytes the open loaded.
     std::fs::write(&entry_file, GOOD.replace("VERSION", "one")).expect("same bytes");
     assert_nothing_reloads(&mut studio, &mut watcher);
-    assert!(studio.last_reload.is_none());
+    assert!(studio.last_reload().is_none());
 
     std::fs::write(&entry_file, GOOD.replace("VERSION", "two")).expect("edit");
     let entries = reloads_until(&mut studio, &mut watcher, "two");
@@ -297,12 +307,18 @@ fn a_save_of_the_same_bytes_reloads_nothing_and_keeps_the_runtime_and_the_last_r
         std::sync::Arc::ptr_eq(&engine, &engine_of(&studio, "note")),
         "the runtime (and its memo and module state) stays"
     );
-    let last = studio.last_reload.as_ref().expect("the last reload");
+    let last = studio.last_reload().expect("the last reload");
     assert_eq!(
         last.diff.segments, changed.diff.segments,
         "the last reload's changes are still the ones shown"
     );
-    assert!(studio.preview.segments.iter().any(|s| &*s.content == "two"));
+    assert!(
+        studio
+            .preview()
+            .segments
+            .iter()
+            .any(|s| &*s.content == "two")
+    );
 
     // "Run everything again" reloads it all the same: a fresh runtime.
     let again = studio.run_everything_again();
@@ -388,7 +404,7 @@ fn a_save_in_steps_across_two_plugins_ends_in_one_entry_against_the_state_before
         entry.diff.segments
     );
     assert_eq!(
-        studio.last_reload.as_ref().map(|e| e.plugins.clone()),
+        studio.last_reload().map(|e| e.plugins.clone()),
         Some(entry.plugins.clone())
     );
 }
@@ -475,7 +491,7 @@ fn after_a_played_turn_the_confirmation_runs_the_new_previews_calls_not_the_turn
     // turn is new, so those calls ran once, and they are what is confirmed; the played turn's
     // calls (its player message) also ran once but are never asked again, so they are not.
     assert!(
-        studio.preview.calls.iter().all(|c| c.cached),
+        studio.preview().calls.iter().all(|c| c.cached),
         "the turn shown was confirmed as the next turn"
     );
     assert!(studio.needs_confirming(), "the next turn's calls ran once");

@@ -247,7 +247,7 @@ fn undo_of_a_session_edit_restores_the_file_unless_it_changed_on_disk() {
 fn saving_text_checks_it_first_and_a_session_edit_restarts_the_playtest() {
     let (_dir, mut studio, path) = studio();
     studio.play_turn("I swim.");
-    assert_eq!(studio.turns.len(), 1);
+    assert_eq!(studio.turns().len(), 1);
     let broken = original().replace("locale: en", "locale: [en");
     assert!(matches!(
         studio.save_session_text(&broken, covel_studio::live::PlayedTurns::Keep),
@@ -258,7 +258,7 @@ fn saving_text_checks_it_first_and_a_session_edit_restarts_the_playtest() {
         original(),
         "nothing was written"
     );
-    assert_eq!(studio.turns.len(), 1, "nor was the playtest touched");
+    assert_eq!(studio.turns().len(), 1, "nor was the playtest touched");
     let edited = original().replace("# the player first", "# the player first (edited by hand)");
     assert!(
         matches!(
@@ -272,7 +272,7 @@ fn saving_text_checks_it_first_and_a_session_edit_restarts_the_playtest() {
         .expect("saves");
     assert_eq!(std::fs::read_to_string(&path).expect("read"), edited);
     assert!(
-        studio.turns.is_empty(),
+        studio.turns().is_empty(),
         "played turns belong to the previous version"
     );
     assert_eq!(studio.workspace().session.history.messages.len(), 1);
@@ -336,11 +336,11 @@ fn a_change_on_disk_restarts_the_playtest_and_the_studios_own_write_is_no_change
         !entry.session_reloaded,
         "the watcher seeing the studio's own save changes nothing"
     );
-    assert_eq!(studio.turns.len(), 1);
+    assert_eq!(studio.turns().len(), 1);
     std::fs::write(&path, original().replace("locale: en", "locale: it")).expect("edit on disk");
     let entry = studio.reload(&changes, Instant::now());
     assert!(entry.session_reloaded);
-    assert!(studio.turns.is_empty());
+    assert!(studio.turns().is_empty());
     assert_eq!(
         studio.snapshot().session_text.as_deref(),
         Some(original().replace("locale: en", "locale: it").as_str())

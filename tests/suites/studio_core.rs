@@ -138,7 +138,7 @@ fn a_syntax_error_keeps_the_last_good_version_until_a_fix_arrives() {
     );
     assert!(
         studio
-            .preview
+            .preview()
             .segments
             .iter()
             .any(|s| &*s.plugin == "story-director" && &*s.id == "tone")
@@ -329,7 +329,7 @@ fn a_burst_of_one_hundred_writes_is_one_reload_with_the_final_state() {
     let entry = studio.reload(&studio.classify(&batch.paths), batch.first_event);
     assert_eq!(entry.plugins.keys().collect::<Vec<_>>(), ["story-director"]);
     let tone = studio
-        .preview
+        .preview()
         .segments
         .iter()
         .find(|s| &*s.id == "tone")
@@ -404,7 +404,7 @@ fn replaced_runtimes_are_dropped_on_reload_and_shut_down_cleanly() {
     }
     assert!(
         studio
-            .preview
+            .preview()
             .segments
             .iter()
             .any(|s| &*s.id == "tone" && s.content.contains("grave-loop")),
@@ -565,7 +565,7 @@ fn run_everything_again_runs_every_provider_without_the_memo() {
         studio.refresh();
     }
     assert!(
-        studio.preview.calls.iter().any(|c| c.cached),
+        studio.preview().calls.iter().any(|c| c.cached),
         "repeated previews are answered from the memo"
     );
     let entry = studio.run_everything_again();
@@ -575,14 +575,14 @@ fn run_everything_again_runs_every_provider_without_the_memo() {
         entry.plugins
     );
     let cached: Vec<_> = studio
-        .preview
+        .preview()
         .calls
         .iter()
         .filter(|c| c.cached)
         .map(|c| format!("{}/{}", c.plugin_id, c.provider_id))
         .collect();
     assert!(cached.is_empty(), "answered from the memo: {cached:?}");
-    assert!(!studio.preview.calls.is_empty());
+    assert!(!studio.preview().calls.is_empty());
 }
 
 #[test]
@@ -702,10 +702,10 @@ fn the_snapshots_compaction_estimate_counts_the_system_prompt_and_turn_context_p
     let dir = sample_copy();
     let mut studio = live(dir.path());
     studio.play_turn("I walk to the pier.");
-    let prompt = &studio.preview.prompt;
+    let prompt = &studio.preview().prompt;
     let text = prompt.system_and_turn_context();
     assert!(
-        !studio.preview.prompt.turn_context.is_empty(),
+        !studio.preview().prompt.turn_context.is_empty(),
         "the sample has a turn context"
     );
     assert_eq!(
@@ -755,7 +755,7 @@ fn a_plugin_reload_while_the_model_answers_runs_and_the_reply_is_appended_to_the
     );
     assert!(
         studio
-            .preview
+            .preview()
             .prompt
             .system_and_turn_context()
             .contains("grave, patient"),
@@ -798,9 +798,9 @@ fn turn_with_compaction_due(studio: &mut LiveStudio) -> covel_studio::live::Appe
 fn a_reload_while_compaction_runs_goes_through_and_the_compaction_still_applies() {
     let (dir, mut studio) = compacting_studio();
     let mut appended = turn_with_compaction_due(&mut studio);
-    let turns = studio.turns.len();
+    let turns = studio.turns().len();
     assert_eq!(
-        studio.turns.last().map(|t| t.turn_id.as_str()),
+        studio.turns().last().map(|t| t.turn_id.as_str()),
         Some(appended.turn_id()),
         "the turn is recorded (and undoable) before its compaction runs"
     );
@@ -822,13 +822,13 @@ fn a_reload_while_compaction_runs_goes_through_and_the_compaction_still_applies(
     );
     assert!(run.applied.is_some(), "the compaction applied");
     assert_eq!(
-        studio.turns.len(),
+        studio.turns().len(),
         turns,
         "the record is completed, not added"
     );
     assert!(
         studio
-            .turns
+            .turns()
             .last()
             .and_then(|t| t.compaction.as_ref())
             .is_some(),
@@ -844,12 +844,12 @@ fn a_reload_while_compaction_runs_goes_through_and_the_compaction_still_applies(
 fn a_compaction_whose_turn_was_undone_meanwhile_is_not_applied_and_says_why() {
     let (_dir, mut studio) = compacting_studio();
     let mut appended = turn_with_compaction_due(&mut studio);
-    let turns = studio.turns.len();
+    let turns = studio.turns().len();
     appended.compact();
     studio.undo().expect("undo works meanwhile");
     let before = studio.workspace().session.history.clone();
     assert_eq!(
-        studio.turns.len(),
+        studio.turns().len(),
         turns - 1,
         "the undone turn's record is gone"
     );
@@ -869,7 +869,7 @@ fn a_compaction_whose_turn_was_undone_meanwhile_is_not_applied_and_says_why() {
         before,
         "nothing applied"
     );
-    assert_eq!(studio.turns.len(), turns - 1, "no record comes back");
+    assert_eq!(studio.turns().len(), turns - 1, "no record comes back");
 }
 
 #[test]
@@ -1192,7 +1192,7 @@ fn editing_the_session_saves_it_safely_and_keeps_the_previous_text_as_a_backup()
         .expect("valid edit");
     assert!(
         studio
-            .preview
+            .preview()
             .segments
             .iter()
             .any(|s| &*s.id == "tone" && s.content.contains("wry")),
@@ -1468,7 +1468,7 @@ fn a_played_turn_keeps_what_the_ui_shows_and_recomputes_its_preview_on_demand() 
     }
     // Structural: the retained record of a turn holds no preview (nor the whole history a
     // compaction run was given).
-    for turn in serde_json::to_value(&studio.turns)
+    for turn in serde_json::to_value(studio.turns())
         .expect("json")
         .as_array()
         .expect("turns")
@@ -1487,7 +1487,7 @@ fn a_played_turn_keeps_what_the_ui_shows_and_recomputes_its_preview_on_demand() 
     }
     assert_eq!(
         serde_json::to_value(studio.snapshot()).expect("json")["turns"],
-        serde_json::to_value(&studio.turns).expect("json")
+        serde_json::to_value(studio.turns()).expect("json")
     );
     // Older turns' previews are recomputed from the session as it was, equal to what was asked.
     for (turn_id, messages, blocks) in &asked {
@@ -1576,12 +1576,12 @@ fn a_session_save_never_drops_the_played_turns_without_being_told_to() {
         authored,
         "nothing written"
     );
-    assert_eq!(studio.turns.len(), 2, "the playtest is as it was");
+    assert_eq!(studio.turns().len(), 2, "the playtest is as it was");
     studio
         .save_session_text(&edited, covel_studio::live::PlayedTurns::Drop)
         .expect("saved when told to drop them");
     assert_eq!(std::fs::read_to_string(&path).expect("read"), edited);
-    assert!(studio.turns.is_empty());
+    assert!(studio.turns().is_empty());
 }
 
 /// The Tests panel's review of one session is refused while its expectations fail, as

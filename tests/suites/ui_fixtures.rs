@@ -70,7 +70,7 @@ fn ui_fixtures_are_fresh() {
     // The request bodies of each snapshot's prompt, which the window asks for apart.
     let mut bodies = serde_json::Map::new();
     let mut requests_of = |name: &str, studio: &LiveStudio| {
-        let requests = covel_studio::wire::Requests::from(&studio.preview.prompt);
+        let requests = covel_studio::wire::Requests::from(&studio.preview().prompt);
         bodies.insert(name.into(), serde_json::to_value(requests).expect("json"));
     };
     requests_of("snapshot", &studio);
@@ -96,7 +96,7 @@ fn ui_fixtures_are_fresh() {
         serde_json::to_value(studio.snapshot()).expect("json"),
     ));
     // The Playtest turn inspector asks for each played turn's prompt on demand.
-    let turn_ids: Vec<String> = studio.turns.iter().map(|t| t.turn_id.clone()).collect();
+    let turn_ids: Vec<String> = studio.turns().iter().map(|t| t.turn_id.clone()).collect();
     let previews: serde_json::Map<String, serde_json::Value> = turn_ids
         .into_iter()
         .map(|id| {
@@ -321,13 +321,13 @@ fn the_wire_keeps_the_json_shape_of_the_studio_types() {
         let mut studio = LiveStudio::new(workspace, RuntimeTarget::Story);
         let what = session.display().to_string();
         // The request bodies cross apart from the prompt, with the same shape.
-        let (preview, requests) = without_requests(&studio.preview);
+        let (preview, requests) = without_requests(studio.preview());
         // The wire adds the story model's counts, and the notes on prefixes under the model's
         // minimum are made from them (with the estimate's range): the rest keeps its shape.
-        let counts = studio.prompt_counts(&studio.preview);
-        let notes = covel_studio::counts::below_minimum(&studio.preview, &counts);
+        let counts = studio.prompt_counts(studio.preview());
+        let notes = covel_studio::counts::below_minimum(studio.preview(), &counts);
         let mut wire =
-            serde_json::to_value(covel_studio::wire::Preview::of(&studio.preview, counts))
+            serde_json::to_value(covel_studio::wire::Preview::of(studio.preview(), counts))
                 .expect("json");
         assert!(
             wire.as_object_mut()
@@ -344,7 +344,7 @@ fn the_wire_keeps_the_json_shape_of_the_studio_types() {
         }
         assert_eq!(wire, preview, "the preview of {what}");
         assert_eq!(
-            serde_json::to_value(covel_studio::wire::Requests::from(&studio.preview.prompt))
+            serde_json::to_value(covel_studio::wire::Requests::from(&studio.preview().prompt))
                 .expect("json"),
             requests,
             "the request bodies of {what}"
@@ -352,10 +352,10 @@ fn the_wire_keeps_the_json_shape_of_the_studio_types() {
         studio.play_turn("I look around.");
         assert_eq!(
             serde_json::to_value(studio.snapshot().turns).expect("json"),
-            shown(serde_json::to_value(&studio.turns).expect("json")),
+            shown(serde_json::to_value(studio.turns()).expect("json")),
             "the turns of {what}"
         );
-        let turn = studio.turns.first().map(|t| t.turn_id.clone());
+        let turn = studio.turns().first().map(|t| t.turn_id.clone());
         if let Some(prompt) = turn.and_then(|turn| studio.turn_prompt(&turn)) {
             let (preview, requests) = without_requests(&prompt.preview);
             let mut wire =
@@ -381,7 +381,7 @@ fn the_wire_keeps_the_json_shape_of_the_studio_types() {
                 "the turn prompt of {what}"
             );
         }
-        if let Some(entry) = &studio.last_reload {
+        if let Some(entry) = studio.last_reload() {
             assert_eq!(
                 serde_json::to_value(covel_studio::wire::reload::ReloadEntry::from(entry))
                     .expect("json"),
@@ -443,7 +443,7 @@ fn slot_log_save(
 ) {
     studio.confirm_memo();
     let held =
-        covel_studio::wire::Preview::of(&studio.preview, studio.prompt_counts(&studio.preview))
+        covel_studio::wire::Preview::of(studio.preview(), studio.prompt_counts(studio.preview()))
             .slots;
     let touched = log_save(
         studio,
@@ -459,7 +459,7 @@ fn slot_log_save(
     (
         held,
         slots,
-        covel_studio::wire::Preview::of(&studio.preview, studio.prompt_counts(&studio.preview))
+        covel_studio::wire::Preview::of(studio.preview(), studio.prompt_counts(studio.preview()))
             .slots,
     )
 }
@@ -517,7 +517,7 @@ fn a_patch_sends_only_what_changed_and_a_played_turn_once() {
 
     // A reload sends its entry and the parts it changed, not the unchanged ones.
     let held_preview =
-        covel_studio::wire::Preview::of(&studio.preview, studio.prompt_counts(&studio.preview));
+        covel_studio::wire::Preview::of(studio.preview(), studio.prompt_counts(studio.preview()));
     let held_segments = held_preview.segments.clone();
     let module = dir.path().join("story-director/server/lib/text.js");
     let text = std::fs::read_to_string(&module).expect("read");
@@ -542,7 +542,7 @@ fn a_patch_sends_only_what_changed_and_a_played_turn_once() {
     let prompt = preview.prompt.as_ref().expect("the prompt's text changed");
     let held_prompt = serde_json::to_value(&held_preview.prompt).expect("json");
     let now_prompt = serde_json::to_value(
-        &covel_studio::wire::Preview::of(&studio.preview, studio.prompt_counts(&studio.preview))
+        &covel_studio::wire::Preview::of(studio.preview(), studio.prompt_counts(studio.preview()))
             .prompt,
     )
     .expect("json");
@@ -562,7 +562,7 @@ fn a_patch_sends_only_what_changed_and_a_played_turn_once() {
     // The segment table crosses by position: the rows whose text changed, not the whole table.
     let segments = preview.segments.as_ref().expect("a segment's text changed");
     let now_segments =
-        covel_studio::wire::Preview::of(&studio.preview, studio.prompt_counts(&studio.preview))
+        covel_studio::wire::Preview::of(studio.preview(), studio.prompt_counts(studio.preview()))
             .segments;
     assert!(!segments.changed.is_empty());
     assert!(
@@ -615,7 +615,7 @@ fn a_patch_sends_only_what_changed_and_a_played_turn_once() {
     // the new list.
     studio.confirm_memo();
     let held =
-        covel_studio::wire::Preview::of(&studio.preview, studio.prompt_counts(&studio.preview))
+        covel_studio::wire::Preview::of(studio.preview(), studio.prompt_counts(studio.preview()))
             .calls;
     let touched = log_tone_save(&mut studio, &mut wire, dir.path());
     let preview = touched
@@ -636,7 +636,7 @@ fn a_patch_sends_only_what_changed_and_a_played_turn_once() {
         "the call whose log changed is sent"
     );
     let now =
-        covel_studio::wire::Preview::of(&studio.preview, studio.prompt_counts(&studio.preview))
+        covel_studio::wire::Preview::of(studio.preview(), studio.prompt_counts(studio.preview()))
             .calls;
     for at in &calls.changed {
         assert_ne!(
@@ -834,7 +834,7 @@ fn the_first_save_after_opening_sends_the_memo_answers_as_one_flag() {
         "on opening every call ran"
     );
     let now =
-        covel_studio::wire::Preview::of(&studio.preview, studio.prompt_counts(&studio.preview));
+        covel_studio::wire::Preview::of(studio.preview(), studio.prompt_counts(studio.preview()));
     let answered = now.calls.iter().filter(|c| c.cached).count();
     assert!(
         answered * 2 > now.calls.len(),

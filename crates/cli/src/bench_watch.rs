@@ -133,7 +133,7 @@ pub fn run(
                     load.push(entry.timings.load_ms);
                     resolve.push(entry.timings.resolve_ms);
                     preview.push(entry.timings.preview_ms);
-                    preview_parts.add(&studio.preview.timings);
+                    preview_parts.add(&studio.preview().timings);
                     let patch = wire.patch_of(&studio);
                     patch_bytes.push(serde_json::to_vec(&patch)?.len() as f64);
                     if patch.preview.is_some_and(|p| p.prompt.is_some()) {

@@ -82,22 +82,22 @@ pub struct Followed {
 /// A workspace with its current preview, its playtest and its last reload.
 pub struct LiveStudio {
     /// The playtest owns the workspace, the slot host and the undo history.
-    pub play: Playtest,
-    pub target: RuntimeTarget,
-    pub preview: Preview,
-    pub last_reload: Option<ReloadEntry>,
+    play: Playtest,
+    target: RuntimeTarget,
+    preview: Preview,
+    last_reload: Option<ReloadEntry>,
     /// Played turns as the UI and saves need them (no previews: see [`LiveStudio::turn_preview`]).
-    pub turns: Vec<TurnRecord>,
+    turns: Vec<TurnRecord>,
     /// The previews of the last few played turns (turn id, preview), oldest first.
     recent: std::collections::VecDeque<(String, Preview)>,
     /// Played turns and session edits, newest last.
     undo: Vec<UndoEntry>,
     /// The last "compact now" run, until a turn is played or it is undone.
-    pub forced_compaction: Option<crate::compaction::CompactionRun>,
+    forced_compaction: Option<crate::compaction::CompactionRun>,
     /// Reloads that changed plugins so far (tells a recomputed turn prompt from the one sent).
     plugin_reloads: u64,
     /// The playtest's branches (forks and replays); the active one is `play`, `turns`, `undo`.
-    pub branches: Branches,
+    branches: Branches,
 }
 
 /// How many played turns keep their whole preview in memory (older ones are recomputed): a
@@ -264,6 +264,41 @@ impl LiveStudio {
         self.play.workspace.confirm_memo()
     }
 
+    /// The playtest: the workspace, the slot host and the played session.
+    pub fn play(&self) -> &Playtest {
+        &self.play
+    }
+
+    /// The runtime the preview is assembled for.
+    pub fn target(&self) -> &RuntimeTarget {
+        &self.target
+    }
+
+    /// The preview of the next turn.
+    pub fn preview(&self) -> &Preview {
+        &self.preview
+    }
+
+    /// What the last reload changed.
+    pub fn last_reload(&self) -> Option<&ReloadEntry> {
+        self.last_reload.as_ref()
+    }
+
+    /// The turns played on the active branch, oldest first.
+    pub fn turns(&self) -> &[TurnRecord] {
+        &self.turns
+    }
+
+    /// The last "compact now" run, until a turn is played or it is undone.
+    pub fn forced_compaction(&self) -> Option<&crate::compaction::CompactionRun> {
+        self.forced_compaction.as_ref()
+    }
+
+    /// The playtest's branches (forks and replays).
+    pub fn branches(&self) -> &Branches {
+        &self.branches
+    }
+
     pub fn workspace(&self) -> &Workspace {
         &self.play.workspace
     }
@@ -282,11 +317,6 @@ impl LiveStudio {
         }
         self.set_target(target);
         Ok(())
-    }
-
-    /// The runtime the preview is assembled for.
-    pub fn target(&self) -> &RuntimeTarget {
-        &self.target
     }
 
     /// Runs compaction now, even under the threshold; an accepted result changes the session and

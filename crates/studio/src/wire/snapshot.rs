@@ -98,7 +98,7 @@ impl LiveStudio {
             .map(|r| (r.plugin.as_str(), r))
             .collect();
         let mut studio_notes: foldhash::HashMap<&str, Vec<&str>> = foldhash::HashMap::new();
-        for call in &self.preview.calls {
+        for call in &self.preview().calls {
             for line in &call.notes {
                 studio_notes.entry(&*call.plugin_id).or_default().push(line);
             }
@@ -155,7 +155,7 @@ impl LiveStudio {
         drop(kept);
         let windows = ws.windows();
         let estimated = compaction::estimate_with_system(
-            self.preview.prompt.system_and_turn_context_tally(),
+            self.preview().prompt.system_and_turn_context_tally(),
             &ws.session.history.messages,
             &ws.session.history.summaries,
         );
@@ -171,7 +171,7 @@ impl LiveStudio {
                     kind: UndoKind::Turn,
                     label: format!(
                         "Undo {}",
-                        self.turns
+                        self.turns()
                             .last()
                             .map_or("the last turn", |t| t.turn_id.as_str())
                     ),
@@ -188,7 +188,7 @@ impl LiveStudio {
             played_path: self.played_default_path().display().to_string(),
             plugins,
             resolution: (&ws.resolution).into(),
-            preview: Preview::of(&self.preview, self.prompt_counts(&self.preview)),
+            preview: Preview::of(self.preview(), self.prompt_counts(self.preview())),
             points: super::common::PointInfo::all(),
             runtime_note: ws.runtime_note(self.target()),
             compaction: CompactionView {
@@ -197,16 +197,20 @@ impl LiveStudio {
                 estimated_tokens: estimated,
                 threshold_tokens: f64::from(windows.context_window) * compaction::THRESHOLD,
                 summaries: all(&ws.session.history.summaries),
-                consecutive_failures: self.play.failures.consecutive,
+                consecutive_failures: self.play().failures.consecutive,
                 last_run: self
-                    .forced_compaction
-                    .as_ref()
-                    .or_else(|| self.turns.iter().rev().find_map(|t| t.compaction.as_ref()))
+                    .forced_compaction()
+                    .or_else(|| {
+                        self.turns()
+                            .iter()
+                            .rev()
+                            .find_map(|t| t.compaction.as_ref())
+                    })
                     .map(CompactionRun::from),
             },
-            turns: self.turns.iter().map(Into::into).collect(),
-            branches: BranchView::all(&self.branches),
-            last_reload: self.last_reload.as_ref().map(Into::into),
+            turns: self.turns().iter().map(Into::into).collect(),
+            branches: BranchView::all(self.branches()),
+            last_reload: self.last_reload().map(Into::into),
             diagnostics: ws.diagnostics().map(Into::into).collect(),
         }
     }
