@@ -2687,7 +2687,7 @@ fn test_matches_slot_schema_and_tokens_at_most_expectations_pass_and_fail() {
     );
     assert!(results[6].1.contains("integer"), "{:?}", results[6]);
     assert!(
-        results[7].1.contains("as the Prompt panel counts"),
+        results[7].1.contains("estimateTokens, as budgets count"),
         "{:?}",
         results[7]
     );

@@ -63,8 +63,8 @@ pub enum Expectation {
     Cache(CacheCheck),
     /// A token budget (the SDK's `estimateTokens`, as budgets count).
     Tokens(TokenCheck),
-    /// The whole prompt's tokens (system prompt and messages, counted as the Prompt panel
-    /// counts them) are at most this many: `- tokensAtMost: 1200`.
+    /// The whole prompt's tokens (system prompt and messages, counted with the SDK's
+    /// `estimateTokens`, as budgets count) are at most this many: `- tokensAtMost: 1200`.
     TokensAtMost(u64),
     /// A provider's outcome in this turn's calls.
     Provider(ProviderCheck),

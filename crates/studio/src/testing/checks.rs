@@ -5,7 +5,10 @@ use super::TurnCapture;
 use crate::turn::record::LoopStep;
 use covel_kernel::prompt::{Origin, Placement, SegmentRow, segment_key};
 use covel_kernel::sdk::estimate_tokens;
-use covel_kernel::test_session::{Expectation, TextCheck};
+use covel_kernel::test_session::{
+    CacheCheck, Expectation, MessageCheck, ProviderCheck, SegmentCheck, SlotCheck, TextCheck,
+    TokenCheck,
+};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -174,190 +177,9 @@ pub fn evaluate(expectation: &Expectation, capture: &TurnCapture) -> CheckResult
             &prompt.turn_context,
             check,
         ),
-        Expectation::Message(check) => {
-            let messages: Vec<&covel_kernel::prompt::Message> = prompt
-                .messages
-                .iter()
-                .filter(|m| check.role.as_deref().is_none_or(|r| r == m.role))
-                .collect();
-            let chosen: Vec<&covel_kernel::prompt::Message> = match check.index {
-                None => messages.clone(),
-                Some(i) => {
-                    let len = messages.len() as i64;
-                    let at = if i < 0 { len + i } else { i };
-                    messages
-                        .get(usize::try_from(at).unwrap_or(usize::MAX))
-                        .copied()
-                        .into_iter()
-                        .collect()
-                }
-            };
-            let which = match (check.index, &check.role) {
-                (Some(i), Some(r)) => format!("{r} message {i}"),
-                (Some(i), None) => format!("message {i}"),
-                (None, Some(r)) => format!("any {r} message"),
-                (None, None) => "any message".into(),
-            };
-            if chosen.is_empty() {
-                return result(
-                    "message-text",
-                    which.clone(),
-                    Some(format!(
-                        "there is no {which} ({} messages)",
-                        prompt.messages.len()
-                    )),
-                );
-            }
-            let text_check = TextCheck {
-                contains: check.contains.clone(),
-                not_contains: check.not_contains.clone(),
-                matches: check.matches.clone(),
-            };
-            // Any chosen message may contain the text; none may contain the forbidden text.
-            let contains_ok = check
-                .contains
-                .as_ref()
-                .is_none_or(|n| chosen.iter().any(|m| m.content.contains(n.as_str())));
-            let excludes_ok = check
-                .not_contains
-                .as_ref()
-                .is_none_or(|n| !chosen.iter().any(|m| m.content.contains(n.as_str())));
-            let matches_ok = check.matches.as_ref().is_none_or(|p| {
-                chosen
-                    .iter()
-                    .any(|m| regex_matches(p, &m.content).unwrap_or(false))
-            });
-            let joined = chosen
-                .iter()
-                .map(|m| m.content.as_str())
-                .collect::<Vec<_>>()
-                .join("\n");
-            let mut r = self::text_check("message-text", &which, &joined, &text_check);
-            r.passed = contains_ok
-                && excludes_ok
-                && matches_ok
-                && (check.contains.is_some()
-                    || check.not_contains.is_some()
-                    || check.matches.is_some());
-            if r.passed {
-                r.detail = None;
-            }
-            r
-        }
-        Expectation::Segment(check) => {
-            let row = preview.segments.iter().find(|r| r.has_key(&check.id));
-            let included = row.filter(|r| r.included);
-            if check.absent {
-                return result(
-                    "segment-placement",
-                    format!("segment {} is absent", check.id),
-                    included.map(|r| format!("it is in {}", block_name(r.placement))),
-                );
-            }
-            let mut description = vec![format!("segment {}", check.id)];
-            let mut failure: Option<String> = None;
-            let mut fail = |f: String| {
-                if failure.is_none() {
-                    failure = Some(f);
-                }
-            };
-            if let Some(block) = &check.block {
-                description.push(format!("in {block}"));
-                match (row, block.as_str()) {
-                    (None, _) => fail("no provider returned it".into()),
-                    (Some(r), "excluded") if r.included => {
-                        fail(format!("it is included, in {}", block_name(r.placement)))
-                    }
-                    (Some(_), "excluded") => {}
-                    (Some(r), _) if !r.included => fail(format!(
-                        "it is excluded: {}",
-                        r.excluded_because.clone().unwrap_or_default()
-                    )),
-                    (Some(r), expected) if block_name(r.placement) != expected => {
-                        fail(format!("it is in {}", block_name(r.placement)))
-                    }
-                    _ => {}
-                }
-            } else if included.is_none() {
-                fail(row.map_or_else(
-                    || "no provider returned it".into(),
-                    |r| {
-                        format!(
-                            "it is excluded: {}",
-                            r.excluded_because.clone().unwrap_or_default()
-                        )
-                    },
-                ));
-            }
-            if let (Some(position), Some(r)) = (check.position, included) {
-                description.push(format!("at position {position}"));
-                let group: Vec<String> = preview
-                    .segments
-                    .iter()
-                    .filter(|o| o.included && block_name(o.placement) == block_name(r.placement))
-                    .map(SegmentRow::key)
-                    .collect();
-                let at = group.iter().position(|k| *k == check.id);
-                if at != Some(position) {
-                    fail(format!(
-                        "it is at position {} of {} ({})",
-                        at.map_or("?".into(), |a| a.to_string()),
-                        block_name(r.placement),
-                        group.join(", ")
-                    ));
-                }
-            }
-            let order = prompt_order(capture);
-            let index_of = |key: &str| order.iter().position(|k| k == key);
-            for (other, before) in check
-                .before
-                .iter()
-                .map(|o| (o, true))
-                .chain(check.after.iter().map(|o| (o, false)))
-            {
-                description.push(format!(
-                    "{} {other}",
-                    if before { "before" } else { "after" }
-                ));
-                match (index_of(&check.id), index_of(other)) {
-                    (Some(a), Some(b)) if (a < b) == before => {}
-                    (Some(_), Some(_)) => fail(format!(
-                        "it comes {} {other} (prompt order: {})",
-                        if before { "after" } else { "before" },
-                        order.join(", ")
-                    )),
-                    (_, None) => fail(format!("{other} is not in the prompt")),
-                    (None, _) => fail(format!("{} is not in the prompt", check.id)),
-                }
-            }
-            result("segment-placement", description.join(" "), failure)
-        }
-        Expectation::Slot(check) => {
-            let slot = capture.slots.iter().find(|s| {
-                s.slot.as_str() == check.slot && (check.key.is_none() || s.key == check.key)
-            });
-            let what = format!(
-                "slot {}{}{}",
-                check.slot,
-                check
-                    .key
-                    .as_ref()
-                    .map(|k| format!("[{k}]"))
-                    .unwrap_or_default(),
-                check.pointer
-            );
-            let found = slot.and_then(|s| pointer_value(&s.value, &check.pointer));
-            match &check.schema {
-                Some(schema) if !check.absent => schema_check(what, found, schema, &check.equals),
-                _ => value_check(
-                    "slot-value",
-                    what,
-                    found,
-                    check.equals.as_ref(),
-                    check.absent,
-                ),
-            }
-        }
+        Expectation::Message(check) => message_check(check, capture),
+        Expectation::Segment(check) => segment_check(check, capture),
+        Expectation::Slot(check) => slot_check(check, capture),
         Expectation::World(check) => {
             let found = pointer_value(&capture.world, &check.pointer);
             value_check(
@@ -368,137 +190,8 @@ pub fn evaluate(expectation: &Expectation, capture: &TurnCapture) -> CheckResult
                 check.absent,
             )
         }
-        Expectation::Cache(check) => {
-            // The system prompt's boundaries (the moving history breakpoint is not one of them).
-            let boundaries: Vec<&covel_kernel::prompt::Breakpoint> = preview
-                .cache
-                .breakpoints
-                .iter()
-                .filter(|b| !b.moving)
-                .collect();
-            let mut description = Vec::new();
-            let mut failure = None;
-            if let Some(count) = check.boundaries {
-                description.push(format!("{count} cache boundaries"));
-                if boundaries.len() != count {
-                    failure = Some(format!("{} boundaries", boundaries.len()));
-                }
-            }
-            let changed: Vec<String> = boundaries
-                .iter()
-                .filter(|b| !b.stable)
-                .map(|b| {
-                    let culprit = b
-                        .first_difference
-                        .as_ref()
-                        .map(|d| format!(" (first change: {})", d.this_turn.describe()))
-                        .unwrap_or_default();
-                    format!("boundary {}{culprit}", b.index)
-                })
-                .collect();
-            if let Some(stable) = check.stable_next_turn {
-                description.push(if stable {
-                    "stable next turn".into()
-                } else {
-                    "changes next turn".to_string()
-                });
-                if failure.is_none() && stable != changed.is_empty() {
-                    failure = Some(if stable {
-                        format!("{} changes next turn", changed.join(", "))
-                    } else {
-                        "every boundary stays stable".into()
-                    });
-                }
-            }
-            for index in &check.stable {
-                description.push(format!("boundary {index} stable"));
-                let stable = boundaries
-                    .iter()
-                    .find(|b| b.index == *index)
-                    .map(|b| b.stable);
-                if failure.is_none() && stable != Some(true) {
-                    failure = Some(match stable {
-                        None => format!("there is no boundary {index}"),
-                        _ => {
-                            changed
-                                .iter()
-                                .find(|c| c.starts_with(&format!("boundary {index}")))
-                                .cloned()
-                                .unwrap_or_default()
-                                + " changes next turn"
-                        }
-                    });
-                }
-            }
-            result("cache-boundaries", description.join(", "), failure)
-        }
-        Expectation::Tokens(check) => {
-            let (what, tokens) = match (&check.plugin, check.part.as_deref()) {
-                (Some(plugin), _) => (
-                    format!("tokens of {plugin}'s segments"),
-                    Some(
-                        preview
-                            .segments
-                            .iter()
-                            .filter(|r| r.included && *r.plugin == **plugin)
-                            .map(|r| r.tokens)
-                            .sum::<u64>(),
-                    ),
-                ),
-                (None, Some("system")) => {
-                    ("system prompt tokens".into(), Some(prompt.system.tokens))
-                }
-                (None, Some("turn-context")) => (
-                    "turn context tokens".into(),
-                    Some(estimate_tokens(&prompt.turn_context)),
-                ),
-                (None, Some("messages")) => (
-                    "message tokens".into(),
-                    Some(prompt.messages.iter().map(|m| m.tokens).sum()),
-                ),
-                (None, Some("total")) => (
-                    "total tokens".into(),
-                    Some(
-                        prompt.system.tokens
-                            + prompt.messages.iter().map(|m| m.tokens).sum::<u64>(),
-                    ),
-                ),
-                (None, Some(block)) => (
-                    format!("{block} block tokens"),
-                    prompt
-                        .system
-                        .blocks
-                        .iter()
-                        .find(|b| {
-                            serde_json::to_value(b.kind)
-                                .ok()
-                                .and_then(|v| v.as_str().map(str::to_string))
-                                .as_deref()
-                                == Some(block)
-                        })
-                        .map(|b| b.tokens),
-                ),
-                (None, None) => ("tokens".into(), None),
-            };
-            let Some(tokens) = tokens else {
-                return result("token-budget", what, Some("name a `plugin` or a `part` (system, turn-context, messages, total, or a block kind present in the prompt)".into()));
-            };
-            let mut description = what.clone();
-            let mut failure = None;
-            if let Some(max) = check.max {
-                description.push_str(&format!(" ≤ {max}"));
-                if tokens > max {
-                    failure = Some(format!("{tokens} tokens (estimateTokens)"));
-                }
-            }
-            if let Some(min) = check.min {
-                description.push_str(&format!(" ≥ {min}"));
-                if failure.is_none() && tokens < min {
-                    failure = Some(format!("{tokens} tokens (estimateTokens)"));
-                }
-            }
-            result("token-budget", description, failure)
-        }
+        Expectation::Cache(check) => cache_check(check, capture),
+        Expectation::Tokens(check) => tokens_check(check, capture),
         Expectation::TokensAtMost(max) => {
             let tokens =
                 prompt.system.tokens + prompt.messages.iter().map(|m| m.tokens).sum::<u64>();
@@ -507,69 +200,394 @@ pub fn evaluate(expectation: &Expectation, capture: &TurnCapture) -> CheckResult
                 format!("prompt tokens ≤ {max}"),
                 (tokens > *max).then(|| {
                     format!(
-                        "{tokens} tokens (system prompt {}, messages {}; estimateTokens, as the Prompt panel counts)",
+                        "{tokens} tokens (system prompt {}, messages {}; estimateTokens, as budgets count)",
                         prompt.system.tokens,
                         tokens - prompt.system.tokens
                     )
                 }),
             )
         }
-        Expectation::Provider(check) => {
-            let calls: Vec<&covel_kernel::runner::CallRecord> = preview
-                .calls
-                .iter()
-                .filter(|c| *c.plugin_id == *check.plugin)
-                .filter(|c| {
-                    check
-                        .provider
-                        .as_deref()
-                        .is_none_or(|p| p == &*c.provider_id)
-                })
-                .filter(|c| check.point.as_deref().is_none_or(|p| p == c.point.as_str()))
-                .collect();
-            let who = format!(
-                "{}{}{}",
-                check.plugin,
-                check
-                    .provider
-                    .as_ref()
-                    .map(|p| format!("/{p}"))
-                    .unwrap_or_default(),
-                check
-                    .point
-                    .as_ref()
-                    .map(|p| format!(" on {p}"))
-                    .unwrap_or_default()
-            );
-            let description = format!("provider {who} → {}", check.outcome);
-            let outcome = |c: &covel_kernel::runner::CallRecord| {
-                serde_json::to_value(c.outcome)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_string))
-                    .unwrap_or_default()
-            };
-            let failure = if calls.is_empty() {
-                Some("it was not called this turn".to_string())
-            } else {
-                calls.iter().find(|c| outcome(c) != check.outcome).map(|c| {
-                    format!(
-                        "{}/{} on {} → {}{}",
-                        c.plugin_id,
-                        c.provider_id,
-                        c.point.as_str(),
-                        outcome(c),
-                        c.message
-                            .as_ref()
-                            .map(|m| format!(": {m}"))
-                            .unwrap_or_default()
-                    )
-                })
-            };
-            result("provider-outcome", description, failure)
-        }
+        Expectation::Provider(check) => provider_check(check, capture),
         Expectation::Tool(check) => tool_check(check, &capture.steps),
         Expectation::Hook(check) => hook_check(check, &capture.steps),
     }
+}
+
+/// Text in a message (any, or the one at `index`, of a role): any chosen message may contain
+/// the text, none the forbidden text.
+fn message_check(check: &MessageCheck, capture: &TurnCapture) -> CheckResult {
+    let preview = &capture.preview;
+    let prompt = &preview.prompt;
+    let messages: Vec<&covel_kernel::prompt::Message> = prompt
+        .messages
+        .iter()
+        .filter(|m| check.role.as_deref().is_none_or(|r| r == m.role))
+        .collect();
+    let chosen: Vec<&covel_kernel::prompt::Message> = match check.index {
+        None => messages.clone(),
+        Some(i) => {
+            let len = messages.len() as i64;
+            let at = if i < 0 { len + i } else { i };
+            messages
+                .get(usize::try_from(at).unwrap_or(usize::MAX))
+                .copied()
+                .into_iter()
+                .collect()
+        }
+    };
+    let which = match (check.index, &check.role) {
+        (Some(i), Some(r)) => format!("{r} message {i}"),
+        (Some(i), None) => format!("message {i}"),
+        (None, Some(r)) => format!("any {r} message"),
+        (None, None) => "any message".into(),
+    };
+    if chosen.is_empty() {
+        return result(
+            "message-text",
+            which.clone(),
+            Some(format!(
+                "there is no {which} ({} messages)",
+                prompt.messages.len()
+            )),
+        );
+    }
+    let text_check = TextCheck {
+        contains: check.contains.clone(),
+        not_contains: check.not_contains.clone(),
+        matches: check.matches.clone(),
+    };
+    // Any chosen message may contain the text; none may contain the forbidden text.
+    let contains_ok = check
+        .contains
+        .as_ref()
+        .is_none_or(|n| chosen.iter().any(|m| m.content.contains(n.as_str())));
+    let excludes_ok = check
+        .not_contains
+        .as_ref()
+        .is_none_or(|n| !chosen.iter().any(|m| m.content.contains(n.as_str())));
+    let matches_ok = check.matches.as_ref().is_none_or(|p| {
+        chosen
+            .iter()
+            .any(|m| regex_matches(p, &m.content).unwrap_or(false))
+    });
+    let joined = chosen
+        .iter()
+        .map(|m| m.content.as_str())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut r = self::text_check("message-text", &which, &joined, &text_check);
+    r.passed = contains_ok
+        && excludes_ok
+        && matches_ok
+        && (check.contains.is_some() || check.not_contains.is_some() || check.matches.is_some());
+    if r.passed {
+        r.detail = None;
+    }
+    r
+}
+
+/// Where a segment landed: its block, its position in it, before or after others, or absent.
+fn segment_check(check: &SegmentCheck, capture: &TurnCapture) -> CheckResult {
+    let preview = &capture.preview;
+    let row = preview.segments.iter().find(|r| r.has_key(&check.id));
+    let included = row.filter(|r| r.included);
+    if check.absent {
+        return result(
+            "segment-placement",
+            format!("segment {} is absent", check.id),
+            included.map(|r| format!("it is in {}", block_name(r.placement))),
+        );
+    }
+    let mut description = vec![format!("segment {}", check.id)];
+    let mut failure: Option<String> = None;
+    let mut fail = |f: String| {
+        if failure.is_none() {
+            failure = Some(f);
+        }
+    };
+    if let Some(block) = &check.block {
+        description.push(format!("in {block}"));
+        match (row, block.as_str()) {
+            (None, _) => fail("no provider returned it".into()),
+            (Some(r), "excluded") if r.included => {
+                fail(format!("it is included, in {}", block_name(r.placement)))
+            }
+            (Some(_), "excluded") => {}
+            (Some(r), _) if !r.included => fail(format!(
+                "it is excluded: {}",
+                r.excluded_because.clone().unwrap_or_default()
+            )),
+            (Some(r), expected) if block_name(r.placement) != expected => {
+                fail(format!("it is in {}", block_name(r.placement)))
+            }
+            _ => {}
+        }
+    } else if included.is_none() {
+        fail(row.map_or_else(
+            || "no provider returned it".into(),
+            |r| {
+                format!(
+                    "it is excluded: {}",
+                    r.excluded_because.clone().unwrap_or_default()
+                )
+            },
+        ));
+    }
+    if let (Some(position), Some(r)) = (check.position, included) {
+        description.push(format!("at position {position}"));
+        let group: Vec<String> = preview
+            .segments
+            .iter()
+            .filter(|o| o.included && block_name(o.placement) == block_name(r.placement))
+            .map(SegmentRow::key)
+            .collect();
+        let at = group.iter().position(|k| *k == check.id);
+        if at != Some(position) {
+            fail(format!(
+                "it is at position {} of {} ({})",
+                at.map_or("?".into(), |a| a.to_string()),
+                block_name(r.placement),
+                group.join(", ")
+            ));
+        }
+    }
+    let order = prompt_order(capture);
+    let index_of = |key: &str| order.iter().position(|k| k == key);
+    for (other, before) in check
+        .before
+        .iter()
+        .map(|o| (o, true))
+        .chain(check.after.iter().map(|o| (o, false)))
+    {
+        description.push(format!(
+            "{} {other}",
+            if before { "before" } else { "after" }
+        ));
+        match (index_of(&check.id), index_of(other)) {
+            (Some(a), Some(b)) if (a < b) == before => {}
+            (Some(_), Some(_)) => fail(format!(
+                "it comes {} {other} (prompt order: {})",
+                if before { "after" } else { "before" },
+                order.join(", ")
+            )),
+            (_, None) => fail(format!("{other} is not in the prompt")),
+            (None, _) => fail(format!("{} is not in the prompt", check.id)),
+        }
+    }
+    result("segment-placement", description.join(" "), failure)
+}
+
+/// A slot value (at a JSON pointer): equal to a value, absent, or matching a schema.
+fn slot_check(check: &SlotCheck, capture: &TurnCapture) -> CheckResult {
+    let slot = capture
+        .slots
+        .iter()
+        .find(|s| s.slot.as_str() == check.slot && (check.key.is_none() || s.key == check.key));
+    let what = format!(
+        "slot {}{}{}",
+        check.slot,
+        check
+            .key
+            .as_ref()
+            .map(|k| format!("[{k}]"))
+            .unwrap_or_default(),
+        check.pointer
+    );
+    let found = slot.and_then(|s| pointer_value(&s.value, &check.pointer));
+    match &check.schema {
+        Some(schema) if !check.absent => schema_check(what, found, schema, &check.equals),
+        _ => value_check(
+            "slot-value",
+            what,
+            found,
+            check.equals.as_ref(),
+            check.absent,
+        ),
+    }
+}
+
+/// The system prompt's cache boundaries: how many, and which stay stable next turn.
+fn cache_check(check: &CacheCheck, capture: &TurnCapture) -> CheckResult {
+    let preview = &capture.preview;
+    // The system prompt's boundaries (the moving history breakpoint is not one of them).
+    let boundaries: Vec<&covel_kernel::prompt::Breakpoint> = preview
+        .cache
+        .breakpoints
+        .iter()
+        .filter(|b| !b.moving)
+        .collect();
+    let mut description = Vec::new();
+    let mut failure = None;
+    if let Some(count) = check.boundaries {
+        description.push(format!("{count} cache boundaries"));
+        if boundaries.len() != count {
+            failure = Some(format!("{} boundaries", boundaries.len()));
+        }
+    }
+    let changed: Vec<String> = boundaries
+        .iter()
+        .filter(|b| !b.stable)
+        .map(|b| {
+            let culprit = b
+                .first_difference
+                .as_ref()
+                .map(|d| format!(" (first change: {})", d.this_turn.describe()))
+                .unwrap_or_default();
+            format!("boundary {}{culprit}", b.index)
+        })
+        .collect();
+    if let Some(stable) = check.stable_next_turn {
+        description.push(if stable {
+            "stable next turn".into()
+        } else {
+            "changes next turn".to_string()
+        });
+        if failure.is_none() && stable != changed.is_empty() {
+            failure = Some(if stable {
+                format!("{} changes next turn", changed.join(", "))
+            } else {
+                "every boundary stays stable".into()
+            });
+        }
+    }
+    for index in &check.stable {
+        description.push(format!("boundary {index} stable"));
+        let stable = boundaries
+            .iter()
+            .find(|b| b.index == *index)
+            .map(|b| b.stable);
+        if failure.is_none() && stable != Some(true) {
+            failure = Some(match stable {
+                None => format!("there is no boundary {index}"),
+                _ => {
+                    changed
+                        .iter()
+                        .find(|c| c.starts_with(&format!("boundary {index}")))
+                        .cloned()
+                        .unwrap_or_default()
+                        + " changes next turn"
+                }
+            });
+        }
+    }
+    result("cache-boundaries", description.join(", "), failure)
+}
+
+/// A token budget of a plugin's segments or a part of the prompt (`estimateTokens`, as budgets
+/// count).
+fn tokens_check(check: &TokenCheck, capture: &TurnCapture) -> CheckResult {
+    let preview = &capture.preview;
+    let prompt = &preview.prompt;
+    let (what, tokens) = match (&check.plugin, check.part.as_deref()) {
+        (Some(plugin), _) => (
+            format!("tokens of {plugin}'s segments"),
+            Some(
+                preview
+                    .segments
+                    .iter()
+                    .filter(|r| r.included && *r.plugin == **plugin)
+                    .map(|r| r.tokens)
+                    .sum::<u64>(),
+            ),
+        ),
+        (None, Some("system")) => ("system prompt tokens".into(), Some(prompt.system.tokens)),
+        (None, Some("turn-context")) => (
+            "turn context tokens".into(),
+            Some(estimate_tokens(&prompt.turn_context)),
+        ),
+        (None, Some("messages")) => (
+            "message tokens".into(),
+            Some(prompt.messages.iter().map(|m| m.tokens).sum()),
+        ),
+        (None, Some("total")) => (
+            "total tokens".into(),
+            Some(prompt.system.tokens + prompt.messages.iter().map(|m| m.tokens).sum::<u64>()),
+        ),
+        (None, Some(block)) => (
+            format!("{block} block tokens"),
+            prompt
+                .system
+                .blocks
+                .iter()
+                .find(|b| b.kind.name() == block)
+                .map(|b| b.tokens),
+        ),
+        (None, None) => ("tokens".into(), None),
+    };
+    let Some(tokens) = tokens else {
+        return result("token-budget", what, Some("name a `plugin` or a `part` (system, turn-context, messages, total, or a block kind present in the prompt)".into()));
+    };
+    let mut description = what.clone();
+    let mut failure = None;
+    if let Some(max) = check.max {
+        description.push_str(&format!(" ≤ {max}"));
+        if tokens > max {
+            failure = Some(format!("{tokens} tokens (estimateTokens)"));
+        }
+    }
+    if let Some(min) = check.min {
+        description.push_str(&format!(" ≥ {min}"));
+        if failure.is_none() && tokens < min {
+            failure = Some(format!("{tokens} tokens (estimateTokens)"));
+        }
+    }
+    result("token-budget", description, failure)
+}
+
+/// A provider's outcome this turn.
+fn provider_check(check: &ProviderCheck, capture: &TurnCapture) -> CheckResult {
+    let preview = &capture.preview;
+    let calls: Vec<&covel_kernel::runner::CallRecord> = preview
+        .calls
+        .iter()
+        .filter(|c| *c.plugin_id == *check.plugin)
+        .filter(|c| {
+            check
+                .provider
+                .as_deref()
+                .is_none_or(|p| p == &*c.provider_id)
+        })
+        .filter(|c| check.point.as_deref().is_none_or(|p| p == c.point.as_str()))
+        .collect();
+    let who = format!(
+        "{}{}{}",
+        check.plugin,
+        check
+            .provider
+            .as_ref()
+            .map(|p| format!("/{p}"))
+            .unwrap_or_default(),
+        check
+            .point
+            .as_ref()
+            .map(|p| format!(" on {p}"))
+            .unwrap_or_default()
+    );
+    let description = format!("provider {who} → {}", check.outcome);
+    let outcome = |c: &covel_kernel::runner::CallRecord| {
+        serde_json::to_value(c.outcome)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default()
+    };
+    let failure = if calls.is_empty() {
+        Some("it was not called this turn".to_string())
+    } else {
+        calls.iter().find(|c| outcome(c) != check.outcome).map(|c| {
+            format!(
+                "{}/{} on {} → {}{}",
+                c.plugin_id,
+                c.provider_id,
+                c.point.as_str(),
+                outcome(c),
+                c.message
+                    .as_ref()
+                    .map(|m| format!(": {m}"))
+                    .unwrap_or_default()
+            )
+        })
+    };
+    result("provider-outcome", description, failure)
 }
 
 /// A slot value checked against a JSON Schema (and `equals`, when both are given).
