@@ -153,13 +153,6 @@ pub(super) fn key_of(role: &str, first: bool, text: &str) -> Vec<u8> {
     key
 }
 
-pub(super) fn block_kind(kind: covel_kernel::prompt::BlockKind) -> String {
-    serde_json::to_value(kind)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
-}
-
 pub(super) fn message_label(index: usize, message: &covel_kernel::prompt::Message) -> String {
     format!("message {} ({})", index + 1, message.origin.name())
 }
@@ -180,7 +173,7 @@ pub(crate) fn anthropic_items(preview: &Preview, counting: &Counting<'_>) -> Vec
                 let Some(block) = blocks.get(index) else {
                     continue;
                 };
-                let kind = block_kind(block.kind);
+                let kind = block.kind.name().to_string();
                 (
                     format!("system block {kind}"),
                     "system",

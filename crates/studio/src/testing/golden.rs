@@ -133,13 +133,6 @@ pub fn path_for(session: &Path) -> PathBuf {
     session.with_file_name(format!("{stem}.golden.yaml"))
 }
 
-fn block_name(kind: covel_kernel::prompt::BlockKind) -> String {
-    serde_json::to_value(kind)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
-}
-
 /// The golden turn of a captured turn.
 pub fn turn_of(capture: &TurnCapture) -> GoldenTurn {
     let preview = &capture.preview;
@@ -150,7 +143,7 @@ pub fn turn_of(capture: &TurnCapture) -> GoldenTurn {
         .blocks
         .iter()
         .map(|b| GoldenBlock {
-            block: block_name(b.kind),
+            block: b.kind.name().to_string(),
             cache_boundary: b.cache_boundary,
             parts: parts::block_parts(b, rows),
         })
