@@ -387,6 +387,274 @@ impl<'a> State<'a> {
     }
 }
 
+impl State<'_> {
+    /// Steps 1–2: the requested plugins, then the core plugins, then a provider of each world
+    /// requirement not yet provided.
+    fn seed(&mut self) {
+        for id in self.request.requested {
+            self.add(id, false);
+        }
+        for c in self
+            .request
+            .plugins
+            .iter()
+            .filter(|c| c.kind == PluginKind::Core)
+        {
+            if !self.requested.contains(c.id.as_str()) {
+                self.add(&c.id, true);
+            }
+        }
+        for contract in self.request.required_contracts {
+            if !self.provided(contract)
+                && let Choice::Pick(id) = self.choose(contract)
+            {
+                self.add(&id, true);
+            }
+        }
+    }
+
+    /// Steps 3–4: the dependency closure over the growing active set; a plugin whose requirement
+    /// no provider can meet is rejected.
+    fn close_dependencies(&mut self) {
+        let mut index = 0;
+        while index < self.active.len() {
+            let id = self.active[index].clone();
+            let requires = self
+                .by_id
+                .get(id.as_str())
+                .map(|c| c.requires.clone())
+                .unwrap_or_default();
+            for contract in requires {
+                if self.provided(&contract) {
+                    continue;
+                }
+                match self.choose(&contract) {
+                    Choice::Pick(provider) => self.add(&provider, true),
+                    Choice::None { code, candidates } => {
+                        let message = format!(
+                            "requires `{contract}`, and {}",
+                            explain(code, &candidates, &self.by_id, &contract)
+                        );
+                        self.reject(&id, code, message, candidates, Some(contract.clone()));
+                        break;
+                    }
+                }
+            }
+            if self.active.get(index) == Some(&id) {
+                index += 1;
+            }
+        }
+    }
+
+    /// Step 5: a default provider steps aside when another active plugin provides the contract.
+    fn defaults_step_aside(&mut self) {
+        for id in self.active.clone() {
+            let Some(candidate) = self.by_id.get(id.as_str()).copied() else {
+                continue;
+            };
+            for (contract, default) in &candidate.provides {
+                if !default {
+                    continue;
+                }
+                let replacement: Vec<String> = self
+                    .active
+                    .iter()
+                    .filter(|other| **other != id)
+                    .filter_map(|other| self.by_id.get(other.as_str()))
+                    .filter(|other| {
+                        other.provides_contract(contract) && !other.is_default_for(contract)
+                    })
+                    .map(|other| other.id.clone())
+                    .collect();
+                if !replacement.is_empty() {
+                    let message = format!(
+                        "default provider of `{contract}` replaced by {}",
+                        replacement.join(", ")
+                    );
+                    self.reject(
+                        &id,
+                        RejectionCode::DefaultReplaced,
+                        message,
+                        replacement,
+                        Some(contract.clone()),
+                    );
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Step 6: conflicts and single-mode points, requested plugins first (the first accepted
+    /// keeps its place).
+    fn settle_conflicts(&mut self) {
+        let mut ordered: Vec<String> = self
+            .active
+            .iter()
+            .filter(|id| self.requested.contains(id.as_str()))
+            .cloned()
+            .collect();
+        ordered.extend(
+            self.active
+                .iter()
+                .filter(|id| !self.requested.contains(id.as_str()))
+                .cloned(),
+        );
+        let mut accepted: Vec<&Candidate> = Vec::new();
+        // Most plugins declare no conflicts and no single-mode point: they need no pairwise check.
+        let mut accepted_conflicts = false;
+        for id in ordered {
+            let Some(candidate) = self.by_id.get(id.as_str()).copied() else {
+                continue;
+            };
+            let clash = (accepted_conflicts || !candidate.conflicts.is_empty())
+                .then(|| {
+                    accepted.iter().find(|other| {
+                        candidate
+                            .conflicts
+                            .iter()
+                            .any(|c| other.provides_contract(c))
+                            || other
+                                .conflicts
+                                .iter()
+                                .any(|c| candidate.provides_contract(c))
+                    })
+                })
+                .flatten();
+            if let Some(other) = clash {
+                let other_id = other.id.clone();
+                self.reject(
+                    &id,
+                    RejectionCode::Conflict,
+                    format!("Conflicts with {other_id}"),
+                    vec![other_id],
+                    None,
+                );
+                continue;
+            }
+            let single = (!candidate.single_points.is_empty())
+                .then(|| {
+                    accepted.iter().find_map(|other| {
+                        candidate
+                            .single_points
+                            .intersection(&other.single_points)
+                            .next()
+                            .map(|p| (other.id.clone(), *p))
+                    })
+                })
+                .flatten();
+            if let Some((other_id, point)) = single {
+                self.reject(
+                    &id,
+                    RejectionCode::SingleProviderConflict,
+                    format!("{point} is a single-mode point and {other_id} already provides it"),
+                    vec![other_id],
+                    Some(point.as_str().to_string()),
+                );
+                continue;
+            }
+            accepted_conflicts |= !candidate.conflicts.is_empty();
+            accepted.push(candidate);
+        }
+    }
+
+    /// Step 7: until nothing changes, drop the plugins whose requirements are no longer provided.
+    fn drop_unprovided(&mut self) {
+        loop {
+            let mut changed = false;
+            for id in self.active.clone() {
+                let requires = self
+                    .by_id
+                    .get(id.as_str())
+                    .map(|c| c.requires.clone())
+                    .unwrap_or_default();
+                if let Some(contract) = requires.iter().find(|c| !self.provided(c)) {
+                    let (code, providers) = self.unavailable(contract);
+                    let message = format!(
+                        "requires `{contract}`, and {}",
+                        explain(code, &providers, &self.by_id, contract)
+                    );
+                    self.reject(&id, code, message, providers, Some(contract.clone()));
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+    }
+
+    /// Step 8: keep only the plugins reachable from the requested, core or world-required
+    /// providers.
+    fn keep_reachable(&mut self) {
+        let mut roots: Vec<String> = self
+            .active
+            .iter()
+            .filter(|id| {
+                self.requested.contains(id.as_str())
+                    || self
+                        .by_id
+                        .get(id.as_str())
+                        .is_some_and(|c| c.kind == PluginKind::Core)
+                    || self.request.required_contracts.iter().any(|rc| {
+                        self.by_id
+                            .get(id.as_str())
+                            .is_some_and(|c| c.provides_contract(rc))
+                    })
+            })
+            .cloned()
+            .collect();
+        let mut reachable: BTreeSet<String> = roots.iter().cloned().collect();
+        while let Some(id) = roots.pop() {
+            let requires = self
+                .by_id
+                .get(id.as_str())
+                .map(|c| c.requires.clone())
+                .unwrap_or_default();
+            for contract in requires {
+                for other in &self.active {
+                    if !reachable.contains(other)
+                        && self
+                            .by_id
+                            .get(other.as_str())
+                            .is_some_and(|c| c.provides_contract(&contract))
+                    {
+                        reachable.insert(other.clone());
+                        roots.push(other.clone());
+                    }
+                }
+            }
+        }
+        self.active.retain(|id| reachable.contains(id));
+        self.active_ids.retain(|id| reachable.contains(id));
+    }
+
+    /// Step 9: the world requirements still unprovided.
+    fn unmet(&self) -> Vec<Unmet> {
+        self.request
+            .required_contracts
+            .iter()
+            .filter(|c| !self.provided(c))
+            .map(|c| {
+                let (code, candidates) = match self.choose(c) {
+                    Choice::None { code, candidates } => (code, candidates),
+                    // A provider could be chosen but is not active (dropped as unreachable).
+                    Choice::Pick(id) => (RejectionCode::MissingProvider, vec![id]),
+                };
+                let blocking = matches!(
+                    code,
+                    RejectionCode::MissingProvider | RejectionCode::AmbiguousProvider
+                );
+                Unmet {
+                    contract: c.clone(),
+                    code,
+                    candidates,
+                    blocking,
+                }
+            })
+            .collect()
+    }
+}
+
 /// Resolves which plugins a session runs.
 pub fn resolve(request: &Request<'_>) -> Resolution {
     let mut s = State {
@@ -401,250 +669,14 @@ pub fn resolve(request: &Request<'_>) -> Resolution {
         rejected: Vec::new(),
     };
 
-    // 1–2. Seed: requested, then core plugins, then providers of world requirements.
-    for id in request.requested {
-        s.add(id, false);
-    }
-    for c in request
-        .plugins
-        .iter()
-        .filter(|c| c.kind == PluginKind::Core)
-    {
-        if !s.requested.contains(c.id.as_str()) {
-            s.add(&c.id, true);
-        }
-    }
-    for contract in request.required_contracts {
-        if !s.provided(contract)
-            && let Choice::Pick(id) = s.choose(contract)
-        {
-            s.add(&id, true);
-        }
-    }
-
-    // 3–4. Dependency closure over the growing active set.
-    let mut index = 0;
-    while index < s.active.len() {
-        let id = s.active[index].clone();
-        let requires = s
-            .by_id
-            .get(id.as_str())
-            .map(|c| c.requires.clone())
-            .unwrap_or_default();
-        for contract in requires {
-            if s.provided(&contract) {
-                continue;
-            }
-            match s.choose(&contract) {
-                Choice::Pick(provider) => s.add(&provider, true),
-                Choice::None { code, candidates } => {
-                    let message = format!(
-                        "requires `{contract}`, and {}",
-                        explain(code, &candidates, &s.by_id, &contract)
-                    );
-                    s.reject(&id, code, message, candidates, Some(contract.clone()));
-                    break;
-                }
-            }
-        }
-        if s.active.get(index) == Some(&id) {
-            index += 1;
-        }
-    }
-
-    // 5. A default provider steps aside when another active plugin provides the contract.
-    for id in s.active.clone() {
-        let Some(candidate) = s.by_id.get(id.as_str()).copied() else {
-            continue;
-        };
-        for (contract, default) in &candidate.provides {
-            if !default {
-                continue;
-            }
-            let replacement: Vec<String> = s
-                .active
-                .iter()
-                .filter(|other| **other != id)
-                .filter_map(|other| s.by_id.get(other.as_str()))
-                .filter(|other| {
-                    other.provides_contract(contract) && !other.is_default_for(contract)
-                })
-                .map(|other| other.id.clone())
-                .collect();
-            if !replacement.is_empty() {
-                let message = format!(
-                    "default provider of `{contract}` replaced by {}",
-                    replacement.join(", ")
-                );
-                s.reject(
-                    &id,
-                    RejectionCode::DefaultReplaced,
-                    message,
-                    replacement,
-                    Some(contract.clone()),
-                );
-                break;
-            }
-        }
-    }
-
-    // 6. Conflicts and single points, requested plugins first.
-    let mut ordered: Vec<String> = s
-        .active
-        .iter()
-        .filter(|id| s.requested.contains(id.as_str()))
-        .cloned()
-        .collect();
-    ordered.extend(
-        s.active
-            .iter()
-            .filter(|id| !s.requested.contains(id.as_str()))
-            .cloned(),
-    );
-    let mut accepted: Vec<&Candidate> = Vec::new();
-    // Most plugins declare no conflicts and no single-mode point: they need no pairwise check.
-    let mut accepted_conflicts = false;
-    for id in ordered {
-        let Some(candidate) = s.by_id.get(id.as_str()).copied() else {
-            continue;
-        };
-        let clash = (accepted_conflicts || !candidate.conflicts.is_empty())
-            .then(|| {
-                accepted.iter().find(|other| {
-                    candidate
-                        .conflicts
-                        .iter()
-                        .any(|c| other.provides_contract(c))
-                        || other
-                            .conflicts
-                            .iter()
-                            .any(|c| candidate.provides_contract(c))
-                })
-            })
-            .flatten();
-        if let Some(other) = clash {
-            let other_id = other.id.clone();
-            s.reject(
-                &id,
-                RejectionCode::Conflict,
-                format!("Conflicts with {other_id}"),
-                vec![other_id],
-                None,
-            );
-            continue;
-        }
-        let single = (!candidate.single_points.is_empty())
-            .then(|| {
-                accepted.iter().find_map(|other| {
-                    candidate
-                        .single_points
-                        .intersection(&other.single_points)
-                        .next()
-                        .map(|p| (other.id.clone(), *p))
-                })
-            })
-            .flatten();
-        if let Some((other_id, point)) = single {
-            s.reject(
-                &id,
-                RejectionCode::SingleProviderConflict,
-                format!("{point} is a single-mode point and {other_id} already provides it"),
-                vec![other_id],
-                Some(point.as_str().to_string()),
-            );
-            continue;
-        }
-        accepted_conflicts |= !candidate.conflicts.is_empty();
-        accepted.push(candidate);
-    }
-
-    // 7. Fixpoint: drop plugins whose requirements are no longer provided.
-    loop {
-        let mut changed = false;
-        for id in s.active.clone() {
-            let requires = s
-                .by_id
-                .get(id.as_str())
-                .map(|c| c.requires.clone())
-                .unwrap_or_default();
-            if let Some(contract) = requires.iter().find(|c| !s.provided(c)) {
-                let (code, providers) = s.unavailable(contract);
-                let message = format!(
-                    "requires `{contract}`, and {}",
-                    explain(code, &providers, &s.by_id, contract)
-                );
-                s.reject(&id, code, message, providers, Some(contract.clone()));
-                changed = true;
-            }
-        }
-        if !changed {
-            break;
-        }
-    }
-
-    // 8. Keep only plugins reachable from requested, core or world-required providers.
-    let mut roots: Vec<String> = s
-        .active
-        .iter()
-        .filter(|id| {
-            s.requested.contains(id.as_str())
-                || s.by_id
-                    .get(id.as_str())
-                    .is_some_and(|c| c.kind == PluginKind::Core)
-                || request.required_contracts.iter().any(|rc| {
-                    s.by_id
-                        .get(id.as_str())
-                        .is_some_and(|c| c.provides_contract(rc))
-                })
-        })
-        .cloned()
-        .collect();
-    let mut reachable: BTreeSet<String> = roots.iter().cloned().collect();
-    while let Some(id) = roots.pop() {
-        let requires = s
-            .by_id
-            .get(id.as_str())
-            .map(|c| c.requires.clone())
-            .unwrap_or_default();
-        for contract in requires {
-            for other in &s.active {
-                if !reachable.contains(other)
-                    && s.by_id
-                        .get(other.as_str())
-                        .is_some_and(|c| c.provides_contract(&contract))
-                {
-                    reachable.insert(other.clone());
-                    roots.push(other.clone());
-                }
-            }
-        }
-    }
-    s.active.retain(|id| reachable.contains(id));
-    s.active_ids.retain(|id| reachable.contains(id));
-
-    // 9. World requirements still unprovided.
-    let unmet = request
-        .required_contracts
-        .iter()
-        .filter(|c| !s.provided(c))
-        .map(|c| {
-            let (code, candidates) = match s.choose(c) {
-                Choice::None { code, candidates } => (code, candidates),
-                // A provider could be chosen but is not active (dropped as unreachable).
-                Choice::Pick(id) => (RejectionCode::MissingProvider, vec![id]),
-            };
-            let blocking = matches!(
-                code,
-                RejectionCode::MissingProvider | RejectionCode::AmbiguousProvider
-            );
-            Unmet {
-                contract: c.clone(),
-                code,
-                candidates,
-                blocking,
-            }
-        })
-        .collect();
+    // The resolution's steps, in order (each method says what its step decides).
+    s.seed();
+    s.close_dependencies();
+    s.defaults_step_aside();
+    s.settle_conflicts();
+    s.drop_unprovided();
+    s.keep_reachable();
+    let unmet = s.unmet();
 
     let auto_added = s
         .active
