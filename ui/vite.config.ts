@@ -7,5 +7,5 @@ export default defineConfig(({ mode }) => ({
   plugins: [svelte()],
   define: { __FAKE_BACKEND__: JSON.stringify(mode === "fake") },
   build: { target: "es2022", sourcemap: false },
-  test: { include: ["src/**/*.test.ts"], environment: "node" },
+  test: { include: ["src/**/*.test.ts", "scripts/*.test.mjs"], environment: "node" },
 }));

@@ -917,3 +917,25 @@ fn a_patch_resends_a_part_whose_json_text_changed_even_when_serde_calls_it_equal
         "1.0 and 1 are different JSON"
     );
 }
+
+/// The JSON Schema of each kernel slot's value as the window receives it, written for the UI,
+/// whose slot value types are generated from it (`ui/scripts/slot-types.mjs`, checked by
+/// `ui/src/lib/slots.test.ts`): a schema the kernel changes changes the UI's types.
+#[test]
+fn the_slot_schemas_the_ui_types_come_from_are_the_kernels() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let path = repo.join("ui/src/lib/slot-schemas.json");
+    let schemas: serde_json::Map<String, Value> = covel_kernel::contract::slot_view_schemas()
+        .into_iter()
+        .map(|(slot, schema)| (slot.as_str().to_string(), schema.clone()))
+        .collect();
+    let fresh = serde_json::to_string_pretty(&schemas).expect("json") + "\n";
+    if std::env::var_os("UPDATE_UI_FIXTURES").is_some() {
+        std::fs::write(&path, &fresh).expect("write the slot schemas");
+    }
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap_or_default(),
+        fresh,
+        "ui/src/lib/slot-schemas.json is stale: run `UPDATE_UI_FIXTURES=1 cargo test -p covel-tests --test ui_fixtures`, then `npm run gen:slots` in ui/"
+    );
+}

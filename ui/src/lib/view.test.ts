@@ -27,15 +27,17 @@ describe("meters and lists", () => {
     expect(listView({ items: ["a", "", "b"], total: 5 }, "en")).toEqual({ items: ["a", "b"], more: 3 });
   });
   it("lets a later summary entry with the same id replace an earlier one", () => {
-    const merged = summaryEntries({ entries: [{ id: "x", v: 1 }, { id: "y" }, { id: "x", v: 2 }] });
-    expect(merged).toEqual([{ id: "x", v: 2 }, { id: "y" }]);
+    const meter = (id: string, value: number) => ({ id, label: id, kind: "meter" as const, value, max: 10 });
+    const merged = summaryEntries({ entries: [meter("x", 1), meter("y", 5), meter("x", 2)] });
+    expect(merged).toEqual([meter("x", 2), meter("y", 5)]);
   });
 });
 
 describe("stage", () => {
   it("highlights the actor flagged active, else the first one not exiting", () => {
-    expect(activeActor({ actors: [{ characterId: "a", active: false }, { characterId: "b", active: true }] })).toBe("b");
-    expect(activeActor({ actors: [{ characterId: "a", exiting: true }, { characterId: "b" }] })).toBe("b");
+    const actor = (characterId: string, flags: { active?: boolean; exiting?: boolean } = {}) => ({ characterId, displayName: characterId.toUpperCase(), ...flags });
+    expect(activeActor({ actors: [actor("a", { active: false }), actor("b", { active: true })] })).toBe("b");
+    expect(activeActor({ actors: [actor("a", { exiting: true }), actor("b")] })).toBe("b");
   });
 });
 

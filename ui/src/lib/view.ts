@@ -1,6 +1,7 @@
 // View logic: pure functions over the snapshot, unit-tested with Vitest. Components stay thin.
 import { resolveI18nText } from "./locale";
 import type { Breakpoint, CacheReport, CallRecord, Count, PointInfo, PromptCounts, RuntimeTarget, Forecast, GoldenDifference, I18n, JsonValue, Message, Origin, PluginView, ReloadEntry, SegmentChange, SegmentRow, Snapshot, TestRun, TurnRecord, SourceSite } from "./wire";
+import type { SlotName, SlotValues } from "./slots";
 
 // ---- reading JSON values (the session, the world snapshot, summaries) ----------------------------
 
@@ -206,9 +207,12 @@ export function listView(entry: { items: I18n[]; total?: number }, locale: strin
   return { items, more: Math.max(0, total - items.length) };
 }
 
+/** A `session.summary@1` entry. */
+export type SummaryEntry = SlotValues["session.summary@1"]["entries"][number];
+
 /** Summary entries merged by id: a later entry with the same id replaces an earlier one. */
-export function summaryEntries(value: { entries?: any[] } | null | undefined): any[] {
-  const out: any[] = [];
+export function summaryEntries(value: SlotValues["session.summary@1"] | null | undefined): SummaryEntry[] {
+  const out: SummaryEntry[] = [];
   for (const entry of value?.entries ?? []) {
     const at = out.findIndex((e) => e.id === entry.id);
     if (at >= 0) out[at] = entry;
@@ -218,15 +222,19 @@ export function summaryEntries(value: { entries?: any[] } | null | undefined): a
 }
 
 /** The highlighted actor: each actor's own flag if any sets it, else the first not exiting. */
-export function activeActor(cast: { actors: any[] } | null | undefined): string | undefined {
+export function activeActor(cast: Pick<SlotValues["stage.cast@1"], "actors"> | null | undefined): string | undefined {
   const actors = cast?.actors ?? [];
   if (actors.some((a) => typeof a.active === "boolean")) return actors.find((a) => a.active)?.characterId;
   return actors.find((a) => !a.exiting)?.characterId;
 }
 
-/** The slot value of a preview, by slot id (and key). */
-export function slotValue(snapshot: Snapshot | undefined, slot: string, key?: string): any {
-  return snapshot?.preview.slots.find((s) => s.slot === slot && (key === undefined || s.key === key))?.value ?? null;
+/**
+ * The slot value of a preview, by slot id (and key), typed by the kernel's schema of the slot: a
+ * value the window receives has passed it (an invalid output keeps the previous value).
+ */
+export function slotValue<S extends SlotName>(snapshot: Snapshot | undefined, slot: S, key?: string): SlotValues[S] | null {
+  const value = snapshot?.preview.slots.find((s) => s.slot === slot && (key === undefined || s.key === key))?.value;
+  return (value ?? null) as SlotValues[S] | null;
 }
 
 /** A short description of a call's outcome. */

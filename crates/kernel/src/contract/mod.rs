@@ -205,6 +205,22 @@ fn slot_validators() -> &'static [Validator] {
     })
 }
 
+/// The JSON Schema of each kernel slot's value as a slot view holds it (what the window
+/// shows): what a provider returns, except `character.visual@1`, which the host splits into one
+/// value per character. The UI's slot value types are generated from these.
+pub fn slot_view_schemas() -> Vec<(SlotId, &'static serde_json::Value)> {
+    SlotId::ALL
+        .into_iter()
+        .map(|slot| {
+            let validator = match slot {
+                SlotId::CharacterVisual => character_visual_validator(),
+                _ => slot.value_validator(),
+            };
+            (slot, validator.schema())
+        })
+        .collect()
+}
+
 /// The validator of one `character.visual@1` value, after the host splits the collection.
 pub fn character_visual_validator() -> &'static Validator {
     static ONE: OnceLock<Validator> = OnceLock::new();
