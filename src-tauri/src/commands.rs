@@ -7,6 +7,7 @@
 //! changed). Studio work runs off the async runtime (`spawn_blocking`), so no runtime worker
 //! waits on the state lock.
 
+use crate::error::{CommandError, ErrorCode, OrCode};
 use crate::state::{self, AppState};
 use covel_studio::live::{LiveStudio, PlayedTurns};
 use covel_studio::wire::results::{Forecast, SessionEdit, TestRun};
@@ -69,14 +70,14 @@ pub struct RecentFolder {
 /// on a model for minutes, and the state lock is taken on that thread only, for `f`'s time.
 async fn with_studio<T: Send + 'static>(
     state: &State<'_, AppState>,
-    f: impl FnOnce(&mut LiveStudio) -> Result<T, String> + Send + 'static,
-) -> Result<T, String> {
+    f: impl FnOnce(&mut LiveStudio) -> Result<T, CommandError> + Send + 'static,
+) -> Result<T, CommandError> {
     let studio = Arc::clone(&state.studio);
     off_runtime(move || {
-        let mut guard = studio
-            .lock()
-            .map_err(|_| "studio state poisoned".to_string())?;
-        let studio = guard.as_mut().ok_or("no folder is open")?;
+        let mut guard = studio.lock().map_err(|_| CommandError::poisoned())?;
+        let studio = guard
+            .as_mut()
+            .ok_or_else(|| CommandError::new(ErrorCode::NoFolderOpen, "no folder is open"))?;
         f(studio)
     })
     .await
@@ -86,14 +87,12 @@ async fn with_studio<T: Send + 'static>(
 /// that changed since the UI last received them.
 async fn with_studio_patch(
     state: &State<'_, AppState>,
-    f: impl FnOnce(&mut LiveStudio) -> Result<(), String> + Send + 'static,
-) -> Result<SnapshotPatch, String> {
+    f: impl FnOnce(&mut LiveStudio) -> Result<(), CommandError> + Send + 'static,
+) -> Result<SnapshotPatch, CommandError> {
     let wire = Arc::clone(&state.wire);
     with_studio(state, move |s| {
         f(s)?;
-        let mut wire = wire
-            .lock()
-            .map_err(|_| "studio state poisoned".to_string())?;
+        let mut wire = wire.lock().map_err(|_| CommandError::poisoned())?;
         Ok(wire.patch_of(s))
     })
     .await
@@ -101,11 +100,11 @@ async fn with_studio_patch(
 
 /// Runs blocking work (loading a folder, playing a turn) off the async runtime.
 async fn off_runtime<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, String> + Send + 'static,
-) -> Result<T, String> {
-    tauri::async_runtime::spawn_blocking(f)
-        .await
-        .map_err(|e| format!("the studio task stopped: {e}"))?
+    f: impl FnOnce() -> Result<T, CommandError> + Send + 'static,
+) -> Result<T, CommandError> {
+    tauri::async_runtime::spawn_blocking(f).await.map_err(|e| {
+        CommandError::new(ErrorCode::Internal, format!("the studio task stopped: {e}"))
+    })?
 }
 
 #[tauri::command]
@@ -114,20 +113,23 @@ async fn open_workspace(
     app: AppHandle,
     plugins: String,
     session: Option<String>,
-) -> Result<u32, String> {
+) -> Result<u32, CommandError> {
     // The snapshot crosses once, as the `opened` event every window listens to (sent before
     // this answer); the answer is its version.
-    off_runtime(move || state::open(&app, &plugins, session.as_deref()).map(|s| s.version)).await
+    off_runtime(move || {
+        state::open(&app, &plugins, session.as_deref())
+            .map(|s| s.version)
+            .or_code(ErrorCode::Open)
+    })
+    .await
 }
 
 #[tauri::command]
 #[specta::specta]
-async fn snapshot(state: State<'_, AppState>) -> Result<Snapshot, String> {
+async fn snapshot(state: State<'_, AppState>) -> Result<Snapshot, CommandError> {
     let wire = Arc::clone(&state.wire);
     with_studio(&state, move |s| {
-        let mut wire = wire
-            .lock()
-            .map_err(|_| "studio state poisoned".to_string())?;
+        let mut wire = wire.lock().map_err(|_| CommandError::poisoned())?;
         Ok(wire.full_of(s))
     })
     .await
@@ -138,8 +140,11 @@ async fn snapshot(state: State<'_, AppState>) -> Result<Snapshot, String> {
 async fn set_runtime(
     state: State<'_, AppState>,
     target: covel_studio::wire::preview::RuntimeTarget,
-) -> Result<SnapshotPatch, String> {
-    with_studio_patch(&state, move |s| s.switch_target(target.into())).await
+) -> Result<SnapshotPatch, CommandError> {
+    with_studio_patch(&state, move |s| {
+        s.switch_target(target.into()).or_code(ErrorCode::Runtime)
+    })
+    .await
 }
 
 #[tauri::command]
@@ -148,7 +153,7 @@ async fn play_turn(
     app: AppHandle,
     state: State<'_, AppState>,
     message: String,
-) -> Result<SnapshotPatch, String> {
+) -> Result<SnapshotPatch, CommandError> {
     state
         .cancel
         .store(false, std::sync::atomic::Ordering::SeqCst);
@@ -162,7 +167,7 @@ async fn play_one_turn(
     app: &AppHandle,
     state: &State<'_, AppState>,
     message: String,
-) -> Result<bool, String> {
+) -> Result<bool, CommandError> {
     let cancel = Arc::clone(&state.cancel);
     // Four steps, the state lock held only for the first, the third and the last: neither a
     // slow story model nor a compaction provider waiting for the fast model keeps reloads (or
@@ -212,9 +217,12 @@ async fn play_one_turn(
 /// is played from then on (the branch it leaves is kept beside it).
 #[tauri::command]
 #[specta::specta]
-async fn fork_turn(state: State<'_, AppState>, turn_id: String) -> Result<SnapshotPatch, String> {
+async fn fork_turn(
+    state: State<'_, AppState>,
+    turn_id: String,
+) -> Result<SnapshotPatch, CommandError> {
     with_studio_patch(&state, move |s| {
-        s.fork_turn(&turn_id).map(|_| ()).map_err(|e| e.to_string())
+        s.fork_turn(&turn_id).map(|_| ()).or_code(ErrorCode::Branch)
     })
     .await
 }
@@ -225,9 +233,9 @@ async fn fork_turn(state: State<'_, AppState>, turn_id: String) -> Result<Snapsh
 async fn switch_branch(
     state: State<'_, AppState>,
     branch: String,
-) -> Result<SnapshotPatch, String> {
+) -> Result<SnapshotPatch, CommandError> {
     with_studio_patch(&state, move |s| {
-        s.switch_branch(&branch).map_err(|e| e.to_string())
+        s.switch_branch(&branch).or_code(ErrorCode::Branch)
     })
     .await
 }
@@ -240,12 +248,12 @@ async fn switch_branch(
 async fn replay_branch(
     app: AppHandle,
     state: State<'_, AppState>,
-) -> Result<SnapshotPatch, String> {
+) -> Result<SnapshotPatch, CommandError> {
     state
         .cancel
         .store(false, std::sync::atomic::Ordering::SeqCst);
     let (_, messages) =
-        with_studio(&state, |s| s.begin_replay().map_err(|e| e.to_string())).await?;
+        with_studio(&state, |s| s.begin_replay().or_code(ErrorCode::Branch)).await?;
     for message in messages {
         if !play_one_turn(&app, &state, message).await? {
             break;
@@ -263,7 +271,7 @@ async fn list_models(
     backend: String,
     base_url: Option<String>,
     api_key_env: Option<String>,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, CommandError> {
     let mut config = with_studio(&state, |s| {
         Ok(s.play().workspace.session.models.story.clone())
     })
@@ -274,7 +282,7 @@ async fn list_models(
     off_runtime(move || {
         covel_studio::models::Backend::new(&config)
             .list_models()
-            .map_err(|e| e.to_string())
+            .or_code(ErrorCode::Models)
     })
     .await
 }
@@ -282,7 +290,7 @@ async fn list_models(
 /// Runs compaction now, even under the threshold ("compact now"); undo puts the session back.
 #[tauri::command]
 #[specta::specta]
-async fn compact_now(state: State<'_, AppState>) -> Result<SnapshotPatch, String> {
+async fn compact_now(state: State<'_, AppState>) -> Result<SnapshotPatch, CommandError> {
     // Like a played turn's compaction: the provider (which may wait for the fast model) runs
     // without the state lock, and its result applies only to the session it was asked about.
     let mut forced = with_studio(&state, |s| Ok(s.begin_compact_now())).await?;
@@ -307,11 +315,16 @@ async fn turn_prompt(
     state: State<'_, AppState>,
     turn_id: String,
     branch: Option<String>,
-) -> Result<TurnPrompt, String> {
+) -> Result<TurnPrompt, CommandError> {
     with_studio(&state, move |s| {
         s.branch_turn_prompt(branch.as_deref(), &turn_id)
             .map(|p| TurnPrompt::of(&p, s))
-            .ok_or_else(|| format!("`{turn_id}` is not a played turn"))
+            .ok_or_else(|| {
+                CommandError::new(
+                    ErrorCode::UnknownTurn,
+                    format!("`{turn_id}` is not a played turn"),
+                )
+            })
     })
     .await
 }
@@ -320,15 +333,12 @@ async fn turn_prompt(
 /// cross with the prompt), with the snapshot version they belong to.
 #[tauri::command]
 #[specta::specta]
-async fn request_bodies(state: State<'_, AppState>) -> Result<RequestBodies, String> {
+async fn request_bodies(state: State<'_, AppState>) -> Result<RequestBodies, CommandError> {
     let wire = Arc::clone(&state.wire);
     // Under the studio's lock, as every patch is made: the version is the one of the last
     // patch made from this preview.
     with_studio(&state, move |s| {
-        let version = wire
-            .lock()
-            .map_err(|_| "studio state poisoned".to_string())?
-            .version();
+        let version = wire.lock().map_err(|_| CommandError::poisoned())?.version();
         Ok(RequestBodies {
             version,
             requests: (&s.preview().prompt).into(),
@@ -341,7 +351,7 @@ async fn request_bodies(state: State<'_, AppState>) -> Result<RequestBodies, Str
 /// answer from the memo).
 #[tauri::command]
 #[specta::specta]
-async fn run_everything_again(state: State<'_, AppState>) -> Result<SnapshotPatch, String> {
+async fn run_everything_again(state: State<'_, AppState>) -> Result<SnapshotPatch, CommandError> {
     with_studio_patch(&state, |s| {
         s.run_everything_again();
         Ok(())
@@ -351,7 +361,7 @@ async fn run_everything_again(state: State<'_, AppState>) -> Result<SnapshotPatc
 
 #[tauri::command]
 #[specta::specta]
-async fn cancel_work(state: State<'_, AppState>) -> Result<(), String> {
+async fn cancel_work(state: State<'_, AppState>) -> Result<(), CommandError> {
     state
         .cancel
         .store(true, std::sync::atomic::Ordering::SeqCst);
@@ -367,9 +377,10 @@ async fn new_plugin(
     id: String,
     points: Vec<String>,
     typescript: bool,
-) -> Result<String, String> {
+) -> Result<String, CommandError> {
     let dir = with_studio(&state, |s| Ok(s.workspace().plugins_dir.clone())).await?;
-    let created = covel_studio::scaffold::create(&dir, &id, &points, typescript)?;
+    let created = covel_studio::scaffold::create(&dir, &id, &points, typescript)
+        .or_code(ErrorCode::NewPlugin)?;
     Ok(format!(
         "Created {} (PLUGIN.md, {}, README.md) and its test session {}",
         created.folder.display(),
@@ -388,7 +399,7 @@ async fn open_in_editor(
     file: String,
     line: Option<u32>,
     column: Option<u32>,
-) -> Result<String, String> {
+) -> Result<String, CommandError> {
     let dir = with_studio(&state, |s| Ok(s.workspace().plugins_dir.clone())).await?;
     let path = std::path::Path::new(&file);
     // Registration sites are as the folder was opened (relative to the working directory when
@@ -399,12 +410,13 @@ async fn open_in_editor(
         dir.join(path)
     };
     if !path.is_file() {
-        return Err(format!(
-            "{} is not a file that can be opened",
-            path.display()
+        return Err(CommandError::new(
+            ErrorCode::Editor,
+            format!("{} is not a file that can be opened", path.display()),
         ));
     }
     covel_studio::editor::open(&path, line.unwrap_or(1), column.unwrap_or(1))
+        .or_code(ErrorCode::Editor)
 }
 
 /// Answers the form the last played turn asks the player to fill: what the player says (the
@@ -414,7 +426,7 @@ async fn open_in_editor(
 async fn answer_form(
     state: State<'_, AppState>,
     values: std::collections::BTreeMap<String, String>,
-) -> Result<covel_studio::turn::forms::FormAnswer, String> {
+) -> Result<covel_studio::turn::forms::FormAnswer, CommandError> {
     with_studio(&state, move |s| {
         let values = values
             .into_iter()
@@ -429,9 +441,9 @@ async fn answer_form(
 
 #[tauri::command]
 #[specta::specta]
-async fn undo(state: State<'_, AppState>) -> Result<SnapshotPatch, String> {
+async fn undo(state: State<'_, AppState>) -> Result<SnapshotPatch, CommandError> {
     with_studio_patch(&state, move |s| {
-        s.undo().map_err(|e| e.to_string())?;
+        s.undo().or_code(ErrorCode::Undo)?;
         Ok(())
     })
     .await
@@ -445,7 +457,7 @@ async fn save_played_session(
     state: State<'_, AppState>,
     path: Option<String>,
     overwrite_authored: bool,
-) -> Result<String, String> {
+) -> Result<String, CommandError> {
     with_studio(&state, move |s| {
         let target = path
             .as_deref()
@@ -453,7 +465,7 @@ async fn save_played_session(
             .map(std::path::Path::new);
         s.save_played(target, overwrite_authored)
             .map(|p| p.display().to_string())
-            .map_err(|e| e.to_string())
+            .or_code(ErrorCode::Session)
     })
     .await
 }
@@ -467,7 +479,7 @@ async fn save_session_text(
     state: State<'_, AppState>,
     text: String,
     drop_played: bool,
-) -> Result<SnapshotPatch, String> {
+) -> Result<SnapshotPatch, CommandError> {
     let played = if drop_played {
         PlayedTurns::Drop
     } else {
@@ -475,7 +487,7 @@ async fn save_session_text(
     };
     with_studio_patch(&state, move |s| {
         s.save_session_text(&text, played)
-            .map_err(|e| e.to_string())
+            .or_code(ErrorCode::Session)
     })
     .await
 }
@@ -484,8 +496,11 @@ async fn save_session_text(
 /// the new text; nothing is saved.
 #[tauri::command]
 #[specta::specta]
-async fn apply_session_edits(text: String, edits: Vec<SessionEdit>) -> Result<String, String> {
-    covel_studio::document::apply_edits(&text, &edits).map_err(|e| e.to_string())
+async fn apply_session_edits(
+    text: String,
+    edits: Vec<SessionEdit>,
+) -> Result<String, CommandError> {
+    covel_studio::document::apply_edits(&text, &edits).or_code(ErrorCode::Session)
 }
 
 /// What the loader says about session text: its diagnostics with line and column (empty when
@@ -495,7 +510,7 @@ async fn apply_session_edits(text: String, edits: Vec<SessionEdit>) -> Result<St
 async fn check_session_text(
     state: State<'_, AppState>,
     text: String,
-) -> Result<Vec<Diagnostic>, String> {
+) -> Result<Vec<Diagnostic>, CommandError> {
     let studio = Arc::clone(&state.studio);
     off_runtime(move || {
         let file = studio
@@ -514,12 +529,12 @@ async fn check_session_text(
 
 #[tauri::command]
 #[specta::specta]
-async fn open_status(state: State<'_, AppState>) -> Result<OpenStatus, String> {
+async fn open_status(state: State<'_, AppState>) -> Result<OpenStatus, CommandError> {
     state
         .status
         .lock()
         .map(|s| s.clone())
-        .map_err(|_| "studio state poisoned".to_string())
+        .map_err(|_| CommandError::poisoned())
 }
 
 /// The Cache panel: the played turns and the next one, forecast for a model.
@@ -530,14 +545,18 @@ async fn forecast(
     model: Option<String>,
     pace: f64,
     ttl: String,
-) -> Result<Forecast, String> {
+) -> Result<Forecast, CommandError> {
     let options = covel_studio::forecast::ForecastOptions {
         pace_seconds: pace,
         ttl,
         // The panel prices the played replies (or their reported usage).
         reply_tokens: None,
     };
-    with_studio(&state, move |s| s.forecast(model.as_deref(), &options)).await
+    with_studio(&state, move |s| {
+        s.forecast(model.as_deref(), &options)
+            .or_code(ErrorCode::Models)
+    })
+    .await
 }
 
 /// The Tests panel: every test session of the open folder. `update` writes golden snapshots:
@@ -553,7 +572,7 @@ async fn run_tests(
     only: Option<String>,
     rerecord: bool,
     force: bool,
-) -> Result<TestRun, String> {
+) -> Result<TestRun, CommandError> {
     use covel_studio::testing::Sessions;
     let sessions = |asked: bool| match (asked, &only) {
         (false, _) => Sessions::None,
@@ -571,7 +590,7 @@ async fn run_tests(
             &s.workspace().limits,
         )
         .map(TestRun::of)
-        .map_err(|e| e.to_string())
+        .or_code(ErrorCode::Tests)
     })
     .await
 }
@@ -586,7 +605,7 @@ async fn review_golden_change(
     session: String,
     index: u32,
     accept: bool,
-) -> Result<TestRun, String> {
+) -> Result<TestRun, CommandError> {
     use covel_studio::testing::Sessions;
     with_studio(&state, move |s| {
         covel_studio::testing::review::decide(
@@ -594,11 +613,11 @@ async fn review_golden_change(
             index as usize,
             accept,
         )
-        .map_err(|e| e.to_string())?;
+        .or_code(ErrorCode::Tests)?;
         let dir = s.workspace().plugins_dir.clone();
         covel_studio::testing::run_folder(&dir, &Sessions::None, &s.workspace().limits)
             .map(TestRun::of)
-            .map_err(|e| e.to_string())
+            .or_code(ErrorCode::Tests)
     })
     .await
 }
@@ -607,21 +626,21 @@ async fn review_golden_change(
 /// `covel-studio --version` prints).
 #[tauri::command]
 #[specta::specta]
-async fn about() -> Result<covel_studio::about::About, String> {
+async fn about() -> Result<covel_studio::about::About, CommandError> {
     Ok(covel_studio::about::about())
 }
 
 /// Where this run's log file is (`None` when none could be created), for the UI to show.
 #[tauri::command]
 #[specta::specta]
-async fn log_file() -> Result<Option<String>, String> {
+async fn log_file() -> Result<Option<String>, CommandError> {
     Ok(crate::logging::log_file().map(|path| path.display().to_string()))
 }
 
 /// The recently opened folders that still exist, newest first.
 #[tauri::command]
 #[specta::specta]
-async fn recent_folders(app: AppHandle) -> Result<Vec<RecentFolder>, String> {
+async fn recent_folders(app: AppHandle) -> Result<Vec<RecentFolder>, CommandError> {
     Ok(state::still_there(state::recent(&app))
         .into_iter()
         .map(|(plugins, session)| RecentFolder { plugins, session })

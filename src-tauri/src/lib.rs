@@ -3,6 +3,7 @@
 //! after every reload (`covel_studio::wire`). No studio logic lives here.
 
 mod commands;
+mod error;
 mod logging;
 mod rendering;
 mod state;

@@ -1,7 +1,17 @@
 // The only module that talks to the desktop shell. Everything else imports `backend` and stays
 // plain; browser tests build with `--mode fake` and get the fake, fed by fixtures the Rust
 // tests write (ui/fixtures/*.ts, from tests/suites/ui_fixtures.rs).
-import type { About, Diagnostic, Forecast, FormAnswer, TurnText, OpenStatus, RecentFolder, RequestBodies, RuntimeTarget, SessionEdit, Snapshot, SnapshotPatch, StudioChanged, TestRun, TurnPrompt } from "./wire";
+import type { About, CommandError, Diagnostic, ErrorCode, Forecast, FormAnswer, TurnText, OpenStatus, RecentFolder, RequestBodies, RuntimeTarget, SessionEdit, Snapshot, SnapshotPatch, StudioChanged, TestRun, TurnPrompt } from "./wire";
+
+/** A command that failed: the studio's code (what failed) and the message the author reads. */
+export class StudioError extends Error {
+  readonly code: ErrorCode;
+  constructor(error: CommandError) {
+    super(error.message);
+    this.name = "StudioError";
+    this.code = error.code;
+  }
+}
 
 /** What the shell sends on its own: opening, opened (the whole snapshot), open-failed, a reload (a patch). */
 export type StudioEvent = StudioChanged;

@@ -7,90 +7,90 @@ import * as __TAURI_EVENT from "@tauri-apps/api/event";
 
 /** Commands */
 export const commands = {
-	openWorkspace: (plugins: string, session: string | null) => typedError<number, string>(__TAURI_INVOKE("open_workspace", { plugins, session })),
-	snapshot: () => typedError<Snapshot_Serialize, string>(__TAURI_INVOKE("snapshot")),
-	setRuntime: (target: RuntimeTarget) => typedError<SnapshotPatch_Serialize, string>(__TAURI_INVOKE("set_runtime", { target })),
-	playTurn: (message: string) => typedError<SnapshotPatch_Serialize, string>(__TAURI_INVOKE("play_turn", { message })),
+	openWorkspace: (plugins: string, session: string | null) => typedError<number, CommandError>(__TAURI_INVOKE("open_workspace", { plugins, session })),
+	snapshot: () => typedError<Snapshot_Serialize, CommandError>(__TAURI_INVOKE("snapshot")),
+	setRuntime: (target: RuntimeTarget) => typedError<SnapshotPatch_Serialize, CommandError>(__TAURI_INVOKE("set_runtime", { target })),
+	playTurn: (message: string) => typedError<SnapshotPatch_Serialize, CommandError>(__TAURI_INVOKE("play_turn", { message })),
 	/**
 	 *  "Play from here": forks the active branch after its played turn `turn_id`; the new branch
 	 *  is played from then on (the branch it leaves is kept beside it).
 	 */
-	forkTurn: (turnId: string) => typedError<SnapshotPatch_Serialize, string>(__TAURI_INVOKE("fork_turn", { turnId })),
+	forkTurn: (turnId: string) => typedError<SnapshotPatch_Serialize, CommandError>(__TAURI_INVOKE("fork_turn", { turnId })),
 	/**  Makes another branch of the playtest the one played. */
-	switchBranch: (branch: string) => typedError<SnapshotPatch_Serialize, string>(__TAURI_INVOKE("switch_branch", { branch })),
+	switchBranch: (branch: string) => typedError<SnapshotPatch_Serialize, CommandError>(__TAURI_INVOKE("switch_branch", { branch })),
 	/**
 	 *  "Replay with my change": plays the active branch's player messages again, in a new branch
 	 *  from the state before its first turn, with the plugins as they are now. Stops at the first
 	 *  turn that fails (or is cancelled).
 	 */
-	replayBranch: () => typedError<SnapshotPatch_Serialize, string>(__TAURI_INVOKE("replay_branch")),
+	replayBranch: () => typedError<SnapshotPatch_Serialize, CommandError>(__TAURI_INVOKE("replay_branch")),
 	/**
 	 *  The models a server says it serves, for the Session panel's model picker: the session's
 	 *  story model with the backend, address and key variable the author is editing.
 	 */
-	listModels: (backend: string, baseUrl: string | null, apiKeyEnv: string | null) => typedError<string[], string>(__TAURI_INVOKE("list_models", { backend, baseUrl, apiKeyEnv })),
+	listModels: (backend: string, baseUrl: string | null, apiKeyEnv: string | null) => typedError<string[], CommandError>(__TAURI_INVOKE("list_models", { backend, baseUrl, apiKeyEnv })),
 	/**
 	 *  Answers the form the last played turn asks the player to fill: what the player says (the
 	 *  form's narrative filled in, to play next), or what is wrong with the values.
 	 */
-	answerForm: (values: { [key in string]: string }) => typedError<FormAnswer_Serialize, string>(__TAURI_INVOKE("answer_form", { values })),
+	answerForm: (values: { [key in string]: string }) => typedError<FormAnswer_Serialize, CommandError>(__TAURI_INVOKE("answer_form", { values })),
 	/**
 	 *  Opens a file of the open folder at a line and column in the author's editor
 	 *  (`COVEL_EDITOR`, `$VISUAL` or `$EDITOR`; see `covel_studio::editor`); answers the command
 	 *  run. A relative path is the plugins folder's.
 	 */
-	openInEditor: (file: string, line: number | null, column: number | null) => typedError<string, string>(__TAURI_INVOKE("open_in_editor", { file, line, column })),
+	openInEditor: (file: string, line: number | null, column: number | null) => typedError<string, CommandError>(__TAURI_INVOKE("open_in_editor", { file, line, column })),
 	/**
 	 *  Starts a plugin in the open folder (`covel_studio::scaffold`, what `covel new` does); the
 	 *  watcher loads it. Answers what was written.
 	 */
-	newPlugin: (id: string, points: string[], typescript: boolean) => typedError<string, string>(__TAURI_INVOKE("new_plugin", { id, points, typescript })),
+	newPlugin: (id: string, points: string[], typescript: boolean) => typedError<string, CommandError>(__TAURI_INVOKE("new_plugin", { id, points, typescript })),
 	/**  Runs compaction now, even under the threshold ("compact now"); undo puts the session back. */
-	compactNow: () => typedError<SnapshotPatch_Serialize, string>(__TAURI_INVOKE("compact_now")),
+	compactNow: () => typedError<SnapshotPatch_Serialize, CommandError>(__TAURI_INVOKE("compact_now")),
 	/**
 	 *  Reloads every plugin and the session into fresh runtimes: every provider runs again (no
 	 *  answer from the memo).
 	 */
-	runEverythingAgain: () => typedError<SnapshotPatch_Serialize, string>(__TAURI_INVOKE("run_everything_again")),
+	runEverythingAgain: () => typedError<SnapshotPatch_Serialize, CommandError>(__TAURI_INVOKE("run_everything_again")),
 	/**
 	 *  The prompt a played turn sent, in the branch `branch` (the one played by default): the last
 	 *  turn's is kept; older ones are recomputed from the session as it was before the turn,
 	 *  flagged when plugins were reloaded since.
 	 */
-	turnPrompt: (turnId: string, branch: string | null) => typedError<TurnPrompt_Serialize, string>(__TAURI_INVOKE("turn_prompt", { turnId, branch })),
+	turnPrompt: (turnId: string, branch: string | null) => typedError<TurnPrompt_Serialize, CommandError>(__TAURI_INVOKE("turn_prompt", { turnId, branch })),
 	/**
 	 *  The live preview's request bodies, asked for when the window shows them (they do not
 	 *  cross with the prompt), with the snapshot version they belong to.
 	 */
-	requestBodies: () => typedError<RequestBodies, string>(__TAURI_INVOKE("request_bodies")),
-	cancelWork: () => typedError<null, string>(__TAURI_INVOKE("cancel_work")),
-	undo: () => typedError<SnapshotPatch_Serialize, string>(__TAURI_INVOKE("undo")),
+	requestBodies: () => typedError<RequestBodies, CommandError>(__TAURI_INVOKE("request_bodies")),
+	cancelWork: () => typedError<null, CommandError>(__TAURI_INVOKE("cancel_work")),
+	undo: () => typedError<SnapshotPatch_Serialize, CommandError>(__TAURI_INVOKE("undo")),
 	/**
 	 *  Saves the played session; `path` defaults to `<name>.played.session.yaml` beside the
 	 *  authored session. Returns the file written.
 	 */
-	savePlayedSession: (path: string | null, overwriteAuthored: boolean) => typedError<string, string>(__TAURI_INVOKE("save_played_session", { path, overwriteAuthored })),
+	savePlayedSession: (path: string | null, overwriteAuthored: boolean) => typedError<string, CommandError>(__TAURI_INVOKE("save_played_session", { path, overwriteAuthored })),
 	/**
 	 *  Writes new text for the authored session file (checked first, atomic, `.bak` kept).
 	 *  `drop_played`: the author chose to drop the playtest's played turns (otherwise a save with
 	 *  played turns is refused, naming them).
 	 */
-	saveSessionText: (text: string, dropPlayed: boolean) => typedError<SnapshotPatch_Serialize, string>(__TAURI_INVOKE("save_session_text", { text, dropPlayed })),
+	saveSessionText: (text: string, dropPlayed: boolean) => typedError<SnapshotPatch_Serialize, CommandError>(__TAURI_INVOKE("save_session_text", { text, dropPlayed })),
 	/**
 	 *  Applies structured edits (`covel_studio::document::SessionEdit`) to session text and returns
 	 *  the new text; nothing is saved.
 	 */
-	applySessionEdits: (text: string, edits: SessionEdit_Deserialize[]) => typedError<string, string>(__TAURI_INVOKE("apply_session_edits", { text, edits })),
+	applySessionEdits: (text: string, edits: SessionEdit_Deserialize[]) => typedError<string, CommandError>(__TAURI_INVOKE("apply_session_edits", { text, edits })),
 	/**
 	 *  What the loader says about session text: its diagnostics with line and column (empty when
 	 *  the text is a valid session).
 	 */
-	checkSessionText: (text: string) => typedError<Diagnostic_Serialize[], string>(__TAURI_INVOKE("check_session_text", { text })),
-	openStatus: () => typedError<OpenStatus_Serialize, string>(__TAURI_INVOKE("open_status")),
+	checkSessionText: (text: string) => typedError<Diagnostic_Serialize[], CommandError>(__TAURI_INVOKE("check_session_text", { text })),
+	openStatus: () => typedError<OpenStatus_Serialize, CommandError>(__TAURI_INVOKE("open_status")),
 	/**  The recently opened folders that still exist, newest first. */
-	recentFolders: () => typedError<RecentFolder_Serialize[], string>(__TAURI_INVOKE("recent_folders")),
+	recentFolders: () => typedError<RecentFolder_Serialize[], CommandError>(__TAURI_INVOKE("recent_folders")),
 	/**  The Cache panel: the played turns and the next one, forecast for a model. */
-	forecast: (model: string | null, pace: number | null, ttl: string) => typedError<Forecast_Serialize, string>(__TAURI_INVOKE("forecast", { model, pace, ttl })),
+	forecast: (model: string | null, pace: number | null, ttl: string) => typedError<Forecast_Serialize, CommandError>(__TAURI_INVOKE("forecast", { model, pace, ttl })),
 	/**
 	 *  The Tests panel: every test session of the open folder. `update` writes golden snapshots:
 	 *  every session's, or with `only` that session file's alone. `rerecord` re-records the
@@ -98,20 +98,20 @@ export const commands = {
 	 *  its recording was made with (`covel test --rerecord-changed`). With `force`, `update` writes
 	 *  the pending snapshots even while the session's expectations fail (`--update --force`).
 	 */
-	runTests: (update: boolean, only: string | null, rerecord: boolean, force: boolean) => typedError<TestRun_Serialize, string>(__TAURI_INVOKE("run_tests", { update, only, rerecord, force })),
+	runTests: (update: boolean, only: string | null, rerecord: boolean, force: boolean) => typedError<TestRun_Serialize, CommandError>(__TAURI_INVOKE("run_tests", { update, only, rerecord, force })),
 	/**
 	 *  Accepts or rejects one pending golden change (turn `index` of `session`'s `x.golden.new`),
 	 *  then runs the folder's tests again so the panel shows what is left. Accepting writes the
 	 *  golden file with that turn's change; the other pending changes are kept as they were.
 	 */
-	reviewGoldenChange: (session: string, index: number, accept: boolean) => typedError<TestRun_Serialize, string>(__TAURI_INVOKE("review_golden_change", { session, index, accept })),
+	reviewGoldenChange: (session: string, index: number, accept: boolean) => typedError<TestRun_Serialize, CommandError>(__TAURI_INVOKE("review_golden_change", { session, index, accept })),
 	/**  Where this run's log file is (`None` when none could be created), for the UI to show. */
-	logFile: () => typedError<string | null, string>(__TAURI_INVOKE("log_file")),
+	logFile: () => typedError<string | null, CommandError>(__TAURI_INVOKE("log_file")),
 	/**
 	 *  This build: the studio's version, the SDK it mirrors and the contracts it implements (what
 	 *  `covel-studio --version` prints).
 	 */
-	about: () => typedError<About, string>(__TAURI_INVOKE("about")),
+	about: () => typedError<About, CommandError>(__TAURI_INVOKE("about")),
 };
 
 /** Events */
@@ -503,6 +503,12 @@ export type CheckResult_Serialize = {
 	location?: string,
 };
 
+/**  A failed command: its code and what the author reads. */
+export type CommandError = {
+	code: ErrorCode,
+	message: string,
+};
+
 /**  One proposal committed or refused. */
 export type CommitStep = CommitStep_Serialize | CommitStep_Deserialize;
 
@@ -685,6 +691,33 @@ export type Difference_Serialize = {
 	/**  The difference in the author's words (the kernel's, as `covel preview` says it). */
 	said: string,
 };
+
+/**  Why a command failed. */
+export type ErrorCode = 
+/**  The command needs an open folder and none is open. */
+"no-folder-open" | 
+/**  The folder or session could not be opened (the `open-failed` event has the diagnostic). */
+"open" | 
+/**  A fork, a branch switch or a replay was refused. */
+"branch" | 
+/**  The runtime asked for cannot be previewed (no active runtime produces its contract). */
+"runtime" | 
+/**  There is nothing to undo, or the undo could not be applied. */
+"undo" | 
+/**  A session edit or save was refused or could not be written. */
+"session" | 
+/**  No played turn has that id. */
+"unknown-turn" | 
+/**  The local model server could not be asked for its models, or a model is not known. */
+"models" | 
+/**  The author's editor could not be started. */
+"editor" | 
+/**  `covel new` refused the plugin id or could not write the files. */
+"new-plugin" | 
+/**  The folder's test sessions could not be run, or a golden change not reviewed. */
+"tests" | 
+/**  The studio's state was lost to an earlier failure (a poisoned lock, a stopped task). */
+"internal";
 
 /**  One event and the slots it moved. */
 export type EventStep = EventStep_Serialize | EventStep_Deserialize;

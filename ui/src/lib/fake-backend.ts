@@ -15,7 +15,7 @@ import { fixture as excludesSoundtrack } from "../../fixtures/session-excludes-s
 import { fixture as bodies } from "../../fixtures/request-bodies";
 import { fixture as about } from "../../fixtures/about";
 import { parseDocument } from "yaml";
-import type { Backend, StudioEvent } from "./backend";
+import { StudioError, type Backend, type StudioEvent } from "./backend";
 import { patchOf } from "./patch";
 import { runtimeValue } from "./view";
 import type { Diagnostic, OpenStatus, Preview, Requests, SessionEdit, Snapshot, SnapshotPatch, TurnPrompt, TurnText } from "./wire";
@@ -104,20 +104,20 @@ export function fakeBackend(): Backend {
       if (plugins.includes("missing")) {
         const error = { code: "missing-file", message: `the plugins folder ${plugins} does not exist`, file: plugins };
         for (const l of listeners) l({ reason: "open-failed", error });
-        throw new Error(`${plugins}: [missing-file] the plugins folder does not exist`);
+        throw new StudioError({ code: "open", message: `${plugins}: [missing-file] the plugins folder does not exist` });
       }
       // As the shell: the opened snapshot arrives as the `opened` event; the answer is its version.
       for (const l of listeners) l({ reason: "opened", snapshot: current });
       return current.version;
     },
     snapshot: async () => {
-      if (failed) throw new Error("no folder is open");
+      if (failed) throw new StudioError({ code: "no-folder-open", message: "no folder is open" });
       return current;
     },
     setRuntime: async (target) => {
       calls.push(["setRuntime", target]);
       const answer = runtimes[runtimeValue(target)];
-      if (!answer) throw new Error(`the fake backend has no fixture for runtime ${runtimeValue(target)}`);
+      if (!answer) throw new StudioError({ code: "runtime", message: `the fake backend has no fixture for runtime ${runtimeValue(target)}` });
       return advance({ ...answer[0], sessionText: current.sessionText }, answer[1]);
     },
     // A test may make the played turn ask for a form (`window.__fakeForm`, a form record) and
@@ -158,7 +158,7 @@ export function fakeBackend(): Backend {
     forkTurn: async (turnId) => {
       calls.push(["forkTurn", turnId]);
       const upto = current.turns.findIndex((t) => t.turnId === turnId && !t.error);
-      if (upto < 0) throw new Error(`\`${turnId}\` is not a played turn of this branch`);
+      if (upto < 0) throw new StudioError({ code: "branch", message: `\`${turnId}\` is not a played turn of this branch` });
       const from = current.branches.find((b) => b.active)?.id ?? "main";
       const id = `b${current.branches.length + 1}`;
       const branches = [
@@ -170,7 +170,7 @@ export function fakeBackend(): Backend {
     switchBranch: async (branch) => {
       calls.push(["switchBranch", branch]);
       const target = current.branches.find((b) => b.id === branch);
-      if (!target) throw new Error(`there is no branch \`${branch}\``);
+      if (!target) throw new StudioError({ code: "branch", message: `there is no branch \`${branch}\`` });
       if (target.active) return advance(current);
       const branches = current.branches.map((b) => (b.active ? { ...b, active: false, turns: current.turns } : b.id === branch ? { ...b, active: true, turns: [] } : b));
       return advance({ ...current, turns: target.turns, branches });
@@ -189,13 +189,13 @@ export function fakeBackend(): Backend {
     listModels: async (backend, baseUrl, apiKeyEnv) => {
       calls.push(["listModels", backend, baseUrl, apiKeyEnv]);
       const given = (globalThis as any).__fakeModels ?? ["llama3.1:8b", "qwen2.5:7b"];
-      if (typeof given === "string") throw new Error(given);
+      if (typeof given === "string") throw new StudioError({ code: "models", message: given });
       return given;
     },
     turnPrompt: async (turnId, branch) => {
       calls.push(["turnPrompt", turnId, branch ?? null]);
       const found = previews[turnId];
-      if (!found) throw new Error(`\`${turnId}\` is not a played turn`);
+      if (!found) throw new StudioError({ code: "unknown-turn", message: `\`${turnId}\` is not a played turn` });
       // A test may give `{ preview, withNewerPlugins }`; a bare preview was sent as it is. Either
       // comes with the opened prompt's request bodies.
       const prompt = "withNewerPlugins" in found ? found : { preview: found, withNewerPlugins: false };
@@ -224,7 +224,7 @@ export function fakeBackend(): Backend {
     saveSessionText: async (text, dropPlayed) => {
       calls.push(["saveSessionText", text, dropPlayed]);
       const problems = check(text);
-      if (problems.length) throw new Error(problems[0].message);
+      if (problems.length) throw new StudioError({ code: "session", message: problems[0].message });
       // As the studio: a save with played turns is refused unless they are to be dropped.
       if (current.turns.length && !dropPlayed) throw new Error(`saving the session restarts the playtest and drops its ${current.turns.length} played turn(s)`);
       // The one session edit a fixture covers: soundtrack excluded, which the resolver rejects.

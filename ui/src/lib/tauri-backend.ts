@@ -1,13 +1,14 @@
 // The real backend: the generated tauri-specta bindings (typed by the studio's wire).
 import { commands, events } from "./bindings";
 import { open as openDialog } from "@tauri-apps/plugin-dialog";
-import type { Backend } from "./backend";
+import { StudioError, type Backend } from "./backend";
+import type { CommandError } from "./wire";
 
-type Result<T> = { status: "ok"; data: T } | { status: "error"; error: string };
+type Result<T> = { status: "ok"; data: T } | { status: "error"; error: CommandError };
 
 async function unwrap<T>(answer: Promise<Result<T>>): Promise<T> {
   const result = await answer;
-  if (result.status === "error") throw new Error(result.error);
+  if (result.status === "error") throw new StudioError(result.error);
   return result.data;
 }
 
