@@ -1046,6 +1046,14 @@ fn a_prefix_whose_estimated_range_straddles_the_minimum_may_or_may_not_be_cached
 
 /// The forecast-agreement fixture with a session of one stable system segment and `lore`.
 fn lore_workspace(segment_text: &str, lore: Option<&str>) -> Workspace {
+    let segments = json!([{ "id": "s0", "position": "system", "role": "system", "audience": "story",
+        "volatility": "stable", "content": segment_text }]);
+    shaped_workspace(json!([]), segments, lore)
+}
+
+/// The forecast-agreement fixture with a session of these history messages, the shaper's
+/// segments and `lore`.
+fn shaped_workspace(history: Value, segments: Value, lore: Option<&str>) -> Workspace {
     let root = covel_tests::fixture("forecast-agrees");
     let mut ws = Workspace::open(
         &root.join("plugins"),
@@ -1057,12 +1065,11 @@ fn lore_workspace(segment_text: &str, lore: Option<&str>) -> Workspace {
     if let Some(lore) = lore {
         world["lore"] = json!(lore);
     }
-    let segments = json!([{ "id": "s0", "position": "system", "role": "system", "audience": "story",
-        "volatility": "stable", "content": segment_text }]);
     let doc = json!({
         "id": "lore", "locale": "en", "world": { "worldRecord": world },
         "models": { "story": { "model": "claude-sonnet-4-5", "contextWindow": 200000, "reservedForResponse": 1024 } },
         "pluginData": [{ "pluginId": "shaper", "namespace": "shape", "key": "segments", "value": segments }],
+        "history": { "messages": history },
         "nextMessage": "I look around.",
     });
     ws.session = covel_kernel::session::parse_session(
@@ -1118,6 +1125,43 @@ fn world_lore_is_attributed_where_the_assembly_put_it_not_by_its_tags() {
         .expect("the wire says where the lore ends");
     let units: Vec<u16> = block.text.encode_utf16().collect();
     assert_eq!(String::from_utf16_lossy(&units[..end]), parts[0].text);
+}
+
+#[test]
+fn the_depth_advice_counts_from_the_message_the_moving_breakpoint_closes_when_the_newest_is_empty()
+{
+    // The newest history message has no text, so it is not sent: the moving breakpoint closes
+    // m0. A segment at depth 3 lands before m0 (ahead of it); depth 2 would land between m0 and
+    // the empty m1, behind it.
+    let history = json!([
+        { "id": "m0", "turnId": "t1", "role": "user", "content": "I wait for the tide." },
+        { "id": "m1", "turnId": "t1", "role": "assistant", "content": "" },
+    ]);
+    let segments = json!([{ "id": "reminder", "position": { "depth": 3 }, "role": "user",
+        "audience": "story", "volatility": "session", "content": "Remember the bell." }]);
+    let ws = shaped_workspace(history, segments, None);
+    let preview = ws.preview(&covel_studio::RuntimeTarget::Story);
+    let moving = preview
+        .cache
+        .breakpoints
+        .iter()
+        .find(|b| b.moving)
+        .expect("a moving breakpoint");
+    assert_eq!(
+        moving.closes,
+        covel_kernel::prompt::Origin::History { id: "m0".into() }
+    );
+    let advice = preview
+        .cache
+        .advice
+        .iter()
+        .find(|a| a.code == "depth-segment-moves")
+        .expect("the depth advice");
+    assert!(
+        advice.fix.contains("a depth of at most 2"),
+        "{}",
+        advice.fix
+    );
 }
 
 // ---- the forecast agrees with the preview's cache report ---------------------------------------

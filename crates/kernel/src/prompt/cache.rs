@@ -8,7 +8,7 @@
 //! whose content changed, and warns about prefixes shorter than the model caches.
 
 use super::assemble::{Assembly, BlockKind, Origin, row_keys, segment_key};
-use super::requests::{AnthropicRequest, Place, RequestPart};
+use super::requests::{AnthropicRequest, Place, RequestPart, history_breakpoint};
 use super::segment::{Placement, Volatility};
 use serde::Serialize;
 
@@ -268,17 +268,19 @@ fn difference_at(
     }
 }
 
-/// Base messages (history, summaries, the player's input) after the newest history message:
-/// a depth up to this count lands behind the moving breakpoint.
+/// Base messages (history, summaries, the player's input) after the message the moving
+/// breakpoint closes ([`history_breakpoint`]: the newest one sent, so a newest history message
+/// without text counts as after it): a depth up to this count lands behind the breakpoint.
 fn messages_after_newest_history(this: &Assembly) -> usize {
-    let newest = this
-        .messages
-        .iter()
-        .rposition(|m| matches!(m.origin, Origin::History { .. } | Origin::Summary { .. }));
-    newest.map_or(0, |n| {
+    history_breakpoint(&this.messages).map_or(0, |n| {
         this.messages[n + 1..]
             .iter()
-            .filter(|m| m.origin == Origin::PlayerInput)
+            .filter(|m| {
+                matches!(
+                    m.origin,
+                    Origin::History { .. } | Origin::Summary { .. } | Origin::PlayerInput
+                )
+            })
             .count()
     })
 }
