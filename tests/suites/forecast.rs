@@ -1103,7 +1103,8 @@ fn world_lore_is_attributed_where_the_assembly_put_it_not_by_its_tags() {
     let preview = ws.preview(&covel_studio::RuntimeTarget::Story);
     let block = stable_block(&preview);
     assert_eq!(block.world_lore_end, None);
-    let parts = covel_studio::parts::block_parts(block, &preview.segments);
+    let parts =
+        covel_studio::parts::block_parts(block, &covel_studio::parts::Rows::of(&preview.segments));
     let from: Vec<&Source> = parts.iter().map(|p| &p.from).collect();
     assert_eq!(from, [&segment]);
 
@@ -1112,7 +1113,8 @@ fn world_lore_is_attributed_where_the_assembly_put_it_not_by_its_tags() {
     let ws = lore_workspace("The bell rings.", Some(lore));
     let preview = ws.preview(&covel_studio::RuntimeTarget::Story);
     let block = stable_block(&preview);
-    let parts = covel_studio::parts::block_parts(block, &preview.segments);
+    let parts =
+        covel_studio::parts::block_parts(block, &covel_studio::parts::Rows::of(&preview.segments));
     let from: Vec<&Source> = parts.iter().map(|p| &p.from).collect();
     assert_eq!(from, [&Source::WorldLore, &segment]);
     assert!(parts[0].text.starts_with("<world-lore>\n"));

@@ -98,6 +98,9 @@ pub fn run(
     // What the window receives on open: the whole snapshot.
     let snapshot_bytes = serde_json::to_vec(&wire.opened(&studio))?.len();
     let mut patch_bytes = Vec::new();
+    // What making the patch takes after the preview is ready (a snapshot of the studio compared
+    // part by part with what the window holds, then serialized), as the app does per reload.
+    let mut patch_ms = Vec::new();
     // How many of the patches carried a change of the prompt (a text edit's do; a comment's not).
     let mut prompt_patches = 0;
     let outcome = (|| -> anyhow::Result<()> {
@@ -134,8 +137,11 @@ pub fn run(
                     resolve.push(entry.timings.resolve_ms);
                     preview.push(entry.timings.preview_ms);
                     preview_parts.add(&studio.preview().timings);
+                    let making = Instant::now();
                     let patch = wire.patch_of(&studio);
-                    patch_bytes.push(serde_json::to_vec(&patch)?.len() as f64);
+                    let bytes = serde_json::to_vec(&patch)?;
+                    patch_ms.push(making.elapsed().as_secs_f64() * 1000.0);
+                    patch_bytes.push(bytes.len() as f64);
                     if patch.preview.is_some_and(|p| p.prompt.is_some()) {
                         prompt_patches += 1;
                     }
@@ -166,6 +172,7 @@ pub fn run(
         "previewParts": preview_parts.report(),
         "snapshotBytes": snapshot_bytes,
         "patchBytes": distribution(patch_bytes),
+        "patchMs": distribution(patch_ms),
         "patchesWithPrompt": prompt_patches,
     }))
 }

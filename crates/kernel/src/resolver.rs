@@ -388,6 +388,14 @@ impl<'a> State<'a> {
 }
 
 impl State<'_> {
+    /// What a candidate requires (nothing for an id the request does not hold).
+    fn requires_of(&self, id: &str) -> Vec<String> {
+        self.by_id
+            .get(id)
+            .map(|c| c.requires.clone())
+            .unwrap_or_default()
+    }
+
     /// Steps 1–2: the requested plugins, then the core plugins, then a provider of each world
     /// requirement not yet provided.
     fn seed(&mut self) {
@@ -419,11 +427,7 @@ impl State<'_> {
         let mut index = 0;
         while index < self.active.len() {
             let id = self.active[index].clone();
-            let requires = self
-                .by_id
-                .get(id.as_str())
-                .map(|c| c.requires.clone())
-                .unwrap_or_default();
+            let requires = self.requires_of(&id);
             for contract in requires {
                 if self.provided(&contract) {
                     continue;
@@ -562,11 +566,7 @@ impl State<'_> {
         loop {
             let mut changed = false;
             for id in self.active.clone() {
-                let requires = self
-                    .by_id
-                    .get(id.as_str())
-                    .map(|c| c.requires.clone())
-                    .unwrap_or_default();
+                let requires = self.requires_of(&id);
                 if let Some(contract) = requires.iter().find(|c| !self.provided(c)) {
                     let (code, providers) = self.unavailable(contract);
                     let message = format!(
@@ -605,11 +605,7 @@ impl State<'_> {
             .collect();
         let mut reachable: BTreeSet<String> = roots.iter().cloned().collect();
         while let Some(id) = roots.pop() {
-            let requires = self
-                .by_id
-                .get(id.as_str())
-                .map(|c| c.requires.clone())
-                .unwrap_or_default();
+            let requires = self.requires_of(&id);
             for contract in requires {
                 for other in &self.active {
                     if !reachable.contains(other)

@@ -40,35 +40,52 @@ impl Part {
     }
 }
 
+/// The segment table's included rows by key (`plugin/id`), looked up for every segment of every
+/// block: searching the table for each made attributing a prompt quadratic in the folder's size.
+pub struct Rows<'a>(foldhash::HashMap<String, &'a SegmentRow>);
+
+impl<'a> Rows<'a> {
+    pub fn of(rows: &'a [SegmentRow]) -> Rows<'a> {
+        let mut by_key = foldhash::HashMap::default();
+        for row in rows.iter().filter(|r| r.included) {
+            // The first included row of a key, as a search in table order finds it.
+            by_key.entry(row.key()).or_insert(row);
+        }
+        Rows(by_key)
+    }
+
+    fn get(&self, key: &str) -> Option<&'a SegmentRow> {
+        self.0.get(key).copied()
+    }
+}
+
 /// The parts a block's or the turn context's segments (`plugin/id` keys) are: each segment's
 /// text from its row in the segment table.
-fn segments(keys: &[String], rows: &[SegmentRow]) -> Vec<Part> {
+fn segments(keys: &[String], rows: &Rows<'_>) -> Vec<Part> {
     keys.iter()
-        .map(
-            |key| match rows.iter().find(|r| r.included && r.has_key(key)) {
-                Some(row) => Part::new(
-                    Source::Segment {
-                        plugin: row.plugin.to_string(),
-                        segment: row.id.to_string(),
-                    },
-                    row.content.to_string(),
-                ),
-                // A key the table does not hold (the kernel never writes one): named, without text.
-                None => {
-                    let (plugin, segment) = key.split_once('/').unwrap_or((key, ""));
-                    let from = Source::Segment {
-                        plugin: plugin.into(),
-                        segment: segment.into(),
-                    };
-                    Part::new(from, String::new())
-                }
-            },
-        )
+        .map(|key| match rows.get(key) {
+            Some(row) => Part::new(
+                Source::Segment {
+                    plugin: row.plugin.to_string(),
+                    segment: row.id.to_string(),
+                },
+                row.content.to_string(),
+            ),
+            // A key the table does not hold (the kernel never writes one): named, without text.
+            None => {
+                let (plugin, segment) = key.split_once('/').unwrap_or((key, ""));
+                let from = Source::Segment {
+                    plugin: plugin.into(),
+                    segment: segment.into(),
+                };
+                Part::new(from, String::new())
+            }
+        })
         .collect()
 }
 
 /// The parts of one system-prompt block.
-pub fn block_parts(block: &Block, rows: &[SegmentRow]) -> Vec<Part> {
+pub fn block_parts(block: &Block, rows: &Rows<'_>) -> Vec<Part> {
     match block.kind {
         BlockKind::Preamble => vec![Part::new(Source::Framework, block.text.clone())],
         BlockKind::Body => vec![Part::new(Source::RuntimeBody, block.text.clone())],
@@ -85,7 +102,7 @@ pub fn block_parts(block: &Block, rows: &[SegmentRow]) -> Vec<Part> {
 }
 
 /// The parts of one message.
-pub fn message_parts(message: &Message, rows: &[SegmentRow]) -> Vec<Part> {
+pub fn message_parts(message: &Message, rows: &Rows<'_>) -> Vec<Part> {
     match (&message.origin, message.origin.source()) {
         (Origin::TurnContext { segments: keys }, _) => segments(keys, rows),
         (_, Some(source)) => vec![Part::new(source, message.content.clone())],

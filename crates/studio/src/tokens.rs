@@ -10,8 +10,8 @@
 use crate::scripts::{self, Script};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// An OpenAI byte-pair encoding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -59,10 +59,16 @@ pub struct CountStats {
 /// Entries kept before the memory is cleared (a long session of edits stays bounded).
 const MAX_REMEMBERED: usize = 50_000;
 
-/// Exact counts, remembered per text.
+/// A text cut into runs of one kind of text, each with its exact count.
+pub type CountedRuns = Arc<[(Script, u64)]>;
+
+/// Exact counts, remembered per text, and each text's runs of one kind with their counts (the
+/// Claude estimate's split, which a preview's counts would otherwise redo for every block on
+/// every snapshot).
 #[derive(Debug, Default)]
 pub struct TokenCounter {
     counts: Mutex<HashMap<Encoding, HashMap<String, u64>>>,
+    runs: Mutex<HashMap<Encoding, HashMap<String, CountedRuns>>>,
     computed: AtomicU64,
     reused: AtomicU64,
 }
@@ -96,6 +102,31 @@ impl TokenCounter {
         }
         memory.insert(text.to_string(), n);
         n
+    }
+
+    /// `text` cut into runs of one kind ([`scripts::runs`]), each with its exact count in
+    /// `encoding`: remembered per text, as the counts are.
+    pub fn counted_runs(&self, encoding: Encoding, text: &str) -> CountedRuns {
+        if let Some(runs) = self
+            .runs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&encoding)
+            .and_then(|m| m.get(text))
+        {
+            return Arc::clone(runs);
+        }
+        let runs: CountedRuns = scripts::runs(text)
+            .into_iter()
+            .map(|(script, run)| (script, self.count(encoding, run)))
+            .collect();
+        let mut memory = self.runs.lock().unwrap_or_else(|e| e.into_inner());
+        let memory = memory.entry(encoding).or_default();
+        if memory.len() >= MAX_REMEMBERED {
+            memory.clear();
+        }
+        memory.insert(text.to_string(), Arc::clone(&runs));
+        runs
     }
 
     /// The token ids of `text` (not remembered).
@@ -197,9 +228,10 @@ impl EstimateRule {
     /// The estimate of a text: each run of one kind counted exactly in `encoding` and scaled by
     /// its band (a text of one kind is counted whole).
     pub fn estimate(&self, counter: &TokenCounter, encoding: Encoding, text: &str) -> Estimate {
-        scripts::runs(text)
-            .into_iter()
-            .map(|(script, run)| self.band(script).apply(counter.count(encoding, run)))
+        counter
+            .counted_runs(encoding, text)
+            .iter()
+            .map(|&(script, base)| self.band(script).apply(base))
             .sum()
     }
 
@@ -281,6 +313,47 @@ mod tests {
                 reused: 1
             }
         );
+    }
+
+    /// Texts of every kind the split tells apart, mixed.
+    fn mixed_texts() -> impl proptest::strategy::Strategy<Value = Vec<String>> {
+        use proptest::prelude::*;
+        let piece = prop::sample::select(vec![
+            "The bell tolls. ",
+            "潮が引くと鐘楼が見える。",
+            "🔔🌊",
+            "fn ring() { bell.toll(); }\n",
+            "Vell, 1890 — ",
+            "",
+        ]);
+        prop::collection::vec(
+            prop::collection::vec(piece, 0..8).prop_map(|p| p.concat()),
+            1..6,
+        )
+    }
+
+    proptest::proptest! {
+        /// The split each text's estimate is made of, remembered, gives what a counter that has
+        /// never seen the text gives (the caches table's token counts row).
+        #[test]
+        fn an_estimate_from_remembered_runs_equals_one_made_afresh(texts in mixed_texts()) {
+            let facts = crate::facts::ModelFacts::embedded().expect("facts");
+            let profile = facts.profile("claude-sonnet-4-5").expect("model");
+            let rule = profile.estimate().expect("an estimated model");
+            let warm = TokenCounter::new();
+            // The same texts and others, in both encodings (whose counts differ).
+            for text in &texts {
+                rule.estimate(&warm, Encoding::Cl100kBase, text);
+                rule.estimate(&warm, Encoding::O200kBase, &format!("{text} again"));
+                rule.estimate(&warm, Encoding::O200kBase, text);
+            }
+            for text in &texts {
+                proptest::prop_assert_eq!(
+                    rule.estimate(&warm, Encoding::O200kBase, text),
+                    rule.estimate(&TokenCounter::new(), Encoding::O200kBase, text)
+                );
+            }
+        }
     }
 
     #[test]

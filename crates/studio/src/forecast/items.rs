@@ -162,7 +162,7 @@ pub(super) fn message_label(index: usize, message: &covel_kernel::prompt::Messag
 /// request the body was serialized from, whose blocks name the message they send.
 pub(crate) fn anthropic_items(preview: &Preview, counting: &Counting<'_>) -> Vec<Item> {
     let request = &preview.prompt.requests.anthropic_request;
-    let rows = &preview.segments;
+    let rows = &parts::Rows::of(&preview.segments);
     let blocks = &preview.prompt.system.blocks;
     let messages = &preview.prompt.messages;
     let newest = covel_kernel::prompt::history_breakpoint(messages);
@@ -276,7 +276,7 @@ pub(super) fn openai_items(
     overhead: u64,
     priming: u64,
 ) -> Vec<Item> {
-    let rows = &preview.segments;
+    let rows = &parts::Rows::of(&preview.segments);
     // The chat body's messages (`prompt::openai_request`): the system prompt, then every
     // message of the assembly, each with its role and text.
     let system = preview.prompt.system.text();

@@ -136,7 +136,7 @@ pub fn path_for(session: &Path) -> PathBuf {
 /// The golden turn of a captured turn.
 pub fn turn_of(capture: &TurnCapture) -> GoldenTurn {
     let preview = &capture.preview;
-    let rows = &preview.segments;
+    let rows = &parts::Rows::of(&preview.segments);
     let system = preview
         .prompt
         .system
