@@ -220,15 +220,15 @@
 
   // The web platform's globals QuickJS lacks and Node's (`URL`, `crypto`, …), and the intrinsics
   // a context gets on first use (typed arrays, WeakRef, DOMException with atob and btoa, Date,
-  // Map and Set, performance: crates/js/src/intrinsics.rs): each is an accessor on globalThis until first used. The first
-  // read imports its module, or adds its group of intrinsics (whose own globals replace the
-  // group's accessors), and puts the real value in its place (a data property, enumerable where
-  // Node's is); a write before any read puts the written value there. What a plugin that never
-  // touches them pays is these accessors only: one closure per global, its getter and its setter
-  // at once. (A getter and a setter closure per global, each with a function that found its value,
-  // took ≈ 5 KB of a generated plugin's engine memory; a function bound to the name took less by
-  // QuickJS's count but, its objects falling into other size classes, opened two more 4 KiB
-  // arenas. This takes none.)
+  // Map and Set, performance: crates/js/src/intrinsics.rs): each is an accessor on globalThis
+  // until first used. The first read imports its module, or adds its group of intrinsics (whose
+  // own globals replace the group's accessors), and puts the real value in its place (a data
+  // property, enumerable where Node's is); a write before any read puts the written value there.
+  // What a plugin that never touches them pays is these accessors only: one closure per global,
+  // its getter and its setter at once. (A getter and a setter closure per global, each with a
+  // function that found its value, took ≈ 5 KB of a generated plugin's engine memory; a function
+  // bound to the name took less by QuickJS's count but, its objects falling into other size
+  // classes, opened two more 4 KiB arenas. This takes none.)
   // What the host does to a group of intrinsics the moment the context has it, before plugin code
   // can see it (each once).
   const whenAdded = { __proto__: null, date: wrapDate, performance: wrapPerformance };
