@@ -444,8 +444,9 @@ fn globals_loaded_on_first_use_read_write_delete_and_enumerate_as_in_node() {
     );
 }
 
-/// Typed arrays, `WeakRef` and `FinalizationRegistry`, and `DOMException` with `atob` and `btoa`
-/// are added to a plugin's context on first use (crates/js/src/intrinsics.rs), and read, write and
+/// Typed arrays, `WeakRef` and `FinalizationRegistry`, `DOMException` with `atob` and `btoa`,
+/// `Date`, `Map` and `Set` (with `WeakMap` and `WeakSet`) and `performance` are added to a
+/// plugin's context on first use (crates/js/src/intrinsics.rs), and read, write and
 /// work as Node's: every line below is Node's answer for the same script, except that `atob` and
 /// `btoa` are not enumerable (as QuickJS has always defined them; Node's are).
 #[test]
@@ -466,6 +467,14 @@ fn intrinsics_added_on_first_use_read_write_and_work_as_in_node() {
             "base64: aGk= hi",
             "atob throws: true InvalidCharacterError",
             "DOMException: AbortError 20",
+            "later groups in globalThis: true",
+            "later groups in Object.keys: performance",
+            "later written before read: mine data w=true e=false c=true",
+            "later typeof: function function function function object",
+            "later after first read: data w=true e=false c=true | data w=true e=false c=true",
+            "dates: 1970-01-01T00:00:00.000Z 946684800000 true number",
+            "maps and sets: a 2 2,3 4",
+            "performance: number true",
         ]
     );
 }

@@ -38,14 +38,15 @@
   // The stack is only ever a hint: the host keeps a frame only when it names a module the loader
   // itself loaded, and reads that module's text from the loader's record, never from a path.
   const site = (key) => append(staged.sites, { key, stack: clipped(new HostError().stack, 65536) });
-  // Handlers and timers are Maps reached only through their methods bound here, before plugin
-  // code runs: a replaced `Map.prototype.get` or `set` never receives them (and, unlike an
-  // object keyed by the call's key, a Map lookup makes no atom of the key on every call).
-  const handlers = new Map();
-  const handlerOf = Map.prototype.get.bind(handlers);
-  const hasHandler = Map.prototype.has.bind(handlers);
-  const setHandler = Map.prototype.set.bind(handlers);
-  const clearHandlers = Map.prototype.clear.bind(handlers);
+  // Handlers by key, in an object without a prototype: reading, writing and `in` on it run no
+  // plugin code (no getter, setter or replaced method is ever on its way), and it needs no `Map`,
+  // which a context gets only on first use (crates/js/src/intrinsics.rs). A key that was made
+  // an atom when its handler was set is found again without a new one.
+  let handlers = { __proto__: null };
+  const handlerOf = (key) => handlers[key];
+  const hasHandler = (key) => key in handlers;
+  const setHandler = (key, handler) => { handlers[key] = handler; };
+  const clearHandlers = () => { handlers = { __proto__: null }; };
   const disposers = [];
   let closed = false;
   // Per call: what the handler printed, and what the studio has to say about the call (a log
@@ -77,42 +78,51 @@
   // ---- clock and randomness: a call that reads them is never answered from the memo --------
   let impure = null;
   const noteImpure = (why) => { if (!impure) impure = why; };
-  {
-    const wrap = (owner, name, why) => {
-      const real = owner[name];
-      if (typeof real !== "function") return;
-      const wrapped = function (...args) { noteImpure(why); return Reflect.apply(real, this, args); };
-      try {
-        Object.defineProperty(owner, name, { value: wrapped, writable: true, configurable: true });
-      } catch {
-        /* a non-configurable built-in stays as it is */
-      }
-    };
-    const RealDate = Date;
+  const wrap = (owner, name, why) => {
+    const real = owner[name];
+    if (typeof real !== "function") return;
+    const wrapped = function (...args) { noteImpure(why); return Reflect.apply(real, this, args); };
+    try {
+      Object.defineProperty(owner, name, { value: wrapped, writable: true, configurable: true });
+    } catch {
+      /* a non-configurable built-in stays as it is */
+    }
+  };
+  wrap(Math, "random", "uses randomness (Math.random)");
+  // `Date` and `performance` are added to the context on first use (below): each is wrapped the
+  // moment it is added, before any plugin code can see it. `Proxy` is taken now, before plugin
+  // code could replace the global.
+  const HostProxy = Proxy;
+  const wrapDate = () => {
+    const RealDate = globalThis.Date;
     wrap(RealDate, "now", "reads the clock (Date.now)");
-    globalThis.Date = new Proxy(RealDate, {
+    globalThis.Date = new HostProxy(RealDate, {
       construct(target, args, newTarget) {
         if (args.length === 0) noteImpure("reads the clock (new Date())");
         return Reflect.construct(target, args, newTarget);
       },
       apply(target, self, args) { noteImpure("reads the clock (Date())"); return Reflect.apply(target, self, args); },
     });
-    wrap(Math, "random", "uses randomness (Math.random)");
+  };
+  const wrapPerformance = () => {
     if (globalThis.performance && typeof globalThis.performance.now === "function") {
       const real = globalThis.performance;
       const now = real.now.bind(real);
       globalThis.performance = Object.freeze({ now() { noteImpure("reads the clock (performance.now)"); return now(); }, timeOrigin: real.timeOrigin });
     }
-  }
+  };
 
   // ---- timers: driven by the host's event loop, bounded by the call deadline -----------------
-  const timers = new Map();
-  const setTimer = Map.prototype.set.bind(timers);
-  const deleteTimer = Map.prototype.delete.bind(timers);
-  const clearTimers = Map.prototype.clear.bind(timers);
-  // `forEach` walks the Map natively: no iterator whose replaceable `next` would see it.
-  const eachTimer = Map.prototype.forEach.bind(timers);
-  const timerCount = Reflect.getOwnPropertyDescriptor(Map.prototype, "size").get.bind(timers);
+  // Pending timers by id, in an object without a prototype (as the handlers): `for-in` walks its
+  // integer keys in ascending order, which is the order they were set in, through no iterator a
+  // plugin could replace.
+  let timers = { __proto__: null };
+  let timerCount = 0;
+  const setTimer = (id, timer) => { timers[id] = timer; timerCount += 1; };
+  // Only a number can be an id (a Map's key was one): `clearTimeout("1")` clears nothing, and no
+  // plugin value is ever turned into a key.
+  const deleteTimer = (id) => { if (typeof id === "number" && id in timers) { delete timers[id]; timerCount -= 1; } };
+  const clearTimers = () => { timers = { __proto__: null }; timerCount = 0; };
   let nextTimer = 1;
   globalThis.setTimeout = (fn, ms = 0, ...args) => {
     const id = nextTimer++;
@@ -209,21 +219,34 @@
   const intlModule = lazyModule("covel:intl");
 
   // The web platform's globals QuickJS lacks and Node's (`URL`, `crypto`, …), and the intrinsics
-  // a context gets on first use (typed arrays, WeakRef, DOMException with atob and btoa:
-  // crates/js/src/intrinsics.rs): each is an accessor on globalThis until first used. The first
-  // read imports its module, or adds its group of intrinsics (whose own globals replace the
-  // group's accessors), and puts the real value in its place (a data property, enumerable where
-  // Node's is); a write before any read puts the written value there. What a plugin that never
-  // touches them pays is these accessors only: one closure per global, its getter and its setter
-  // at once. (A getter and a setter closure per global, each with a function that found its value,
-  // took ≈ 5 KB of a generated plugin's engine memory; a function bound to the name took less by
-  // QuickJS's count but, its objects falling into other size classes, opened two more 4 KiB
-  // arenas. This takes none.)
+  // a context gets on first use (typed arrays, WeakRef, DOMException with atob and btoa, Date,
+  // Map and Set, performance: crates/js/src/intrinsics.rs): each is an accessor on globalThis
+  // until first used. The first read imports its module, or adds its group of intrinsics (whose
+  // own globals replace the group's accessors), and puts the real value in its place (a data
+  // property, enumerable where Node's is); a write before any read puts the written value there.
+  // What a plugin that never touches them pays is these accessors only: one closure per global,
+  // its getter and its setter at once. (A getter and a setter closure per global, each with a
+  // function that found its value, took ≈ 5 KB of a generated plugin's engine memory; a function
+  // bound to the name took less by QuickJS's count but, its objects falling into other size
+  // classes, opened two more 4 KiB arenas. This takes none.)
+  // What the host does to a group of intrinsics the moment the context has it, before plugin code
+  // can see it (each once).
+  const whenAdded = { __proto__: null, date: wrapDate, performance: wrapPerformance };
+  const addIntrinsics = (group) => {
+    host.addIntrinsics(group);
+    const then = whenAdded[group];
+    if (then) {
+      whenAdded[group] = null;
+      then();
+    }
+  };
+  // Enumerable where Node's is.
+  const enumerableGlobal = (name) => name === "structuredClone" || name === "crypto" || name === "performance";
   /** Replaces the accessor of the global `name` by a data property: `written`, or its value. */
   function settle(name, written, reading, intrinsics) {
     let value = written;
     if (intrinsics !== null) {
-      host.addIntrinsics(intrinsics);
+      addIntrinsics(intrinsics);
       if (reading) return globalThis[name];
     } else if (reading) {
       let module = "covel:web"; // AbortController, AbortSignal, TextEncoder, TextDecoder
@@ -236,7 +259,7 @@
     }
     // No prototype: a plugin's `Object.prototype.get` must not make this a getter. Enumerable
     // where Node's is.
-    defineOwn(globalThis, name, { __proto__: null, value, writable: true, configurable: true, enumerable: name === "structuredClone" || name === "crypto" });
+    defineOwn(globalThis, name, { __proto__: null, value, writable: true, configurable: true, enumerable: enumerableGlobal(name) });
     return value;
   }
   const lazyGlobals = [[null, ["URL", "URLSearchParams", "crypto", "AbortController", "AbortSignal", "TextEncoder", "TextDecoder", "structuredClone", "Intl"]]];
@@ -245,7 +268,7 @@
     for (const name of names) {
       // One function is the getter (no argument) and the setter (the written value).
       const access = function (written) { return settle(name, written, arguments.length === 0, intrinsics); };
-      defineOwn(globalThis, name, { get: access, set: access, enumerable: name === "structuredClone" || name === "crypto", configurable: true });
+      defineOwn(globalThis, name, { get: access, set: access, enumerable: enumerableGlobal(name), configurable: true });
     }
   }
   defineOwn(String.prototype, "localeCompare", {
@@ -350,9 +373,14 @@
   let shared = null;
   function setExecution(data) {
     const settings = deepFreeze(data.settings || {});
-    // The kernel grouped the plugin's readable rows by namespace (hidden ones left out).
-    const byNamespace = new Map();
-    for (const group of data.pluginData || []) byNamespace.set(group.namespace, group.rows);
+    // The kernel grouped the plugin's readable rows by namespace (hidden ones left out), each
+    // namespace once; a plugin has few, so a walk finds one (a `Map` would add Map and Set to a
+    // context that has not used them yet).
+    const groups = data.pluginData || [];
+    const rowsOf = (namespace) => {
+      for (let i = groups.length - 1; i >= 0; i--) if (groups[i].namespace === namespace) return groups[i].rows;
+      return undefined;
+    };
     shared = {
       sessionId: data.sessionId,
       locale: data.locale,
@@ -361,7 +389,7 @@
       getOwnSettings: () => settings,
       get(namespace, key) {
         if (!readsNow(this)) return Promise.reject(new Error(DEAD_READ));
-        const rows = byNamespace.get(String(namespace));
+        const rows = rowsOf(String(namespace));
         const wanted = String(key);
         let row = null;
         if (rows) for (let i = 0; i < rows.length; i++) if (rows[i].key === wanted) { row = rows[i]; break; }
@@ -369,7 +397,7 @@
       },
       list(namespace) {
         if (!readsNow(this)) return Promise.reject(new Error(DEAD_READ));
-        const rows = byNamespace.get(String(namespace)) || [];
+        const rows = rowsOf(String(namespace)) || [];
         return Promise.resolve(rows.map((r) => ({
           key: r.key, value: deepCopy(r.value), createdAt: r.createdAt ?? null, updatedAt: r.updatedAt ?? null,
         })));
@@ -449,7 +477,7 @@
     // [logs, impure, notes] (what it printed, why it must not be memoized, what the studio has
     // to say about the call), in one crossing.
     finish() {
-      if (timerCount()) clearTimers();
+      if (timerCount) clearTimers();
       const listeners = liveListeners;
       liveSignal = null;
       liveListeners = null;
@@ -466,7 +494,7 @@
     },
     nextTimerDue() {
       let due = -1;
-      eachTimer((t) => { if (due < 0 || t.due < due) due = t.due; });
+      for (const id in timers) { const t = timers[id]; if (due < 0 || t.due < due) due = t.due; }
       return due;
     },
     fireDueTimers() {
@@ -475,9 +503,10 @@
       for (;;) {
         let next = null;
         let t = null;
-        eachTimer((timer, id) => { if (timer.due <= now && (t === null || timer.due < t.due)) { t = timer; next = id; } });
+        for (const id in timers) { const timer = timers[id]; if (timer.due <= now && (t === null || timer.due < t.due)) { t = timer; next = id; } }
         if (t === null) break;
-        deleteTimer(next);
+        delete timers[next];
+        timerCount -= 1;
         apply(t.fn, undefined, t.args);
       }
     },
