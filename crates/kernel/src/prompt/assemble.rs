@@ -344,7 +344,7 @@ pub fn segment_key(plugin: &str, id: &str) -> String {
 }
 
 /// Whether `key` is the [`segment_key`] of `plugin` and `id`, without building it.
-fn is_segment_key(key: &str, plugin: &str, id: &str) -> bool {
+pub(super) fn is_segment_key(key: &str, plugin: &str, id: &str) -> bool {
     key.len() == plugin.len() + 1 + id.len()
         && key.starts_with(plugin)
         && key.as_bytes()[plugin.len()] == b'/'

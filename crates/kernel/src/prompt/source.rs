@@ -44,6 +44,11 @@ impl Source {
         }
     }
 
+    /// Whether this piece is the segment `key` (`plugin/id`), without building the key.
+    pub fn is_segment(&self, key: &str) -> bool {
+        matches!(self, Source::Segment { plugin, segment } if super::assemble::is_segment_key(key, plugin, segment))
+    }
+
     /// The plugin that wrote it, if a plugin did.
     pub fn plugin(&self) -> Option<&str> {
         match self {
@@ -153,6 +158,30 @@ mod tests {
         for source in all {
             assert_eq!(source.to_string().parse::<Source>(), Ok(source.clone()));
         }
+    }
+
+    #[test]
+    fn a_segment_is_its_key_and_nothing_else_is() {
+        let segment = Source::Segment {
+            plugin: "lore-book".into(),
+            segment: "remember".into(),
+        };
+        assert!(segment.is_segment("lore-book/remember"));
+        assert_eq!(segment.segment_key().as_deref(), Some("lore-book/remember"));
+        for key in [
+            "lore-book/remembe",
+            "lore-boo/remember",
+            "lore-book-remember",
+            "",
+        ] {
+            assert!(!segment.is_segment(key), "{key}");
+        }
+        assert!(
+            !Source::History {
+                id: "lore-book/remember".into()
+            }
+            .is_segment("lore-book/remember")
+        );
     }
 
     #[test]

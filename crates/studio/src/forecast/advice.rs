@@ -34,6 +34,19 @@ pub(super) fn rekey(item: &mut Item) {
     item.key = key;
 }
 
+/// Takes the segment's part (`plugin/id`) out of a block, with its tokens, and keys the block
+/// by what is left.
+fn take_segment(item: &mut Item, segment: &str) -> Option<ItemPart> {
+    let at = item
+        .parts
+        .iter()
+        .position(|p| p.part.from.is_segment(segment))?;
+    let part = item.parts.remove(at);
+    item.tokens = item.tokens.saturating_sub(part.tokens);
+    rekey(item);
+    Some(part)
+}
+
 /// Moves a segment's tokens out of the cached prefix (as if it were declared `turn`).
 pub(super) fn without_segment(turns: &[Vec<Item>], segment: &str) -> Vec<Vec<Item>> {
     turns
@@ -42,15 +55,8 @@ pub(super) fn without_segment(turns: &[Vec<Item>], segment: &str) -> Vec<Vec<Ite
             let mut items = items.clone();
             let mut moved = 0;
             for item in items.iter_mut() {
-                if let Some(at) = item
-                    .parts
-                    .iter()
-                    .position(|p| p.part.segment().as_deref() == Some(segment))
-                {
-                    let part = item.parts.remove(at);
-                    item.tokens = item.tokens.saturating_sub(part.tokens);
+                if let Some(part) = take_segment(item, segment) {
                     moved += part.tokens;
-                    rekey(item);
                 }
             }
             if let Some(last) = items.last_mut() {
@@ -69,14 +75,7 @@ pub(super) fn into_stable(turns: &[Vec<Item>], segment: &str) -> Vec<Vec<Item>> 
             let mut items = items.clone();
             let mut moved: Option<ItemPart> = None;
             for item in items.iter_mut() {
-                if let Some(at) = item
-                    .parts
-                    .iter()
-                    .position(|p| p.part.segment().as_deref() == Some(segment))
-                {
-                    let part = item.parts.remove(at);
-                    item.tokens = item.tokens.saturating_sub(part.tokens);
-                    rekey(item);
+                if let Some(part) = take_segment(item, segment) {
                     moved = Some(part);
                 }
             }
