@@ -3,7 +3,8 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { createServer } from "node:http";
-import { readFile, mkdir } from "node:fs/promises";
+import { readFile, mkdir, mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { extname, join, resolve } from "node:path";
 import { chromium } from "playwright-core";
 import AxeBuilder from "@axe-core/playwright";
@@ -21,6 +22,7 @@ let server;
 let browser;
 let page;
 let url;
+let configHome;
 
 before(async () => {
   server = createServer(async (req, res) => {
@@ -39,7 +41,11 @@ before(async () => {
   await new Promise((r) => server.listen(0, "127.0.0.1", r));
   url = `http://127.0.0.1:${server.address().port}/`;
   await mkdir(shots, { recursive: true });
+  // Chromium keeps its crash reports' settings under $XDG_CONFIG_HOME even with a temporary
+  // profile: a folder of the run's own keeps the author's home untouched.
+  configHome = await mkdtemp(join(tmpdir(), "covel-browser-tests-"));
   browser = await chromium.launch({
+    env: { ...process.env, XDG_CONFIG_HOME: configHome },
     executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
     args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
   });
@@ -51,6 +57,7 @@ before(async () => {
 after(async () => {
   await browser?.close();
   server?.close();
+  if (configHome) await rm(configHome, { recursive: true, force: true });
 });
 
 test("the prompt panel shows blocks with cache boundaries and the segment table", async () => {
