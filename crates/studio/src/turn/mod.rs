@@ -184,50 +184,108 @@ impl TurnPlugins {
         model: &StoryModel,
         cancel: &AtomicBool,
     ) -> LoopOutcome {
-        let started = Instant::now();
-        let runtime = STORY_RUNTIME;
-        let mut steps = Vec::new();
-        let mut effects = ToolState {
-            turn_number: input.turn_number,
-            ..ToolState::default()
+        let mut turn = Turn {
+            plugins: self,
+            input,
+            cancel,
+            started: Instant::now(),
+            steps: Vec::new(),
+            effects: ToolState {
+                turn_number: input.turn_number,
+                ..ToolState::default()
+            },
         };
+        let played = turn.open().and_then(|()| {
+            let mut conversation = turn.assembled_conversation();
+            turn.narrate(model, &mut conversation)
+        });
+        match played {
+            Ok(reply) => {
+                let reply = turn.close(reply);
+                LoopOutcome {
+                    reply: Some(reply),
+                    steps: turn.steps,
+                    effects: turn.effects,
+                    error: None,
+                    cancelled: false,
+                }
+            }
+            Err(Ended::Failed(why)) => LoopOutcome::failed(turn.steps, turn.effects, why),
+            Err(Ended::Cancelled) => LoopOutcome::cancelled(turn.steps, turn.effects),
+        }
+    }
+}
+
+/// Why a turn ended before its narration.
+enum Ended {
+    Failed(String),
+    Cancelled,
+}
+
+/// What one model call came to.
+enum Called {
+    /// The narration (the reply's tool calls, if any, ended the turn).
+    Narration(Reply),
+    /// Ask the model again (a correction, or the results of its tool calls).
+    Again,
+}
+
+/// One turn being played: the steps it recorded and the effects its tools made so far.
+struct Turn<'t, 'i> {
+    plugins: &'t TurnPlugins,
+    input: &'t LoopInput<'i>,
+    cancel: &'t AtomicBool,
+    started: Instant,
+    steps: Vec<LoopStep>,
+    effects: ToolState,
+}
+
+impl Turn<'_, '_> {
+    /// Runs a hook event for the story runtime, recording its calls.
+    fn dispatch(&mut self, event: &str, payload: Value) -> hooks::HookRun {
+        self.plugins
+            .dispatch(event, payload, STORY_RUNTIME, &mut self.steps)
+    }
+
+    /// `SessionStart` (a playtest's first turn), `TurnStart` and `PreRuntime`; either of the
+    /// last two may reject the turn.
+    fn open(&mut self) -> Result<(), Ended> {
+        let input = self.input;
         if input.session_start {
-            let world_id = self.context.view.world["worldRecord"]["id"].clone();
-            self.dispatch(
+            let world_id = self.plugins.context.view.world["worldRecord"]["id"].clone();
+            self.plugins.dispatch(
                 "SessionStart",
-                json!({"sessionId": self.session_id, "worldId": world_id}),
+                json!({"sessionId": self.plugins.session_id, "worldId": world_id}),
                 "",
-                &mut steps,
+                &mut self.steps,
             );
         }
         let start = self.dispatch(
             "TurnStart",
-            json!({"playerMessage": input.player_message, "activeRuntimes": [runtime]}),
-            runtime,
-            &mut steps,
+            json!({"playerMessage": input.player_message, "activeRuntimes": [STORY_RUNTIME]}),
         );
         if let Some(reason) = start.rejected {
-            return LoopOutcome::failed(steps, effects, format!("TurnStart: {reason}"));
+            return Err(Ended::Failed(format!("TurnStart: {reason}")));
         }
         let pre = self.dispatch(
             "PreRuntime",
-            json!({"manifest": {"name": runtime, "stage": "narrative"}, "input": {"playerMessage": input.player_message}}),
-            runtime,
-            &mut steps,
+            json!({"manifest": {"name": STORY_RUNTIME, "stage": "narrative"}, "input": {"playerMessage": input.player_message}}),
         );
-        if let Some(reason) = pre.rejected {
-            return LoopOutcome::failed(
-                steps,
-                effects,
-                format!("PreRuntime: {reason}; the story runtime was skipped"),
-            );
+        match pre.rejected {
+            Some(reason) => Err(Ended::Failed(format!(
+                "PreRuntime: {reason}; the story runtime was skipped"
+            ))),
+            None => Ok(()),
         }
-        let mut conversation = Conversation::new(input.anthropic, input.openai);
+    }
+
+    /// The assembled request as the model's conversation, after `PostContextAssembly` (which
+    /// may replace the system prompt and the messages).
+    fn assembled_conversation(&mut self) -> Conversation {
+        let mut conversation = Conversation::new(self.input.anthropic, self.input.openai);
         let assembled = self.dispatch(
             "PostContextAssembly",
-            json!({"systemPrompt": conversation.system, "messages": conversation.messages, "characters": input.characters}),
-            runtime,
-            &mut steps,
+            json!({"systemPrompt": conversation.system, "messages": conversation.messages, "characters": self.input.characters}),
         );
         if let Some(Value::String(system)) = assembled.replaced("systemPrompt") {
             conversation.system.clone_from(system);
@@ -238,188 +296,203 @@ impl TurnPlugins {
             conversation.assembled = messages.len();
             conversation.rewritten = true;
         }
-        let offered = self.offered_tools();
+        conversation
+    }
+
+    /// Model calls until the model narrates, within the turn's bounds (calls, corrections, time).
+    fn narrate(
+        &mut self,
+        model: &StoryModel,
+        conversation: &mut Conversation,
+    ) -> Result<Reply, Ended> {
+        let offered = self.plugins.offered_tools();
         let mut corrections = 0;
-        let mut narration: Option<Reply> = None;
         for call in 1..=MAX_MODEL_CALLS {
-            let left = TURN_TIME.saturating_sub(started.elapsed());
-            if left.is_zero() {
-                return LoopOutcome::failed(
-                    steps,
-                    effects,
-                    format!(
-                        "the turn ran past its {} s (the turn's bound); nothing was appended",
-                        TURN_TIME.as_secs()
-                    ),
-                );
+            match self.call_model(model, conversation, &offered, call, &mut corrections)? {
+                Called::Narration(reply) => return Ok(reply),
+                Called::Again => {}
             }
-            if cancel.load(Ordering::SeqCst) {
-                return LoopOutcome::cancelled(steps, effects);
-            }
-            // `PreLLMCall` may replace the messages, the model and the tools of this call only.
-            let request = self.dispatch(
-                "PreLLMCall",
-                json!({
-                    "messages": conversation.messages,
-                    "model": Value::Null,
-                    "tools": offered.iter().map(|t| json!({"name": t.name, "description": t.description, "parameters": t.parameters})).collect::<Vec<_>>(),
-                    "stream": input.on_text.is_some() && matches!(model, StoryModel::Backend(_)),
-                }),
-                runtime,
-                &mut steps,
-            );
-            let sent: Vec<Value> = match request.replaced("messages") {
-                Some(Value::Array(messages)) => messages.clone(),
-                _ => conversation.messages.clone(),
-            };
-            // A hook may narrow the tools offered to this call (by name).
-            let narrowed: Option<Vec<OfferedTool>> = match request.replaced("tools") {
-                Some(Value::Array(list)) => Some(
-                    list.iter()
-                        .filter_map(|t| {
-                            let name = t["name"].as_str()?;
-                            offered.iter().find(|o| o.name == name).cloned()
-                        })
-                        .collect(),
-                ),
-                _ => None,
-            };
-            let tools = narrowed.as_deref().unwrap_or(&offered);
-            let model_name = request.replaced("model").and_then(Value::as_str);
-            let asked = Instant::now();
-            let answer = match model {
-                StoryModel::Scripted { calls, turn } => Ok(scripted_answer(calls, *turn, call)),
-                StoryModel::Backend(backend) => {
-                    let (anthropic, openai) =
-                        conversation.bodies(&sent, narrowed.as_deref(), model_name);
-                    // Streamed unless a hook said `stream: false` (Covel's narrative review does).
-                    let streamed = request.payload["stream"] == true;
-                    match input.on_text.filter(|_| streamed) {
-                        Some(on_text) => {
-                            backend.complete_streaming(&anthropic, &openai, cancel, left, on_text)
-                        }
-                        None => backend.complete_within(&anthropic, &openai, cancel, left),
-                    }
-                }
-            };
-            let added = sent
-                .get(conversation.assembled.min(sent.len())..)
-                .unwrap_or_default()
-                .to_vec();
-            let mut step = ModelStep {
-                call,
-                added,
-                tools: tools.iter().map(|t| t.name.clone()).collect(),
-                replaced: request
-                    .replaced
-                    .keys()
-                    .filter(|k| *k != "stream")
-                    .cloned()
+        }
+        Err(Ended::Failed(format!(
+            "the story model was still calling tools after {MAX_MODEL_CALLS} model calls (the turn's bound); nothing was appended"
+        )))
+    }
+
+    /// One model call: `PreLLMCall` (which may replace this call's messages, model and tools),
+    /// the model, `PostLLMResponse` (which may rewrite the reply or ask for a correction), then
+    /// the tools the reply calls.
+    fn call_model(
+        &mut self,
+        model: &StoryModel,
+        conversation: &mut Conversation,
+        offered: &[OfferedTool],
+        call: u32,
+        corrections: &mut u32,
+    ) -> Result<Called, Ended> {
+        let left = TURN_TIME.saturating_sub(self.started.elapsed());
+        if left.is_zero() {
+            return Err(Ended::Failed(format!(
+                "the turn ran past its {} s (the turn's bound); nothing was appended",
+                TURN_TIME.as_secs()
+            )));
+        }
+        if self.cancel.load(Ordering::SeqCst) {
+            return Err(Ended::Cancelled);
+        }
+        let request = self.dispatch(
+            "PreLLMCall",
+            json!({
+                "messages": conversation.messages,
+                "model": Value::Null,
+                "tools": offered.iter().map(|t| json!({"name": t.name, "description": t.description, "parameters": t.parameters})).collect::<Vec<_>>(),
+                "stream": self.input.on_text.is_some() && matches!(model, StoryModel::Backend(_)),
+            }),
+        );
+        let sent: Vec<Value> = match request.replaced("messages") {
+            Some(Value::Array(messages)) => messages.clone(),
+            _ => conversation.messages.clone(),
+        };
+        // A hook may narrow the tools offered to this call (by name).
+        let narrowed: Option<Vec<OfferedTool>> = match request.replaced("tools") {
+            Some(Value::Array(list)) => Some(
+                list.iter()
+                    .filter_map(|t| {
+                        let name = t["name"].as_str()?;
+                        offered.iter().find(|o| o.name == name).cloned()
+                    })
                     .collect(),
-                reply: None,
-                error: None,
-                duration_ms: record::ms(asked.elapsed()),
-            };
-            let reply = match answer {
-                Ok(reply) => reply,
-                Err(ModelError::Cancelled) => {
-                    step.error = Some(ModelError::Cancelled.to_string());
-                    steps.push(LoopStep::Model(step));
-                    return LoopOutcome::cancelled(steps, effects);
+            ),
+            _ => None,
+        };
+        let tools = narrowed.as_deref().unwrap_or(offered);
+        let model_name = request.replaced("model").and_then(Value::as_str);
+        let asked = Instant::now();
+        let answer = match model {
+            StoryModel::Scripted { calls, turn } => Ok(scripted_answer(calls, *turn, call)),
+            StoryModel::Backend(backend) => {
+                let (anthropic, openai) =
+                    conversation.bodies(&sent, narrowed.as_deref(), model_name);
+                // Streamed unless a hook said `stream: false` (Covel's narrative review does).
+                let streamed = request.payload["stream"] == true;
+                match self.input.on_text.filter(|_| streamed) {
+                    Some(on_text) => {
+                        backend.complete_streaming(&anthropic, &openai, self.cancel, left, on_text)
+                    }
+                    None => backend.complete_within(&anthropic, &openai, self.cancel, left),
                 }
-                Err(e) => {
-                    step.error = Some(e.to_string());
-                    steps.push(LoopStep::Model(step));
-                    return LoopOutcome::failed(
-                        steps,
-                        effects,
-                        format!("the story model failed: {e}"),
-                    );
-                }
-            };
-            step.reply = Some(reply.clone());
-            steps.push(LoopStep::Model(step));
-            // `PostLLMResponse` may rewrite the response or reject it with a correction.
-            let review = self.dispatch(
-                "PostLLMResponse",
-                json!({"response": response_json(&reply), "messages": sent}),
-                runtime,
-                &mut steps,
-            );
-            let mut reply = match review.replaced("response") {
-                Some(rewritten) => rewritten_reply(&reply, rewritten),
-                None => reply,
-            };
-            if let Some(correction) = review
-                .replaced("correction")
-                .and_then(Value::as_str)
-                .filter(|c| !c.trim().is_empty())
-            {
-                corrections += 1;
-                if corrections > MAX_CORRECTIONS {
-                    return LoopOutcome::failed(
-                        steps,
-                        effects,
-                        format!(
-                            "Response validation failed after {MAX_CORRECTIONS} corrections: {correction}"
-                        ),
-                    );
-                }
-                if !reply.text.is_empty() {
-                    conversation
-                        .messages
-                        .push(json!({"role": "assistant", "content": reply.text}));
-                }
-                conversation.messages.push(json!({"role": "system", "content": format!("{CORRECTION_PREFIX}\n{correction}")}));
-                continue;
             }
-            if reply.tool_calls.is_empty() {
-                narration = Some(reply);
-                break;
+        };
+        let added = sent
+            .get(conversation.assembled.min(sent.len())..)
+            .unwrap_or_default()
+            .to_vec();
+        let mut step = ModelStep {
+            call,
+            added,
+            tools: tools.iter().map(|t| t.name.clone()).collect(),
+            replaced: request
+                .replaced
+                .keys()
+                .filter(|k| *k != "stream")
+                .cloned()
+                .collect(),
+            reply: None,
+            error: None,
+            duration_ms: record::ms(asked.elapsed()),
+        };
+        let reply = match answer {
+            Ok(reply) => reply,
+            Err(ModelError::Cancelled) => {
+                step.error = Some(ModelError::Cancelled.to_string());
+                self.steps.push(LoopStep::Model(step));
+                return Err(Ended::Cancelled);
             }
-            conversation.messages.push(json!({
-                "role": "assistant",
-                "content": reply.text,
-                "toolCalls": reply.tool_calls.iter().map(|c| json!({"id": c.id, "name": c.name, "arguments": c.input.to_string()})).collect::<Vec<_>>(),
-            }));
-            let mut stop = false;
-            for (index, tool_call) in reply.tool_calls.iter().enumerate() {
-                let result = if index >= MAX_TOOLS_PER_REPLY {
-                    json!({"success": false, "error": format!("at most {MAX_TOOLS_PER_REPLY} tool calls are run per reply"), "code": "DENIED"}).to_string()
-                } else {
-                    let end = self.run_tool(tool_call, runtime, &mut effects, &mut steps);
-                    stop |= end.terminate || end.done;
-                    end.result
-                };
+            Err(e) => {
+                step.error = Some(e.to_string());
+                self.steps.push(LoopStep::Model(step));
+                return Err(Ended::Failed(format!("the story model failed: {e}")));
+            }
+        };
+        step.reply = Some(reply.clone());
+        self.steps.push(LoopStep::Model(step));
+        // `PostLLMResponse` may rewrite the response or reject it with a correction.
+        let review = self.dispatch(
+            "PostLLMResponse",
+            json!({"response": response_json(&reply), "messages": sent}),
+        );
+        let mut reply = match review.replaced("response") {
+            Some(rewritten) => rewritten_reply(&reply, rewritten),
+            None => reply,
+        };
+        if let Some(correction) = review
+            .replaced("correction")
+            .and_then(Value::as_str)
+            .filter(|c| !c.trim().is_empty())
+        {
+            *corrections += 1;
+            if *corrections > MAX_CORRECTIONS {
+                return Err(Ended::Failed(format!(
+                    "Response validation failed after {MAX_CORRECTIONS} corrections: {correction}"
+                )));
+            }
+            if !reply.text.is_empty() {
                 conversation
                     .messages
-                    .push(json!({"role": "tool", "toolCallId": tool_call.id, "content": result}));
-                if stop {
-                    break;
-                }
+                    .push(json!({"role": "assistant", "content": reply.text}));
             }
+            conversation.messages.push(
+                json!({"role": "system", "content": format!("{CORRECTION_PREFIX}\n{correction}")}),
+            );
+            return Ok(Called::Again);
+        }
+        if reply.tool_calls.is_empty() {
+            return Ok(Called::Narration(reply));
+        }
+        if self.run_tools(&reply, conversation) {
+            reply.tool_calls.clear();
+            return Ok(Called::Narration(reply));
+        }
+        Ok(Called::Again)
+    }
+
+    /// Runs the tools a reply calls (at most [`MAX_TOOLS_PER_REPLY`]) and adds the call and its
+    /// results to the conversation; whether a tool ended the turn.
+    fn run_tools(&mut self, reply: &Reply, conversation: &mut Conversation) -> bool {
+        conversation.messages.push(json!({
+            "role": "assistant",
+            "content": reply.text,
+            "toolCalls": reply.tool_calls.iter().map(|c| json!({"id": c.id, "name": c.name, "arguments": c.input.to_string()})).collect::<Vec<_>>(),
+        }));
+        let mut stop = false;
+        for (index, tool_call) in reply.tool_calls.iter().enumerate() {
+            let result = if index >= MAX_TOOLS_PER_REPLY {
+                json!({"success": false, "error": format!("at most {MAX_TOOLS_PER_REPLY} tool calls are run per reply"), "code": "DENIED"}).to_string()
+            } else {
+                let end = self.plugins.run_tool(
+                    tool_call,
+                    STORY_RUNTIME,
+                    &mut self.effects,
+                    &mut self.steps,
+                );
+                stop |= end.terminate || end.done;
+                end.result
+            };
+            conversation
+                .messages
+                .push(json!({"role": "tool", "toolCallId": tool_call.id, "content": result}));
             if stop {
-                reply.tool_calls.clear();
-                narration = Some(reply);
                 break;
             }
         }
-        let Some(mut reply) = narration else {
-            return LoopOutcome::failed(
-                steps,
-                effects,
-                format!(
-                    "the story model was still calling tools after {MAX_MODEL_CALLS} model calls (the turn's bound); nothing was appended"
-                ),
-            );
-        };
-        let proposals: Vec<&Value> = effects.proposals.iter().map(|(_, p)| p).collect();
-        let post = self.dispatch(
-            "PostRuntime",
-            json!({"result": {"pluginId": runtime, "runtimeId": runtime, "status": "success", "output": {"text": reply.text}, "proposals": proposals}}),
-            runtime,
-            &mut steps,
-        );
+        stop
+    }
+
+    /// `PostRuntime` (which may rewrite the narration) and `TurnStop`.
+    fn close(&mut self, mut reply: Reply) -> Reply {
+        let runtime = STORY_RUNTIME;
+        let proposals: Vec<&Value> = self.effects.proposals.iter().map(|(_, p)| p).collect();
+        let payload = json!({"result": {"pluginId": runtime, "runtimeId": runtime, "status": "success", "output": {"text": reply.text}, "proposals": proposals}});
+        let post = self.dispatch("PostRuntime", payload);
         if let Some(text) = post
             .replaced("result")
             .and_then(|r| r.pointer("/output/text"))
@@ -431,18 +504,10 @@ impl TurnPlugins {
             "TurnStop",
             json!({
                 "runtimeResults": [{"pluginId": runtime, "runtimeId": runtime, "status": "success", "output": {"text": reply.text}}],
-                "durationMs": started.elapsed().as_millis() as u64,
+                "durationMs": self.started.elapsed().as_millis() as u64,
             }),
-            runtime,
-            &mut steps,
         );
-        LoopOutcome {
-            reply: Some(reply),
-            steps,
-            effects,
-            error: None,
-            cancelled: false,
-        }
+        reply
     }
 }
 
