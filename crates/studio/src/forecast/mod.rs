@@ -641,6 +641,101 @@ fn output_of(
     }
 }
 
+/// A ledger row for `owner`, before anything is billed to it.
+fn ledger_row(owner: String) -> LedgerRow {
+    LedgerRow {
+        is_plugin: !owner.starts_with('('),
+        owner,
+        cached_part_tokens: 0,
+        uncached_part_tokens: 0,
+        cache_read_tokens: 0,
+        cache_write_tokens: 0,
+        uncached_tokens: 0,
+        cost: 0.0,
+        share: 0.0,
+    }
+}
+
+/// Bills a turn's blocks to who wrote each part: a block's read and written tokens fall on its
+/// parts in order (a prefix is read first), the rest is paid as input.
+fn bill(
+    ledger: &mut BTreeMap<String, LedgerRow>,
+    sim: &Sim<'_>,
+    explicit: bool,
+    items: &[Item],
+    per_item: &[(u64, u64, bool)],
+) {
+    for (item, &(read, write, cacheable)) in items.iter().zip(per_item) {
+        let (mut r_left, mut w_left) = (read, write);
+        for part in &item.parts {
+            let r = r_left.min(part.tokens);
+            r_left -= r;
+            let w = w_left.min(part.tokens - r);
+            w_left -= w;
+            let u = part.tokens - r - w;
+            let owner = part.part.owner();
+            let row = ledger
+                .entry(owner.clone())
+                .or_insert_with(|| ledger_row(owner));
+            let cached_part = if explicit {
+                if cacheable { part.tokens } else { 0 }
+            } else {
+                r
+            };
+            row.cached_part_tokens += cached_part;
+            row.uncached_part_tokens += part.tokens - cached_part;
+            row.cache_read_tokens += r;
+            row.cache_write_tokens += w;
+            row.uncached_tokens += u;
+            row.cost += sim.price(u, w, r).total;
+        }
+    }
+}
+
+/// The sums over every turn, and what caching saves.
+fn totals_of(rows: &[TurnForecast]) -> Totals {
+    let mut totals = Totals::default();
+    for row in rows {
+        totals.input_tokens += row.input_tokens;
+        totals.uncached_tokens += row.uncached_tokens;
+        totals.cache_write_tokens += row.cache_write_tokens;
+        totals.cache_read_tokens += row.cache_read_tokens;
+        totals.output_tokens += row.output_tokens;
+        totals.cost.output += row.cost.output;
+        if let Some((low, high)) = row.cost_range {
+            let (l, h) = totals.cost_range.unwrap_or((0.0, 0.0));
+            totals.cost_range = Some((l + low, h + high));
+        }
+        totals.cost.input += row.cost.input;
+        totals.cost.cache_write += row.cost.cache_write;
+        totals.cost.cache_read += row.cost.cache_read;
+        totals.cost.total += row.cost.total;
+        totals.cost_without_cache += row.cost_without_cache;
+    }
+    totals.saving = totals.cost_without_cache - totals.cost.total;
+    totals
+}
+
+/// The ledger's rows, the replies' output as a row of its own, each with its share of the total,
+/// costliest first.
+fn ledger_rows(mut ledger: BTreeMap<String, LedgerRow>, totals: &Totals) -> Vec<LedgerRow> {
+    if totals.output_tokens > 0 {
+        let mut reply = ledger_row("(reply)".into());
+        reply.cost = totals.cost.output;
+        ledger.insert("(reply)".into(), reply);
+    }
+    let mut ledger: Vec<LedgerRow> = ledger.into_values().collect();
+    for row in &mut ledger {
+        row.share = if totals.cost.total > 0.0 {
+            row.cost / totals.cost.total
+        } else {
+            0.0
+        };
+    }
+    ledger.sort_by(|a, b| b.cost.total_cmp(&a.cost).then(a.owner.cmp(&b.owner)));
+    ledger
+}
+
 /// Forecasts caching and cost for played turns against a model.
 pub fn forecast(
     played: &[PlayedTurn],
@@ -728,40 +823,7 @@ pub fn forecast(
                 mismatches(profile, items, &predicted, &r)
             })
             .unwrap_or_default();
-        for (item, &(read, write, cacheable)) in items.iter().zip(&result.per_item) {
-            // Split the item's billing over its parts in order (a prefix is read first).
-            let (mut r_left, mut w_left) = (read, write);
-            for part in &item.parts {
-                let r = r_left.min(part.tokens);
-                r_left -= r;
-                let w = w_left.min(part.tokens - r);
-                w_left -= w;
-                let u = part.tokens - r - w;
-                let owner = part.part.owner();
-                let row = ledger.entry(owner.clone()).or_insert_with(|| LedgerRow {
-                    is_plugin: !owner.starts_with('('),
-                    owner,
-                    cached_part_tokens: 0,
-                    uncached_part_tokens: 0,
-                    cache_read_tokens: 0,
-                    cache_write_tokens: 0,
-                    uncached_tokens: 0,
-                    cost: 0.0,
-                    share: 0.0,
-                });
-                let cached_part = if explicit {
-                    if cacheable { part.tokens } else { 0 }
-                } else {
-                    r
-                };
-                row.cached_part_tokens += cached_part;
-                row.uncached_part_tokens += part.tokens - cached_part;
-                row.cache_read_tokens += r;
-                row.cache_write_tokens += w;
-                row.uncached_tokens += u;
-                row.cost += sim.price(u, w, r).total;
-            }
-        }
+        bill(&mut ledger, &sim, explicit, items, &result.per_item);
         rows.push(TurnForecast {
             turn: index + 1,
             turn_id: turn.turn_id.clone(),
@@ -785,50 +847,8 @@ pub fn forecast(
         });
     }
 
-    let mut totals = Totals::default();
-    for row in &rows {
-        totals.input_tokens += row.input_tokens;
-        totals.uncached_tokens += row.uncached_tokens;
-        totals.cache_write_tokens += row.cache_write_tokens;
-        totals.cache_read_tokens += row.cache_read_tokens;
-        totals.output_tokens += row.output_tokens;
-        totals.cost.output += row.cost.output;
-        if let Some((low, high)) = row.cost_range {
-            let (l, h) = totals.cost_range.unwrap_or((0.0, 0.0));
-            totals.cost_range = Some((l + low, h + high));
-        }
-        totals.cost.input += row.cost.input;
-        totals.cost.cache_write += row.cost.cache_write;
-        totals.cost.cache_read += row.cost.cache_read;
-        totals.cost.total += row.cost.total;
-        totals.cost_without_cache += row.cost_without_cache;
-    }
-    totals.saving = totals.cost_without_cache - totals.cost.total;
-    if totals.output_tokens > 0 {
-        ledger.insert(
-            "(reply)".into(),
-            LedgerRow {
-                owner: "(reply)".into(),
-                is_plugin: false,
-                cached_part_tokens: 0,
-                uncached_part_tokens: 0,
-                cache_read_tokens: 0,
-                cache_write_tokens: 0,
-                uncached_tokens: 0,
-                cost: totals.cost.output,
-                share: 0.0,
-            },
-        );
-    }
-    let mut ledger: Vec<LedgerRow> = ledger.into_values().collect();
-    for row in &mut ledger {
-        row.share = if totals.cost.total > 0.0 {
-            row.cost / totals.cost.total
-        } else {
-            0.0
-        };
-    }
-    ledger.sort_by(|a, b| b.cost.total_cmp(&a.cost).then(a.owner.cmp(&b.owner)));
+    let totals = totals_of(&rows);
+    let ledger = ledger_rows(ledger, &totals);
     // Layouts and volatility change only the input side: compare them without the output.
     let input_cost = totals.cost.total - totals.cost.output;
     let mut advice = advice(&sim, &turns, &sims, input_cost);

@@ -272,15 +272,6 @@ pub fn compare(
     providers: &dyn Fn(&str) -> Option<String>,
 ) -> Vec<Difference> {
     let mut out = Vec::new();
-    let plain = |place: String, change: &'static str, diff: String| Difference {
-        place,
-        from: None,
-        plugin: None,
-        change,
-        diff,
-        also_in: Vec::new(),
-        same_as: None,
-    };
     if old.say != new.say {
         out.push(plain(
             "player message".into(),
@@ -288,7 +279,33 @@ pub fn compare(
             textdiff::words(&old.say, &new.say),
         ));
     }
-    // System blocks, aligned by kind.
+    compare_system(old, new, &mut out);
+    compare_messages(old, new, &mut out);
+    compare_slots(old, new, providers, &mut out);
+    for change in textdiff::json(&old.world, &new.world, 8) {
+        out.push(Difference {
+            plugin: providers("world"),
+            ..plain(format!("world{}", change.pointer), "changed", change.diff)
+        });
+    }
+    out
+}
+
+/// A difference no plugin is named for.
+fn plain(place: String, change: &'static str, diff: String) -> Difference {
+    Difference {
+        place,
+        from: None,
+        plugin: None,
+        change,
+        diff,
+        also_in: Vec::new(),
+        same_as: None,
+    }
+}
+
+/// System blocks, aligned by kind.
+fn compare_system(old: &GoldenTurn, new: &GoldenTurn, out: &mut Vec<Difference>) {
     for block in &old.system {
         let place = format!("system block {}", block.block);
         match new.system.iter().find(|b| b.block == block.block) {
@@ -316,7 +333,7 @@ pub fn compare(
                     );
                     out.push(plain(place.clone(), "changed", diff));
                 }
-                diff_parts(&place, &block.parts, &now.parts, &mut out);
+                diff_parts(&place, &block.parts, &now.parts, out);
             }
         }
     }
@@ -329,10 +346,13 @@ pub fn compare(
             &format!("system block {}", block.block),
             &[],
             &block.parts,
-            &mut out,
+            out,
         );
     }
-    // Messages, aligned by what wrote them.
+}
+
+/// Messages, aligned by what wrote them.
+fn compare_messages(old: &GoldenTurn, new: &GoldenTurn, out: &mut Vec<Difference>) {
     let key = |m: &GoldenMessage| {
         format!(
             "{}|{}",
@@ -367,7 +387,7 @@ pub fn compare(
                         );
                         out.push(plain(place(j, b), "changed", diff));
                     }
-                    diff_parts(&place(j, b), &a.parts, &b.parts, &mut out);
+                    diff_parts(&place(j, b), &a.parts, &b.parts, out);
                 }
                 let paired = pairs.count();
                 for i in old_range.skip(paired) {
@@ -375,7 +395,7 @@ pub fn compare(
                         &place(i, &old.messages[i]),
                         &old.messages[i].parts,
                         &[],
-                        &mut out,
+                        out,
                     );
                 }
                 for j in new_range.skip(paired) {
@@ -383,7 +403,7 @@ pub fn compare(
                         &place(j, &new.messages[j]),
                         &[],
                         &new.messages[j].parts,
-                        &mut out,
+                        out,
                     );
                 }
             }
@@ -393,7 +413,7 @@ pub fn compare(
                         &place(i, &old.messages[i]),
                         &old.messages[i].parts,
                         &[],
-                        &mut out,
+                        out,
                     );
                 }
             }
@@ -403,13 +423,21 @@ pub fn compare(
                         &place(j, &new.messages[j]),
                         &[],
                         &new.messages[j].parts,
-                        &mut out,
+                        out,
                     );
                 }
             }
         }
     }
-    // Slots and the world, by JSON pointer.
+}
+
+/// Slots, by slot (and key) and JSON pointer.
+fn compare_slots(
+    old: &GoldenTurn,
+    new: &GoldenTurn,
+    providers: &dyn Fn(&str) -> Option<String>,
+    out: &mut Vec<Difference>,
+) {
     let slot_key = |s: &GoldenSlot| {
         format!(
             "{}{}",
@@ -422,13 +450,12 @@ pub fn compare(
         let value = now.map_or(Value::Null, |s| s.value.clone());
         for change in textdiff::json(&slot.value, &value, 6) {
             out.push(Difference {
-                place: format!("slot {}{}", slot_key(slot), change.pointer),
-                from: None,
                 plugin: providers(&slot.slot),
-                change: "changed",
-                diff: change.diff,
-                also_in: Vec::new(),
-                same_as: None,
+                ..plain(
+                    format!("slot {}{}", slot_key(slot), change.pointer),
+                    "changed",
+                    change.diff,
+                )
             });
         }
     }
@@ -438,25 +465,12 @@ pub fn compare(
         .filter(|s| !old.slots.iter().any(|o| slot_key(o) == slot_key(s)))
     {
         out.push(Difference {
-            place: format!("slot {}", slot_key(slot)),
-            from: None,
             plugin: providers(&slot.slot),
-            change: "added",
-            diff: short(&slot.value.to_string()),
-            also_in: Vec::new(),
-            same_as: None,
+            ..plain(
+                format!("slot {}", slot_key(slot)),
+                "added",
+                short(&slot.value.to_string()),
+            )
         });
     }
-    for change in textdiff::json(&old.world, &new.world, 8) {
-        out.push(Difference {
-            place: format!("world{}", change.pointer),
-            from: None,
-            plugin: providers("world"),
-            change: "changed",
-            diff: change.diff,
-            also_in: Vec::new(),
-            same_as: None,
-        });
-    }
-    out
 }
