@@ -389,22 +389,25 @@ impl Resolver for PluginResolver {
         if sdk_source(name).is_some() || [ZOD, WEB, TURN, INTL, CLONE].contains(&name) {
             return Ok(name.to_string());
         }
-        // Host modules internal to one sandbox module: only that module may import them.
+        // A host module internal to part of the sandbox: only that part may import it.
+        let internal = |allowed: bool, what: &str| {
+            if allowed {
+                Ok(name.to_string())
+            } else {
+                Err(refuse(
+                    &self.loaded,
+                    base,
+                    name,
+                    format!("{name} is internal to {what}"),
+                ))
+            }
+        };
         for (host, owner, what) in [
-            (crate::whatwg_url::URL_HOST, "node:url", "URL"),
-            (crate::intl::INTL_HOST, INTL, "Intl"),
+            (crate::whatwg_url::URL_HOST, "node:url", "the sandbox's URL"),
+            (crate::intl::INTL_HOST, INTL, "the sandbox's Intl"),
         ] {
             if name == host {
-                return if base == owner {
-                    Ok(name.to_string())
-                } else {
-                    Err(refuse(
-                        &self.loaded,
-                        base,
-                        name,
-                        format!("{name} is internal to the sandbox's {what}"),
-                    ))
-                };
+                return internal(base == owner, what);
             }
         }
         if let Some(canonical) = node_builtin(name) {
@@ -419,16 +422,7 @@ impl Resolver for PluginResolver {
             }
         }
         if name == HOST || name == SDK_LOCALE {
-            return if is_host_side(base) {
-                Ok(name.to_string())
-            } else {
-                Err(refuse(
-                    &self.loaded,
-                    base,
-                    name,
-                    format!("{name} is internal to the SDK"),
-                ))
-            };
+            return internal(is_host_side(base), "the SDK");
         }
         if !(name.starts_with("./")
             || name.starts_with("../")

@@ -157,7 +157,7 @@ pub fn prompt_counts(
         low: item.low - item.added.low,
         high: item.high - item.added.high,
     };
-    let items = forecast::anthropic_items(preview, &counting);
+    let items = forecast::anthropic_items(preview, &counting, forecast::Detail::Counts);
     let blocks_len = preview.prompt.system.blocks.len().min(items.len());
     let blocks: Vec<Count> = items[..blocks_len].iter().map(own).collect();
     // A message the request leaves out (it has no text) counts nothing.

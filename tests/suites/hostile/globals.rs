@@ -56,6 +56,25 @@ fn neighbour_works(result: &RunResult) {
     );
 }
 
+/// Runs the folder's providers and checks the run ended within `bound` (the call's own deadline
+/// is `timeout`): a hostile handler may fail, never hang.
+fn run_within(dir: &Path, timeout: Duration, bound: Duration) -> RunResult {
+    let started = Instant::now();
+    let result = run(dir, timeout);
+    assert!(started.elapsed() < bound, "{:?}", started.elapsed());
+    result
+}
+
+/// A handler that tries `attempt` and answers `accepted`, or what the error it threw says
+/// (`said`, an expression of `e`).
+fn refused(id: &str, attempt: &str, said: &str) -> String {
+    format!(
+        "() => {{ try {{ {attempt}; return {}; }} catch (e) {{ return {}; }} }}",
+        answer(id, "\"accepted\""),
+        answer(id, said)
+    )
+}
+
 /// What a segment handler answers: `content` in the segment shape.
 fn answer(id: &str, content: &str) -> String {
     format!(
@@ -88,18 +107,16 @@ fn abort_signal_timeouts_beyond_the_call_end_at_its_deadline_or_are_refused() {
         "async () => {{ const s = AbortSignal.timeout(1e9); await new Promise((r) => s.addEventListener(\"abort\", r)); return {}; }}",
         answer("long-timeout", "\"woke\"")
     );
-    let infinite = format!(
-        "() => {{ try {{ AbortSignal.timeout(Infinity); return {}; }} catch (e) {{ return {}; }} }}",
-        answer("infinite-timeout", "\"accepted\""),
-        answer("infinite-timeout", "`${e.name}: ${e.message}`")
+    let infinite = refused(
+        "infinite-timeout",
+        "AbortSignal.timeout(Infinity)",
+        "`${e.name}: ${e.message}`",
     );
     let dir = folder_with(&[("long-timeout", &forever), ("infinite-timeout", &infinite)]);
-    let started = Instant::now();
-    let result = run(dir.path(), Duration::from_millis(500));
-    assert!(
-        started.elapsed() < Duration::from_secs(10),
-        "{:?}",
-        started.elapsed()
+    let result = run_within(
+        dir.path(),
+        Duration::from_millis(500),
+        Duration::from_secs(10),
     );
     assert_eq!(call_of(&result, "long-timeout").outcome, Outcome::Timeout);
     let refused = covel_tests::segment_content(&result, "infinite-timeout").unwrap_or_default();
@@ -121,13 +138,7 @@ fn a_segmenter_on_ten_megabytes_of_text_stays_within_the_call_limits() {
         answer("ten-megabytes", "words")
     );
     let dir = folder_with(&[("ten-megabytes", &handler)]);
-    let started = Instant::now();
-    let result = run(dir.path(), Duration::from_secs(2));
-    assert!(
-        started.elapsed() < Duration::from_secs(20),
-        "{:?}",
-        started.elapsed()
-    );
+    let result = run_within(dir.path(), Duration::from_secs(2), Duration::from_secs(20));
     let call = call_of(&result, "ten-megabytes");
     match call.outcome {
         Outcome::Success => assert_eq!(
@@ -153,13 +164,7 @@ fn a_url_longer_than_chromiums_limit_is_an_invalid_url_type_error_at_once() {
         answer("long-url", "`${e.name} ${URL.canParse(long)} ${e.message}`")
     );
     let dir = folder_with(&[("long-url", &handler)]);
-    let started = Instant::now();
-    let result = run(dir.path(), Duration::from_secs(5));
-    assert!(
-        started.elapsed() < Duration::from_secs(20),
-        "{:?}",
-        started.elapsed()
-    );
+    let result = run_within(dir.path(), Duration::from_secs(5), Duration::from_secs(20));
     let said = covel_tests::segment_content(&result, "long-url").unwrap_or_default();
     assert!(
         said.starts_with("TypeError false Invalid URL: the URL has 8388622 UTF-16 code units, more than the 2097152 allowed here"),
@@ -196,19 +201,13 @@ fn url_search_params_over_huge_form_text_stay_within_the_call_limits() {
         "() => {{ const p = new URLSearchParams(\"a=1&\".repeat(2 * 1024 * 1024)); return {}; }}",
         answer("big-form", "p.size")
     );
-    let over = format!(
-        "() => {{ try {{ new URLSearchParams(\"a=1&\".repeat(4 * 1024 * 1024)); return {}; }} catch (e) {{ return {}; }} }}",
-        answer("over-form", "\"accepted\""),
-        answer("over-form", "`${e.name}: ${e.message}`")
+    let over = refused(
+        "over-form",
+        "new URLSearchParams(\"a=1&\".repeat(4 * 1024 * 1024))",
+        "`${e.name}: ${e.message}`",
     );
     let dir = folder_with(&[("big-form", &big), ("over-form", &over)]);
-    let started = Instant::now();
-    let result = run(dir.path(), Duration::from_secs(2));
-    assert!(
-        started.elapsed() < Duration::from_secs(20),
-        "{:?}",
-        started.elapsed()
-    );
+    let result = run_within(dir.path(), Duration::from_secs(2), Duration::from_secs(20));
     let call = call_of(&result, "big-form");
     match call.outcome {
         Outcome::Success => assert_eq!(

@@ -157,12 +157,31 @@ pub(super) fn message_label(index: usize, message: &covel_kernel::prompt::Messag
     format!("message {} ({})", index + 1, message.origin.name())
 }
 
+/// How much of each block a caller needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Detail {
+    /// Its counts only (the panels' counts, made on every snapshot).
+    Counts,
+    /// Its counts, identity and parts with who wrote them (the forecast).
+    Attributed,
+}
+
 /// The Anthropic request as blocks, in the order the provider reads them (each system block,
-/// then each content block of each message sent), counted and attributed: read from the typed
-/// request the body was serialized from, whose blocks name the message they send.
-pub(crate) fn anthropic_items(preview: &Preview, counting: &Counting<'_>) -> Vec<Item> {
+/// then each content block of each message sent), counted and, for `Detail::Attributed`,
+/// attributed: read from the typed request the body was serialized from, whose blocks name the
+/// message they send.
+pub(crate) fn anthropic_items(
+    preview: &Preview,
+    counting: &Counting<'_>,
+    detail: Detail,
+) -> Vec<Item> {
+    let attributed_too = detail == Detail::Attributed;
     let request = &preview.prompt.requests.anthropic_request;
-    let rows = &parts::Rows::of(&preview.segments);
+    let rows = &parts::Rows::of(if attributed_too {
+        &preview.segments
+    } else {
+        &[]
+    });
     let blocks = &preview.prompt.system.blocks;
     let messages = &preview.prompt.messages;
     let newest = covel_kernel::prompt::history_breakpoint(messages);
@@ -179,7 +198,7 @@ pub(crate) fn anthropic_items(preview: &Preview, counting: &Counting<'_>) -> Vec
                     "system",
                     true,
                     Slot::System(kind),
-                    parts::block_parts(block, rows),
+                    attributed_too.then(|| parts::block_parts(block, rows)),
                 )
             }
             Place::Message { role, block, .. } => {
@@ -196,14 +215,17 @@ pub(crate) fn anthropic_items(preview: &Preview, counting: &Counting<'_>) -> Vec
                     role,
                     block == 0,
                     slot,
-                    parts::message_parts(message, rows),
+                    attributed_too.then(|| parts::message_parts(message, rows)),
                 )
             }
         };
         let e = counting.estimate(&part.text);
         items.push(Item {
             label,
-            key: key_of(role, first, &part.text),
+            key: match attributed_too {
+                true => key_of(role, first, &part.text),
+                false => Vec::new(),
+            },
             tag: match place {
                 Place::System { .. } => "system".to_string(),
                 Place::Message { .. } => format!("{role}|{first}"),
@@ -215,8 +237,11 @@ pub(crate) fn anthropic_items(preview: &Preview, counting: &Counting<'_>) -> Vec
             breakpoint: part.cache_control,
             slot,
             message: part.message,
-            parts: attributed(parts, e.tokens, counting),
-            content: part.text.clone(),
+            parts: parts.map_or_else(Vec::new, |parts| attributed(parts, e.tokens, counting)),
+            content: match attributed_too {
+                true => part.text.clone(),
+                false => String::new(),
+            },
         });
     }
     add_claude_framing(

@@ -36,7 +36,7 @@ use crate::workspace::Workspace;
 use advice::*;
 use covel_kernel::prompt::{Place, Source};
 use items::*;
-pub(crate) use items::{anthropic_items, claude_added_at};
+pub(crate) use items::{Detail, anthropic_items, claude_added_at};
 pub use items::{openai_chat_tokens, segment_tokens};
 pub use reported::reported_usage;
 use reported::*;
@@ -751,7 +751,7 @@ pub fn forecast(
         .iter()
         .map(|t| {
             if explicit {
-                anthropic_items(&t.preview, &counting)
+                anthropic_items(&t.preview, &counting, Detail::Attributed)
             } else {
                 openai_items(&t.preview, &counting, overhead, priming)
             }
