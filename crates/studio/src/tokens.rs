@@ -1,5 +1,5 @@
 //! Token counts you can trust. Exact counts for OpenAI's encodings (`o200k_base`,
-//! `cl100k_base`) with the embedded byte-pair encoder of `bpe-openai`, whose tables load on
+//! `cl100k_base`) with the byte-pair encoder of `tiktoken`, whose tables load on
 //! first use (a cold start that never counts never pays for them). A [`TokenCounter`] keeps the
 //! count of every text it has seen, so a preview recounts only the segments that changed. For
 //! Claude, whose tokenizer is not public, a stated estimate with its error bar: each run of
@@ -38,11 +38,8 @@ impl Encoding {
         }
     }
 
-    fn tokenizer(self) -> &'static bpe_openai::Tokenizer {
-        match self {
-            Encoding::O200kBase => bpe_openai::o200k_base(),
-            Encoding::Cl100kBase => bpe_openai::cl100k_base(),
-        }
+    fn tokenizer(self) -> &'static tiktoken::CoreBpe {
+        tiktoken::get_encoding(self.name()).expect("tiktoken has every encoding `Encoding` names")
     }
 }
 
