@@ -11,7 +11,7 @@ use crate::scripts::{self, Script};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// An OpenAI byte-pair encoding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -39,7 +39,19 @@ impl Encoding {
     }
 
     fn tokenizer(self) -> &'static tiktoken::CoreBpe {
-        tiktoken::get_encoding(self.name()).expect("tiktoken has every encoding `Encoding` names")
+        static CL100K: OnceLock<&'static tiktoken::CoreBpe> = OnceLock::new();
+        static O200K: OnceLock<&'static tiktoken::CoreBpe> = OnceLock::new();
+        let loaded = match self {
+            Encoding::Cl100kBase => &CL100K,
+            Encoding::O200kBase => &O200K,
+        };
+        // Building the tables is a burst of allocations: see `returning_freed_memory`.
+        loaded.get_or_init(|| {
+            covel_js::memory::returning_freed_memory(|| {
+                tiktoken::get_encoding(self.name())
+                    .expect("tiktoken has every encoding `Encoding` names")
+            })
+        })
     }
 }
 
