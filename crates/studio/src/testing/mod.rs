@@ -489,35 +489,16 @@ pub fn run_session_with(target: &Target, options: &RunOptions, limits: &Limits) 
 }
 
 fn run_untimed(target: &Target, options: &RunOptions, limits: &Limits) -> SessionResult {
-    let update = options.update;
-    let text = match crate::workspace::read_session_text(&target.session) {
-        Ok(text) => text,
-        Err(e) => {
-            return failed_session(
-                target,
-                plugins_dir_of(target, None),
-                format!("cannot read the session: {e}"),
-            );
-        }
+    let opened = match open(target, limits) {
+        Ok(opened) => opened,
+        Err(failed) => return *failed,
     };
-    let parsed = match session::parse_session(&text, &target.session) {
-        Ok(s) => s,
-        Err(d) => {
-            return failed_session(
-                target,
-                plugins_dir_of(target, None),
-                format!("invalid session file {d}"),
-            );
-        }
-    };
-    let plugins_dir = plugins_dir_of(target, Some(&parsed));
-    if let Some(why) = live_backend(&parsed) {
-        return failed_session(target, plugins_dir, why);
-    }
-    let workspace = match Workspace::open(&plugins_dir, Some(&target.session), limits) {
-        Ok(ws) => ws,
-        Err(e) => return failed_session(target, plugins_dir, e.to_string()),
-    };
+    let Opened {
+        text,
+        parsed,
+        plugins_dir,
+        workspace,
+    } = opened;
     let broken: Vec<String> = workspace
         .diagnostics()
         .map(|d| format!("{}: {d}", d.plugin.as_deref().unwrap_or("session")))
@@ -539,36 +520,7 @@ fn run_untimed(target: &Target, options: &RunOptions, limits: &Limits) -> Sessio
         captures, failure, ..
     } = captured;
 
-    // Where each expectation is written, so a failure names its line.
-    let places = locate::expectations(&text, &target.session);
-    // The usage a recording reports is checked against the prediction, as an expectation is.
-    let usage = usage::checks(&parsed, &captures);
-    let mut turns: Vec<TurnResult> = captures
-        .iter()
-        .zip(&expectations)
-        .enumerate()
-        .map(|(index, (capture, expect))| {
-            let checks: Vec<CheckResult> = expect
-                .iter()
-                .enumerate()
-                .map(|(at, e)| {
-                    let mut check = checks::evaluate(e, capture);
-                    check.location = places.get(index).and_then(|p| p.get(at)).cloned();
-                    check
-                })
-                .chain(usage.get(index).cloned().flatten())
-                .collect();
-            TurnResult {
-                turn_id: capture.turn_id.clone(),
-                say: capture.say.clone(),
-                passed: checks.iter().all(|c| c.passed),
-                checks,
-                golden_differences: Vec::new(),
-                error: None,
-                duration_ms: capture.duration_ms,
-            }
-        })
-        .collect();
+    let mut turns = checked_turns(target, &text, &parsed, &captures, &expectations);
     if let Some((turn_id, say, error)) = &failure {
         let played: u32 = captures.iter().map(|c| c.duration_ms).sum();
         turns.push(TurnResult {
@@ -600,7 +552,7 @@ fn run_untimed(target: &Target, options: &RunOptions, limits: &Limits) -> Sessio
     });
     let status = if failure.is_some() {
         GoldenStatus::Skipped
-    } else if update {
+    } else if options.update {
         match write_pending(target, &golden_file, &current, &turns, options.force) {
             Ok(status) => status,
             Err((status, why)) => {
@@ -611,49 +563,11 @@ fn run_untimed(target: &Target, options: &RunOptions, limits: &Limits) -> Sessio
     } else if !golden_file.exists() {
         GoldenStatus::Missing
     } else {
-        match golden::load(&golden_file) {
-            Err(e) => {
-                error.get_or_insert(format!(
-                    "cannot read the golden snapshot {e} (run `covel test --update`, then `covel test --review`)"
-                ));
-                GoldenStatus::Differs
-            }
-            Ok(old) => {
-                let mut differs = old.turns.len() != current.turns.len();
-                for (index, turn) in turns.iter_mut().enumerate() {
-                    let (Some(old_turn), Some(new_turn), Some(capture)) = (
-                        old.turns.get(index),
-                        current.turns.get(index),
-                        captures.get(index),
-                    ) else {
-                        continue;
-                    };
-                    let providers = |slot: &str| providers_of(capture, slot);
-                    turn.golden_differences = golden::compare(old_turn, new_turn, &providers);
-                    if !turn.golden_differences.is_empty() {
-                        turn.passed = false;
-                        differs = true;
-                    }
-                }
-                let mut reported: Vec<(String, &mut Vec<Difference>)> = turns
-                    .iter_mut()
-                    .map(|t| (t.turn_id.clone(), &mut t.golden_differences))
-                    .collect();
-                golden::dedupe(&mut reported);
-                if old.turns.len() != current.turns.len() {
-                    error.get_or_insert(format!(
-                        "the golden snapshot has {} turns, this run {} (run `covel test --update`, then `covel test --review`)",
-                        old.turns.len(),
-                        current.turns.len()
-                    ));
-                }
-                if differs {
-                    GoldenStatus::Differs
-                } else {
-                    GoldenStatus::Matches
-                }
-            }
+        let (status, why) = compare_with_golden(&golden_file, &current, &captures, &mut turns);
+        if let Some(why) = why {
+            error.get_or_insert(why);
         }
+        status
     };
     if status == GoldenStatus::Missing && !has_expectations {
         error.get_or_insert(format!(
@@ -679,6 +593,140 @@ fn run_untimed(target: &Target, options: &RunOptions, limits: &Limits) -> Sessio
         pending,
         duration_ms: 0,
     }
+}
+
+/// A session file read, parsed and opened on its plugin folder.
+struct Opened {
+    text: String,
+    parsed: Session,
+    plugins_dir: PathBuf,
+    workspace: Workspace,
+}
+
+/// Reads, parses and opens the session, or says why it cannot be tested (a live model is
+/// refused: a test must not spend money or depend on the network).
+fn open(target: &Target, limits: &Limits) -> Result<Opened, Box<SessionResult>> {
+    let failed = |plugins_dir, why| Box::new(failed_session(target, plugins_dir, why));
+    let text = crate::workspace::read_session_text(&target.session).map_err(|e| {
+        failed(
+            plugins_dir_of(target, None),
+            format!("cannot read the session: {e}"),
+        )
+    })?;
+    let parsed = session::parse_session(&text, &target.session).map_err(|d| {
+        failed(
+            plugins_dir_of(target, None),
+            format!("invalid session file {d}"),
+        )
+    })?;
+    let plugins_dir = plugins_dir_of(target, Some(&parsed));
+    if let Some(why) = live_backend(&parsed) {
+        return Err(failed(plugins_dir, why));
+    }
+    match Workspace::open(&plugins_dir, Some(&target.session), limits) {
+        Ok(workspace) => Ok(Opened {
+            text,
+            parsed,
+            plugins_dir,
+            workspace,
+        }),
+        Err(e) => Err(failed(plugins_dir, e.to_string())),
+    }
+}
+
+/// Each played turn with its expectations checked, each check placed at the line that wrote it;
+/// the usage a recording reports is checked against the prediction, as an expectation is.
+fn checked_turns(
+    target: &Target,
+    text: &str,
+    parsed: &Session,
+    captures: &[TurnCapture],
+    expectations: &[Vec<Expectation>],
+) -> Vec<TurnResult> {
+    let places = locate::expectations(text, &target.session);
+    let usage = usage::checks(parsed, captures);
+    captures
+        .iter()
+        .zip(expectations)
+        .enumerate()
+        .map(|(index, (capture, expect))| {
+            let checks: Vec<CheckResult> = expect
+                .iter()
+                .enumerate()
+                .map(|(at, e)| {
+                    let mut check = checks::evaluate(e, capture);
+                    check.location = places.get(index).and_then(|p| p.get(at)).cloned();
+                    check
+                })
+                .chain(usage.get(index).cloned().flatten())
+                .collect();
+            TurnResult {
+                turn_id: capture.turn_id.clone(),
+                say: capture.say.clone(),
+                passed: checks.iter().all(|c| c.passed),
+                checks,
+                golden_differences: Vec::new(),
+                error: None,
+                duration_ms: capture.duration_ms,
+            }
+        })
+        .collect()
+}
+
+/// Compares this run with the golden snapshot on disk: each turn gets its differences (a turn
+/// that differs fails), and a snapshot that cannot be read or has another number of turns is
+/// said as the session's error.
+fn compare_with_golden(
+    golden_file: &Path,
+    current: &Golden,
+    captures: &[TurnCapture],
+    turns: &mut [TurnResult],
+) -> (GoldenStatus, Option<String>) {
+    let old = match golden::load(golden_file) {
+        Ok(old) => old,
+        Err(e) => {
+            return (
+                GoldenStatus::Differs,
+                Some(format!(
+                    "cannot read the golden snapshot {e} (run `covel test --update`, then `covel test --review`)"
+                )),
+            );
+        }
+    };
+    let mut differs = old.turns.len() != current.turns.len();
+    for (index, turn) in turns.iter_mut().enumerate() {
+        let (Some(old_turn), Some(new_turn), Some(capture)) = (
+            old.turns.get(index),
+            current.turns.get(index),
+            captures.get(index),
+        ) else {
+            continue;
+        };
+        let providers = |slot: &str| providers_of(capture, slot);
+        turn.golden_differences = golden::compare(old_turn, new_turn, &providers);
+        if !turn.golden_differences.is_empty() {
+            turn.passed = false;
+            differs = true;
+        }
+    }
+    let mut reported: Vec<(String, &mut Vec<Difference>)> = turns
+        .iter_mut()
+        .map(|t| (t.turn_id.clone(), &mut t.golden_differences))
+        .collect();
+    golden::dedupe(&mut reported);
+    let why = (old.turns.len() != current.turns.len()).then(|| {
+        format!(
+            "the golden snapshot has {} turns, this run {} (run `covel test --update`, then `covel test --review`)",
+            old.turns.len(),
+            current.turns.len()
+        )
+    });
+    let status = if differs {
+        GoldenStatus::Differs
+    } else {
+        GoldenStatus::Matches
+    };
+    (status, why)
 }
 
 /// `--update`: writes this run's snapshot as the pending `x.golden.new` (the golden itself is
