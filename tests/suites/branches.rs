@@ -228,7 +228,7 @@ fn replay_plays_the_same_messages_against_the_plugins_as_they_are_now() {
     let house_style = |turn: &covel_studio::playtest::TurnRecord| {
         turn.sent
             .iter()
-            .find(|p| p.key == "segment story-director/house-style")
+            .find(|p| &*p.key == "segment story-director/house-style")
             .map(|p| p.text.to_string())
             .expect("the segment was sent")
     };
@@ -241,6 +241,36 @@ fn replay_plays_the_same_messages_against_the_plugins_as_they_are_now() {
         .branch_turn_prompt(Some("main"), "turn-3")
         .expect("turn-3");
     assert!(then.with_newer_plugins);
+}
+
+/// A turn keeps what its prompt said (to compare branches by it), but what the turn before
+/// said the same way is kept once: most segments say the same every turn.
+#[test]
+fn a_played_turn_keeps_once_what_its_prompt_said_as_the_turn_before() {
+    let (_dir, mut studio) = demo();
+    play(&mut studio, "I swim to the tower.");
+    play(&mut studio, "I climb the stairs.");
+    let [first, second] = studio.turns() else {
+        panic!("two turns played")
+    };
+    let part = |turn: &covel_studio::playtest::TurnRecord, key: &str| {
+        turn.sent
+            .iter()
+            .find(|p| &*p.key == key)
+            .cloned()
+            .unwrap_or_else(|| panic!("{key} was sent"))
+    };
+    let (style, style_again) = (
+        part(first, "segment story-director/house-style"),
+        part(second, "segment story-director/house-style"),
+    );
+    assert_eq!(style.text, style_again.text);
+    assert!(std::sync::Arc::ptr_eq(&style.text, &style_again.text));
+    assert!(std::sync::Arc::ptr_eq(&style.key, &style_again.key));
+    let (said, said_next) = (part(first, "player input"), part(second, "player input"));
+    assert_eq!(&*said.text, "I swim to the tower.");
+    assert_eq!(&*said_next.text, "I climb the stairs.");
+    assert!(std::sync::Arc::ptr_eq(&said.key, &said_next.key));
 }
 
 #[test]

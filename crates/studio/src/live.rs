@@ -420,10 +420,9 @@ impl LiveStudio {
             Ok(appended) => {
                 self.undo.push(UndoEntry::Turn);
                 self.forced_compaction = None;
-                self.turns.push(TurnRecord {
-                    plugin_reloads: pending.plugin_reloads,
-                    ..TurnRecord::from(appended.report())
-                });
+                let record =
+                    TurnRecord::after(appended.report(), pending.plugin_reloads, self.turns.last());
+                self.turns.push(record);
                 Ok(AppendedStudioTurn {
                     turn: appended,
                     plugin_reloads: pending.plugin_reloads,
@@ -443,11 +442,9 @@ impl LiveStudio {
     pub fn complete_turn(&mut self, turn: AppendedStudioTurn) -> TurnReport {
         let report = self.play.complete_turn(turn.turn);
         // Undone meanwhile: its record went with it, and nothing is kept of it.
-        if let Some(record) = self.turns.iter_mut().find(|t| t.turn_id == report.turn_id) {
-            *record = TurnRecord {
-                plugin_reloads: turn.plugin_reloads,
-                ..TurnRecord::from(&report)
-            };
+        if let Some(at) = self.turns.iter().position(|t| t.turn_id == report.turn_id) {
+            let earlier = at.checked_sub(1).and_then(|i| self.turns.get(i));
+            self.turns[at] = TurnRecord::after(&report, turn.plugin_reloads, earlier);
             tracing::info!(turn = %report.turn_id, "turn played");
             self.keep_recent(&report);
         }
@@ -461,10 +458,8 @@ impl LiveStudio {
             Some(error) => tracing::warn!(turn = %report.turn_id, %error, "turn failed"),
             None => tracing::info!(turn = %report.turn_id, "turn played"),
         }
-        self.turns.push(TurnRecord {
-            plugin_reloads,
-            ..TurnRecord::from(&report)
-        });
+        let record = TurnRecord::after(&report, plugin_reloads, self.turns.last());
+        self.turns.push(record);
         self.keep_recent(&report);
         report
     }

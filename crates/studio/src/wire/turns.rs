@@ -316,7 +316,7 @@ impl From<&playtest::TurnRecord> for TurnRecord {
                 .sent
                 .iter()
                 .map(|p| SentPart {
-                    key: p.key.clone(),
+                    key: p.key.to_string(),
                     text: p.text.to_string(),
                 })
                 .collect(),
