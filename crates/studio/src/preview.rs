@@ -585,7 +585,9 @@ impl Workspace {
         }
     }
 
-    /// The full preview for one runtime.
+    /// The full preview for one runtime: this turn assembled (with the world context before
+    /// it), the next turn assembled after a scripted exchange (the cache report compares the
+    /// two), the slots projected and the image flow run.
     pub fn preview(&self, target: &RuntimeTarget) -> Preview {
         let started = Instant::now();
         self.segment_reads().next_generation();
@@ -619,32 +621,8 @@ impl Workspace {
         );
         let segments_ms = ms(t);
 
-        // The next turn: one more exchange in the history, the following player message.
         let t = Instant::now();
-        let mut next_history = history.clone();
-        let reply = crate::models::scripted_calls_numbered(
-            &self.session.models.story.script,
-            0,
-            crate::models::turn_number_of(&turn_id).unwrap_or(1),
-            &say,
-        )
-        .last()
-        .and_then(|c| c.text.clone())
-        .unwrap_or_default();
-        let order = next_history.len();
-        next_history.extend(covel_kernel::session_history::exchange(
-            &self.session.id,
-            &turn_id,
-            &say,
-            &reply,
-            order,
-        ));
-        let next_turn = self.next_turn_id(&next_history);
-        let following = self
-            .session
-            .following_message
-            .clone()
-            .unwrap_or_else(|| DEFAULT_FOLLOWING.to_string());
+        let (next_history, next_turn, following) = self.after_this_turn(&history, &turn_id, &say);
         let mut next_calls = Vec::new();
         let (next, _) = self.assemble_turn(
             &scope,
@@ -660,82 +638,17 @@ impl Workspace {
             },
         );
         let this_request = AnthropicRequest::of(&this);
-        // The story model is offered the active plugins' tools in every request.
-        let active: Vec<_> = self.active_plugins().collect();
-        let tools = crate::turn::tools::offered_tools(
-            active.iter().flat_map(|p| &p.registrations.tool_specs),
-            active
-                .iter()
-                .filter_map(|p| p.package.as_ref())
-                .any(|pkg| !pkg.manifest.declared.events.is_empty()),
-        );
-        // Prefixes counted as every panel counts them (see `crate::counts`): each block's text,
-        // and what the request adds around it there (Claude's framing, the tool definitions).
-        let (profile, _) = crate::counts::counter_for(self.session.models.story.model.as_deref());
-        let counting = crate::forecast::Counting::new(&profile, &self.counter);
-        let anthropic_tools = {
-            let (mut anthropic, mut openai) = (serde_json::json!({}), serde_json::json!({}));
-            crate::turn::requests::add_tools(&mut anthropic, &mut openai, &tools);
-            anthropic["tools"].take()
-        };
-        let first_block = std::cell::Cell::new(true);
-        let cache = prompt::analyse(
-            &this,
-            &this_request,
-            &next,
-            self.min_cacheable_tokens(),
-            &|place, text| {
-                let first = first_block.replace(false);
-                counting.tokens(text)
-                    + crate::forecast::claude_added_at(&counting, &anthropic_tools, place, first)
-            },
-        );
+        let tools = self.offered_tools();
+        let cache = self.cache_report(&this, &this_request, &next, &tools);
         let next_turn_ms = ms(t);
 
         let t = Instant::now();
-        let slots = scope.project_slots(&SlotId::ALL, &[], None);
-        // One run per slot: a keyed slot (`character.visual@1`, split into one view per
-        // character) carries that run's chain in each of its views, so it is taken from the
-        // slot's first view, keyed or not.
-        let once = slots
-            .iter()
-            .enumerate()
-            .filter(|(i, s)| *i == 0 || slots[i - 1].slot != s.slot)
-            .map(|(_, s)| s);
-        calls.extend(once.clone().flat_map(|s| s.chain.iter().cloned()));
-        errors.extend(once.filter_map(|s| {
-            s.error.clone().map(|error| PreviewError {
-                point: PointId::UiSlot,
-                slot: Some(s.slot),
-                turn: "this-turn",
-                message: error.to_string(),
-                error,
-            })
-        }));
+        let slots = slot_views(&scope, &mut calls, &mut errors);
         let slots_ms = ms(t);
-        let flow = scope.run(PointId::MediaImageFlow, json!({}), None, None);
-        calls.extend(flow.calls.iter().cloned());
-        errors.extend(PreviewError::of(&flow, "this-turn"));
-        let image_flow = ImageFlowView {
-            flow: flow.result,
-            provided_by: flow.provided_by,
-            error: flow.error.map(|e| e.to_string()),
-            calls: flow.calls,
-        };
+        let image_flow = image_flow_view(&scope, &mut calls, &mut errors);
 
-        let options = RequestOptions {
-            model: self
-                .session
-                .models
-                .story
-                .model
-                .clone()
-                .unwrap_or_else(|| "story".into()),
-            max_tokens: self.session.models.story.reserved_for_response,
-            cache_ttl: self.session.models.story.cache_ttl,
-            prompt_cache_key: self.session.models.story.prompt_cache_key.clone(),
-        };
         // The request bodies read the assembly; then its parts move into the view.
+        let options = self.request_options();
         let mut requests = Requests {
             anthropic: this_request.body(&options),
             openai: prompt::openai_request(&this, &options),
@@ -774,5 +687,139 @@ impl Workspace {
                 assembly_ms: turn_timings.assembly_ms,
             },
         }
+    }
+
+    /// The next turn as the cache report sees it: the history with one more exchange (this
+    /// turn's player message and the scripted reply), the next turn's id and the following
+    /// player message.
+    fn after_this_turn(
+        &self,
+        history: &[serde_json::Value],
+        turn_id: &str,
+        say: &str,
+    ) -> (Vec<serde_json::Value>, String, String) {
+        let mut next_history = history.to_vec();
+        let reply = crate::models::scripted_calls_numbered(
+            &self.session.models.story.script,
+            0,
+            crate::models::turn_number_of(turn_id).unwrap_or(1),
+            say,
+        )
+        .last()
+        .and_then(|c| c.text.clone())
+        .unwrap_or_default();
+        let order = next_history.len();
+        next_history.extend(covel_kernel::session_history::exchange(
+            &self.session.id,
+            turn_id,
+            say,
+            &reply,
+            order,
+        ));
+        let next_turn = self.next_turn_id(&next_history);
+        let following = self
+            .session
+            .following_message
+            .clone()
+            .unwrap_or_else(|| DEFAULT_FOLLOWING.to_string());
+        (next_history, next_turn, following)
+    }
+
+    /// The tools the story model is offered in every request: the active plugins'.
+    fn offered_tools(&self) -> Vec<crate::turn::OfferedTool> {
+        let active: Vec<_> = self.active_plugins().collect();
+        crate::turn::tools::offered_tools(
+            active.iter().flat_map(|p| &p.registrations.tool_specs),
+            active
+                .iter()
+                .filter_map(|p| p.package.as_ref())
+                .any(|pkg| !pkg.manifest.declared.events.is_empty()),
+        )
+    }
+
+    /// The cache report of this turn's request against the next turn's, its prefixes counted
+    /// as every panel counts them (see `crate::counts`): each block's text, and what the
+    /// request adds around it there (Claude's framing, the tool definitions).
+    fn cache_report(
+        &self,
+        this: &Assembly,
+        this_request: &AnthropicRequest,
+        next: &Assembly,
+        tools: &[crate::turn::OfferedTool],
+    ) -> prompt::CacheReport {
+        let (profile, _) = crate::counts::counter_for(self.session.models.story.model.as_deref());
+        let counting = crate::forecast::Counting::new(&profile, &self.counter);
+        let anthropic_tools = {
+            let (mut anthropic, mut openai) = (serde_json::json!({}), serde_json::json!({}));
+            crate::turn::requests::add_tools(&mut anthropic, &mut openai, tools);
+            anthropic["tools"].take()
+        };
+        let first_block = std::cell::Cell::new(true);
+        prompt::analyse(
+            this,
+            this_request,
+            next,
+            self.min_cacheable_tokens(),
+            &|place, text| {
+                let first = first_block.replace(false);
+                counting.tokens(text)
+                    + crate::forecast::claude_added_at(&counting, &anthropic_tools, place, first)
+            },
+        )
+    }
+
+    /// How the request bodies address the story model.
+    fn request_options(&self) -> RequestOptions {
+        let story = &self.session.models.story;
+        RequestOptions {
+            model: story.model.clone().unwrap_or_else(|| "story".into()),
+            max_tokens: story.reserved_for_response,
+            cache_ttl: story.cache_ttl,
+            prompt_cache_key: story.prompt_cache_key.clone(),
+        }
+    }
+}
+
+/// Every slot projected, each slot's chain and error logged once: a keyed slot
+/// (`character.visual@1`, split into one view per character) carries its run's chain in each
+/// of its views, so it is taken from the slot's first view, keyed or not.
+fn slot_views(
+    scope: &Calls<'_>,
+    calls: &mut Vec<CallRecord>,
+    errors: &mut Vec<PreviewError>,
+) -> Vec<SlotView> {
+    let slots = scope.project_slots(&SlotId::ALL, &[], None);
+    let once = slots
+        .iter()
+        .enumerate()
+        .filter(|(i, s)| *i == 0 || slots[i - 1].slot != s.slot)
+        .map(|(_, s)| s);
+    calls.extend(once.clone().flat_map(|s| s.chain.iter().cloned()));
+    errors.extend(once.filter_map(|s| {
+        s.error.clone().map(|error| PreviewError {
+            point: PointId::UiSlot,
+            slot: Some(s.slot),
+            turn: "this-turn",
+            message: error.to_string(),
+            error,
+        })
+    }));
+    slots
+}
+
+/// The image flow's run, its calls and error logged.
+fn image_flow_view(
+    scope: &Calls<'_>,
+    calls: &mut Vec<CallRecord>,
+    errors: &mut Vec<PreviewError>,
+) -> ImageFlowView {
+    let flow = scope.run(PointId::MediaImageFlow, json!({}), None, None);
+    calls.extend(flow.calls.iter().cloned());
+    errors.extend(PreviewError::of(&flow, "this-turn"));
+    ImageFlowView {
+        flow: flow.result,
+        provided_by: flow.provided_by,
+        error: flow.error.map(|e| e.to_string()),
+        calls: flow.calls,
     }
 }
