@@ -134,18 +134,40 @@ pub fn check(
     registered: &Registrations,
     file: &std::path::Path,
 ) -> Vec<Diagnostic> {
-    let pid = &manifest.id;
-    let mut diags = Vec::new();
-    let mut push = |code: Code, message: String, at: At<'_>| {
-        let d = Diagnostic::new(code, message).plugin(pid);
-        let d = match at {
-            At::Manifest(position) => d.file(file).at_opt(position),
-            At::Call(Some(site)) => d.file(&site.file).at(site.line, site.column),
-            At::Call(None) => d.file(file),
-        };
-        diags.push(d);
+    let mut found = Findings {
+        pid: &manifest.id,
+        file,
+        diags: Vec::new(),
     };
+    check_extensions(manifest, registered, &mut found);
+    check_named(manifest, registered, &mut found);
+    check_late(registered, &mut found);
+    found.diags
+}
 
+/// The diagnostics of one plugin's check, each placed where the author fixes it.
+struct Findings<'a> {
+    pid: &'a str,
+    /// The plugin's PLUGIN.md.
+    file: &'a std::path::Path,
+    diags: Vec<Diagnostic>,
+}
+
+impl Findings<'_> {
+    fn push(&mut self, code: Code, message: String, at: At<'_>) {
+        let d = Diagnostic::new(code, message).plugin(self.pid);
+        let d = match at {
+            At::Manifest(position) => d.file(self.file).at_opt(position),
+            At::Call(Some(site)) => d.file(&site.file).at(site.line, site.column),
+            At::Call(None) => d.file(self.file),
+        };
+        self.diags.push(d);
+    }
+}
+
+/// Extensions: every `provideExtension` call names a known point, a usable id and a handler,
+/// once, and is declared; every declared extension is provided.
+fn check_extensions(manifest: &Manifest, registered: &Registrations, found: &mut Findings<'_>) {
     // Every key the entry tried to provide, valid or not: a bad provide is reported once, not
     // again as a missing implementation.
     let attempted: BTreeSet<String> = registered
@@ -155,102 +177,118 @@ pub fn check(
         .collect();
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
     for ext in &registered.extensions {
-        let key = format!("{}/{}", ext.point, ext.id);
-        let call = At::Call(ext.site.as_ref());
-        let point = match contract::lookup_point(&ext.point) {
-            Ok(point) => point,
-            Err(e) => {
-                let code = match e {
-                    KernelLookupError::Retired { .. } => Code::RetiredContract,
-                    _ => Code::InvalidExtension,
-                };
-                push(
-                    code,
-                    format!("Invalid extension implementation: {pid}/{key}: {e}"),
-                    call,
-                );
-                continue;
-            }
-        };
-        if point == contract::PointId::PromptSegment && ext.id == STATIC_PROMPT_ID {
-            push(
-                Code::ReservedExtensionId,
-                format!("{pid}/{key}: `{STATIC_PROMPT_ID}` is reserved for contributes.prompt"),
-                call,
-            );
-            continue;
-        }
-        if !manifest::is_declaration_id(&ext.id) {
-            push(
-                Code::InvalidExtension,
-                format!("Invalid extension implementation: {pid}/{key}: bad id"),
-                call,
-            );
-            continue;
-        }
-        let declared = manifest
-            .extensions
-            .iter()
-            .find(|d| d.point == point && d.id == ext.id);
-        if !ext.handler_is_function {
-            push(
-                Code::InvalidExtension,
-                format!(
-                    "Invalid extension implementation: {pid}/{key}: extension requires a handler function"
-                ),
-                call,
-            );
-            continue;
-        }
-        let count = seen.entry(key.clone()).or_default();
-        *count += 1;
-        if *count == 2 {
-            push(
-                Code::DuplicateExtension,
-                format!(
-                    "Duplicate extension: {pid}/{key} (covel.provideExtension is called twice for it)"
-                ),
-                call,
-            );
-            continue;
-        }
-        // Registered but not declared fails the load (a diagnostic here: the loader then
-        // keeps no instance of the plugin).
-        if declared.is_none() {
-            // A provider of the removed `stage.dialogue@1` has nothing to declare: after its
-            // declaration is removed, the call must go too (never "add it back").
-            let advice = if point == contract::PointId::UiSlot && ext.id.contains("dialogue") {
-                format!(
-                    "; if it filled the removed `stage.dialogue@1` slot, remove this `covel.provideExtension(\"ui.slot@1\", \"{}\", …)` call as well: speaker name tags come from story segments",
-                    ext.id
-                )
-            } else {
-                String::new()
-            };
-            push(
-                Code::UndeclaredExtension,
-                format!(
-                    "Undeclared extension: {pid}/{key} (add {} to contributes.extensions){advice}",
-                    declaration_snippet(point, &ext.id)
-                ),
-                call,
-            );
-        }
+        check_provided(manifest, ext, &mut seen, found);
     }
     // Declared but not registered fails the load, pointing at the declaration.
     for decl in &manifest.extensions {
         if !attempted.contains(&decl.key()) {
-            push(
+            found.push(
                 Code::MissingExtension,
                 format!(
-                    "Missing extension implementation: {pid}/{} (the entry never called covel.provideExtension for it)",
+                    "Missing extension implementation: {}/{} (the entry never called covel.provideExtension for it)",
+                    found.pid,
                     decl.key()
                 ),
                 At::Manifest(decl.position),
             );
         }
     }
+}
 
+/// One `provideExtension` call; `seen` counts the calls per key so far.
+fn check_provided(
+    manifest: &Manifest,
+    ext: &ProvidedExtension,
+    seen: &mut BTreeMap<String, usize>,
+    found: &mut Findings<'_>,
+) {
+    let pid = found.pid;
+    let key = format!("{}/{}", ext.point, ext.id);
+    let call = At::Call(ext.site.as_ref());
+    let point = match contract::lookup_point(&ext.point) {
+        Ok(point) => point,
+        Err(e) => {
+            let code = match e {
+                KernelLookupError::Retired { .. } => Code::RetiredContract,
+                _ => Code::InvalidExtension,
+            };
+            found.push(
+                code,
+                format!("Invalid extension implementation: {pid}/{key}: {e}"),
+                call,
+            );
+            return;
+        }
+    };
+    if point == contract::PointId::PromptSegment && ext.id == STATIC_PROMPT_ID {
+        found.push(
+            Code::ReservedExtensionId,
+            format!("{pid}/{key}: `{STATIC_PROMPT_ID}` is reserved for contributes.prompt"),
+            call,
+        );
+        return;
+    }
+    if !manifest::is_declaration_id(&ext.id) {
+        found.push(
+            Code::InvalidExtension,
+            format!("Invalid extension implementation: {pid}/{key}: bad id"),
+            call,
+        );
+        return;
+    }
+    if !ext.handler_is_function {
+        found.push(
+            Code::InvalidExtension,
+            format!(
+                "Invalid extension implementation: {pid}/{key}: extension requires a handler function"
+            ),
+            call,
+        );
+        return;
+    }
+    let count = seen.entry(key.clone()).or_default();
+    *count += 1;
+    if *count == 2 {
+        found.push(
+            Code::DuplicateExtension,
+            format!(
+                "Duplicate extension: {pid}/{key} (covel.provideExtension is called twice for it)"
+            ),
+            call,
+        );
+        return;
+    }
+    // Registered but not declared fails the load (a diagnostic here: the loader then keeps no
+    // instance of the plugin).
+    let declared = manifest
+        .extensions
+        .iter()
+        .any(|d| d.point == point && d.id == ext.id);
+    if !declared {
+        // A provider of the removed `stage.dialogue@1` has nothing to declare: after its
+        // declaration is removed, the call must go too (never "add it back").
+        let advice = if point == contract::PointId::UiSlot && ext.id.contains("dialogue") {
+            format!(
+                "; if it filled the removed `stage.dialogue@1` slot, remove this `covel.provideExtension(\"ui.slot@1\", \"{}\", …)` call as well: speaker name tags come from story segments",
+                ext.id
+            )
+        } else {
+            String::new()
+        };
+        found.push(
+            Code::UndeclaredExtension,
+            format!(
+                "Undeclared extension: {pid}/{key} (add {} to contributes.extensions){advice}",
+                declaration_snippet(point, &ext.id)
+            ),
+            call,
+        );
+    }
+}
+
+/// Tools, actions, services, forms, wires and hooks: each registered as often as it is
+/// declared (a hook pair may have several handlers), and each declared one registered.
+fn check_named(manifest: &Manifest, registered: &Registrations, found: &mut Findings<'_>) {
     let kinds: [(&str, &Vec<String>, &Vec<String>); 6] = [
         ("tool", &manifest.declared.tools, &registered.tools),
         ("action", &manifest.declared.actions, &registered.actions),
@@ -278,7 +316,7 @@ pub fn check(
                     &format!("{kind}:{name}"),
                     if kind == "hook" { 0 } else { allowed },
                 );
-                push(
+                found.push(
                     Code::UndeclaredRegistration,
                     undeclared_registration(kind, name, *count, allowed),
                     At::Call(site),
@@ -292,7 +330,7 @@ pub fn check(
                     .positions
                     .get(&format!("{kind}:{name}"))
                     .copied();
-                push(
+                found.push(
                     Code::MissingRegistration,
                     format!("Missing registration: {kind}:{name}"),
                     At::Manifest(position),
@@ -300,12 +338,16 @@ pub fn check(
             }
         }
     }
+}
+
+/// Registrations made after the entry settled are refused; each refused call is reported.
+fn check_late(registered: &Registrations, found: &mut Findings<'_>) {
     let mut late_seen: BTreeMap<&str, usize> = BTreeMap::new();
     for late in &registered.refused_late {
         let nth = late_seen.entry(late.as_str()).or_default();
         let site = registered.site_of(&format!("late:{late}"), *nth);
         *nth += 1;
-        push(
+        found.push(
             Code::RegistrationClosed,
             format!(
                 "plugin entry registration is closed: {late} was registered after the entry settled"
@@ -313,7 +355,6 @@ pub fn check(
             At::Call(site),
         );
     }
-    diags
 }
 
 /// What an author reads for a registration PLUGIN.md does not cover: the call that made it and
