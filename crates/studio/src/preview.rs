@@ -602,14 +602,14 @@ impl Workspace {
         calls.extend(world_context.calls.iter().cloned());
         let world_context_ms = ms(t);
 
-        let history = self.session.history.messages.clone();
-        let turn_id = self.next_turn_id(&history);
+        let history: &[Value] = &self.session.history.messages;
+        let turn_id = self.next_turn_id(history);
         let say = self.previewed_player_message();
         let t = Instant::now();
         let (this, rewrites) = self.assemble_turn(
             &scope,
             target,
-            &history,
+            history,
             &turn_id,
             &say,
             TurnLog {
@@ -622,7 +622,7 @@ impl Workspace {
         let segments_ms = ms(t);
 
         let t = Instant::now();
-        let (next_history, next_turn, following) = self.after_this_turn(&history, &turn_id, &say);
+        let (next_history, next_turn, following) = self.after_this_turn(history, &turn_id, &say);
         let mut next_calls = Vec::new();
         let (next, _) = self.assemble_turn(
             &scope,
