@@ -295,20 +295,10 @@ mod tests {
 
     /// Loads an entry whose default export runs `script` first (a throw fails the load).
     fn load_with(script: &str) {
-        let dir = tempfile::tempdir().expect("temp");
-        let entry = dir.path().join("index.js");
         let source = format!(
             "export default function (covel) {{ {script}\n covel.provideExtension('prompt.segment@1', 'a', {{ handler: () => [] }}); }}"
         );
-        std::fs::write(&entry, source).expect("write");
-        let spec = crate::engine::LoadSpec {
-            plugin_id: "intrinsics".into(),
-            root: dir.path().to_path_buf(),
-            entry,
-            messages: Default::default(),
-            limits: crate::engine::Limits::default(),
-        };
-        let (engine, report) = crate::engine::load(&spec);
+        let (_dir, engine, report) = crate::engine::load_entry_for_test("intrinsics", &source);
         assert!(engine.is_some(), "loads: {:?}", report.failure);
     }
 

@@ -316,17 +316,8 @@ mod tests {
         assert!(floor.runtime > 0, "{floor:?}");
         assert!(floor.runtime < floor.base_context, "{floor:?}");
         assert!(floor.base_context < floor.full_context, "{floor:?}");
-        let dir = tempfile::tempdir().expect("temp");
-        let entry = dir.path().join("index.js");
-        std::fs::write(&entry, "export default () => {};").expect("write");
-        let spec = crate::engine::LoadSpec {
-            plugin_id: "floor".into(),
-            root: dir.path().to_path_buf(),
-            entry,
-            messages: Default::default(),
-            limits: crate::engine::Limits::default(),
-        };
-        let (engine, report) = crate::engine::load(&spec);
+        let (_dir, engine, report) =
+            crate::engine::load_entry_for_test("floor", "export default () => {};");
         let engine = engine.unwrap_or_else(|| panic!("loads: {:?}", report.failure));
         let loaded = engine.watch().bytes_held();
         assert!(

@@ -25,6 +25,26 @@ pub use call::INJECT_PANIC;
 pub use load::{LoadFailure, LoadReport, LoadSpec, load};
 pub use test_file::run_test_file;
 
+/// Tests: loads `source` as the entry of a plugin in a temporary folder, which the result keeps.
+#[cfg(test)]
+pub(crate) fn load_entry_for_test(
+    plugin_id: &str,
+    source: &str,
+) -> (tempfile::TempDir, Option<Engine>, LoadReport) {
+    let dir = tempfile::tempdir().expect("temp");
+    let entry = dir.path().join("index.js");
+    std::fs::write(&entry, source).expect("write");
+    let spec = LoadSpec {
+        plugin_id: plugin_id.into(),
+        root: dir.path().to_path_buf(),
+        entry,
+        messages: Default::default(),
+        limits: Limits::default(),
+    };
+    let (engine, report) = load(&spec);
+    (dir, engine, report)
+}
+
 use event_loop::Settled;
 use exceptions::{Thrown, first_frame, first_frame_in, short, thrown};
 use host_functions::GATEWAY;
