@@ -1143,12 +1143,7 @@ fn the_depth_advice_counts_from_the_message_the_moving_breakpoint_closes_when_th
         "audience": "story", "volatility": "session", "content": "Remember the bell." }]);
     let ws = shaped_workspace(history, segments, None);
     let preview = ws.preview(&covel_studio::RuntimeTarget::Story);
-    let moving = preview
-        .cache
-        .breakpoints
-        .iter()
-        .find(|b| b.moving)
-        .expect("a moving breakpoint");
+    let moving = preview.cache.moving().expect("a moving breakpoint");
     assert_eq!(
         moving.closes,
         covel_kernel::prompt::Origin::History { id: "m0".into() }

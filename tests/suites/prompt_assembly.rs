@@ -607,12 +607,7 @@ fn each_breakpoint_verdict_matches_the_next_turns_request_as_sent() {
 fn a_depth_segment_ahead_of_the_moving_breakpoint_changes_the_history_prefix_every_turn() {
     let p = demo_in(&sample_dir()).preview(&RuntimeTarget::Story);
     assert_eq!(p.cache.history_prefix_stable, Some(false));
-    let moving = p
-        .cache
-        .breakpoints
-        .iter()
-        .find(|b| b.moving)
-        .expect("a moving breakpoint");
+    let moving = p.cache.moving().expect("a moving breakpoint");
     assert_eq!(moving.closes, Origin::History { id: "m4".into() });
     let diff = moving.first_difference.as_ref().expect("a difference");
     assert_eq!(

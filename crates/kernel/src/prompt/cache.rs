@@ -127,6 +127,13 @@ pub struct CacheReport {
     pub warnings: Vec<CacheWarning>,
 }
 
+impl CacheReport {
+    /// The moving history breakpoint, the one that closes the newest history message sent.
+    pub fn moving(&self) -> Option<&Breakpoint> {
+        self.breakpoints.iter().find(|b| b.moving)
+    }
+}
+
 /// Two blocks are the same prefix material when they sit at the same place with the same text
 /// (`cache_control` marks are not part of the prefix).
 fn same(a: &(Place, &RequestPart), b: &(Place, &RequestPart)) -> bool {
