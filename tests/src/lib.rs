@@ -222,3 +222,19 @@ pub fn turn_loop_playtest(
     );
     covel_studio::playtest::Playtest::new(ws)
 }
+
+/// A file generated from the code and committed (a schema, the UI's types) says what the code
+/// generates now: with the environment variable `update` set it is written, else a stale one
+/// fails with `how_to_update`.
+pub fn assert_generated_file_is_fresh(path: &Path, fresh: &str, update: &str, how_to_update: &str) {
+    if std::env::var_os(update).is_some() {
+        std::fs::write(path, fresh)
+            .unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
+    }
+    assert_eq!(
+        std::fs::read_to_string(path).unwrap_or_default(),
+        fresh,
+        "{} is stale: {how_to_update}",
+        path.display()
+    );
+}

@@ -383,13 +383,11 @@ fn the_published_session_schema_is_generated_from_the_types_and_accepts_every_va
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let published = repo.join("docs/session.schema.json");
     let fresh = serde_json::to_string_pretty(&session::json_schema()).expect("json") + "\n";
-    if std::env::var_os("UPDATE_SESSION_SCHEMA").is_some() {
-        std::fs::write(&published, &fresh).expect("write the schema");
-    }
-    assert_eq!(
-        std::fs::read_to_string(&published).unwrap_or_default(),
-        fresh,
-        "docs/session.schema.json is stale: run with UPDATE_SESSION_SCHEMA=1"
+    covel_tests::assert_generated_file_is_fresh(
+        &published,
+        &fresh,
+        "UPDATE_SESSION_SCHEMA",
+        "run with UPDATE_SESSION_SCHEMA=1",
     );
     let schema: Value = serde_json::from_str(&fresh).expect("json");
     let validator = jsonschema::draft7::new(&schema).expect("the schema compiles");

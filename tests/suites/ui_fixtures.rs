@@ -930,12 +930,10 @@ fn the_slot_schemas_the_ui_types_come_from_are_the_kernels() {
         .map(|(slot, schema)| (slot.as_str().to_string(), schema.clone()))
         .collect();
     let fresh = serde_json::to_string_pretty(&schemas).expect("json") + "\n";
-    if std::env::var_os("UPDATE_UI_FIXTURES").is_some() {
-        std::fs::write(&path, &fresh).expect("write the slot schemas");
-    }
-    assert_eq!(
-        std::fs::read_to_string(&path).unwrap_or_default(),
-        fresh,
-        "ui/src/lib/slot-schemas.json is stale: run `UPDATE_UI_FIXTURES=1 cargo test -p covel-tests --test ui_fixtures`, then `npm run gen:slots` in ui/"
+    covel_tests::assert_generated_file_is_fresh(
+        &path,
+        &fresh,
+        "UPDATE_UI_FIXTURES",
+        "run `UPDATE_UI_FIXTURES=1 cargo test -p covel-tests --test ui_fixtures`, then `npm run gen:slots` in ui/",
     );
 }
