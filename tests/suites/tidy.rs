@@ -19,7 +19,8 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in entries.flatten() {
         let path = entry.path();
         let name = entry.file_name().to_string_lossy().into_owned();
-        if name == "target" || name == "node_modules" || name.starts_with('.') {
+        // `vendor` holds third-party code as published (crates/js/vendor), not the house's.
+        if name == "target" || name == "node_modules" || name == "vendor" || name.starts_with('.') {
             continue;
         }
         if path.is_dir() {

@@ -6,7 +6,7 @@
 //! and `DOMException` with `atob` and `btoa` held ≈ 14 KB of every runtime (a generated plugin's
 //! engine: 262.9 KB with them, 248.4 KB without); `Date`, `Map` with `Set`, `WeakMap` and
 //! `WeakSet`, and `performance` ≈ 7 KB more (248.3 KB → 241.3; the context alone 151.9 → 146.3;
-//! a group saves only what it frees of whole 4 KiB arenas). A plugin that never uses them no
+//! a group saves only what it frees of whole arenas). A plugin that never uses them no
 //! longer pays for them. The host's bootstrap uses none of them itself (its handlers and timers
 //! are kept in objects without a prototype, not in Maps), and wraps `Date` and `performance` (a
 //! call that reads the clock is never memoized) the moment they are added, before plugin code

@@ -109,10 +109,11 @@ impl Drop for RuntimeMemory {
 
 /// mimalloc, within a runtime's account.
 ///
-/// Why mimalloc and not Rust's allocator over glibc: QuickJS takes its small objects from 4 KiB
-/// arenas it frees as soon as they empty, so each call of a plugin allocates and frees about
-/// three arenas on whichever worker thread runs it (glibc consolidated its bins for each), and
-/// values made on a worker are freed on another thread. With mimalloc here and as the
+/// Why mimalloc and not Rust's allocator over glibc: QuickJS takes its small objects from arenas
+/// (512 bytes to 4 KiB: `crates/js/vendor/quickjs-arenas.patch`) it frees as soon as they empty,
+/// so each call of a plugin allocates and frees about three arenas on whichever worker thread
+/// runs it (glibc consolidated its bins for each), and values made on a worker are freed on
+/// another thread. With mimalloc here and as the
 /// binaries' allocator, a preview in which every provider runs took 8% less time at 500 plugins
 /// and 15% less at 50, a memoized one 44% and 30% less (5 interleaved rounds, 2026-12-02).
 /// Its C API also needs no size header, so an arena takes exactly its 4 KiB size class (with a
@@ -323,6 +324,79 @@ mod tests {
         assert!(
             floor.full_context < loaded,
             "a loaded plugin ({loaded} bytes) holds more than the floor {floor:?}"
+        );
+    }
+
+    /// [`BudgetAllocator`], noting the size of every request QuickJS makes of it.
+    struct Recording {
+        inner: BudgetAllocator,
+        sizes: Arc<std::sync::Mutex<Vec<usize>>>,
+    }
+
+    impl Recording {
+        fn note(&self, size: usize) {
+            self.sizes.lock().expect("not poisoned").push(size);
+        }
+    }
+
+    // SAFETY: forwards every call to `BudgetAllocator` under the same contract.
+    #[allow(unsafe_code)]
+    unsafe impl Allocator for Recording {
+        fn alloc(&mut self, size: usize) -> *mut u8 {
+            self.note(size);
+            self.inner.alloc(size)
+        }
+
+        fn calloc(&mut self, count: usize, size: usize) -> *mut u8 {
+            self.note(count.saturating_mul(size));
+            self.inner.calloc(count, size)
+        }
+
+        unsafe fn dealloc(&mut self, ptr: *mut u8) {
+            unsafe { self.inner.dealloc(ptr) }
+        }
+
+        unsafe fn realloc(&mut self, ptr: *mut u8, new_size: usize) -> *mut u8 {
+            self.note(new_size);
+            unsafe { self.inner.realloc(ptr, new_size) }
+        }
+
+        unsafe fn usable_size(ptr: *mut u8) -> usize {
+            unsafe { BudgetAllocator::usable_size(ptr) }
+        }
+    }
+
+    /// QuickJS as the workspace builds it (crates/js/vendor/quickjs-arenas.patch): a size
+    /// class's first arena takes 512 bytes, the next ones 1 and 2 KiB, then 4 KiB as before. Only
+    /// a first arena asks the backing allocator for 512 bytes or less: QuickJS serves small
+    /// blocks from its arenas and asks for each larger one (over 512 bytes) on its own.
+    #[test]
+    fn a_size_class_starts_with_a_512_byte_arena_and_grows_to_4_kib_arenas() {
+        use rquickjs::{Context, Runtime};
+        let sizes = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let allocator = Recording {
+            inner: BudgetAllocator::new(RuntimeMemory::new(
+                usize::MAX,
+                SharedBudget::new(usize::MAX),
+            )),
+            sizes: Arc::clone(&sizes),
+        };
+        let runtime = Runtime::new_with_alloc(allocator).expect("a runtime");
+        let context = Context::full(&runtime).expect("a context");
+        // Thousands of blocks of one class: it must move on to 4 KiB arenas.
+        context.with(|ctx| {
+            ctx.eval::<(), _>("globalThis.kept = Array.from({ length: 4000 }, (_, i) => ({ i }));")
+                .expect("runs")
+        });
+        let sizes = sizes.lock().expect("not poisoned").clone();
+        let first_arenas = sizes.iter().filter(|size| **size <= 512).count();
+        assert!(
+            first_arenas >= 10,
+            "a context touches many classes, each starting small: {first_arenas} requests ≤ 512 bytes"
+        );
+        assert!(
+            sizes.iter().any(|size| (3584..=4096).contains(size)),
+            "a busy class still ends with 4 KiB arenas"
         );
     }
 
