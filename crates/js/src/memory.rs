@@ -113,11 +113,10 @@ impl Drop for RuntimeMemory {
 /// (512 bytes to 4 KiB: `crates/js/vendor/quickjs-arenas.patch`) it frees as soon as they empty,
 /// so each call of a plugin allocates and frees about three arenas on whichever worker thread
 /// runs it (glibc consolidated its bins for each), and values made on a worker are freed on
-/// another thread. With mimalloc here and as the
-/// binaries' allocator, a preview in which every provider runs took 8% less time at 500 plugins
-/// and 15% less at 50, a memoized one 44% and 30% less (5 interleaved rounds, 2026-12-02).
-/// Its C API also needs no size header, so an arena takes exactly its 4 KiB size class (with a
-/// header, 4 KiB + 16 bytes fell into the 5 KiB class).
+/// another thread. With mimalloc here and as the binaries' allocator, a preview in which every
+/// provider runs took 8% less time at 500 plugins and 15% less at 50, a memoized one 44% and
+/// 30% less (5 interleaved rounds, 2026-12-02). Its C API also needs no size header, so an arena
+/// takes exactly its size class (with a header, 4 KiB + 16 bytes fell into the 5 KiB class).
 pub struct BudgetAllocator {
     account: Arc<RuntimeMemory>,
 }
