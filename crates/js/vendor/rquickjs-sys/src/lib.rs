@@ -1,3 +1,5 @@
+//! QuickJS and its Rust bindings: rquickjs-sys 0.14.0 as published, with Covel Studio's
+//! `crates/js/vendor/quickjs-arenas.patch` applied (made and checked by `scripts/vendor-quickjs`).
 #![allow(non_upper_case_globals)]
 #![allow(non_camel_case_types)]
 #![allow(non_snake_case)]
