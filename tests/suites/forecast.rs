@@ -1317,8 +1317,27 @@ mod agreement {
         }
     }
 
+    /// Cases of the agreement property: 1 000 (`COVEL_AGREEMENT_CASES` changes it), run as two
+    /// halves so the test harness gives each a core of its own.
+    fn agreement_cases() -> u32 {
+        std::env::var("COVEL_AGREEMENT_CASES")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(1000)
+    }
+
     #[test]
     fn the_forecast_and_the_preview_agree_on_every_breakpoint_for_generated_prompts() {
+        agree_on_generated_prompts(agreement_cases().div_ceil(2));
+    }
+
+    #[test]
+    fn the_forecast_and_the_preview_agree_on_every_breakpoint_for_generated_prompts_second_half() {
+        agree_on_generated_prompts(agreement_cases() / 2);
+    }
+
+    /// The property, on `cases` generated shapes.
+    fn agree_on_generated_prompts(cases: u32) {
         let root = covel_tests::fixture("forecast-agrees");
         let ws = Workspace::open(
             &root.join("plugins"),
@@ -1333,10 +1352,6 @@ mod agreement {
             .profile("claude-sonnet-4-5")
             .expect("model");
         let minimum = profile.model.min_cacheable_tokens;
-        let cases = std::env::var("COVEL_AGREEMENT_CASES")
-            .ok()
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(1000);
         let mut runner = TestRunner::new(Config {
             cases,
             failure_persistence: None,
