@@ -220,7 +220,7 @@ fn ui_fixtures_are_fresh() {
             other => other,
         };
         let fresh = format!(
-            "// Written by tests/suites/ui_fixtures.rs (`UPDATE_UI_FIXTURES=1 cargo test -p covel-tests --test ui_fixtures`); do not edit.\nimport type {{ {imported} }} from \"../src/lib/wire\";\n\nexport const fixture: {ty} = {};\n",
+            "// Written by tests/suites/ui_fixtures.rs (`UPDATE_UI_FIXTURES=1 cargo test -p covel-tests --test suites ui_fixtures`); do not edit.\nimport type {{ {imported} }} from \"../src/lib/wire\";\n\nexport const fixture: {ty} = {};\n",
             serde_json::to_string_pretty(&value).expect("json")
         );
         if update {
@@ -231,7 +231,7 @@ fn ui_fixtures_are_fresh() {
     }
     assert!(
         stale.is_empty(),
-        "stale UI fixtures {stale:?}: run `UPDATE_UI_FIXTURES=1 cargo test -p covel-tests --test ui_fixtures`"
+        "stale UI fixtures {stale:?}: run `UPDATE_UI_FIXTURES=1 cargo test -p covel-tests --test suites ui_fixtures`"
     );
 }
 
@@ -934,6 +934,6 @@ fn the_slot_schemas_the_ui_types_come_from_are_the_kernels() {
         &path,
         &fresh,
         "UPDATE_UI_FIXTURES",
-        "run `UPDATE_UI_FIXTURES=1 cargo test -p covel-tests --test ui_fixtures`, then `npm run gen:slots` in ui/",
+        "run `UPDATE_UI_FIXTURES=1 cargo test -p covel-tests --test suites ui_fixtures`, then `npm run gen:slots` in ui/",
     );
 }
