@@ -654,7 +654,7 @@ fn a_stable_system_segment_changing_every_turn_is_reported_as_a_change_of_that_s
     }
     let note = write_note(
         &f,
-        "segment clock/time (plugin clock) (changed in turn(s) 2, 3)",
+        "segment clock/time (plugin clock) (changed in turns 2, 3)",
     );
     assert!(note.contains("% of the total cost"), "{note}");
 }
@@ -704,7 +704,7 @@ fn a_per_turn_segment_at_depth_names_the_segment(session: &str, plugin: &str) {
     }
     write_note(
         &f,
-        &format!("segment {segment} (plugin {plugin}) (moved in turn(s) 2, 3)"),
+        &format!("segment {segment} (plugin {plugin}) (moved in turns 2, 3)"),
     );
 }
 
@@ -765,7 +765,7 @@ fn the_samples_depth_2_reminder_moves_every_turn_so_the_history_breakpoint_never
     }
     let note = write_note(
         &f,
-        "segment lore-book/remember (plugin lore-book) (moved in turn(s) 2, 3)",
+        "segment lore-book/remember (plugin lore-book) (moved in turns 2, 3)",
     );
     assert!(
         note.contains("the history breakpoint is never read past it"),

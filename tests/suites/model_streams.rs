@@ -286,7 +286,7 @@ fn a_cut_connection_ends_the_turn() {
     fails_and_keeps_the_session(
         Answer::Events(events, None),
         "anthropic",
-        "the stream stopped before its end (message_stop) after 4 chunk(s)",
+        "the stream stopped before its end (message_stop) after 4 chunks",
     );
 }
 

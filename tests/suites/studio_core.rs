@@ -1568,7 +1568,7 @@ fn a_session_save_never_drops_the_played_turns_without_being_told_to() {
     let refused = studio.save_session_text(&edited, covel_studio::live::PlayedTurns::Keep);
     let message = refused.err().map(|e| e.to_string()).unwrap_or_default();
     assert!(
-        message.contains("drops its 2 played turn(s) (turn-3, turn-4)"),
+        message.contains("drops its 2 played turns (turn-3, turn-4)"),
         "{message}"
     );
     assert_eq!(

@@ -170,9 +170,11 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             recording.save(path)?;
             if !args.json {
                 crate::say!(
-                    "recorded {} {} exchange(s) in {}",
-                    recording.exchanges.len(),
-                    recording.backend,
+                    "recorded {} in {}",
+                    covel_studio::words::counted(
+                        recording.exchanges.len(),
+                        &format!("{} exchange", recording.backend)
+                    ),
                     path.display()
                 );
             }

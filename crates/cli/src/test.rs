@@ -14,6 +14,7 @@ use covel_studio::testing::review::{self, PendingChange};
 use covel_studio::testing::{
     self, GoldenStatus, RerecordStatus, RunOptions, SessionResult, Target,
 };
+use covel_studio::words::counted;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -92,7 +93,8 @@ fn filtered(paths: &[PathBuf], filter: Option<&str>) -> anyhow::Result<(Vec<Targ
         .collect();
     if kept.is_empty() {
         anyhow::bail!(
-            "no session's file name or id contains {pattern:?} (--filter; {total} session(s) found)"
+            "no session's file name or id contains {pattern:?} (--filter; {} found)",
+            counted(total, "session")
         );
     }
     let left_out = total - kept.len();
@@ -134,7 +136,8 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let filtered_out = || {
         if left_out > 0 {
             eprintln!(
-                "{left_out} session(s) filtered out by --filter {:?}",
+                "{} filtered out by --filter {:?}",
+                counted(left_out, "session"),
                 args.filter.as_deref().unwrap_or_default()
             );
         }
@@ -153,7 +156,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         filtered_out();
         print!("{}", test_report::tap(&results)?);
         if left_out > 0 {
-            println!("# {left_out} session(s) filtered out");
+            println!("# {} filtered out", counted(left_out, "session"));
         }
     } else {
         for result in &results {
@@ -166,17 +169,20 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             .map(|t| t.checks.len())
             .sum();
         crate::say!(
-            "\n{} sessions, {turns} turns, {checks} checks: {}",
-            results.len(),
+            "\n{}, {}, {}: {}",
+            counted(results.len(), "session"),
+            counted(turns, "turn"),
+            counted(checks, "check"),
             if failed == 0 {
                 "all passed".to_string()
             } else {
-                format!("{failed} session(s) failed")
+                format!("{} failed", counted(failed, "session"))
             }
         );
         if left_out > 0 {
             crate::say!(
-                "{left_out} session(s) filtered out by --filter {:?}",
+                "{} filtered out by --filter {:?}",
+                counted(left_out, "session"),
                 args.filter.as_deref().unwrap_or_default()
             );
         }
@@ -238,8 +244,8 @@ fn print_human(result: &SessionResult) {
             "missing (`covel test --update`, then `covel test --review`, writes it)".to_string()
         }
         GoldenStatus::Pending => format!(
-            "{} change(s) pending in {} (review them: `covel test --review`)",
-            result.pending.len(),
+            "{} pending in {} (review them: `covel test --review`)",
+            counted(result.pending.len(), "change"),
             review::pending_path(&result.golden_file).display()
         ),
         GoldenStatus::Refused => "not updated: expectations fail (see above)".to_string(),
@@ -252,8 +258,8 @@ fn print_human(result: &SessionResult) {
     );
     if !result.pending.is_empty() && result.golden != GoldenStatus::Pending {
         crate::say!(
-            "    {} change(s) pending review in {} (`covel test --review`)",
-            result.pending.len(),
+            "    {} pending review in {} (`covel test --review`)",
+            counted(result.pending.len(), "change"),
             review::pending_path(&result.golden_file).display()
         );
     }
@@ -326,7 +332,8 @@ fn review_changes(args: &Args, targets: &[Target]) -> anyhow::Result<ExitCode> {
         }
     }
     crate::say!(
-        "\n{accepted} change(s) accepted, {rejected} rejected{}",
+        "\n{} accepted, {rejected} rejected{}",
+        counted(accepted, "change"),
         if left > 0 {
             format!(", {left} left pending")
         } else if accepted + rejected == 0 {
@@ -383,8 +390,10 @@ fn ask() -> anyhow::Result<Answer> {
 fn rerecord_line(rerecord: &testing::RerecordSummary) -> String {
     let file = rerecord.recording.display();
     let counts = format!(
-        "{} exchange(s) kept, {} re-recorded, {} dropped",
-        rerecord.kept, rerecord.rerecorded, rerecord.dropped
+        "{} kept, {} re-recorded, {} dropped",
+        counted(rerecord.kept as usize, "exchange"),
+        rerecord.rerecorded,
+        rerecord.dropped
     );
     match rerecord.status {
         RerecordStatus::Rewritten if rerecord.turns.is_empty() => {

@@ -61,8 +61,8 @@ fn turn_case(turn: &TurnResult) -> Case {
             .collect();
         Some((
             format!(
-                "the golden snapshot differs ({} difference(s))",
-                lines.len()
+                "the golden snapshot differs ({})",
+                covel_studio::words::counted(lines.len(), "difference")
             ),
             lines.join("\n"),
         ))

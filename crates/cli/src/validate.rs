@@ -83,9 +83,9 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
                     .as_ref()
                     .map_or(0, |pkg| pkg.manifest.extensions.len());
                 crate::say!(
-                    "✓ {} ({} providers, loaded in {:.1} ms)",
+                    "✓ {} ({}, loaded in {:.1} ms)",
                     p.name,
-                    providers,
+                    covel_studio::words::counted(providers, "provider"),
                     p.load_time.as_secs_f64() * 1000.0
                 );
             } else {
@@ -109,8 +109,8 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         }
         let bad = loaded.iter().filter(|p| !p.ok()).count();
         crate::say!(
-            "{} plugins, {} valid, {} invalid",
-            loaded.len(),
+            "{}, {} valid, {} invalid",
+            covel_studio::words::counted(loaded.len(), "plugin"),
             loaded.len() - bad,
             bad
         );

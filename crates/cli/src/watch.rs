@@ -50,9 +50,9 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         crate::say!("{ready}");
     } else {
         crate::say!(
-            "watching {} ({} plugins); save a file to reload",
+            "watching {} ({}); save a file to reload",
             args.plugins_dir.display(),
-            studio.workspace().plugins.len()
+            covel_studio::words::counted(studio.workspace().plugins.len(), "plugin")
         );
     }
     std::io::stdout().flush().ok();
@@ -82,7 +82,8 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
                     );
                 } else if calls > 0 {
                     crate::say!(
-                        "idle: ran {calls} calls a second time, as the memo asks before it answers them ({ms:.1} ms)"
+                        "idle: ran {} a second time, as the memo asks before it answers them ({ms:.1} ms)",
+                        covel_studio::words::counted(calls, "call")
                     );
                 }
             }

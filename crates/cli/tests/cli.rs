@@ -1356,7 +1356,7 @@ fn rerecord_changed_a_second_time_has_nothing_to_rerecord_and_does_not_rewrite_t
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains(
-            "replayed.recording.json: re-recorded turn-2 (2 exchange(s) kept, 1 re-recorded, 1 dropped); rewritten"
+            "replayed.recording.json: re-recorded turn-2 (2 exchanges kept, 1 re-recorded, 1 dropped); rewritten"
         ),
         "{text}"
     );
@@ -1382,7 +1382,7 @@ fn rerecord_changed_a_second_time_has_nothing_to_rerecord_and_does_not_rewrite_t
     assert_exit(&out, 0);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("replayed.recording.json: unchanged, nothing to re-record (3 exchange(s) kept, 0 re-recorded, 0 dropped)"),
+        text.contains("replayed.recording.json: unchanged, nothing to re-record (3 exchanges kept, 0 re-recorded, 0 dropped)"),
         "{text}"
     );
     let out = covel(&[
@@ -2342,7 +2342,7 @@ fn test_filter_keeps_sessions_whose_file_name_or_id_contains_it_and_says_how_man
     assert_exit(&human, 0);
     let text = String::from_utf8_lossy(&human.stdout);
     assert!(
-        text.contains("4 session(s) filtered out by --filter \"demo\""),
+        text.contains("4 sessions filtered out by --filter \"demo\""),
         "{text}"
     );
     let none = covel(&["test", "plugins-sample", "--filter", "no-such-session"]);
@@ -2486,7 +2486,7 @@ fn test_update_writes_a_pending_golden_new_beside_the_golden_and_leaves_the_gold
     let out = covel(&["test", demo.to_str().expect("utf-8"), "--update"]);
     assert_exit(&out, 0);
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("1 change(s) pending in"), "{text}");
+    assert!(text.contains("1 change pending in"), "{text}");
     assert_eq!(std::fs::read_to_string(&golden).expect("read"), before);
     let pending = dir.path().join("demo.golden.new");
     assert!(
@@ -2551,7 +2551,7 @@ fn test_review_without_a_terminal_asks_for_accept_all_or_reject_all() {
     ]);
     assert_exit(&reject, 0);
     let text = String::from_utf8_lossy(&reject.stdout);
-    assert!(text.contains("0 change(s) accepted, 1 rejected"), "{text}");
+    assert!(text.contains("0 changes accepted, 1 rejected"), "{text}");
     assert!(
         text.contains("[-unhurried-]{+patient+}"),
         "shows the diff: {text}"
@@ -2576,7 +2576,7 @@ fn test_review_on_a_terminal_accepts_one_change_of_two_and_keeps_the_other_as_it
     assert_exit(&covel(&["test", session, "--update", "--force"]), 1);
     // On a terminal (`script`), the answers are y (the first turn) then n (the second).
     let text = review_on_a_terminal(session, b"y\nn\n");
-    assert!(text.contains("1 change(s) accepted, 1 rejected"), "{text}");
+    assert!(text.contains("1 change accepted, 1 rejected"), "{text}");
     assert!(
         text.contains("changed (also in turn-"),
         "the first change names the turns that share its diff: {text}"
@@ -2733,12 +2733,12 @@ fn test_review_q_leaves_the_rest_pending_and_a_accepts_every_remaining_change() 
     assert_exit(&covel(&["test", session, "--update", "--force"]), 1);
     let text = review_on_a_terminal(session, b"q\n");
     assert!(
-        text.contains("0 change(s) accepted, 0 rejected, 2 left pending"),
+        text.contains("0 changes accepted, 0 rejected, 2 left pending"),
         "{text}"
     );
     assert!(pending.exists(), "quitting keeps the pending snapshot");
     let text = review_on_a_terminal(session, b"a\n");
-    assert!(text.contains("2 change(s) accepted, 0 rejected"), "{text}");
+    assert!(text.contains("2 changes accepted, 0 rejected"), "{text}");
     assert!(!pending.exists());
     let golden =
         std::fs::read_to_string(dir.path().join("tests/bell-tower.golden.yaml")).expect("read");

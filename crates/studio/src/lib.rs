@@ -32,6 +32,7 @@ pub mod tokens;
 pub mod ts;
 pub mod turn;
 pub mod wire;
+pub mod words;
 pub mod workspace;
 
 pub use preview::{Preview, PreviewTimings, RuntimeTarget};

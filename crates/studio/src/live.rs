@@ -150,7 +150,7 @@ pub enum SessionSaveError {
     ChangedOnDisk(PathBuf),
     /// Saving would restart the playtest and drop its played turns, and the caller did not say
     /// to (`PlayedTurns::Drop`).
-    #[error("saving the session restarts the playtest and drops its {} played turn(s) ({}): save the played session first, or save again choosing to drop them", .0.len(), .0.join(", "))]
+    #[error("saving the session restarts the playtest and drops its {} ({}): save the played session first, or save again choosing to drop them", crate::words::counted(.0.len(), "played turn"), .0.join(", "))]
     WouldDropPlayedTurns(Vec<String>),
 }
 

@@ -213,8 +213,8 @@ impl Assembler {
                 Wire::OpenAi => "data: [DONE]",
             };
             return Err(format!(
-                "the stream stopped before its end ({end}) after {} chunk(s): the connection was cut or the server gave up",
-                self.chunks
+                "the stream stopped before its end ({end}) after {}: the connection was cut or the server gave up",
+                crate::words::counted(self.chunks as usize, "chunk")
             ));
         }
         Ok(match self.wire {
@@ -345,7 +345,7 @@ mod tests {
         );
         assert_eq!(text, "Half");
         assert!(cut.err().is_some_and(|e| {
-            e.starts_with("the stream stopped before its end (message_stop) after 1 chunk(s)")
+            e.starts_with("the stream stopped before its end (message_stop) after 1 chunk:")
         }));
         let (malformed, _) = assemble(Wire::OpenAi, "data: {\"choices\": [\n\n");
         assert!(

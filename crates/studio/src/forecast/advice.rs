@@ -2,6 +2,7 @@
 //! would save, the notes on writes, the cache TTL and OpenAI's routing.
 
 use super::*;
+use crate::words::{counted, listed};
 
 pub(super) fn with_layout(turns: &[Vec<Item>], layout: &[String]) -> Vec<Vec<Item>> {
     turns
@@ -136,8 +137,8 @@ pub(super) fn write_notes(sim: &Sim<'_>, sims: &[TurnSim], total_cost: f64) -> V
                 _ => "",
             };
             let verb = match kind {
-                "changed" | "moved" | "new" | "removed" => format!("{kind} in turn(s) {}", turns.join(", ")),
-                _ => format!("turn(s) {}", turns.join(", ")),
+                "changed" | "moved" | "new" | "removed" => format!("{kind} in {}", listed("turn", &turns)),
+                _ => listed("turn", &turns),
             };
             format!(
                 "Cache writes caused by {name} ({verb}): {tokens} tokens written, ${cost:.5}, {share:.1}% of the total cost{what}."
@@ -267,8 +268,9 @@ pub(super) fn advice(
                 "put it at depth 0 or 1 (after the moving history breakpoint) or pre-history"
                     .to_string(),
                 format!(
-                    "it moves with the history inside the cached prefix ({moves} time(s) in {} turns), so the history breakpoint is never read past it",
-                    turns.len()
+                    "it moves with the history inside the cached prefix ({} in {}), so the history breakpoint is never read past it",
+                    counted(moves, "time"),
+                    counted(turns.len(), "turn")
                 ),
                 without_segment(turns, segment),
             )
@@ -276,8 +278,9 @@ pub(super) fn advice(
             (
                 "declare it `turn` (or move it after the last breakpoint)".to_string(),
                 format!(
-                    "its text changes {changes} time(s) in {} turns inside the cached prefix, rewriting everything after it",
-                    turns.len()
+                    "its text changes {} in {} inside the cached prefix, rewriting everything after it",
+                    counted(changes, "time"),
+                    counted(turns.len(), "turn")
                 ),
                 without_segment(turns, segment),
             )

@@ -224,7 +224,10 @@ impl LoopStep {
                     clip(&t.result, 160)
                 );
                 if !t.proposals.is_empty() {
-                    line.push_str(&format!(" · {} proposal(s)", t.proposals.len()));
+                    line.push_str(&format!(
+                        " · {}",
+                        crate::words::counted(t.proposals.len(), "proposal")
+                    ));
                 }
                 line
             }
