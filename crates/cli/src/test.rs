@@ -217,6 +217,9 @@ fn print_human(result: &SessionResult) {
                 crate::say!("    {}{line}", if i == 0 { "✗ " } else { "  " });
             }
         }
+        for call in &turn.failed_calls {
+            crate::say!("    ⚠ provider failed: {call}");
+        }
         for check in &turn.checks {
             match &check.detail {
                 None => crate::say!("    ✓ [{}] {}", check.rule, check.description),

@@ -90,6 +90,7 @@ fn suites(results: &[SessionResult]) -> Vec<Suite> {
                     .map(|e| (e.lines().next().unwrap_or_default().to_string(), e.clone())),
             }];
             for turn in &result.turns {
+                let first = cases.len();
                 cases.push(turn_case(turn));
                 for check in &turn.checks {
                     let failure = check.detail.as_ref().map(|detail| {
@@ -108,6 +109,22 @@ fn suites(results: &[SessionResult]) -> Vec<Suite> {
                         duration_ms: 0,
                         failure,
                     });
+                }
+                // What failed in the turn explains its failures: a provider that failed left
+                // its segment or slot value out.
+                if !turn.failed_calls.is_empty() {
+                    let calls: Vec<String> =
+                        turn.failed_calls.iter().map(|c| format!("- {c}")).collect();
+                    let context = format!(
+                        "\n\nprovider calls that failed in {}:\n{}",
+                        turn.turn_id,
+                        calls.join("\n")
+                    );
+                    for case in &mut cases[first..] {
+                        if let Some((_, detail)) = &mut case.failure {
+                            detail.push_str(&context);
+                        }
+                    }
                 }
             }
             Suite {

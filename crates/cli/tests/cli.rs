@@ -2332,6 +2332,71 @@ fn sample_with_changed_tone() -> tempfile::TempDir {
 }
 
 #[test]
+fn test_names_the_provider_calls_that_failed_in_a_turn_in_text_json_and_the_ci_reports() {
+    // The tone provider's output breaks its contract: its segment is missing from every turn,
+    // and bell-tower's `contains: "grave, unhurried"` fails without saying why by itself.
+    let dir = sample_copy();
+    edit(
+        &dir.path().join("story-director/server/index.js"),
+        "order: 10,",
+        "order: \"first\",",
+    );
+    let session = dir.path().join("tests/bell-tower.session.yaml");
+    let session = session.to_str().expect("utf-8");
+    let why = r#"story-director/tone on prompt.segment@1 → invalid-output: does not match prompt.segment@1 output: at /0/order: "first" is not of type "integer""#;
+
+    let text = covel(&["test", session]);
+    assert_exit(&text, 1);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains(&format!("⚠ provider failed: {why}")),
+        "{text}"
+    );
+
+    let json = covel(&["test", session, "--json"]);
+    let report = json_of(&json);
+    let turn = &report["sessions"][0]["turns"][0];
+    assert_eq!(
+        turn["failedCalls"],
+        serde_json::json!([{
+            "pluginId": "story-director",
+            "providerId": "tone",
+            "point": "prompt.segment@1",
+            "outcome": "invalid-output",
+            "message": "does not match prompt.segment@1 output: at /0/order: \"first\" is not of type \"integer\""
+        }])
+    );
+
+    // In a CI report, each failure of the turn carries what failed in it.
+    let tap = covel(&["test", session, "--reporter", "tap"]);
+    let tap = String::from_utf8_lossy(&tap.stdout);
+    let first = turn["turnId"].as_str().expect("turn id");
+    assert!(
+        tap.contains(&format!("provider calls that failed in {first}")),
+        "{tap}"
+    );
+    let junit = covel(&["test", session, "--reporter", "junit"]);
+    let junit = String::from_utf8_lossy(&junit.stdout);
+    assert!(
+        junit.contains(&format!(
+            "provider calls that failed in {first}:\n- story-director/tone on prompt.segment@1 → invalid-output"
+        )),
+        "{junit}"
+    );
+
+    // The sample's own runs have none: a turn whose providers all succeeded says nothing.
+    let clean = json_of(&covel(&["test", "plugins-sample", "--json"]));
+    let listed: Vec<&Value> = clean["sessions"]
+        .as_array()
+        .expect("sessions")
+        .iter()
+        .flat_map(|s| s["turns"].as_array().expect("turns"))
+        .filter(|t| t.get("failedCalls").is_some())
+        .collect();
+    assert!(listed.is_empty(), "{listed:?}");
+}
+
+#[test]
 fn test_filter_keeps_sessions_whose_file_name_or_id_contains_it_and_says_how_many_were_left_out() {
     let out = covel(&["test", "plugins-sample", "--filter", "bell", "--json"]);
     assert_exit(&out, 0);

@@ -2323,6 +2323,43 @@ export type SystemView_Serialize = {
 	tokens: number,
 };
 
+/**  A provider call of a tested turn that did not succeed. */
+export type TestFailedCall = TestFailedCall_Serialize | TestFailedCall_Deserialize;
+
+/**  A provider call of a tested turn that did not succeed. */
+export type TestFailedCall_Deserialize = {
+	pluginId: string,
+	providerId: string,
+	/**  The extension point (`prompt.segment@1`, …). */
+	point: string,
+	/**  The slot, for a `ui.slot@1` call. */
+	slot?: string | null,
+	/**
+	 *  How the call ended, as a `provider` check names it (`error`, `invalid-output`,
+	 *  `timeout`, `out-of-memory`, `unavailable`).
+	 */
+	outcome: string,
+	/**  Why, in the kernel's words. */
+	message?: string | null,
+};
+
+/**  A provider call of a tested turn that did not succeed. */
+export type TestFailedCall_Serialize = {
+	pluginId: string,
+	providerId: string,
+	/**  The extension point (`prompt.segment@1`, …). */
+	point: string,
+	/**  The slot, for a `ui.slot@1` call. */
+	slot?: string,
+	/**
+	 *  How the call ended, as a `provider` check names it (`error`, `invalid-output`,
+	 *  `timeout`, `out-of-memory`, `unavailable`).
+	 */
+	outcome: string,
+	/**  Why, in the kernel's words. */
+	message?: string,
+};
+
 /**  What re-recording did with a replay session's recording. */
 export type TestRerecord = {
 	recording: string,
@@ -2424,6 +2461,12 @@ export type TestTurn_Deserialize = {
 	error?: string | null,
 	/**  How long playing the turn took (its checks and comparison not included). */
 	durationMs: number,
+	/**
+	 *  The turn's provider calls that did not succeed, in call order. They do not fail the turn
+	 *  by themselves (a `provider` check may expect one), but they explain what a check or the
+	 *  golden snapshot misses: a segment or slot value whose provider failed is not there.
+	 */
+	failedCalls?: TestFailedCall_Deserialize[],
 };
 
 /**  The result of one turn. */
@@ -2438,6 +2481,12 @@ export type TestTurn_Serialize = {
 	error?: string,
 	/**  How long playing the turn took (its checks and comparison not included). */
 	durationMs: number,
+	/**
+	 *  The turn's provider calls that did not succeed, in call order. They do not fail the turn
+	 *  by themselves (a `provider` check may expect one), but they explain what a check or the
+	 *  golden snapshot misses: a segment or slot value whose provider failed is not there.
+	 */
+	failedCalls?: TestFailedCall_Serialize[],
 };
 
 /**

@@ -617,6 +617,29 @@ test("the tests panel runs the folder's test sessions and lists every check", as
   await page.screenshot({ path: join(shots, "browser-tests.png") });
 });
 
+test("a tested turn names the provider calls that failed in it, which explain what its checks miss", async () => {
+  const run = await fixture("tests.json");
+  const failing = structuredClone(run);
+  const turn = failing.sessions[1].turns[0];
+  turn.passed = false;
+  turn.failedCalls = [{ pluginId: "story-director", providerId: "tone", point: "prompt.segment@1", outcome: "invalid-output", message: 'at /0/order: "first" is not of type "integer"' }];
+  failing.sessions[1].passed = false;
+  await page.evaluate((r) => { window.__fakeTests = r; }, failing);
+  try {
+    await page.locator('[data-tab="Tests"]').click();
+    await page.getByTestId("tests-run").click();
+    const line = page.getByTestId("test-failed-call");
+    await line.waitFor();
+    assert.equal(await line.count(), 1);
+    assert.equal((await line.textContent()).trim(), '⚠ Provider failed: story-director/tone on prompt.segment@1 → invalid-output — at /0/order: "first" is not of type "integer"');
+    assert.match(await page.getByTestId("tests-summary").textContent(), /^\s*5 sessions, \d+ checks: 1 session failed\s*$/);
+    await line.scrollIntoViewIfNeeded();
+    await page.screenshot({ path: join(shots, "browser-tests-failed-call.png") });
+  } finally {
+    await page.evaluate(() => { delete window.__fakeTests; });
+  }
+});
+
 test("golden changes are reviewed one by one: each accepted (asking first, naming the file) or rejected", async () => {
   const run = await fixture("tests.json");
   const tone = { place: "system block stable-segments", from: "segment story-director/tone", plugin: "story-director", change: "changed", diff: "Keep a [-grave-]{+wry+} voice." };

@@ -687,7 +687,7 @@ mod closest {
 }
 
 /// A kebab-case outcome's name.
-fn outcome_name<T: serde::Serialize>(outcome: &T) -> String {
+pub(crate) fn outcome_name<T: serde::Serialize>(outcome: &T) -> String {
     serde_json::to_value(outcome)
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))

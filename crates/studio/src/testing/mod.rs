@@ -90,6 +90,72 @@ pub struct TurnResult {
     pub error: Option<String>,
     /// How long playing the turn took (its checks and comparison not included).
     pub duration_ms: u32,
+    /// The turn's provider calls that did not succeed, in call order. They do not fail the turn
+    /// by themselves (a `provider` check may expect one), but they explain what a check or the
+    /// golden snapshot misses: a segment or slot value whose provider failed is not there.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[specta(optional)]
+    pub failed_calls: Vec<FailedCall>,
+}
+
+/// A provider call of a tested turn that did not succeed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, specta::Type)]
+#[serde(rename = "TestFailedCall")]
+#[serde(rename_all = "camelCase")]
+pub struct FailedCall {
+    pub plugin_id: String,
+    pub provider_id: String,
+    /// The extension point (`prompt.segment@1`, …).
+    pub point: String,
+    /// The slot, for a `ui.slot@1` call.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slot: Option<String>,
+    /// How the call ended, as a `provider` check names it (`error`, `invalid-output`,
+    /// `timeout`, `out-of-memory`, `unavailable`).
+    pub outcome: String,
+    /// Why, in the kernel's words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// `my-plugin/guidance on prompt.segment@1 → invalid-output: at /0/order: …`, as the CLI and
+/// the CI reports say it.
+impl std::fmt::Display for FailedCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let on = self.slot.as_deref().unwrap_or(&self.point);
+        write!(
+            f,
+            "{}/{} on {on} → {}",
+            self.plugin_id, self.provider_id, self.outcome
+        )?;
+        match &self.message {
+            Some(message) => write!(f, ": {message}"),
+            None => Ok(()),
+        }
+    }
+}
+
+impl FailedCall {
+    /// The calls of a captured turn that did not succeed: its segments', its slots' and its
+    /// world context's.
+    fn of(capture: &TurnCapture) -> Vec<FailedCall> {
+        let preview = &capture.preview;
+        preview
+            .calls
+            .iter()
+            .chain(preview.slots.iter().flat_map(|s| s.chain.iter()))
+            .chain(preview.world_context.calls.iter())
+            .filter(|c| c.outcome != covel_kernel::runner::Outcome::Success)
+            .map(|c| FailedCall {
+                plugin_id: c.plugin_id.to_string(),
+                provider_id: c.provider_id.to_string(),
+                point: c.point.as_str().to_string(),
+                slot: c.slot.map(|s| s.as_str().to_string()),
+                outcome: checks::outcome_name(&c.outcome),
+                message: c.message.clone(),
+            })
+            .collect()
+    }
 }
 
 /// What happened with the golden snapshot.
@@ -531,6 +597,7 @@ fn run_untimed(target: &Target, options: &RunOptions, limits: &Limits) -> Sessio
             golden_differences: Vec::new(),
             error: Some(error.clone()),
             duration_ms: capture_ms.saturating_sub(played),
+            failed_calls: Vec::new(),
         });
     }
 
@@ -668,6 +735,7 @@ fn checked_turns(
                 golden_differences: Vec::new(),
                 error: None,
                 duration_ms: capture.duration_ms,
+                failed_calls: FailedCall::of(capture),
             }
         })
         .collect()
