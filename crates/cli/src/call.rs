@@ -76,9 +76,19 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     } else {
         crate::say!("{} ({:?})", result.point, result.mode);
         crate::output::print_calls(&result.calls);
-        crate::say!("{}", serde_json::to_string_pretty(&result.result)?);
+        // A run that failed as a whole has no result to show (its `null` is no answer).
+        if result.error.is_none() {
+            crate::say!("{}", serde_json::to_string_pretty(&result.result)?);
+        }
         if let Some(error) = &result.error {
             crate::say!("error: {error}");
+            if args.input.is_none()
+                && matches!(error, covel_kernel::runner::RunError::InvalidInput { .. })
+            {
+                crate::say!(
+                    "hint: without --input the input is {{}}; pass it as JSON (--input '{{…}}') or from a file (--input @input.json)"
+                );
+            }
         }
         if let Some(error) = &rule_error {
             crate::say!("error: {error}");

@@ -168,6 +168,35 @@ fn call_selects_a_slot_and_fails_with_exit_1_when_the_run_fails() {
 }
 
 #[test]
+fn call_without_the_input_a_point_needs_says_how_to_pass_it_and_shows_no_result() {
+    let out = covel(&["call", "plugins-sample", "prompt.segment@1"]);
+    assert_exit(&out, 1);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("error: invalid input: does not match prompt.segment@1 input"),
+        "{text}"
+    );
+    assert!(
+        text.contains("hint: without --input the input is {}; pass it as JSON"),
+        "{text}"
+    );
+    assert!(
+        !text.lines().any(|l| l == "null"),
+        "a failed run shows no result: {text}"
+    );
+    // With an input given, a wrong one gets no hint about --input.
+    let out = covel(&[
+        "call",
+        "plugins-sample",
+        "prompt.segment@1",
+        "--input",
+        "{\"turnId\": 1}",
+    ]);
+    assert_exit(&out, 1);
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("hint: without --input"));
+}
+
+#[test]
 fn call_reads_its_input_from_a_file() {
     let dir = tempfile::tempdir().expect("temp dir");
     let file = dir.path().join("input.json");
