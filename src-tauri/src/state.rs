@@ -62,6 +62,14 @@ pub fn open(app: &AppHandle, plugins: &str, session: Option<&str>) -> Result<Sna
         },
     );
     emit(app, StudioChanged::Opening);
+    // The watch starts before the folder is read, so a save made while it loads, or just after
+    // the window shows it, is seen. Started after the load, it missed a save made in between,
+    // and the window kept the old text until the next save.
+    let watcher = FolderWatcher::new(
+        Path::new(plugins),
+        session.map(Path::new),
+        FolderWatcher::SETTLE,
+    );
     let workspace = match Workspace::open(
         Path::new(plugins),
         session.map(Path::new),
@@ -108,12 +116,7 @@ pub fn open(app: &AppHandle, plugins: &str, session: Option<&str>) -> Result<Sna
     );
     remember(app, plugins, session);
     let generation = state.generation.fetch_add(1, Ordering::SeqCst) + 1;
-    watch(
-        app.clone(),
-        PathBuf::from(plugins),
-        session.map(PathBuf::from),
-        generation,
-    );
+    watch(app.clone(), watcher, generation);
     emit(
         app,
         StudioChanged::Opened {
@@ -133,11 +136,9 @@ fn emit(app: &AppHandle, change: StudioChanged) {
     let _ = change.emit(app);
 }
 
-fn watch(app: AppHandle, plugins: PathBuf, session: Option<PathBuf>, generation: u64) {
+fn watch<E: Send + 'static>(app: AppHandle, watcher: Result<FolderWatcher, E>, generation: u64) {
     std::thread::spawn(move || {
-        let Ok(mut watcher) =
-            FolderWatcher::new(&plugins, session.as_deref(), FolderWatcher::SETTLE)
-        else {
+        let Ok(mut watcher) = watcher else {
             emit(&app, StudioChanged::WatchFailed);
             return;
         };

@@ -37,13 +37,16 @@ pub struct Args {
 
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let target = crate::open::runtime(&args.runtime)?;
-    let workspace = crate::open::workspace(&args.plugins_dir, args.session.as_deref())?;
-    let mut watcher = FolderWatcher::new(
+    // The watch starts before the folder is read: a save made while it loads is the first
+    // reload, not lost. A folder that cannot be read says so first (the watch of a missing
+    // folder fails too, less clearly).
+    let watcher = FolderWatcher::new(
         &args.plugins_dir,
         args.session.as_deref(),
         Duration::from_millis(args.debounce_ms),
-    )
-    .context("starting the file watcher")?;
+    );
+    let workspace = crate::open::workspace(&args.plugins_dir, args.session.as_deref())?;
+    let mut watcher = watcher.context("starting the file watcher")?;
     let mut studio = LiveStudio::new(workspace, target);
     let ready = serde_json::json!({"event": "ready", "plugins": studio.workspace().plugins.len(), "active": studio.workspace().resolution.active});
     if args.json {

@@ -408,6 +408,64 @@ fn next_json(lines: &std::sync::mpsc::Receiver<String>, what: &str) -> Value {
 }
 
 #[test]
+fn watch_sees_a_save_made_while_the_folder_is_still_loading() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let dir = temp.path().join("plugins");
+    copy_dir(&repo().join("plugins-sample"), &dir);
+    // Three plugins whose entries never finish hold the load for about 4 s (each stopped at
+    // the 2 s load limit, two at a time). They load last (plugins load in name order), so the
+    // story director has been read before the save.
+    for name in ["zz-loop-a", "zz-loop-b", "zz-loop-c"] {
+        let root = dir.join(name);
+        std::fs::create_dir_all(root.join("server")).expect("mkdir");
+        std::fs::write(
+            root.join("PLUGIN.md"),
+            format!("---\nid: {name}\nkind: plugin\ndescription: Loops.\nentry: ./server/index.js\n---\n"),
+        )
+        .expect("manifest");
+        std::fs::write(
+            root.join("server/index.js"),
+            "for (;;) {}\nexport default function () {}\n",
+        )
+        .expect("entry");
+    }
+    let mut child = Reaped(
+        Command::new(env!("CARGO_BIN_EXE_covel"))
+            .args([
+                "watch",
+                dir.to_str().expect("utf-8"),
+                "--session",
+                dir.join("demo.session.yaml").to_str().expect("utf-8"),
+                "--json",
+                "--max-reloads",
+                "1",
+            ])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("covel watch starts"),
+    );
+    let lines = lines_of(&mut child.0);
+    // The author saves while the folder loads, before `ready`.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    assert!(
+        lines.try_recv().is_err(),
+        "the folder should still be loading"
+    );
+    let module = dir.join("story-director/server/lib/text.js");
+    let text = std::fs::read_to_string(&module).expect("read");
+    std::fs::write(&module, text.replace("grave, unhurried", "grave, patient")).expect("write");
+    assert_eq!(next_json(&lines, "ready")["event"], "ready");
+    // The save is a reload (an idle memo confirmation may come first).
+    let reload = loop {
+        let line = next_json(&lines, "reload");
+        if line["event"] != "memo-confirmed" {
+            break line;
+        }
+    };
+    assert_eq!(reload["plugins"]["story-director"], "replaced", "{reload}");
+}
+
+#[test]
 fn watch_prints_one_json_entry_per_reload_with_diff_and_timings() {
     let temp = tempfile::tempdir().expect("tempdir");
     let dir = temp.path().join("plugins");
