@@ -407,6 +407,27 @@ fn next_json(lines: &std::sync::mpsc::Receiver<String>, what: &str) -> Value {
     serde_json::from_str(&line).unwrap_or_else(|e| panic!("{what} line is not JSON ({e}): {line}"))
 }
 
+/// `covel watch DIR --session DIR/demo.session.yaml --json --max-reloads 1`, and its lines.
+fn watch_one_reload(dir: &Path) -> (Reaped, std::sync::mpsc::Receiver<String>) {
+    let mut child = Reaped(
+        Command::new(env!("CARGO_BIN_EXE_covel"))
+            .args([
+                "watch",
+                dir.to_str().expect("utf-8"),
+                "--session",
+                dir.join("demo.session.yaml").to_str().expect("utf-8"),
+                "--json",
+                "--max-reloads",
+                "1",
+            ])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("covel watch starts"),
+    );
+    let lines = lines_of(&mut child.0);
+    (child, lines)
+}
+
 #[test]
 fn watch_sees_a_save_made_while_the_folder_is_still_loading() {
     let temp = tempfile::tempdir().expect("tempdir");
@@ -429,22 +450,8 @@ fn watch_sees_a_save_made_while_the_folder_is_still_loading() {
         )
         .expect("entry");
     }
-    let mut child = Reaped(
-        Command::new(env!("CARGO_BIN_EXE_covel"))
-            .args([
-                "watch",
-                dir.to_str().expect("utf-8"),
-                "--session",
-                dir.join("demo.session.yaml").to_str().expect("utf-8"),
-                "--json",
-                "--max-reloads",
-                "1",
-            ])
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .expect("covel watch starts"),
-    );
-    let lines = lines_of(&mut child.0);
+    // Held to the end: dropping it stops the process.
+    let (_child, lines) = watch_one_reload(&dir);
     // The author saves while the folder loads, before `ready`.
     std::thread::sleep(std::time::Duration::from_millis(1500));
     assert!(
@@ -470,22 +477,7 @@ fn watch_prints_one_json_entry_per_reload_with_diff_and_timings() {
     let temp = tempfile::tempdir().expect("tempdir");
     let dir = temp.path().join("plugins");
     copy_dir(&repo().join("plugins-sample"), &dir);
-    let mut child = Reaped(
-        Command::new(env!("CARGO_BIN_EXE_covel"))
-            .args([
-                "watch",
-                dir.to_str().expect("utf-8"),
-                "--session",
-                dir.join("demo.session.yaml").to_str().expect("utf-8"),
-                "--json",
-                "--max-reloads",
-                "1",
-            ])
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .expect("covel watch starts"),
-    );
-    let lines = lines_of(&mut child.0);
+    let (mut child, lines) = watch_one_reload(&dir);
     let ready = next_json(&lines, "ready");
     assert_eq!(ready["event"], "ready");
     // Idle after opening: the calls that ran once run a second time (the memo's rule), and the
