@@ -2463,6 +2463,22 @@ fn test_names_the_provider_calls_that_failed_in_a_turn_in_text_json_and_the_ci_r
         "{junit}"
     );
 
+    // A failed slot provider is named once, though its call is in the slot's chain as well.
+    edit(
+        &dir.path().join("scene-stage/server/index.js"),
+        "handler: async ({ events }, ctx) => {",
+        "handler: async ({ events }, ctx) => { throw new Error(\"no backdrop\");",
+    );
+    let json = json_of(&covel(&["test", session, "--json"]));
+    let slot_failures: Vec<&Value> = json["sessions"][0]["turns"][0]["failedCalls"]
+        .as_array()
+        .expect("failed calls")
+        .iter()
+        .filter(|c| c["slot"] == "stage.backdrop@1")
+        .collect();
+    assert_eq!(slot_failures.len(), 1, "{slot_failures:?}");
+    assert_eq!(slot_failures[0]["outcome"], "error");
+
     // The sample's own runs have none: a turn whose providers all succeeded says nothing.
     let clean = json_of(&covel(&["test", "plugins-sample", "--json"]));
     let listed: Vec<&Value> = clean["sessions"]

@@ -136,15 +136,13 @@ impl std::fmt::Display for FailedCall {
 }
 
 impl FailedCall {
-    /// The calls of a captured turn that did not succeed: its segments', its slots' and its
-    /// world context's.
+    /// The calls of a captured turn that did not succeed. The preview's `calls` already holds
+    /// every call of the turn (segments, slots, world context, image flow), each once.
     fn of(capture: &TurnCapture) -> Vec<FailedCall> {
-        let preview = &capture.preview;
-        preview
+        capture
+            .preview
             .calls
             .iter()
-            .chain(preview.slots.iter().flat_map(|s| s.chain.iter()))
-            .chain(preview.world_context.calls.iter())
             .filter(|c| c.outcome != covel_kernel::runner::Outcome::Success)
             .map(|c| FailedCall {
                 plugin_id: c.plugin_id.to_string(),
