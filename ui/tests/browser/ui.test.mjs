@@ -614,6 +614,23 @@ test("the tests panel runs the folder's test sessions and lists every check", as
   assert.match(await page.getByTestId("tests-summary").textContent(), /5 sessions, \d+ checks: all passed/);
   assert.equal(await page.getByTestId("test-session").count(), 5);
   assert.match(await page.getByTestId("test-session").nth(1).textContent(), /\[segment-placement\] segment story-director\/tone in stable-segments/);
+  // A check's detail and a difference's other turns keep their space before them (Svelte drops
+  // the white space before a block, so they are written as expressions).
+  const run = await fixture("tests.json");
+  const failing = structuredClone(run);
+  const turn = failing.sessions[1].turns[0];
+  turn.checks[0] = { ...turn.checks[0], passed: false, detail: "not found" };
+  turn.goldenDifferences = [{ place: "system block stable-segments", change: "changed", diff: "x", alsoIn: ["turn-3"] }];
+  await page.evaluate((r) => { window.__fakeTests = r; }, failing);
+  try {
+    await page.getByTestId("tests-run").click();
+    await page.getByTestId("golden-diff").waitFor();
+    const text = await page.getByTestId("test-session").nth(1).textContent();
+    assert.match(text, /\S — not found/);
+    assert.match(text, /changed \(also in turn-3\): x/);
+  } finally {
+    await page.evaluate(() => { delete window.__fakeTests; });
+  }
   await page.screenshot({ path: join(shots, "browser-tests.png") });
 });
 
