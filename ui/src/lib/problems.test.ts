@@ -198,6 +198,9 @@ describe("the turn inspector", () => {
     expect(turnSummary(turn, sent)).toBe(`${tokens} tokens sent over ${p.system.blocks.filter((b: any) => b.cacheBoundary).length} cache boundaries · ${rest}`);
     expect(turnSummary(turn), "before the prompt is loaded").toBe(rest);
     expect(turnSummary({ turnId: "t", playerMessage: "x", error: "boom", events: [], slotChanges: [], steps: [], forms: [], sent: [] })).toBe("no reply · 0 events · 0 slot changes · no compaction run");
+    // One of each is said in the singular (the real window once read "1 slot changes").
+    const one = { ...turn, events: [{ topic: "bell-rung" } as any], slotChanges: turn.slotChanges.slice(0, 1), compaction: undefined };
+    expect(turnSummary(one)).toBe(`${words}-word reply · 1 tool call · 1 event · 1 slot change · compaction not due`);
   });
 
   it("reads each step of the turn's loop in the author's words", () => {

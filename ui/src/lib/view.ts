@@ -1,5 +1,6 @@
 // View logic: pure functions over the snapshot, unit-tested with Vitest. Components stay thin.
 import { resolveI18nText } from "./locale";
+import { counted } from "./words";
 import type { Breakpoint, CacheReport, CallRecord, Count, PointInfo, PromptCounts, RuntimeTarget, Forecast, GoldenDifference, I18n, JsonValue, Message, Origin, PluginView, ReloadEntry, SegmentChange, SegmentRow, Snapshot, TestRun, TurnRecord, SourceSite } from "./wire";
 import type { SlotName, SlotValues } from "./slots";
 
@@ -900,14 +901,14 @@ export function boundaryBanner(entry: ReloadEntry | undefined): string[] {
  */
 export function turnSummary(turn: import("./wire").TurnRecord, sent?: Snapshot["preview"]): string {
   const p = sent?.prompt;
-  const prompt = p && sent ? `${sent.counts.counter.exact ? "" : "≈"}${promptTokens(sent.counts)} tokens sent over ${p.system.blocks.filter((b) => b.cacheBoundary).length} cache boundaries · ` : "";
+  const prompt = p && sent ? `${sent.counts.counter.exact ? "" : "≈"}${promptTokens(sent.counts)} tokens sent over ${counted(p.system.blocks.filter((b) => b.cacheBoundary).length, "cache boundary", "cache boundaries")} · ` : "";
   const reply = turn.reply ? `${turn.reply.text.split(/\s+/).filter(Boolean).length}-word reply` : "no reply";
   const compaction = turn.compaction?.triggered ? "compaction ran" : turn.error ? "no compaction run" : "compaction not due";
   const steps = turn.steps ?? [];
   const tools = steps.filter((s) => s.kind === "tool").length;
   const hooks = steps.filter((s) => s.kind === "hook" && s.outcome !== "continue" && s.outcome !== "not-matched").length;
-  const loop = `${tools ? `${tools} tool call${tools === 1 ? "" : "s"} · ` : ""}${hooks ? `${hooks} hook${hooks === 1 ? "" : "s"} acted · ` : ""}`;
-  return `${prompt}${reply} · ${loop}${turn.events?.length ?? 0} events · ${turn.slotChanges?.length ?? 0} slot changes · ${compaction}`;
+  const loop = `${tools ? `${counted(tools, "tool call")} · ` : ""}${hooks ? `${counted(hooks, "hook")} acted · ` : ""}`;
+  return `${prompt}${reply} · ${loop}${counted(turn.events?.length ?? 0, "event")} · ${counted(turn.slotChanges?.length ?? 0, "slot change")} · ${compaction}`;
 }
 
 /**
@@ -999,8 +1000,8 @@ export function loopStepLine(step: import("./wire").LoopStep): LoopLine {
     }
     case "model": {
       const calls = step.reply?.toolCalls?.map((c) => c.name) ?? [];
-      const what = step.error ? `failed: ${step.error}` : calls.length ? `calls ${calls.join(", ")}` : `answers ${step.reply?.text.split(/\s+/).filter(Boolean).length ?? 0} words`;
-      const sent = step.added.length ? ` (${step.added.length} message${step.added.length === 1 ? "" : "s"} after the prompt)` : "";
+      const what = step.error ? `failed: ${step.error}` : calls.length ? `calls ${calls.join(", ")}` : `answers ${counted(step.reply?.text.split(/\s+/).filter(Boolean).length ?? 0, "word")}`;
+      const sent = step.added.length ? ` (${counted(step.added.length, "message")} after the prompt)` : "";
       const replaced = step.replaced.length ? ` · hooks replaced ${step.replaced.join(", ")}` : "";
       const said = step.reply?.text ? `“${step.reply.text}”` : undefined;
       return { head: `Model call ${step.call}${sent} → ${what}${replaced}`, tone: step.error ? "error" : "", detail: said };
@@ -1008,7 +1009,7 @@ export function loopStepLine(step: import("./wire").LoopStep): LoopLine {
     case "tool": {
       const tone: LoopLine["tone"] = step.outcome === "ok" ? "ok" : step.outcome === "rejected" ? "warning" : "error";
       const owner = step.pluginId ? ` (${step.pluginId})` : "";
-      const proposals = step.proposals.length ? ` · ${step.proposals.length} proposal${step.proposals.length === 1 ? "" : "s"}` : "";
+      const proposals = step.proposals.length ? ` · ${counted(step.proposals.length, "proposal")}` : "";
       return { head: `Tool ${step.name}${owner} · ${step.outcome}${proposals}`, tone, detail: step.result };
     }
     case "event": {

@@ -807,6 +807,43 @@ test("every panel passes axe with no serious or critical violations", async () =
   assert.deepEqual(found, []);
 });
 
+// The words every panel shows, after a played turn and a test run, read as the author reads
+// them (code, JSON and editors left out): no word runs into a parenthesis or a dash, and no count
+// of one is followed by a plural. Svelte drops the space at the start of a block (`{#if x} (…)`),
+// which is how "2283(1921–2734)" and "tokens(lore-book/…)" once reached the screen.
+test("no panel runs words together or says '1 segments'", async () => {
+  const context = await browser.newContext({ viewport: { width: 1440, height: 920 } });
+  const reader = await context.newPage();
+  await reader.goto(url);
+  await reader.getByTestId("system-prompt").waitFor();
+  await reader.locator('[data-tab="Playtest"]').click();
+  await reader.getByTestId("player-message").fill("I climb the stairs.");
+  await reader.getByTestId("play").click();
+  await reader.getByText("Scripted narrator").first().waitFor();
+  await reader.locator('[data-tab="Tests"]').click();
+  await reader.getByTestId("tests-run").click();
+  await reader.getByTestId("tests-summary").waitFor();
+  await reader.addStyleTag({ content: "pre, code, textarea, input, select, .cm-editor, .json { display: none !important; }" });
+  const tabs = await reader.getByRole("tab").evaluateAll((ts) => ts.map((t) => t.dataset.tab));
+  const found = [];
+  for (const name of tabs) {
+    await reader.locator(`[data-tab="${name}"]`).click();
+    await reader.waitForTimeout(name === "Session" ? 600 : 100);
+    const text = await reader.locator("#panel").innerText();
+    for (const line of text.split("\n")) {
+      for (const [rule, pattern] of [
+        ["a word runs into a parenthesis", /[\p{L}\p{N}%)](?=\()|\)(?=[\p{L}\p{N}])/gu],
+        ["a word runs into a dash", /\S(?=—)|—(?=\S)/gu],
+        ["one of a plural", /(?<![\d.,–-])\b1 (?!(?:s|ms|of|in|per)\b)[a-z]+s\b/g],
+      ]) {
+        for (const m of line.matchAll(pattern)) found.push(`${name}: ${rule}: …${line.slice(Math.max(0, m.index - 30), m.index + 30)}…`);
+      }
+    }
+  }
+  await context.close();
+  assert.deepEqual(found, []);
+});
+
 test("the turn inspector diffs a turn's segments against the turn before", async () => {
   const after = await fixture("after-turn.json");
   const first = after.turns[0];
