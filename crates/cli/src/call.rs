@@ -29,6 +29,9 @@ pub struct Args {
     /// Machine-readable output.
     #[arg(long)]
     json: bool,
+    /// Exit 1 when any provider call failed, also where the point went on without it.
+    #[arg(long)]
+    strict: bool,
 }
 
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
@@ -56,7 +59,9 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let rule_error = (point == covel_kernel::contract::PointId::SessionWorldContext)
         .then(|| workspace.dimension_rule_violation())
         .flatten();
-    let failed = result.error.is_some() || rule_error.is_some();
+    let failed_calls = covel_studio::testing::FailedCall::among(&result.calls);
+    let failed =
+        result.error.is_some() || rule_error.is_some() || (args.strict && !failed_calls.is_empty());
     let diagnostics: Vec<DiagnosticJson> =
         workspace.diagnostics().map(DiagnosticJson::from).collect();
     if args.json {
@@ -66,6 +71,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             "result": result.result,
             "providedBy": result.provided_by,
             "calls": result.calls,
+            "failedCalls": failed_calls,
             "error": result
                 .error
                 .as_ref()
@@ -93,6 +99,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         if let Some(error) = &rule_error {
             crate::say!("error: {error}");
         }
+        crate::output::print_failed_calls(&failed_calls, args.strict);
         crate::output::print_not_loaded(&mut workspace.diagnostics());
     }
     Ok(if failed {

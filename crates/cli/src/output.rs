@@ -78,6 +78,25 @@ pub fn print_calls(calls: &[CallRecord]) {
     }
 }
 
+/// The closing word on the provider calls that failed in a run whose point went on without them
+/// (collect and the slots leave a failed provider out): one line each, after the result, so a
+/// long result does not hide them, and what `--strict` does.
+pub fn print_failed_calls(failed: &[covel_studio::testing::FailedCall], strict: bool) {
+    if failed.is_empty() {
+        return;
+    }
+    crate::say!();
+    for call in failed {
+        crate::say!("⚠ provider failed: {call}");
+    }
+    let what = covel_studio::words::counted(failed.len(), "provider call");
+    if strict {
+        crate::say!("{what} failed: exit 1 (--strict)");
+    } else {
+        crate::say!("{what} failed and left out; the rest went on (--strict makes this exit 1)");
+    }
+}
+
 /// One call's line: who, where, in which order, how it ended and in how long; a memo answer
 /// says so, with what its first run took (its own time is the lookup's).
 fn call_line(call: &CallRecord) -> String {

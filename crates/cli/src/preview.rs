@@ -22,6 +22,10 @@ pub struct Args {
     /// Machine-readable output.
     #[arg(long)]
     json: bool,
+    /// Exit 1 when any provider call failed, also where the prompt and the slots went on
+    /// without it.
+    #[arg(long)]
+    strict: bool,
 }
 
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
@@ -36,6 +40,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     // the preview's cache report counted are answered from the workspace's counter).
     let counts = counts::of_session(&workspace, &preview, &workspace.counter);
     let below_minimum = counts::below_minimum(&preview, &counts);
+    let failed_calls = covel_studio::testing::FailedCall::among(&preview.calls);
     if args.json {
         let mut value = serde_json::to_value(&preview)?;
         value["cache"]["warnings"] = serde_json::to_value(&below_minimum)?;
@@ -53,6 +58,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
                 .map(crate::output::DiagnosticJson::from)
                 .collect();
             map.insert("diagnostics".into(), serde_json::to_value(diagnostics)?);
+            map.insert("failedCalls".into(), serde_json::to_value(&failed_calls)?);
         }
         print_json(&value)?;
     } else {
@@ -60,13 +66,15 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             crate::say!("note: {note}\n");
         }
         print_human(&preview, &counts, &below_minimum);
+        crate::output::print_failed_calls(&failed_calls, args.strict);
         crate::say!();
         crate::output::print_rejections(&workspace.resolution);
         crate::output::print_not_loaded(&mut workspace.diagnostics());
     }
     let failed = preview.world_context.error.is_some()
         || !preview.errors.is_empty()
-        || workspace.plugins.iter().any(|p| !p.ok());
+        || workspace.plugins.iter().any(|p| !p.ok())
+        || (args.strict && !failed_calls.is_empty());
     Ok(if failed {
         ExitCode::from(1)
     } else {

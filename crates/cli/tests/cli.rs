@@ -197,6 +197,80 @@ fn call_without_the_input_a_point_needs_says_how_to_pass_it_and_shows_no_result(
 }
 
 #[test]
+fn call_and_preview_name_a_failed_provider_after_the_result_and_exit_1_for_it_with_strict() {
+    // Collect leaves a provider that throws out and goes on: the run succeeds, so without
+    // --strict the exit is 0, and the failure is said again after the (long) result.
+    let dir = sample_copy();
+    edit(
+        &dir.path().join("story-director/server/index.js"),
+        "const { tone } = ctx.getOwnSettings();",
+        "throw new Error(\"tone broke\");",
+    );
+    let folder = dir.path().to_str().expect("utf-8");
+    let input = r#"{"turnId":"t1","playerMessage":"hi"}"#;
+    let why =
+        "⚠ provider failed: story-director/tone on prompt.segment@1 → error: Error: tone broke";
+
+    let out = covel(&["call", folder, "prompt.segment@1", "--input", input]);
+    assert_exit(&out, 0);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let last = text.lines().rev().take(2).collect::<Vec<_>>();
+    assert!(last[1].starts_with(why), "{text}");
+    assert_eq!(
+        last[0],
+        "1 provider call failed and left out; the rest went on (--strict makes this exit 1)"
+    );
+    let out = covel(&[
+        "call",
+        folder,
+        "prompt.segment@1",
+        "--input",
+        input,
+        "--strict",
+    ]);
+    assert_exit(&out, 1);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("1 provider call failed: exit 1 (--strict)")
+    );
+    let json = json_of(&covel(&[
+        "call",
+        folder,
+        "prompt.segment@1",
+        "--input",
+        input,
+        "--json",
+    ]));
+    assert_eq!(json["failedCalls"][0]["providerId"], "tone");
+    assert_eq!(json["failedCalls"][0]["outcome"], "error");
+    assert!(json["result"].as_array().is_some_and(|r| !r.is_empty()));
+
+    // The preview says it the same way, and --strict fails it too.
+    let session = dir.path().join("demo.session.yaml");
+    let session = session.to_str().expect("utf-8");
+    let out = covel(&["preview", folder, "--session", session]);
+    assert_exit(&out, 0);
+    assert!(String::from_utf8_lossy(&out.stdout).contains(why));
+    assert_exit(
+        &covel(&["preview", folder, "--session", session, "--strict"]),
+        1,
+    );
+    let json = json_of(&covel(&["preview", folder, "--session", session, "--json"]));
+    assert_eq!(json["failedCalls"][0]["pluginId"], "story-director");
+
+    // The sample as it is fails nothing, with --strict as without.
+    let out = covel(&[
+        "call",
+        "plugins-sample",
+        "prompt.segment@1",
+        "--input",
+        input,
+        "--strict",
+    ]);
+    assert_exit(&out, 0);
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("provider failed"));
+}
+
+#[test]
 fn call_reads_its_input_from_a_file() {
     let dir = tempfile::tempdir().expect("temp dir");
     let file = dir.path().join("input.json");

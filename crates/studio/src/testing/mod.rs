@@ -139,9 +139,12 @@ impl FailedCall {
     /// The calls of a captured turn that did not succeed. The preview's `calls` already holds
     /// every call of the turn (segments, slots, world context, image flow), each once.
     fn of(capture: &TurnCapture) -> Vec<FailedCall> {
-        capture
-            .preview
-            .calls
+        FailedCall::among(&capture.preview.calls)
+    }
+
+    /// The calls among `calls` that did not succeed, in their order.
+    pub fn among(calls: &[covel_kernel::runner::CallRecord]) -> Vec<FailedCall> {
+        calls
             .iter()
             .filter(|c| c.outcome != covel_kernel::runner::Outcome::Success)
             .map(|c| FailedCall {
