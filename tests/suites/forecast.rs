@@ -1002,23 +1002,24 @@ fn a_short_prefix_a_longer_cached_prefix_covers_is_not_remarked_on() {
     // Breakpoints 0 and 1 close ≈35 and ≈71 tokens, but breakpoint 2's ≈1 200 are cached and
     // read them with it.
     assert_eq!(notes(None), vec![]);
-    // Nothing reaches 4096: every breakpoint caches nothing, and each says so.
+}
+
+#[test]
+fn a_prompt_too_short_to_cache_gets_one_note_on_its_longest_prefix_naming_the_shorter_ones() {
+    // Nothing reaches 4096: no breakpoint caches anything. A breakpoint's prefix holds every
+    // earlier one, so one note on the longest says it for all four (the Problems list and the
+    // Prompt panel once showed four notes saying the same).
     let all = notes(Some(4096));
     assert_eq!(
         all.iter().map(|n| (n.0, n.1)).collect::<Vec<_>>(),
-        [
-            (0, "prefix-below-minimum"),
-            (1, "prefix-below-minimum"),
-            (2, "prefix-below-minimum"),
-            (3, "prefix-below-minimum"),
-        ]
+        [(3, "prefix-below-minimum")]
     );
     assert!(
-        all[2]
-            .2
-            .contains("for claude-sonnet-4-5, which caches prefixes of 4096 tokens or more"),
+        all[0].2.contains(
+            "for claude-sonnet-4-5, which caches prefixes of 4096 tokens or more, so this breakpoint caches nothing, nor do breakpoints 0–2 before it (shorter prefixes)"
+        ),
         "{}",
-        all[2].2
+        all[0].2
     );
 }
 

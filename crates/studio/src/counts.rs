@@ -221,29 +221,48 @@ pub fn prompt_counts(
     }
 }
 
-/// The cache breakpoints whose prefix is under the model's minimum, counted as every panel
-/// counts: `prefix-below-minimum` when even the top of the range is under it,
-/// `prefix-near-minimum` when the estimate's range straddles it. A short prefix that a later
-/// breakpoint's cached prefix covers costs nothing (it is read as part of the longer one), so
-/// it is not remarked on.
+/// The note on a prompt whose cache breakpoints are under the model's minimum, counted as every
+/// panel counts: `prefix-below-minimum` when even the top of the range is under it,
+/// `prefix-near-minimum` when the estimate's range straddles it. One note, on the longest
+/// prefix under the minimum: a breakpoint's prefix holds every earlier one, so when it is too
+/// short the earlier ones are too (the note names them), and when it is cached they are read
+/// as part of it and cost nothing. A short prefix that a later breakpoint's cached prefix covers
+/// is not remarked on.
 pub fn below_minimum(preview: &Preview, counts: &PromptCounts) -> Vec<CacheWarning> {
     let (model, minimum) = (&counts.counter.model, counts.minimum);
     let cached_up_to = counts.breakpoints.iter().rposition(|c| c.low >= minimum);
-    preview
+    let longest_short = preview
         .cache
         .breakpoints
         .iter()
         .zip(&counts.breakpoints)
         .enumerate()
-        .filter(|(i, (_, c))| c.low < minimum && cached_up_to.is_none_or(|last| *i > last))
-        .map(|(_, pair)| pair)
-        .map(|(b, c)| {
+        .rfind(|(i, (_, c))| c.low < minimum && cached_up_to.is_none_or(|last| *i > last));
+    longest_short
+        .map(|(i, (b, c))| {
             let what = b.closes.describe();
             let (code, message) = if c.high < minimum {
+                // The breakpoints before it in the list, which close shorter prefixes.
+                let earlier = counts.breakpoints[..i]
+                    .iter()
+                    .enumerate()
+                    .filter(|(j, _)| cached_up_to.is_none_or(|last| *j > last))
+                    .map(|(j, _)| preview.cache.breakpoints[j].index)
+                    .collect::<Vec<_>>();
+                let nor = match earlier.as_slice() {
+                    [] => String::new(),
+                    [one] => format!(", nor does breakpoint {one} before it (a shorter prefix)"),
+                    [first, last] => format!(
+                        ", nor do breakpoints {first} and {last} before it (shorter prefixes)"
+                    ),
+                    [first, .., last] => {
+                        format!(", nor do breakpoints {first}–{last} before it (shorter prefixes)")
+                    }
+                };
                 (
                     "prefix-below-minimum",
                     format!(
-                        "the prefix up to breakpoint {} ({what}) is {} for {model}, which caches prefixes of {minimum} tokens or more, so this breakpoint caches nothing",
+                        "the prefix up to breakpoint {} ({what}) is {} for {model}, which caches prefixes of {minimum} tokens or more, so this breakpoint caches nothing{nor}",
                         b.index,
                         c.label()
                     ),
@@ -268,5 +287,6 @@ pub fn below_minimum(preview: &Preview, counts: &PromptCounts) -> Vec<CacheWarni
                 message,
             }
         })
+        .into_iter()
         .collect()
 }
