@@ -67,6 +67,39 @@ fn broken_rules(output: Value) -> Vec<&'static str> {
         .collect()
 }
 
+/// Each rule's line as the verdict says it: `rule: detail`.
+fn said(output: Value) -> Vec<String> {
+    verdict(output)
+        .rules
+        .into_iter()
+        .map(|r| format!("{}: {}", r.rule, r.detail))
+        .collect()
+}
+
+#[test]
+fn the_verdict_says_a_count_of_one_in_the_singular() {
+    // The Compaction panel once read "1 summary segments" and "1 segments after applying".
+    let one = said(json!({"summaries": [segment(&["a", "b"], &[], "They met.")]}));
+    assert!(
+        one.contains(&"non-empty: 1 summary segment".to_string()),
+        "{one:?}"
+    );
+    let single = said(json!({"summaries": [segment(&["a"], &[], "They met.")]}));
+    assert!(
+        single.contains(&"same-session: segment 0: 1 message belongs to this session".to_string()),
+        "{single:?}"
+    );
+    let merged = said(json!({"summaries": [segment(&[], &["s1", "s2"], "Both.")]}));
+    assert!(
+        merged.contains(&"segment-count: 1 segment after applying; the limit is 4".to_string()),
+        "{merged:?}"
+    );
+    assert!(
+        merged.contains(&"no-duplicates: segment 0: 2 summaries, none repeated".to_string()),
+        "{merged:?}"
+    );
+}
+
 // ---- Trigger, input and budget ----------------------------------------------------------------
 
 #[test]

@@ -196,7 +196,7 @@ pub fn validate(
     rules.check(
         "non-empty",
         !segments.is_empty(),
-        format!("{} summary segments", segments.len()),
+        crate::words::counted(segments.len(), "summary segment"),
     );
     let mut refs = References {
         session_id,
@@ -228,7 +228,8 @@ pub fn validate(
         "segment-count",
         total_segments <= budget.max_segments * factor,
         format!(
-            "{total_segments} segments after applying; the limit is {}",
+            "{} after applying; the limit is {}",
+            crate::words::counted(total_segments as usize, "segment"),
             budget.max_segments * factor
         ),
     );
@@ -280,7 +281,10 @@ fn check_segment(
     rules.check(
         "content-not-blank",
         !content.trim().is_empty(),
-        format!("segment {index} has {} characters", content.trim().len()),
+        format!(
+            "segment {index} has {}",
+            crate::words::counted(content.trim().len(), "character")
+        ),
     );
     let one_kind = covers_messages != covers_summaries;
     rules.check(
@@ -350,19 +354,22 @@ impl References<'_> {
         for id in &message_ids {
             self.message(id, &mut breaks);
         }
+        let one = message_ids.len() + replaces.len() == 1;
         let covered = if replaces.is_empty() {
-            format!("{} messages", message_ids.len())
+            crate::words::counted(message_ids.len(), "message")
         } else {
-            format!("{} summaries", replaces.len())
+            crate::words::counted_as(replaces.len(), "summary", "summaries")
         };
         rules.check(
             "same-session",
             breaks.foreign.is_none(),
             format!(
                 "segment {index}: {}",
-                breaks
-                    .foreign
-                    .unwrap_or_else(|| format!("all {covered} belong to this session"))
+                breaks.foreign.unwrap_or_else(|| if one {
+                    format!("{covered} belongs to this session")
+                } else {
+                    format!("all {covered} belong to this session")
+                })
             ),
         );
         rules.check(

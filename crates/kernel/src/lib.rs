@@ -31,6 +31,7 @@ pub mod settings;
 pub mod slot_host;
 pub mod static_prompt;
 pub mod test_session;
+pub mod words;
 pub mod world;
 pub mod yaml;
 

@@ -32,7 +32,8 @@ pub mod tokens;
 pub mod ts;
 pub mod turn;
 pub mod wire;
-pub mod words;
+/// How a count is worded, as the kernel words it.
+pub use covel_kernel::words;
 pub mod workspace;
 
 pub use preview::{Preview, PreviewTimings, RuntimeTarget};

@@ -1,6 +1,6 @@
 /**
  * How the window words a count: "1 segment", "2 segments", never "1 segments". The same rule as
- * the CLI's (`covel_studio::words::counted`), so the two say a count alike.
+ * the kernel's and the CLI's (`covel_kernel::words::counted`), so they say a count alike.
  */
 
 /** `n` and the noun, singular for one: "1 hook", "0 hooks", "2 cache boundaries". */

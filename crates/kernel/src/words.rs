@@ -1,5 +1,6 @@
-//! How the studio words a count for the author: "1 plugin", "2 plugins", never "1 plugin(s)".
-//! The CLI, the errors and the forecast's advice all count through here.
+//! How a count is worded for the author: "1 plugin", "2 plugins", never "1 plugin(s)". The
+//! kernel's verdicts (compaction), the studio's errors and forecast advice, and the CLI all
+//! count through here (the window through `ui/src/lib/words.ts`, which says it alike).
 
 /// `n` and the noun, singular for one: "1 plugin", "2 plugins", "0 plugins". For the nouns the
 /// studio counts, whose plurals all add an "s" ("played turn", "anthropic exchange").
@@ -8,6 +9,16 @@ pub fn counted(n: usize, noun: &str) -> String {
         format!("1 {noun}")
     } else {
         format!("{n} {noun}s")
+    }
+}
+
+/// `n` and the noun, for a noun whose plural is not the noun with an "s": "1 summary",
+/// "2 summaries".
+pub fn counted_as(n: usize, noun: &str, plural: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {plural}")
     }
 }
 
@@ -30,6 +41,8 @@ mod tests {
         assert_eq!(counted(1, "plugin"), "1 plugin");
         assert_eq!(counted(0, "plugin"), "0 plugins");
         assert_eq!(counted(2, "played turn"), "2 played turns");
+        assert_eq!(counted_as(1, "summary", "summaries"), "1 summary");
+        assert_eq!(counted_as(3, "summary", "summaries"), "3 summaries");
         assert_eq!(listed("turn", &["2".into()]), "turn 2");
         assert_eq!(listed("turn", &["2".into(), "3".into()]), "turns 2, 3");
     }
