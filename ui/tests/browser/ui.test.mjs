@@ -811,7 +811,7 @@ test("every panel passes axe with no serious or critical violations", async () =
 // them (code, JSON and editors left out): no word runs into a parenthesis or a dash, and no count
 // of one is followed by a plural. Svelte drops the space at the start of a block (`{#if x} (…)`),
 // which is how "2283(1921–2734)" and "tokens(lore-book/…)" once reached the screen.
-test("no panel runs words together or says '1 segments'", async () => {
+test("no panel runs words together (into a parenthesis, a dash or a separator) or says '1 segments'", async () => {
   const context = await browser.newContext({ viewport: { width: 1440, height: 920 } });
   const reader = await context.newPage();
   await reader.goto(url);
@@ -834,6 +834,7 @@ test("no panel runs words together or says '1 segments'", async () => {
       for (const [rule, pattern] of [
         ["a word runs into a parenthesis", /[\p{L}\p{N}%)](?=\()|\)(?=[\p{L}\p{N}])/gu],
         ["a word runs into a dash", /\S(?=—)|—(?=\S)/gu],
+        ["a word runs into a separator", /[^\s(](?=[·→])|[·→](?=[^\s)])/gu],
         ["one of a plural", /(?<![\d.,–-])\b1 (?!(?:s|ms|of|in|per)\b)[a-z]+s\b/g],
       ]) {
         for (const m of line.matchAll(pattern)) found.push(`${name}: ${rule}: …${line.slice(Math.max(0, m.index - 30), m.index + 30)}…`);

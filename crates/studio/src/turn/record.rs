@@ -198,9 +198,9 @@ impl LoopStep {
                     format!("model call {} → calls {}", m.call, names.join(", "))
                 }
                 (Some(reply), None) => format!(
-                    "model call {} → {} characters of narration",
+                    "model call {} → {} of narration",
                     m.call,
-                    reply.text.chars().count()
+                    crate::words::counted(reply.text.chars().count(), "character")
                 ),
                 (None, None) => format!("model call {}", m.call),
             },
