@@ -291,14 +291,15 @@ fn print_human(f: &Forecast, ttl: &str) {
     }
     crate::say!("\nAdvice");
     if let Some(current) = &f.advice.current_layout {
+        // A layout moves what the input costs; the output costs the same in every one.
         crate::say!(
-            "  breakpoints now: {} → {}",
+            "  breakpoints now: {} → {} of input",
             current.breakpoints.join(", "),
             usd(current.cost)
         );
         for layout in &f.advice.best_layouts {
             crate::say!(
-                "  breakpoints at {} → {} (saves {})",
+                "  breakpoints at {} → {} of input (saves {})",
                 layout.breakpoints.join(", "),
                 usd(layout.cost),
                 usd(layout.saving)

@@ -1701,6 +1701,35 @@ fn forecast_predicts_per_turn_and_per_breakpoint_and_names_the_segment_that_brea
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("no model named `nonsense`"));
 }
 
+#[test]
+fn forecast_advice_prices_a_breakpoint_layout_by_its_input_which_with_the_output_is_the_total() {
+    // "breakpoints now → $0.01204" beside "cost $0.01430" once left the author to guess: a
+    // layout's cost is what the input costs (the output costs the same in every layout).
+    let out = forecast(&["--json"]);
+    assert_exit(&out, 0);
+    let report = json_of(&out);
+    let current = report["advice"]["currentLayout"]["cost"]
+        .as_f64()
+        .expect("current layout");
+    let cost = &report["totals"]["cost"];
+    let (total, output) = (
+        cost["total"].as_f64().expect("total"),
+        cost["output"].as_f64().expect("output"),
+    );
+    assert!(output > 0.0, "the storm session's replies cost something");
+    assert!(
+        (current + output - total).abs() < 1e-9,
+        "{current} + {output} != {total}"
+    );
+    let text = forecast(&[]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("breakpoints now:"))
+        .expect("the current layout");
+    assert!(line.ends_with(" of input"), "{line}");
+}
+
 fn forecast(extra: &[&str]) -> std::process::Output {
     let mut args = vec![
         "forecast",

@@ -1039,6 +1039,10 @@ export type KeyChange = {
 export type Layout = {
 	/**  Where the breakpoints go: system block kinds, `history` (the newest history message). */
 	breakpoints: string[],
+	/**
+	 *  What the input costs over the forecast's turns with these breakpoints (the output costs
+	 *  the same in every layout, so the totals' cost is this and the output's).
+	 */
 	cost: number,
 	/**  Against the current layout (positive: cheaper). */
 	saving: number,

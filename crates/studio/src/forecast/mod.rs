@@ -401,6 +401,8 @@ pub struct LedgerRow {
 pub struct Layout {
     /// Where the breakpoints go: system block kinds, `history` (the newest history message).
     pub breakpoints: Vec<String>,
+    /// What the input costs over the forecast's turns with these breakpoints (the output costs
+    /// the same in every layout, so the totals' cost is this and the output's).
     #[specta(type = crate::ts::Number)]
     pub cost: f64,
     /// Against the current layout (positive: cheaper).
