@@ -78,14 +78,10 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     } else {
         for p in &loaded {
             if p.ok() {
-                let providers = p
-                    .package
-                    .as_ref()
-                    .map_or(0, |pkg| pkg.manifest.extensions.len());
                 crate::say!(
                     "✓ {} ({}, loaded in {:.1} ms)",
                     p.name,
-                    covel_studio::words::counted(providers, "provider"),
+                    what_runs(p),
                     p.load_time.as_secs_f64() * 1000.0
                 );
             } else {
@@ -120,4 +116,29 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// What of a loaded plugin a preview or a played turn runs: "3 providers", "1 provider, 1 tool,
+/// 1 hook", "1 hook" (a plugin of hooks only is not "0 providers"), "0 providers" when nothing.
+fn what_runs(plugin: &covel_js::LoadedPlugin) -> String {
+    use covel_studio::words::counted;
+    let providers = plugin
+        .package
+        .as_ref()
+        .map_or(0, |pkg| pkg.manifest.extensions.len());
+    let (tools, hooks) = (
+        plugin.registrations.tools.len(),
+        plugin.registrations.hooks.len(),
+    );
+    let mut said = Vec::new();
+    if providers > 0 || tools + hooks == 0 {
+        said.push(counted(providers, "provider"));
+    }
+    if tools > 0 {
+        said.push(counted(tools, "tool"));
+    }
+    if hooks > 0 {
+        said.push(counted(hooks, "hook"));
+    }
+    said.join(", ")
 }

@@ -61,11 +61,18 @@ fn validate_accepts_every_sample_plugin() {
     let mut args = vec!["validate"];
     args.extend(plugins.iter().map(String::as_str));
     let out = covel(&args);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    // A plugin of hooks only is said as such, not as "0 providers".
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("✓ narration-review (1 hook, loaded in ")),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("✓ quest-log (1 provider, 1 tool, 1 hook, loaded in ")),
+        "{text}"
     );
 }
 
@@ -2016,6 +2023,13 @@ fn validate_says_what_a_plugin_registered_that_the_studio_never_runs() {
     let out = covel(&["validate", "tests/fixtures/upstream-shaped"]);
     assert_exit(&out, 0);
     let text = String::from_utf8_lossy(&out.stdout);
+    // What playtests run is counted on the plugin's line: its tools and hooks too.
+    assert!(
+        text.lines().any(|l| l.starts_with("✓ quest-tracker (")
+            && l.contains(" tool")
+            && l.contains(" hook")),
+        "{text}"
+    );
     let note = text
         .lines()
         .find(|l| l.trim_start().starts_with("note: registered only"))
