@@ -194,12 +194,39 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// A folder as the author would write it: `plugins-sample/tests/..` (a session's `plugins: ..`
+/// joined to its folder) as `plugins-sample`, when both name the same folder on disk (a
+/// symbolic link on the way keeps the path as it was).
+fn tidy(path: &std::path::Path) -> std::path::PathBuf {
+    use std::path::Component;
+    let mut tidied = std::path::PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir
+                if matches!(tidied.components().next_back(), Some(Component::Normal(_))) =>
+            {
+                tidied.pop();
+            }
+            other => tidied.push(other),
+        }
+    }
+    if tidied.as_os_str().is_empty() {
+        tidied.push(".");
+    }
+    let same = match (path.canonicalize(), tidied.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    if same { tidied } else { path.to_path_buf() }
+}
+
 fn print_human(result: &SessionResult) {
     let mark = if result.passed { "✓" } else { "✗" };
     crate::say!(
         "{mark} {} (plugins: {}) · {} ms",
         result.session.display(),
-        result.plugins_dir.display(),
+        tidy(&result.plugins_dir).display(),
         result.duration_ms
     );
     if let Some(error) = &result.error {

@@ -1043,6 +1043,15 @@ fn test_finds_and_passes_the_sample_test_sessions() {
         checks >= 20,
         "the sample sessions check placements, slots, world, cache, tokens and providers"
     );
+    // A session's `plugins: ..` is said as the folder it names, not as `tests/..`.
+    let text = covel(&["test", "plugins-sample"]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains(
+            "✓ plugins-sample/tests/bell-tower.session.yaml (plugins: plugins-sample) · "
+        ),
+        "{text}"
+    );
 }
 
 #[test]
