@@ -16,6 +16,14 @@ const fixture = async (name) => {
   return JSON.parse(text.slice(text.indexOf(" = ") + 3, text.lastIndexOf(";")));
 };
 const fakeCalls = () => page.evaluate(() => window.__fakeCalls);
+/** A page of its own (a new browser context, so no other test's state), showing the prompt. */
+const freshPage = async () => {
+  const context = await browser.newContext({ viewport: { width: 1440, height: 920 } });
+  const page = await context.newPage();
+  await page.goto(url);
+  await page.getByTestId("system-prompt").waitFor();
+  return { context, page };
+};
 const shots = resolve(import.meta.dirname, "../../test-results");
 const types = { ".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".json": "application/json" };
 let server;
@@ -789,10 +797,7 @@ test("a handler that throws at run time shows in Problems, on the Providers tab'
 });
 
 test("every panel passes axe with no serious or critical violations", async () => {
-  const context = await browser.newContext({ viewport: { width: 1440, height: 920 } });
-  const a11y = await context.newPage();
-  await a11y.goto(url);
-  await a11y.getByTestId("system-prompt").waitFor();
+  const { context, page: a11y } = await freshPage();
   const tabs = await a11y.getByRole("tab").evaluateAll((ts) => ts.map((t) => t.dataset.tab));
   const found = [];
   for (const name of tabs) {
@@ -812,10 +817,7 @@ test("every panel passes axe with no serious or critical violations", async () =
 // of one is followed by a plural. Svelte drops the space at the start of a block (`{#if x} (…)`),
 // which is how "2283(1921–2734)" and "tokens(lore-book/…)" once reached the screen.
 test("no panel runs words together (into a parenthesis, a dash or a separator) or says '1 segments'", async () => {
-  const context = await browser.newContext({ viewport: { width: 1440, height: 920 } });
-  const reader = await context.newPage();
-  await reader.goto(url);
-  await reader.getByTestId("system-prompt").waitFor();
+  const { context, page: reader } = await freshPage();
   await reader.locator('[data-tab="Playtest"]').click();
   await reader.getByTestId("player-message").fill("I climb the stairs.");
   await reader.getByTestId("play").click();
@@ -853,10 +855,7 @@ test("the turn inspector diffs a turn's segments against the turn before", async
   second.sent.find((s) => s.key === "segment story-director/tone").text = "Keep a grave, patient narrative voice.";
   const sent = structuredClone((await fixture("turn-previews.json"))[first.turnId].preview);
   const two = { ...after, turns: [first, second] };
-  const context = await browser.newContext({ viewport: { width: 1440, height: 920 } });
-  const p = await context.newPage();
-  await p.goto(url);
-  await p.getByTestId("system-prompt").waitFor();
+  const { context, page: p } = await freshPage();
   await p.evaluate(([s, prompts]) => window.__fakeSnapshot(s, prompts), [two, { "turn-4": sent }]);
   await p.locator('[data-tab="Playtest"]').click();
   const change = p.getByTestId("turn-change");
@@ -874,10 +873,7 @@ test("a long prompt's segment table renders on request", async () => {
   const long = structuredClone(demo);
   const base = long.preview.segments.filter((s) => s.included);
   long.preview.segments = Array.from({ length: 90 }, (_, i) => ({ ...base[i % base.length], plugin: `gen-${String(i).padStart(3, "0")}` }));
-  const context = await browser.newContext({ viewport: { width: 1440, height: 920 } });
-  const p = await context.newPage();
-  await p.goto(url);
-  await p.getByTestId("system-prompt").waitFor();
+  const { context, page: p } = await freshPage();
   assert.equal(await p.getByTestId("segments").count(), 1, "a short prompt shows its table");
   await p.evaluate((s) => window.__fakeSnapshot(s), long);
   await p.getByTestId("show-segments").waitFor();
@@ -897,10 +893,7 @@ test("200 plugins: a panel shows its first rows in the first frame and the rest 
   const base = demo.plugins;
   many.plugins = Array.from({ length: 200 }, (_, i) => ({ ...structuredClone(base[i % base.length]), name: `gen-${String(i).padStart(3, "0")}` }));
   many.plugins.forEach((p) => p.providers.forEach((r) => (r.id = `${r.id}-${p.name}`)));
-  const context = await browser.newContext({ viewport: { width: 1440, height: 920 } });
-  const p = await context.newPage();
-  await p.goto(url);
-  await p.getByTestId("system-prompt").waitFor();
+  const { context, page: p } = await freshPage();
   await p.evaluate((s) => window.__fakeSnapshot(s), many);
   for (const [tab, selector, rows] of [["Plugins", '[data-testid="plugins"] tbody tr', 200], ["Providers", '[data-testid="providers"] tr[data-testid="not-called"], [data-testid="providers"] tr[data-testid="other-slot"], [data-testid="providers"] tr[data-call]', null]]) {
     // Rows in the DOM once the click's update is flushed, before the first frame is painted.
@@ -927,10 +920,7 @@ test("a reload leaves the rows it did not change alone: same elements, no DOM wr
   const kept = [...a.keys()].filter((k) => b.get(k) === a.get(k) && initial.preview.prompt.system.blocks.some((block) => block.segments.includes(k)));
   const edited = [...a.keys()].filter((k) => b.has(k) && b.get(k) !== a.get(k));
   assert.ok(kept.length >= 2 && edited.length >= 1, `${kept.length} unchanged and ${edited.length} changed segments`);
-  const context = await browser.newContext({ viewport: { width: 1440, height: 920 } });
-  const p = await context.newPage();
-  await p.goto(url);
-  await p.getByTestId("system-prompt").waitFor();
+  const { context, page: p } = await freshPage();
   const rows = (keys) => keys.map((k) => `[data-testid="system-prompt"] [data-segment="${k}"]`);
   // Each row is tagged and watched; the reload must neither replace nor write into them.
   await p.evaluate(([unchanged, changed]) => {
@@ -954,10 +944,7 @@ test("a reload leaves the rows it did not change alone: same elements, no DOM wr
 });
 
 test("Open: the native picker chooses the session file and the folder, which opens; cancelling changes nothing", async () => {
-  const context = await browser.newContext({ viewport: { width: 1440, height: 920 } });
-  const p = await context.newPage();
-  await p.goto(url);
-  await p.getByTestId("system-prompt").waitFor();
+  const { context, page: p } = await freshPage();
   await p.locator('[data-tab="Open"]').click();
   const calls = () => p.evaluate(() => window.__fakeCalls.filter((c) => c[0] === "pickPath" || c[0] === "open"));
   await p.getByTestId("choose-folder").click();
@@ -985,10 +972,7 @@ test("Providers: a provider of another slot is listed with that reason, and ever
   assert.ok(cachedCall, "the fixture has a call answered from the memo");
   const clock = turned.preview.calls.find((c) => !c.cached && c.point === "prompt.segment@1");
   clock.notCached = "it read the clock (Date.now)";
-  const context = await browser.newContext({ viewport: { width: 1440, height: 920 } });
-  const p = await context.newPage();
-  await p.goto(url);
-  await p.getByTestId("system-prompt").waitFor();
+  const { context, page: p } = await freshPage();
   await p.evaluate((s) => window.__fakeSnapshot(s), turned);
   await p.locator('[data-tab="Providers"]').click();
   const other = p.locator('table[data-chain="ui.slot@1 → stage.music@1"] [data-testid="other-slot"]');
@@ -1008,10 +992,7 @@ test("a problem with a place opens it in the author's editor at its line and col
   const broken = await fixture("snapshot.json");
   const plugin = broken.plugins.find((p) => p.name === "story-director");
   plugin.diagnostics = [{ code: "entry-syntax", message: "syntax error: the `{` opened at 4:33 is never closed (the file ends first)", file: "story-director/server/index.js", line: 4, column: 33 }];
-  const context = await browser.newContext({ viewport: { width: 1440, height: 920 } });
-  const p = await context.newPage();
-  await p.goto(url);
-  await p.getByTestId("system-prompt").waitFor();
+  const { context, page: p } = await freshPage();
   await p.evaluate((s) => window.__fakeSnapshot(s), broken);
   await p.locator('[data-tab="Problems"]').click();
   const row = p.locator('[data-testid="problem"][data-code="entry-syntax"]');
@@ -1099,10 +1080,7 @@ test("the turn inspector diffs a turn against any other played turn, earlier to 
   part(third, "segment story-director/focus").text += " Mind the bells.";
   const sentFirst = (await fixture("turn-previews.json"))[first.turnId].preview;
   const [sentSecond, sentThird] = [structuredClone(sentFirst), structuredClone(sentFirst)];
-  const context = await browser.newContext({ viewport: { width: 1440, height: 920 } });
-  const p = await context.newPage();
-  await p.goto(url);
-  await p.getByTestId("system-prompt").waitFor();
+  const { context, page: p } = await freshPage();
   await p.evaluate(([s, prompts]) => window.__fakeSnapshot(s, prompts), [{ ...after, turns: [first, second, third] }, { "turn-4": sentSecond, "turn-5": { preview: sentThird, withNewerPlugins: true } }]);
   await p.locator('[data-tab="Playtest"]').click();
   await p.getByTestId("turn-pick").nth(2).click();
@@ -1125,10 +1103,7 @@ test("the turn inspector diffs a turn against any other played turn, earlier to 
 
 test("About says the studio's version, the SDK it mirrors and the contracts, as --version does", async () => {
   const about = await fixture("about.json");
-  const context = await browser.newContext({ viewport: { width: 1440, height: 920 } });
-  const own = await context.newPage();
-  await own.goto(url);
-  await own.getByTestId("system-prompt").waitFor();
+  const { context, page: own } = await freshPage();
   await own.getByTestId("about-button").click();
   const box = own.getByTestId("about");
   await box.waitFor();
@@ -1160,10 +1135,7 @@ test("a compaction run that found nothing to compact says so, as covel compact d
 });
 
 test("a failed open is shown once, with its code and place, and can be dismissed", async () => {
-  const context = await browser.newContext({ viewport: { width: 1440, height: 920 } });
-  const own = await context.newPage();
-  await own.goto(url);
-  await own.getByTestId("system-prompt").waitFor();
+  const { context, page: own } = await freshPage();
   await own.locator('[data-tab="Open"]').click();
   await own.getByPlaceholder("/path/to/plugins").fill("/work/missing-plugins");
   await own.getByRole("button", { name: "Open", exact: true }).click();
@@ -1181,10 +1153,7 @@ test("Play from here starts a branch beside the one played; turns of two branche
   const second = { ...structuredClone(first), turnId: "turn-4", playerMessage: "I climb the stairs." };
   second.reply.text = "The stairs are slick with weed.";
   second.sent.find((s) => s.key === "player input").text = "I climb the stairs.";
-  const context = await browser.newContext({ viewport: { width: 1440, height: 920 } });
-  const p = await context.newPage();
-  await p.goto(url);
-  await p.getByTestId("system-prompt").waitFor();
+  const { context, page: p } = await freshPage();
   await p.evaluate((s) => window.__fakeSnapshot(s), { ...after, turns: [first, second] });
   await p.locator('[data-tab="Playtest"]').click();
   const branches = p.getByTestId("branch");
@@ -1215,10 +1184,7 @@ test("Play from here starts a branch beside the one played; turns of two branche
 });
 
 test("the story model picker lists the models the local server reports and writes the choice into the session draft", async () => {
-  const context = await browser.newContext({ viewport: { width: 1440, height: 920 } });
-  const p = await context.newPage();
-  await p.goto(url);
-  await p.getByTestId("system-prompt").waitFor();
+  const { context, page: p } = await freshPage();
   await p.locator('[data-tab="Session"]').click();
   const editor = p.locator('[data-testid="session-editor"] .cm-content');
   await editor.waitFor();
@@ -1259,10 +1225,7 @@ test("a replay miss in the Tests panel offers to re-record the changed turns, as
   session.turns[0].error = "replay miss: none of the 3 recorded anthropic requests equals this request; nearest is exchange #2 (97% similar). Where this request differs from it:\n  /messages/3/content: …";
   const after = structuredClone(await fixture("tests.json"));
   after.sessions[0].rerecord = { recording: "tests/replayed.recording.json", status: "rewritten", turns: [session.turns[0].turnId], kept: 2, rerecorded: 1, dropped: 1 };
-  const context = await browser.newContext({ viewport: { width: 1440, height: 920 } });
-  const p = await context.newPage();
-  await p.goto(url);
-  await p.getByTestId("system-prompt").waitFor();
+  const { context, page: p } = await freshPage();
   await p.evaluate(([a, b]) => ((window.__fakeTests = a), (window.__fakeRerecordTests = b)), [run, after]);
   await p.locator('[data-tab="Tests"]').click();
   await p.getByTestId("tests-run").click();
@@ -1280,10 +1243,7 @@ test("a replay miss in the Tests panel offers to re-record the changed turns, as
 test("one click to the source: a provider, a segment, a slot value and a turn's tool call open their registration site in the editor", async () => {
   const snapshot = await fixture("snapshot.json");
   const after = await fixture("after-turn.json");
-  const context = await browser.newContext({ viewport: { width: 1440, height: 920 } });
-  const p = await context.newPage();
-  await p.goto(url);
-  await p.getByTestId("system-prompt").waitFor();
+  const { context, page: p } = await freshPage();
   const opened = async () => (await p.evaluate(() => window.__fakeCalls)).filter((c) => c[0] === "openInEditor").at(-1);
   const site = (plugin, point, id) => snapshot.plugins.find((x) => x.name === plugin).inventory.extensions.find((e) => e.point === point && e.id === id).site;
   // A segment in the Prompt panel's table.
@@ -1322,10 +1282,7 @@ test("an empty folder: every panel says what would appear there and how to make 
     preview: { ...snapshot.preview, slots: [], calls: [], segments: [], worldContext: { ...snapshot.preview.worldContext, providedBy: undefined, snapshot: null, error: undefined, calls: [] } },
   };
   delete empty.preview.worldContext.providedBy;
-  const context = await browser.newContext({ viewport: { width: 1440, height: 920 } });
-  const p = await context.newPage();
-  await p.goto(url);
-  await p.getByTestId("system-prompt").waitFor();
+  const { context, page: p } = await freshPage();
   await p.evaluate((s) => window.__fakeSnapshot(s), empty);
   for (const [tab, id, said] of [
     ["Plugins", "empty-plugins", /no plugins yet.*New plugin/],
@@ -1341,10 +1298,7 @@ test("an empty folder: every panel says what would appear there and how to make 
 });
 
 test("labels are labels: every field of the Open, Prompt, Cache, Providers and Playtest panels has a visible label, not only a placeholder", async () => {
-  const context = await browser.newContext({ viewport: { width: 1440, height: 920 } });
-  const p = await context.newPage();
-  await p.goto(url);
-  await p.getByTestId("system-prompt").waitFor();
+  const { context, page: p } = await freshPage();
   const unlabelled = [];
   for (const tab of ["Open", "Prompt", "Cache", "Providers", "Playtest"]) {
     await p.locator(`[data-tab="${tab}"]`).click();
@@ -1362,10 +1316,7 @@ test("labels are labels: every field of the Open, Prompt, Cache, Providers and P
 });
 
 test("Plugins and Problems have a filter: the rows that match, and how many of how many", async () => {
-  const context = await browser.newContext({ viewport: { width: 1440, height: 920 } });
-  const p = await context.newPage();
-  await p.goto(url);
-  await p.getByTestId("system-prompt").waitFor();
+  const { context, page: p } = await freshPage();
   await p.locator('[data-tab="Plugins"]').click();
   const all = await p.locator('[data-testid="plugins"] tbody tr').count();
   await p.getByTestId("plugins-filter").fill("stage.cast");
@@ -1390,10 +1341,7 @@ test("a failed attempt and the turn played after it share an id, and each can be
   const after = await fixture("after-turn.json");
   const played = after.turns[0];
   const failed = { ...structuredClone(played), reply: undefined, error: "the turn was cancelled; nothing was appended", steps: [], events: [], slotChanges: [] };
-  const context = await browser.newContext({ viewport: { width: 1440, height: 920 } });
-  const p = await context.newPage();
-  await p.goto(url);
-  await p.getByTestId("system-prompt").waitFor();
+  const { context, page: p } = await freshPage();
   await p.evaluate((s) => window.__fakeSnapshot(s), { ...after, turns: [failed, played] });
   await p.locator('[data-tab="Playtest"]').click();
   const picks = p.getByTestId("turn-pick");
