@@ -125,10 +125,12 @@ export function fakeBackend(): Backend {
     playTurn: async (message) => {
       calls.push(["playTurn", message]);
       // A test may have the reply stream first (`window.__fakeStream`, its pieces), one piece
-      // every 300 ms, as a real backend's would.
+      // every 300 ms, as a real backend's would; while `window.__fakeStreamHold` is true the
+      // last piece waits (a test sees the reply half-way on a machine of any speed).
       const pieces: string[] = (globalThis as any).__fakeStream ?? [];
       (globalThis as any).__fakeStream = undefined;
-      for (const text of pieces) {
+      for (const [i, text] of pieces.entries()) {
+        while (i === pieces.length - 1 && (globalThis as any).__fakeStreamHold) await new Promise((r) => setTimeout(r, 20));
         for (const l of textListeners) l({ turnId: "turn-3", text });
         await new Promise((r) => setTimeout(r, 300));
       }

@@ -403,12 +403,14 @@ test("playing a turn updates the chat and the compaction panel", async () => {
 
 test("a reply that streams grows in the chat before the turn ends", async () => {
   await page.locator('[data-tab="Playtest"]').click();
-  await page.evaluate(() => (window.__fakeStream = ["The bell ", "rings ", "once."]));
+  // The last piece is held back until the test has seen the first ones.
+  await page.evaluate(() => { window.__fakeStream = ["The bell ", "rings ", "once."]; window.__fakeStreamHold = true; });
   await page.getByTestId("player-message").fill("I listen.");
   await page.getByTestId("play").click();
   const bubble = page.getByTestId("streaming");
-  await bubble.filter({ hasText: "The bell" }).waitFor();
-  assert.doesNotMatch(await bubble.textContent(), /once\./, "the first piece shows before the last arrived");
+  await bubble.filter({ hasText: "The bell rings" }).waitFor();
+  assert.doesNotMatch(await bubble.textContent(), /once\./, "the first pieces show before the last arrived");
+  await page.evaluate(() => { window.__fakeStreamHold = false; });
   await bubble.filter({ hasText: "The bell rings once." }).waitFor();
   await page.screenshot({ path: join(shots, "browser-streaming.png") });
   await bubble.waitFor({ state: "detached" });
