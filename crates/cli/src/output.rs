@@ -87,7 +87,7 @@ pub fn print_failed_calls(failed: &[covel_studio::testing::FailedCall], strict: 
     }
     crate::say!();
     for call in failed {
-        crate::say!("⚠ provider failed: {call}");
+        crate::say!("{}", failed_call_line(call));
     }
     let what = covel_studio::words::counted(failed.len(), "provider call");
     if strict {
@@ -95,6 +95,11 @@ pub fn print_failed_calls(failed: &[covel_studio::testing::FailedCall], strict: 
     } else {
         crate::say!("{what} failed and left out; the rest went on (--strict makes this exit 1)");
     }
+}
+
+/// A provider call that failed, as `call`, `preview` and `test` say it.
+pub fn failed_call_line(call: &covel_studio::testing::FailedCall) -> String {
+    format!("⚠ provider failed: {call}")
 }
 
 /// One call's line: who, where, in which order, how it ended and in how long; a memo answer

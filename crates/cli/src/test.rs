@@ -245,7 +245,7 @@ fn print_human(result: &SessionResult) {
             }
         }
         for call in &turn.failed_calls {
-            crate::say!("    ⚠ provider failed: {call}");
+            crate::say!("    {}", crate::output::failed_call_line(call));
         }
         for check in &turn.checks {
             match &check.detail {

@@ -354,18 +354,19 @@ impl References<'_> {
         for id in &message_ids {
             self.message(id, &mut breaks);
         }
-        let one = message_ids.len() + replaces.len() == 1;
-        let covered = if replaces.is_empty() {
-            crate::words::counted(message_ids.len(), "message")
+        let (count, covered) = if replaces.is_empty() {
+            let n = message_ids.len();
+            (n, crate::words::counted(n, "message"))
         } else {
-            crate::words::counted_as(replaces.len(), "summary", "summaries")
+            let n = replaces.len();
+            (n, crate::words::counted_as(n, "summary", "summaries"))
         };
         rules.check(
             "same-session",
             breaks.foreign.is_none(),
             format!(
                 "segment {index}: {}",
-                breaks.foreign.unwrap_or_else(|| if one {
+                breaks.foreign.unwrap_or_else(|| if count == 1 {
                     format!("{covered} belongs to this session")
                 } else {
                     format!("all {covered} belong to this session")

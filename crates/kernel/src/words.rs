@@ -5,11 +5,7 @@
 /// `n` and the noun, singular for one: "1 plugin", "2 plugins", "0 plugins". For the nouns the
 /// studio counts, whose plurals all add an "s" ("played turn", "anthropic exchange").
 pub fn counted(n: usize, noun: &str) -> String {
-    if n == 1 {
-        format!("1 {noun}")
-    } else {
-        format!("{n} {noun}s")
-    }
+    counted_as(n, noun, &format!("{noun}s"))
 }
 
 /// `n` and the noun, for a noun whose plural is not the noun with an "s": "1 summary",

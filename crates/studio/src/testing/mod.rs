@@ -136,12 +136,6 @@ impl std::fmt::Display for FailedCall {
 }
 
 impl FailedCall {
-    /// The calls of a captured turn that did not succeed. The preview's `calls` already holds
-    /// every call of the turn (segments, slots, world context, image flow), each once.
-    fn of(capture: &TurnCapture) -> Vec<FailedCall> {
-        FailedCall::among(&capture.preview.calls)
-    }
-
     /// The calls among `calls` that did not succeed, in their order.
     pub fn among(calls: &[covel_kernel::runner::CallRecord]) -> Vec<FailedCall> {
         calls
@@ -736,7 +730,9 @@ fn checked_turns(
                 golden_differences: Vec::new(),
                 error: None,
                 duration_ms: capture.duration_ms,
-                failed_calls: FailedCall::of(capture),
+                // The preview's `calls` holds every call of the turn (segments, slots, world
+                // context, image flow), each once.
+                failed_calls: FailedCall::among(&capture.preview.calls),
             }
         })
         .collect()
